@@ -1,0 +1,183 @@
+"""The in-memory conversation: messages of role and content, nothing else.
+
+Provider metadata (which model answered, usage, stop reason, timestamps)
+lives in the session layer (:mod:`awl.format`, :mod:`awl.manager`); the
+Conversation holds only what a provider request needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, overload
+
+Role = Literal["system", "user", "assistant"]
+ROLES: tuple[Role, ...] = ("system", "user", "assistant")
+
+
+class TextualBlock:
+    """A block of text that grows by streaming appends.
+
+    Chunks are kept in a list and joined on read, so appending many small
+    deltas while a model streams costs O(total) rather than O(n^2).
+    """
+
+    __slots__ = ("_chunks", "_joined")
+
+    def __init__(self, text: str = "") -> None:
+        self._chunks: list[str] = [text] if text else []
+        self._joined: str | None = text
+
+    def append(self, delta: str) -> None:
+        """Append streamed text."""
+        if delta:
+            self._chunks.append(delta)
+            self._joined = None
+
+    @property
+    def text(self) -> str:
+        """The whole text so far."""
+        if self._joined is None:
+            self._joined = "".join(self._chunks)
+            self._chunks = [self._joined] if self._joined else []
+        return self._joined
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, TextualBlock)
+        return self.text == other.text
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.text))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.text!r})"
+
+
+class Text(TextualBlock):
+    """Visible text."""
+
+    __slots__ = ()
+
+
+class Thinking(TextualBlock):
+    """A model's reasoning, kept in full."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUse:
+    """A tool call; ``input`` is the raw JSON text the model sent, not parsed."""
+
+    id: str
+    name: str
+    input: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """The output of a tool call, answering the ToolUse with ``tool_use_id``."""
+
+    tool_use_id: str
+    content: str
+
+
+ContentBlock = Text | Thinking | ToolUse | ToolResult
+
+
+@dataclass(slots=True)
+class Message:
+    """One message: a role and its content blocks."""
+
+    role: Role
+    content: list[ContentBlock] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"role must be one of {', '.join(ROLES)}, not {self.role!r}")
+
+    def text(self) -> str:
+        """The concatenated visible text of the message."""
+        return "".join(b.text for b in self.content if isinstance(b, Text))
+
+    def tool_uses(self) -> list[ToolUse]:
+        """The tool calls in this message, in order."""
+        return [b for b in self.content if isinstance(b, ToolUse)]
+
+
+class Conversation(Sequence[Message]):
+    """An ordered list of messages.
+
+    A conversation rebuilt from a session log may be *lazy*: it knows how many
+    messages it has and loads each one on first access through ``loader``, so
+    a resumed session costs nothing per old message until a request is built.
+    Each message is loaded at most once.
+    """
+
+    __slots__ = ("_items", "_loader")
+
+    def __init__(
+        self,
+        messages: Iterable[Message] = (),
+        *,
+        lazy_count: int = 0,
+        loader: Callable[[int], Message] | None = None,
+    ) -> None:
+        if lazy_count and loader is None:
+            raise ValueError("a lazy conversation needs a loader")
+        self._items: list[Message | None] = [None] * lazy_count
+        self._items.extend(messages)
+        self._loader = loader
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self._items)))]
+        if index < 0:
+            index += len(self._items)
+        if not 0 <= index < len(self._items):
+            raise IndexError("conversation index out of range")
+        item = self._items[index]
+        if item is None:
+            assert self._loader is not None
+            item = self._loader(index)
+            self._items[index] = item
+        return item
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[Message]:
+        for i in range(len(self._items)):
+            yield self[i]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Conversation):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        return f"Conversation({len(self)} messages)"
+
+    @property
+    def messages(self) -> list[Message]:
+        """All messages, loading any not yet loaded."""
+        return list(self)
+
+    @property
+    def loaded_count(self) -> int:
+        """How many messages have been materialized so far (for tests and benchmarks)."""
+        return sum(1 for m in self._items if m is not None)
+
+    def append(self, message: Message) -> None:
+        """Add a message at the end."""
+        self._items.append(message)

@@ -1,0 +1,56 @@
+"""The exceptions awl raises.  Every one carries a one-line message fit for a user."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+
+class AwlError(Exception):
+    """Base class of every error awl raises on purpose."""
+
+
+class FormatError(AwlError, ValueError):
+    """A line is not a valid entry of the session format (no file context)."""
+
+
+class SessionError(AwlError):
+    """A problem with one session file."""
+
+
+class CorruptSession(SessionError):
+    """A session log that awl will not guess at: the file is left untouched."""
+
+    def __init__(self, path: str | os.PathLike[str], line: int | None, problem: str) -> None:
+        self.path = os.fspath(path)
+        self.line = line
+        self.problem = problem
+        where = f"{self.path}:{line}" if line is not None else self.path
+        super().__init__(f"{where}: {problem}")
+
+
+class SessionBusy(SessionError):
+    """Another process holds the session open for writing."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        super().__init__(f"{self.path}: session is open in another awl process")
+
+
+class SessionNotFound(SessionError):
+    """No session matches an id or prefix."""
+
+
+class AmbiguousSession(SessionError):
+    """A prefix matches more than one session."""
+
+    def __init__(self, prefix: str, candidates: Sequence[str]) -> None:
+        self.prefix = prefix
+        self.candidates = list(candidates)
+        shown = ", ".join(self.candidates[:10])
+        more = f" and {len(self.candidates) - 10} more" if len(self.candidates) > 10 else ""
+        super().__init__(f"prefix {prefix!r} matches {len(self.candidates)} sessions: {shown}{more}")
+
+
+class SessionWriteError(SessionError):
+    """An append could not be written; the log holds no part of it."""

@@ -1,0 +1,591 @@
+"""The on-disk format: entry types, their JSON lines, and block conversion.
+
+One JSON object per line, compact, UTF-8 as is, each line ended by ``\\n``.
+The first line is a :class:`SessionHeader`; the rest are entries.  Keys are
+written in a fixed order (see ``docs/format.md``).  orjson does every dump
+and load.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import threading
+import time
+from collections.abc import Container
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import orjson
+
+from .conversation import (
+    ROLES,
+    ContentBlock,
+    Message,
+    Role,
+    Text,
+    Thinking,
+    ToolResult,
+    ToolUse,
+)
+from .errors import FormatError
+
+FORMAT_VERSION = 1
+CHECKPOINT_VERSION = 1
+STOP_REASONS = ("stop", "length", "toolUse", "error")
+StopReason = Literal["stop", "length", "toolUse", "error"]
+
+Buffer = bytes | bytearray | memoryview
+
+
+# ── ids and timestamps ──
+
+
+def format_timestamp(t: float | None = None) -> str:
+    """ISO 8601 UTC with milliseconds and ``Z``: ``2026-04-25T17:40:15.990Z``."""
+    ms = int((time.time() if t is None else t) * 1000)
+    dt = datetime.fromtimestamp(ms // 1000, tz=UTC)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S") + f".{ms % 1000:03d}Z"
+
+
+def parse_timestamp(text: str) -> float:
+    """Seconds since the epoch from an ISO 8601 timestamp (``Z`` or an offset)."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+_last_uuid = 0
+_uuid_lock = threading.Lock()
+
+
+def uuid7(t: float | None = None) -> str:
+    """A UUIDv7 string, lowercase: 48 bits of Unix milliseconds, then random bits.
+
+    Ids therefore sort by creation time, as do the file names made from them.
+    Within one process they are strictly increasing: an id made in the same
+    millisecond as the one before is that one plus one (RFC 9562's counter
+    method), so sessions created back to back still list in order.
+    """
+    global _last_uuid
+    ms = int((time.time() if t is None else t) * 1000)
+    rand = int.from_bytes(os.urandom(10), "big")
+    value = (ms & ((1 << 48) - 1)) << 80
+    value |= 0x7 << 76  # version
+    value |= ((rand >> 62) & 0xFFF) << 64  # rand_a
+    value |= 0b10 << 62  # variant
+    value |= rand & ((1 << 62) - 1)  # rand_b
+    with _uuid_lock:
+        if value <= _last_uuid and (_last_uuid >> 80) == (value >> 80):
+            value = _next_in_ms(_last_uuid)
+        _last_uuid = value
+    h = f"{value:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def _next_in_ms(value: int) -> int:
+    # Increment the 74 random bits (rand_a then rand_b), skipping the fixed
+    # version and variant bits; a wrap would need 2^74 ids in a millisecond.
+    rand_a = (value >> 64) & 0xFFF
+    rand_b = value & ((1 << 62) - 1)
+    counter = ((rand_a << 62) | rand_b) + 1
+    rand_a, rand_b = (counter >> 62) & 0xFFF, counter & ((1 << 62) - 1)
+    head = value >> 80 << 80
+    return head | (0x7 << 76) | (rand_a << 64) | (0b10 << 62) | rand_b
+
+
+def new_entry_id(existing: Container[str] = ()) -> str:
+    """Eight lowercase hex characters from a CSPRNG, redrawn on a clash."""
+    while True:
+        candidate = secrets.token_hex(4)
+        if candidate not in existing:
+            return candidate
+
+
+def is_hex_id(value: str) -> bool:
+    """Whether ``value`` is an id of the form awl writes (8 lowercase hex)."""
+    return len(value) == 8 and all(c in "0123456789abcdef" for c in value)
+
+
+# ── on-disk types ──
+
+
+@dataclass(frozen=True, slots=True)
+class SessionHeader:
+    """The first line of a log: metadata, not a tree node."""
+
+    id: str
+    timestamp: str
+    cwd: str
+    provider: str
+    model: str
+    version: int = FORMAT_VERSION
+
+
+@dataclass(frozen=True, slots=True)
+class EntryBase:
+    """What every tree entry has."""
+
+    id: str
+    parent_id: str | None
+    timestamp: str
+
+
+@dataclass(frozen=True, slots=True)
+class DiskText:
+    """``{"type":"text","text":...}``"""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class DiskThinking:
+    """``{"type":"thinking","thinking":...}``"""
+
+    thinking: str
+
+
+@dataclass(frozen=True, slots=True)
+class DiskToolUse:
+    """``{"type":"toolUse","id":...,"name":...,"input":"<raw JSON>"}``"""
+
+    id: str
+    name: str
+    input: str
+
+
+@dataclass(frozen=True, slots=True)
+class DiskToolResult:
+    """``{"type":"toolResult","toolUseId":...,"content":...}``"""
+
+    tool_use_id: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class DiskUnknownBlock:
+    """A block of a type this version does not know: kept on disk, not sent to models."""
+
+    raw: dict[str, Any]
+
+
+DiskContentBlock = DiskText | DiskThinking | DiskToolUse | DiskToolResult | DiskUnknownBlock
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts of one response."""
+
+    input: int
+    output: int
+
+
+@dataclass(frozen=True, slots=True)
+class DiskMessage:
+    """The ``message`` field of a message entry."""
+
+    role: Role
+    content: list[DiskContentBlock] = field(default_factory=list)
+    # Assistant-only metadata; None on system and user messages.
+    provider: str | None = None
+    model: str | None = None
+    stop_reason: str | None = None
+    usage: Usage | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MessageEntry:
+    """A message in the conversation tree.
+
+    ``provider``/``model`` are set on user messages only: the provider and
+    model the request was sent to.
+    """
+
+    base: EntryBase
+    message: DiskMessage
+    provider: str | None = None
+    model: str | None = None
+
+    @property
+    def type(self) -> str:
+        return "message"
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownEntry:
+    """An entry type this version does not know, kept as it is.
+
+    With an ``id`` it is an opaque tree node (children may point at it);
+    without one it is skipped.  It is never rewritten.
+    """
+
+    type: str
+    raw: dict[str, Any]
+    base: EntryBase | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """A summary of the state at a point in the log; not a tree node.
+
+    Resume takes its state and replays only the lines after it.  Fields are
+    described in ``docs/format.md``.
+    """
+
+    timestamp: str
+    offset: int
+    line: int
+    session_id: str
+    created: str
+    leaf_id: str | None
+    provider: str
+    model: str
+    message_count: int
+    entry_count: int
+    last_activity: str
+    first_prompt: str
+    recent: list[tuple[int, int, int, str]]
+    checkpoint_bytes: int
+    prev: int | None
+    version: int = CHECKPOINT_VERSION
+
+    @property
+    def type(self) -> str:
+        return "checkpoint"
+
+
+SessionEntry = MessageEntry | UnknownEntry
+FileEntry = SessionHeader | MessageEntry | UnknownEntry | Checkpoint
+
+
+# ── serialization ──
+
+
+def serialize_header(header: SessionHeader) -> bytes:
+    """The header as one JSON line, ``\\n`` included."""
+    obj = {
+        "type": "session",
+        "version": header.version,
+        "id": header.id,
+        "timestamp": header.timestamp,
+        "cwd": header.cwd,
+        "provider": header.provider,
+        "model": header.model,
+    }
+    return orjson.dumps(obj) + b"\n"
+
+
+def block_to_json(block: DiskContentBlock) -> dict[str, Any]:
+    """One on-disk block as a JSON object."""
+    if isinstance(block, DiskText):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, DiskThinking):
+        return {"type": "thinking", "thinking": block.thinking}
+    if isinstance(block, DiskToolUse):
+        return {"type": "toolUse", "id": block.id, "name": block.name, "input": block.input}
+    if isinstance(block, DiskToolResult):
+        return {"type": "toolResult", "toolUseId": block.tool_use_id, "content": block.content}
+    return block.raw
+
+
+def message_to_json(message: DiskMessage) -> dict[str, Any]:
+    """The ``message`` object of an entry."""
+    obj: dict[str, Any] = {
+        "role": message.role,
+        "content": [block_to_json(b) for b in message.content],
+    }
+    if message.role == "assistant":
+        if message.provider is not None:
+            obj["provider"] = message.provider
+        if message.model is not None:
+            obj["model"] = message.model
+        if message.stop_reason is not None:
+            obj["stopReason"] = message.stop_reason
+        if message.usage is not None:
+            obj["usage"] = {"input": message.usage.input, "output": message.usage.output}
+    return obj
+
+
+def serialize_entry(entry: MessageEntry | UnknownEntry | Checkpoint) -> bytes:
+    """An entry as one JSON line, ``\\n`` included."""
+    if isinstance(entry, Checkpoint):
+        return serialize_checkpoint(entry)
+    if isinstance(entry, UnknownEntry):
+        return orjson.dumps(entry.raw) + b"\n"
+    obj: dict[str, Any] = {
+        "type": "message",
+        "id": entry.base.id,
+        "parentId": entry.base.parent_id,
+        "timestamp": entry.base.timestamp,
+    }
+    if entry.message.role == "user":
+        if entry.provider is None or entry.model is None:
+            raise FormatError("a user message entry needs the provider and model it is sent to")
+        obj["provider"] = entry.provider
+        obj["model"] = entry.model
+    obj["message"] = message_to_json(entry.message)
+    return orjson.dumps(obj) + b"\n"
+
+
+def serialize_checkpoint(cp: Checkpoint) -> bytes:
+    """A checkpoint as one JSON line, ``\\n`` included."""
+    obj = {
+        "type": "checkpoint",
+        "version": cp.version,
+        "timestamp": cp.timestamp,
+        "offset": cp.offset,
+        "line": cp.line,
+        "sessionId": cp.session_id,
+        "created": cp.created,
+        "leafId": cp.leaf_id,
+        "provider": cp.provider,
+        "model": cp.model,
+        "messageCount": cp.message_count,
+        "entryCount": cp.entry_count,
+        "lastActivity": cp.last_activity,
+        "firstPrompt": cp.first_prompt,
+        "recent": [list(r) for r in cp.recent],
+        "checkpointBytes": cp.checkpoint_bytes,
+        "prev": cp.prev,
+    }
+    return orjson.dumps(obj) + b"\n"
+
+
+# ── parsing ──
+
+
+def _str(obj: dict[str, Any], key: str, what: str) -> str:
+    value = obj.get(key)
+    if not isinstance(value, str):
+        raise FormatError(f"{what} needs a string {key!r}")
+    return value
+
+
+def _opt_str(obj: dict[str, Any], key: str, what: str) -> str | None:
+    value = obj.get(key)
+    if value is not None and not isinstance(value, str):
+        raise FormatError(f"{what}: {key!r} must be a string")
+    return value
+
+
+def _nonneg_int(obj: dict[str, Any], key: str, what: str) -> int:
+    value = obj.get(key)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise FormatError(f"{what} needs a non-negative integer {key!r}")
+    return value
+
+
+def parse_block(obj: Any) -> DiskContentBlock:
+    """One content block from its JSON object."""
+    if not isinstance(obj, dict):
+        raise FormatError("a content block must be an object")
+    kind = obj.get("type")
+    if kind == "text":
+        return DiskText(_str(obj, "text", "a text block"))
+    if kind == "thinking":
+        return DiskThinking(_str(obj, "thinking", "a thinking block"))
+    if kind == "toolUse":
+        what = "a toolUse block"
+        return DiskToolUse(_str(obj, "id", what), _str(obj, "name", what), _str(obj, "input", what))
+    if kind == "toolResult":
+        what = "a toolResult block"
+        return DiskToolResult(_str(obj, "toolUseId", what), _str(obj, "content", what))
+    if not isinstance(kind, str):
+        raise FormatError("a content block needs a string 'type'")
+    return DiskUnknownBlock(obj)
+
+
+def parse_message(obj: Any) -> DiskMessage:
+    """The ``message`` object of a message entry."""
+    if not isinstance(obj, dict):
+        raise FormatError("a message entry needs a 'message' object")
+    role = obj.get("role")
+    if role not in ROLES:
+        raise FormatError(f"message role must be one of {', '.join(ROLES)}, not {role!r}")
+    content = obj.get("content")
+    if not isinstance(content, list):
+        raise FormatError("a message needs a 'content' list")
+    usage = None
+    raw_usage = obj.get("usage")
+    if raw_usage is not None:
+        if not isinstance(raw_usage, dict):
+            raise FormatError("message usage must be an object")
+        usage = Usage(_nonneg_int(raw_usage, "input", "usage"), _nonneg_int(raw_usage, "output", "usage"))
+    return DiskMessage(
+        role=role,
+        content=[parse_block(b) for b in content],
+        provider=_opt_str(obj, "provider", "message"),
+        model=_opt_str(obj, "model", "message"),
+        stop_reason=_opt_str(obj, "stopReason", "message"),
+        usage=usage,
+    )
+
+
+def parse_base(obj: dict[str, Any], what: str) -> EntryBase:
+    """id, parentId and timestamp of a tree entry."""
+    entry_id = obj.get("id")
+    if not isinstance(entry_id, str) or not entry_id:
+        raise FormatError(f"{what} needs a non-empty string 'id'")
+    if "parentId" not in obj and what == "a message entry":
+        raise FormatError("a message entry needs 'parentId' (null for the first entry)")
+    parent = obj.get("parentId")
+    if parent is not None and (not isinstance(parent, str) or not parent):
+        raise FormatError(f"{what}: 'parentId' must be a non-empty string or null")
+    timestamp = obj.get("timestamp")
+    if not isinstance(timestamp, str):
+        if what == "a message entry" or timestamp is not None:
+            raise FormatError(f"{what} needs a string 'timestamp'")
+        timestamp = ""
+    return EntryBase(entry_id, parent, timestamp)
+
+
+def parse_header(obj: dict[str, Any]) -> SessionHeader:
+    """A header from its JSON object."""
+    version = obj.get("version")
+    if version != FORMAT_VERSION or isinstance(version, bool):
+        raise FormatError(f"unsupported session format version {version!r} (this awl reads 1)")
+    what = "the session header"
+    return SessionHeader(
+        id=_str(obj, "id", what),
+        timestamp=_str(obj, "timestamp", what),
+        cwd=_str(obj, "cwd", what),
+        provider=_str(obj, "provider", what),
+        model=_str(obj, "model", what),
+        version=version,
+    )
+
+
+def parse_checkpoint(obj: dict[str, Any]) -> Checkpoint:
+    """A checkpoint from its JSON object; any inconsistency is a FormatError."""
+    what = "a checkpoint"
+    if obj.get("version") != CHECKPOINT_VERSION:
+        raise FormatError(f"unsupported checkpoint version {obj.get('version')!r}")
+    recent_raw = obj.get("recent")
+    if not isinstance(recent_raw, list):
+        raise FormatError("a checkpoint needs a 'recent' list")
+    recent: list[tuple[int, int, int, str]] = []
+    for item in recent_raw:
+        if (
+            not isinstance(item, list)
+            or len(item) != 4
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in item[:3])
+            or not isinstance(item[3], str)
+        ):
+            raise FormatError("checkpoint 'recent' items must be [offset, length, line, id]")
+        recent.append((item[0], item[1], item[2], item[3]))
+    prev = obj.get("prev")
+    if prev is not None and (not isinstance(prev, int) or isinstance(prev, bool) or prev < 0):
+        raise FormatError("checkpoint 'prev' must be an offset or null")
+    leaf = obj.get("leafId")
+    if leaf is not None and not isinstance(leaf, str):
+        raise FormatError("checkpoint 'leafId' must be a string or null")
+    return Checkpoint(
+        timestamp=_str(obj, "timestamp", what),
+        offset=_nonneg_int(obj, "offset", what),
+        line=_nonneg_int(obj, "line", what),
+        session_id=_str(obj, "sessionId", what),
+        created=_str(obj, "created", what),
+        leaf_id=leaf,
+        provider=_str(obj, "provider", what),
+        model=_str(obj, "model", what),
+        message_count=_nonneg_int(obj, "messageCount", what),
+        entry_count=_nonneg_int(obj, "entryCount", what),
+        last_activity=_str(obj, "lastActivity", what),
+        first_prompt=_str(obj, "firstPrompt", what),
+        recent=recent,
+        checkpoint_bytes=_nonneg_int(obj, "checkpointBytes", what),
+        prev=prev,
+    )
+
+
+def load_object(line: Buffer) -> dict[str, Any]:
+    """orjson-load one line that must hold a JSON object."""
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise FormatError(f"not valid JSON: {exc}") from None
+    if not isinstance(obj, dict):
+        raise FormatError("not a JSON object")
+    return obj
+
+
+def parse_object(obj: dict[str, Any]) -> FileEntry:
+    """A header or entry from an already loaded JSON object."""
+    kind = obj.get("type")
+    if kind == "session":
+        return parse_header(obj)
+    if kind == "message":
+        return MessageEntry(
+            base=parse_base(obj, "a message entry"),
+            message=parse_message(obj.get("message")),
+            provider=_opt_str(obj, "provider", "a message entry"),
+            model=_opt_str(obj, "model", "a message entry"),
+        )
+    if kind == "checkpoint":
+        return parse_checkpoint(obj)
+    if not isinstance(kind, str):
+        raise FormatError("an entry needs a string 'type'")
+    base = parse_base(obj, f"a {kind!r} entry") if "id" in obj else None
+    return UnknownEntry(kind, obj, base)
+
+
+def parse_line(line: Buffer) -> FileEntry:
+    """One JSON line (with or without its ``\\n``) as a header or an entry."""
+    return parse_object(load_object(line))
+
+
+# ── block conversion ──
+
+
+def content_block_to_disk(block: ContentBlock) -> DiskContentBlock:
+    """In-memory block -> on-disk block."""
+    if isinstance(block, Thinking):
+        return DiskThinking(block.text)
+    if isinstance(block, Text):
+        return DiskText(block.text)
+    if isinstance(block, ToolUse):
+        return DiskToolUse(block.id, block.name, block.input)
+    if isinstance(block, ToolResult):
+        return DiskToolResult(block.tool_use_id, block.content)
+    raise TypeError(f"not a content block: {block!r}")
+
+
+def disk_block_to_internal(block: DiskContentBlock) -> ContentBlock | None:
+    """On-disk block -> in-memory block; None for a block type this version does not know."""
+    if isinstance(block, DiskText):
+        return Text(block.text)
+    if isinstance(block, DiskThinking):
+        return Thinking(block.thinking)
+    if isinstance(block, DiskToolUse):
+        return ToolUse(block.id, block.name, block.input)
+    if isinstance(block, DiskToolResult):
+        return ToolResult(block.tool_use_id, block.content)
+    return None
+
+
+def disk_message_to_internal(message: DiskMessage) -> Message:
+    """The Conversation message of an on-disk message (role and content only)."""
+    content = [b for b in map(disk_block_to_internal, message.content) if b is not None]
+    return Message(message.role, content)
+
+
+def message_to_disk(
+    message: Message,
+    *,
+    provider: str | None = None,
+    model: str | None = None,
+    stop_reason: str | None = None,
+    usage: Usage | None = None,
+) -> DiskMessage:
+    """An in-memory message as the ``message`` field of an entry.
+
+    provider/model/stop_reason/usage are kept for assistant messages only.
+    """
+    assistant = message.role == "assistant"
+    return DiskMessage(
+        role=message.role,
+        content=[content_block_to_disk(b) for b in message.content],
+        provider=provider if assistant else None,
+        model=model if assistant else None,
+        stop_reason=stop_reason if assistant else None,
+        usage=usage if assistant else None,
+    )

@@ -1,0 +1,391 @@
+"""The line index of a session log, the tree derived from it, and its cache.
+
+The index is one :data:`awl.scanner.INDEX_DTYPE` record per line (offset,
+length, kind, role, id, parent, flags), built by the scanner without parsing
+JSON in Python.  The tree — which entry is whose parent, which ids exist,
+the branch from the root to a leaf — is computed from those arrays with
+numpy.  The log is the only truth: the index is a cache, saved under
+``$XDG_CACHE_HOME/awl/index/`` and rebuilt whenever it does not match the log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import orjson
+
+from . import scanner
+from .errors import CorruptSession
+from .format import Buffer
+from .paths import ensure_private_dir, index_cache_path
+
+Records = npt.NDArray[Any]
+IntArray = npt.NDArray[np.int64]
+
+# Ids that are not 8 lowercase hex characters get keys above this, numbered
+# in order of first appearance; hex ids are their own value.
+SLOW_KEY_BASE = 1 << 32
+NULL_KEY = -1
+
+
+@dataclass(slots=True)
+class Tree:
+    """The entry tree of a log, as arrays over its tree-node lines."""
+
+    rows: IntArray  # line index of each node, in file order
+    keys: IntArray  # key of each node's id
+    parent_pos: IntArray  # position (into rows) of each node's parent, -1 for a root
+    sorted_keys: IntArray
+    sorted_pos: IntArray
+    slow_ids: dict[str, int]  # non-hex id text -> key
+    slow_names: dict[int, str]  # key -> non-hex id text
+
+    def key_of(self, entry_id: str) -> int | None:
+        """The key of an id, or None when the id cannot be in this tree."""
+        if len(entry_id) == 8 and all(c in "0123456789abcdef" for c in entry_id):
+            return int(entry_id, 16)
+        return self.slow_ids.get(entry_id)
+
+    def pos_of(self, entry_id: str) -> int | None:
+        """The node position of an id, or None."""
+        key = self.key_of(entry_id)
+        if key is None:
+            return None
+        i = int(np.searchsorted(self.sorted_keys, key))
+        if i < len(self.sorted_keys) and int(self.sorted_keys[i]) == key:
+            return int(self.sorted_pos[i])
+        return None
+
+    def id_at(self, pos: int) -> str:
+        """The id text of the node at ``pos``."""
+        key = int(self.keys[pos])
+        if key >= SLOW_KEY_BASE:
+            return self.slow_names[key]
+        return f"{key:08x}"
+
+    def __contains__(self, entry_id: object) -> bool:
+        return isinstance(entry_id, str) and self.pos_of(entry_id) is not None
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def branch(self, leaf_pos: int) -> IntArray:
+        """Node positions from the root to ``leaf_pos``, root first."""
+        n = leaf_pos + 1
+        parents = self.parent_pos[:n]
+        # The common case, a linear chain in file order, needs no walk.
+        if n and parents[0] == -1 and bool(np.all(parents[1:] == np.arange(n - 1))):
+            return np.arange(n, dtype=np.int64)
+        path: list[int] = []
+        pos = leaf_pos
+        pp = self.parent_pos
+        while pos != -1:
+            path.append(pos)
+            pos = int(pp[pos])
+        path.reverse()
+        return np.asarray(path, dtype=np.int64)
+
+
+class LogIndex:
+    """Scanner records for every line of ``buf[0:size]`` and the tree they define."""
+
+    def __init__(self, records: Records, size: int) -> None:
+        self.records = records
+        self.size = size
+        self._tree: Tree | None = None
+
+    @classmethod
+    def build(cls, buf: Buffer, size: int) -> LogIndex:
+        """Scan ``buf[0:size]`` from the start."""
+        return cls(scanner.scan(buf, 0, size), size)
+
+    def extend(self, buf: Buffer, size: int) -> None:
+        """Scan the bytes between the covered size and ``size`` and add their records."""
+        if size <= self.size:
+            return
+        start = self.size
+        head = self.records
+        if len(head) and int(head["flags"][-1]) & scanner.FLAG_UNTERMINATED:
+            # The covered region ended in a line without its newline: rescan it.
+            start = int(head["offset"][-1])
+            head = head[:-1]
+        tail = scanner.scan(buf, start, size)
+        self.records = np.concatenate([np.asarray(head), tail]) if len(head) else tail
+        self.size = size
+        self._tree = None
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def tree(self, buf: Buffer, path: str | os.PathLike[str]) -> Tree:
+        """The tree of tree-node lines, checked: raises CorruptSession on bad structure."""
+        if self._tree is None:
+            self._tree = build_tree(self.records, buf, path)
+        return self._tree
+
+
+def check_lines(records: Records, path: str | os.PathLike[str], first_line: int = 0) -> None:
+    """Raise CorruptSession for the first line that is not an acceptable entry.
+
+    ``records`` must not include a torn last line (the caller handles that).
+    ``first_line`` is the 0-based line index of ``records[0]``; line 0 must be
+    the session header.
+    """
+    if not len(records):
+        return
+    kind = records["kind"]
+    flags = records["flags"]
+    role = records["role"]
+    bad = (kind == scanner.KIND_INVALID) | (kind == scanner.KIND_UNTYPED)
+    bad |= kind == scanner.KIND_SESSION
+    is_msg = kind == scanner.KIND_MESSAGE
+    need = scanner.FLAG_ID | scanner.FLAG_PARENT
+    bad |= is_msg & (((flags & need) != need) | (role == scanner.ROLE_NONE) | (role == scanner.ROLE_OTHER))
+    if first_line == 0:
+        bad[0] = kind[0] != scanner.KIND_SESSION
+    hits = np.flatnonzero(bad)
+    if not len(hits):
+        return
+    i = int(hits[0])
+    line = first_line + i + 1
+    k = int(kind[i])
+    if first_line + i == 0:
+        problem = "the first line is not a session header"
+    elif k == scanner.KIND_INVALID:
+        problem = "not a complete JSON object"
+    elif k == scanner.KIND_UNTYPED:
+        problem = "entry has no string 'type'"
+    elif k == scanner.KIND_SESSION:
+        problem = "a second session header"
+    elif not int(flags[i]) & scanner.FLAG_ID:
+        problem = "message entry has no 'id'"
+    elif not int(flags[i]) & scanner.FLAG_PARENT:
+        problem = "message entry has no 'parentId' (null for the first entry)"
+    else:
+        problem = "message has no valid role (system, user or assistant)"
+    raise CorruptSession(path, line, problem)
+
+
+def _slow_field(buf: Buffer, rec: Any, name: str, path: str | os.PathLike[str], line: int) -> Any:
+    start = int(rec["offset"])
+    value = orjson.loads(memoryview(buf)[start : start + int(rec["length"])]).get(name)
+    if name == "id" and (not isinstance(value, str) or not value):
+        raise CorruptSession(path, line, "entry 'id' must be a non-empty string")
+    if name == "parentId" and value is not None and (not isinstance(value, str) or not value):
+        raise CorruptSession(path, line, "'parentId' must be a non-empty string or null")
+    return value
+
+
+def build_tree(records: Records, buf: Buffer, path: str | os.PathLike[str]) -> Tree:
+    """Derive and check the entry tree: ids unique, parents exist, no cycles."""
+    kind = records["kind"]
+    flags = records["flags"]
+    node_mask = ((kind == scanner.KIND_MESSAGE) | (kind == scanner.KIND_OTHER)) & (
+        (flags & scanner.FLAG_ID) != 0
+    )
+    rows = np.flatnonzero(node_mask).astype(np.int64)
+    nflags = flags[rows].astype(np.int64)
+    keys = records["id"][rows].astype(np.int64)
+    parents = records["parent"][rows].astype(np.int64)
+
+    slow_ids: dict[str, int] = {}
+    slow_names: dict[int, str] = {}
+
+    def slow_key(text: str) -> int:
+        key = slow_ids.get(text)
+        if key is None:
+            if len(text) == 8 and all(c in "0123456789abcdef" for c in text):
+                return int(text, 16)
+            key = SLOW_KEY_BASE + len(slow_ids)
+            slow_ids[text] = key
+            slow_names[key] = text
+        return key
+
+    for j in np.flatnonzero((nflags & scanner.FLAG_ID_HEX) == 0):
+        row = int(rows[j])
+        keys[j] = slow_key(_slow_field(buf, records[row], "id", path, row + 1))
+    has_parent = (nflags & scanner.FLAG_PARENT) != 0
+    parents[~has_parent | ((nflags & scanner.FLAG_PARENT_NULL) != 0)] = NULL_KEY
+    slow_parent = has_parent & ((nflags & (scanner.FLAG_PARENT_NULL | scanner.FLAG_PARENT_HEX)) == 0)
+    for j in np.flatnonzero(slow_parent):
+        row = int(rows[j])
+        value = _slow_field(buf, records[row], "parentId", path, row + 1)
+        parents[j] = NULL_KEY if value is None else slow_key(value)
+
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    dup = np.flatnonzero(sorted_keys[1:] == sorted_keys[:-1])
+    if len(dup):
+        # Report the later of the pair of lines, naming the earlier one.
+        pairs = [(int(order[d]), int(order[d + 1])) for d in dup]
+        first, second = min(pairs, key=lambda p: max(p))
+        first, second = sorted((first, second))
+        key = int(keys[second])
+        raise CorruptSession(
+            path,
+            int(rows[second]) + 1,
+            f"duplicate entry id {slow_names.get(key, f'{key:08x}')!r} "
+            f"(first on line {int(rows[first]) + 1})",
+        )
+
+    parent_pos = np.full(len(rows), -1, dtype=np.int64)
+    has = parents != NULL_KEY
+    if bool(has.any()):
+        want = parents[has]
+        idx = np.searchsorted(sorted_keys, want)
+        idx_clipped = np.minimum(idx, max(len(sorted_keys) - 1, 0))
+        found = (idx < len(sorted_keys)) & (sorted_keys[idx_clipped] == want)
+        if not bool(found.all()):
+            j = int(np.flatnonzero(has)[int(np.flatnonzero(~found)[0])])
+            missing = int(parents[j])
+            name = slow_names.get(missing, f"{missing:08x}")
+            raise CorruptSession(path, int(rows[j]) + 1, f"parentId {name!r} names no entry")
+        parent_pos[has] = order[idx_clipped]
+
+    tree = Tree(rows, keys, parent_pos, sorted_keys, order.astype(np.int64), slow_ids, slow_names)
+    forward = np.flatnonzero(parent_pos >= np.arange(len(rows)))
+    if len(forward):
+        _check_cycles(tree, [int(j) for j in forward], path)
+    return tree
+
+
+def _check_cycles(tree: Tree, starts: list[int], path: str | os.PathLike[str]) -> None:
+    # Only nodes whose parent comes at or after them can be on a cycle; walk
+    # from each, marking finished nodes so the total work stays linear.
+    done: set[int] = set()
+    pp = tree.parent_pos
+    for start in starts:
+        seen: list[int] = []
+        on_path: set[int] = set()
+        pos = start
+        while pos != -1 and pos not in done:
+            if pos in on_path:
+                raise CorruptSession(
+                    path, int(tree.rows[pos]) + 1, f"parent cycle through entry {tree.id_at(pos)!r}"
+                )
+            on_path.add(pos)
+            seen.append(pos)
+            pos = int(pp[pos])
+        done.update(seen)
+
+
+# ── the cache file ──
+
+_MAGIC = b"AWLIDX01"
+_HEAD = struct.Struct("<8sIIQQQQqQ16s16s")  # magic, version, recsize, covered, dev, ino, count, mtime, pad, head hash, tail hash
+_HEAD_SIZE = 128
+_CACHE_VERSION = 1
+_SAMPLE = 4096
+
+
+def _hash(buf: Buffer, start: int, end: int) -> bytes:
+    return hashlib.blake2b(memoryview(buf)[start:end], digest_size=16).digest()
+
+
+def _stamp(buf: Buffer, covered: int) -> tuple[bytes, bytes]:
+    return _hash(buf, 0, min(_SAMPLE, covered)), _hash(buf, max(0, covered - _SAMPLE), covered)
+
+
+def save_cache(index: LogIndex, buf: Buffer, st: os.stat_result, log_path: Path) -> Path | None:
+    """Write the index as the log's cache file (atomically, 0600).
+
+    Only complete lines are saved, so a line that later gains its newline is
+    rescanned.  Returns the cache path, or None when it could not be written
+    (a cache is never worth failing a session for).
+    """
+    records = index.records
+    covered = index.size
+    if len(records) and int(records["flags"][-1]) & scanner.FLAG_UNTERMINATED:
+        covered = int(records["offset"][-1])
+        records = records[:-1]
+    target = index_cache_path(log_path)
+    head_hash, tail_hash = _stamp(buf, covered)
+    header = _HEAD.pack(
+        _MAGIC,
+        _CACHE_VERSION,
+        scanner.INDEX_DTYPE.itemsize,
+        covered,
+        st.st_dev,
+        st.st_ino,
+        len(records),
+        st.st_mtime_ns,
+        0,
+        head_hash,
+        tail_hash,
+    ).ljust(_HEAD_SIZE, b"\0")
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    try:
+        ensure_private_dir(target.parent)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            os.fchmod(fd, 0o600)
+            with os.fdopen(fd, "wb", closefd=False) as f:
+                f.write(header)
+                f.write(np.ascontiguousarray(records).tobytes())
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        return None
+    return target
+
+
+def load_cache(buf: Buffer, st: os.stat_result, size: int, log_path: Path) -> LogIndex | None:
+    """The cached index of a log if it matches the log's bytes, else None.
+
+    The cached records are memory-mapped, not read.  A cache is accepted only
+    for the same file (device and inode), when the log has not shrunk below
+    what it covers, when samples of the log's first and last covered bytes
+    hash as recorded, and, if the log has not grown, when its mtime is the
+    one recorded (a rewrite in place of the same size).
+    """
+    target = index_cache_path(log_path)
+    try:
+        with open(target, "rb") as f:
+            head = f.read(_HEAD_SIZE)
+            file_size = os.fstat(f.fileno()).st_size
+    except OSError:
+        return None
+    if len(head) < _HEAD_SIZE:
+        return None
+    (magic, version, recsize, covered, dev, ino, count, mtime, _pad, hh, th) = _HEAD.unpack(
+        head[: _HEAD.size]
+    )
+    if (
+        magic != _MAGIC
+        or version != _CACHE_VERSION
+        or recsize != scanner.INDEX_DTYPE.itemsize
+        or file_size != _HEAD_SIZE + count * recsize
+        or (dev, ino) != (st.st_dev, st.st_ino)
+        or covered > size
+        or (covered == size and mtime != st.st_mtime_ns)
+        or (hh, th) != _stamp(buf, covered)
+    ):
+        return None
+    if count == 0:
+        records: Records = np.zeros(0, dtype=scanner.INDEX_DTYPE)
+    else:
+        records = np.memmap(target, dtype=scanner.INDEX_DTYPE, mode="r", offset=_HEAD_SIZE, shape=(count,))
+        last_end = int(records["offset"][-1]) + int(records["length"][-1]) + 1
+        if last_end != covered or int(records["offset"][0]) != 0:
+            return None
+    return LogIndex(records, covered)
+
+
+def iter_lines(index: LogIndex, rows: IntArray) -> Iterator[tuple[int, int, int]]:
+    """(row, offset, length) for the given rows."""
+    rec = index.records
+    for r in rows:
+        row = int(r)
+        yield row, int(rec["offset"][row]), int(rec["length"][row])

@@ -1,0 +1,1172 @@
+"""SessionManager: one session log, opened for writing or reading.
+
+The log is append-only and the only truth.  Opening it memory-maps the file,
+checks the trailing line (a torn one is trimmed by a writer, its bytes kept
+in ``<file>.corrupt``), and becomes *ready* — leaf, active model, message
+count known — from the last checkpoint line and the lines after it.  When
+there is no usable checkpoint, or entries follow it, the whole file is
+indexed by the native scanner (or the index cache is reused) and the state
+is derived from the index.  Messages are parsed with orjson only when they
+are asked for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import mmap
+import os
+import re
+import stat
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+
+from . import scanner
+from .conversation import Conversation, Message, Text
+from .errors import (
+    AmbiguousSession,
+    CorruptSession,
+    FormatError,
+    SessionBusy,
+    SessionError,
+    SessionNotFound,
+    SessionWriteError,
+)
+from .format import (
+    Checkpoint,
+    DiskMessage,
+    EntryBase,
+    FileEntry,
+    MessageEntry,
+    SessionEntry,
+    SessionHeader,
+    UnknownEntry,
+    Usage,
+    disk_message_to_internal,
+    format_timestamp,
+    load_object,
+    message_to_disk,
+    new_entry_id,
+    parse_checkpoint,
+    parse_header,
+    parse_object,
+    serialize_checkpoint,
+    serialize_entry,
+    serialize_header,
+    uuid7,
+)
+from .index import LogIndex, Tree, check_lines, load_cache, save_cache
+from .paths import (
+    SESSION_FILE_RE,
+    corrupt_path,
+    ensure_private_dir,
+    project_dir,
+    session_file_name,
+    session_root,
+)
+
+RECENT = 8
+"""How many of the last branch messages a checkpoint locates, for display."""
+
+CHECKPOINT_MIN_TAIL = 64 * 1024
+"""A session writes a checkpoint once this many bytes follow the last one."""
+
+CHECKPOINT_BUDGET = 0.01
+"""Checkpoint lines never make up more than this fraction of a log."""
+
+CHECKPOINT_SPACING = 200
+"""During a session, a checkpoint follows at least this many times its own size of log."""
+
+FIRST_PROMPT_CHARS = 120
+
+_PREFIX_RE = re.compile(r"[0-9a-f][0-9a-f-]{0,35}")
+
+
+def _fsync_enabled() -> bool:
+    return os.environ.get("AWL_FSYNC", "1") not in ("0", "false", "no", "off")
+
+
+def _first_words(text: str) -> str:
+    words = " ".join(text.split())
+    if len(words) <= FIRST_PROMPT_CHARS:
+        return words
+    return words[: FIRST_PROMPT_CHARS - 1].rstrip() + "…"
+
+
+def _iso_from_mtime(mtime: float) -> str:
+    return format_timestamp(mtime)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """One line of a session listing.
+
+    ``error`` is set, and the counts are zero, for a log that cannot be read.
+    """
+
+    path: Path
+    id: str
+    cwd: str
+    created: str
+    modified: str
+    message_count: int
+    first_prompt: str = ""
+    last_activity: str = ""
+    size: int = 0
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class OpenStats:
+    """How an open became ready (for tests, benchmarks and ``--verbose``)."""
+
+    mode: str = "new"  # "checkpoint", "index" or "new"
+    tail_lines: int = 0
+    cache: str = "none"  # "none", "loaded", "built", "extended"
+    trimmed: int = 0  # bytes moved to .corrupt
+    checkpoint_offset: int | None = None
+    parsed: list[int] = field(default_factory=list)  # offsets of lines parsed with orjson
+
+
+class _StaleIndex(Exception):
+    """An index record does not match the log's bytes."""
+
+
+class SessionManager:
+    """An open session: its log, tree and state.
+
+    Make one with :meth:`create`, :meth:`open` or :meth:`continue_recent`.
+    A writer holds an exclusive lock on the file until :meth:`close`.
+    """
+
+    def __init__(self, path: Path, header: SessionHeader, *, read_only: bool) -> None:
+        self._path = path
+        self.header = header
+        self.read_only = read_only
+        self.stats = OpenStats()
+        self._fd: int | None = None
+        self._mm: mmap.mmap | None = None
+        self._size = 0  # bytes of the log that count (a torn tail excluded)
+        self._needs_newline = False
+        self._pending: list[tuple[bytes, MessageEntry]] = []  # before the file exists
+        self._index: LogIndex | None = None
+        self._index_dirty = False
+        self._index_from_cache = False
+        self._appended: dict[str, MessageEntry] = {}
+        self._appended_ids: set[str] = set()
+        # Ready state.
+        self._leaf: str | None = None
+        self._provider = header.provider
+        self._model = header.model
+        self._message_count = 0
+        self._entry_count = 0
+        self._line_count = 0
+        self._first_prompt = ""
+        self._last_activity = header.timestamp
+        self._recent: list[tuple[int, int, int, str]] = []
+        self._cp_offset: int | None = None
+        self._cp_end = 0
+        self._cp_bytes = 0
+        self._nodes_since_cp = 0
+        self._closed = False
+
+    # ── creation ──
+
+    @classmethod
+    def create(
+        cls,
+        cwd: str | os.PathLike[str],
+        provider: str,
+        model: str,
+        *,
+        session_dir: str | os.PathLike[str] | None = None,
+    ) -> SessionManager:
+        """A new session for ``cwd``.  Nothing is written until the first user message."""
+        t = time.time()
+        now = format_timestamp(t)
+        sid = uuid7(t)
+        header = SessionHeader(
+            id=sid, timestamp=now, cwd=os.path.abspath(os.fspath(cwd)), provider=provider, model=model
+        )
+        path = project_dir(header.cwd, session_dir) / session_file_name(now, sid)
+        return cls(path, header, read_only=False)
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *, read_only: bool = False) -> SessionManager:
+        """Open an existing log and become ready.
+
+        A writer takes the lock (:class:`SessionBusy` if another process has
+        it), trims a torn last line into ``<file>.corrupt`` and may append a
+        checkpoint.  ``read_only`` takes no lock and never writes anything.
+        Raises :class:`CorruptSession` for a log it will not guess at.
+        """
+        p = Path(os.path.abspath(os.fspath(path)))
+        flags = os.O_CLOEXEC | (os.O_RDONLY if read_only else os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW)
+        try:
+            fd = os.open(p, flags)
+        except FileNotFoundError:
+            raise SessionNotFound(f"{p}: no such session file") from None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise SessionError(f"{p}: refusing to write through a symbolic link") from None
+            raise SessionError(f"{p}: cannot open: {exc.strerror}") from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise SessionError(f"{p}: not a regular file")
+            if not read_only:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    raise SessionBusy(p) from None
+            header = _read_header_fd(fd, p)
+            self = cls(p, header, read_only=read_only)
+            self._fd = fd
+        except BaseException:
+            os.close(fd)
+            raise
+        try:
+            self._load()
+        except BaseException:
+            self._fd = None
+            self._mm = None
+            os.close(fd)
+            raise
+        return self
+
+    @classmethod
+    def continue_recent(
+        cls, cwd: str | os.PathLike[str], *, session_dir: str | os.PathLike[str] | None = None
+    ) -> SessionManager | None:
+        """Open the session of ``cwd`` with the latest activity, or None if it has none."""
+        infos = [i for i in cls.list_sessions(cwd, session_dir=session_dir) if i.error is None]
+        if not infos:
+            return None
+        best = max(infos, key=lambda i: (i.last_activity, i.created, i.path.name))
+        return cls.open(best.path)
+
+    @classmethod
+    def find(
+        cls,
+        id_or_prefix: str,
+        cwd: str | os.PathLike[str],
+        *,
+        session_dir: str | os.PathLike[str] | None = None,
+    ) -> Path:
+        """The log whose session id is or starts with ``id_or_prefix``.
+
+        This cwd's sessions are searched first, then every project's.  Only
+        text of an id's characters is accepted, so an argument can never name
+        a path.  Raises SessionNotFound, or AmbiguousSession listing the
+        candidates.
+        """
+        prefix = id_or_prefix.strip().lower()
+        if not _PREFIX_RE.fullmatch(prefix):
+            raise SessionNotFound(f"{id_or_prefix!r} is not a session id or prefix")
+        root = Path(session_dir) if session_dir is not None else session_root()
+        here = project_dir(cwd, root)
+        cwd_text = os.path.abspath(os.fspath(cwd))
+        matches = [(sid, p) for sid, p in _session_files(here, cwd_text) if sid.startswith(prefix)]
+        if not matches and root.is_dir():
+            for folder in sorted(root.iterdir()):
+                if folder != here and folder.is_dir():
+                    matches.extend(
+                        (sid, p) for sid, p in _session_files(folder, None) if sid.startswith(prefix)
+                    )
+        exact = [m for m in matches if m[0] == prefix]
+        if exact:
+            matches = exact
+        if not matches:
+            raise SessionNotFound(f"no session matches {id_or_prefix!r}")
+        if len({sid for sid, _ in matches}) > 1:
+            raise AmbiguousSession(prefix, sorted(sid for sid, _ in matches))
+        return matches[0][1]
+
+    @classmethod
+    def list_sessions(
+        cls, cwd: str | os.PathLike[str], *, session_dir: str | os.PathLike[str] | None = None
+    ) -> list[SessionInfo]:
+        """The sessions whose header cwd is ``cwd``, oldest first.
+
+        Each is opened read-only and read only as far as its last checkpoint;
+        one that cannot be read is listed with its ``error``.
+        """
+        cwd_text = os.path.abspath(os.fspath(cwd))
+        folder = project_dir(cwd_text, session_dir)
+        infos = [info for p in _log_files(folder) if (info := session_info(p, cwd_text)) is not None]
+        infos.sort(key=lambda i: (i.created, i.path.name))
+        return infos
+
+    @classmethod
+    def list_all_sessions(
+        cls, *, session_dir: str | os.PathLike[str] | None = None
+    ) -> dict[str, list[SessionInfo]]:
+        """Every project's sessions, grouped by header cwd (sorted), oldest first in each."""
+        root = Path(session_dir) if session_dir is not None else session_root()
+        groups: dict[str, list[SessionInfo]] = {}
+        try:
+            folders = sorted(p for p in root.iterdir() if p.is_dir())
+        except (FileNotFoundError, NotADirectoryError):
+            return {}
+        for folder in folders:
+            for p in _log_files(folder):
+                info = session_info(p, None)
+                if info is not None:
+                    groups.setdefault(info.cwd or f"(unreadable, in {folder})", []).append(info)
+        for infos in groups.values():
+            infos.sort(key=lambda i: (i.created, i.path.name))
+        return dict(sorted(groups.items()))
+
+    # ── properties ──
+
+    @property
+    def path(self) -> Path:
+        """The log's path (it may not exist yet for a new session)."""
+        return self._path
+
+    @property
+    def id(self) -> str:
+        """The session id."""
+        return self.header.id
+
+    @property
+    def cwd(self) -> str:
+        """The working directory the session belongs to."""
+        return self.header.cwd
+
+    @property
+    def leaf_id(self) -> str | None:
+        """The id of the current leaf (the last tree entry), or None."""
+        return self._leaf
+
+    @property
+    def message_count(self) -> int:
+        """Message entries on the branch from the root to the leaf."""
+        return self._message_count
+
+    @property
+    def entry_count(self) -> int:
+        """Tree entries in the log."""
+        return self._entry_count
+
+    @property
+    def first_prompt(self) -> str:
+        """The opening words of the first user prompt on the branch."""
+        return self._first_prompt
+
+    @property
+    def last_activity(self) -> str:
+        """The timestamp of the leaf entry (the header's when there is none)."""
+        return self._last_activity
+
+    @property
+    def size(self) -> int:
+        """Bytes of the log that count."""
+        return self._size
+
+    def active_model(self) -> tuple[str, str]:
+        """(provider, model) of the last user message on the branch, else the header's."""
+        return self._provider, self._model
+
+    # ── loading ──
+
+    def _map(self) -> mmap.mmap:
+        # Re-map when the log has grown since the last map (our own appends).
+        if self._mm is None or len(self._mm) < self._size:
+            assert self._fd is not None
+            if self.read_only:
+                self._mm = mmap.mmap(self._fd, self._size, access=mmap.ACCESS_READ)
+            else:
+                # mmap keeps a dup of the descriptor it maps, and a dup shares
+                # the flock: map through a descriptor of its own so that the
+                # lock ends with close() whatever happens to the mapping.
+                rfd = os.open(self._path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                try:
+                    a, b = os.fstat(rfd), os.fstat(self._fd)
+                    if (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino):
+                        raise SessionError(f"{self._path}: the file was replaced while open")
+                    self._mm = mmap.mmap(rfd, self._size, access=mmap.ACCESS_READ)
+                finally:
+                    os.close(rfd)
+        return self._mm
+
+    def _load(self) -> None:
+        assert self._fd is not None
+        size = os.fstat(self._fd).st_size
+        self._size = size
+        mm = self._map()
+        nl = mm.find(b"\n")
+        body = nl + 1 if nl >= 0 else size
+        if nl < 0:
+            self._needs_newline = True
+        else:
+            end = size - 1 if mm[size - 1] == 0x0A else size
+            last = mm.rfind(b"\n", 0, end) + 1
+            if last >= body:
+                rec = scanner.scan(mm, last, size)
+                if int(rec["kind"][0]) == scanner.KIND_INVALID:
+                    self._trim(last)
+                    mm = self._map()
+                elif end == size:
+                    self._needs_newline = True
+        size = self._size
+
+        cp = self._find_checkpoint(mm, body, size)
+        if cp is not None:
+            checkpoint, cp_len = cp
+            tail_start = checkpoint.offset + cp_len + 1
+            first_line = checkpoint.line + 1
+        else:
+            tail_start, first_line = body, 1
+        tail = scanner.scan(mm, tail_start, size) if tail_start < size else None
+        if tail is not None:
+            check_lines(tail, self._path, first_line)
+            self.stats.tail_lines = len(tail)
+        tail_nodes = 0
+        if tail is not None:
+            tail_nodes = int(
+                np.count_nonzero(
+                    ((tail["kind"] == scanner.KIND_MESSAGE) | (tail["kind"] == scanner.KIND_OTHER))
+                    & ((tail["flags"] & scanner.FLAG_ID) != 0)
+                )
+            )
+        if cp is not None and tail_nodes == 0:
+            checkpoint, cp_len = cp
+            self.stats.mode = "checkpoint"
+            self._take_checkpoint(checkpoint, cp_len)
+            self._line_count = first_line + (len(tail) if tail is not None else 0)
+        else:
+            self.stats.mode = "index"
+            self._state_from_index(cp)
+        if not self.read_only:
+            self._after_writer_open()
+
+    def _find_checkpoint(self, mm: mmap.mmap, body: int, size: int) -> tuple[Checkpoint, int] | None:
+        """The last checkpoint line if it is consistent with the file, else None."""
+        if body >= size:
+            return None
+        off = scanner.find_last(mm, "checkpoint", body, size)
+        if off is None:
+            return None
+        end = mm.find(b"\n", off, size)
+        if end < 0:
+            end = size
+        self.stats.parsed.append(off)
+        try:
+            cp = parse_checkpoint(load_object(memoryview(mm)[off:end]))
+        except FormatError:
+            return None
+        ok = (
+            cp.offset == off
+            and cp.session_id == self.header.id
+            and cp.created == self.header.timestamp
+            and cp.line >= 1
+            and cp.message_count <= cp.entry_count
+            and len(cp.recent) <= min(cp.message_count, RECENT)
+            and (cp.leaf_id is None) == (cp.entry_count == 0)
+            and all(o >= body and o + n < off for o, n, _line, _id in cp.recent)
+            and (cp.prev is None or cp.prev < off)
+            and cp.checkpoint_bytes <= off
+        )
+        if not ok:
+            return None
+        self.stats.checkpoint_offset = off
+        return cp, end - off
+
+    def _take_checkpoint(self, cp: Checkpoint, cp_len: int) -> None:
+        self._leaf = cp.leaf_id
+        self._provider, self._model = cp.provider, cp.model
+        self._message_count = cp.message_count
+        self._entry_count = cp.entry_count
+        self._first_prompt = cp.first_prompt
+        self._last_activity = cp.last_activity
+        self._recent = list(cp.recent)
+        self._cp_offset = cp.offset
+        self._cp_end = cp.offset + cp_len + 1
+        self._cp_bytes = cp.checkpoint_bytes + cp_len + 1
+
+    def _state_from_index(self, cp: tuple[Checkpoint, int] | None) -> None:
+        index, tree = self._ensure_index()
+        self._line_count = len(index)
+        self._entry_count = len(tree)
+        rec = index.records
+        kinds = rec["kind"]
+        cps = np.flatnonzero(kinds == scanner.KIND_CHECKPOINT)
+        if cp is not None:
+            checkpoint, cp_len = cp
+            self._cp_offset = checkpoint.offset
+            self._cp_end = checkpoint.offset + cp_len + 1
+            self._cp_bytes = checkpoint.checkpoint_bytes + cp_len + 1
+        elif len(cps):
+            # Checkpoints that were not usable still count against the budget.
+            self._cp_bytes = int(rec["length"][cps].sum()) + len(cps)
+        if not len(tree):
+            self._nodes_since_cp = 0
+            return
+        leaf_pos = len(tree) - 1
+        self._leaf = tree.id_at(leaf_pos)
+        branch_rows = tree.rows[tree.branch(leaf_pos)]
+        msg_rows = branch_rows[kinds[branch_rows] == scanner.KIND_MESSAGE]
+        self._message_count = len(msg_rows)
+        self._recent = [self._loc(index, tree, int(r)) for r in msg_rows[-RECENT:]]
+        cp_row = -1
+        if cp is not None and cp[0].leaf_id is not None:
+            pos = tree.pos_of(cp[0].leaf_id)
+            if pos is not None:
+                cp_row = int(tree.rows[pos])
+        after = cp[0].offset if cp is not None else -1
+        self._nodes_since_cp = int(np.count_nonzero(rec["offset"][tree.rows] > after))
+        on_branch_cp = cp is not None and cp_row >= 0 and bool(np.any(branch_rows == cp_row))
+        # Active model: the last user message on the branch, else the checkpoint's, else the header's.
+        found = False
+        users = msg_rows[rec["role"][msg_rows] == scanner.ROLE_USER]
+        for r in users[::-1]:
+            row = int(r)
+            if on_branch_cp and row < cp_row:
+                break
+            entry = self._entry_at_row(index, row)
+            if isinstance(entry, MessageEntry) and entry.provider and entry.model:
+                self._provider, self._model = entry.provider, entry.model
+                found = True
+                break
+        if not found and on_branch_cp and cp is not None:
+            self._provider, self._model = cp[0].provider, cp[0].model
+        if on_branch_cp and cp is not None:
+            self._first_prompt = cp[0].first_prompt
+        if not self._first_prompt:
+            for r in users:
+                entry = self._entry_at_row(index, int(r))
+                if isinstance(entry, MessageEntry):
+                    text = "".join(b.text for b in disk_message_to_internal(entry.message).content
+                                   if isinstance(b, Text))
+                    if text.strip():
+                        self._first_prompt = _first_words(text)
+                        break
+        leaf_entry = self._entry_at_row(index, int(tree.rows[leaf_pos]))
+        if isinstance(leaf_entry, MessageEntry | UnknownEntry) and leaf_entry.base is not None:
+            self._last_activity = leaf_entry.base.timestamp or self.header.timestamp
+
+    def _loc(self, index: LogIndex, tree: Tree, row: int) -> tuple[int, int, int, str]:
+        rec = index.records
+        pos = int(np.searchsorted(tree.rows, row))
+        return int(rec["offset"][row]), int(rec["length"][row]), row, tree.id_at(pos)
+
+    def _ensure_index(self, *, fresh: bool = False) -> tuple[LogIndex, Tree]:
+        """The index covering the whole log, from the cache where it matches."""
+        if self._fd is None:
+            raise SessionError("the session has no log on disk yet")
+        mm = self._map()
+        if fresh:
+            self._index = None
+        if self._index is None:
+            cached = None
+            if not fresh:
+                cached = load_cache(mm, os.fstat(self._fd), self._size, self._path)
+            if cached is not None:
+                self._index = cached
+                self._index_from_cache = True
+                self.stats.cache = "loaded"
+                if cached.size < self._size:
+                    cached.extend(mm, self._size)
+                    self._index_dirty = True
+                    self.stats.cache = "extended"
+            else:
+                self._index = LogIndex.build(mm, self._size)
+                self._index_from_cache = False
+                self._index_dirty = True
+                self.stats.cache = "built"
+        elif self._index.size < self._size:
+            self._index.extend(mm, self._size)
+            self._index_dirty = True
+        index = self._index
+        check_lines(index.records, self._path)
+        return index, index.tree(mm, self._path)
+
+    def _trim(self, start: int) -> None:
+        """A torn last line: a writer moves its bytes to .corrupt; a reader ignores it."""
+        torn = self._size - start
+        self._size = start
+        self.stats.trimmed = torn
+        if self.read_only:
+            return
+        assert self._fd is not None and self._mm is not None
+        data = self._mm[start : start + torn]
+        self._mm = None  # the mapping would reach past the new end of file
+        target = corrupt_path(self._path)
+        cfd = os.open(
+            target, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        )
+        try:
+            os.fchmod(cfd, 0o600)
+            _write_all(cfd, data)
+            os.fsync(cfd)
+        finally:
+            os.close(cfd)
+        os.ftruncate(self._fd, start)
+        if _fsync_enabled():
+            os.fsync(self._fd)
+
+    def _after_writer_open(self) -> None:
+        # A log without a recent checkpoint (an older awl's, another tool's,
+        # or one cut short by a crash) gets one now, so the next open is fast.
+        if self._size - self._cp_end >= CHECKPOINT_MIN_TAIL or (
+            self._cp_offset is None and self._entry_count
+        ):
+            self._maybe_checkpoint(closing=True)
+        if self._index is not None and self._index_dirty:
+            self._save_index()
+
+    # ── parsing entries ──
+
+    def _parse_at(self, offset: int, length: int, line: int) -> FileEntry:
+        mm = self._map()
+        self.stats.parsed.append(offset)
+        try:
+            return parse_object(load_object(memoryview(mm)[offset : offset + length]))
+        except FormatError as exc:
+            raise CorruptSession(self._path, line + 1, str(exc)) from None
+
+    def _entry_at_row(self, index: LogIndex, row: int) -> FileEntry:
+        rec = index.records
+        return self._parse_at(int(rec["offset"][row]), int(rec["length"][row]), row)
+
+    def _entry_checked(self, offset: int, length: int, line: int, entry_id: str) -> SessionEntry:
+        entry = self._parse_at(offset, length, line)
+        if isinstance(entry, SessionHeader | Checkpoint) or entry.base is None:
+            raise _StaleIndex
+        if entry.base.id != entry_id:
+            raise _StaleIndex
+        return entry
+
+    def _with_fresh_index(self, fn: Any) -> Any:
+        # A record that does not match the log means the cache lied: rescan once.
+        try:
+            return fn()
+        except _StaleIndex:
+            self._ensure_index(fresh=True)
+            try:
+                return fn()
+            except _StaleIndex:
+                raise CorruptSession(
+                    self._path, None, "an entry does not match the index (was the file changed?)"
+                ) from None
+
+    # ── tree traversal ──
+
+    def get_entry(self, entry_id: str) -> SessionEntry | None:
+        """The tree entry with this id, or None."""
+        if entry_id in self._appended:
+            return self._appended[entry_id]
+        if self._fd is None:
+            return None
+
+        def look() -> SessionEntry | None:
+            index, tree = self._ensure_index()
+            pos = tree.pos_of(entry_id)
+            if pos is None:
+                return None
+            o, n, row, eid = self._loc(index, tree, int(tree.rows[pos]))
+            return self._entry_checked(o, n, row, eid)
+
+        result: SessionEntry | None = self._with_fresh_index(look)
+        return result
+
+    def get_branch(self, from_id: str | None = None) -> list[SessionEntry]:
+        """The entries from the root to ``from_id`` (default: the leaf), root first."""
+        start = from_id if from_id is not None else self._leaf
+        if start is None:
+            return []
+        if self._fd is None:
+            entries = [e for _, e in self._pending]
+            ids = [e.base.id for e in entries]
+            if start not in ids:
+                raise KeyError(start)
+            return list(entries[: ids.index(start) + 1])
+
+        def walk() -> list[SessionEntry]:
+            index, tree = self._ensure_index()
+            pos = tree.pos_of(start)
+            if pos is None:
+                raise KeyError(start)
+            out: list[SessionEntry] = []
+            for p in tree.branch(pos):
+                eid = tree.id_at(int(p))
+                if eid in self._appended:
+                    out.append(self._appended[eid])
+                    continue
+                o, n, row, _ = self._loc(index, tree, int(tree.rows[int(p)]))
+                out.append(self._entry_checked(o, n, row, eid))
+            return out
+
+        branch: list[SessionEntry] = self._with_fresh_index(walk)
+        return branch
+
+    def _branch_message_locs(self) -> list[tuple[int, int, int, str]]:
+        index, tree = self._ensure_index()
+        if self._leaf is None:
+            return []
+        pos = tree.pos_of(self._leaf)
+        if pos is None:
+            raise _StaleIndex
+        rows = tree.rows[tree.branch(pos)]
+        rec = index.records
+        msg_rows = rows[rec["kind"][rows] == scanner.KIND_MESSAGE]
+        return [self._loc(index, tree, int(r)) for r in msg_rows]
+
+    # ── rebuilding ──
+
+    def rebuild_conversation(self) -> Conversation:
+        """The Conversation of the branch, materialized lazily.
+
+        Messages are parsed from the mapped log on first access; the last few
+        are found through the checkpoint, the rest through the index.
+        """
+        if self._fd is None:
+            return Conversation(disk_message_to_internal(e.message) for _, e in self._pending)
+        count = self._message_count
+        recent = list(self._recent)
+        locs: list[tuple[int, int, int, str]] | None = None
+
+        def message_entry(i: int) -> MessageEntry:
+            nonlocal locs
+            k = i - (count - len(recent))
+            if k >= 0:
+                o, n, line, eid = recent[k]
+                if eid in self._appended:
+                    return self._appended[eid]
+                try:
+                    entry = self._entry_checked(o, n, line, eid)
+                    if isinstance(entry, MessageEntry):
+                        return entry
+                except _StaleIndex:
+                    pass
+
+            def via_index() -> MessageEntry:
+                nonlocal locs
+                if locs is None:
+                    locs = self._branch_message_locs()
+                if len(locs) < count:
+                    raise _StaleIndex
+                o, n, line, eid = locs[i]
+                if eid in self._appended:
+                    return self._appended[eid]
+                entry = self._entry_checked(o, n, line, eid)
+                if not isinstance(entry, MessageEntry):
+                    raise _StaleIndex
+                return entry
+
+            def retry() -> MessageEntry:
+                nonlocal locs
+                locs = None
+                return via_index()
+
+            try:
+                return via_index()
+            except _StaleIndex:
+                result: MessageEntry = self._with_fresh_index(retry)
+                return result
+
+        def load(i: int) -> Message:
+            return disk_message_to_internal(message_entry(i).message)
+
+        return Conversation(lazy_count=count, loader=load)
+
+    def recent_entries(self, n: int = RECENT) -> list[MessageEntry]:
+        """The last ``n`` message entries of the branch, found through the checkpoint when it can."""
+        if self._fd is None:
+            return [e for _, e in self._pending][-n:]
+        if n <= 0:
+            return []
+        if n > len(self._recent) and len(self._recent) < self._message_count:
+            return [e for e in self.get_branch() if isinstance(e, MessageEntry)][-n:]
+        out: list[MessageEntry] = []
+        for loc in self._recent[-n:]:
+            entry = self._with_fresh_index(lambda loc=loc: self._located(loc))
+            if isinstance(entry, MessageEntry):
+                out.append(entry)
+        return out
+
+    def _located(self, loc: tuple[int, int, int, str]) -> SessionEntry:
+        offset, length, line, eid = loc
+        if eid in self._appended:
+            return self._appended[eid]
+        return self._entry_checked(offset, length, line, eid)
+
+    # ── appending ──
+
+    def append_message(
+        self,
+        message: Message | DiskMessage,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        stop_reason: str | None = None,
+        usage: Usage | None = None,
+    ) -> str:
+        """Append a message as a child of the leaf; returns the new entry id.
+
+        A user message is stamped with ``provider``/``model`` (default: the
+        active model), which become the active model.  For an assistant
+        :class:`Message` they, ``stop_reason`` and ``usage`` go into the
+        entry's message metadata.  The entry is on disk (fsync'd unless
+        ``AWL_FSYNC=0``) when this returns; on failure nothing of it is.
+        """
+        self._check_writable()
+        if isinstance(message, Message):
+            disk = message_to_disk(
+                message, provider=provider, model=model, stop_reason=stop_reason, usage=usage
+            )
+        else:
+            disk = message
+        stamp_provider = stamp_model = None
+        if disk.role == "user":
+            stamp_provider = provider or self._provider
+            stamp_model = model or self._model
+        entry = MessageEntry(
+            base=EntryBase(new_entry_id(self._id_container()), self._leaf, format_timestamp()),
+            message=disk,
+            provider=stamp_provider,
+            model=stamp_model,
+        )
+        line = serialize_entry(entry)
+        if self._fd is None and disk.role != "user":
+            # Nothing touches the disk before the first user message.
+            self._pending.append((line, entry))
+            self._note(entry)
+        elif self._fd is None:
+            self._create_file(line, entry)
+        else:
+            offset = self._write(line)
+            self._note(entry)
+            self._place(entry.base.id, offset, len(line) - 1)
+        if self._fd is not None:
+            self._maybe_checkpoint(closing=False)
+        return entry.base.id
+
+    def _id_container(self) -> _Ids:
+        return _Ids(self)
+
+    def _check_writable(self) -> None:
+        if self._closed:
+            raise SessionError(f"{self._path}: session is closed")
+        if self.read_only:
+            raise SessionError(f"{self._path}: session is open read-only")
+
+    def _note(self, entry: MessageEntry) -> None:
+        """Update the ready state for an appended entry."""
+        eid = entry.base.id
+        self._appended[eid] = entry
+        self._appended_ids.add(eid)
+        self._leaf = eid
+        self._entry_count += 1
+        self._message_count += 1
+        self._nodes_since_cp += 1
+        self._last_activity = entry.base.timestamp
+        if entry.message.role == "user":
+            assert entry.provider is not None and entry.model is not None
+            self._provider, self._model = entry.provider, entry.model
+            if not self._first_prompt:
+                text = disk_message_to_internal(entry.message).text()
+                if text.strip():
+                    self._first_prompt = _first_words(text)
+
+    def _place(self, eid: str, offset: int, length: int) -> None:
+        """Record where an appended message's line is (it is the next line of the file)."""
+        self._recent.append((offset, length, self._line_count, eid))
+        del self._recent[:-RECENT]
+        self._line_count += 1
+
+    def _create_file(self, line: bytes, entry: MessageEntry) -> None:
+        ensure_private_dir(self._path.parent)
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            fd = os.open(self._path, flags, 0o600)
+        except OSError as exc:
+            raise SessionWriteError(f"{self._path}: cannot create session file: {exc.strerror}") from None
+        try:
+            os.fchmod(fd, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            head = serialize_header(self.header)
+            chunks = [head] + [ln for ln, _ in self._pending] + [line]
+            _write_all(fd, b"".join(chunks))
+            if _fsync_enabled():
+                os.fsync(fd)
+                dfd = os.open(self._path.parent, os.O_RDONLY | os.O_DIRECTORY)
+                try:
+                    os.fsync(dfd)
+                finally:
+                    os.close(dfd)
+        except OSError as exc:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(self._path)
+            raise SessionWriteError(f"{self._path}: could not write session: {exc.strerror}") from None
+        self._fd = fd
+        self._note(entry)
+        offset = len(head)
+        self._line_count = 1
+        for ln, pending in [*self._pending, (line, entry)]:
+            self._place(pending.base.id, offset, len(ln) - 1)
+            offset += len(ln)
+        self._pending.clear()
+        self._size = offset
+        self.stats.mode = "new"
+
+    def _write(self, line: bytes) -> int:
+        """Append one line with one write (looping on short writes); returns its offset."""
+        assert self._fd is not None
+        data = b"\n" + line if self._needs_newline else line
+        start = self._size
+        try:
+            _write_all(self._fd, data)
+            if _fsync_enabled():
+                os.fsync(self._fd)
+        except OSError as exc:
+            # Leave no part of the entry behind; if even this fails the next
+            # open trims the torn tail.
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, start)
+            raise SessionWriteError(f"{self._path}: could not append entry: {exc.strerror}") from None
+        self._needs_newline = False
+        self._size = start + len(data)
+        return self._size - len(line)
+
+    # ── checkpoints ──
+
+    def checkpoint(self) -> bool:
+        """Write a checkpoint now if there are entries since the last one and the budget allows."""
+        self._check_writable()
+        return self._maybe_checkpoint(closing=True)
+
+    def _maybe_checkpoint(self, *, closing: bool) -> bool:
+        if self._fd is None or self.read_only or not self._entry_count:
+            return False
+        if not self._nodes_since_cp and self._cp_offset is not None:
+            return False
+        tail = self._size - self._cp_end
+        if not closing and tail < CHECKPOINT_MIN_TAIL:
+            return False
+        offset = self._size + (1 if self._needs_newline else 0)
+        cp = Checkpoint(
+            timestamp=format_timestamp(),
+            offset=offset,
+            line=self._line_count,
+            session_id=self.header.id,
+            created=self.header.timestamp,
+            leaf_id=self._leaf,
+            provider=self._provider,
+            model=self._model,
+            message_count=self._message_count,
+            entry_count=self._entry_count,
+            last_activity=self._last_activity,
+            first_prompt=self._first_prompt,
+            recent=list(self._recent),
+            checkpoint_bytes=self._cp_bytes,
+            prev=self._cp_offset,
+        )
+        line = serialize_checkpoint(cp)
+        # Periodic checkpoints use at most half the budget, so the one written
+        # at close still fits.
+        if not closing and tail < CHECKPOINT_SPACING * len(line):
+            return False
+        if self._cp_bytes + len(line) > CHECKPOINT_BUDGET * (self._size + len(line)):
+            return False
+        written = self._write(line)
+        assert written == offset
+        self._line_count += 1
+        self._cp_offset = offset
+        self._cp_end = self._size
+        self._cp_bytes += len(line)
+        self._nodes_since_cp = 0
+        return True
+
+    def _save_index(self) -> None:
+        if self._index is None or self._fd is None or self.read_only:
+            return
+        mm = self._map()
+        if self._index.size < self._size:
+            self._index.extend(mm, self._size)
+        save_cache(self._index, mm, os.fstat(self._fd), self._path)
+        self._index_dirty = False
+
+    # ── closing ──
+
+    def close(self) -> None:
+        """Write a final checkpoint and the index cache (writers), release the lock."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._fd is None:
+            return
+        try:
+            if not self.read_only:
+                with contextlib.suppress(SessionWriteError):
+                    self._maybe_checkpoint(closing=True)
+                with contextlib.suppress(SessionError, OSError):
+                    self._ensure_index()
+                    if self._index_dirty:
+                        self._save_index()
+        finally:
+            self._index = None
+            if self._mm is not None:
+                with contextlib.suppress(BufferError):
+                    self._mm.close()
+                self._mm = None
+            os.close(self._fd)  # also releases the flock
+            self._fd = None
+
+    def __enter__(self) -> SessionManager:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        # A forgotten manager must not keep the lock; no checkpoint here.
+        fd = getattr(self, "_fd", None)
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def __repr__(self) -> str:
+        mode = "read-only" if self.read_only else "writer"
+        return f"<SessionManager {self.id} {mode} {self._path}>"
+
+
+class _Ids:
+    """The ids in use: the index's (when the file has entries) and this process's."""
+
+    def __init__(self, manager: SessionManager) -> None:
+        self._m = manager
+        self._tree: Tree | None = None
+
+    def __contains__(self, entry_id: object) -> bool:
+        m = self._m
+        if entry_id in m._appended_ids or any(e.base.id == entry_id for _, e in m._pending):
+            return True
+        if m._fd is None:
+            return False
+        if self._tree is None:
+            self._tree = m._ensure_index()[1]
+        return entry_id in self._tree
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _read_header_fd(fd: int, path: Path) -> SessionHeader:
+    head = b""
+    pos = 0
+    while b"\n" not in head:
+        chunk = os.pread(fd, 65536, pos)
+        if not chunk:
+            break
+        head += chunk
+        pos += len(chunk)
+    if not head:
+        raise CorruptSession(path, None, "empty file, not a session log")
+    line = head.split(b"\n", 1)[0]
+    if not scanner.validate(line):
+        raise CorruptSession(path, 1, "the first line is not a session header (not a complete JSON object)")
+    try:
+        obj = load_object(line)
+        if obj.get("type") != "session":
+            raise FormatError("the first line is not a session header")
+        return parse_header(obj)
+    except FormatError as exc:
+        raise CorruptSession(path, 1, str(exc)) from None
+
+
+def read_header(path: str | os.PathLike[str]) -> SessionHeader:
+    """The header of a log, reading only its first line."""
+    p = Path(path)
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise SessionError(f"{p}: cannot open: {exc.strerror}") from None
+    try:
+        return _read_header_fd(fd, p)
+    finally:
+        os.close(fd)
+
+
+def _log_files(folder: Path) -> list[Path]:
+    try:
+        names = sorted(os.listdir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return [folder / n for n in names if n.endswith(".jsonl")]
+
+
+def _session_files(folder: Path, cwd: str | None) -> Iterator[tuple[str, Path]]:
+    """(session id, path) of the logs in a folder; with ``cwd``, only that cwd's."""
+    for p in _log_files(folder):
+        m = SESSION_FILE_RE.match(p.name)
+        try:
+            header = read_header(p)
+        except SessionError:
+            if m and cwd is None:
+                yield m.group("id"), p
+            continue
+        if cwd is not None and header.cwd != cwd:
+            continue
+        yield header.id, p
+
+
+def session_info(path: Path, cwd: str | None = None) -> SessionInfo | None:
+    """A listing line for one log (None when its header names another cwd)."""
+    try:
+        st = path.stat()
+    except OSError as exc:
+        return SessionInfo(path, path.stem, cwd or "", "", "", 0, error=exc.strerror)
+    modified = _iso_from_mtime(st.st_mtime)
+    try:
+        with SessionManager.open(path, read_only=True) as m:
+            if cwd is not None and m.cwd != cwd:
+                return None
+            return SessionInfo(
+                path=path,
+                id=m.id,
+                cwd=m.cwd,
+                created=m.header.timestamp,
+                modified=modified,
+                message_count=m.message_count,
+                first_prompt=m.first_prompt,
+                last_activity=m.last_activity,
+                size=m.size,
+            )
+    except SessionError as exc:
+        m_name = SESSION_FILE_RE.match(path.name)
+        sid = m_name.group("id") if m_name else path.stem
+        created = ""
+        if m_name:
+            ts = m_name.group("ts")
+            created = f"{ts[:10]}T{ts[11:13]}:{ts[14:16]}:{ts[17:19]}.{ts[20:23]}Z"
+        return SessionInfo(path, sid, cwd or "", created, modified, 0, size=st.st_size, error=str(exc))
+
+
+def local_time(timestamp: str) -> str:
+    """``YYYY-MM-DD HH:MM`` in local time, from an ISO timestamp."""
+    try:
+        return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).astimezone().strftime(
+            "%Y-%m-%d %H:%M"
+        )
+    except ValueError:
+        return "????-??-?? ??:??"

@@ -1,0 +1,99 @@
+"""Where sessions and caches live on disk, and how their names are made."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+
+# A folder name longer than this is shortened with a hash (most file systems
+# allow 255 bytes); the header's cwd stays the truth either way.
+_MAX_DIR_NAME = 240
+
+SESSION_FILE_RE = re.compile(
+    r"^(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z)_"
+    r"(?P<id>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$"
+)
+
+
+def _xdg_dir(var: str, default: str) -> Path:
+    # The XDG spec says relative values are invalid and must be ignored.
+    value = os.environ.get(var, "")
+    if value and os.path.isabs(value):
+        return Path(value)
+    return Path.home() / default
+
+
+def session_root() -> Path:
+    """The folder holding every project's sessions.
+
+    ``$AWL_SESSION_DIR`` if set, else ``$XDG_DATA_HOME/awl/sessions`` (with
+    ``~/.local/share`` when XDG_DATA_HOME is unset, empty or relative).
+    """
+    override = os.environ.get("AWL_SESSION_DIR", "")
+    if override:
+        return Path(os.path.abspath(override))
+    return _xdg_dir("XDG_DATA_HOME", ".local/share") / "awl" / "sessions"
+
+
+def cache_root() -> Path:
+    """``$XDG_CACHE_HOME/awl`` (``~/.cache/awl`` by default)."""
+    return _xdg_dir("XDG_CACHE_HOME", ".cache") / "awl"
+
+
+def encode_cwd(cwd: str | os.PathLike[str]) -> str:
+    """The folder name for a working directory.
+
+    ``/Users/travis/Code/awl`` becomes ``--Users-travis-Code-awl--``: the
+    leading ``/`` dropped, each ``/`` turned into ``-``, wrapped in ``--``.
+    Two directories can share a name (``/a-b/c`` and ``/a/b-c``), so every
+    lookup by cwd also checks the header's cwd.
+    """
+    text = os.path.abspath(os.fspath(cwd))
+    name = "--" + text.lstrip("/").replace("/", "-") + "--"
+    if len(name.encode("utf-8", "surrogateescape")) > _MAX_DIR_NAME:
+        digest = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+        head = name.encode("utf-8", "surrogateescape")[: _MAX_DIR_NAME - 20]
+        name = head.decode("utf-8", "ignore") + "-" + digest + "--"
+    return name
+
+
+def project_dir(cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None) -> Path:
+    """The folder of one project's sessions under ``session_dir`` (default: the root)."""
+    root = Path(session_dir) if session_dir is not None else session_root()
+    return root / encode_cwd(cwd)
+
+
+def session_file_name(timestamp: str, session_id: str) -> str:
+    """``2026-04-25T17-40-15-990Z_<uuid>.jsonl`` from an ISO timestamp and an id."""
+    stamp = timestamp.replace(":", "-").replace(".", "-")
+    return f"{stamp}_{session_id}.jsonl"
+
+
+def corrupt_path(log: str | os.PathLike[str]) -> Path:
+    """Where bytes trimmed from a torn tail are kept."""
+    return Path(os.fspath(log) + ".corrupt")
+
+
+def index_cache_path(log: str | os.PathLike[str]) -> Path:
+    """The index cache file of a log, named by a hash of its absolute path."""
+    text = os.path.realpath(os.fspath(log)).encode("utf-8", "surrogateescape")
+    return cache_root() / "index" / (hashlib.sha256(text).hexdigest()[:32] + ".idx")
+
+
+def ensure_private_dir(path: Path) -> None:
+    """Create ``path`` and missing parents as 0700, whatever the umask."""
+    missing: list[Path] = []
+    p = path
+    while not p.exists():
+        missing.append(p)
+        if p.parent == p:
+            break
+        p = p.parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, 0o700)
+        except FileExistsError:
+            continue
+        os.chmod(d, 0o700)

@@ -1,0 +1,27 @@
+"""Shared fixtures."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from awl import scanner
+
+pytest_plugins = ["tests.store_fixtures"]
+
+SCANNER_IMPLS = ("native", "fallback")
+
+
+@pytest.fixture(params=SCANNER_IMPLS)
+def scanner_impl(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Run the test once per scanner implementation, with it active.
+
+    Both names are always parametrized so a missing native module shows up
+    as a visible skip, never as silently fewer tests.
+    """
+    name: str = request.param
+    if name not in scanner.available():
+        pytest.skip(f"scanner {name!r} not available (awl._native not built or AWL_NATIVE=0)")
+    with scanner.use(name):
+        yield name

@@ -1,0 +1,116 @@
+"""Shared helpers for the tests: building logs by hand and a reference replay."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HEADER: dict[str, Any] = {
+    "type": "session",
+    "version": 1,
+    "id": "019dc5ba-53f6-71a5-ab8f-b1f8709c2572",
+    "timestamp": "2026-04-25T17:40:15.990Z",
+    "cwd": "/work/project",
+    "provider": "anthropic",
+    "model": "claude-sonnet-4-20250514",
+}
+
+
+def line(obj: dict[str, Any]) -> bytes:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
+def msg(eid: str, parent: str | None, role: str, text: str, **top: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "type": "message",
+        "id": eid,
+        "parentId": parent,
+        "timestamp": "2026-04-25T14:00:01.000Z",
+    }
+    if role == "user":
+        entry["provider"] = top.pop("provider", "anthropic")
+        entry["model"] = top.pop("model", "claude-sonnet-4-20250514")
+    entry.update(top)
+    entry["message"] = {"role": role, "content": [{"type": "text", "text": text}]}
+    return entry
+
+
+def write_log(path: Path, objs: list[dict[str, Any]], *, tail: bytes = b"") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"".join(line(o) for o in objs) + tail)
+    return path
+
+
+def chain(n: int, *, start: int = 0) -> list[dict[str, Any]]:
+    """n alternating user/assistant message entries in a linear chain."""
+    out = []
+    parent = None
+    for i in range(start, start + n):
+        eid = f"{i + 1:08x}"
+        role = "user" if i % 2 == 0 else "assistant"
+        out.append(msg(eid, parent, role, f"message {i}"))
+        parent = eid
+    return out
+
+
+@dataclass
+class Replay:
+    """The state a naive full replay reaches (the oracle for property tests)."""
+
+    leaf: str | None
+    active: tuple[str, str]
+    branch_ids: list[str]
+    messages: list[tuple[str, list[dict[str, Any]]]]
+
+
+def reference_replay(path: Path) -> Replay:
+    """Replay a log the obvious way: parse every line with the json module."""
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    objs = []
+    for i, raw in enumerate(lines):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            if i == len(lines) - 1:
+                break  # torn tail
+            raise
+        objs.append(obj)
+    header = objs[0]
+    nodes = {o["id"]: o for o in objs[1:] if "id" in o and o.get("type") != "checkpoint"}
+    order = [o["id"] for o in objs[1:] if "id" in o and o.get("type") != "checkpoint"]
+    leaf = order[-1] if order else None
+    branch: list[str] = []
+    cur = leaf
+    while cur is not None:
+        branch.append(cur)
+        cur = nodes[cur].get("parentId")
+    branch.reverse()
+    active = (header["provider"], header["model"])
+    messages = []
+    for eid in branch:
+        o = nodes[eid]
+        if o["type"] != "message":
+            continue
+        m = o["message"]
+        if m["role"] == "user" and "provider" in o:
+            active = (o["provider"], o["model"])
+        messages.append((m["role"], m["content"]))
+    return Replay(leaf, active, branch, messages)
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file under root and its bytes (to prove nothing changed)."""
+    out = {}
+    for dirpath, _, files in os.walk(root):
+        for f in files:
+            p = Path(dirpath) / f
+            out[str(p.relative_to(root))] = p.read_bytes()
+    return out

@@ -1,0 +1,261 @@
+"""Checkpoint lines and the index cache: resume through them equals a full replay."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import awl.manager as manager_mod
+from awl import CorruptSession, Message, SessionManager, Text, ToolResult, ToolUse
+from awl.format import block_to_json, content_block_to_disk
+from awl.paths import cache_root, index_cache_path
+
+from .helpers import line, msg, reference_replay
+
+
+def big_session(project: Path, root: Path, n: int = 80, size: int = 2000) -> Path:
+    m = SessionManager.create(project, "anthropic", "claude", session_dir=root)
+    m.append_message(Message("system", [Text("sys")]))
+    for i in range(n):
+        if i % 2 == 0:
+            m.append_message(Message("user", [Text(f"prompt {i} " + "x" * size)]))
+        else:
+            m.append_message(Message("assistant", [Text(f"reply {i} " + "é" * (size // 2))]), provider="anthropic", model="claude")
+    m.close()
+    return m.path
+
+
+def checkpoints(path: Path) -> list[dict[str, Any]]:
+    return [o for o in map(orjson.loads, path.read_bytes().splitlines()) if o["type"] == "checkpoint"]
+
+
+def state(m: SessionManager) -> tuple[Any, ...]:
+    conv = [(x.role, [block_to_json(content_block_to_disk(b)) for b in x.content]) for x in m.rebuild_conversation()]
+    return m.leaf_id, m.active_model(), m.message_count, conv
+
+
+def replay_state(path: Path) -> tuple[Any, ...]:
+    r = reference_replay(path)
+    return r.leaf, r.active, len(r.messages), [(role, content) for role, content in r.messages]
+
+
+def test_checkpoints_written_and_within_budget(project: Path, root: Path) -> None:
+    path = big_session(project, root)
+    cps = checkpoints(path)
+    assert cps, "a 200 KB session must have checkpoints"
+    size = path.stat().st_size
+    cp_bytes = sum(len(orjson.dumps(c)) + 1 for c in cps)
+    assert cp_bytes <= 0.01 * size
+    raw = path.read_bytes()
+    for c in cps:
+        assert raw[c["offset"] :].startswith(b'{"type":"checkpoint"')
+    last = cps[-1]
+    assert last["messageCount"] == 81 and last["firstPrompt"].startswith("prompt 0")
+    assert [r[3] for r in last["recent"]][-1] == last["leafId"]
+
+
+def test_ready_reads_nothing_before_the_checkpoint(project: Path, root: Path) -> None:
+    path = big_session(project, root)
+    cp_offset = checkpoints(path)[-1]["offset"]
+    with SessionManager.open(path, read_only=True) as m:
+        assert m.stats.mode == "checkpoint"
+        assert m.stats.parsed == [cp_offset]
+        assert m.message_count == 81
+        assert m.active_model() == ("anthropic", "claude")
+        recent = m.recent_entries(4)
+        assert [e.message.role for e in recent] == ["user", "assistant", "user", "assistant"]
+        conv = m.rebuild_conversation()
+        assert conv.loaded_count == 0
+        assert conv[80].text().startswith("reply 79")
+    assert state(SessionManager.open(path, read_only=True)) == replay_state(path)
+
+
+def test_rebuild_uses_the_cache_after_close(project: Path, root: Path) -> None:
+    path = big_session(project, root)
+    assert index_cache_path(path).exists()
+    with SessionManager.open(path, read_only=True) as m:
+        list(m.rebuild_conversation())
+        assert m.stats.cache == "loaded"
+        assert state(m) == replay_state(path)
+
+
+@pytest.mark.parametrize("damage", ["delete", "garbage", "truncate", "other-log"])
+def test_bad_cache_is_never_trusted(project: Path, root: Path, damage: str) -> None:
+    path = big_session(project, root)
+    cache = index_cache_path(path)
+    if damage == "delete":
+        cache.unlink()
+    elif damage == "garbage":
+        cache.write_bytes(os.urandom(cache.stat().st_size))
+    elif damage == "truncate":
+        cache.write_bytes(cache.read_bytes()[:-40])
+    else:
+        other = big_session(project, root, n=40)
+        shutil.copy(index_cache_path(other), cache)
+    with SessionManager.open(path, read_only=True) as m:
+        assert state(m) == replay_state(path)
+        assert m.stats.cache == "built"
+
+
+def test_same_size_rewrite_in_place_is_detected(project: Path, root: Path) -> None:
+    path = big_session(project, root)
+    st_before = path.stat()
+    raw = path.read_bytes()
+    # Rename one entry in the middle (and its child's parentId): same size,
+    # same first and last 4 KiB, and the mtime put back: only the records
+    # themselves can tell, and they are checked against the bytes on use.
+    objs = raw.splitlines()
+    old_id = orjson.loads(objs[20])["id"]
+    new_raw = raw.replace(f'"id":"{old_id}"'.encode(), b'"id":"0badc0de"')
+    new_raw = new_raw.replace(f'"parentId":"{old_id}"'.encode(), b'"parentId":"0badc0de"')
+    assert len(new_raw) == len(raw) and new_raw != raw
+    path.write_bytes(new_raw)
+    os.utime(path, ns=(st_before.st_atime_ns, st_before.st_mtime_ns))
+    with SessionManager.open(path, read_only=True) as m:
+        assert state(m) == replay_state(path)
+        assert m.stats.cache == "built"
+        assert [e.base.id for e in m.get_branch()][19] == "0badc0de"  # type: ignore[union-attr]
+
+
+def test_inconsistent_checkpoint_is_ignored(project: Path, root: Path) -> None:
+    path = big_session(project, root)
+    raw = path.read_bytes()
+    cp = checkpoints(path)[-1]
+    wrong = dict(cp, offset=cp["offset"] - 1)
+    new = raw[: cp["offset"]] + orjson.dumps(wrong) + b"\n" + raw[cp["offset"] + len(orjson.dumps(cp)) + 1 :]
+    path.write_bytes(new)
+    with SessionManager.open(path, read_only=True) as m:
+        assert m.stats.mode == "index"
+        assert state(m) == replay_state(path)
+
+
+def test_log_truncated_before_its_last_checkpoint(project: Path, root: Path) -> None:
+    path = big_session(project, root)
+    cp = checkpoints(path)[-1]
+    path.write_bytes(path.read_bytes()[: cp["offset"] - 100])
+    with SessionManager.open(path, read_only=True) as m:
+        assert state(m) == replay_state(path)
+    with SessionManager.open(path) as m:  # a writer trims the torn line
+        assert state(m) == replay_state(path)
+
+
+def test_tail_appended_by_another_tool(project: Path, root: Path) -> None:
+    path = big_session(project, root)
+    leaf = checkpoints(path)[-1]["leafId"]
+    with path.open("ab") as f:
+        f.write(line(msg("feedf00d", leaf, "user", "from elsewhere", provider="openai", model="gpt-4o")))
+        f.write(line({"type": "note", "text": "no id"}))
+    with SessionManager.open(path, read_only=True) as m:
+        assert m.stats.mode == "index"
+        assert state(m) == replay_state(path)
+        assert m.active_model() == ("openai", "gpt-4o")
+    # A tail that duplicates an id from before the checkpoint is corruption, as without checkpoints.
+    first_id = orjson.loads(path.read_bytes().splitlines()[1])["id"]
+    with path.open("ab") as f:
+        f.write(line(msg(first_id, "feedf00d", "assistant", "dup")))
+    with pytest.raises(CorruptSession, match="duplicate entry id"):
+        SessionManager.open(path, read_only=True)
+
+
+def test_old_log_without_checkpoint_gets_one_on_first_writer_open(project: Path, root: Path) -> None:
+    path = big_session(project, root)
+    raw = b"".join(x + b"\n" for x in path.read_bytes().splitlines() if b'"type":"checkpoint"' not in x)
+    path.write_bytes(raw)
+    shutil.rmtree(cache_root(), ignore_errors=True)
+    with SessionManager.open(path, read_only=True) as m:
+        assert m.stats.mode == "index"
+        expect = state(m)
+    with SessionManager.open(path) as m:
+        pass
+    assert len(checkpoints(path)) == 1
+    with SessionManager.open(path, read_only=True) as m:
+        assert m.stats.mode == "checkpoint"
+        assert state(m) == expect
+
+
+# ── the property: checkpoint + tail == full replay, always ──
+
+ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("user"), st.integers(0, 3000)),
+        st.tuples(st.just("assistant"), st.integers(0, 3000)),
+        st.tuples(st.just("tool"), st.integers(0, 500)),
+        st.tuples(st.just("model"), st.sampled_from(["anthropic", "openai", "offline"])),
+        st.tuples(st.just("checkpoint"), st.just(0)),
+        st.tuples(st.just("reopen"), st.just(0)),
+        st.tuples(st.just("cache"), st.sampled_from(["delete", "garbage"])),
+    ),
+    min_size=1,
+    max_size=25,
+)
+
+
+@pytest.fixture
+def eager_checkpoints(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(manager_mod, "CHECKPOINT_MIN_TAIL", 512)
+    monkeypatch.setattr(manager_mod, "CHECKPOINT_BUDGET", 1.0)
+    monkeypatch.setattr(manager_mod, "CHECKPOINT_SPACING", 0)
+    yield
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=ops, cut=st.one_of(st.none(), st.floats(0.0, 1.0)), data=st.data())
+def test_checkpoint_plus_tail_equals_full_replay(
+    tmp_path: Path, eager_checkpoints: None, ops: list[tuple[str, Any]], cut: float | None, data: st.DataObject
+) -> None:
+    root = tmp_path / f"s{os.urandom(4).hex()}"
+    m = SessionManager.create(tmp_path, "anthropic", "claude", session_dir=root)
+    provider = "anthropic"
+    m.append_message(Message("user", [Text("first")]))
+    for op, arg in ops:
+        if op == "user":
+            m.append_message(Message("user", [Text("u" * arg)]), provider=provider, model=provider + "-m")
+        elif op == "assistant":
+            m.append_message(Message("assistant", [Text("a" * arg), ToolUse("t", "bash", "{}")]), stop_reason="toolUse")
+        elif op == "tool":
+            m.append_message(Message("user", [ToolResult("t", "r" * arg)]), provider=provider, model=provider + "-m")
+        elif op == "model":
+            provider = arg
+        elif op == "checkpoint":
+            m.checkpoint()
+        elif op == "reopen":
+            path = m.path
+            m.close()
+            m = SessionManager.open(path)
+            assert state(m) == replay_state(path)
+        elif op == "cache":
+            cache = index_cache_path(m.path)
+            if cache.exists():
+                if arg == "delete":
+                    cache.unlink()
+                else:
+                    # Replaced, as any tool replaces a file: a cache that is
+                    # mapped by a live session is not rewritten in place.
+                    tmp = cache.with_suffix(".tmp")
+                    tmp.write_bytes(os.urandom(200))
+                    os.replace(tmp, cache)
+    path = m.path
+    if data.draw(st.booleans()):
+        m.close()
+    else:
+        m.__del__()  # a crash: no final checkpoint, no cache
+        m._fd = None
+    expect = replay_state(path)
+    assert state(SessionManager.open(path, read_only=True)) == expect
+    if cut is not None:
+        raw = path.read_bytes()
+        header_len = raw.index(b"\n") + 1
+        at = header_len + int((len(raw) - header_len) * cut)
+        path.write_bytes(raw[:at])
+        expect = replay_state(path)
+    for read_only in (True, False, True):
+        with SessionManager.open(path, read_only=read_only) as r:
+            assert state(r) == expect

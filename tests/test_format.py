@@ -1,0 +1,238 @@
+"""The on-disk format: key order, round trips, block conversion, parse errors."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from awl.conversation import Message, Text, Thinking, ToolResult, ToolUse
+from awl.errors import FormatError
+from awl.format import (
+    Checkpoint,
+    DiskMessage,
+    DiskText,
+    DiskThinking,
+    DiskToolResult,
+    DiskToolUse,
+    DiskUnknownBlock,
+    EntryBase,
+    MessageEntry,
+    SessionHeader,
+    UnknownEntry,
+    Usage,
+    content_block_to_disk,
+    disk_block_to_internal,
+    format_timestamp,
+    is_hex_id,
+    new_entry_id,
+    parse_line,
+    serialize_entry,
+    serialize_header,
+    uuid7,
+)
+
+HEADER = SessionHeader(
+    id="019dc5ba-53f6-71a5-ab8f-b1f8709c2572",
+    timestamp="2026-04-25T17:40:15.990Z",
+    cwd="/Users/travis/Code/awl",
+    provider="anthropic",
+    model="claude-sonnet-4-20250514",
+)
+
+
+def test_header_key_order_and_round_trip() -> None:
+    line = serialize_header(HEADER)
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert list(orjson.loads(line)) == ["type", "version", "id", "timestamp", "cwd", "provider", "model"]
+    assert parse_line(line) == HEADER
+
+
+def test_user_entry_key_order_and_round_trip() -> None:
+    entry = MessageEntry(
+        EntryBase("a1b2c3d4", "s1s2s3s4", "2026-04-25T14:00:01.000Z"),
+        DiskMessage("user", [DiskText("What files are in this directory?")]),
+        provider="anthropic",
+        model="claude-sonnet-4-20250514",
+    )
+    line = serialize_entry(entry)
+    obj = orjson.loads(line)
+    assert list(obj) == ["type", "id", "parentId", "timestamp", "provider", "model", "message"]
+    assert list(obj["message"]) == ["role", "content"]
+    assert parse_line(line) == entry
+
+
+def test_assistant_entry_carries_metadata_inside_message() -> None:
+    entry = MessageEntry(
+        EntryBase("b2c3d4e5", "a1b2c3d4", "2026-04-25T14:00:02.000Z"),
+        DiskMessage(
+            "assistant",
+            [
+                DiskThinking("The user wants to list files..."),
+                DiskText("I'll check that for you."),
+                DiskToolUse("tool_abc123", "bash", '{"command":"ls"}'),
+            ],
+            provider="anthropic",
+            model="claude-sonnet-4-20250514",
+            stop_reason="toolUse",
+            usage=Usage(1500, 85),
+        ),
+    )
+    line = serialize_entry(entry)
+    obj = orjson.loads(line)
+    assert list(obj) == ["type", "id", "parentId", "timestamp", "message"]
+    assert list(obj["message"]) == ["role", "content", "provider", "model", "stopReason", "usage"]
+    assert obj["message"]["usage"] == {"input": 1500, "output": 85}
+    assert obj["message"]["content"][2] == {
+        "type": "toolUse",
+        "id": "tool_abc123",
+        "name": "bash",
+        "input": '{"command":"ls"}',
+    }
+    assert parse_line(line) == entry
+
+
+def test_usage_omitted_when_unknown_and_system_has_no_metadata() -> None:
+    asst = MessageEntry(EntryBase("b2c3d4e5", None, "t"), DiskMessage("assistant", [], stop_reason="stop"))
+    assert "usage" not in orjson.loads(serialize_entry(asst))["message"]
+    system = MessageEntry(
+        EntryBase("s1s2s3s4", None, "t"),
+        DiskMessage("system", [DiskText("You are a helpful assistant.")], provider="x", model="y"),
+    )
+    obj = orjson.loads(serialize_entry(system))
+    assert obj["parentId"] is None
+    assert list(obj["message"]) == ["role", "content"]
+    assert "provider" not in obj
+
+
+def test_tool_result_round_trip() -> None:
+    entry = MessageEntry(
+        EntryBase("c3d4e5f6", "b2c3d4e5", "2026-04-25T14:00:03.000Z"),
+        DiskMessage("user", [DiskToolResult("tool_abc123", "file1.txt\nfile2.txt")]),
+        provider="openai",
+        model="gpt-4o",
+    )
+    line = serialize_entry(entry)
+    assert orjson.loads(line)["message"]["content"][0] == {
+        "type": "toolResult",
+        "toolUseId": "tool_abc123",
+        "content": "file1.txt\nfile2.txt",
+    }
+    assert parse_line(line) == entry
+
+
+def test_user_entry_without_stamp_is_refused_on_write() -> None:
+    entry = MessageEntry(EntryBase("a1b2c3d4", None, "t"), DiskMessage("user", [DiskText("x")]))
+    with pytest.raises(FormatError):
+        serialize_entry(entry)
+
+
+def test_utf8_written_as_is_and_compact() -> None:
+    entry = MessageEntry(
+        EntryBase("a1b2c3d4", None, "t"), DiskMessage("user", [DiskText("héllo 世界 🚀")]), "p", "m"
+    )
+    line = serialize_entry(entry)
+    assert "héllo 世界 🚀".encode() in line
+    assert b": " not in line and b", " not in line
+
+
+def test_unknown_entry_kept_verbatim() -> None:
+    raw = {"type": "compaction", "id": "deadbeef", "parentId": "a1b2c3d4", "timestamp": "t", "x": [1, 2]}
+    parsed = parse_line(orjson.dumps(raw))
+    assert isinstance(parsed, UnknownEntry)
+    assert parsed.base == EntryBase("deadbeef", "a1b2c3d4", "t")
+    assert serialize_entry(parsed) == orjson.dumps(raw) + b"\n"
+    no_id = parse_line(b'{"type":"label","text":"x"}')
+    assert isinstance(no_id, UnknownEntry) and no_id.base is None
+
+
+def test_checkpoint_round_trip() -> None:
+    cp = Checkpoint(
+        timestamp="2026-04-25T14:00:03.000Z",
+        offset=1234,
+        line=7,
+        session_id=HEADER.id,
+        created=HEADER.timestamp,
+        leaf_id="c3d4e5f6",
+        provider="openai",
+        model="gpt-4o",
+        message_count=4,
+        entry_count=4,
+        last_activity="2026-04-25T14:00:03.000Z",
+        first_prompt="What files",
+        recent=[(200, 100, 2, "a1b2c3d4")],
+        checkpoint_bytes=0,
+        prev=None,
+    )
+    line = serialize_entry(cp)
+    obj = orjson.loads(line)
+    assert obj["type"] == "checkpoint" and "id" not in obj and "parentId" not in obj
+    assert parse_line(line) == cp
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"",
+        b"not json",
+        b"[1,2]",
+        b'{"type":"session","version":2,"id":"x","timestamp":"t","cwd":"/","provider":"p","model":"m"}',
+        b'{"type":"session","version":1,"id":"x"}',
+        b'{"type":"message","id":"a1b2c3d4","parentId":null,"timestamp":"t"}',
+        b'{"type":"message","id":"a1b2c3d4","parentId":null,"timestamp":"t","message":{"role":"bot","content":[]}}',
+        b'{"type":"message","id":"a1b2c3d4","timestamp":"t","message":{"role":"user","content":[]}}',
+        b'{"type":"message","id":7,"parentId":null,"timestamp":"t","message":{"role":"user","content":[]}}',
+        b'{"type":"message","id":"a1b2c3d4","parentId":null,"timestamp":"t","message":{"role":"user","content":[{"type":"text"}]}}',
+        b'{"type":"message","id":"a1b2c3d4","parentId":null,"timestamp":"t","message":{"role":"user","content":"x"}}',
+        b'{"id":"a1b2c3d4"}',
+        b'{"type":"checkpoint","version":1}',
+    ],
+)
+def test_parse_line_rejects_with_format_error(text: bytes) -> None:
+    with pytest.raises(FormatError):
+        parse_line(text)
+
+
+@pytest.mark.parametrize(
+    "block",
+    [Text("hello"), Thinking("hmm, let me think"), ToolUse("t1", "bash", '{"command":"ls"}'), ToolResult("t1", "out")],
+)
+def test_block_conversion_round_trip(block: object) -> None:
+    disk = content_block_to_disk(block)  # type: ignore[arg-type]
+    back = disk_block_to_internal(disk)
+    assert back == block and type(back) is type(block)
+
+
+def test_unknown_block_is_kept_on_disk_but_not_in_conversation() -> None:
+    line = (
+        b'{"type":"message","id":"a1b2c3d4","parentId":null,"timestamp":"t","provider":"p","model":"m",'
+        b'"message":{"role":"user","content":[{"type":"image","data":"..."},{"type":"text","text":"hi"}]}}'
+    )
+    entry = parse_line(line)
+    assert isinstance(entry, MessageEntry)
+    assert isinstance(entry.message.content[0], DiskUnknownBlock)
+    assert disk_block_to_internal(entry.message.content[0]) is None
+    assert orjson.loads(serialize_entry(entry)) == orjson.loads(line)
+
+
+def test_thinking_streams_appends() -> None:
+    t = Thinking()
+    for chunk in ["a", "b", "", "c"]:
+        t.append(chunk)
+    assert t.text == "abc"
+    t.append("d")
+    assert t.text == "abcd"
+    assert Message("assistant", [t, Text("x")]).text() == "x"
+
+
+def test_ids_and_timestamps() -> None:
+    ts = format_timestamp(1777138815.990)
+    assert ts == "2026-04-25T17:40:15.990Z"
+    u = uuid7(1777138815.990)
+    assert u[14] == "7" and u[19] in "89ab" and u == u.lower() and len(u) == 36
+    assert u.startswith("019dc5ba-53f6")  # the seed's example id has this time prefix
+    assert uuid7(1) < uuid7(2)
+    eid = new_entry_id()
+    assert is_hex_id(eid)
+    taken = {f"{i:08x}" for i in range(10)}
+    assert new_entry_id(taken) not in taken
+    assert not is_hex_id("A1B2C3D4") and not is_hex_id("s1s2s3s4")

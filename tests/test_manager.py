@@ -1,0 +1,475 @@
+"""SessionManager: creation, replay, recovery, tree, listing, locking, modes."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from awl import (
+    AmbiguousSession,
+    CorruptSession,
+    Message,
+    SessionBusy,
+    SessionManager,
+    SessionNotFound,
+    Text,
+    Thinking,
+    ToolResult,
+    ToolUse,
+)
+from awl.format import DiskMessage, DiskText, MessageEntry, UnknownEntry, Usage
+from awl.paths import encode_cwd
+
+from .helpers import HEADER, chain, line, msg, reference_replay, snapshot, write_log
+
+
+def lines_of(path: Path) -> list[dict[str, object]]:
+    return [orjson.loads(x) for x in path.read_bytes().splitlines()]
+
+
+def entries_of(path: Path) -> list[dict[str, object]]:
+    return [o for o in lines_of(path) if o["type"] not in ("session", "checkpoint")]
+
+
+def new_session(project: Path, root: Path) -> SessionManager:
+    return SessionManager.create(project, "anthropic", "claude-sonnet-4-20250514", session_dir=root)
+
+
+def full_turn(m: SessionManager) -> None:
+    m.append_message(Message("system", [Text("You are a helpful assistant.")]))
+    m.append_message(Message("user", [Text("What files are in this directory?")]))
+    m.append_message(
+        Message("assistant", [Thinking("The user wants files"), Text("Checking."), ToolUse("t1", "bash", '{"command":"ls"}')]),
+        provider="anthropic",
+        model="claude-sonnet-4-20250514",
+        stop_reason="toolUse",
+        usage=Usage(1500, 85),
+    )
+    m.append_message(Message("user", [ToolResult("t1", "file1.txt\nfile2.txt")]))
+    m.append_message(
+        Message("assistant", [Text("Two files.")]),
+        provider="anthropic",
+        model="claude-sonnet-4-20250514",
+        stop_reason="stop",
+    )
+
+
+# ── creation ──
+
+
+def test_lazy_creation_no_file_until_first_user_message(project: Path, root: Path) -> None:
+    m = new_session(project, root)
+    assert not m.path.exists() and not root.exists()
+    m.append_message(Message("system", [Text("sys")]))
+    assert not m.path.exists()
+    m.append_message(Message("user", [Text("hi")]))
+    assert m.path.exists()
+    objs = lines_of(m.path)
+    assert [o["type"] for o in objs] == ["session", "message", "message"]
+    assert objs[1]["parentId"] is None and objs[2]["parentId"] == objs[1]["id"]
+    m.close()
+
+
+def test_quit_without_prompt_leaves_nothing(project: Path, root: Path) -> None:
+    m = new_session(project, root)
+    m.append_message(Message("system", [Text("sys")]))
+    m.close()
+    assert not root.exists()
+
+
+def test_file_location_and_name(project: Path, root: Path) -> None:
+    m = new_session(project, root)
+    m.append_message(Message("user", [Text("hi")]))
+    assert m.path.parent == root / encode_cwd(project)
+    stamp, sid = m.path.stem.split("_")
+    assert sid == m.id
+    assert stamp == m.header.timestamp.replace(":", "-").replace(".", "-")
+    m.close()
+
+
+def test_modes_whatever_the_umask(project: Path, root: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        m = new_session(project, root)
+        m.append_message(Message("user", [Text("secret")]))
+        m.close()
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(m.path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(m.path.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(root.stat().st_mode) == 0o700
+
+
+# ── rebuild and model tracking ──
+
+
+def test_rebuild_with_system_user_assistant_tool_result(project: Path, root: Path) -> None:
+    m = new_session(project, root)
+    full_turn(m)
+    path = m.path
+    m.close()
+    with SessionManager.open(path) as r:
+        conv = r.rebuild_conversation()
+        assert [x.role for x in conv] == ["system", "user", "assistant", "user", "assistant"]
+        assert conv[0].content == [Text("You are a helpful assistant.")]
+        assert conv[2].content == [Thinking("The user wants files"), Text("Checking."), ToolUse("t1", "bash", '{"command":"ls"}')]
+        assert conv[3].content == [ToolResult("t1", "file1.txt\nfile2.txt")]
+        assert r.message_count == 5
+        asst = r.get_entry(r.get_branch()[2].base.id)  # type: ignore[union-attr]
+        assert isinstance(asst, MessageEntry)
+        assert asst.message.usage == Usage(1500, 85) and asst.message.stop_reason == "toolUse"
+
+
+def test_model_tracking_across_a_mid_session_change(project: Path, root: Path) -> None:
+    m = new_session(project, root)
+    m.append_message(Message("user", [Text("one")]))
+    m.append_message(Message("assistant", [Text("a")]), provider="anthropic", model="claude-sonnet-4-20250514")
+    assert m.active_model() == ("anthropic", "claude-sonnet-4-20250514")
+    m.append_message(Message("user", [Text("two")]), provider="openai", model="gpt-4o")
+    m.append_message(Message("assistant", [Text("b")]), provider="openai", model="gpt-4o")
+    m.append_message(Message("user", [ToolResult("x", "y")]))  # defaults to the active model
+    path = m.path
+    m.close()
+    users = [o for o in entries_of(path) if o["message"]["role"] == "user"]  # type: ignore[index]
+    assert [(u["provider"], u["model"]) for u in users] == [
+        ("anthropic", "claude-sonnet-4-20250514"),
+        ("openai", "gpt-4o"),
+        ("openai", "gpt-4o"),
+    ]
+    with SessionManager.open(path, read_only=True) as r:
+        assert r.active_model() == ("openai", "gpt-4o")
+
+
+def test_header_model_is_active_before_any_user_message(tmp_path: Path) -> None:
+    p = write_log(tmp_path / "s.jsonl", [HEADER, msg("s1s2s3s4", None, "system", "sys")])
+    with SessionManager.open(p, read_only=True) as r:
+        assert r.active_model() == (HEADER["provider"], HEADER["model"])
+        assert r.leaf_id == "s1s2s3s4"
+
+
+def test_tree_traversal_root_to_leaf_and_branches(tmp_path: Path) -> None:
+    objs = [HEADER, *chain(4)]
+    # A side branch from entry 2: leaf is the last entry in the file.
+    objs.append(msg("0000000a", "00000002", "user", "branch"))
+    p = write_log(tmp_path / "s.jsonl", objs)
+    with SessionManager.open(p, read_only=True) as r:
+        assert r.leaf_id == "0000000a"
+        assert [e.base.id for e in r.get_branch()] == ["00000001", "00000002", "0000000a"]  # type: ignore[union-attr]
+        assert [e.base.id for e in r.get_branch("00000004")] == ["00000001", "00000002", "00000003", "00000004"]  # type: ignore[union-attr]
+        assert r.message_count == 3
+        assert [x.text() for x in r.rebuild_conversation()] == ["message 0", "message 1", "branch"]
+        assert r.get_entry("nothere") is None
+
+
+def test_seed_example_ids_that_are_not_hex(tmp_path: Path) -> None:
+    objs = [HEADER, msg("s1s2s3s4", None, "system", "sys"), msg("a1b2c3d4", "s1s2s3s4", "user", "hi")]
+    p = write_log(tmp_path / "s.jsonl", objs)
+    with SessionManager.open(p) as m:
+        assert [e.base.id for e in m.get_branch()] == ["s1s2s3s4", "a1b2c3d4"]  # type: ignore[union-attr]
+        new = m.append_message(Message("assistant", [Text("ok")]))
+        assert m.get_branch()[-1].base.id == new  # type: ignore[union-attr]
+    assert reference_replay(p).branch_ids == ["s1s2s3s4", "a1b2c3d4", new]
+
+
+def test_unknown_entry_types_kept_in_the_chain(tmp_path: Path) -> None:
+    objs = [
+        HEADER,
+        msg("00000001", None, "user", "one"),
+        {"type": "compaction", "id": "00000002", "parentId": "00000001", "timestamp": "t", "summary": "s"},
+        {"type": "label", "text": "no id: not a node"},
+        msg("00000003", "00000002", "assistant", "two"),
+    ]
+    p = write_log(tmp_path / "s.jsonl", objs)
+    before = p.read_bytes()
+    with SessionManager.open(p) as m:
+        branch = m.get_branch()
+        assert [e.base.id for e in branch] == ["00000001", "00000002", "00000003"]  # type: ignore[union-attr]
+        assert isinstance(branch[1], UnknownEntry) and branch[1].raw["summary"] == "s"
+        assert [x.text() for x in m.rebuild_conversation()] == ["one", "two"]
+        m.append_message(Message("user", [Text("three")]))
+    after = p.read_bytes()
+    assert after.startswith(before)  # never rewritten
+
+
+# ── crash recovery ──
+
+
+def test_torn_last_line_trimmed_and_kept_in_corrupt(tmp_path: Path) -> None:
+    good = [HEADER, *chain(3)]
+    torn = line(msg("00000009", "00000003", "user", "partial"))[:37]
+    p = write_log(tmp_path / "s.jsonl", good, tail=torn)
+    with SessionManager.open(p) as m:
+        assert m.leaf_id == "00000003"
+        assert m.stats.trimmed == len(torn)
+        new = m.append_message(Message("user", [Text("after crash")]))
+    data = p.read_bytes()
+    assert data.startswith(b"".join(line(o) for o in good))
+    assert Path(str(p) + ".corrupt").read_bytes() == torn
+    assert stat.S_IMODE(Path(str(p) + ".corrupt").stat().st_mode) == 0o600
+    assert reference_replay(p).leaf == new
+
+
+def test_terminated_garbage_last_line_is_trimmed_too(tmp_path: Path) -> None:
+    glued = b'{"type":"mess{"type":"message"}\n'
+    p = write_log(tmp_path / "s.jsonl", [HEADER, *chain(2)], tail=glued)
+    with SessionManager.open(p) as m:
+        assert m.leaf_id == "00000002"
+    assert Path(str(p) + ".corrupt").read_bytes() == glued
+
+
+def test_reader_ignores_torn_tail_and_changes_nothing(tmp_path: Path) -> None:
+    p = write_log(tmp_path / "s.jsonl", [HEADER, *chain(3)], tail=b'{"type":"mes')
+    before = snapshot(tmp_path)
+    with SessionManager.open(p, read_only=True) as r:
+        assert r.leaf_id == "00000003"
+        assert len(r.rebuild_conversation()) == 3
+    assert snapshot(tmp_path) == before
+
+
+def test_newline_less_complete_last_line_kept_and_newline_added(tmp_path: Path) -> None:
+    objs = [HEADER, *chain(2)]
+    p = write_log(tmp_path / "s.jsonl", objs)
+    p.write_bytes(p.read_bytes()[:-1])
+    with SessionManager.open(p) as m:
+        assert m.leaf_id == "00000002"
+        new = m.append_message(Message("user", [Text("next")]))
+    objs_after = lines_of(p)
+    assert [o.get("id") for o in objs_after if o["type"] == "message"] == ["00000001", "00000002", new]
+    assert not Path(str(p) + ".corrupt").exists()
+
+
+@pytest.mark.parametrize(
+    "build, problem, line_no",
+    [
+        (lambda: [line({"type": "message"})], "session header", 1),
+        (lambda: [line({**HEADER, "version": 2})], "version 2", 1),
+        (lambda: [line(HEADER), b"{bad json}\n", *map(line, chain(1))], "not a complete JSON object", 2),
+        (lambda: [line(HEADER), *map(line, chain(1)), line(msg("00000005", "ffffffff", "user", "x"))], "names no entry", 3),
+        (lambda: [line(HEADER), *map(line, chain(2)), line(msg("00000001", "00000002", "user", "x"))], "duplicate entry id", 4),
+        (
+            lambda: [
+                line(HEADER),
+                line(msg("00000001", "00000002", "user", "a")),
+                line(msg("00000002", "00000001", "assistant", "b")),
+            ],
+            "cycle",
+            2,
+        ),
+        (lambda: [line(HEADER), line(HEADER)], "second session header", 2),
+        (lambda: [line(HEADER), b'{"id":"00000001","parentId":null}\n'], "no string 'type'", 2),
+    ],
+)
+def test_refused_corruption_leaves_file_byte_identical(
+    tmp_path: Path, build: object, problem: str, line_no: int
+) -> None:
+    p = tmp_path / "s.jsonl"
+    p.write_bytes(b"".join(build()))  # type: ignore[operator]
+    before = snapshot(tmp_path)
+    for read_only in (False, True):
+        with pytest.raises(CorruptSession) as err:
+            SessionManager.open(p, read_only=read_only).close()
+        assert problem in str(err.value)
+        assert err.value.line == line_no
+        assert str(p) in str(err.value)
+    assert snapshot(tmp_path) == before
+
+
+def test_empty_file_is_an_error(tmp_path: Path) -> None:
+    p = tmp_path / "s.jsonl"
+    p.write_bytes(b"")
+    with pytest.raises(CorruptSession, match="empty"):
+        SessionManager.open(p)
+    assert p.read_bytes() == b""
+
+
+def test_bad_message_entry_reported_when_read(tmp_path: Path) -> None:
+    bad = msg("00000002", "00000001", "assistant", "x")
+    bad["message"]["content"] = [{"type": "text"}]
+    p = write_log(tmp_path / "s.jsonl", [HEADER, msg("00000001", None, "user", "a"), bad])
+    with pytest.raises(CorruptSession) as err:  # noqa: PT012 - at open or when read
+        with SessionManager.open(p, read_only=True) as r:
+            list(r.rebuild_conversation())
+    assert err.value.line == 3 and "text block" in str(err.value)
+
+
+# ── locking ──
+
+
+def test_second_writer_in_another_process_is_refused(tmp_path: Path) -> None:
+    p = write_log(tmp_path / "s.jsonl", [HEADER, *chain(2)])
+    with SessionManager.open(p) as m:
+        before = p.read_bytes()
+        code = textwrap.dedent(
+            f"""
+            import sys
+            from awl import SessionManager, SessionBusy
+            try:
+                SessionManager.open({str(p)!r})
+            except SessionBusy as e:
+                print("busy:", e); sys.exit(3)
+            sys.exit(0)
+            """
+        )
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ)
+        assert out.returncode == 3, out.stderr
+        assert "another awl process" in out.stdout
+        assert p.read_bytes() == before
+        # A reader is fine while the writer holds the lock.
+        with SessionManager.open(p, read_only=True) as r:
+            assert r.leaf_id == m.leaf_id
+
+
+def test_second_writer_in_this_process_is_refused(tmp_path: Path) -> None:
+    p = write_log(tmp_path / "s.jsonl", [HEADER, *chain(2)])
+    with SessionManager.open(p), pytest.raises(SessionBusy):
+        SessionManager.open(p)
+    SessionManager.open(p).close()  # released on close
+
+
+def test_read_only_never_writes(tmp_path: Path) -> None:
+    p = write_log(tmp_path / "s.jsonl", [HEADER, *chain(2)])
+    with SessionManager.open(p, read_only=True) as r, pytest.raises(Exception, match="read-only"):
+        r.append_message(Message("user", [Text("x")]))
+
+
+def test_writer_refuses_symlink(tmp_path: Path) -> None:
+    real = write_log(tmp_path / "real.jsonl", [HEADER, *chain(2)])
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(real)
+    with pytest.raises(Exception, match="symbolic link"):
+        SessionManager.open(link)
+    with SessionManager.open(link, read_only=True) as r:
+        assert r.leaf_id == "00000002"
+
+
+# ── finding and listing ──
+
+
+def make_sessions(project: Path, root: Path, n: int) -> list[SessionManager]:
+    out = []
+    for i in range(n):
+        m = new_session(project, root)
+        m.append_message(Message("user", [Text(f"prompt {i}")]))
+        m.close()
+        out.append(m)
+    return out
+
+
+def test_list_sessions_oldest_first_with_counts(project: Path, root: Path) -> None:
+    ms = make_sessions(project, root, 3)
+    with SessionManager.open(ms[1].path) as m:
+        m.append_message(Message("assistant", [Text("a")]))
+    infos = SessionManager.list_sessions(project, session_dir=root)
+    assert [i.id for i in infos] == [m.id for m in ms]
+    assert [i.message_count for i in infos] == [1, 2, 1]
+    assert infos[0].first_prompt == "prompt 0"
+    assert all(i.cwd == str(project) for i in infos)
+
+
+def test_cwd_collision_checked_against_header(tmp_path: Path, root: Path) -> None:
+    a = tmp_path / "a-b" / "c"
+    b = tmp_path / "a" / "b-c"
+    a.mkdir(parents=True)
+    b.mkdir(parents=True)
+    assert encode_cwd(a) == encode_cwd(b)
+    ma = make_sessions(a, root, 1)[0]
+    mb = make_sessions(b, root, 1)[0]
+    assert [i.id for i in SessionManager.list_sessions(a, session_dir=root)] == [ma.id]
+    assert [i.id for i in SessionManager.list_sessions(b, session_dir=root)] == [mb.id]
+    rb = SessionManager.continue_recent(b, session_dir=root)
+    assert rb is not None and rb.id == mb.id
+    rb.close()
+
+
+def test_prefix_resolution(project: Path, root: Path) -> None:
+    ms = make_sessions(project, root, 3)
+    target = ms[2]
+    assert SessionManager.find(target.id, project, session_dir=root) == target.path
+    # uuid7 ids made together share their leading characters: a short prefix is ambiguous.
+    with pytest.raises(AmbiguousSession) as err:
+        SessionManager.find(target.id[:4], project, session_dir=root)
+    assert all(m.id in str(err.value) for m in ms)
+    unique = next(
+        target.id[:n]
+        for n in range(8, 37)
+        if not any(m.id.startswith(target.id[:n]) for m in ms[:2])
+    )
+    assert SessionManager.find(unique, project, session_dir=root) == target.path
+    with pytest.raises(SessionNotFound):
+        SessionManager.find("ffffffff", project, session_dir=root)
+    for bad in ["../x", "/etc/passwd", "", "019d/../../", "zz"]:
+        with pytest.raises(SessionNotFound):
+            SessionManager.find(bad, project, session_dir=root)
+
+
+def test_continue_recent(project: Path, root: Path) -> None:
+    assert SessionManager.continue_recent(project, session_dir=root) is None
+    ms = make_sessions(project, root, 2)
+    time.sleep(0.01)  # timestamps have millisecond resolution
+    with SessionManager.open(ms[0].path) as m:
+        m.append_message(Message("assistant", [Text("later activity")]))
+    recent = SessionManager.continue_recent(project, session_dir=root)
+    assert recent is not None and recent.id == ms[0].id
+    recent.close()
+
+
+def test_listing_shows_unreadable_logs(project: Path, root: Path) -> None:
+    make_sessions(project, root, 1)
+    folder = root / encode_cwd(project)
+    (folder / "2026-01-01T00-00-00-000Z_019dc5ba-53f6-71a5-ab8f-b1f8709c2572.jsonl").write_bytes(b"garbage\n")
+    infos = SessionManager.list_sessions(project, session_dir=root)
+    assert len(infos) == 2
+    bad = [i for i in infos if i.error]
+    assert len(bad) == 1 and "session header" in (bad[0].error or "")
+
+
+# ── XDG rules ──
+
+
+def test_xdg_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from awl.paths import cache_root, session_root
+
+    monkeypatch.setenv("AWL_SESSION_DIR", str(tmp_path / "override"))
+    assert session_root() == tmp_path / "override"
+    monkeypatch.delenv("AWL_SESSION_DIR")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert session_root() == tmp_path / "xdg" / "awl" / "sessions"
+    for bad in ["", "relative/path"]:
+        monkeypatch.setenv("XDG_DATA_HOME", bad)
+        assert session_root() == tmp_path / "home" / ".local" / "share" / "awl" / "sessions"
+    monkeypatch.delenv("XDG_DATA_HOME")
+    assert session_root() == tmp_path / "home" / ".local" / "share" / "awl" / "sessions"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert cache_root() == tmp_path / "home" / ".cache" / "awl"
+
+
+def test_encode_cwd_matches_seed_example() -> None:
+    assert encode_cwd("/Users/travis/Code/awl") == "--Users-travis-Code-awl--"
+    long = "/" + "/".join(["x" * 50] * 10)
+    assert len(encode_cwd(long)) <= 240
+
+
+def test_disk_message_appended_as_is(project: Path, root: Path) -> None:
+    m = new_session(project, root)
+    m.append_message(DiskMessage("user", [DiskText("hi")]), provider="openai", model="gpt-4o")
+    m.append_message(
+        DiskMessage("assistant", [DiskText("yo")], provider="openai", model="gpt-4o", stop_reason="length")
+    )
+    m.close()
+    objs = entries_of(m.path)
+    assert objs[1]["message"] == {  # type: ignore[comparison-overlap]
+        "role": "assistant",
+        "content": [{"type": "text", "text": "yo"}],
+        "provider": "openai",
+        "model": "gpt-4o",
+        "stopReason": "length",
+    }
