@@ -133,8 +133,48 @@ class LogIndex:
         return self._tree
 
 
-def check_lines(records: Records, path: str | os.PathLike[str], first_line: int = 0) -> None:
-    """Raise CorruptSession for the first line that is not an acceptable entry.
+class Problems:
+    """Where structural problems go: raised at the first (``collect=False``) or all kept."""
+
+    def __init__(self, path: str | os.PathLike[str], *, collect: bool = False, limit: int = 1000) -> None:
+        self.path = path
+        self.collect = collect
+        self.limit = limit
+        self.found: list[tuple[int | None, str]] = []
+        self.count = 0
+
+    def report(self, line: int | None, problem: str) -> None:
+        """One problem at a 1-based line (None: the file as a whole)."""
+        if not self.collect:
+            raise CorruptSession(self.path, line, problem)
+        self.count += 1
+        if len(self.found) < self.limit:
+            self.found.append((line, problem))
+
+
+def _line_problem(kind: int, flags: int, first: bool) -> str:
+    if first:
+        return "the first line is not a session header"
+    if kind == scanner.KIND_INVALID:
+        return "not a complete JSON object"
+    if kind == scanner.KIND_UNTYPED:
+        return "entry has no string 'type'"
+    if kind == scanner.KIND_SESSION:
+        return "a second session header"
+    if not flags & scanner.FLAG_ID:
+        return "message entry has no 'id'"
+    if not flags & scanner.FLAG_PARENT:
+        return "message entry has no 'parentId' (null for the first entry)"
+    return "message has no valid role (system, user or assistant)"
+
+
+def check_lines(
+    records: Records,
+    path: str | os.PathLike[str],
+    first_line: int = 0,
+    problems: Problems | None = None,
+) -> None:
+    """Report every line that is not an acceptable entry (raise at the first by default).
 
     ``records`` must not include a torn last line (the caller handles that).
     ``first_line`` is the 0-based line index of ``records[0]``; line 0 must be
@@ -142,6 +182,7 @@ def check_lines(records: Records, path: str | os.PathLike[str], first_line: int 
     """
     if not len(records):
         return
+    sink = problems if problems is not None else Problems(path)
     kind = records["kind"]
     flags = records["flags"]
     role = records["role"]
@@ -152,41 +193,34 @@ def check_lines(records: Records, path: str | os.PathLike[str], first_line: int 
     bad |= is_msg & (((flags & need) != need) | (role == scanner.ROLE_NONE) | (role == scanner.ROLE_OTHER))
     if first_line == 0:
         bad[0] = kind[0] != scanner.KIND_SESSION
-    hits = np.flatnonzero(bad)
-    if not len(hits):
-        return
-    i = int(hits[0])
-    line = first_line + i + 1
-    k = int(kind[i])
-    if first_line + i == 0:
-        problem = "the first line is not a session header"
-    elif k == scanner.KIND_INVALID:
-        problem = "not a complete JSON object"
-    elif k == scanner.KIND_UNTYPED:
-        problem = "entry has no string 'type'"
-    elif k == scanner.KIND_SESSION:
-        problem = "a second session header"
-    elif not int(flags[i]) & scanner.FLAG_ID:
-        problem = "message entry has no 'id'"
-    elif not int(flags[i]) & scanner.FLAG_PARENT:
-        problem = "message entry has no 'parentId' (null for the first entry)"
-    else:
-        problem = "message has no valid role (system, user or assistant)"
-    raise CorruptSession(path, line, problem)
+    for i in np.flatnonzero(bad)[: sink.limit + 1]:
+        row = int(i)
+        sink.report(first_line + row + 1, _line_problem(int(kind[row]), int(flags[row]), first_line + row == 0))
 
 
-def _slow_field(buf: Buffer, rec: Any, name: str, path: str | os.PathLike[str], line: int) -> Any:
+def _slow_field(buf: Buffer, rec: Any, name: str) -> tuple[Any, str | None]:
     start = int(rec["offset"])
     value = orjson.loads(memoryview(buf)[start : start + int(rec["length"])]).get(name)
     if name == "id" and (not isinstance(value, str) or not value):
-        raise CorruptSession(path, line, "entry 'id' must be a non-empty string")
+        return None, "entry 'id' must be a non-empty string"
     if name == "parentId" and value is not None and (not isinstance(value, str) or not value):
-        raise CorruptSession(path, line, "'parentId' must be a non-empty string or null")
-    return value
+        return None, "'parentId' must be a non-empty string or null"
+    return value, None
 
 
-def build_tree(records: Records, buf: Buffer, path: str | os.PathLike[str]) -> Tree:
-    """Derive and check the entry tree: ids unique, parents exist, no cycles."""
+def build_tree(
+    records: Records,
+    buf: Buffer,
+    path: str | os.PathLike[str],
+    problems: Problems | None = None,
+) -> Tree:
+    """Derive and check the entry tree: ids unique, parents exist, no cycles.
+
+    By default the first problem raises CorruptSession; with a collecting
+    :class:`Problems` every one is reported and the tree is still returned
+    (with offending links cut), for ``awl reindex --verify``.
+    """
+    sink = problems if problems is not None else Problems(path)
     kind = records["kind"]
     flags = records["flags"]
     node_mask = ((kind == scanner.KIND_MESSAGE) | (kind == scanner.KIND_OTHER)) & (
@@ -210,32 +244,43 @@ def build_tree(records: Records, buf: Buffer, path: str | os.PathLike[str]) -> T
             slow_names[key] = text
         return key
 
+    def name_of(key: int) -> str:
+        return slow_names.get(key, f"{key:08x}")
+
     for j in np.flatnonzero((nflags & scanner.FLAG_ID_HEX) == 0):
         row = int(rows[j])
-        keys[j] = slow_key(_slow_field(buf, records[row], "id", path, row + 1))
+        value, err = _slow_field(buf, records[row], "id")
+        if err is not None:
+            sink.report(row + 1, err)
+            value = f"\0bad-id-line-{row + 1}"  # unique, cannot clash with a real id
+        keys[j] = slow_key(value)
     has_parent = (nflags & scanner.FLAG_PARENT) != 0
     parents[~has_parent | ((nflags & scanner.FLAG_PARENT_NULL) != 0)] = NULL_KEY
     slow_parent = has_parent & ((nflags & (scanner.FLAG_PARENT_NULL | scanner.FLAG_PARENT_HEX)) == 0)
     for j in np.flatnonzero(slow_parent):
         row = int(rows[j])
-        value = _slow_field(buf, records[row], "parentId", path, row + 1)
+        value, err = _slow_field(buf, records[row], "parentId")
+        if err is not None:
+            sink.report(row + 1, err)
         parents[j] = NULL_KEY if value is None else slow_key(value)
 
     order = np.argsort(keys, kind="stable")
     sorted_keys = keys[order]
     dup = np.flatnonzero(sorted_keys[1:] == sorted_keys[:-1])
     if len(dup):
-        # Report the later of the pair of lines, naming the earlier one.
-        pairs = [(int(order[d]), int(order[d + 1])) for d in dup]
-        first, second = min(pairs, key=lambda p: max(p))
-        first, second = sorted((first, second))
-        key = int(keys[second])
-        raise CorruptSession(
-            path,
-            int(rows[second]) + 1,
-            f"duplicate entry id {slow_names.get(key, f'{key:08x}')!r} "
-            f"(first on line {int(rows[first]) + 1})",
-        )
+        # Report each later line of a duplicate, naming the first line of its id.
+        seen_first: dict[int, int] = {}
+        reports = []
+        for d in dup:
+            a, b = int(order[d]), int(order[d + 1])
+            key = int(keys[b])
+            first = seen_first.setdefault(key, min(a, b))
+            reports.append((max(a, b), key, first))
+        for later, key, first in sorted(reports):
+            sink.report(
+                int(rows[later]) + 1,
+                f"duplicate entry id {name_of(key)!r} (first on line {int(rows[first]) + 1})",
+            )
 
     parent_pos = np.full(len(rows), -1, dtype=np.int64)
     has = parents != NULL_KEY
@@ -244,21 +289,20 @@ def build_tree(records: Records, buf: Buffer, path: str | os.PathLike[str]) -> T
         idx = np.searchsorted(sorted_keys, want)
         idx_clipped = np.minimum(idx, max(len(sorted_keys) - 1, 0))
         found = (idx < len(sorted_keys)) & (sorted_keys[idx_clipped] == want)
-        if not bool(found.all()):
-            j = int(np.flatnonzero(has)[int(np.flatnonzero(~found)[0])])
-            missing = int(parents[j])
-            name = slow_names.get(missing, f"{missing:08x}")
-            raise CorruptSession(path, int(rows[j]) + 1, f"parentId {name!r} names no entry")
-        parent_pos[has] = order[idx_clipped]
+        has_rows = np.flatnonzero(has)
+        for miss in np.flatnonzero(~found):
+            j = int(has_rows[int(miss)])
+            sink.report(int(rows[j]) + 1, f"parentId {name_of(int(parents[j]))!r} names no entry")
+        parent_pos[has_rows[found]] = order[idx_clipped[found]]
 
     tree = Tree(rows, keys, parent_pos, sorted_keys, order.astype(np.int64), slow_ids, slow_names)
     forward = np.flatnonzero(parent_pos >= np.arange(len(rows)))
     if len(forward):
-        _check_cycles(tree, [int(j) for j in forward], path)
+        _check_cycles(tree, [int(j) for j in forward], sink)
     return tree
 
 
-def _check_cycles(tree: Tree, starts: list[int], path: str | os.PathLike[str]) -> None:
+def _check_cycles(tree: Tree, starts: list[int], sink: Problems) -> None:
     # Only nodes whose parent comes at or after them can be on a cycle; walk
     # from each, marking finished nodes so the total work stays linear.
     done: set[int] = set()
@@ -269,9 +313,9 @@ def _check_cycles(tree: Tree, starts: list[int], path: str | os.PathLike[str]) -
         pos = start
         while pos != -1 and pos not in done:
             if pos in on_path:
-                raise CorruptSession(
-                    path, int(tree.rows[pos]) + 1, f"parent cycle through entry {tree.id_at(pos)!r}"
-                )
+                sink.report(int(tree.rows[pos]) + 1, f"parent cycle through entry {tree.id_at(pos)!r}")
+                pp[pos] = -1  # cut the cycle so the rest can be walked
+                break
             on_path.add(pos)
             seen.append(pos)
             pos = int(pp[pos])

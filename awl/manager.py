@@ -131,7 +131,8 @@ class OpenStats:
     mode: str = "new"  # "checkpoint", "index" or "new"
     tail_lines: int = 0
     cache: str = "none"  # "none", "loaded", "built", "extended"
-    trimmed: int = 0  # bytes moved to .corrupt
+    trimmed: int = 0  # bytes moved to .corrupt (or, for a reader, ignored)
+    checkpoints_written: int = 0
     checkpoint_offset: int | None = None
     parsed: list[int] = field(default_factory=list)  # offsets of lines parsed with orjson
 
@@ -405,6 +406,7 @@ class SessionManager:
         mm = self._map()
         nl = mm.find(b"\n")
         body = nl + 1 if nl >= 0 else size
+        torn: int | None = None
         if nl < 0:
             self._needs_newline = True
         else:
@@ -413,11 +415,14 @@ class SessionManager:
             if last >= body:
                 rec = scanner.scan(mm, last, size)
                 if int(rec["kind"][0]) == scanner.KIND_INVALID:
-                    self._trim(last)
-                    mm = self._map()
+                    torn = last
                 elif end == size:
                     self._needs_newline = True
-        size = self._size
+        if torn is not None:
+            # Everything below reads only up to the torn line; it is moved out
+            # of the file only once the rest has been found sound.
+            self.stats.trimmed = size - torn
+            self._size = size = torn
 
         cp = self._find_checkpoint(mm, body, size)
         if cp is not None:
@@ -447,6 +452,8 @@ class SessionManager:
             self.stats.mode = "index"
             self._state_from_index(cp)
         if not self.read_only:
+            if torn is not None:
+                self._trim(torn, self.stats.trimmed)
             self._after_writer_open()
 
     def _find_checkpoint(self, mm: mmap.mmap, body: int, size: int) -> tuple[Checkpoint, int] | None:
@@ -590,13 +597,8 @@ class SessionManager:
         check_lines(index.records, self._path)
         return index, index.tree(mm, self._path)
 
-    def _trim(self, start: int) -> None:
-        """A torn last line: a writer moves its bytes to .corrupt; a reader ignores it."""
-        torn = self._size - start
-        self._size = start
-        self.stats.trimmed = torn
-        if self.read_only:
-            return
+    def _trim(self, start: int, torn: int) -> None:
+        """Move a torn last line's bytes to ``<file>.corrupt``, then cut them off."""
         assert self._fd is not None and self._mm is not None
         data = self._mm[start : start + torn]
         self._mm = None  # the mapping would reach past the new end of file
@@ -617,9 +619,7 @@ class SessionManager:
     def _after_writer_open(self) -> None:
         # A log without a recent checkpoint (an older awl's, another tool's,
         # or one cut short by a crash) gets one now, so the next open is fast.
-        if self._size - self._cp_end >= CHECKPOINT_MIN_TAIL or (
-            self._cp_offset is None and self._entry_count
-        ):
+        if self.needs_checkpoint():
             self._maybe_checkpoint(closing=True)
         if self._index is not None and self._index_dirty:
             self._save_index()
@@ -946,18 +946,18 @@ class SessionManager:
         self._check_writable()
         return self._maybe_checkpoint(closing=True)
 
-    def _maybe_checkpoint(self, *, closing: bool) -> bool:
-        if self._fd is None or self.read_only or not self._entry_count:
-            return False
+    def _checkpoint_line(self, *, closing: bool) -> bytes | None:
+        """The checkpoint to write now, or None when the rules say not to."""
+        if self._fd is None or not self._entry_count:
+            return None
         if not self._nodes_since_cp and self._cp_offset is not None:
-            return False
+            return None
         tail = self._size - self._cp_end
         if not closing and tail < CHECKPOINT_MIN_TAIL:
-            return False
-        offset = self._size + (1 if self._needs_newline else 0)
+            return None
         cp = Checkpoint(
             timestamp=format_timestamp(),
-            offset=offset,
+            offset=self._size + (1 if self._needs_newline else 0),
             line=self._line_count,
             session_id=self.header.id,
             created=self.header.timestamp,
@@ -976,17 +976,45 @@ class SessionManager:
         # Periodic checkpoints use at most half the budget, so the one written
         # at close still fits.
         if not closing and tail < CHECKPOINT_SPACING * len(line):
-            return False
+            return None
         if self._cp_bytes + len(line) > CHECKPOINT_BUDGET * (self._size + len(line)):
+            return None
+        return line
+
+    def _maybe_checkpoint(self, *, closing: bool) -> bool:
+        if self.read_only:
             return False
-        written = self._write(line)
-        assert written == offset
+        line = self._checkpoint_line(closing=closing)
+        if line is None:
+            return False
+        offset = self._write(line)
         self._line_count += 1
         self._cp_offset = offset
         self._cp_end = self._size
         self._cp_bytes += len(line)
         self._nodes_since_cp = 0
+        self.stats.checkpoints_written += 1
         return True
+
+    def build_index(self) -> bool:
+        """Index the whole log now (from the cache where it matches); a writer saves the cache.
+
+        Returns True when the cache file was (re)written.
+        """
+        self._ensure_index()
+        if self.read_only or not self._index_dirty:
+            return False
+        self._save_index()
+        return True
+
+    def needs_checkpoint(self) -> bool:
+        """Whether a writer's open adds a checkpoint: none usable, or one far from the end,
+        and room for it in the budget."""
+        if not self._entry_count:
+            return False
+        if self._cp_offset is not None and self._size - self._cp_end < CHECKPOINT_MIN_TAIL:
+            return False
+        return self._checkpoint_line(closing=True) is not None
 
     def _save_index(self) -> None:
         if self._index is None or self._fd is None or self.read_only:

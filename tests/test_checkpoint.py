@@ -21,6 +21,10 @@ from awl.paths import cache_root, index_cache_path
 from .helpers import line, msg, reference_replay
 
 
+# Every store test runs against both scanner implementations.
+pytestmark = pytest.mark.usefixtures("scanner_impl")
+
+
 def big_session(project: Path, root: Path, n: int = 80, size: int = 2000) -> Path:
     m = SessionManager.create(project, "anthropic", "claude", session_dir=root)
     m.append_message(Message("system", [Text("sys")]))

@@ -31,6 +31,10 @@ from awl.paths import encode_cwd
 from .helpers import HEADER, chain, line, msg, reference_replay, snapshot, write_log
 
 
+# Every store test runs against both scanner implementations.
+pytestmark = pytest.mark.usefixtures("scanner_impl")
+
+
 def lines_of(path: Path) -> list[dict[str, object]]:
     return [orjson.loads(x) for x in path.read_bytes().splitlines()]
 
@@ -473,3 +477,13 @@ def test_disk_message_appended_as_is(project: Path, root: Path) -> None:
         "model": "gpt-4o",
         "stopReason": "length",
     }
+
+
+def test_middle_corruption_with_torn_tail_changes_nothing(tmp_path: Path) -> None:
+    p = tmp_path / "s.jsonl"
+    p.write_bytes(line(HEADER) + b"{oops\n" + b"".join(map(line, chain(2))) + b'{"type":"mes')
+    before = snapshot(tmp_path)
+    with pytest.raises(CorruptSession) as err:
+        SessionManager.open(p)
+    assert err.value.line == 2
+    assert snapshot(tmp_path) == before

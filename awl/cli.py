@@ -1,0 +1,269 @@
+"""The ``awl`` command: a thin click layer over the library.
+
+It parses arguments and calls :mod:`awl.manager`, :mod:`awl.agent` and
+:mod:`awl.reindex`; every error reaches the user as one line.  Provider SDKs
+and prompt_toolkit are imported only by the commands that need them, so
+``awl sessions``, ``awl show`` and ``awl --help`` start fast.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+import orjson
+
+from . import __version__
+from .errors import AmbiguousSession, AwlError, SessionNotFound
+from .manager import SessionInfo, SessionManager, local_time
+
+
+class UsageFailure(click.ClickException):
+    """An error that exits with status 2, like click's usage errors."""
+
+    exit_code = 2
+
+
+def fail(message: str, *, usage: bool = False) -> NoReturn:
+    """Stop with a one-line error (status 2 for lookups and usage, 1 otherwise)."""
+    if usage:
+        raise UsageFailure(message)
+    raise click.ClickException(message)
+
+
+def _scanner_name() -> str:
+    from . import scanner
+
+    return scanner.IMPLEMENTATION
+
+
+def _version_message() -> str:
+    return f"awl {__version__} (scanner: {_scanner_name()}, Python {sys.version.split()[0]})"
+
+
+def resolve_session(ref: str, cwd: Path) -> Path:
+    """A session path from an id, a unique id prefix, or (for ``show``) a file path."""
+    try:
+        return SessionManager.find(ref, cwd)
+    except (SessionNotFound, AmbiguousSession) as exc:
+        fail(str(exc), usage=True)
+
+
+def short_ids(infos: list[SessionInfo]) -> dict[str, str]:
+    """The shortest unique prefix of each id, at least 8 characters."""
+    ids = sorted({i.id for i in infos})
+    out: dict[str, str] = {}
+    for k, sid in enumerate(ids):
+        n = 8
+        for other in (ids[k - 1] if k else "", ids[k + 1] if k + 1 < len(ids) else ""):
+            common = len(os.path.commonprefix([sid, other]))
+            n = max(n, common + 1)
+        out[sid] = sid[: min(n, len(sid))]
+    return out
+
+
+def info_json(info: SessionInfo) -> dict[str, Any]:
+    """A listing line as JSON for scripts."""
+    return {
+        "id": info.id,
+        "path": str(info.path),
+        "cwd": info.cwd,
+        "created": info.created,
+        "modified": info.modified,
+        "lastActivity": info.last_activity,
+        "messageCount": info.message_count,
+        "firstPrompt": info.first_prompt,
+        "size": info.size,
+        "error": info.error,
+    }
+
+
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--resume",
+    "resume",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[ID]",
+    help="Resume the most recent session of this directory, or the one with this id or prefix.",
+)
+@click.option("-p", "--print", "prompt", metavar="PROMPT", help="Run one turn non-interactively ('-' reads stdin).")
+@click.option("--provider", help="Provider for a new session (anthropic, openai, offline); on resume, switches.")
+@click.option("--model", help="Model for a new session; on resume, switches from the next message on.")
+@click.option("--base-url", help="API base URL (e.g. an OpenAI-compatible local server).")
+@click.option("--version", is_flag=True, help="Show the version and which scanner is active.")
+@click.pass_context
+def main(
+    ctx: click.Context,
+    resume: str | None,
+    prompt: str | None,
+    provider: str | None,
+    model: str | None,
+    base_url: str | None,
+    version: bool,
+) -> None:
+    """awl: a coding agent whose every event is saved, and which resumes where it stopped."""
+    if version:
+        click.echo(_version_message())
+        return
+    if ctx.invoked_subcommand is not None:
+        if resume is not None or prompt is not None:
+            fail("--resume and --print go before no subcommand", usage=True)
+        return
+    from . import agent
+
+    if prompt == "-":
+        prompt = sys.stdin.read()
+    try:
+        code = agent.run_cli(
+            cwd=Path.cwd(),
+            resume=resume,
+            prompt=prompt,
+            provider=provider,
+            model=model,
+            base_url=base_url,
+        )
+    except (SessionNotFound, AmbiguousSession) as exc:
+        fail(str(exc), usage=True)
+    except AwlError as exc:
+        fail(str(exc))
+    ctx.exit(code)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="One JSON array, for scripts.")
+@click.option("--all", "all_projects", is_flag=True, help="Every project's sessions, grouped by cwd.")
+@click.option("--long", "long_format", is_flag=True, help="Add the modified time and the first prompt.")
+def sessions(as_json: bool, all_projects: bool, long_format: bool) -> None:
+    """List the sessions of this directory, oldest first."""
+    try:
+        if all_projects:
+            groups = SessionManager.list_all_sessions()
+        else:
+            cwd = os.path.abspath(os.getcwd())
+            groups = {cwd: SessionManager.list_sessions(cwd)}
+    except AwlError as exc:
+        fail(str(exc))
+    if as_json:
+        out = [info_json(i) for infos in groups.values() for i in infos]
+        click.echo(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode())
+        return
+    every = [i for infos in groups.values() for i in infos]
+    short = short_ids(every)
+    for cwd, infos in groups.items():
+        if all_projects:
+            click.echo(cwd)
+        for info in infos:
+            click.echo(format_info(info, short[info.id], long_format, indent="  " if all_projects else ""))
+
+
+def format_info(info: SessionInfo, short: str, long_format: bool, indent: str = "") -> str:
+    """One listing line in the seed's format: ``019dc5ba  2026-04-25 17:40  14 messages``."""
+    when = local_time(info.created) if info.created else "????-??-?? ??:??"
+    if info.error:
+        return f"{indent}{short}  {when}  unreadable: {info.error}"
+    noun = "message" if info.message_count == 1 else "messages"
+    text = f"{indent}{short}  {when}  {info.message_count} {noun}"
+    if long_format:
+        text += f"  (modified {local_time(info.modified)})"
+        if info.first_prompt:
+            text += f"  {info.first_prompt}"
+    return text
+
+
+@main.command()
+@click.argument("ref", metavar="ID|PREFIX|PATH")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document of the rebuilt conversation.")
+def show(ref: str, as_json: bool) -> None:
+    """Print a session's conversation.  Read-only: never trims, locks or writes."""
+    from .transcript import session_document, transcript
+
+    path = Path(ref) if ("/" in ref or ref.endswith(".jsonl")) else resolve_session(ref, Path.cwd())
+    try:
+        with SessionManager.open(path, read_only=True) as m:
+            if as_json:
+                click.echo(orjson.dumps(session_document(m)).decode())
+            else:
+                for chunk in transcript(m):
+                    click.echo(chunk)
+    except AwlError as exc:
+        fail(str(exc))
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--all", "all_projects", is_flag=True, help="Every session under the root.")
+@click.option("--verify", is_flag=True, help="Validate every line and the tree; report each problem.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: the cores).")
+@click.option("--dry-run", is_flag=True, help="Say what would be done; change nothing.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document of the results.")
+def reindex(
+    paths: tuple[Path, ...], all_projects: bool, verify: bool, jobs: int | None, dry_run: bool, as_json: bool
+) -> None:
+    """Repair torn tails, checkpoint and index this directory's sessions (or PATHS, or --all)."""
+    from .reindex import describe, format_bytes
+    from .reindex import reindex as run
+    from .reindex import session_paths
+
+    if paths and all_projects:
+        fail("give PATHS or --all, not both", usage=True)
+    targets = list(paths) if paths else session_paths(Path.cwd(), all_projects=all_projects)
+    total = sum(p.stat().st_size for p in targets if p.exists())
+    err = sys.stderr
+    bar = None
+    if err.isatty() and not as_json and targets:
+        bar = click.progressbar(length=max(total, 1), label="reindex", file=err, show_pos=False)
+        bar.__enter__()
+
+    def on_result(r: Any) -> None:
+        if bar is not None:
+            bar.update(max(r.size, 0))
+        if not as_json:
+            for text in describe(r, dry_run=dry_run):
+                if bar is not None:
+                    err.write("\n")
+                click.echo(text)
+
+    try:
+        results, summary = run(targets, verify=verify, dry_run=dry_run, jobs=jobs, on_result=on_result)
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+    if as_json:
+        doc = {
+            "summary": {k: getattr(summary, k) for k in summary.__slots__},
+            "files": [
+                {
+                    "path": r.path,
+                    "size": r.size,
+                    "entries": r.entries,
+                    "repaired": r.repaired,
+                    "checkpointed": r.checkpointed,
+                    "cacheWritten": r.cache_written,
+                    "busy": r.busy,
+                    "error": r.error,
+                    "problems": [{"line": line, "problem": text} for line, text in r.problems],
+                    "problemCount": r.problem_count,
+                }
+                for r in results
+            ],
+        }
+        click.echo(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
+    else:
+        would = "would be " if dry_run else ""
+        click.echo(
+            f"{summary.files} files, {format_bytes(summary.bytes)}, {summary.entries} entries: "
+            f"{summary.repaired} {would}repaired, {summary.checkpointed} {would}checkpointed, "
+            f"{summary.caches} index caches {would}written, {summary.busy} skipped as busy, "
+            f"{summary.errors} with errors"
+        )
+    if summary.errors:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,60 @@
+"""Rendering a session for people (``awl show``, resume) and for scripts (``--json``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from .conversation import Message, Text, Thinking, ToolResult, ToolUse
+from .format import block_to_json, content_block_to_disk
+from .manager import SessionManager
+
+_TOOL_OUTPUT_LINES = 20
+
+
+def session_document(m: SessionManager) -> dict[str, Any]:
+    """``{"id", "cwd", "leafId", "activeProvider", "activeModel", "messages"}`` with blocks in the on-disk schema."""
+    provider, model = m.active_model()
+    return {
+        "id": m.id,
+        "cwd": m.cwd,
+        "leafId": m.leaf_id,
+        "activeProvider": provider,
+        "activeModel": model,
+        "messages": [
+            {"role": msg.role, "content": [block_to_json(content_block_to_disk(b)) for b in msg.content]}
+            for msg in m.rebuild_conversation()
+        ],
+    }
+
+
+def _clip(text: str, lines: int) -> str:
+    parts = text.splitlines()
+    if len(parts) <= lines:
+        return text
+    return "\n".join(parts[:lines]) + f"\n… ({len(parts) - lines} more lines)"
+
+
+def render_message(msg: Message, *, full: bool = True) -> str:
+    """One message as readable text."""
+    out = [f"── {msg.role} ──"]
+    for b in msg.content:
+        if isinstance(b, Thinking):
+            out.append("(thinking) " + (b.text if full else _clip(b.text, 3)))
+        elif isinstance(b, Text):
+            out.append(b.text)
+        elif isinstance(b, ToolUse):
+            out.append(f"[tool call {b.name} {b.input}]")
+        elif isinstance(b, ToolResult):
+            body = b.content if full else _clip(b.content, _TOOL_OUTPUT_LINES)
+            out.append(f"[tool result]\n{body}")
+    return "\n".join(out)
+
+
+def transcript(m: SessionManager) -> Iterator[str]:
+    """The whole conversation as readable text, message by message."""
+    provider, model = m.active_model()
+    yield f"session {m.id}  cwd {m.cwd}  model {provider}/{model}  {m.message_count} messages"
+    for msg in m.rebuild_conversation():
+        yield ""
+        yield render_message(msg)
