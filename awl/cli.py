@@ -59,7 +59,8 @@ def short_ids(infos: list[SessionInfo]) -> dict[str, str]:
     for k, sid in enumerate(ids):
         n = 8
         for other in (ids[k - 1] if k else "", ids[k + 1] if k + 1 < len(ids) else ""):
-            common = len(os.path.commonprefix([sid, other]))
+            pairs = enumerate(zip(sid, other, strict=False))
+            common = next((i for i, (a, b) in pairs if a != b), min(len(sid), len(other)))
             n = max(n, common + 1)
         out[sid] = sid[: min(n, len(sid))]
     return out
@@ -91,9 +92,20 @@ def info_json(info: SessionInfo) -> dict[str, Any]:
     metavar="[ID]",
     help="Resume the most recent session of this directory, or the one with this id or prefix.",
 )
-@click.option("-p", "--print", "prompt", metavar="PROMPT", help="Run one turn non-interactively ('-' reads stdin).")
-@click.option("--provider", help="Provider for a new session (anthropic, openai, offline); on resume, switches.")
-@click.option("--model", help="Model for a new session; on resume, switches from the next message on.")
+@click.option(
+    "-p",
+    "--print",
+    "prompt",
+    metavar="PROMPT",
+    help="Run one turn non-interactively ('-' reads stdin).",
+)
+@click.option(
+    "--provider",
+    help="Provider for a new session (anthropic, openai, offline); on resume, switches.",
+)
+@click.option(
+    "--model", help="Model for a new session; on resume, switches from the next message on."
+)
 @click.option("--base-url", help="API base URL (e.g. an OpenAI-compatible local server).")
 @click.option("--version", is_flag=True, help="Show the version and which scanner is active.")
 @click.pass_context
@@ -136,8 +148,12 @@ def main(
 
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="One JSON array, for scripts.")
-@click.option("--all", "all_projects", is_flag=True, help="Every project's sessions, grouped by cwd.")
-@click.option("--long", "long_format", is_flag=True, help="Add the modified time and the first prompt.")
+@click.option(
+    "--all", "all_projects", is_flag=True, help="Every project's sessions, grouped by cwd."
+)
+@click.option(
+    "--long", "long_format", is_flag=True, help="Add the modified time and the first prompt."
+)
 def sessions(as_json: bool, all_projects: bool, long_format: bool) -> None:
     """List the sessions of this directory, oldest first."""
     try:
@@ -158,7 +174,9 @@ def sessions(as_json: bool, all_projects: bool, long_format: bool) -> None:
         if all_projects:
             click.echo(cwd)
         for info in infos:
-            click.echo(format_info(info, short[info.id], long_format, indent="  " if all_projects else ""))
+            click.echo(
+                format_info(info, short[info.id], long_format, indent="  " if all_projects else "")
+            )
 
 
 def format_info(info: SessionInfo, short: str, long_format: bool, indent: str = "") -> str:
@@ -177,7 +195,9 @@ def format_info(info: SessionInfo, short: str, long_format: bool, indent: str = 
 
 @main.command()
 @click.argument("ref", metavar="ID|PREFIX|PATH")
-@click.option("--json", "as_json", is_flag=True, help="One JSON document of the rebuilt conversation.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="One JSON document of the rebuilt conversation."
+)
 def show(ref: str, as_json: bool) -> None:
     """Print a session's conversation.  Read-only: never trims, locks or writes."""
     from .transcript import session_document, transcript
@@ -197,17 +217,25 @@ def show(ref: str, as_json: bool) -> None:
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--all", "all_projects", is_flag=True, help="Every session under the root.")
-@click.option("--verify", is_flag=True, help="Validate every line and the tree; report each problem.")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: the cores).")
+@click.option(
+    "--verify", is_flag=True, help="Validate every line and the tree; report each problem."
+)
+@click.option(
+    "--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: the cores)."
+)
 @click.option("--dry-run", is_flag=True, help="Say what would be done; change nothing.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON document of the results.")
 def reindex(
-    paths: tuple[Path, ...], all_projects: bool, verify: bool, jobs: int | None, dry_run: bool, as_json: bool
+    paths: tuple[Path, ...],
+    all_projects: bool,
+    verify: bool,
+    jobs: int | None,
+    dry_run: bool,
+    as_json: bool,
 ) -> None:
     """Repair torn tails, checkpoint and index this directory's sessions (or PATHS, or --all)."""
-    from .reindex import describe, format_bytes
+    from .reindex import describe, format_bytes, session_paths
     from .reindex import reindex as run
-    from .reindex import session_paths
 
     if paths and all_projects:
         fail("give PATHS or --all, not both", usage=True)
@@ -229,7 +257,9 @@ def reindex(
                 click.echo(text)
 
     try:
-        results, summary = run(targets, verify=verify, dry_run=dry_run, jobs=jobs, on_result=on_result)
+        results, summary = run(
+            targets, verify=verify, dry_run=dry_run, jobs=jobs, on_result=on_result
+        )
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)

@@ -49,7 +49,9 @@ class AmbiguousSession(SessionError):
         self.candidates = list(candidates)
         shown = ", ".join(self.candidates[:10])
         more = f" and {len(self.candidates) - 10} more" if len(self.candidates) > 10 else ""
-        super().__init__(f"prefix {prefix!r} matches {len(self.candidates)} sessions: {shown}{more}")
+        super().__init__(
+            f"prefix {prefix!r} matches {len(self.candidates)} sessions: {shown}{more}"
+        )
 
 
 class SessionWriteError(SessionError):

@@ -8,6 +8,7 @@ and load.
 
 from __future__ import annotations
 
+import mmap
 import os
 import secrets
 import threading
@@ -36,7 +37,7 @@ CHECKPOINT_VERSION = 1
 STOP_REASONS = ("stop", "length", "toolUse", "error")
 StopReason = Literal["stop", "length", "toolUse", "error"]
 
-Buffer = bytes | bytearray | memoryview
+Buffer = bytes | bytearray | memoryview | mmap.mmap
 
 
 # ── ids and timestamps ──
@@ -45,8 +46,7 @@ Buffer = bytes | bytearray | memoryview
 def format_timestamp(t: float | None = None) -> str:
     """ISO 8601 UTC with milliseconds and ``Z``: ``2026-04-25T17:40:15.990Z``."""
     ms = int((time.time() if t is None else t) * 1000)
-    dt = datetime.fromtimestamp(ms // 1000, tz=UTC)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S") + f".{ms % 1000:03d}Z"
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
 
 
 def parse_timestamp(text: str) -> float:
@@ -409,7 +409,9 @@ def parse_message(obj: Any) -> DiskMessage:
     if raw_usage is not None:
         if not isinstance(raw_usage, dict):
             raise FormatError("message usage must be an object")
-        usage = Usage(_nonneg_int(raw_usage, "input", "usage"), _nonneg_int(raw_usage, "output", "usage"))
+        usage = Usage(
+            _nonneg_int(raw_usage, "input", "usage"), _nonneg_int(raw_usage, "output", "usage")
+        )
     return DiskMessage(
         role=role,
         content=[parse_block(b) for b in content],
@@ -497,7 +499,7 @@ def parse_checkpoint(obj: dict[str, Any]) -> Checkpoint:
     )
 
 
-def load_object(line: Buffer) -> dict[str, Any]:
+def load_object(line: bytes | bytearray | memoryview) -> dict[str, Any]:
     """orjson-load one line that must hold a JSON object."""
     try:
         obj = orjson.loads(line)
@@ -528,7 +530,7 @@ def parse_object(obj: dict[str, Any]) -> FileEntry:
     return UnknownEntry(kind, obj, base)
 
 
-def parse_line(line: Buffer) -> FileEntry:
+def parse_line(line: bytes | bytearray | memoryview) -> FileEntry:
     """One JSON line (with or without its ``\\n``) as a header or an entry."""
     return parse_object(load_object(line))
 

@@ -136,7 +136,9 @@ class LogIndex:
 class Problems:
     """Where structural problems go: raised at the first (``collect=False``) or all kept."""
 
-    def __init__(self, path: str | os.PathLike[str], *, collect: bool = False, limit: int = 1000) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, collect: bool = False, limit: int = 1000
+    ) -> None:
         self.path = path
         self.collect = collect
         self.limit = limit
@@ -190,12 +192,17 @@ def check_lines(
     bad |= kind == scanner.KIND_SESSION
     is_msg = kind == scanner.KIND_MESSAGE
     need = scanner.FLAG_ID | scanner.FLAG_PARENT
-    bad |= is_msg & (((flags & need) != need) | (role == scanner.ROLE_NONE) | (role == scanner.ROLE_OTHER))
+    bad |= is_msg & (
+        ((flags & need) != need) | (role == scanner.ROLE_NONE) | (role == scanner.ROLE_OTHER)
+    )
     if first_line == 0:
         bad[0] = kind[0] != scanner.KIND_SESSION
     for i in np.flatnonzero(bad)[: sink.limit + 1]:
         row = int(i)
-        sink.report(first_line + row + 1, _line_problem(int(kind[row]), int(flags[row]), first_line + row == 0))
+        sink.report(
+            first_line + row + 1,
+            _line_problem(int(kind[row]), int(flags[row]), first_line + row == 0),
+        )
 
 
 def _slow_field(buf: Buffer, rec: Any, name: str) -> tuple[Any, str | None]:
@@ -256,7 +263,9 @@ def build_tree(
         keys[j] = slow_key(value)
     has_parent = (nflags & scanner.FLAG_PARENT) != 0
     parents[~has_parent | ((nflags & scanner.FLAG_PARENT_NULL) != 0)] = NULL_KEY
-    slow_parent = has_parent & ((nflags & (scanner.FLAG_PARENT_NULL | scanner.FLAG_PARENT_HEX)) == 0)
+    slow_parent = has_parent & (
+        (nflags & (scanner.FLAG_PARENT_NULL | scanner.FLAG_PARENT_HEX)) == 0
+    )
     for j in np.flatnonzero(slow_parent):
         row = int(rows[j])
         value, err = _slow_field(buf, records[row], "parentId")
@@ -291,8 +300,10 @@ def build_tree(
         found = (idx < len(sorted_keys)) & (sorted_keys[idx_clipped] == want)
         has_rows = np.flatnonzero(has)
         for miss in np.flatnonzero(~found):
-            j = int(has_rows[int(miss)])
-            sink.report(int(rows[j]) + 1, f"parentId {name_of(int(parents[j]))!r} names no entry")
+            node = int(has_rows[int(miss)])
+            sink.report(
+                int(rows[node]) + 1, f"parentId {name_of(int(parents[node]))!r} names no entry"
+            )
         parent_pos[has_rows[found]] = order[idx_clipped[found]]
 
     tree = Tree(rows, keys, parent_pos, sorted_keys, order.astype(np.int64), slow_ids, slow_names)
@@ -313,7 +324,9 @@ def _check_cycles(tree: Tree, starts: list[int], sink: Problems) -> None:
         pos = start
         while pos != -1 and pos not in done:
             if pos in on_path:
-                sink.report(int(tree.rows[pos]) + 1, f"parent cycle through entry {tree.id_at(pos)!r}")
+                sink.report(
+                    int(tree.rows[pos]) + 1, f"parent cycle through entry {tree.id_at(pos)!r}"
+                )
                 pp[pos] = -1  # cut the cycle so the rest can be walked
                 break
             on_path.add(pos)
@@ -325,7 +338,9 @@ def _check_cycles(tree: Tree, starts: list[int], sink: Problems) -> None:
 # ── the cache file ──
 
 _MAGIC = b"AWLIDX01"
-_HEAD = struct.Struct("<8sIIQQQQqQ16s16s")  # magic, version, recsize, covered, dev, ino, count, mtime, pad, head hash, tail hash
+_HEAD = struct.Struct(
+    "<8sIIQQQQqQ16s16s"
+)  # magic, version, recsize, covered, dev, ino, count, mtime, pad, head hash, tail hash
 _HEAD_SIZE = 128
 _CACHE_VERSION = 1
 _SAMPLE = 4096
@@ -369,7 +384,9 @@ def save_cache(index: LogIndex, buf: Buffer, st: os.stat_result, log_path: Path)
     tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
     try:
         ensure_private_dir(target.parent)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        fd = os.open(
+            tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        )
         try:
             os.fchmod(fd, 0o600)
             with os.fdopen(fd, "wb", closefd=False) as f:
@@ -420,7 +437,9 @@ def load_cache(buf: Buffer, st: os.stat_result, size: int, log_path: Path) -> Lo
     if count == 0:
         records: Records = np.zeros(0, dtype=scanner.INDEX_DTYPE)
     else:
-        records = np.memmap(target, dtype=scanner.INDEX_DTYPE, mode="r", offset=_HEAD_SIZE, shape=(count,))
+        records = np.memmap(
+            target, dtype=scanner.INDEX_DTYPE, mode="r", offset=_HEAD_SIZE, shape=(count,)
+        )
         last_end = int(records["offset"][-1]) + int(records["length"][-1]) + 1
         if last_end != covered or int(records["offset"][0]) != 0:
             return None

@@ -161,6 +161,7 @@ class SessionManager:
         self._index: LogIndex | None = None
         self._index_dirty = False
         self._index_from_cache = False
+        self._checked = 0  # index rows already checked by check_lines
         self._appended: dict[str, MessageEntry] = {}
         self._appended_ids: set[str] = set()
         # Ready state.
@@ -177,6 +178,7 @@ class SessionManager:
         self._cp_end = 0
         self._cp_bytes = 0
         self._nodes_since_cp = 0
+        self._cp_len_guess = 0  # length of the last checkpoint line built
         self._closed = False
 
     # ── creation ──
@@ -195,7 +197,11 @@ class SessionManager:
         now = format_timestamp(t)
         sid = uuid7(t)
         header = SessionHeader(
-            id=sid, timestamp=now, cwd=os.path.abspath(os.fspath(cwd)), provider=provider, model=model
+            id=sid,
+            timestamp=now,
+            cwd=os.path.abspath(os.fspath(cwd)),
+            provider=provider,
+            model=model,
         )
         path = project_dir(header.cwd, session_dir) / session_file_name(now, sid)
         return cls(path, header, read_only=False)
@@ -210,7 +216,9 @@ class SessionManager:
         Raises :class:`CorruptSession` for a log it will not guess at.
         """
         p = Path(os.path.abspath(os.fspath(path)))
-        flags = os.O_CLOEXEC | (os.O_RDONLY if read_only else os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW)
+        flags = os.O_CLOEXEC | (
+            os.O_RDONLY if read_only else os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW
+        )
         try:
             fd = os.open(p, flags)
         except FileNotFoundError:
@@ -280,7 +288,9 @@ class SessionManager:
             for folder in sorted(root.iterdir()):
                 if folder != here and folder.is_dir():
                     matches.extend(
-                        (sid, p) for sid, p in _session_files(folder, None) if sid.startswith(prefix)
+                        (sid, p)
+                        for sid, p in _session_files(folder, None)
+                        if sid.startswith(prefix)
                     )
         exact = [m for m in matches if m[0] == prefix]
         if exact:
@@ -302,7 +312,9 @@ class SessionManager:
         """
         cwd_text = os.path.abspath(os.fspath(cwd))
         folder = project_dir(cwd_text, session_dir)
-        infos = [info for p in _log_files(folder) if (info := session_info(p, cwd_text)) is not None]
+        infos = [
+            info for p in _log_files(folder) if (info := session_info(p, cwd_text)) is not None
+        ]
         infos.sort(key=lambda i: (i.created, i.path.name))
         return infos
 
@@ -456,7 +468,9 @@ class SessionManager:
                 self._trim(torn, self.stats.trimmed)
             self._after_writer_open()
 
-    def _find_checkpoint(self, mm: mmap.mmap, body: int, size: int) -> tuple[Checkpoint, int] | None:
+    def _find_checkpoint(
+        self, mm: mmap.mmap, body: int, size: int
+    ) -> tuple[Checkpoint, int] | None:
         """The last checkpoint line if it is consistent with the file, else None."""
         if body >= size:
             return None
@@ -532,7 +546,8 @@ class SessionManager:
         after = cp[0].offset if cp is not None else -1
         self._nodes_since_cp = int(np.count_nonzero(rec["offset"][tree.rows] > after))
         on_branch_cp = cp is not None and cp_row >= 0 and bool(np.any(branch_rows == cp_row))
-        # Active model: the last user message on the branch, else the checkpoint's, else the header's.
+        # Active model: the last user message on the branch, else the
+        # checkpoint's, else the header's.
         found = False
         users = msg_rows[rec["role"][msg_rows] == scanner.ROLE_USER]
         for r in users[::-1]:
@@ -552,8 +567,11 @@ class SessionManager:
             for r in users:
                 entry = self._entry_at_row(index, int(r))
                 if isinstance(entry, MessageEntry):
-                    text = "".join(b.text for b in disk_message_to_internal(entry.message).content
-                                   if isinstance(b, Text))
+                    text = "".join(
+                        b.text
+                        for b in disk_message_to_internal(entry.message).content
+                        if isinstance(b, Text)
+                    )
                     if text.strip():
                         self._first_prompt = _first_words(text)
                         break
@@ -566,13 +584,21 @@ class SessionManager:
         pos = int(np.searchsorted(tree.rows, row))
         return int(rec["offset"][row]), int(rec["length"][row]), row, tree.id_at(pos)
 
-    def _ensure_index(self, *, fresh: bool = False) -> tuple[LogIndex, Tree]:
-        """The index covering the whole log, from the cache where it matches."""
+    def _ensure_index(self, *, fresh: bool = False, current: bool = True) -> tuple[LogIndex, Tree]:
+        """The index covering the whole log, from the cache where it matches.
+
+        With ``current=False`` an index already built is returned as it is,
+        even if this process has appended since (the id check on append
+        needs only what was on disk before, plus its own ids).
+        """
         if self._fd is None:
             raise SessionError("the session has no log on disk yet")
+        if not current and not fresh and self._index is not None:
+            return self._index, self._index.tree(self._mm or self._map(), self._path)
         mm = self._map()
         if fresh:
             self._index = None
+            self._checked = 0
         if self._index is None:
             cached = None
             if not fresh:
@@ -591,10 +617,14 @@ class SessionManager:
                 self._index_dirty = True
                 self.stats.cache = "built"
         elif self._index.size < self._size:
+            # A line that lacked its newline is rescanned by extend().
+            self._checked = min(self._checked, max(len(self._index) - 1, 0))
             self._index.extend(mm, self._size)
             self._index_dirty = True
         index = self._index
-        check_lines(index.records, self._path)
+        if self._checked < len(index):
+            check_lines(index.records[self._checked :], self._path, self._checked)
+            self._checked = len(index)
         return index, index.tree(mm, self._path)
 
     def _trim(self, start: int, torn: int) -> None:
@@ -780,7 +810,7 @@ class SessionManager:
         return Conversation(lazy_count=count, loader=load)
 
     def recent_entries(self, n: int = RECENT) -> list[MessageEntry]:
-        """The last ``n`` message entries of the branch, found through the checkpoint when it can."""
+        """The last ``n`` message entries of the branch (through the checkpoint when it can)."""
         if self._fd is None:
             return [e for _, e in self._pending][-n:]
         if n <= 0:
@@ -890,7 +920,9 @@ class SessionManager:
         try:
             fd = os.open(self._path, flags, 0o600)
         except OSError as exc:
-            raise SessionWriteError(f"{self._path}: cannot create session file: {exc.strerror}") from None
+            raise SessionWriteError(
+                f"{self._path}: cannot create session file: {exc.strerror}"
+            ) from None
         try:
             os.fchmod(fd, 0o600)
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -908,7 +940,9 @@ class SessionManager:
             os.close(fd)
             with contextlib.suppress(OSError):
                 os.unlink(self._path)
-            raise SessionWriteError(f"{self._path}: could not write session: {exc.strerror}") from None
+            raise SessionWriteError(
+                f"{self._path}: could not write session: {exc.strerror}"
+            ) from None
         self._fd = fd
         self._note(entry)
         offset = len(head)
@@ -934,7 +968,9 @@ class SessionManager:
             # open trims the torn tail.
             with contextlib.suppress(OSError):
                 os.ftruncate(self._fd, start)
-            raise SessionWriteError(f"{self._path}: could not append entry: {exc.strerror}") from None
+            raise SessionWriteError(
+                f"{self._path}: could not append entry: {exc.strerror}"
+            ) from None
         self._needs_newline = False
         self._size = start + len(data)
         return self._size - len(line)
@@ -953,7 +989,7 @@ class SessionManager:
         if not self._nodes_since_cp and self._cp_offset is not None:
             return None
         tail = self._size - self._cp_end
-        if not closing and tail < CHECKPOINT_MIN_TAIL:
+        if not closing and tail < max(CHECKPOINT_MIN_TAIL, CHECKPOINT_SPACING * self._cp_len_guess):
             return None
         cp = Checkpoint(
             timestamp=format_timestamp(),
@@ -973,6 +1009,7 @@ class SessionManager:
             prev=self._cp_offset,
         )
         line = serialize_checkpoint(cp)
+        self._cp_len_guess = len(line)
         # Periodic checkpoints use at most half the budget, so the one written
         # at close still fits.
         if not closing and tail < CHECKPOINT_SPACING * len(line):
@@ -1088,7 +1125,7 @@ class _Ids:
         if m._fd is None:
             return False
         if self._tree is None:
-            self._tree = m._ensure_index()[1]
+            self._tree = m._ensure_index(current=False)[1]
         return entry_id in self._tree
 
 
@@ -1112,7 +1149,9 @@ def _read_header_fd(fd: int, path: Path) -> SessionHeader:
         raise CorruptSession(path, None, "empty file, not a session log")
     line = head.split(b"\n", 1)[0]
     if not scanner.validate(line):
-        raise CorruptSession(path, 1, "the first line is not a session header (not a complete JSON object)")
+        raise CorruptSession(
+            path, 1, "the first line is not a session header (not a complete JSON object)"
+        )
     try:
         obj = load_object(line)
         if obj.get("type") != "session":
@@ -1187,14 +1226,18 @@ def session_info(path: Path, cwd: str | None = None) -> SessionInfo | None:
         if m_name:
             ts = m_name.group("ts")
             created = f"{ts[:10]}T{ts[11:13]}:{ts[14:16]}:{ts[17:19]}.{ts[20:23]}Z"
-        return SessionInfo(path, sid, cwd or "", created, modified, 0, size=st.st_size, error=str(exc))
+        return SessionInfo(
+            path, sid, cwd or "", created, modified, 0, size=st.st_size, error=str(exc)
+        )
 
 
 def local_time(timestamp: str) -> str:
     """``YYYY-MM-DD HH:MM`` in local time, from an ISO timestamp."""
     try:
-        return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).astimezone().strftime(
-            "%Y-%m-%d %H:%M"
+        return (
+            datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+            .astimezone()
+            .strftime("%Y-%m-%d %H:%M")
         )
     except ValueError:
         return "????-??-?? ??:??"

@@ -59,7 +59,9 @@ def encode_cwd(cwd: str | os.PathLike[str]) -> str:
     return name
 
 
-def project_dir(cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None) -> Path:
+def project_dir(
+    cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None
+) -> Path:
     """The folder of one project's sessions under ``session_dir`` (default: the root)."""
     root = Path(session_dir) if session_dir is not None else session_root()
     return root / encode_cwd(cwd)

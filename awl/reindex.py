@@ -100,7 +100,9 @@ def _is_busy(path: Path) -> bool:
         os.close(fd)
 
 
-def reindex_file(path: str | os.PathLike[str], *, verify: bool = False, dry_run: bool = False) -> FileResult:
+def reindex_file(
+    path: str | os.PathLike[str], *, verify: bool = False, dry_run: bool = False
+) -> FileResult:
     """Reindex one log; never raises for a problem with the log itself."""
     p = Path(path)
     result = FileResult(str(p))

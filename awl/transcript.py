@@ -13,7 +13,10 @@ _TOOL_OUTPUT_LINES = 20
 
 
 def session_document(m: SessionManager) -> dict[str, Any]:
-    """``{"id", "cwd", "leafId", "activeProvider", "activeModel", "messages"}`` with blocks in the on-disk schema."""
+    """The session as ``{"id", "cwd", "leafId", "activeProvider", "activeModel", "messages"}``.
+
+    Message content blocks are in the on-disk schema.
+    """
     provider, model = m.active_model()
     return {
         "id": m.id,
@@ -22,7 +25,10 @@ def session_document(m: SessionManager) -> dict[str, Any]:
         "activeProvider": provider,
         "activeModel": model,
         "messages": [
-            {"role": msg.role, "content": [block_to_json(content_block_to_disk(b)) for b in msg.content]}
+            {
+                "role": msg.role,
+                "content": [block_to_json(content_block_to_disk(b)) for b in msg.content],
+            }
             for msg in m.rebuild_conversation()
         ],
     }

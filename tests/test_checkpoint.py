@@ -20,7 +20,6 @@ from awl.paths import cache_root, index_cache_path
 
 from .helpers import line, msg, reference_replay
 
-
 # Every store test runs against both scanner implementations.
 pytestmark = pytest.mark.usefixtures("scanner_impl")
 
@@ -32,17 +31,26 @@ def big_session(project: Path, root: Path, n: int = 80, size: int = 2000) -> Pat
         if i % 2 == 0:
             m.append_message(Message("user", [Text(f"prompt {i} " + "x" * size)]))
         else:
-            m.append_message(Message("assistant", [Text(f"reply {i} " + "é" * (size // 2))]), provider="anthropic", model="claude")
+            m.append_message(
+                Message("assistant", [Text(f"reply {i} " + "é" * (size // 2))]),
+                provider="anthropic",
+                model="claude",
+            )
     m.close()
     return m.path
 
 
 def checkpoints(path: Path) -> list[dict[str, Any]]:
-    return [o for o in map(orjson.loads, path.read_bytes().splitlines()) if o["type"] == "checkpoint"]
+    return [
+        o for o in map(orjson.loads, path.read_bytes().splitlines()) if o["type"] == "checkpoint"
+    ]
 
 
 def state(m: SessionManager) -> tuple[Any, ...]:
-    conv = [(x.role, [block_to_json(content_block_to_disk(b)) for b in x.content]) for x in m.rebuild_conversation()]
+    conv = [
+        (x.role, [block_to_json(content_block_to_disk(b)) for b in x.content])
+        for x in m.rebuild_conversation()
+    ]
     return m.leaf_id, m.active_model(), m.message_count, conv
 
 
@@ -134,7 +142,12 @@ def test_inconsistent_checkpoint_is_ignored(project: Path, root: Path) -> None:
     raw = path.read_bytes()
     cp = checkpoints(path)[-1]
     wrong = dict(cp, offset=cp["offset"] - 1)
-    new = raw[: cp["offset"]] + orjson.dumps(wrong) + b"\n" + raw[cp["offset"] + len(orjson.dumps(cp)) + 1 :]
+    new = (
+        raw[: cp["offset"]]
+        + orjson.dumps(wrong)
+        + b"\n"
+        + raw[cp["offset"] + len(orjson.dumps(cp)) + 1 :]
+    )
     path.write_bytes(new)
     with SessionManager.open(path, read_only=True) as m:
         assert m.stats.mode == "index"
@@ -155,7 +168,9 @@ def test_tail_appended_by_another_tool(project: Path, root: Path) -> None:
     path = big_session(project, root)
     leaf = checkpoints(path)[-1]["leafId"]
     with path.open("ab") as f:
-        f.write(line(msg("feedf00d", leaf, "user", "from elsewhere", provider="openai", model="gpt-4o")))
+        f.write(
+            line(msg("feedf00d", leaf, "user", "from elsewhere", provider="openai", model="gpt-4o"))
+        )
         f.write(line({"type": "note", "text": "no id"}))
     with SessionManager.open(path, read_only=True) as m:
         assert m.stats.mode == "index"
@@ -169,9 +184,13 @@ def test_tail_appended_by_another_tool(project: Path, root: Path) -> None:
         SessionManager.open(path, read_only=True)
 
 
-def test_old_log_without_checkpoint_gets_one_on_first_writer_open(project: Path, root: Path) -> None:
+def test_old_log_without_checkpoint_gets_one_on_first_writer_open(
+    project: Path, root: Path
+) -> None:
     path = big_session(project, root)
-    raw = b"".join(x + b"\n" for x in path.read_bytes().splitlines() if b'"type":"checkpoint"' not in x)
+    raw = b"".join(
+        x + b"\n" for x in path.read_bytes().splitlines() if b'"type":"checkpoint"' not in x
+    )
     path.write_bytes(raw)
     shutil.rmtree(cache_root(), ignore_errors=True)
     with SessionManager.open(path, read_only=True) as m:
@@ -210,10 +229,16 @@ def eager_checkpoints(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(ops=ops, cut=st.one_of(st.none(), st.floats(0.0, 1.0)), data=st.data())
 def test_checkpoint_plus_tail_equals_full_replay(
-    tmp_path: Path, eager_checkpoints: None, ops: list[tuple[str, Any]], cut: float | None, data: st.DataObject
+    tmp_path: Path,
+    eager_checkpoints: None,
+    ops: list[tuple[str, Any]],
+    cut: float | None,
+    data: st.DataObject,
 ) -> None:
     root = tmp_path / f"s{os.urandom(4).hex()}"
     m = SessionManager.create(tmp_path, "anthropic", "claude", session_dir=root)
@@ -221,11 +246,20 @@ def test_checkpoint_plus_tail_equals_full_replay(
     m.append_message(Message("user", [Text("first")]))
     for op, arg in ops:
         if op == "user":
-            m.append_message(Message("user", [Text("u" * arg)]), provider=provider, model=provider + "-m")
+            m.append_message(
+                Message("user", [Text("u" * arg)]), provider=provider, model=provider + "-m"
+            )
         elif op == "assistant":
-            m.append_message(Message("assistant", [Text("a" * arg), ToolUse("t", "bash", "{}")]), stop_reason="toolUse")
+            m.append_message(
+                Message("assistant", [Text("a" * arg), ToolUse("t", "bash", "{}")]),
+                stop_reason="toolUse",
+            )
         elif op == "tool":
-            m.append_message(Message("user", [ToolResult("t", "r" * arg)]), provider=provider, model=provider + "-m")
+            m.append_message(
+                Message("user", [ToolResult("t", "r" * arg)]),
+                provider=provider,
+                model=provider + "-m",
+            )
         elif op == "model":
             provider = arg
         elif op == "checkpoint":

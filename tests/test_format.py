@@ -43,7 +43,15 @@ HEADER = SessionHeader(
 def test_header_key_order_and_round_trip() -> None:
     line = serialize_header(HEADER)
     assert line.endswith(b"\n") and line.count(b"\n") == 1
-    assert list(orjson.loads(line)) == ["type", "version", "id", "timestamp", "cwd", "provider", "model"]
+    assert list(orjson.loads(line)) == [
+        "type",
+        "version",
+        "id",
+        "timestamp",
+        "cwd",
+        "provider",
+        "model",
+    ]
     assert parse_line(line) == HEADER
 
 
@@ -92,7 +100,9 @@ def test_assistant_entry_carries_metadata_inside_message() -> None:
 
 
 def test_usage_omitted_when_unknown_and_system_has_no_metadata() -> None:
-    asst = MessageEntry(EntryBase("b2c3d4e5", None, "t"), DiskMessage("assistant", [], stop_reason="stop"))
+    asst = MessageEntry(
+        EntryBase("b2c3d4e5", None, "t"), DiskMessage("assistant", [], stop_reason="stop")
+    )
     assert "usage" not in orjson.loads(serialize_entry(asst))["message"]
     system = MessageEntry(
         EntryBase("s1s2s3s4", None, "t"),
@@ -136,7 +146,13 @@ def test_utf8_written_as_is_and_compact() -> None:
 
 
 def test_unknown_entry_kept_verbatim() -> None:
-    raw = {"type": "compaction", "id": "deadbeef", "parentId": "a1b2c3d4", "timestamp": "t", "x": [1, 2]}
+    raw = {
+        "type": "compaction",
+        "id": "deadbeef",
+        "parentId": "a1b2c3d4",
+        "timestamp": "t",
+        "x": [1, 2],
+    }
     parsed = parse_line(orjson.dumps(raw))
     assert isinstance(parsed, UnknownEntry)
     assert parsed.base == EntryBase("deadbeef", "a1b2c3d4", "t")
@@ -194,7 +210,12 @@ def test_parse_line_rejects_with_format_error(text: bytes) -> None:
 
 @pytest.mark.parametrize(
     "block",
-    [Text("hello"), Thinking("hmm, let me think"), ToolUse("t1", "bash", '{"command":"ls"}'), ToolResult("t1", "out")],
+    [
+        Text("hello"),
+        Thinking("hmm, let me think"),
+        ToolUse("t1", "bash", '{"command":"ls"}'),
+        ToolResult("t1", "out"),
+    ],
 )
 def test_block_conversion_round_trip(block: object) -> None:
     disk = content_block_to_disk(block)  # type: ignore[arg-type]

@@ -30,7 +30,6 @@ from awl.paths import encode_cwd
 
 from .helpers import HEADER, chain, line, msg, reference_replay, snapshot, write_log
 
-
 # Every store test runs against both scanner implementations.
 pytestmark = pytest.mark.usefixtures("scanner_impl")
 
@@ -51,7 +50,14 @@ def full_turn(m: SessionManager) -> None:
     m.append_message(Message("system", [Text("You are a helpful assistant.")]))
     m.append_message(Message("user", [Text("What files are in this directory?")]))
     m.append_message(
-        Message("assistant", [Thinking("The user wants files"), Text("Checking."), ToolUse("t1", "bash", '{"command":"ls"}')]),
+        Message(
+            "assistant",
+            [
+                Thinking("The user wants files"),
+                Text("Checking."),
+                ToolUse("t1", "bash", '{"command":"ls"}'),
+            ],
+        ),
         provider="anthropic",
         model="claude-sonnet-4-20250514",
         stop_reason="toolUse",
@@ -124,7 +130,11 @@ def test_rebuild_with_system_user_assistant_tool_result(project: Path, root: Pat
         conv = r.rebuild_conversation()
         assert [x.role for x in conv] == ["system", "user", "assistant", "user", "assistant"]
         assert conv[0].content == [Text("You are a helpful assistant.")]
-        assert conv[2].content == [Thinking("The user wants files"), Text("Checking."), ToolUse("t1", "bash", '{"command":"ls"}')]
+        assert conv[2].content == [
+            Thinking("The user wants files"),
+            Text("Checking."),
+            ToolUse("t1", "bash", '{"command":"ls"}'),
+        ]
         assert conv[3].content == [ToolResult("t1", "file1.txt\nfile2.txt")]
         assert r.message_count == 5
         asst = r.get_entry(r.get_branch()[2].base.id)  # type: ignore[union-attr]
@@ -135,7 +145,9 @@ def test_rebuild_with_system_user_assistant_tool_result(project: Path, root: Pat
 def test_model_tracking_across_a_mid_session_change(project: Path, root: Path) -> None:
     m = new_session(project, root)
     m.append_message(Message("user", [Text("one")]))
-    m.append_message(Message("assistant", [Text("a")]), provider="anthropic", model="claude-sonnet-4-20250514")
+    m.append_message(
+        Message("assistant", [Text("a")]), provider="anthropic", model="claude-sonnet-4-20250514"
+    )
     assert m.active_model() == ("anthropic", "claude-sonnet-4-20250514")
     m.append_message(Message("user", [Text("two")]), provider="openai", model="gpt-4o")
     m.append_message(Message("assistant", [Text("b")]), provider="openai", model="gpt-4o")
@@ -167,14 +179,23 @@ def test_tree_traversal_root_to_leaf_and_branches(tmp_path: Path) -> None:
     with SessionManager.open(p, read_only=True) as r:
         assert r.leaf_id == "0000000a"
         assert [e.base.id for e in r.get_branch()] == ["00000001", "00000002", "0000000a"]  # type: ignore[union-attr]
-        assert [e.base.id for e in r.get_branch("00000004")] == ["00000001", "00000002", "00000003", "00000004"]  # type: ignore[union-attr]
+        assert [e.base.id for e in r.get_branch("00000004")] == [
+            "00000001",
+            "00000002",
+            "00000003",
+            "00000004",
+        ]  # type: ignore[union-attr]
         assert r.message_count == 3
         assert [x.text() for x in r.rebuild_conversation()] == ["message 0", "message 1", "branch"]
         assert r.get_entry("nothere") is None
 
 
 def test_seed_example_ids_that_are_not_hex(tmp_path: Path) -> None:
-    objs = [HEADER, msg("s1s2s3s4", None, "system", "sys"), msg("a1b2c3d4", "s1s2s3s4", "user", "hi")]
+    objs = [
+        HEADER,
+        msg("s1s2s3s4", None, "system", "sys"),
+        msg("a1b2c3d4", "s1s2s3s4", "user", "hi"),
+    ]
     p = write_log(tmp_path / "s.jsonl", objs)
     with SessionManager.open(p) as m:
         assert [e.base.id for e in m.get_branch()] == ["s1s2s3s4", "a1b2c3d4"]  # type: ignore[union-attr]
@@ -187,7 +208,13 @@ def test_unknown_entry_types_kept_in_the_chain(tmp_path: Path) -> None:
     objs = [
         HEADER,
         msg("00000001", None, "user", "one"),
-        {"type": "compaction", "id": "00000002", "parentId": "00000001", "timestamp": "t", "summary": "s"},
+        {
+            "type": "compaction",
+            "id": "00000002",
+            "parentId": "00000001",
+            "timestamp": "t",
+            "summary": "s",
+        },
         {"type": "label", "text": "no id: not a node"},
         msg("00000003", "00000002", "assistant", "two"),
     ]
@@ -246,7 +273,11 @@ def test_newline_less_complete_last_line_kept_and_newline_added(tmp_path: Path) 
         assert m.leaf_id == "00000002"
         new = m.append_message(Message("user", [Text("next")]))
     objs_after = lines_of(p)
-    assert [o.get("id") for o in objs_after if o["type"] == "message"] == ["00000001", "00000002", new]
+    assert [o.get("id") for o in objs_after if o["type"] == "message"] == [
+        "00000001",
+        "00000002",
+        new,
+    ]
     assert not Path(str(p) + ".corrupt").exists()
 
 
@@ -255,9 +286,29 @@ def test_newline_less_complete_last_line_kept_and_newline_added(tmp_path: Path) 
     [
         (lambda: [line({"type": "message"})], "session header", 1),
         (lambda: [line({**HEADER, "version": 2})], "version 2", 1),
-        (lambda: [line(HEADER), b"{bad json}\n", *map(line, chain(1))], "not a complete JSON object", 2),
-        (lambda: [line(HEADER), *map(line, chain(1)), line(msg("00000005", "ffffffff", "user", "x"))], "names no entry", 3),
-        (lambda: [line(HEADER), *map(line, chain(2)), line(msg("00000001", "00000002", "user", "x"))], "duplicate entry id", 4),
+        (
+            lambda: [line(HEADER), b"{bad json}\n", *map(line, chain(1))],
+            "not a complete JSON object",
+            2,
+        ),
+        (
+            lambda: [
+                line(HEADER),
+                *map(line, chain(1)),
+                line(msg("00000005", "ffffffff", "user", "x")),
+            ],
+            "names no entry",
+            3,
+        ),
+        (
+            lambda: [
+                line(HEADER),
+                *map(line, chain(2)),
+                line(msg("00000001", "00000002", "user", "x")),
+            ],
+            "duplicate entry id",
+            4,
+        ),
         (
             lambda: [
                 line(HEADER),
@@ -298,9 +349,8 @@ def test_bad_message_entry_reported_when_read(tmp_path: Path) -> None:
     bad = msg("00000002", "00000001", "assistant", "x")
     bad["message"]["content"] = [{"type": "text"}]
     p = write_log(tmp_path / "s.jsonl", [HEADER, msg("00000001", None, "user", "a"), bad])
-    with pytest.raises(CorruptSession) as err:  # noqa: PT012 - at open or when read
-        with SessionManager.open(p, read_only=True) as r:
-            list(r.rebuild_conversation())
+    with pytest.raises(CorruptSession) as err, SessionManager.open(p, read_only=True) as r:
+        list(r.rebuild_conversation())
     assert err.value.line == 3 and "text block" in str(err.value)
 
 
@@ -322,7 +372,9 @@ def test_second_writer_in_another_process_is_refused(tmp_path: Path) -> None:
             sys.exit(0)
             """
         )
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ)
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=os.environ
+        )
         assert out.returncode == 3, out.stderr
         assert "another awl process" in out.stdout
         assert p.read_bytes() == before
@@ -428,7 +480,9 @@ def test_continue_recent(project: Path, root: Path) -> None:
 def test_listing_shows_unreadable_logs(project: Path, root: Path) -> None:
     make_sessions(project, root, 1)
     folder = root / encode_cwd(project)
-    (folder / "2026-01-01T00-00-00-000Z_019dc5ba-53f6-71a5-ab8f-b1f8709c2572.jsonl").write_bytes(b"garbage\n")
+    (folder / "2026-01-01T00-00-00-000Z_019dc5ba-53f6-71a5-ab8f-b1f8709c2572.jsonl").write_bytes(
+        b"garbage\n"
+    )
     infos = SessionManager.list_sessions(project, session_dir=root)
     assert len(infos) == 2
     bad = [i for i in infos if i.error]
@@ -466,7 +520,9 @@ def test_disk_message_appended_as_is(project: Path, root: Path) -> None:
     m = new_session(project, root)
     m.append_message(DiskMessage("user", [DiskText("hi")]), provider="openai", model="gpt-4o")
     m.append_message(
-        DiskMessage("assistant", [DiskText("yo")], provider="openai", model="gpt-4o", stop_reason="length")
+        DiskMessage(
+            "assistant", [DiskText("yo")], provider="openai", model="gpt-4o", stop_reason="length"
+        )
     )
     m.close()
     objs = entries_of(m.path)
