@@ -18,7 +18,7 @@ import orjson
 
 from . import __version__
 from .errors import AmbiguousSession, AwlError, SessionNotFound
-from .manager import SessionInfo, SessionManager, local_time
+from .manager import SessionInfo, SessionManager, local_time, unique_prefixes
 
 
 class UsageFailure(click.ClickException):
@@ -53,17 +53,8 @@ def resolve_session(ref: str, cwd: Path) -> Path:
 
 
 def short_ids(infos: list[SessionInfo]) -> dict[str, str]:
-    """The shortest unique prefix of each id, at least 8 characters."""
-    ids = sorted({i.id for i in infos})
-    out: dict[str, str] = {}
-    for k, sid in enumerate(ids):
-        n = 8
-        for other in (ids[k - 1] if k else "", ids[k + 1] if k + 1 < len(ids) else ""):
-            pairs = enumerate(zip(sid, other, strict=False))
-            common = next((i for i, (a, b) in pairs if a != b), min(len(sid), len(other)))
-            n = max(n, common + 1)
-        out[sid] = sid[: min(n, len(sid))]
-    return out
+    """The shortest unique prefix of each listed id, at least 8 characters."""
+    return unique_prefixes([i.id for i in infos])
 
 
 def info_json(info: SessionInfo) -> dict[str, Any]:

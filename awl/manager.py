@@ -1231,6 +1231,31 @@ def session_info(path: Path, cwd: str | None = None) -> SessionInfo | None:
         )
 
 
+def unique_prefixes(ids: list[str], minimum: int = 8) -> dict[str, str]:
+    """The shortest prefix of each id that no other id shares, at least ``minimum`` long."""
+    ordered = sorted(set(ids))
+    out: dict[str, str] = {}
+    for k, sid in enumerate(ordered):
+        n = minimum
+        for other in ordered[max(k - 1, 0) : k + 2]:
+            if other != sid:
+                pairs = enumerate(zip(sid, other, strict=False))
+                common = next((i for i, (a, b) in pairs if a != b), min(len(sid), len(other)))
+                n = max(n, common + 1)
+        out[sid] = sid[: min(n, len(sid))]
+    return out
+
+
+def resume_prefix(manager: SessionManager) -> str:
+    """The id prefix that ``awl --resume`` needs for this session, from its folder's file names."""
+    ids = [manager.id]
+    for p in _log_files(manager.path.parent):
+        m = SESSION_FILE_RE.match(p.name)
+        if m:
+            ids.append(m.group("id"))
+    return unique_prefixes(ids)[manager.id]
+
+
 def local_time(timestamp: str) -> str:
     """``YYYY-MM-DD HH:MM`` in local time, from an ISO timestamp."""
     try:

@@ -1,0 +1,290 @@
+"""The agent loop: prompt -> model -> tools -> model ... with every message saved.
+
+Each message is appended to the session as soon as it is assembled: the user
+prompt before the request is sent (stamped with the provider and model it
+goes to), the assistant message when its stream ends (kept, with stopReason
+``error``, when the stream fails or is cancelled), and the tool results when
+the tools have run.  A crash therefore loses at most the message in flight.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from .conversation import Conversation, Message, Text, ToolResult, ToolUse
+from .manager import SessionManager, resume_prefix
+from .providers import Provider, Response, StreamSink, get_provider
+from .tools import Tool, ToolOutput, default_tools, run_tool, tool_specs
+
+MAX_TOOL_ROUNDS = 50
+"""A turn stops after this many tool rounds (a model stuck in a loop)."""
+
+INTERRUPTED_RESULT = (
+    "interrupted: the previous awl session ended before this tool call ran; it was not run. "
+    "Ask the user before running it again."
+)
+
+SYSTEM_PROMPT = (
+    "You are awl, a coding agent working in the directory {cwd}. You can run shell commands "
+    "with the bash tool and read, write and edit files with the read, write and edit tools. "
+    "Be concise; show your work through tool calls."
+)
+
+
+@dataclass(slots=True)
+class TurnResult:
+    """What one user turn ended with."""
+
+    text: str  # the final assistant text
+    stop_reason: str
+    error: str | None = None
+    rounds: int = 0
+
+
+def open_tool_uses(conversation: Conversation) -> list[ToolUse]:
+    """Tool calls of the last assistant message that have no result after them."""
+    if not len(conversation):
+        return []
+    last = conversation[len(conversation) - 1]
+    if last.role != "assistant":
+        return []
+    return last.tool_uses()
+
+
+class Agent:
+    """Drives one session: holds the conversation, the provider and the tools."""
+
+    def __init__(
+        self,
+        manager: SessionManager,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        base_url: str | None = None,
+        tools: Sequence[Tool] | None = None,
+        cwd: Path | None = None,
+    ) -> None:
+        self.manager = manager
+        active_provider, active_model = manager.active_model()
+        self.provider_name = provider or active_provider
+        self.model = model or (active_model if self.provider_name == active_provider else "")
+        self.base_url = base_url
+        self.tools = list(tools) if tools is not None else default_tools()
+        self.cwd = cwd or Path(manager.cwd)
+        self.conversation = manager.rebuild_conversation()
+        self._provider: Provider | None = None
+
+    # ── configuration ──
+
+    def provider(self) -> Provider:
+        """The provider object, made (and its SDK imported) on first use."""
+        if self._provider is None or self._provider.name != self.provider_name:
+            self._provider = get_provider(self.provider_name, base_url=self.base_url)
+            if not self.model:
+                self.model = self._provider.default_model
+        return self._provider
+
+    def switch_model(self, provider: str, model: str | None = None) -> None:
+        """Use another provider/model from the next user message on."""
+        if provider != self.provider_name:
+            self._provider = None
+        self.provider_name = provider
+        self.model = model or ""
+        self.provider()  # fail now, not mid-turn, on a missing key
+
+    # ── a turn ──
+
+    def run_turn(
+        self,
+        prompt: str,
+        sink: StreamSink,
+        *,
+        cancel: threading.Event | None = None,
+        on_tool: Callable[[ToolUse, ToolOutput], None] | None = None,
+    ) -> TurnResult:
+        """Send ``prompt`` and run tool rounds until the model stops."""
+        provider = self.provider()
+        content: list[Text | ToolResult] = [
+            ToolResult(t.id, INTERRUPTED_RESULT) for t in open_tool_uses(self.conversation)
+        ]
+        content.append(Text(prompt))
+        self._append(Message("user", list(content)))
+        specs = tool_specs(self.tools)
+        rounds = 0
+        while True:
+            response = provider.complete(self.model, list(self.conversation), specs, sink, cancel)
+            self._append_response(response)
+            uses = [b for b in response.content if isinstance(b, ToolUse)]
+            if response.stop_reason != "toolUse" or not uses:
+                return TurnResult(
+                    _final_text(response), response.stop_reason, response.error, rounds
+                )
+            rounds += 1
+            results: list[ToolResult] = []
+            for use in uses:
+                if cancel is not None and cancel.is_set():
+                    output = ToolOutput("cancelled by the user before it ran", is_error=True)
+                else:
+                    output = run_tool(self.tools, use.name, use.input, self.cwd)
+                if on_tool is not None:
+                    on_tool(use, output)
+                results.append(ToolResult(use.id, output.content))
+            self._append(Message("user", list(results)))
+            if cancel is not None and cancel.is_set():
+                return TurnResult("", "error", "cancelled", rounds)
+            if rounds >= MAX_TOOL_ROUNDS:
+                return TurnResult("", "error", f"stopped after {rounds} tool rounds", rounds)
+
+    def _append(self, message: Message) -> None:
+        self.manager.append_message(message, provider=self.provider_name, model=self.model)
+        self.conversation.append(message)
+
+    def _append_response(self, response: Response) -> None:
+        message = response.message()
+        if not message.content:
+            return  # nothing arrived: an empty assistant message would be refused by the APIs
+        self.manager.append_message(
+            message,
+            provider=self.provider_name,
+            model=response.model or self.model,
+            stop_reason=response.stop_reason,
+            usage=response.usage,
+        )
+        self.conversation.append(message)
+
+
+def _final_text(response: Response) -> str:
+    return "".join(b.text for b in response.content if isinstance(b, Text))
+
+
+# ── the command ──
+
+
+class TerminalSink:
+    """Streams text to a terminal as it arrives; thinking dimmed on a tty."""
+
+    def __init__(self, out: TextIO, *, show_thinking: bool = True) -> None:
+        self.out = out
+        self.show_thinking = show_thinking
+        self._tty = out.isatty()
+        self._mode = ""
+
+    def _switch(self, mode: str) -> None:
+        if mode != self._mode:
+            if self._mode:
+                self.out.write("\n")
+            if self._tty:
+                self.out.write("\x1b[2m" if mode == "thinking" else "\x1b[0m")
+            self._mode = mode
+
+    def text(self, delta: str) -> None:
+        """Show visible text."""
+        self._switch("text")
+        self.out.write(delta)
+        self.out.flush()
+
+    def thinking(self, delta: str) -> None:
+        """Show reasoning, dimmed."""
+        if not self.show_thinking:
+            return
+        self._switch("thinking")
+        self.out.write(delta)
+        self.out.flush()
+
+    def tool_use(self, name: str) -> None:
+        """Say that a tool call has started."""
+        self._switch("tool")
+        self.out.write(f"[calling {name}]")
+        self.out.flush()
+
+    def end(self) -> None:
+        """Finish the current line."""
+        if self._mode:
+            if self._tty:
+                self.out.write("\x1b[0m")
+            self.out.write("\n")
+            self.out.flush()
+        self._mode = ""
+
+
+def open_session(
+    cwd: Path, resume: str | None, provider: str | None, model: str | None
+) -> tuple[SessionManager, bool]:
+    """The session to run: a new one, the most recent of ``cwd``, or the one named.
+
+    Returns (manager, resumed).
+    """
+    from .providers import default_provider_name, get_provider
+
+    if resume is not None:
+        if resume == "":
+            recent = SessionManager.continue_recent(cwd)
+            if recent is not None:
+                return recent, True
+        else:
+            return SessionManager.open(SessionManager.find(resume, cwd)), True
+    name = provider or default_provider_name()
+    chosen = model or get_provider(name).default_model
+    manager = SessionManager.create(cwd, name, chosen)
+    manager.append_message(Message("system", [Text(SYSTEM_PROMPT.format(cwd=cwd))]))
+    return manager, False
+
+
+def run_cli(
+    *,
+    cwd: Path,
+    resume: str | None,
+    prompt: str | None,
+    provider: str | None,
+    model: str | None,
+    base_url: str | None,
+) -> int:
+    """``awl``: open or create the session, run one turn (``-p``) or the interactive loop."""
+    from .providers import default_provider_name
+
+    err = sys.stderr
+    manager, resumed = open_session(cwd, resume, provider, model)
+    try:
+        agent = Agent(manager, base_url=base_url, cwd=cwd)
+        if resumed and (provider or model):
+            agent.switch_model(provider or agent.provider_name, model)
+        agent.provider()
+        if not resumed and provider is None and default_provider_name() == "offline":
+            err.write(
+                "awl: no ANTHROPIC_API_KEY or OPENAI_API_KEY set; using the offline provider\n"
+            )
+        if resume == "" and not resumed:
+            err.write("awl: no session to resume in this directory; starting a new one\n")
+        if prompt is not None:
+            return _print_turn(agent, prompt)
+        from .interactive import interactive_loop
+
+        return interactive_loop(agent, resumed=resumed)
+    finally:
+        manager.close()
+        if manager.path.exists():
+            err.write(f"awl --resume {resume_prefix(manager)}\n")
+
+
+def _print_turn(agent: Agent, prompt: str) -> int:
+    sink = TerminalSink(sys.stderr, show_thinking=False) if os.environ.get("AWL_VERBOSE") else None
+    from .providers import NullSink
+
+    result = agent.run_turn(prompt, sink or NullSink(), on_tool=_note_tool)
+    if result.text:
+        sys.stdout.write(result.text + ("" if result.text.endswith("\n") else "\n"))
+    if result.error:
+        sys.stderr.write(f"awl: {result.error}\n")
+        return 1
+    return 0
+
+
+def _note_tool(use: ToolUse, output: ToolOutput) -> None:
+    status = "error" if output.is_error else "ok"
+    sys.stderr.write(f"[{use.name}: {status}]\n")

@@ -1,0 +1,169 @@
+"""The interactive loop: line editing, slash commands, Ctrl+C to cancel a turn.
+
+prompt_toolkit is imported here only, so non-interactive commands never pay
+for it; without a terminal the loop reads plain lines from stdin.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from .agent import Agent, TerminalSink, TurnResult, open_tool_uses
+from .conversation import ToolUse
+from .errors import AwlError
+from .format import disk_message_to_internal
+from .paths import ensure_private_dir, session_root
+from .providers import ProviderError
+from .tools import ToolOutput
+from .transcript import render_message
+
+HELP = """\
+/model PROVIDER [MODEL]  switch provider/model from the next message on
+/session                 show the session id and file
+/help                    this help
+/quit                    leave (Ctrl+D too); Ctrl+C cancels a streaming reply"""
+
+RESUME_SHOWN = 4
+
+
+def _reader() -> Callable[[str], str]:
+    """A function that reads one line with the given prompt; EOFError at the end."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+
+        def plain(prompt: str) -> str:
+            sys.stdout.write(prompt)
+            sys.stdout.flush()
+            line = sys.stdin.readline()
+            if not line:
+                raise EOFError
+            return line.rstrip("\n")
+
+        return plain
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.history import FileHistory
+
+    history = session_root().parent / "history"
+    try:
+        ensure_private_dir(history.parent)
+        fd = os.open(history, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.close(fd)
+        session: PromptSession[str] = PromptSession(history=FileHistory(str(history)))
+    except OSError:
+        session = PromptSession()
+
+    def rich(prompt: str) -> str:
+        return session.prompt(prompt)
+
+    return rich
+
+
+def show_resume(agent: Agent) -> None:
+    """Show where a resumed session stopped."""
+    m = agent.manager
+    out = sys.stdout
+    model = f"{agent.provider_name}/{agent.model}"
+    out.write(f"resumed session {m.id[:8]} ({m.message_count} messages, {model})\n")
+    for entry in m.recent_entries(RESUME_SHOWN):
+        out.write(render_message(disk_message_to_internal(entry.message), full=False) + "\n")
+    pending = open_tool_uses(agent.conversation)
+    if pending:
+        names = ", ".join(t.name for t in pending)
+        out.write(
+            f"(the last turn stopped after asking for {len(pending)} tool call(s) ({names}); "
+            "they were not run, and will be answered as interrupted with your next message)\n"
+        )
+    out.flush()
+
+
+def _run_with_cancel(agent: Agent, prompt: str, sink: TerminalSink) -> TurnResult | None:
+    """Run a turn in a worker thread so Ctrl+C in the main thread can cancel it."""
+    cancel = threading.Event()
+    box: list[TurnResult | BaseException] = []
+
+    def on_tool(use: ToolUse, output: ToolOutput) -> None:
+        sink.end()
+        head = output.content if len(output.content) < 2000 else output.content[:2000] + " …"
+        sys.stdout.write(f"[{use.name}{' error' if output.is_error else ''}]\n{head}\n")
+        sys.stdout.flush()
+
+    def work() -> None:
+        try:
+            box.append(agent.run_turn(prompt, sink, cancel=cancel, on_tool=on_tool))
+        except BaseException as exc:  # handed to the main thread
+            box.append(exc)
+
+    t = threading.Thread(target=work, daemon=True)
+    t.start()
+    while t.is_alive():
+        try:
+            t.join(0.1)
+        except KeyboardInterrupt:
+            cancel.set()
+            sys.stdout.write("\n[cancelling]\n")
+    sink.end()
+    result = box[0] if box else None
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
+def interactive_loop(agent: Agent, *, resumed: bool) -> int:
+    """Read prompts until /quit or end of input; returns the exit status."""
+    read = _reader()
+    if resumed:
+        show_resume(agent)
+    else:
+        sys.stdout.write(f"awl — {agent.provider_name}/{agent.model} — /help for commands\n")
+    while True:
+        try:
+            line = read("> ")
+        except EOFError:
+            return 0
+        except KeyboardInterrupt:
+            continue
+        text = line.strip()
+        if not text:
+            continue
+        if text.startswith("/"):
+            if handle_command(agent, text):
+                return 0
+            continue
+        sink = TerminalSink(sys.stdout)
+        try:
+            result = _run_with_cancel(agent, line, sink)
+        except (AwlError, ProviderError) as exc:
+            sys.stdout.write(f"awl: {exc}\n")
+            continue
+        if result is not None and result.error:
+            sys.stdout.write(f"awl: {result.error}\n")
+        sys.stdout.flush()
+
+
+def handle_command(agent: Agent, text: str) -> bool:
+    """Run a slash command; True when the loop should end."""
+    parts = text.split()
+    name = parts[0]
+    out = sys.stdout
+    if name in ("/quit", "/exit"):
+        return True
+    if name == "/help":
+        out.write(HELP + "\n")
+    elif name == "/session":
+        out.write(f"session {agent.manager.id}\nfile {Path(agent.manager.path)}\n")
+    elif name == "/model":
+        if len(parts) not in (2, 3):
+            out.write("usage: /model PROVIDER [MODEL]\n")
+        else:
+            try:
+                agent.switch_model(parts[1], parts[2] if len(parts) == 3 else None)
+                out.write(f"now using {agent.provider_name}/{agent.model}\n")
+            except (ProviderError, AwlError) as exc:
+                out.write(f"awl: {exc}\n")
+    else:
+        out.write(f"unknown command {name}; /help lists them\n")
+    out.flush()
+    return False

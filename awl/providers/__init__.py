@@ -1,0 +1,84 @@
+"""Model providers: Anthropic, OpenAI (and compatible local servers), and an offline echo.
+
+Importing this package is cheap: the SDK of a provider is imported only when
+:func:`get_provider` is asked for that provider, so ``awl`` starts fast and the
+offline provider works without either SDK installed.
+"""
+
+from __future__ import annotations
+
+import os
+
+from awl.providers.base import (
+    CANCELLED,
+    NullSink,
+    Provider,
+    ProviderError,
+    Response,
+    StopReason,
+    StreamSink,
+    ToolSpec,
+    Usage,
+)
+
+__all__ = [
+    "CANCELLED",
+    "PROVIDER_NAMES",
+    "NullSink",
+    "Provider",
+    "ProviderError",
+    "Response",
+    "StopReason",
+    "StreamSink",
+    "ToolSpec",
+    "Usage",
+    "default_provider_name",
+    "get_provider",
+]
+
+PROVIDER_NAMES = ("anthropic", "openai", "offline")
+
+
+def get_provider(name: str, *, base_url: str | None = None) -> Provider:
+    """The provider called ``name``, configured from the environment.
+
+    ``base_url`` overrides the provider's base-URL variable (``ANTHROPIC_BASE_URL``,
+    ``OPENAI_BASE_URL``); the offline provider ignores it. Raises
+    :class:`ProviderError` for an unknown name, a missing API key or a missing SDK.
+    """
+    if name == "offline":
+        from awl.providers.offline import OfflineProvider
+
+        return OfflineProvider()
+    if name == "anthropic":
+        try:
+            from awl.providers.anthropic import AnthropicProvider
+        except ImportError as exc:
+            raise ProviderError(_missing_sdk("anthropic", exc)) from exc
+        return AnthropicProvider(base_url=base_url)
+    if name == "openai":
+        try:
+            from awl.providers.openai import OpenAIProvider
+        except ImportError as exc:
+            raise ProviderError(_missing_sdk("openai", exc)) from exc
+        return OpenAIProvider(base_url=base_url)
+    raise ProviderError(f"unknown provider {name!r}; choose one of {', '.join(PROVIDER_NAMES)}")
+
+
+def default_provider_name() -> str:
+    """The provider to use when none is named.
+
+    ``anthropic`` if ANTHROPIC_API_KEY is set, else ``openai`` if OPENAI_API_KEY
+    is, else ``offline``.
+    """
+    if os.environ.get("ANTHROPIC_API_KEY"):
+        return "anthropic"
+    if os.environ.get("OPENAI_API_KEY"):
+        return "openai"
+    return "offline"
+
+
+def _missing_sdk(package: str, exc: ImportError) -> str:
+    return (
+        f"the {package} SDK is not installed ({exc}); install it with: pip install 'awl[providers]'"
+    )

@@ -1,0 +1,344 @@
+"""The Anthropic Messages API, through the official ``anthropic`` SDK, streamed.
+
+Request mapping:
+
+* system messages -> ``system=`` (joined by blank lines);
+* ``Text`` -> text blocks, ``ToolUse`` -> tool_use blocks (input parsed from its
+  raw JSON), ``ToolResult`` -> tool_result blocks in the user message;
+* ``Thinking`` blocks of earlier turns are **not** sent back: the API only
+  accepts thinking blocks with the signature it issued, and awl's on-disk
+  format has no place for signatures (``signature_delta`` is ignored). For the
+  same reason, when extended thinking is on (``AWL_THINKING_BUDGET``) it is left
+  off for requests that carry tool results: the API demands that the tool-using
+  assistant turn being continued start with its signed thinking block.
+
+Environment: ``ANTHROPIC_API_KEY`` (required), ``ANTHROPIC_BASE_URL``,
+``AWL_MAX_TOKENS`` (default 8192), ``AWL_THINKING_BUDGET`` (tokens; unset = no
+extended thinking).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import anthropic
+from anthropic.types import (
+    MessageParam,
+    RawMessageStreamEvent,
+    TextBlockParam,
+    ToolParam,
+    ToolResultBlockParam,
+    ToolUseBlockParam,
+)
+
+from awl.conversation import Message, Text, ToolResult, ToolUse
+from awl.providers.base import (
+    CANCELLED,
+    Provider,
+    ProviderError,
+    Response,
+    StopReason,
+    StreamAssembler,
+    StreamSink,
+    ToolSpec,
+    Usage,
+    describe_api_error,
+    is_transport_error,
+    one_line,
+    system_text,
+)
+
+DEFAULT_MAX_TOKENS = 8192
+# Connect fails fast; reads may legitimately wait, but Anthropic sends `ping`
+# events while a long answer is prepared, so minutes of silence mean trouble.
+DEFAULT_TIMEOUT = anthropic.Timeout(300.0, connect=10.0)
+
+_STOP_REASONS: dict[str, StopReason] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "tool_use": "toolUse",
+}
+
+ContentParam = TextBlockParam | ToolUseBlockParam | ToolResultBlockParam
+
+
+class AnthropicProvider(Provider):
+    """Claude through the Messages API with ``stream=True``."""
+
+    name: ClassVar[str] = "anthropic"
+    default_model: ClassVar[str] = "claude-sonnet-4-6"
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float | anthropic.Timeout = DEFAULT_TIMEOUT,
+    ) -> None:
+        """Configure from arguments, falling back to the environment.
+
+        Raises :class:`ProviderError` if there is no API key or the AWL_* numbers
+        are not integers.
+        """
+        api_key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+        if not api_key:
+            raise ProviderError(
+                "ANTHROPIC_API_KEY is not set; export it, or choose another provider "
+                "(e.g. --provider offline)"
+            )
+        self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+        self.max_tokens = _env_int("AWL_MAX_TOKENS", DEFAULT_MAX_TOKENS)
+        budget = os.environ.get("AWL_THINKING_BUDGET", "").strip()
+        self.thinking_budget = _env_int("AWL_THINKING_BUDGET", 0) if budget else None
+        if self.thinking_budget is not None and self.thinking_budget >= self.max_tokens:
+            raise ProviderError(
+                f"AWL_THINKING_BUDGET ({self.thinking_budget}) must be less than "
+                f"AWL_MAX_TOKENS ({self.max_tokens})"
+            )
+        # No SDK retries: the agent shows the error and the user decides; a
+        # silent retry loop on 429/529 would look like a hang.
+        self._client = anthropic.Anthropic(
+            api_key=api_key, base_url=self.base_url, max_retries=0, timeout=timeout
+        )
+
+    def complete(
+        self,
+        model: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        sink: StreamSink,
+        cancel: threading.Event | None = None,
+    ) -> Response:
+        """Stream one turn; see :meth:`Provider.complete`."""
+        run = _Run(model, sink)
+        if cancel is not None and cancel.is_set():
+            return run.failed(CANCELLED)
+        kwargs: dict[str, Any] = {}
+        system = system_text(messages)
+        if system:
+            kwargs["system"] = system
+        if tools:
+            kwargs["tools"] = [_tool_param(t) for t in tools]
+        if self.thinking_budget is not None and not _continues_tool_use(messages):
+            kwargs["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
+        stream: anthropic.Stream[RawMessageStreamEvent] | None = None
+        try:
+            stream = self._client.messages.create(
+                model=model,
+                max_tokens=self.max_tokens,
+                messages=to_message_params(messages),
+                stream=True,
+                **kwargs,
+            )
+            for event in stream:
+                run.handle(event)
+                if cancel is not None and cancel.is_set():
+                    return run.failed(CANCELLED)
+            return run.finished()
+        except KeyboardInterrupt:
+            return run.failed(CANCELLED)
+        except anthropic.APIStatusError as exc:
+            # An `event: error` inside a 200 stream arrives as a status error
+            # carrying the stream's 200; report it as a mid-stream event.
+            status = exc.status_code if exc.status_code != 200 else None
+            return run.failed(
+                describe_api_error(self.name, status, exc.type, exc.api_message or exc.message)
+            )
+        except anthropic.APITimeoutError:
+            return run.failed(f"{self.name}: request timed out ({self._where()})")
+        except anthropic.APIConnectionError as exc:
+            cause = exc.__cause__ or exc
+            return run.failed(f"{self.name}: cannot connect to {self._where()}: {one_line(cause)}")
+        except ValueError as exc:  # json.JSONDecodeError from a garbled event
+            return run.failed(f"{self.name}: invalid data from server: {one_line(exc)}")
+        except Exception as exc:
+            kind = type(exc).__name__
+            if is_transport_error(exc):
+                # Transport errors while reading the body (peer closed the
+                # socket, incomplete chunked read) come straight from httpx.
+                return run.failed(
+                    f"{self.name}: connection lost mid-stream: {kind}: {one_line(exc)}"
+                )
+            return run.failed(f"{self.name}: unexpected error: {kind}: {one_line(exc)}")
+        finally:
+            if stream is not None:
+                with contextlib.suppress(Exception):  # closing must not turn a result into a crash
+                    stream.close()
+
+    def close(self) -> None:
+        """Close the SDK client's connection pool."""
+        self._client.close()
+
+    def _where(self) -> str:
+        return self.base_url or "api.anthropic.com"
+
+
+class _Run:
+    """The state of one streamed request."""
+
+    def __init__(self, model: str, sink: StreamSink) -> None:
+        self.model = model
+        self.blocks = StreamAssembler(sink)
+        self.input_tokens: int | None = None
+        self.output_tokens: int | None = None
+        self.stop_reason: StopReason = "stop"
+        self.stopped = False
+
+    def handle(self, event: RawMessageStreamEvent) -> None:
+        if event.type == "message_start":
+            msg = event.message
+            self.model = msg.model or self.model
+            u = msg.usage
+            self.input_tokens = _input_tokens(
+                u.input_tokens, u.cache_creation_input_tokens, u.cache_read_input_tokens
+            )
+            self.output_tokens = u.output_tokens
+        elif event.type == "content_block_start":
+            block = event.content_block
+            if block.type == "tool_use":
+                self.blocks.start_tool(event.index, block.id, block.name)
+            elif block.type == "text":
+                self.blocks.text(event.index, block.text)
+            elif block.type == "thinking":
+                self.blocks.thinking(event.index, block.thinking)
+            # Other blocks (redacted thinking, server tools) have no place in
+            # awl's conversation model and are skipped.
+        elif event.type == "content_block_delta":
+            delta = event.delta
+            if delta.type == "text_delta":
+                self.blocks.text(event.index, delta.text)
+            elif delta.type == "thinking_delta":
+                self.blocks.thinking(event.index, delta.thinking)
+            elif delta.type == "input_json_delta":
+                self.blocks.tool_input(event.index, delta.partial_json)
+            # signature_delta / citations_delta: nowhere to keep them.
+        elif event.type == "content_block_stop":
+            self.blocks.finish_tool(event.index)
+        elif event.type == "message_delta":
+            if event.delta.stop_reason is not None:
+                self.stop_reason = _STOP_REASONS.get(event.delta.stop_reason, "stop")
+            usage = event.usage
+            # message_delta counts are cumulative, so they replace the start's.
+            if usage.output_tokens is not None:
+                self.output_tokens = usage.output_tokens
+            if usage.input_tokens is not None:
+                self.input_tokens = _input_tokens(
+                    usage.input_tokens,
+                    usage.cache_creation_input_tokens,
+                    usage.cache_read_input_tokens,
+                )
+        elif event.type == "message_stop":
+            self.stopped = True
+
+    def usage(self) -> Usage | None:
+        if self.input_tokens is None and self.output_tokens is None:
+            return None
+        return Usage(self.input_tokens or 0, self.output_tokens or 0)
+
+    def finished(self) -> Response:
+        if not self.stopped:
+            # The body ended cleanly but before message_stop: a proxy or the
+            # server gave up; what we have may be cut anywhere.
+            return self.failed("anthropic: stream ended before message_stop (connection closed)")
+        return Response(
+            self.blocks.content(complete=True), self.stop_reason, self.usage(), self.model
+        )
+
+    def failed(self, error: str) -> Response:
+        content = self.blocks.content(complete=False)
+        return Response(content, "error", self.usage(), self.model, error)
+
+
+def _input_tokens(plain: int, cache_write: int | None, cache_read: int | None) -> int:
+    # Cached prompt tokens are input too; the API counts them separately.
+    return plain + (cache_write or 0) + (cache_read or 0)
+
+
+def to_message_params(messages: Sequence[Message]) -> list[MessageParam]:
+    """Convert awl messages (system ones skipped) to Messages API ``messages``.
+
+    Consecutive messages of one role are merged and empty ones dropped, since the
+    API wants non-empty content and a message dropped for holding only thinking
+    would otherwise leave two user turns side by side.
+    """
+    out: list[MessageParam] = []
+    for message in messages:
+        if message.role == "system":
+            continue
+        blocks = _content_params(message)
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == message.role:
+            previous = out[-1]["content"]
+            assert isinstance(previous, list)
+            previous.extend(blocks)
+            continue
+        if message.role == "user":
+            out.append({"role": "user", "content": blocks})
+        else:
+            out.append({"role": "assistant", "content": blocks})
+    return out
+
+
+def _content_params(message: Message) -> list[ContentParam]:
+    blocks: list[ContentParam] = []
+    for block in message.content:
+        if isinstance(block, Text):
+            if block.text:  # the API rejects empty text blocks
+                blocks.append({"type": "text", "text": block.text})
+        elif isinstance(block, ToolUse):
+            params: ToolUseBlockParam = {
+                "type": "tool_use",
+                "id": block.id,
+                "name": block.name,
+                "input": _tool_input(block),
+            }
+            blocks.append(params)
+        elif isinstance(block, ToolResult):
+            blocks.append(
+                {"type": "tool_result", "tool_use_id": block.tool_use_id, "content": block.content}
+            )
+        # Thinking: not sent back (no signature; see the module docstring).
+    return blocks
+
+
+def _tool_input(block: ToolUse) -> dict[str, object]:
+    """The parsed input of a past tool call.
+
+    The API requires an object here. If the model's JSON did not parse (or was
+    not an object), the tool already answered with an error; sending ``{}``
+    keeps the history valid rather than failing every later request.
+    """
+    try:
+        value = json.loads(block.input)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _tool_param(tool: ToolSpec) -> ToolParam:
+    return {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}
+
+
+def _continues_tool_use(messages: Sequence[Message]) -> bool:
+    """Whether the request answers tool calls (its last message holds tool results)."""
+    return bool(messages) and any(isinstance(b, ToolResult) for b in messages[-1].content)
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ProviderError(f"{name} must be an integer, not {raw!r}") from None
+    if value <= 0:
+        raise ProviderError(f"{name} must be positive, not {value}")
+    return value

@@ -1,0 +1,331 @@
+"""The provider interface: one streamed model turn in, one :class:`Response` out.
+
+A provider turns a list of :class:`~awl.conversation.Message` into an API
+request, streams the answer back through a :class:`StreamSink` as it arrives,
+and returns the assembled assistant content. It never raises for trouble on
+the wire (rate limits, overload, 5xx, dropped connections, garbage from the
+server): those come back as a :class:`Response` with ``stop_reason="error"``,
+whatever content had arrived, and a one-line ``error``. Only configuration
+problems found *before* any request (a missing API key, an unknown provider)
+raise :class:`ProviderError`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, Protocol, Self
+
+from awl.conversation import ContentBlock, Message, Text, Thinking, ToolUse
+from awl.errors import AwlError
+from awl.format import Usage as Usage  # one Usage type: the on-disk one
+
+StopReason = Literal["stop", "length", "toolUse", "error"]
+STOP_REASONS: tuple[StopReason, ...] = ("stop", "length", "toolUse", "error")
+
+CANCELLED = "cancelled"
+"""The ``Response.error`` of a turn stopped by ``cancel`` or Ctrl-C."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool as offered to the model: name, description and JSON schema of its input."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+class StreamSink(Protocol):
+    """Receives deltas while a provider streams; the agent passes one to display them."""
+
+    def text(self, delta: str) -> None:
+        """Visible text arrived."""
+        ...
+
+    def thinking(self, delta: str) -> None:
+        """Reasoning text arrived."""
+        ...
+
+    def tool_use(self, name: str) -> None:
+        """A tool call named ``name`` has started (its input is still streaming)."""
+        ...
+
+
+class NullSink:
+    """A :class:`StreamSink` that discards everything (for callers that only want the result)."""
+
+    def text(self, delta: str) -> None:
+        """Ignore text."""
+
+    def thinking(self, delta: str) -> None:
+        """Ignore reasoning."""
+
+    def tool_use(self, name: str) -> None:
+        """Ignore tool starts."""
+
+
+@dataclass(slots=True)
+class Response:
+    """The outcome of one :meth:`Provider.complete` call.
+
+    ``content`` holds the assistant message's blocks in order as assembled from
+    the stream; on error or cancel it is whatever had arrived (tool calls whose
+    input had not fully arrived are dropped). ``model`` is the model the API says
+    answered, falling back to the requested one. ``error`` is a one-line human
+    message, set exactly when ``stop_reason == "error"``.
+    """
+
+    content: list[ContentBlock]
+    stop_reason: StopReason
+    usage: Usage | None
+    model: str
+    error: str | None = None
+
+    def message(self) -> Message:
+        """The content as an assistant :class:`Message`."""
+        return Message("assistant", list(self.content))
+
+
+class ProviderError(AwlError):
+    """A configuration problem found before any request (missing key, unknown provider)."""
+
+
+class Provider(ABC):
+    """A model API. Subclasses set ``name`` and ``default_model`` and implement ``complete``."""
+
+    name: ClassVar[str]
+    default_model: ClassVar[str]
+
+    @abstractmethod
+    def complete(
+        self,
+        model: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        sink: StreamSink,
+        cancel: threading.Event | None = None,
+    ) -> Response:
+        """Stream one assistant turn for ``messages`` (which may start with a system message).
+
+        Deltas go to ``sink`` as they arrive. Setting ``cancel`` (or Ctrl-C)
+        stops reading; the partial content comes back with ``stop_reason
+        "error"`` and ``error == "cancelled"``. Never raises for API or network
+        trouble.
+        """
+
+    def close(self) -> None:  # noqa: B027  (optional hook, deliberately not abstract)
+        """Release network resources (pooled connections); the provider is unusable after."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+# --- helpers shared by the providers -------------------------------------------------
+
+
+def one_line(text: object, limit: int = 300) -> str:
+    """``str(text)`` with whitespace collapsed, cut to ``limit`` characters, for error messages."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def is_transport_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is a network failure from the HTTP stack (socket, httpx/httpcore).
+
+    The SDKs let some of these escape unwrapped while a body streams. Checked by
+    module name so this works whichever httpx fork an SDK version bundles.
+    """
+    if isinstance(exc, OSError):
+        return True
+    return any(
+        c.__module__.split(".")[0].startswith(("httpx", "httpcore")) for c in type(exc).__mro__
+    )
+
+
+def system_text(messages: Sequence[Message]) -> str:
+    """The text of all system messages, joined by blank lines ('' if none)."""
+    return "\n\n".join(m.text() for m in messages if m.role == "system" and m.text())
+
+
+def is_complete_json(text: str) -> bool:
+    """Whether ``text`` parses as JSON (used to drop tool calls cut off mid-input)."""
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+class StreamAssembler:
+    """Builds the assistant content from streamed pieces, in the order blocks start.
+
+    Providers key blocks by their own id (Anthropic's content block index, an
+    OpenAI tool call's index); text and thinking deltas are forwarded to the
+    sink as they are appended. Tool calls are only emitted once finished,
+    so a call cut off mid-input never reaches the agent.
+    """
+
+    def __init__(self, sink: StreamSink) -> None:
+        self._sink = sink
+        # Each slot is a Text/Thinking being filled or a pending tool call.
+        self._slots: list[Text | Thinking | _PendingTool] = []
+        self._by_key: dict[object, Text | Thinking | _PendingTool] = {}
+
+    def _textual(self, key: object, kind: type[Text] | type[Thinking]) -> Text | Thinking:
+        block = self._by_key.get(key)
+        if not isinstance(block, kind):
+            block = kind()
+            self._slots.append(block)
+            self._by_key[key] = block
+        return block
+
+    def text(self, key: object, delta: str) -> None:
+        """Append visible text to the block ``key`` (created on first use)."""
+        if delta:
+            self._textual(key, Text).append(delta)
+            self._sink.text(delta)
+
+    def thinking(self, key: object, delta: str) -> None:
+        """Append reasoning to the block ``key`` (created on first use)."""
+        if delta:
+            self._textual(key, Thinking).append(delta)
+            self._sink.thinking(delta)
+
+    def start_tool(self, key: object, tool_id: str, name: str) -> None:
+        """Start a tool call; tells the sink its name (once it is known)."""
+        tool = _PendingTool(tool_id, name)
+        self._slots.append(tool)
+        self._by_key[key] = tool
+        if name:
+            self._sink.tool_use(name)
+
+    def update_tool(self, key: object, tool_id: str | None, name: str | None) -> None:
+        """Fill in a tool call's id or name if they arrive after it started.
+
+        Some OpenAI-compatible servers send the id and name in a later delta
+        than the one that opened the call; the sink hears the name once.
+        """
+        tool = self.tool(key)
+        if tool is None:
+            return
+        if tool_id and not tool.id:
+            tool.id = tool_id
+        if name and not tool.name:
+            tool.name = name
+            self._sink.tool_use(name)
+
+    def tool(self, key: object) -> _PendingTool | None:
+        """The pending tool call ``key``, if there is one."""
+        block = self._by_key.get(key)
+        return block if isinstance(block, _PendingTool) else None
+
+    def tool_input(self, key: object, fragment: str) -> None:
+        """Append a fragment of a tool call's JSON input."""
+        tool = self.tool(key)
+        if tool is not None and fragment:
+            tool.fragments.append(fragment)
+
+    def finish_tool(self, key: object) -> None:
+        """Mark a tool call complete: it will be part of the content."""
+        tool = self.tool(key)
+        if tool is not None:
+            tool.finished = True
+
+    def has_tool_calls(self) -> bool:
+        """Whether any finished tool call has been assembled."""
+        return any(isinstance(s, _PendingTool) and s.finished for s in self._slots)
+
+    def content(self, *, complete: bool) -> list[ContentBlock]:
+        """The assembled blocks.
+
+        With ``complete=False`` (error, cancel) tool calls that were not
+        finished, or whose input does not parse, are dropped: running a tool on
+        half its arguments would be wrong. With ``complete=True`` every tool call
+        is kept with its raw input (a malformed one is the tool runner's to report).
+        Empty text and thinking blocks are dropped either way.
+        """
+        out: list[ContentBlock] = []
+        for slot in self._slots:
+            if isinstance(slot, _PendingTool):
+                raw = "".join(slot.fragments) or "{}"
+                if not complete and not (slot.finished and is_complete_json(raw)):
+                    continue
+                # Some local OpenAI-compatible servers send no call id; the
+                # tool result must still be able to name its call.
+                if not slot.id:
+                    slot.id = f"call_{uuid.uuid4().hex[:24]}"
+                out.append(ToolUse(slot.id, slot.name, raw))
+            elif slot.text:
+                out.append(slot)
+        return out
+
+
+class _PendingTool:
+    """A tool call whose input is still streaming."""
+
+    __slots__ = ("finished", "fragments", "id", "name")
+
+    def __init__(self, tool_id: str, name: str) -> None:
+        self.id = tool_id
+        self.name = name
+        self.fragments: list[str] = []
+        self.finished = False
+
+
+# Error ``type`` values (Anthropic's and OpenAI's) to short human words; the
+# status-code table below covers servers that send no type.
+_KIND_BY_TYPE = {
+    "rate_limit_error": "rate limited",
+    "rate_limit_exceeded": "rate limited",
+    "insufficient_quota": "quota exceeded",
+    "overloaded_error": "overloaded",
+    "authentication_error": "authentication failed",
+    "invalid_api_key": "authentication failed",
+    "permission_error": "permission denied",
+    "not_found_error": "not found",
+    "request_too_large": "request too large",
+    "invalid_request_error": "invalid request",
+    "api_error": "server error",
+    "server_error": "server error",
+}
+_KIND_BY_STATUS = {
+    400: "invalid request",
+    401: "authentication failed",
+    403: "permission denied",
+    404: "not found",
+    408: "request timed out",
+    413: "request too large",
+    422: "invalid request",
+    429: "rate limited",
+    529: "overloaded",
+}
+
+
+def describe_api_error(
+    provider: str, status: int | None, err_type: str | None, message: str | None
+) -> str:
+    """A one-line message for an error the API reported.
+
+    ``status`` is the HTTP status, or None for an error event inside a stream
+    that had started fine. E.g. ``anthropic: rate limited (429): slow down``.
+    """
+    kind = None
+    if status is not None and status not in (400, 422):
+        # A specific status says more than a generic type ("invalid_request_error"
+        # comes with 401 from OpenAI); 400/422 are too broad, so the type wins there.
+        kind = _KIND_BY_STATUS.get(status)
+    kind = kind or _KIND_BY_TYPE.get(err_type or "")
+    if kind is None and status is not None:
+        kind = _KIND_BY_STATUS.get(status) or ("server error" if status >= 500 else "HTTP error")
+    kind = kind or err_type or "error"
+    where = f"({status})" if status is not None else "(error event mid-stream)"
+    detail = one_line(message) if message else (err_type or "no details")
+    return f"{provider}: {kind} {where}: {detail}"

@@ -1,0 +1,294 @@
+"""OpenAI Chat Completions (and compatible local servers), through the official SDK, streamed.
+
+Request mapping:
+
+* system messages -> ``system``-role messages, in place;
+* a user message's ``Text`` blocks -> ``user`` messages and each ``ToolResult``
+  -> its own ``tool``-role message, in the order the blocks appear;
+* an assistant message -> one ``assistant`` message with its text and
+  ``tool_calls`` (``arguments`` is the raw JSON string awl stored);
+* ``Thinking`` is not sent back: Chat Completions has no field for it.
+
+Reasoning streamed by local servers as ``delta.reasoning_content`` (llama.cpp,
+vLLM, DeepSeek) or ``delta.reasoning`` (Ollama, OpenRouter) becomes a
+``Thinking`` block.
+
+Environment: ``OPENAI_API_KEY`` (required unless a base URL is given, as local
+servers need no key), ``OPENAI_BASE_URL``, ``AWL_MAX_TOKENS`` (sent as
+``max_completion_tokens`` only when set).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import openai
+from openai.types.chat import (
+    ChatCompletionChunk,
+    ChatCompletionFunctionToolParam,
+    ChatCompletionMessageFunctionToolCallParam,
+    ChatCompletionMessageParam,
+)
+from openai.types.chat.chat_completion_chunk import ChoiceDelta
+
+from awl.conversation import Message, Text, ToolResult, ToolUse
+from awl.providers.base import (
+    CANCELLED,
+    Provider,
+    ProviderError,
+    Response,
+    StopReason,
+    StreamAssembler,
+    StreamSink,
+    ToolSpec,
+    Usage,
+    describe_api_error,
+    is_transport_error,
+    one_line,
+)
+
+# A local model may think for minutes over a long prompt before its first
+# token, so reads get a generous limit; connecting does not.
+DEFAULT_TIMEOUT = openai.Timeout(600.0, connect=10.0)
+# Sent to servers that need no key (the SDK insists on some value).
+PLACEHOLDER_KEY = "unused"
+
+_STOP_REASONS: dict[str, StopReason] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "toolUse",
+    "function_call": "toolUse",
+}
+_TEXT = "text"
+_THINKING = "thinking"
+
+
+class OpenAIProvider(Provider):
+    """Chat Completions with ``stream=True`` and usage in the last chunk."""
+
+    name: ClassVar[str] = "openai"
+    default_model: ClassVar[str] = "gpt-5.5"
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float | openai.Timeout = DEFAULT_TIMEOUT,
+    ) -> None:
+        """Configure from arguments, falling back to the environment.
+
+        Raises :class:`ProviderError` when there is neither a key nor a base URL.
+        """
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        api_key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not api_key:
+            if self.base_url is None:
+                raise ProviderError(
+                    "OPENAI_API_KEY is not set; export it, set OPENAI_BASE_URL for a local "
+                    "server, or choose another provider (e.g. --provider offline)"
+                )
+            api_key = PLACEHOLDER_KEY
+        raw_max = os.environ.get("AWL_MAX_TOKENS", "").strip()
+        self.max_tokens: int | None = None
+        if raw_max:
+            try:
+                self.max_tokens = int(raw_max)
+            except ValueError:
+                raise ProviderError(f"AWL_MAX_TOKENS must be an integer, not {raw_max!r}") from None
+        # No SDK retries: errors go to the user at once instead of a silent wait.
+        self._client = openai.OpenAI(
+            api_key=api_key, base_url=self.base_url, max_retries=0, timeout=timeout
+        )
+
+    def complete(
+        self,
+        model: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        sink: StreamSink,
+        cancel: threading.Event | None = None,
+    ) -> Response:
+        """Stream one turn; see :meth:`Provider.complete`."""
+        run = _Run(model, sink)
+        if cancel is not None and cancel.is_set():
+            return run.failed(CANCELLED)
+        kwargs: dict[str, Any] = {}
+        if tools:
+            kwargs["tools"] = [_tool_param(t) for t in tools]
+        if self.max_tokens is not None:
+            kwargs["max_completion_tokens"] = self.max_tokens
+        stream: openai.Stream[ChatCompletionChunk] | None = None
+        try:
+            stream = self._client.chat.completions.create(
+                model=model,
+                messages=to_message_params(messages),
+                stream=True,
+                stream_options={"include_usage": True},
+                **kwargs,
+            )
+            for chunk in stream:
+                run.handle(chunk)
+                if cancel is not None and cancel.is_set():
+                    return run.failed(CANCELLED)
+            return run.finished()
+        except KeyboardInterrupt:
+            return run.failed(CANCELLED)
+        except openai.APIStatusError as exc:
+            body = exc.body if isinstance(exc.body, dict) else {}
+            message = body.get("message") if isinstance(body.get("message"), str) else None
+            detail = message or (exc.body if isinstance(exc.body, str) else None) or exc.message
+            return run.failed(describe_api_error(self.name, exc.status_code, exc.type, detail))
+        except openai.APITimeoutError:
+            return run.failed(f"{self.name}: request timed out ({self._where()})")
+        except openai.APIConnectionError as exc:
+            cause = one_line(exc.__cause__ or exc)
+            if stream is not None:
+                # The SDK wraps transport errors while reading the body too.
+                return run.failed(f"{self.name}: connection lost mid-stream: {cause}")
+            return run.failed(f"{self.name}: cannot connect to {self._where()}: {cause}")
+        except openai.APIError as exc:
+            # `data: {"error": {...}}` inside a 200 stream.
+            return run.failed(describe_api_error(self.name, None, exc.type, exc.message))
+        except ValueError as exc:  # json.JSONDecodeError from a garbled chunk
+            return run.failed(f"{self.name}: invalid data from server: {one_line(exc)}")
+        except Exception as exc:
+            kind = type(exc).__name__
+            if is_transport_error(exc):
+                return run.failed(
+                    f"{self.name}: connection lost mid-stream: {kind}: {one_line(exc)}"
+                )
+            return run.failed(f"{self.name}: unexpected error: {kind}: {one_line(exc)}")
+        finally:
+            if stream is not None:
+                with contextlib.suppress(Exception):  # closing must not turn a result into a crash
+                    stream.close()
+
+    def close(self) -> None:
+        """Close the SDK client's connection pool."""
+        self._client.close()
+
+    def _where(self) -> str:
+        return self.base_url or "api.openai.com"
+
+
+class _Run:
+    """The state of one streamed request."""
+
+    def __init__(self, model: str, sink: StreamSink) -> None:
+        self.model = model
+        self.model_seen = False
+        self.blocks = StreamAssembler(sink)
+        self.usage: Usage | None = None
+        self.stop_reason: StopReason | None = None
+        self.tool_keys: list[tuple[str, int]] = []
+
+    def handle(self, chunk: ChatCompletionChunk) -> None:
+        if not self.model_seen and getattr(chunk, "model", None):
+            self.model, self.model_seen = chunk.model, True
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            self.usage = Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0)
+        # Some servers send the usage-only chunk with `choices: null`.
+        for choice in getattr(chunk, "choices", None) or []:
+            if choice.index != 0:
+                continue  # we never ask for n > 1
+            if choice.delta is not None:
+                self._delta(choice.delta)
+            if choice.finish_reason is not None:
+                self.stop_reason = _STOP_REASONS.get(choice.finish_reason, "stop")
+                # Chat Completions has no per-call "done" event: the finish
+                # reason is what says every argument string is complete.
+                for key in self.tool_keys:
+                    self.blocks.finish_tool(key)
+
+    def _delta(self, delta: ChoiceDelta) -> None:
+        extra = delta.model_extra or {}
+        for field in ("reasoning_content", "reasoning"):
+            value = extra.get(field)
+            if isinstance(value, str):
+                self.blocks.thinking(_THINKING, value)
+        if delta.content:
+            self.blocks.text(_TEXT, delta.content)
+        for call in delta.tool_calls or []:
+            key = ("tool", call.index)
+            fn = call.function
+            name = fn.name if fn is not None else None
+            if self.blocks.tool(key) is None:
+                self.blocks.start_tool(key, call.id or "", name or "")
+                self.tool_keys.append(key)
+            else:
+                self.blocks.update_tool(key, call.id, name)
+            if fn is not None and fn.arguments:
+                self.blocks.tool_input(key, fn.arguments)
+
+    def finished(self) -> Response:
+        if self.stop_reason is None:
+            return self.failed("openai: stream ended before a finish_reason (connection closed)")
+        return Response(
+            self.blocks.content(complete=True), self.stop_reason, self.usage, self.model
+        )
+
+    def failed(self, error: str) -> Response:
+        return Response(self.blocks.content(complete=False), "error", self.usage, self.model, error)
+
+
+def to_message_params(messages: Sequence[Message]) -> list[ChatCompletionMessageParam]:
+    """Convert awl messages to Chat Completions ``messages``, preserving block order."""
+    out: list[ChatCompletionMessageParam] = []
+    for message in messages:
+        if message.role == "system":
+            if message.text():
+                out.append({"role": "system", "content": message.text()})
+        elif message.role == "user":
+            texts: list[str] = []
+            for block in message.content:
+                if isinstance(block, Text):
+                    if block.text:
+                        texts.append(block.text)
+                elif isinstance(block, ToolResult):
+                    if texts:
+                        out.append({"role": "user", "content": "".join(texts)})
+                        texts = []
+                    out.append(
+                        {
+                            "role": "tool",
+                            "tool_call_id": block.tool_use_id,
+                            "content": block.content,
+                        }
+                    )
+            if texts:
+                out.append({"role": "user", "content": "".join(texts)})
+        else:
+            text = message.text()
+            calls: list[ChatCompletionMessageFunctionToolCallParam] = [
+                {
+                    "id": b.id,
+                    "type": "function",
+                    "function": {"name": b.name, "arguments": b.input},
+                }
+                for b in message.content
+                if isinstance(b, ToolUse)
+            ]
+            if not text and not calls:
+                continue  # e.g. thinking only: nothing the API can take
+            if calls:
+                out.append({"role": "assistant", "content": text or None, "tool_calls": calls})
+            else:
+                out.append({"role": "assistant", "content": text})
+    return out
+
+
+def _tool_param(tool: ToolSpec) -> ChatCompletionFunctionToolParam:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.input_schema,
+        },
+    }

@@ -1,0 +1,25 @@
+"""Tools the model can call: ``bash``, ``read``, ``write``, ``edit``."""
+
+from __future__ import annotations
+
+from awl.tools.base import Tool, ToolError, ToolOutput, run_tool, tool_specs
+from awl.tools.bash import BashTool
+from awl.tools.files import EditTool, ReadTool, WriteTool
+
+__all__ = [
+    "BashTool",
+    "EditTool",
+    "ReadTool",
+    "Tool",
+    "ToolError",
+    "ToolOutput",
+    "WriteTool",
+    "default_tools",
+    "run_tool",
+    "tool_specs",
+]
+
+
+def default_tools() -> list[Tool]:
+    """Fresh instances of the standard tools: bash, read, write, edit."""
+    return [BashTool(), ReadTool(), WriteTool(), EditTool()]

@@ -1,0 +1,160 @@
+"""The tool interface: JSON input from the model in, text out, never an exception.
+
+A tool declares its input as a JSON schema (sent to the model). :meth:`Tool.run`
+parses and checks the raw JSON the model produced against the simple subset of
+that schema awl uses (an object; required keys; string / integer / number /
+boolean fields) before the tool sees it, so each tool deals only in valid,
+typed arguments.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from awl.providers.base import ToolSpec
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """What a tool call produced: text for the model, and whether it failed."""
+
+    content: str
+    is_error: bool = False
+
+
+class ToolError(Exception):
+    """An expected failure (missing file, bad argument); its message goes to the model."""
+
+
+class Tool(ABC):
+    """A tool the model can call. Subclasses set the class attributes and ``call``."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    input_schema: ClassVar[dict[str, Any]]
+
+    def run(self, input_json: str, cwd: Path) -> ToolOutput:
+        """Parse and check ``input_json``, then run the tool in ``cwd``.
+
+        Bad input and :class:`ToolError` become an error ``ToolOutput``; other
+        exceptions propagate (:func:`run_tool` catches them).
+        """
+        try:
+            args = parse_input(input_json, self.input_schema)
+            return self.call(args, cwd)
+        except ToolError as exc:
+            return ToolOutput(f"error: {exc}", is_error=True)
+
+    @abstractmethod
+    def call(self, args: dict[str, Any], cwd: Path) -> ToolOutput:
+        """Run with arguments already checked against ``input_schema``."""
+
+    def spec(self) -> ToolSpec:
+        """The tool as offered to the model."""
+        return ToolSpec(self.name, self.description, self.input_schema)
+
+
+def run_tool(tools: Sequence[Tool], name: str, input_json: str, cwd: Path) -> ToolOutput:
+    """Run the tool called ``name``; never raises (except KeyboardInterrupt / SystemExit).
+
+    An unknown tool, unparsable or ill-typed input, or any exception inside the
+    tool comes back as ``ToolOutput(is_error=True, content="error: ...")`` so the
+    model can read what went wrong and try again.
+    """
+    tool = next((t for t in tools if t.name == name), None)
+    if tool is None:
+        known = ", ".join(t.name for t in tools) or "none"
+        return ToolOutput(f"error: unknown tool {name!r} (available: {known})", is_error=True)
+    try:
+        return tool.run(input_json, cwd)
+    except Exception as exc:
+        return ToolOutput(f"error: {name} failed: {type(exc).__name__}: {exc}", is_error=True)
+
+
+def tool_specs(tools: Sequence[Tool]) -> list[ToolSpec]:
+    """The specs of ``tools``, in order, for :meth:`Provider.complete`."""
+    return [t.spec() for t in tools]
+
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
+}
+
+
+def parse_input(input_json: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """Parse a tool call's raw JSON and check it against ``schema``; raise ToolError if bad.
+
+    Integral floats are accepted for integer fields (models write ``10.0``);
+    keys the schema does not name are ignored.
+    """
+    try:
+        args = json.loads(input_json) if input_json.strip() else {}
+    except ValueError as exc:
+        raise ToolError(f"input is not valid JSON ({exc}): {input_json[:200]!r}") from None
+    if not isinstance(args, dict):
+        raise ToolError(f"input must be a JSON object, not {type(args).__name__}")
+    properties: dict[str, Any] = schema.get("properties", {})
+    missing = [k for k in schema.get("required", ()) if k not in args]
+    if missing:
+        raise ToolError(f"missing required field(s): {', '.join(missing)}")
+    for key, prop in properties.items():
+        if key not in args:
+            continue
+        want = prop.get("type")
+        value = args[key]
+        if want == "integer" and isinstance(value, float) and value.is_integer():
+            args[key] = value = int(value)
+        allowed = _TYPES.get(want or "")
+        # bool is a subclass of int in Python but not a number in JSON.
+        ok = allowed is None or (
+            isinstance(value, allowed) and (want == "boolean" or not isinstance(value, bool))
+        )
+        if not ok:
+            raise ToolError(f"field {key!r} must be {want}, not {_json_type(value)}")
+    return args
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def resolve_path(raw: str, cwd: Path) -> Path:
+    """``raw`` as a path, ``~`` expanded and relative paths taken from ``cwd``."""
+    if not raw:
+        raise ToolError("path must not be empty")
+    path = Path(raw).expanduser()
+    return path if path.is_absolute() else cwd / path
+
+
+def cap_text(text: str, limit: int) -> str:
+    """``text`` cut to about ``limit`` characters, keeping the head and the tail.
+
+    The cut is marked with how many characters were dropped, so the model knows
+    output is missing and roughly how much.
+    """
+    if len(text) <= limit:
+        return text
+    head = limit // 2
+    tail = limit - head
+    cut = len(text) - head - tail
+    return f"{text[:head]}\n[... {cut} characters cut ...]\n{text[len(text) - tail :]}"

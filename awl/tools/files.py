@@ -1,0 +1,200 @@
+"""File tools: ``read`` (numbered lines), ``write`` (whole file) and ``edit`` (exact replace)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from pathlib import Path
+from typing import Any, ClassVar
+
+from awl.tools.base import Tool, ToolError, ToolOutput, cap_text, resolve_path
+
+DEFAULT_LINE_LIMIT = 2000
+MAX_LINE_CHARS = 2000
+MAX_READ_CHARS = 30_000
+# Bytes sniffed for NUL to tell binary files from text.
+_SNIFF_BYTES = 8192
+
+
+class ReadTool(Tool):
+    """Read a text file as numbered lines, optionally a window of them."""
+
+    name: ClassVar[str] = "read"
+    description: ClassVar[str] = (
+        "Read a text file. Returns lines prefixed with their 1-based line number and a tab "
+        f"(the prefix is not part of the file). Reads up to {DEFAULT_LINE_LIMIT} lines from "
+        "`offset` (a 1-based line number, default 1); `limit` sets how many. Relative paths "
+        "are taken from the working directory."
+    )
+    input_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "The file to read."},
+            "offset": {"type": "integer", "description": "First line to show (1-based)."},
+            "limit": {"type": "integer", "description": "How many lines to show."},
+        },
+        "required": ["path"],
+    }
+
+    def call(self, args: dict[str, Any], cwd: Path) -> ToolOutput:
+        """Read the file; see the class docstring."""
+        path = resolve_path(args["path"], cwd)
+        offset: int = args.get("offset", 1)
+        limit: int = args.get("limit", DEFAULT_LINE_LIMIT)
+        if offset < 1:
+            raise ToolError("offset must be at least 1 (lines are numbered from 1)")
+        if limit < 1:
+            raise ToolError("limit must be at least 1")
+        _check_file(path)
+        lines: list[str] = []
+        more = False
+        with path.open("rb") as f:
+            if b"\0" in f.read(_SNIFF_BYTES):
+                raise ToolError(f"{path} looks like a binary file (it contains NUL bytes)")
+            f.seek(0)
+            # Lines are read lazily: a window into a huge log costs only the window.
+            for number, raw in enumerate(f, start=1):
+                if number < offset:
+                    continue
+                if len(lines) == limit:
+                    more = True
+                    break
+                line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                if len(line) > MAX_LINE_CHARS:
+                    line = line[:MAX_LINE_CHARS] + f" [... line cut at {MAX_LINE_CHARS} chars]"
+                lines.append(f"{number:6}\t{line}")
+        if not lines:
+            if offset == 1:
+                return ToolOutput(f"({path} is empty)")
+            raise ToolError(f"{path} has fewer than {offset} lines")
+        text = cap_text("\n".join(lines), MAX_READ_CHARS)
+        if more:
+            last = offset + len(lines) - 1
+            text += f"\n[more lines follow; read on with offset={last + 1}]"
+        return ToolOutput(text)
+
+
+class WriteTool(Tool):
+    """Create or overwrite a file with the given content."""
+
+    name: ClassVar[str] = "write"
+    description: ClassVar[str] = (
+        "Write `content` to a file, replacing it if it exists and creating missing parent "
+        "directories. Relative paths are taken from the working directory."
+    )
+    input_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "The file to write."},
+            "content": {"type": "string", "description": "The complete new content."},
+        },
+        "required": ["path", "content"],
+    }
+
+    def call(self, args: dict[str, Any], cwd: Path) -> ToolOutput:
+        """Write the file; see the class docstring."""
+        path = resolve_path(args["path"], cwd)
+        content: str = args["content"]
+        if path.is_dir():
+            raise ToolError(f"{path} is a directory")
+        existed = path.exists()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = content.encode("utf-8")
+        atomic_write(path, data)
+        verb = "overwrote" if existed else "created"
+        return ToolOutput(f"{verb} {path} ({len(data)} bytes)")
+
+
+class EditTool(Tool):
+    """Replace one exact occurrence of a string in a file."""
+
+    name: ClassVar[str] = "edit"
+    description: ClassVar[str] = (
+        "Edit a file by replacing the exact text `old` with `new`. `old` must occur exactly "
+        "once in the file (include surrounding lines to make it unique); whitespace and "
+        "indentation must match. Relative paths are taken from the working directory."
+    )
+    input_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "The file to edit."},
+            "old": {"type": "string", "description": "The exact text to replace."},
+            "new": {"type": "string", "description": "The replacement text."},
+        },
+        "required": ["path", "old", "new"],
+    }
+
+    def call(self, args: dict[str, Any], cwd: Path) -> ToolOutput:
+        """Edit the file; see the class docstring."""
+        path = resolve_path(args["path"], cwd)
+        old: str = args["old"]
+        new: str = args["new"]
+        if not old:
+            raise ToolError("old must not be empty")
+        _check_file(path)
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            # Rewriting with replacement characters would corrupt the file.
+            raise ToolError(f"{path} is not valid UTF-8 text; not editing it") from None
+        count = _occurrences(text, old)
+        if count == 0:
+            raise ToolError(f"old text not found in {path}")
+        if count > 1:
+            raise ToolError(
+                f"old text found {count} times in {path}; include more surrounding text "
+                "so it matches exactly once"
+            )
+        at = text.index(old)
+        atomic_write(path, (text[:at] + new + text[at + len(old) :]).encode("utf-8"))
+        first = text.count("\n", 0, at) + 1
+        last = first + new.count("\n")
+        where = f"line {first}" if first == last else f"lines {first}-{last}"
+        return ToolOutput(f"edited {path} ({where})")
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file and ``os.replace``.
+
+    Readers see the old file or the new one, never a half-written one. An
+    existing file keeps its permission bits; a new one gets the usual
+    0666 & ~umask (the kernel applies the umask to ``os.open``). A symlink is
+    followed, so its target is what changes, not the link.
+    """
+    path = Path(os.path.realpath(path))
+    mode: int | None = None
+    with contextlib.suppress(FileNotFoundError):
+        mode = path.stat().st_mode & 0o7777
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _check_file(path: Path) -> None:
+    if not path.exists():
+        raise ToolError(f"no such file: {path}")
+    if path.is_dir():
+        raise ToolError(f"{path} is a directory, not a file")
+    if not path.is_file():
+        raise ToolError(f"{path} is not a regular file")
+
+
+def _occurrences(text: str, old: str, stop: int = 1000) -> int:
+    """How many places ``old`` starts at, overlapping ones included (so "aa" in "aaa" is 2)."""
+    count, at = 0, text.find(old)
+    while at != -1 and count < stop:
+        count += 1
+        at = text.find(old, at + 1)
+    return count

@@ -1,0 +1,477 @@
+"""The Anthropic provider, through the real SDK, against a loopback fake of the Messages API."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from typing import Protocol, TypeVar
+
+import pytest
+
+from awl.conversation import Message, Text, Thinking, ToolResult, ToolUse
+from awl.providers import Provider, ProviderError, ToolSpec, Usage, get_provider
+from awl.providers.anthropic import AnthropicProvider
+from tests.servers import FakeServer, Reply, refused_url, serve
+from tests.servers import anthropic_server as sse
+
+P = TypeVar("P", bound=Provider)
+
+
+class Keep(Protocol):
+    def __call__(self, provider: P, /) -> P: ...
+
+
+TOOLS = [
+    ToolSpec(
+        "bash",
+        "Run a command",
+        {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+    )
+]
+
+
+class Sink:
+    """Records every sink call in order."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+
+    def text(self, delta: str) -> None:
+        self.events.append(("text", delta))
+
+    def thinking(self, delta: str) -> None:
+        self.events.append(("thinking", delta))
+
+    def tool_use(self, name: str) -> None:
+        self.events.append(("tool_use", name))
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in (
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_BASE_URL",
+        "ANTHROPIC_CUSTOM_HEADERS",
+        "AWL_MAX_TOKENS",
+        "AWL_THINKING_BUDGET",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    with serve() as s:
+        yield s
+
+
+@pytest.fixture
+def provider(server: FakeServer) -> Iterator[AnthropicProvider]:
+    with AnthropicProvider(base_url=server.url, timeout=5.0) as p:
+        yield p
+
+
+@pytest.fixture
+def closing() -> Iterator[Keep]:
+    """Wraps providers made inside a test so their connection pools are closed after it."""
+    made: list[Provider] = []
+
+    def keep(p: P) -> P:
+        made.append(p)
+        return p
+
+    yield keep
+    for p in made:
+        p.close()
+
+
+def user(text: str) -> list[Message]:
+    return [Message("user", [Text(text)])]
+
+
+def test_streams_text_and_reports_usage_and_model(
+    server: FakeServer, provider: AnthropicProvider
+) -> None:
+    server.queue(
+        sse.stream(
+            sse.message_start(input_tokens=25),
+            sse.ping(),
+            sse.text_block(0, "Hello", ", wor", "ld!"),
+            sse.message_delta("end_turn", output_tokens=15),
+            sse.message_stop(),
+        )
+    )
+    sink = Sink()
+    r = provider.complete("claude-requested", user("hi"), [], sink)
+    assert r.error is None
+    assert r.stop_reason == "stop"
+    assert r.content == [Text("Hello, world!")]
+    assert r.usage == Usage(25, 15)
+    assert r.model == sse.MODEL  # what the API says answered, not what was asked
+    assert sink.events == [("text", "Hello"), ("text", ", wor"), ("text", "ld!")]
+    (req,) = server.requests
+    assert req.method == "POST" and req.path == "/v1/messages"
+    assert "sk-ant-test" in (
+        req.headers.get("x-api-key", "") + req.headers.get("authorization", "")
+    )
+    assert req.body["model"] == "claude-requested"
+    assert req.body["stream"] is True
+    assert req.body["max_tokens"] == 8192
+    assert req.body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+    assert "thinking" not in req.body and "system" not in req.body and "tools" not in req.body
+
+
+def test_request_maps_system_tools_history_and_tool_results(
+    server: FakeServer, provider: AnthropicProvider
+) -> None:
+    server.queue(sse.text_reply("ok"))
+    history = [
+        Message("system", [Text("Be brief.")]),
+        Message("user", [Text("list files")]),
+        Message(
+            "assistant",
+            [
+                Thinking("I should run ls"),
+                Text("Running ls."),
+                ToolUse("toolu_1", "bash", '{"command": "ls"}'),
+                ToolUse("toolu_2", "bash", '{"command": "pw'),  # malformed: sent as {}
+            ],
+        ),
+        Message(
+            "user",
+            [ToolResult("toolu_1", "a.txt\nb.txt"), ToolResult("toolu_2", "error: bad JSON")],
+        ),
+        Message("assistant", [Thinking("only thoughts")]),  # nothing sendable: dropped
+        Message("user", [Text("thanks")]),
+    ]
+    r = provider.complete("m", history, TOOLS, Sink())
+    assert r.stop_reason == "stop", r.error
+    body = server.requests[0].body
+    assert body["system"] == "Be brief."
+    assert body["tools"] == [
+        {"name": "bash", "description": "Run a command", "input_schema": TOOLS[0].input_schema}
+    ]
+    assert body["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "list files"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Running ls."},
+                {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"command": "ls"}},
+                {"type": "tool_use", "id": "toolu_2", "name": "bash", "input": {}},
+            ],
+        },
+        {
+            # The thinking-only assistant turn was dropped, so the two user
+            # turns are merged (results first, as the API requires).
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.txt\nb.txt"},
+                {"type": "tool_result", "tool_use_id": "toolu_2", "content": "error: bad JSON"},
+                {"type": "text", "text": "thanks"},
+            ],
+        },
+    ]
+
+
+def test_thinking_and_multi_chunk_tool_call(
+    server: FakeServer, provider: AnthropicProvider
+) -> None:
+    server.queue(
+        sse.stream(
+            sse.message_start(),
+            sse.thinking_block(0, "Let me ", "check."),
+            sse.text_block(1, "Checking."),
+            sse.tool_block(2, "toolu_01A", "bash", '{"comm', 'and": "ls ', '-la"}'),
+            sse.message_delta("tool_use", output_tokens=40),
+            sse.message_stop(),
+        )
+    )
+    sink = Sink()
+    r = provider.complete("m", user("look"), TOOLS, sink)
+    assert r.stop_reason == "toolUse", r.error
+    assert r.content[:2] == [Thinking("Let me check."), Text("Checking.")]
+    tool = r.content[2]
+    assert isinstance(tool, ToolUse)
+    assert (tool.id, tool.name) == ("toolu_01A", "bash")
+    assert json.loads(tool.input) == {"command": "ls -la"}
+    assert sink.events == [
+        ("thinking", "Let me "),
+        ("thinking", "check."),
+        ("text", "Checking."),
+        ("tool_use", "bash"),
+    ]
+
+
+def test_tool_call_without_input_gets_empty_object(
+    server: FakeServer, provider: AnthropicProvider
+) -> None:
+    server.queue(
+        sse.stream(
+            sse.message_start(),
+            sse.tool_block(0, "toolu_9", "bash"),
+            sse.message_delta("tool_use"),
+            sse.message_stop(),
+        )
+    )
+    r = provider.complete("m", user("x"), TOOLS, Sink())
+    assert r.content == [ToolUse("toolu_9", "bash", "{}")]
+
+
+@pytest.mark.parametrize(
+    ("api", "ours"),
+    [
+        ("end_turn", "stop"),
+        ("stop_sequence", "stop"),
+        ("max_tokens", "length"),
+        ("tool_use", "toolUse"),
+        ("refusal", "stop"),
+        ("pause_turn", "stop"),
+    ],
+)
+def test_stop_reason_mapping(
+    server: FakeServer, provider: AnthropicProvider, api: str, ours: str
+) -> None:
+    server.queue(sse.text_reply("x", stop_reason=api))
+    assert provider.complete("m", user("x"), [], Sink()).stop_reason == ours
+
+
+def test_usage_counts_cached_input(server: FakeServer, provider: AnthropicProvider) -> None:
+    server.queue(
+        sse.stream(
+            sse.message_start(input_tokens=3, cache_read=100),
+            sse.text_block(0, "x"),
+            sse.message_delta(output_tokens=7),
+            sse.message_stop(),
+        )
+    )
+    assert provider.complete("m", user("x"), [], Sink()).usage == Usage(103, 7)
+
+
+def test_thinking_budget_and_max_tokens_from_env(
+    server: FakeServer, monkeypatch: pytest.MonkeyPatch, closing: Keep
+) -> None:
+    monkeypatch.setenv("AWL_MAX_TOKENS", "4096")
+    monkeypatch.setenv("AWL_THINKING_BUDGET", "2048")
+    provider = closing(AnthropicProvider(base_url=server.url, timeout=5.0))
+    server.queue(sse.text_reply(), sse.text_reply())
+    provider.complete("m", user("think"), [], Sink())
+    body = server.requests[0].body
+    assert body["max_tokens"] == 4096
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+    # Continuing a tool call: no signed thinking block to send, so no thinking.
+    history = [
+        *user("run it"),
+        Message("assistant", [ToolUse("t1", "bash", '{"command": "ls"}')]),
+        Message("user", [ToolResult("t1", "a.txt")]),
+    ]
+    provider.complete("m", history, TOOLS, Sink())
+    assert "thinking" not in server.requests[1].body
+
+
+@pytest.mark.parametrize(
+    ("env", "value"),
+    [("AWL_MAX_TOKENS", "lots"), ("AWL_THINKING_BUDGET", "x"), ("AWL_THINKING_BUDGET", "9000")],
+)
+def test_bad_numbers_in_env_raise(monkeypatch: pytest.MonkeyPatch, env: str, value: str) -> None:
+    monkeypatch.setenv(env, value)
+    with pytest.raises(ProviderError, match=env):
+        AnthropicProvider(base_url="http://127.0.0.1:9")
+
+
+@pytest.mark.parametrize(
+    ("status", "err_type", "message", "expected"),
+    [
+        (
+            429,
+            "rate_limit_error",
+            "Number of request tokens has exceeded your limit.",
+            "rate limited (429)",
+        ),
+        (500, "api_error", "Internal server error", "server error (500)"),
+        (529, "overloaded_error", "Overloaded", "overloaded (529)"),
+        (401, "authentication_error", "invalid x-api-key", "authentication failed (401)"),
+    ],
+)
+def test_http_errors_become_error_responses(
+    server: FakeServer,
+    provider: AnthropicProvider,
+    status: int,
+    err_type: str,
+    message: str,
+    expected: str,
+) -> None:
+    server.queue(sse.error_reply(status, err_type, message))
+    r = provider.complete("claude-requested", user("x"), [], Sink())
+    assert r.stop_reason == "error"
+    assert r.error == f"anthropic: {expected}: {message}"
+    assert r.content == [] and r.usage is None and r.model == "claude-requested"
+    assert len(server.requests) == 1  # no silent SDK retries
+
+
+def test_error_event_mid_stream_keeps_partial_text(
+    server: FakeServer, provider: AnthropicProvider
+) -> None:
+    server.queue(
+        sse.stream(
+            sse.message_start(),
+            sse.text_block(0, "Partial ", "answer", stop=False),
+            sse.error_event("overloaded_error", "Overloaded"),
+        )
+    )
+    r = provider.complete("m", user("x"), [], Sink())
+    assert r.stop_reason == "error"
+    assert r.error == "anthropic: overloaded (error event mid-stream): Overloaded"
+    assert r.content == [Text("Partial answer")]
+    assert r.model == sse.MODEL and r.usage == Usage(25, 1)
+
+
+def cut_stream(**kw: object) -> Reply:
+    events = [
+        sse.message_start(),
+        *sse.text_block(0, "Let me run "),
+        *sse.tool_block(1, "toolu_ok", "bash", '{"command": "ls"}'),
+        *sse.tool_block(2, "toolu_cut", "bash", '{"command": "rm -', stop=False),
+        sse.message_delta("tool_use"),
+        sse.message_stop(),
+    ]
+    return Reply(chunks=events, cut_after=len(events) - 2, **kw)  # type: ignore[arg-type]
+
+
+def test_stream_cut_mid_message_keeps_text_drops_partial_tool(
+    server: FakeServer, provider: AnthropicProvider
+) -> None:
+    server.queue(cut_stream())
+    r = provider.complete("m", user("x"), TOOLS, Sink())
+    assert r.stop_reason == "error"
+    assert r.error is not None and r.error.startswith("anthropic: connection lost mid-stream")
+    # The finished call is kept; the one whose input was cut off is not.
+    assert r.content == [Text("Let me run "), ToolUse("toolu_ok", "bash", '{"command": "ls"}')]
+
+
+def test_body_ending_before_message_stop_is_an_error(
+    server: FakeServer, provider: AnthropicProvider
+) -> None:
+    server.queue(cut_stream(clean_eof=True))
+    r = provider.complete("m", user("x"), TOOLS, Sink())
+    assert r.stop_reason == "error"
+    assert r.error == "anthropic: stream ended before message_stop (connection closed)"
+    assert [type(b) for b in r.content] == [Text, ToolUse]
+
+
+def test_invalid_json_from_server(server: FakeServer, provider: AnthropicProvider) -> None:
+    server.queue(
+        sse.stream(
+            sse.message_start(),
+            sse.text_block(0, "ok", stop=False),
+            b"event: content_block_delta\ndata: {not json\n\n",
+        )
+    )
+    r = provider.complete("m", user("x"), [], Sink())
+    assert r.stop_reason == "error"
+    assert r.error is not None and r.error.startswith("anthropic: invalid data from server")
+    assert r.content == [Text("ok")]
+
+
+def test_connection_refused(closing: Keep) -> None:
+    provider = closing(AnthropicProvider(base_url=refused_url(), timeout=5.0))
+    start = time.monotonic()
+    r = provider.complete("m", user("x"), [], Sink())
+    assert time.monotonic() - start < 5
+    assert r.stop_reason == "error"
+    assert r.error is not None and r.error.startswith(
+        "anthropic: cannot connect to http://127.0.0.1:"
+    )
+
+
+def test_read_timeout(server: FakeServer, closing: Keep) -> None:
+    server.queue(Reply(stall=5, chunks=[sse.message_start()]))
+    provider = closing(AnthropicProvider(base_url=server.url, timeout=0.3))
+    start = time.monotonic()
+    r = provider.complete("m", user("x"), [], Sink())
+    assert time.monotonic() - start < 3
+    assert r.stop_reason == "error"
+    assert r.error is not None and "timed out" in r.error
+
+
+def slow_text_stream(n: int = 40) -> Reply:
+    return sse.stream(
+        sse.message_start(),
+        sse.text_block(0, *[f"w{i} " for i in range(n)]),
+        sse.message_delta(),
+        sse.message_stop(),
+        delay=0.05,
+    )
+
+
+def test_cancel_mid_stream_closes_stream(server: FakeServer, provider: AnthropicProvider) -> None:
+    server.queue(slow_text_stream())
+    cancel = threading.Event()
+
+    class CancellingSink(Sink):
+        def text(self, delta: str) -> None:
+            super().text(delta)
+            cancel.set()
+
+    start = time.monotonic()
+    r = provider.complete("m", user("x"), [], CancellingSink(), cancel)
+    assert time.monotonic() - start < 1.5  # the whole stream would take > 2 s
+    assert (r.stop_reason, r.error) == ("error", "cancelled")
+    assert r.content == [Text("w0 ")]
+    assert server.aborted.wait(3), "the client should have hung up"
+
+
+def test_keyboard_interrupt_mid_stream(server: FakeServer, provider: AnthropicProvider) -> None:
+    server.queue(slow_text_stream())
+
+    class InterruptingSink(Sink):
+        def text(self, delta: str) -> None:
+            super().text(delta)
+            if len(self.events) == 2:
+                raise KeyboardInterrupt
+
+    r = provider.complete("m", user("x"), [], InterruptingSink())
+    assert (r.stop_reason, r.error) == ("error", "cancelled")
+    assert r.content == [Text("w0 w1 ")]
+
+
+def test_cancel_before_start_sends_nothing(server: FakeServer, provider: AnthropicProvider) -> None:
+    cancel = threading.Event()
+    cancel.set()
+    r = provider.complete("m", user("x"), [], Sink(), cancel)
+    assert (r.stop_reason, r.error, r.content) == ("error", "cancelled", [])
+    assert server.requests == []
+
+
+def test_missing_key_raises_before_any_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    with pytest.raises(ProviderError, match="ANTHROPIC_API_KEY is not set"):
+        get_provider("anthropic")
+
+
+def test_get_provider_uses_base_url_env(
+    server: FakeServer, monkeypatch: pytest.MonkeyPatch, closing: Keep
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+    provider = closing(get_provider("anthropic"))
+    assert provider.name == "anthropic"
+    server.queue(sse.text_reply("via env"))
+    assert provider.complete("m", user("x"), [], Sink()).content == [Text("via env")]
+    assert len(server.requests) == 1
+
+
+def test_other_exceptions_are_reported_not_raised(
+    server: FakeServer, provider: AnthropicProvider
+) -> None:
+    server.queue(sse.text_reply("x"))
+
+    class BrokenSink(Sink):
+        def text(self, delta: str) -> None:
+            raise RuntimeError("display broke")
+
+    r = provider.complete("m", user("x"), [], BrokenSink())
+    assert r.stop_reason == "error"
+    assert r.error == "anthropic: unexpected error: RuntimeError: display broke"

@@ -1,0 +1,347 @@
+"""The tools: bash, read, write, edit, and run_tool's never-raise contract."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from awl.providers import ToolSpec
+from awl.tools import (
+    BashTool,
+    EditTool,
+    ReadTool,
+    Tool,
+    ToolOutput,
+    WriteTool,
+    default_tools,
+    run_tool,
+    tool_specs,
+)
+
+
+def j(**kw: Any) -> str:
+    return json.dumps(kw)
+
+
+@pytest.fixture
+def tools() -> list[Tool]:
+    return default_tools()
+
+
+# --- run_tool / specs ----------------------------------------------------------------
+
+
+def test_default_tools_and_specs(tools: list[Tool]) -> None:
+    assert [t.name for t in tools] == ["bash", "read", "write", "edit"]
+    specs = tool_specs(tools)
+    assert all(isinstance(s, ToolSpec) for s in specs)
+    assert specs[0].name == "bash" and specs[0].input_schema["required"] == ["command"]
+    assert all(s.description and s.input_schema["type"] == "object" for s in specs)
+
+
+@pytest.mark.parametrize(
+    ("name", "raw", "message"),
+    [
+        ("nope", "{}", "error: unknown tool 'nope' (available: bash, read, write, edit)"),
+        ("bash", '{"command": "ls"', "error: input is not valid JSON"),
+        ("bash", "[1, 2]", "error: input must be a JSON object, not list"),
+        ("bash", "{}", "error: missing required field(s): command"),
+        ("bash", j(command=["ls"]), "error: field 'command' must be string, not array"),
+        ("bash", j(command="ls", timeout="5"), "error: field 'timeout' must be number, not string"),
+        (
+            "bash",
+            j(command="ls", timeout=True),
+            "error: field 'timeout' must be number, not boolean",
+        ),
+        ("read", j(path="x", offset=1.5), "error: field 'offset' must be integer, not number"),
+        ("write", j(path="x"), "error: missing required field(s): content"),
+        ("edit", j(path="x", old=None, new="y"), "error: field 'old' must be string, not null"),
+    ],
+)
+def test_bad_input_is_an_error_output(
+    tools: list[Tool], tmp_path: Path, name: str, raw: str, message: str
+) -> None:
+    out = run_tool(tools, name, raw, tmp_path)
+    assert out.is_error
+    assert out.content.startswith(message)
+
+
+def test_exceptions_inside_a_tool_become_error_output(tmp_path: Path) -> None:
+    class Broken(Tool):
+        name = "broken"
+        description = "always fails"
+        input_schema: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
+
+        def call(self, args: dict[str, Any], cwd: Path) -> ToolOutput:
+            raise RuntimeError("kaboom")
+
+    out = run_tool([Broken()], "broken", "{}", tmp_path)
+    assert out == ToolOutput("error: broken failed: RuntimeError: kaboom", is_error=True)
+
+
+def test_integral_float_accepted_for_integer(tools: list[Tool], tmp_path: Path) -> None:
+    (tmp_path / "f.txt").write_text("a\nb\nc\n")
+    out = run_tool(tools, "read", j(path="f.txt", offset=2.0, limit=1), tmp_path)
+    assert out.content == "     2\tb\n[more lines follow; read on with offset=3]"
+
+
+# --- bash ----------------------------------------------------------------------------
+
+
+def bash(command: str, cwd: Path, **kw: Any) -> ToolOutput:
+    tool = BashTool(**{k: kw.pop(k) for k in ("timeout", "max_output") if k in kw})
+    return run_tool([tool], "bash", j(command=command, **kw), cwd)
+
+
+def test_bash_runs_in_cwd_and_merges_stderr(tmp_path: Path) -> None:
+    out = bash("pwd; echo out; echo err >&2", tmp_path)
+    assert out == ToolOutput(f"{tmp_path}\nout\nerr")
+
+
+def test_bash_reports_exit_status(tmp_path: Path) -> None:
+    out = bash("echo failing; exit 2", tmp_path)
+    assert out.content == "failing\n[exit status 2]"
+    assert not out.is_error  # a failing command is information, not a tool failure
+    assert bash("exit 7", tmp_path).content == "[exit status 7]"
+
+
+def test_bash_no_output(tmp_path: Path) -> None:
+    assert bash("true", tmp_path).content == "(no output)"
+
+
+def test_bash_stdin_is_devnull(tmp_path: Path) -> None:
+    start = time.monotonic()
+    out = bash("cat; echo done", tmp_path, timeout=5)
+    assert out.content == "done" and time.monotonic() - start < 3
+
+
+def test_bash_command_is_not_interpolated(tmp_path: Path) -> None:
+    # The command string reaches bash as a single argument.
+    out = bash("printf '%s|' \"$0\" 'a b' $'c\\td'", tmp_path)
+    assert out.content == "bash|a b|c\td|"
+
+
+def test_bash_timeout_kills_the_process_group(tmp_path: Path) -> None:
+    marker = tmp_path / "survived"
+    start = time.monotonic()
+    # A background grandchild that would write the marker if it outlived us.
+    out = bash(f"(sleep 0.8; touch {marker}) & echo started; sleep 30", tmp_path, timeout=0.3)
+    elapsed = time.monotonic() - start
+    assert elapsed < 3
+    assert out.is_error
+    assert out.content == "started\n[timed out after 0.3 s; the command was killed]"
+    time.sleep(0.8)
+    assert not marker.exists(), "the background child should have been killed with the group"
+
+
+def test_bash_timeout_from_constructor_and_env(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert "timed out after 0.3 s" in bash("sleep 10", tmp_path, timeout=0.3).content
+    monkeypatch.setenv("AWL_BASH_TIMEOUT", "0.3")
+    assert BashTool().timeout == 0.3
+    monkeypatch.delenv("AWL_BASH_TIMEOUT")
+    assert BashTool().timeout == 120.0
+
+
+def test_bash_background_process_holding_pipe_is_bounded(tmp_path: Path) -> None:
+    # The shell exits at once but a child keeps stdout open.
+    start = time.monotonic()
+    out = bash("sleep 20 & echo bg", tmp_path, timeout=0.5)
+    assert time.monotonic() - start < 3
+    assert out.content == (
+        "bg\n[exit status 0; background processes still holding the output after 0.5 s were killed]"
+    )
+
+
+def test_bash_output_is_capped_head_and_tail(tmp_path: Path) -> None:
+    out = bash("seq 1 20000", tmp_path, max_output=1000)
+    text = out.content
+    assert text.startswith("1\n2\n3\n")
+    assert text.endswith("19999\n20000")
+    assert len(text) < 1100
+    total = len("".join(f"{i}\n" for i in range(1, 20001)))
+    assert f"[... output cut: {total - 1000} of {total} bytes not shown ...]" in text
+
+
+def test_bash_huge_output_keeps_ends_without_buffering_all(tmp_path: Path) -> None:
+    command = "echo START; head -c 5000000 /dev/zero | tr '\\0' x; echo; echo END"
+    out = bash(command, tmp_path, max_output=2000)
+    assert out.content.startswith("START\nxxx")
+    assert out.content.endswith("xxx\nEND")
+    assert f"of {5_000_000 + 11} bytes not shown" in out.content and len(out.content) < 2200
+
+
+def test_bash_binary_output_is_decoded_with_replacement(tmp_path: Path) -> None:
+    out = bash("printf 'ok \\377\\376 done'", tmp_path)
+    assert out.content == "ok \ufffd\ufffd done"
+
+
+def test_bash_missing_cwd(tmp_path: Path) -> None:
+    out = bash("ls", tmp_path / "gone")
+    assert out.is_error and "does not exist" in out.content
+
+
+# --- read ----------------------------------------------------------------------------
+
+
+def read(cwd: Path, **kw: Any) -> ToolOutput:
+    return run_tool([ReadTool()], "read", j(**kw), cwd)
+
+
+def test_read_numbers_lines_relative_to_cwd(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "a.py").write_text("one\ntwo\n\tthree\n")
+    assert read(tmp_path, path="sub/a.py").content == "     1\tone\n     2\ttwo\n     3\t\tthree"
+
+
+def test_read_absolute_path(tmp_path: Path) -> None:
+    f = tmp_path / "a.txt"
+    f.write_text("x")
+    assert read(Path("/"), path=str(f)).content == "     1\tx"
+
+
+def test_read_offset_and_limit(tmp_path: Path) -> None:
+    (tmp_path / "n.txt").write_text("".join(f"line{i}\n" for i in range(1, 11)))
+    out = read(tmp_path, path="n.txt", offset=4, limit=2)
+    assert out.content == "     4\tline4\n     5\tline5\n[more lines follow; read on with offset=6]"
+    assert read(tmp_path, path="n.txt", offset=10).content == "    10\tline10"
+    past = read(tmp_path, path="n.txt", offset=11)
+    assert past.is_error and "fewer than 11 lines" in past.content
+    bad = read(tmp_path, path="n.txt", offset=0)
+    assert bad.is_error and "offset must be at least 1" in bad.content
+
+
+def test_read_default_limit_and_caps(tmp_path: Path) -> None:
+    (tmp_path / "big.txt").write_text("".join(f"{i}\n" for i in range(5000)))
+    out = read(tmp_path, path="big.txt")
+    assert out.content.endswith("[more lines follow; read on with offset=2001]")
+    (tmp_path / "wide.txt").write_text("y" * 5000 + "\n")
+    wide = read(tmp_path, path="wide.txt").content
+    assert "line cut at 2000 chars" in wide and len(wide) < 2100
+    (tmp_path / "fat.txt").write_text(("z" * 1999 + "\n") * 100)
+    fat = read(tmp_path, path="fat.txt").content
+    assert "characters cut" in fat and len(fat) < 30_100
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        (lambda p: None, "no such file"),
+        (lambda p: p.mkdir(), "is a directory"),
+        (lambda p: p.write_bytes(b"\x7fELF\x00\x01binary"), "looks like a binary file"),
+    ],
+)
+def test_read_errors(tmp_path: Path, setup: Any, message: str) -> None:
+    target = tmp_path / "t"
+    setup(target)
+    out = read(tmp_path, path="t")
+    assert out.is_error and message in out.content and str(target) in out.content
+
+
+def test_read_empty_and_invalid_utf8(tmp_path: Path) -> None:
+    (tmp_path / "e").write_text("")
+    assert "is empty" in read(tmp_path, path="e").content
+    (tmp_path / "latin1").write_bytes(b"caf\xe9\n")
+    assert read(tmp_path, path="latin1").content == "     1\tcaf\ufffd"
+
+
+# --- write ---------------------------------------------------------------------------
+
+
+def write(cwd: Path, **kw: Any) -> ToolOutput:
+    return run_tool([WriteTool()], "write", j(**kw), cwd)
+
+
+def test_write_creates_parents_and_overwrites(tmp_path: Path) -> None:
+    out = write(tmp_path, path="a/b/c.txt", content="héllo\n")
+    target = tmp_path / "a" / "b" / "c.txt"
+    assert not out.is_error and out.content == f"created {target} (7 bytes)"
+    assert target.read_text() == "héllo\n"
+    out = write(tmp_path, path="a/b/c.txt", content="new")
+    assert out.content.startswith("overwrote") and target.read_text() == "new"
+    assert [p.name for p in target.parent.iterdir()] == ["c.txt"]  # no temp files left
+
+
+def test_write_keeps_mode_and_follows_symlinks(tmp_path: Path) -> None:
+    script = tmp_path / "run.sh"
+    script.write_text("old")
+    script.chmod(0o755)
+    link = tmp_path / "link.sh"
+    link.symlink_to(script)
+    write(tmp_path, path="link.sh", content="#!/bin/sh\n")
+    assert link.is_symlink() and script.read_text() == "#!/bin/sh\n"
+    assert stat.S_IMODE(script.stat().st_mode) == 0o755
+
+
+def test_write_new_file_respects_umask(tmp_path: Path) -> None:
+    old = os.umask(0o027)
+    try:
+        write(tmp_path, path="f", content="x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "f").stat().st_mode) == 0o640
+
+
+def test_write_to_directory_is_an_error(tmp_path: Path) -> None:
+    out = write(tmp_path, path=".", content="x")
+    assert out.is_error and "is a directory" in out.content
+
+
+# --- edit ----------------------------------------------------------------------------
+
+
+def edit(cwd: Path, **kw: Any) -> ToolOutput:
+    return run_tool([EditTool()], "edit", j(**kw), cwd)
+
+
+def test_edit_replaces_exactly_once(tmp_path: Path) -> None:
+    f = tmp_path / "m.py"
+    f.write_text("def f():\n    return 1\n\ndef g():\n    return 2\n")
+    out = edit(tmp_path, path="m.py", old="    return 2\n", new="    x = 2\n    return x\n")
+    assert not out.is_error and out.content == f"edited {f} (lines 5-7)"
+    assert f.read_text() == "def f():\n    return 1\n\ndef g():\n    x = 2\n    return x\n"
+
+
+def test_edit_not_found(tmp_path: Path) -> None:
+    (tmp_path / "m.txt").write_text("abc")
+    out = edit(tmp_path, path="m.txt", old="xyz", new="q")
+    assert out.is_error and out.content.startswith("error: old text not found in")
+    assert (tmp_path / "m.txt").read_text() == "abc"
+
+
+def test_edit_ambiguous_says_how_many(tmp_path: Path) -> None:
+    (tmp_path / "m.txt").write_text("x = 1\nx = 1\nx = 1\n")
+    out = edit(tmp_path, path="m.txt", old="x = 1", new="x = 2")
+    assert out.is_error and "found 3 times" in out.content
+    assert (tmp_path / "m.txt").read_text() == "x = 1\nx = 1\nx = 1\n"
+
+
+def test_edit_overlapping_matches_are_ambiguous(tmp_path: Path) -> None:
+    (tmp_path / "m.txt").write_text("aaa")
+    out = edit(tmp_path, path="m.txt", old="aa", new="b")
+    assert out.is_error and "found 2 times" in out.content
+
+
+def test_edit_errors(tmp_path: Path) -> None:
+    assert "no such file" in edit(tmp_path, path="nope", old="a", new="b").content
+    (tmp_path / "f").write_text("a")
+    assert "old must not be empty" in edit(tmp_path, path="f", old="", new="b").content
+    (tmp_path / "bin").write_bytes(b"\xff\xfe a")
+    out = edit(tmp_path, path="bin", old="a", new="b")
+    assert out.is_error and "not valid UTF-8" in out.content
+    assert (tmp_path / "bin").read_bytes() == b"\xff\xfe a"
+
+
+def test_edit_keeps_mode(tmp_path: Path) -> None:
+    f = tmp_path / "s.sh"
+    f.write_text("echo a\n")
+    f.chmod(0o750)
+    edit(tmp_path, path="s.sh", old="a", new="b")
+    assert f.read_text() == "echo b\n" and stat.S_IMODE(f.stat().st_mode) == 0o750
