@@ -7,7 +7,6 @@ for what they hold (``awl.format``, ``awl.manager``, ``awl.index`` ...).
 from __future__ import annotations
 
 from .conversation import (
-    ContentBlock,
     Conversation,
     Message,
     Text,
@@ -33,7 +32,6 @@ __version__ = "0.1.0"
 __all__ = [
     "AmbiguousSession",
     "AwlError",
-    "ContentBlock",
     "Conversation",
     "CorruptSession",
     "FormatError",

@@ -194,6 +194,8 @@ def show(ref: str, as_json: bool) -> None:
     from .transcript import session_document, transcript
 
     path = Path(ref) if ("/" in ref or ref.endswith(".jsonl")) else resolve_session(ref, Path.cwd())
+    if not path.is_file():
+        fail(f"{path}: no such session file", usage=True)
     try:
         with SessionManager.open(path, read_only=True) as m:
             if as_json:
@@ -231,7 +233,9 @@ def reindex(
     if paths and all_projects:
         fail("give PATHS or --all, not both", usage=True)
     targets = list(paths) if paths else session_paths(Path.cwd(), all_projects=all_projects)
-    total = sum(p.stat().st_size for p in targets if p.exists())
+    # The bar counts each log's size as it was before the run (a repair shrinks it).
+    before = {os.fspath(p): p.stat().st_size for p in targets if p.exists()}
+    total = sum(before.values())
     err = sys.stderr
     bar = None
     if err.isatty() and not as_json and targets:
@@ -240,7 +244,7 @@ def reindex(
 
     def on_result(r: Any) -> None:
         if bar is not None:
-            bar.update(max(r.size, 0))
+            bar.update(before.get(r.path, 0))
         if not as_json:
             for text in describe(r, dry_run=dry_run):
                 if bar is not None:

@@ -1045,12 +1045,11 @@ class SessionManager:
         return True
 
     def needs_checkpoint(self) -> bool:
-        """Whether a writer's open adds a checkpoint: none usable, or one far from the end,
-        and room for it in the budget."""
-        if not self._entry_count:
-            return False
-        if self._cp_offset is not None and self._size - self._cp_end < CHECKPOINT_MIN_TAIL:
-            return False
+        """Whether opening and closing this log as a writer would add a checkpoint.
+
+        That is: tree entries follow the last usable checkpoint (or there is
+        none), and one more fits in the 1% budget.
+        """
         return self._checkpoint_line(closing=True) is not None
 
     def _save_index(self) -> None:
@@ -1136,18 +1135,25 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
+MAX_HEADER = 1 << 20
+"""A first line longer than this is not a header (it is not read further)."""
+
+
 def _read_header_fd(fd: int, path: Path) -> SessionHeader:
-    head = b""
-    pos = 0
-    while b"\n" not in head:
-        chunk = os.pread(fd, 65536, pos)
+    head = bytearray()
+    while len(head) <= MAX_HEADER:
+        chunk = os.pread(fd, 65536, len(head))
         if not chunk:
             break
         head += chunk
-        pos += len(chunk)
+        if b"\n" in chunk:
+            break
     if not head:
         raise CorruptSession(path, None, "empty file, not a session log")
-    line = head.split(b"\n", 1)[0]
+    end = head.find(b"\n")
+    if end < 0 and len(head) > MAX_HEADER:
+        raise CorruptSession(path, 1, "the first line is not a session header (over 1 MiB long)")
+    line = bytes(head[: end if end >= 0 else len(head)])
     if not scanner.validate(line):
         raise CorruptSession(
             path, 1, "the first line is not a session header (not a complete JSON object)"

@@ -123,9 +123,10 @@ def reindex_file(
         else:
             with SessionManager.open(p) as m:
                 result.repaired = m.stats.trimmed
-                result.checkpointed = m.stats.checkpoints_written > 0
                 result.cache_written = m.build_index() or m.stats.cache in ("built", "extended")
                 result.entries = m.entry_count
+            # Read after close: closing may write the checkpoint.
+            result.checkpointed = m.stats.checkpoints_written > 0
             result.size = p.stat().st_size
     except SessionBusy:
         result.busy = True

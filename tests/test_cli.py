@@ -1,0 +1,605 @@
+"""The ``awl`` command line: sessions, show, errors, help, start-up imports."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from awl import scanner
+from awl.cli import main
+from awl.paths import corrupt_path, project_dir
+
+from .helpers import HEADER, chain, line, msg, reference_replay, snapshot, write_log
+
+REPO = Path(__file__).resolve().parent.parent
+TZ = "XYZ-05:30"  # a fixed offset of +05:30, no tz database needed
+LISTING = re.compile(
+    r"^(?P<id>[0-9a-f-]{8,36})  (?P<when>\d{4}-\d\d-\d\d \d\d:\d\d)"
+    r"  (?P<n>\d+) (?P<noun>messages?)$"
+)
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(autouse=True)
+def local_tz() -> Iterator[None]:
+    """Local time is +05:30, so a listing in UTC would show."""
+    saved = os.environ.get("TZ")
+    os.environ["TZ"] = TZ
+    time.tzset()
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = saved
+        time.tzset()
+
+
+@pytest.fixture
+def here(project: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(project)
+    return project
+
+
+def cli(*args: str) -> Any:
+    return CliRunner().invoke(main, list(args))
+
+
+def header(sid: str, ts: str, cwd: Path | str, **kw: Any) -> dict[str, Any]:
+    return dict(HEADER, id=sid, timestamp=ts, cwd=str(cwd), **kw)
+
+
+def log(root: Path, h: dict[str, Any], entries: list[dict[str, Any]], tail: bytes = b"") -> Path:
+    stamp = h["timestamp"].replace(":", "-").replace(".", "-")
+    return write_log(
+        project_dir(h["cwd"], root) / f"{stamp}_{h['id']}.jsonl", [h, *entries], tail=tail
+    )
+
+
+ID_A = "019dc5ba-53f6-71a5-ab8f-b1f8709c2572"
+ID_B = "019dc5ba-53f6-7aaa-8000-000000000002"
+ID_C = "01a00000-0000-7000-8000-000000000003"
+
+
+def branched() -> list[dict[str, Any]]:
+    """Eight entries whose branch holds five messages (and one entry of an unknown type)."""
+    e = [
+        {
+            "type": "message",
+            "id": "00000001",
+            "parentId": None,
+            "timestamp": "2026-04-24T08:05:01.000Z",
+            "message": {"role": "system", "content": [{"type": "text", "text": "be brief"}]},
+        },
+        msg("00000002", "00000001", "user", "the   first\nprompt of B"),
+        msg("00000003", "00000002", "assistant", "a1"),
+        msg("00000004", "00000003", "user", "abandoned"),
+        msg("00000005", "00000004", "assistant", "abandoned reply"),
+        msg("00000006", "00000003", "user", "second try", provider="openai", model="gpt-4o"),
+        {
+            "type": "compaction",
+            "id": "00000007",
+            "parentId": "00000006",
+            "timestamp": "2026-04-24T08:06:00.000Z",
+        },
+        msg("00000008", "00000007", "assistant", "done"),
+    ]
+    return e
+
+
+@pytest.fixture
+def store(root: Path, here: Path) -> dict[str, Path]:
+    """Three sessions of this directory (created B, A, C) and one of another cwd in its folder."""
+    a_entries = [
+        {
+            "type": "message",
+            "id": "0000000a",
+            "parentId": None,
+            "timestamp": "2026-04-25T17:40:16.000Z",
+            "message": {"role": "system", "content": [{"type": "text", "text": "sys"}]},
+        },
+        *chain(13, start=20),
+    ]
+    a_entries[1]["parentId"] = "0000000a"
+    return {
+        "A": log(root, header(ID_A, "2026-04-25T17:40:15.990Z", here), a_entries),
+        "B": log(root, header(ID_B, "2026-04-24T08:05:00.000Z", here), branched()),
+        "C": log(root, header(ID_C, "2026-04-26T23:59:59.000Z", here), chain(1)),
+        "other": write_log(
+            project_dir(here, root)
+            / f"2026-04-20T00-00-00-000Z_{'0' * 8}-0000-7000-8000-{'0' * 12}.jsonl",
+            [
+                header(
+                    "00000000-0000-7000-8000-000000000000", "2026-04-20T00:00:00.000Z", "/elsewhere"
+                ),
+                *chain(2),
+            ],
+        ),
+    }
+
+
+# ── --version ──
+
+
+@pytest.mark.usefixtures("scanner_impl")
+def test_version_names_the_scanner() -> None:
+    res = cli("--version")
+    assert res.exit_code == 0
+    assert f"scanner: {scanner.IMPLEMENTATION}" in res.output
+    assert re.match(r"awl \d+\.\d+\.\d+ \(scanner: (native|fallback), Python 3\.\d+", res.output)
+
+
+def test_version_in_a_real_process_with_the_fallback() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "awl.cli", "--version"],
+        env=child_env(AWL_NATIVE="0"),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "scanner: fallback" in out.stdout
+
+
+# ── sessions ──
+
+
+def test_sessions_seed_format_oldest_first(store: dict[str, Path]) -> None:
+    res = cli("sessions")
+    assert res.exit_code == 0, res.output
+    assert res.output.splitlines() == [
+        "019dc5ba-53f6-7a  2026-04-24 13:35  5 messages",
+        "019dc5ba-53f6-71  2026-04-25 23:10  14 messages",
+        "01a00000  2026-04-27 05:29  1 message",
+    ]
+    for text in res.output.splitlines():
+        assert LISTING.match(text)
+
+
+def test_sessions_shortest_unique_prefix_is_8_when_unique(root: Path, here: Path) -> None:
+    log(root, header(ID_A, "2026-04-25T17:40:15.990Z", here), chain(14))
+    res = cli("sessions")
+    assert res.output == "019dc5ba  2026-04-25 23:10  14 messages\n"
+
+
+def test_sessions_json(store: dict[str, Path], here: Path) -> None:
+    res = cli("sessions", "--json")
+    assert res.exit_code == 0
+    doc = orjson.loads(res.output)
+    assert [d["id"] for d in doc] == [ID_B, ID_A, ID_C]
+    b = doc[0]
+    assert set(b) >= {
+        "id",
+        "path",
+        "cwd",
+        "created",
+        "modified",
+        "lastActivity",
+        "messageCount",
+        "firstPrompt",
+        "size",
+        "error",
+    }
+    assert b["path"] == str(store["B"]) and b["cwd"] == str(here)
+    assert b["created"] == "2026-04-24T08:05:00.000Z"
+    assert b["messageCount"] == 5 and b["firstPrompt"] == "the first prompt of B"
+    assert b["lastActivity"] == "2026-04-25T14:00:01.000Z"
+    assert b["size"] == store["B"].stat().st_size and b["error"] is None
+    assert [d["messageCount"] for d in doc] == [5, 14, 1]
+
+
+def test_sessions_all_groups_by_cwd(
+    store: dict[str, Path], root: Path, here: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "zzz"
+    log(
+        root,
+        header("01b00000-0000-7000-8000-000000000009", "2026-04-25T00:00:00.000Z", other),
+        chain(2),
+    )
+    res = cli("sessions", "--all")
+    assert res.exit_code == 0, res.output
+    groups: dict[str, list[str]] = {}
+    cwd = ""
+    for text in res.output.splitlines():
+        if text.startswith("  "):
+            assert LISTING.match(text[2:]), text
+            groups[cwd].append(text[2 : 8 + 2])
+        else:
+            cwd = text
+            groups[cwd] = []
+    assert list(groups) == sorted(groups) == sorted(["/elsewhere", str(here), str(other)])
+    assert groups[str(here)] == ["019dc5ba", "019dc5ba", "01a00000"]
+    assert groups[str(other)] == ["01b00000"]
+    assert groups["/elsewhere"] == ["00000000"]
+
+
+def test_sessions_long_shows_first_prompt(store: dict[str, Path]) -> None:
+    res = cli("sessions", "--long")
+    first = res.output.splitlines()[0]
+    assert first.startswith("019dc5ba-53f6-7a  2026-04-24 13:35  5 messages  (modified ")
+    assert first.endswith("  the first prompt of B")
+    assert re.search(r"\(modified \d{4}-\d\d-\d\d \d\d:\d\d\)", first)
+
+
+def test_sessions_lists_an_unreadable_log(store: dict[str, Path], root: Path, here: Path) -> None:
+    c = chain(3)
+    bad = log(
+        root,
+        header("019dc5bb-0000-7000-8000-000000000004", "2026-04-25T18:00:00.000Z", here),
+        c[:1],
+        tail=b"{oops\n" + line(c[1]) + line(c[2]),
+    )
+    v2 = log(
+        root,
+        header("019dc5bc-0000-7000-8000-000000000005", "2026-04-25T19:00:00.000Z", here, version=2),
+        chain(2),
+    )
+    data = bad.read_bytes()
+    res = cli("sessions")
+    assert res.exit_code == 0, res.output
+    rows = res.output.splitlines()
+    assert len(rows) == 5
+    assert rows[2] == f"019dc5bb  2026-04-25 23:30  unreadable: {bad}:3: not a complete JSON object"
+    assert rows[3].startswith("019dc5bc  2026-04-26 00:30  unreadable: ")
+    assert str(v2) in rows[3] and "version" in rows[3]
+    doc = orjson.loads(cli("sessions", "--json").output)
+    errs = {d["id"]: d["error"] for d in doc}
+    assert errs["019dc5bb-0000-7000-8000-000000000004"] == f"{bad}:3: not a complete JSON object"
+    assert bad.read_bytes() == data
+
+
+def test_sessions_none() -> None:
+    res = cli("sessions")
+    assert (res.exit_code, res.output) == (0, "")
+
+
+def test_sessions_real_process(store: dict[str, Path], here: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "awl.cli", "sessions"],
+        cwd=here,
+        env=child_env(TZ=TZ),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[1] == "019dc5ba-53f6-71  2026-04-25 23:10  14 messages"
+
+
+# ── show ──
+
+
+RICH = [
+    {
+        "type": "message",
+        "id": "00000001",
+        "parentId": None,
+        "timestamp": "2026-04-25T14:00:00.000Z",
+        "message": {"role": "system", "content": [{"type": "text", "text": "You are helpful."}]},
+    },
+    msg("00000002", "00000001", "user", "What files?"),
+    {
+        "type": "message",
+        "id": "00000003",
+        "parentId": "00000002",
+        "timestamp": "2026-04-25T14:00:02.000Z",
+        "message": {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "list them"},
+                {"type": "text", "text": "Checking."},
+                {"type": "toolUse", "id": "tool_1", "name": "bash", "input": '{"command":"ls"}'},
+            ],
+            "provider": "anthropic",
+            "model": "claude",
+            "stopReason": "toolUse",
+            "usage": {"input": 10, "output": 5},
+        },
+    },
+    {
+        "type": "message",
+        "id": "00000004",
+        "parentId": "00000003",
+        "timestamp": "2026-04-25T14:00:03.000Z",
+        "provider": "openai",
+        "model": "gpt-4o",
+        "message": {
+            "role": "user",
+            "content": [{"type": "toolResult", "toolUseId": "tool_1", "content": "a.txt\nb.txt"}],
+        },
+    },
+    msg("00000005", "00000004", "assistant", "Two files: é and ✓."),
+]
+
+
+@pytest.fixture
+def rich(root: Path, here: Path) -> Path:
+    return log(root, header(ID_A, "2026-04-25T17:40:15.990Z", here), RICH)
+
+
+def test_show_json_document(rich: Path, here: Path) -> None:
+    for ref in (ID_A, "019dc5ba", str(rich)):
+        res = cli("show", "--json", ref)
+        assert res.exit_code == 0, res.output
+        doc = orjson.loads(res.output)
+        assert list(doc) == ["id", "cwd", "leafId", "activeProvider", "activeModel", "messages"]
+        replay = reference_replay(rich)
+        assert doc == {
+            "id": ID_A,
+            "cwd": str(here),
+            "leafId": "00000005",
+            "activeProvider": "openai",
+            "activeModel": "gpt-4o",
+            "messages": [{"role": r, "content": c} for r, c in replay.messages],
+        }
+        assert all(list(m) == ["role", "content"] for m in doc["messages"])
+
+
+def test_show_transcript(rich: Path) -> None:
+    res = cli("show", "019dc5ba-53f6")
+    assert res.exit_code == 0, res.output
+    out = res.output
+    assert out.startswith(f"session {ID_A}  cwd ")
+    assert "model openai/gpt-4o" in out.splitlines()[0] and "5 messages" in out.splitlines()[0]
+    pos = [
+        out.index(s)
+        for s in (
+            "You are helpful.",
+            "What files?",
+            "list them",
+            "Checking.",
+            "bash",
+            "a.txt\nb.txt",
+            "Two files: é and ✓.",
+        )
+    ]
+    assert pos == sorted(pos)
+
+
+HOLD_LOCK = textwrap.dedent(
+    """
+    import fcntl, os, select, sys
+    fd = os.open(sys.argv[1], os.O_RDWR | os.O_APPEND)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # what a writer holds
+    print("ready", flush=True)
+    select.select([sys.stdin], [], [], 20)
+    """
+)
+
+
+@contextmanager
+def writer_lock(path: Path) -> Iterator[None]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        yield
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(timeout=30)
+
+
+def test_show_never_writes_trims_or_locks(root: Path, here: Path, tmp_path: Path) -> None:
+    p = log(
+        root,
+        header(ID_A, "2026-04-25T17:40:15.990Z", here),
+        RICH,
+        tail=b'{"type":"message","id":"00000006","parentId":"000',
+    )
+    with writer_lock(p):
+        before = snapshot(tmp_path)
+        t0 = time.monotonic()
+        text = cli("show", "019dc5ba")
+        js = cli("show", "--json", str(p))
+        assert time.monotonic() - t0 < 10
+        assert snapshot(tmp_path) == before
+    assert text.exit_code == 0 and js.exit_code == 0, text.output + js.output
+    assert "Two files" in text.output
+    assert orjson.loads(js.output)["leafId"] == "00000005"
+    assert not corrupt_path(p).exists()
+
+
+def test_show_real_process(rich: Path, here: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "awl.cli", "show", "--json", "019dc5ba"],
+        cwd=here,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert out.returncode == 0, out.stderr
+    assert orjson.loads(out.stdout)["activeModel"] == "gpt-4o"
+
+
+def one_line_error(res: Any, status: int) -> str:
+    assert res.exit_code == status, (res.exit_code, res.output)
+    assert "Traceback" not in res.output and not isinstance(res.exception, AssertionError)
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1, res.output
+    return lines[0]
+
+
+def test_show_no_match(rich: Path) -> None:
+    text = one_line_error(cli("show", "deadbeef"), 2)
+    assert "deadbeef" in text and "no session" in text
+
+
+def test_show_ambiguous_prefix_lists_candidates(rich: Path, root: Path, here: Path) -> None:
+    log(root, header(ID_B, "2026-04-24T08:05:00.000Z", here), chain(2))
+    text = one_line_error(cli("show", "019dc5ba-53f6"), 2)
+    assert ID_A in text and ID_B in text
+
+
+@pytest.mark.parametrize("ref", ["..", "~", "019dc5ba*", "019dc5ba\\..", "-", " ", "ABC!"])
+def test_show_rejects_what_is_no_id(rich: Path, ref: str) -> None:
+    one_line_error(CliRunner().invoke(main, ["show", "--", ref]), 2)
+
+
+@pytest.mark.parametrize("ref", ["../x", "../x.jsonl", "nope/019dc5ba"])
+def test_show_missing_path_is_a_lookup_error(rich: Path, ref: str) -> None:
+    """A PATH naming no file fails like an id naming no session: one line, status 2."""
+    text = one_line_error(cli("show", ref), 2)
+    assert "no such session file" in text
+
+
+def test_show_corrupt_log(root: Path, here: Path) -> None:
+    c = chain(4)
+    p = log(
+        root,
+        header(ID_A, "2026-04-25T17:40:15.990Z", here),
+        c[:2],
+        tail=b"{broken\n" + b"".join(map(line, c[2:])),
+    )
+    data = p.read_bytes()
+    for args in (["show", "019dc5ba"], ["show", "--json", str(p)]):
+        text = one_line_error(cli(*args), 1)
+        assert text == f"Error: {p}:4: not a complete JSON object"
+    assert p.read_bytes() == data and not corrupt_path(p).exists()
+
+
+def test_show_corrupt_log_real_process(root: Path, here: Path) -> None:
+    c = chain(3)
+    p = log(
+        root,
+        header(ID_A, "2026-04-25T17:40:15.990Z", here),
+        c[:1],
+        tail=b"{broken\n" + b"".join(map(line, c[1:])),
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "awl.cli", "show", "019dc5ba"],
+        cwd=here,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert out.returncode == 1
+    assert out.stdout == "" and out.stderr == f"Error: {p}:3: not a complete JSON object\n"
+
+
+# ── help ──
+
+
+def walk(cmd: click.Command, path: str = "awl") -> Iterator[tuple[str, click.Command]]:
+    yield path, cmd
+    if isinstance(cmd, click.Group):
+        for name, sub in cmd.commands.items():
+            yield from walk(sub, f"{path} {name}")
+
+
+def test_every_command_and_option_has_help() -> None:
+    seen = []
+    for path, cmd in walk(main):
+        seen.append(path)
+        assert (cmd.help or "").strip(), f"{path} has no help text"
+        for param in cmd.params:
+            if isinstance(param, click.Option):
+                assert (param.help or "").strip(), f"{path} {param.opts[0]} has no help text"
+        res = CliRunner().invoke(main, [*path.split()[1:], "--help"])
+        assert res.exit_code == 0 and "Usage:" in res.output, path
+    assert {"awl sessions", "awl show", "awl reindex"} <= set(seen)
+
+
+def test_every_command_is_in_the_readme() -> None:
+    readme = (REPO / "README.md").read_text()
+    for path, _ in walk(main):
+        assert re.search(rf"(^|\W){re.escape(path)}(\W|$)", readme), (
+            f"README.md never mentions {path!r}"
+        )
+
+
+# ── start-up imports ──
+
+
+HEAVY = ("anthropic", "openai", "prompt_toolkit")
+IMPORT_LINE = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|(?P<indent> *)(?P<name>\S+)\s*$")
+
+
+def heavy_imports(stderr: str) -> list[str]:
+    """Each outermost import of a heavy package, with the chain of modules that led to it."""
+    rows = [
+        (len(m["indent"]), m["name"]) for ln in stderr.splitlines() if (m := IMPORT_LINE.match(ln))
+    ]
+
+    def heavy(name: str) -> bool:
+        return name.split(".")[0] in HEAVY
+
+    found = []
+    for i, (depth, name) in enumerate(rows):
+        if not heavy(name):
+            continue
+        importers = []
+        want = depth
+        for d, n in rows[i + 1 :]:  # a module is listed after everything it imports
+            if d < want:
+                importers.append(n)
+                want = d
+        if importers and heavy(importers[0]):
+            continue  # a submodule: its package is reported
+        found.append(" <- ".join([name, *importers]))
+    return found
+
+
+def importtime(args: list[str], cwd: Path) -> str:
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "awl.cli", *args],
+        cwd=cwd,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode in (0, 2), out.stderr[-2000:]
+    return out.stderr
+
+
+@pytest.mark.parametrize("args", [["sessions"], ["show", "019dc5ba"], ["--help"]])
+def test_fast_commands_import_no_sdk(rich: Path, here: Path, args: list[str]) -> None:
+    stderr = importtime(args, here)
+    assert "awl.manager" in stderr
+    assert heavy_imports(stderr) == []
+
+
+def test_import_chain_detection_works(here: Path) -> None:
+    """The check above can fail: a heavy import in a child process is found with its importer."""
+    import importlib.util
+
+    name = next((h for h in reversed(HEAVY) if importlib.util.find_spec(h) is not None), None)
+    if name is None:
+        pytest.skip("no provider SDK or prompt_toolkit installed")
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", f"import awl.cli, {name}"],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    found = heavy_imports(out.stderr)
+    assert found and found[0].startswith(name)

@@ -1,0 +1,120 @@
+"""The public API: ``awl.__all__`` is exactly what is promised, and all of it is documented."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import re
+import types
+from pathlib import Path
+
+import pytest
+
+import awl
+
+EXPECTED = [
+    "AmbiguousSession",
+    "AwlError",
+    "Conversation",
+    "CorruptSession",
+    "FormatError",
+    "Message",
+    "SessionBusy",
+    "SessionError",
+    "SessionInfo",
+    "SessionManager",
+    "SessionNotFound",
+    "SessionWriteError",
+    "Text",
+    "TextualBlock",
+    "Thinking",
+    "ToolResult",
+    "ToolUse",
+    "__version__",
+]
+
+
+def test_all_is_exactly_the_promised_list() -> None:
+    assert awl.__all__ == EXPECTED
+
+
+def test_nothing_public_is_left_out_of_all() -> None:
+    public = {
+        name
+        for name, value in vars(awl).items()
+        if not name.startswith("_")
+        and not isinstance(value, types.ModuleType)
+        and type(value).__name__ != "_Feature"  # from __future__ import annotations
+    }
+    assert public <= set(awl.__all__), sorted(public - set(awl.__all__))
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_name_is_importable(name: str) -> None:
+    namespace: dict[str, object] = {}
+    exec(f"from awl import {name}", namespace)
+    assert namespace[name] is getattr(awl, name)
+
+
+def test_version() -> None:
+    assert isinstance(awl.__version__, str)
+    assert re.fullmatch(r"\d+\.\d+\.\d+", awl.__version__)
+
+
+def _defining_module(name: str) -> str:
+    """The submodule that ``awl/__init__.py`` imports ``name`` from."""
+    tree = ast.parse(Path(awl.__file__).read_text())
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and any(a.name == name for a in node.names):
+            return f"awl.{node.module}" if node.level else str(node.module)
+    raise AssertionError(f"awl/__init__.py does not import {name}")
+
+
+def _attribute_docstring(module: str, name: str) -> str:
+    """The string literal right after ``name = ...`` at module level (Sphinx's convention)."""
+    tree = ast.parse(inspect.getsource(importlib.import_module(module)))
+    body = tree.body
+    for i, node in enumerate(body):
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AnnAssign)
+            else []
+        )
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            nxt = body[i + 1] if i + 1 < len(body) else None
+            if (
+                isinstance(nxt, ast.Expr)
+                and isinstance(nxt.value, ast.Constant)
+                and isinstance(nxt.value.value, str)
+            ):
+                return nxt.value.value
+            return ""
+    raise AssertionError(f"{name} is not assigned at module level of {module}")
+
+
+@pytest.mark.parametrize("name", [n for n in EXPECTED if n != "__version__"])
+def test_name_is_documented(name: str) -> None:
+    obj = getattr(awl, name)
+    if inspect.isclass(obj) or inspect.isfunction(obj):
+        doc = vars(obj).get("__doc__") if inspect.isclass(obj) else obj.__doc__
+    else:
+        # An alias (such as a union of block types) carries the docstring of
+        # its type, not its own: it must have an attribute docstring.
+        doc = _attribute_docstring(_defining_module(name), name)
+    assert (doc or "").strip(), f"awl.{name} has no docstring"
+
+
+@pytest.mark.parametrize("name", [n for n in EXPECTED if inspect.isclass(getattr(awl, n))])
+def test_public_members_are_documented(name: str) -> None:
+    cls = getattr(awl, name)
+    missing = []
+    for attr, value in vars(cls).items():
+        if attr.startswith("_"):
+            continue
+        func = value.fget if isinstance(value, property) else getattr(value, "__func__", value)
+        if inspect.isfunction(func) and not (func.__doc__ or "").strip():
+            missing.append(attr)
+    assert missing == [], f"undocumented members of awl.{name}: {missing}"

@@ -1,0 +1,665 @@
+"""``awl reindex``: repair, checkpoint, cache and verify a generated store, API and CLI."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from awl import Message, SessionManager, Text
+from awl.cli import main
+from awl.paths import corrupt_path, index_cache_path, project_dir
+from awl.reindex import FileResult, reindex, reindex_file
+
+from .helpers import HEADER, chain, line, msg, snapshot, write_log
+
+# Every store test runs against both scanner implementations.
+pytestmark = pytest.mark.usefixtures("scanner_impl")
+
+REPO = Path(__file__).resolve().parent.parent
+BIG_TEXT = 2000  # 40 entries of this many characters make a log of about 88 KB
+
+
+def child_env() -> dict[str, str]:
+    """The test's environment (session root, cache, AWL_FSYNC) with awl importable."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    return env
+
+
+# ── building a store ──
+
+
+def header(n: int, cwd: Path) -> dict[str, Any]:
+    sid = f"019dc5ba-53f6-7{n:03x}-8000-{n:012x}"
+    return dict(HEADER, id=sid, timestamp=f"2026-04-25T17:40:{n:02d}.000Z", cwd=str(cwd))
+
+
+def log_name(h: dict[str, Any]) -> str:
+    stamp = h["timestamp"].replace(":", "-").replace(".", "-")
+    return f"{stamp}_{h['id']}.jsonl"
+
+
+def hand_log(
+    folder: Path, n: int, cwd: Path, entries: list[dict[str, Any]], tail: bytes = b""
+) -> Path:
+    h = header(n, cwd)
+    return write_log(folder / log_name(h), [h, *entries], tail=tail)
+
+
+def big_chain(count: int = 40) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    parent = None
+    for i in range(count):
+        eid = f"{i + 1:08x}"
+        out.append(
+            msg(eid, parent, "user" if i % 2 == 0 else "assistant", f"{i} " + "z" * BIG_TEXT)
+        )
+        parent = eid
+    return out
+
+
+def managed_log(project: Path, root: Path, turns: int = 40) -> Path:
+    """A log written by SessionManager: system + ``turns`` messages, > 70 KB, closed."""
+    m = SessionManager.create(project, "anthropic", "claude", session_dir=root)
+    m.append_message(Message("system", [Text("sys")]))
+    for i in range(turns):
+        if i % 2 == 0:
+            m.append_message(Message("user", [Text(f"prompt {i} " + "x" * BIG_TEXT)]))
+        else:
+            m.append_message(
+                Message("assistant", [Text(f"reply {i} " + "y" * BIG_TEXT)]),
+                provider="anthropic",
+                model="claude",
+            )
+    m.close()
+    return m.path
+
+
+def checkpoint_count(path: Path) -> int:
+    return sum(
+        1 for raw in path.read_bytes().splitlines() if orjson.loads(raw)["type"] == "checkpoint"
+    )
+
+
+TORN = b'{"type":"message","id":"0000000a","parentId":"00000003","timestamp":"2026-04-25T14:0'
+
+
+@dataclass
+class Store:
+    root: Path
+    folder: Path
+    clean: Path  # SessionManager's: checkpointed, cached; nothing to do
+    plain: Path  # by hand, > 70 KB, no checkpoint, no cache
+    torn: Path  # small, torn (unterminated) last line
+    corrupt: Path  # a malformed line in the middle (and a torn tail, left alone)
+    stale: Path  # SessionManager's, its cache replaced by garbage
+    busy: Path  # held by another process while the store is used
+
+    def logs(self) -> list[Path]:
+        return [self.clean, self.plain, self.torn, self.corrupt, self.stale, self.busy]
+
+
+def build_store(root: Path, project: Path) -> Store:
+    folder = project_dir(project, root)
+    clean = managed_log(project, root)
+    stale = managed_log(project, root)
+    index_cache_path(stale).write_bytes(b"garbage " * 64)
+    plain = hand_log(folder, 1, project, big_chain())
+    torn = hand_log(folder, 2, project, chain(3), tail=TORN)
+    c = chain(4)
+    corrupt = hand_log(
+        folder, 3, project, c[:2], tail=b"{not json\n" + line(c[2]) + line(c[3]) + TORN
+    )
+    busy = hand_log(folder, 4, project, chain(3))
+    assert plain.stat().st_size > 70_000 and clean.stat().st_size > 70_000
+    assert checkpoint_count(plain) == 0 and checkpoint_count(clean) == 1
+    return Store(root, folder, clean, plain, torn, corrupt, stale, busy)
+
+
+HOLDER = textwrap.dedent(
+    """
+    import select, sys
+    from awl import SessionManager
+    m = SessionManager.open(sys.argv[1])
+    print("ready", flush=True)
+    select.select([sys.stdin], [], [], 20)  # until the test closes stdin (at most 20 s)
+    m.close()
+    """
+)
+
+
+@contextmanager
+def held(path: Path) -> Iterator[subprocess.Popen[str]]:
+    """Another process holds ``path`` open as a writer until the block ends."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=child_env(),
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        yield proc
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(timeout=30)
+
+
+@contextmanager
+def busy_store(root: Path, project: Path) -> Iterator[Store]:
+    """The store, with its busy log held by a writer in another process.
+
+    Once the writer is ready the test makes that log one reindex would change
+    if it were free: a half-written last line and no index cache.
+    """
+    store = build_store(root, project)
+    with held(store.busy):
+        with store.busy.open("ab") as f:
+            f.write(b'{"type":"message","id":"0000')
+        index_cache_path(store.busy).unlink(missing_ok=True)
+        yield store
+
+
+def everything(tmp_path: Path) -> dict[str, bytes]:
+    """Every file of the test: session root and cache folder."""
+    return snapshot(tmp_path)
+
+
+def by_name(results: list[FileResult]) -> dict[str, FileResult]:
+    return {Path(r.path).name: r for r in results}
+
+
+def outcome(r: FileResult) -> tuple[Any, ...]:
+    return (
+        r.repaired,
+        r.checkpointed,
+        r.cache_written,
+        r.busy,
+        r.entries,
+        r.problem_count,
+        r.error is not None,
+    )
+
+
+# ── the Python API ──
+
+
+def test_reindex_store(tmp_path: Path, root: Path, project: Path) -> None:
+    with busy_store(root, project) as s:
+        busy_bytes = s.busy.read_bytes()
+        corrupt_bytes = s.corrupt.read_bytes()
+        torn_size = s.torn.stat().st_size
+        plain_size = s.plain.stat().st_size
+        clean_bytes = s.clean.read_bytes()
+        t0 = time.monotonic()
+        results, summary = reindex(s.logs(), jobs=1)
+        assert time.monotonic() - t0 < 10, "reindex waited for the busy log"
+        r = by_name(results)
+        assert [Path(x.path) for x in results] == sorted(s.logs())
+
+        # clean: nothing to do, nothing written
+        assert outcome(r[s.clean.name]) == (0, False, False, False, 41, 0, False)
+        assert s.clean.read_bytes() == clean_bytes
+        # plain: gets a checkpoint and a cache
+        assert outcome(r[s.plain.name]) == (0, True, True, False, 40, 0, False)
+        assert checkpoint_count(s.plain) == 1
+        assert s.plain.stat().st_size > plain_size
+        assert index_cache_path(s.plain).exists()
+        # torn: the last line goes to .corrupt
+        assert outcome(r[s.torn.name]) == (len(TORN), False, True, False, 3, 0, False)
+        assert corrupt_path(s.torn).read_bytes() == TORN
+        assert s.torn.stat().st_size == torn_size - len(TORN)
+        assert s.torn.read_bytes().endswith(b"\n")
+        # corrupt: reported with file:line, byte-identical, no .corrupt, no cache
+        cr = r[s.corrupt.name]
+        assert cr.failed and cr.error == f"{s.corrupt}:4: not a complete JSON object"
+        assert s.corrupt.read_bytes() == corrupt_bytes
+        assert not corrupt_path(s.corrupt).exists()
+        assert not index_cache_path(s.corrupt).exists()
+        # stale cache: rebuilt
+        assert outcome(r[s.stale.name]) == (0, False, True, False, 41, 0, False)
+        # busy: skipped, never written (no trim, no cache), reported
+        br = r[s.busy.name]
+        assert br.busy and not br.failed
+        assert (br.repaired, br.checkpointed, br.cache_written) == (0, False, False)
+        assert s.busy.read_bytes() == busy_bytes
+        assert not corrupt_path(s.busy).exists()
+        assert not index_cache_path(s.busy).exists()
+
+        # the summary's numbers
+        assert summary.files == 6
+        assert summary.bytes == sum(p.stat().st_size for p in s.logs())
+        assert summary.entries == 41 + 40 + 3 + 41
+        assert summary.entries == sum(x.entries for x in results)
+        assert (summary.repaired, summary.checkpointed, summary.caches) == (1, 1, 3)
+        assert (summary.busy, summary.errors) == (1, 1)
+
+
+def test_caches_written_by_reindex_are_used(root: Path, project: Path) -> None:
+    s = build_store(root, project)
+    reindex([s.plain, s.torn, s.stale], jobs=1)
+    for p in (s.plain, s.torn, s.stale):
+        with SessionManager.open(p, read_only=True) as m:
+            m.get_branch()
+            assert m.stats.cache == "loaded", p.name
+
+
+def test_second_reindex_changes_nothing(tmp_path: Path, root: Path, project: Path) -> None:
+    with busy_store(root, project) as s:
+        _, first = reindex(s.logs(), jobs=1)
+        before = everything(tmp_path)
+        results, second = reindex(s.logs(), jobs=1)
+        assert everything(tmp_path) == before
+    for r in results:
+        assert (r.repaired, r.checkpointed, r.cache_written) == (0, False, False), r.path
+    assert (second.repaired, second.checkpointed, second.caches) == (0, 0, 0)
+    assert (second.files, second.busy, second.errors) == (6, 1, 1)
+    assert second.entries == first.entries and second.bytes == first.bytes
+
+
+def test_dry_run_changes_nothing_and_predicts(tmp_path: Path, root: Path, project: Path) -> None:
+    with busy_store(root, project) as s:
+        before = everything(tmp_path)
+        sizes = sum(p.stat().st_size for p in s.logs())
+        dry, summary = reindex(s.logs(), dry_run=True, jobs=1)
+        assert everything(tmp_path) == before
+        assert summary.bytes == sizes
+        assert (summary.files, summary.repaired, summary.checkpointed, summary.caches) == (
+            6,
+            1,
+            1,
+            3,
+        )
+        assert (summary.busy, summary.errors) == (1, 1)
+        real, _ = reindex(s.logs(), jobs=1)
+    assert [outcome(r) for r in dry] == [outcome(r) for r in real]
+
+
+ROLES = ("clean", "plain", "torn", "corrupt", "stale", "busy")
+
+
+def test_jobs_2_same_as_jobs_1(tmp_path: Path, project: Path) -> None:
+    outcomes = []
+    for jobs in (1, 2):
+        root = tmp_path / f"store{jobs}"
+        with busy_store(root, project) as s:
+            results, summary = reindex(s.logs(), jobs=jobs)
+            role = {getattr(s, k).name: k for k in ROLES}
+            # Random ids and checkpoint timestamps: compare those logs by size.
+            logs = {
+                k: len(b) if k in ("clean", "stale", "plain") else b
+                for k, b in ((k, getattr(s, k).read_bytes()) for k in ROLES)
+            }
+            logs["torn.corrupt"] = corrupt_path(s.torn).read_bytes()
+        rows = {
+            role[Path(r.path).name]: {
+                **asdict(r),
+                "path": None,
+                "error": r.error and r.error.replace(str(root), "ROOT"),
+            }
+            for r in results
+        }
+        outcomes.append((rows, asdict(summary), logs))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][1]["files"] == 6
+
+
+def test_busy_log_is_skipped_at_once_and_never_written(tmp_path: Path) -> None:
+    p = hand_log(tmp_path / "logs", 5, tmp_path, big_chain())
+    with held(p):
+        # The holder has made it a fast log; now break it as a writer that dies would.
+        with p.open("ab") as f:
+            f.write(b'{"type":"message","id":"0000')
+        index_cache_path(p).unlink()
+        before = everything(tmp_path)
+        for kwargs in ({}, {"verify": True}, {"dry_run": True}):
+            t0 = time.monotonic()
+            r = reindex_file(p, **kwargs)
+            assert time.monotonic() - t0 < 5, "reindex waited for the lock"
+            assert r.busy and not r.failed and r.size == p.stat().st_size, kwargs
+            assert (r.repaired, r.checkpointed, r.cache_written, r.entries) == (0, False, False, 0)
+        assert everything(tmp_path) == before
+
+
+@pytest.mark.parametrize("how", ["deleted", "garbage", "other log's", "truncated"])
+def test_stale_cache_is_rebuilt(tmp_path: Path, root: Path, project: Path, how: str) -> None:
+    a = managed_log(project, root)
+    b = managed_log(project, root)
+    cache = index_cache_path(a)
+    good = cache.read_bytes()
+    if how == "deleted":
+        cache.unlink()
+    elif how == "garbage":
+        cache.write_bytes(os.urandom(len(good)))
+    elif how == "other log's":
+        shutil.copyfile(index_cache_path(b), cache)
+    else:
+        cache.write_bytes(good[: len(good) // 2])
+    log = a.read_bytes()
+    r = reindex_file(a)
+    assert r.cache_written and not r.failed and r.entries == 41
+    assert a.read_bytes() == log
+    with SessionManager.open(a, read_only=True) as m:
+        m.get_branch()
+        assert m.stats.cache == "loaded"
+    assert not reindex_file(a).cache_written
+
+
+def test_log_grown_by_another_tool_gets_a_checkpoint(
+    tmp_path: Path, root: Path, project: Path
+) -> None:
+    p = managed_log(project, root)
+    with SessionManager.open(p, read_only=True) as m:
+        leaf = m.leaf_id
+    extra = big_chain(40)
+    extra[0]["parentId"] = leaf
+    for i, e in enumerate(extra):
+        e["id"] = f"{0xA0000000 + i:08x}"
+        if i:
+            e["parentId"] = extra[i - 1]["id"]
+    with p.open("ab") as f:
+        f.write(b"".join(line(e) for e in extra))
+    r = reindex_file(p)
+    assert r.checkpointed and r.cache_written and r.entries == 81
+    assert checkpoint_count(p) == 2
+    with SessionManager.open(p, read_only=True) as m:
+        assert m.stats.mode == "checkpoint" and m.message_count == 81
+
+
+def test_every_checkpoint_written_is_reported(tmp_path: Path, root: Path, project: Path) -> None:
+    """Entries after the last checkpoint (under 64 KiB): whatever reindex writes, it reports."""
+    p = managed_log(project, root, turns=100)  # about 220 KB: room for another checkpoint
+    with SessionManager.open(p, read_only=True) as m:
+        leaf = m.leaf_id
+    with p.open("ab") as f:
+        f.write(line(msg("a0000001", leaf, "user", "hello")))
+        f.write(line(msg("a0000002", "a0000001", "assistant", "hi")))
+    cps = checkpoint_count(p)
+    dry = reindex_file(p, dry_run=True)
+    r = reindex_file(p)
+    assert r.entries == 103 and not r.failed
+    added = checkpoint_count(p) - cps
+    assert r.checkpointed == (added > 0), (
+        f"{added} checkpoint(s) written, reported {r.checkpointed}"
+    )
+    assert dry.checkpointed == r.checkpointed
+    assert not reindex_file(p).checkpointed
+
+
+def test_missing_final_newline_is_kept(tmp_path: Path) -> None:
+    p = hand_log(tmp_path / "logs", 6, tmp_path, big_chain())
+    data = p.read_bytes()
+    p.write_bytes(data[:-1])
+    r = reindex_file(p)
+    assert not r.failed and r.repaired == 0 and r.checkpointed
+    assert p.read_bytes().startswith(data) and not corrupt_path(p).exists()
+    with SessionManager.open(p, read_only=True) as m:
+        assert m.message_count == 40 and m.stats.mode == "checkpoint"
+
+
+# ── verify ──
+
+
+def test_verify_reports_every_corrupt_line(tmp_path: Path) -> None:
+    c = chain(6)
+    p = hand_log(
+        tmp_path / "logs",
+        7,
+        tmp_path,
+        c[:2],
+        tail=b"garbage\n" + line(c[2]) + b'{"type":"message",\n' + b"".join(map(line, c[3:])),
+    )
+    data = p.read_bytes()
+    r = reindex_file(p, verify=True)
+    assert r.failed and r.problem_count == 2
+    assert [ln for ln, _ in r.problems] == [4, 6]
+    assert all("not a complete JSON object" in text for _, text in r.problems)
+    assert p.read_bytes() == data and not corrupt_path(p).exists()
+    assert not index_cache_path(p).exists()
+
+
+@pytest.mark.parametrize(
+    ("damage", "where", "words"),
+    [
+        ("dangling", 4, "names no entry"),
+        ("cycle", 2, "cycle"),
+        ("duplicate", 5, "duplicate entry id '00000002'"),
+    ],
+)
+def test_verify_reports_tree_problems(tmp_path: Path, damage: str, where: int, words: str) -> None:
+    c = chain(5)
+    if damage == "dangling":
+        c[2]["parentId"] = "deadbeef"
+    elif damage == "cycle":
+        c[0]["parentId"] = c[2]["id"]
+    else:
+        c[3]["id"] = c[1]["id"]
+        c[4]["parentId"] = c[2]["id"]
+    p = hand_log(tmp_path / "logs", 8, tmp_path, c)
+    data = p.read_bytes()
+    r = reindex_file(p, verify=True)
+    assert r.failed and r.problem_count == 1, r.problems
+    ((ln, text),) = r.problems
+    assert ln == where and words in text
+    assert p.read_bytes() == data
+    # Without --verify the open refuses it too, naming the line.
+    plain = reindex_file(p)
+    assert plain.failed and plain.error is not None and plain.error.startswith(f"{p}:{where}: ")
+    assert p.read_bytes() == data
+
+
+def test_verify_torn_tail_is_not_an_error_and_is_repaired(tmp_path: Path) -> None:
+    p = hand_log(tmp_path / "logs", 9, tmp_path, big_chain(), tail=TORN)
+    data = p.read_bytes()
+    r = reindex_file(p, verify=True)
+    assert not r.failed and r.problems == [] and r.problem_count == 0
+    assert r.repaired == len(TORN) and r.checkpointed and r.entries == 40
+    assert corrupt_path(p).read_bytes() == TORN
+    after = p.read_bytes()
+    assert after[: len(data) - len(TORN)] == data[: -len(TORN)]
+    assert orjson.loads(after.splitlines()[-1])["type"] == "checkpoint"
+    again = reindex_file(p, verify=True)
+    assert again.problem_count == 0 and again.repaired == 0 and p.read_bytes() == after
+
+
+def test_verify_clean_store_has_no_problems(root: Path, project: Path) -> None:
+    s = build_store(root, project)
+    results, summary = reindex([s.clean, s.plain, s.torn, s.stale], verify=True, jobs=1)
+    assert summary.errors == 0 and all(r.problems == [] for r in results)
+    assert (summary.repaired, summary.checkpointed, summary.caches) == (1, 1, 3)
+
+
+# ── the command line ──
+
+
+def run_cli(*args: str) -> Any:
+    return CliRunner().invoke(main, ["reindex", *args], catch_exceptions=False)
+
+
+def test_cli_json_and_exit_status(
+    tmp_path: Path, root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(project)
+    with busy_store(root, project) as s:
+        res = run_cli("--json", "--jobs", "1")
+        sizes = sum(p.stat().st_size for p in s.logs())
+    assert res.exit_code == 1, res.output
+    doc = orjson.loads(res.output)
+    assert doc["summary"] == {
+        "files": 6,
+        "bytes": sizes,
+        "entries": 125,
+        "repaired": 1,
+        "checkpointed": 1,
+        "caches": 3,
+        "busy": 1,
+        "errors": 1,
+    }
+    files = {Path(f["path"]).name: f for f in doc["files"]}
+    assert set(files) == {p.name for p in s.logs()}
+    assert files[s.torn.name]["repaired"] == len(TORN)
+    assert files[s.plain.name]["checkpointed"] and files[s.plain.name]["cacheWritten"]
+    assert files[s.busy.name]["busy"] and files[s.busy.name]["error"] is None
+    assert files[s.corrupt.name]["error"] == f"{s.corrupt}:4: not a complete JSON object"
+    # Without the corrupt log the run succeeds, busy log or not.
+    s.corrupt.unlink()
+    with held(s.busy):
+        res = run_cli("--json")
+    assert res.exit_code == 0, res.output
+    assert orjson.loads(res.output)["summary"]["busy"] == 1
+
+
+def test_cli_text_output(
+    tmp_path: Path, root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(project)
+    with busy_store(root, project) as s:
+        res = run_cli("--jobs", "2")
+        sizes = sum(p.stat().st_size for p in s.logs())
+    assert res.exit_code == 1
+    out = res.output.splitlines()
+    assert f"{s.corrupt}:4: not a complete JSON object" in out
+    assert f"{s.busy}: skipped: open in another awl process" in out
+    assert f"{s.torn}: move a torn last line ({len(TORN)} bytes) to .corrupt" in out
+    assert f"{s.plain}: add a checkpoint" in out
+    assert 100_000 < sizes < 1_000_000
+    assert out[-1] == (
+        f"6 files, {sizes / 1000:.1f} KB, 125 entries: 1 repaired, 1 checkpointed, "
+        "3 index caches written, 1 skipped as busy, 1 with errors"
+    )
+    assert "Traceback" not in res.output
+    assert "[" not in res.output.replace(str(tmp_path), "")  # no progress bar off a terminal
+
+
+def test_cli_dry_run(
+    tmp_path: Path, root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(project)
+    s = build_store(root, project)
+    s.corrupt.unlink()
+    before = everything(tmp_path)
+    res = run_cli("--dry-run")
+    assert everything(tmp_path) == before
+    assert res.exit_code == 0, res.output
+    out = res.output.splitlines()
+    assert f"{s.torn}: would move a torn last line ({len(TORN)} bytes) to .corrupt" in out
+    assert f"{s.plain}: would add a checkpoint" in out
+    assert out[-1].endswith(
+        "1 would be repaired, 1 would be checkpointed, 4 index caches would be written, "
+        "0 skipped as busy, 0 with errors"
+    )
+
+
+def test_cli_verify_lists_every_problem(
+    tmp_path: Path, root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(project)
+    folder = project_dir(project, root)
+    c = chain(6)
+    c[5]["parentId"] = "deadbeef"
+    bad = hand_log(
+        folder,
+        10,
+        project,
+        c[:2],
+        tail=b"oops\n" + line(c[2]) + b"[1]\n" + b"".join(map(line, c[3:])),
+    )
+    data = bad.read_bytes()
+    res = run_cli("--verify")
+    assert res.exit_code == 1
+    lines = [x for x in res.output.splitlines() if x.startswith(f"{bad}:")]
+    assert [x.split(":")[1] for x in lines] == ["4", "6", "9"], res.output
+    assert bad.read_bytes() == data
+    doc = orjson.loads(run_cli("--verify", "--json").output)
+    (f,) = doc["files"]
+    assert [p["line"] for p in f["problems"]] == [4, 6, 9] and f["problemCount"] == 3
+
+
+def test_cli_scope_cwd_paths_all(
+    tmp_path: Path, root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    here = hand_log(project_dir(project, root), 11, project, chain(3), tail=TORN)
+    other_cwd = tmp_path / "elsewhere"
+    other = hand_log(project_dir(other_cwd, root), 12, other_cwd, chain(3), tail=TORN)
+    monkeypatch.chdir(project)
+    assert orjson.loads(run_cli("--json", "--dry-run").output)["summary"]["files"] == 1
+    doc = orjson.loads(run_cli("--json", "--dry-run", "--all").output)
+    assert {Path(f["path"]) for f in doc["files"]} == {here, other}
+    doc = orjson.loads(run_cli("--json", str(other)).output)
+    assert [Path(f["path"]) for f in doc["files"]] == [other]
+    assert corrupt_path(other).exists() and not corrupt_path(here).exists()
+    res = CliRunner().invoke(main, ["reindex", "--all", str(here)])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert not corrupt_path(here).exists()
+
+
+# ── a real terminal ──
+
+
+def test_progress_bar_on_a_terminal_only(tmp_path: Path, root: Path, project: Path) -> None:
+    pexpect = pytest.importorskip("pexpect")
+    s = build_store(root, project)
+    s.corrupt.unlink()
+    bar = re.compile(r"reindex\s+\[[#-]+\]\s+\d+%")
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "awl.cli", "reindex", "--all"],
+        env=child_env(),
+        cwd=str(project),
+        encoding="utf-8",
+        timeout=30,
+    )
+    child.expect(pexpect.EOF)
+    child.close()
+    shown = child.before
+    assert child.exitstatus == 0, shown
+    assert bar.search(shown), shown
+    assert "5 files" in shown
+
+    s2 = build_store(tmp_path / "root2", project)
+    s2.corrupt.unlink()
+    piped = subprocess.run(
+        [sys.executable, "-m", "awl.cli", "reindex", "--all"],
+        env={**child_env(), "AWL_SESSION_DIR": str(tmp_path / "root2")},
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert piped.returncode == 0, piped.stderr
+    assert not bar.search(piped.stderr + piped.stdout)
+    assert piped.stderr == "" and "5 files" in piped.stdout
+
+
+def test_progress_bar_reaches_100_percent(tmp_path: Path, root: Path, project: Path) -> None:
+    """The bar's total is the logs' sizes before; repairs must not leave it short of 100%."""
+    pexpect = pytest.importorskip("pexpect")
+    hand_log(project_dir(project, root), 13, project, chain(3), tail=TORN)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "awl.cli", "reindex"],
+        env=child_env(),
+        cwd=str(project),
+        encoding="utf-8",
+        timeout=30,
+    )
+    child.expect(pexpect.EOF)
+    child.close()
+    percents = re.findall(r"reindex\s+\[[#-]+\]\s+(\d+)%", child.before)
+    assert percents and percents[-1] == "100", child.before
