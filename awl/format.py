@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Container
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
 import orjson
