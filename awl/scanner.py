@@ -1,0 +1,373 @@
+"""Line index and JSON validation for session logs, native with a pure fallback.
+
+A buffer (bytes, bytearray, memoryview or mmap, read-only allowed) holds a
+JSONL log.  Lines are the maximal byte ranges separated by ``b"\\n"``; a
+record covers ``[offset, offset + length)`` without the newline.  A range
+ending in ``"\\n"`` has no empty final line; one that does not end in it has a
+final line flagged :data:`FLAG_UNTERMINATED`.
+
+Two implementations give identical results: ``"native"`` (the C scanner in
+``native/scanner.c``, loaded through cffi as :mod:`awl._native`) and
+``"fallback"`` (numpy for line starts, orjson per line).  orjson is the
+oracle for validity: a line is a valid object exactly when ``orjson.loads``
+returns a dict for it.  ``AWL_NATIVE=0`` in the environment at import forces
+the fallback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import mmap
+import os
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Final, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "FLAG_ID",
+    "FLAG_ID_HEX",
+    "FLAG_PARENT",
+    "FLAG_PARENT_HEX",
+    "FLAG_PARENT_NULL",
+    "FLAG_UNTERMINATED",
+    "IMPLEMENTATION",
+    "INDEX_DTYPE",
+    "KIND_BLANK",
+    "KIND_CHECKPOINT",
+    "KIND_INVALID",
+    "KIND_MESSAGE",
+    "KIND_OTHER",
+    "KIND_SESSION",
+    "KIND_UNTYPED",
+    "MAX_DEPTH",
+    "ROLE_ASSISTANT",
+    "ROLE_NONE",
+    "ROLE_OTHER",
+    "ROLE_SYSTEM",
+    "ROLE_USER",
+    "BufferLike",
+    "available",
+    "find_last",
+    "line_starts",
+    "scan",
+    "use",
+    "validate",
+]
+
+BufferLike = bytes | bytearray | memoryview | mmap.mmap
+"""What the functions accept: anything exporting a contiguous byte buffer."""
+
+INDEX_DTYPE: Final = np.dtype(
+    [
+        ("offset", "<u8"),
+        ("length", "<u8"),
+        ("id", "<u4"),
+        ("parent", "<u4"),
+        ("flags", "<u2"),
+        ("kind", "u1"),
+        ("role", "u1"),
+        ("_pad", "V4"),
+    ]
+)
+"""One record per line; 32 bytes, the layout of ``awl_record`` in scanner.h."""
+
+KIND_INVALID: Final = 0
+"""Not exactly one valid JSON object (orjson's verdict)."""
+KIND_BLANK: Final = 1
+"""Empty, or only spaces, tabs and carriage returns."""
+KIND_SESSION: Final = 2
+"""Top-level ``"type": "session"``."""
+KIND_MESSAGE: Final = 3
+"""Top-level ``"type": "message"``."""
+KIND_CHECKPOINT: Final = 4
+"""Top-level ``"type": "checkpoint"``."""
+KIND_OTHER: Final = 5
+"""A valid object whose ``"type"`` is another string."""
+KIND_UNTYPED: Final = 6
+"""A valid object without a ``"type"`` key, or whose type is not a string."""
+
+ROLE_NONE: Final = 0
+"""No ``"message"`` object, or no ``"role"`` in it (also for non-messages)."""
+ROLE_SYSTEM: Final = 1
+"""``message.role == "system"``."""
+ROLE_USER: Final = 2
+"""``message.role == "user"``."""
+ROLE_ASSISTANT: Final = 3
+"""``message.role == "assistant"``."""
+ROLE_OTHER: Final = 4
+"""``message.role`` is another string, or not a string."""
+
+FLAG_ID: Final = 1
+"""The top-level ``"id"`` key is present (any type)."""
+FLAG_ID_HEX: Final = 2
+"""``id`` is 8 lowercase hex digits; the record's ``id`` holds its value."""
+FLAG_PARENT: Final = 4
+"""The top-level ``"parentId"`` key is present."""
+FLAG_PARENT_NULL: Final = 8
+"""``parentId`` is null."""
+FLAG_PARENT_HEX: Final = 16
+"""``parentId`` is 8 lowercase hex digits; ``parent`` holds its value."""
+FLAG_UNTERMINATED: Final = 32
+"""The line is the last of the range and has no newline."""
+
+_FLAG_SLOW: Final = 0x8000
+# Internal to the native path: the C code saw escapes in a relevant key or
+# value and left the fields to Python.  Never visible after the facade.
+
+MAX_DEPTH: Final = 1024
+"""Deepest nesting of arrays/objects orjson accepts (1025 is rejected)."""
+
+
+class _Impl(Protocol):
+    """What each implementation provides; ranges are already checked."""
+
+    name: str
+
+    def line_starts(self, mv: memoryview, start: int, end: int) -> npt.NDArray[np.uint64]: ...
+
+    def validate(self, mv: memoryview, start: int, end: int) -> bool: ...
+
+    def scan(self, mv: memoryview, start: int, end: int) -> npt.NDArray[np.void]: ...
+
+    def find_last(self, mv: memoryview, type_name: str, start: int, end: int) -> int | None: ...
+
+
+def _bytes_view(buf: BufferLike) -> memoryview:
+    """A flat unsigned-byte view of ``buf`` (no copy)."""
+    mv = memoryview(buf)
+    if mv.ndim != 1 or mv.format not in ("B", "b", "c"):
+        mv = mv.cast("B")  # raises TypeError for non-contiguous buffers
+    return mv
+
+
+def _range(mv: memoryview, start: int, end: int | None) -> tuple[int, int]:
+    size = mv.nbytes
+    stop = size if end is None else end
+    if not 0 <= start <= stop <= size:
+        raise ValueError(f"bad range [{start}, {end}) for a buffer of {size} bytes")
+    return start, stop
+
+
+def _line_range(mv: memoryview, start: int, end: int | None) -> tuple[int, int]:
+    """Like :func:`_range`, and a non-empty range must start at a line start."""
+    lo, hi = _range(mv, start, end)
+    if 0 < lo < hi and mv[lo - 1] != 0x0A:
+        raise ValueError(f"offset {lo} is not a line start")
+    return lo, hi
+
+
+def line_starts(buf: BufferLike, start: int = 0, end: int | None = None) -> npt.NDArray[np.uint64]:
+    """Absolute start offsets of the lines of ``buf[start:end]``.
+
+    ``start`` must be 0 or follow a newline.  An empty range has no lines;
+    a final newline does not start an empty line.
+    """
+    with _bytes_view(buf) as mv:
+        lo, hi = _line_range(mv, start, end)
+        return _active.line_starts(mv, lo, hi)
+
+
+def validate(buf: BufferLike, start: int = 0, end: int | None = None) -> bool:
+    """True if ``buf[start:end]`` is exactly one JSON object orjson accepts.
+
+    Surrounding JSON whitespace (space, tab, CR, LF) is allowed; any other
+    value (array, string, number...) or trailing content is not.
+    """
+    with _bytes_view(buf) as mv:
+        lo, hi = _range(mv, start, end)
+        return _active.validate(mv, lo, hi)
+
+
+def scan(buf: BufferLike, start: int = 0, end: int | None = None) -> npt.NDArray[np.void]:
+    """One :data:`INDEX_DTYPE` record per line of ``buf[start:end]``.
+
+    Offsets are absolute.  ``start`` must be 0 or follow a newline.  Each
+    record carries the line's kind, role, id/parent and flags (see the
+    ``KIND_*``, ``ROLE_*`` and ``FLAG_*`` constants).
+    """
+    with _bytes_view(buf) as mv:
+        lo, hi = _line_range(mv, start, end)
+        return _active.scan(mv, lo, hi)
+
+
+def find_last(
+    buf: BufferLike, type_name: str, start: int = 0, end: int | None = None
+) -> int | None:
+    """Offset of the last line of ``buf[start:end]`` that is a valid object
+    whose top-level ``"type"`` equals ``type_name``, or None.
+
+    ``start`` must be 0 or follow a newline.  The search runs backward from
+    ``end``, so it is cheap when the match is near the end.
+    """
+    with _bytes_view(buf) as mv:
+        lo, hi = _line_range(mv, start, end)
+        return _active.find_last(mv, type_name, lo, hi)
+
+
+def available() -> tuple[str, ...]:
+    """Names of the usable implementations, preferred first."""
+    return tuple(_impls)
+
+
+@contextmanager
+def use(name: str) -> Iterator[None]:
+    """Make implementation ``name`` the active one inside the ``with`` block.
+
+    Meant for tests; not thread safe (it swaps a module global).
+    """
+    global _active, IMPLEMENTATION
+    try:
+        impl = _impls[name]
+    except KeyError:
+        raise ValueError(
+            f"scanner implementation {name!r} is not available {available()}"
+        ) from None
+    saved = _active
+    _active, IMPLEMENTATION = impl, impl.name
+    try:
+        yield
+    finally:
+        _active, IMPLEMENTATION = saved, saved.name
+
+
+class _NativeScanner:
+    """cffi wrapper around native/scanner.c.
+
+    Output arrays are allocated in numpy and filled by C in chunks, so no
+    Python object is created per line.  Lines the C code flags as slow
+    (escaped relevant keys or values) get their fields from the fallback.
+    """
+
+    name = "native"
+
+    def __init__(self, module: Any, fallback: FallbackScanner) -> None:
+        self._ffi = module.ffi
+        self._lib = module.lib
+        self._fallback = fallback
+
+    def _fill(
+        self,
+        mv: memoryview,
+        start: int,
+        end: int,
+        dtype: np.dtype[Any],
+        ctype: str,
+        fn: Any,
+    ) -> npt.NDArray[Any]:
+        """Run a chunked C producer (awl_line_starts / awl_scan) over a range."""
+        ffi = self._ffi
+        out = np.empty(min(end - start, 4096), dtype)
+        count, pos = 0, start
+        next_pos = ffi.new("size_t *")
+        with ffi.from_buffer("uint8_t[]", mv) as src:
+            while pos < end:
+                if count == len(out):
+                    # Grow to the estimate from the density seen so far.
+                    guess = count * (end - start) // max(pos - start, 1)
+                    bigger = np.empty(max(guess + guess // 8 + 64, 2 * count), dtype)
+                    bigger[:count] = out[:count]
+                    out = bigger
+                with ffi.from_buffer(ctype, out, require_writable=True) as dst:
+                    count += fn(src, mv.nbytes, pos, end, dst + count, len(out) - count, next_pos)
+                pos = next_pos[0]
+        if count < len(out) // 2:
+            return out[:count].copy()  # don't pin a mostly empty buffer
+        return out[:count]
+
+    def line_starts(self, mv: memoryview, start: int, end: int) -> npt.NDArray[np.uint64]:
+        """See :func:`line_starts`."""
+        return self._fill(
+            mv, start, end, np.dtype(np.uint64), "uint64_t[]", self._lib.awl_line_starts
+        )
+
+    def validate(self, mv: memoryview, start: int, end: int) -> bool:
+        """See :func:`validate`."""
+        with self._ffi.from_buffer("uint8_t[]", mv) as src:
+            return bool(self._lib.awl_validate(src, mv.nbytes, start, end))
+
+    def scan(self, mv: memoryview, start: int, end: int) -> npt.NDArray[np.void]:
+        """See :func:`scan`."""
+        out = self._fill(mv, start, end, INDEX_DTYPE, "awl_record[]", self._lib.awl_scan)
+        slow = np.flatnonzero(out["flags"] & _FLAG_SLOW)
+        for i in slow.tolist():
+            off, length = int(out["offset"][i]), int(out["length"][i])
+            obj = _fallback_load(mv[off : off + length])
+            if obj is None:  # would be a bug in scanner.c; fail loudly
+                raise RuntimeError(f"native validator accepted a line orjson rejects at {off}")
+            kind, role, flags, ident, parent = _object_fields(obj)
+            out["kind"][i], out["role"][i], out["id"][i], out["parent"][i] = (
+                kind,
+                role,
+                ident,
+                parent,
+            )
+            out["flags"][i] = flags | (int(out["flags"][i]) & FLAG_UNTERMINATED)
+        return out
+
+    def find_last(self, mv: memoryview, type_name: str, start: int, end: int) -> int | None:
+        """See :func:`find_last`."""
+        ffi, lib = self._ffi, self._lib
+        # surrogatepass: a lone surrogate can never equal a decoded JSON
+        # string, and must not raise here either.
+        want = type_name.encode("utf-8", "surrogatepass")
+        uncertain = ffi.new("int *")
+        next_pos = ffi.new("size_t *")
+        one = ffi.new("uint64_t[1]")
+        with ffi.from_buffer("uint8_t[]", mv) as src:
+            while True:
+                off = int(lib.awl_find_last(src, mv.nbytes, start, end, want, len(want), uncertain))
+                if off < 0:
+                    return None
+                if not uncertain[0]:
+                    return off
+                # Escapes the C code does not decode: let orjson decide.
+                lib.awl_line_starts(src, mv.nbytes, off, end, one, 1, next_pos)
+                stop = next_pos[0]
+                if stop > off and mv[stop - 1] == 0x0A:
+                    stop -= 1
+                if self._fallback.line_type_is(mv, off, stop, type_name):
+                    return off
+                end = off
+
+
+def _load_native(fallback: FallbackScanner) -> _Impl | None:
+    """The native implementation, or None if it is disabled or not built."""
+    if os.environ.get("AWL_NATIVE", "") == "0":
+        return None  # explicitly disabled: no warning
+    try:
+        native = importlib.import_module("awl._native")
+    except ImportError as exc:
+        # Import happens once per process, so this warns once.
+        warnings.warn(
+            f"awl: the native scanner is not available ({exc}); using the slower "
+            "pure-Python fallback. Reinstall awl with a working C compiler to build it.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return None
+    return _NativeScanner(native, fallback)
+
+
+def _load() -> dict[str, _Impl]:
+    impls: dict[str, _Impl] = {}
+    fallback = FallbackScanner()
+    native = _load_native(fallback)
+    if native is not None:
+        impls[native.name] = native
+    impls[fallback.name] = fallback
+    return impls
+
+
+# The fallback imports the constants above, hence this late import.
+from ._scanner_fallback import FallbackScanner  # noqa: E402
+from ._scanner_fallback import load as _fallback_load  # noqa: E402
+from ._scanner_fallback import object_fields as _object_fields  # noqa: E402
+
+_impls: Final[dict[str, _Impl]] = _load()
+_active: _Impl = next(iter(_impls.values()))
+IMPLEMENTATION: str = _active.name
+"""Name of the active implementation: ``"native"`` or ``"fallback"``."""

@@ -1,0 +1,102 @@
+/*
+ * scanner.h - fast line indexing and JSON validation for awl session logs.
+ *
+ * Every function takes an explicit buffer length: buffers are not
+ * NUL-terminated and may contain NUL bytes.  `len` is the number of
+ * readable bytes at `buf`; a range [start, end) with start <= end <= len
+ * selects what is scanned.  Bytes in [end, len) may be *read* (for wide
+ * loads) but never influence a result.  No global state, no allocation,
+ * thread safe.
+ *
+ * The section between AWL_CDEF_BEGIN and AWL_CDEF_END is fed verbatim to
+ * cffi's cdef() by native/build_scanner.py, so it must stay plain C
+ * declarations (no preprocessor lines, no macros).
+ */
+#ifndef AWL_SCANNER_H
+#define AWL_SCANNER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* AWL_CDEF_BEGIN */
+/* One record per line; layout matches awl.scanner.INDEX_DTYPE (32 bytes). */
+typedef struct awl_record {
+    uint64_t offset;   /* absolute offset of the first byte of the line */
+    uint64_t length;   /* bytes in the line, without the "\n" */
+    uint32_t id;       /* int(id, 16) when FLAG_ID_HEX, else 0 */
+    uint32_t parent;   /* int(parentId, 16) when FLAG_PARENT_HEX, else 0 */
+    uint16_t flags;    /* AWL_FLAG_* */
+    uint8_t kind;      /* AWL_KIND_* */
+    uint8_t role;      /* AWL_ROLE_* (only for AWL_KIND_MESSAGE) */
+    uint8_t _pad[4];
+} awl_record;
+
+enum {
+    AWL_KIND_INVALID = 0,
+    AWL_KIND_BLANK = 1,
+    AWL_KIND_SESSION = 2,
+    AWL_KIND_MESSAGE = 3,
+    AWL_KIND_CHECKPOINT = 4,
+    AWL_KIND_OTHER = 5,
+    AWL_KIND_UNTYPED = 6
+};
+
+enum {
+    AWL_ROLE_NONE = 0,
+    AWL_ROLE_SYSTEM = 1,
+    AWL_ROLE_USER = 2,
+    AWL_ROLE_ASSISTANT = 3,
+    AWL_ROLE_OTHER = 4
+};
+
+enum {
+    AWL_FLAG_ID = 1,
+    AWL_FLAG_ID_HEX = 2,
+    AWL_FLAG_PARENT = 4,
+    AWL_FLAG_PARENT_NULL = 8,
+    AWL_FLAG_PARENT_HEX = 16,
+    AWL_FLAG_UNTERMINATED = 32,
+    /* Internal: the line is valid JSON but a relevant key or value uses a
+     * backslash escape; the caller must re-derive id/parent/kind/role/flags
+     * (all but offset, length and UNTERMINATED) itself. */
+    AWL_FLAG_SLOW = 32768
+};
+
+/* Objects nested deeper than this are rejected (orjson's limit). */
+enum { AWL_MAX_DEPTH = 1024 };
+
+/* Writes the absolute start offsets of the lines of [pos, end) to out (at
+ * most cap of them); pos must be a line start.  A "\n" at end-1 does not
+ * start an empty final line.  *next_pos receives where to resume; it equals
+ * end when every line has been reported.  Returns the number written. */
+size_t awl_line_starts(const uint8_t *buf, size_t len, size_t pos, size_t end,
+                       uint64_t *out, size_t cap, size_t *next_pos);
+
+/* 1 if [start, end) is exactly one JSON object (surrounding JSON whitespace
+ * allowed) that orjson would accept, 0 otherwise (also for bad ranges). */
+int awl_validate(const uint8_t *buf, size_t len, size_t start, size_t end);
+
+/* One record per line of [pos, end), pos a line start, at most cap of them;
+ * *next_pos as for awl_line_starts.  Returns the number written. */
+size_t awl_scan(const uint8_t *buf, size_t len, size_t pos, size_t end,
+                awl_record *out, size_t cap, size_t *next_pos);
+
+/* Scanning backward, the start offset of the last line in [start, end)
+ * (start a line start) that is a valid JSON object whose top-level "type"
+ * (last occurrence) equals the type_len bytes at type (UTF-8, unescaped).
+ * -1 if there is none.  If *uncertain is set to 1, the returned line is
+ * valid but uses escapes the C code does not resolve; the caller must check
+ * it itself and, if it does not match, call again with end = the result. */
+int64_t awl_find_last(const uint8_t *buf, size_t len, size_t start, size_t end,
+                      const uint8_t *type, size_t type_len, int *uncertain);
+/* AWL_CDEF_END */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* AWL_SCANNER_H */

@@ -1,0 +1,1 @@
+"""Helpers for the native scanner tests (corpus, sanitizer driver)."""

@@ -1,0 +1,114 @@
+"""native/scanner.c under AddressSanitizer + UBSan, on the shared corpus.
+
+tests/native/driver.c is compiled together with scanner.c (SSE2 build and
+the portable SWAR build, -DAWL_NO_SIMD), run over the corpus with every
+input in a heap block of exactly its size, and must exit 0 with no
+sanitizer report.  Its verdicts are also checked against orjson, and the two
+builds must agree record for record.  Skipped, with the reason, when no C
+compiler with sanitizers is available.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.native import corpus as C
+
+ROOT = Path(__file__).resolve().parent.parent
+SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
+CFLAGS = ["-g", "-O1", "-std=c99", "-Wall", "-Wextra", "-Werror", f"-I{ROOT / 'native'}"]
+SOURCES = [str(ROOT / "native" / "scanner.c"), str(ROOT / "tests" / "native" / "driver.c")]
+TIMEOUT = 60
+
+
+def _compiler() -> str | None:
+    cc = os.environ.get("CC", "cc")
+    return shutil.which(cc) or shutil.which("gcc") or shutil.which("clang")
+
+
+@pytest.fixture(scope="module")
+def drivers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    cc = _compiler()
+    if cc is None:
+        pytest.skip("no C compiler found (set CC)")
+    out = tmp_path_factory.mktemp("asan")
+    probe = out / "probe.c"
+    probe.write_text("int main(void) { return 0; }\n")
+    r = subprocess.run(
+        [cc, *SANITIZE, str(probe), "-o", str(out / "probe")], capture_output=True, text=True
+    )
+    if (
+        r.returncode != 0
+        or subprocess.run([str(out / "probe")], capture_output=True).returncode != 0
+    ):
+        pytest.skip(
+            f"{cc} cannot build/run -fsanitize=address,undefined programs: {r.stderr.strip()[:200]}"
+        )
+    built = {}
+    for name, extra in (("sse2", []), ("swar", ["-DAWL_NO_SIMD"])):
+        exe = out / f"driver-{name}"
+        r = subprocess.run(
+            [cc, *SANITIZE, *CFLAGS, *extra, *SOURCES, "-o", str(exe)],
+            capture_output=True,
+            text=True,
+        )
+        assert r.returncode == 0, f"driver build failed ({name}):\n{r.stderr}"
+        built[name] = exe
+    return built
+
+
+def _inputs() -> list[bytes]:
+    lines = C.corpus()
+    small = [x for x in lines if b"\n" not in x and len(x) < 5000]
+    multi = [
+        b"\n".join(C.SAMPLE_LINES) + b"\n",
+        b"\n".join(C.SAMPLE_LINES),
+        b"\n".join(small[:400]) + b"\n",
+        b"\r\n".join(C.SAMPLE_LINES[:3]),
+        b"",
+        b"\n",
+        b"\n\n\n",
+        b"{}\n" * 100 + b'{"type":"checkpoint"',
+    ]
+    return lines + multi
+
+
+def _oracle(b: bytes) -> bool:
+    try:
+        return isinstance(orjson.loads(b), dict)
+    except orjson.JSONDecodeError:
+        return False
+
+
+def test_scanner_under_sanitizers(drivers: dict[str, Path], tmp_path: Path) -> None:
+    inputs = _inputs()
+    path = tmp_path / "corpus.bin"
+    with open(path, "wb") as f:
+        for item in inputs:
+            f.write(struct.pack("<Q", len(item)))
+            f.write(item)
+    env = dict(
+        os.environ,
+        ASAN_OPTIONS="detect_leaks=1:abort_on_error=0",
+        UBSAN_OPTIONS="print_stacktrace=1",
+    )
+    outputs = {}
+    for name, exe in drivers.items():
+        r = subprocess.run(
+            [str(exe), str(path)], capture_output=True, text=True, timeout=TIMEOUT, env=env
+        )
+        assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr[-4000:]
+        assert r.returncode == 0, f"{name}: exit {r.returncode}\n{r.stderr[-4000:]}"
+        outputs[name] = r.stdout
+    assert outputs["sse2"] == outputs["swar"], "SSE2 and SWAR builds disagree"
+    verdicts = [line == "V 1" for line in outputs["sse2"].splitlines() if line.startswith("V ")]
+    assert len(verdicts) == len(inputs)
+    for item, got in zip(inputs, verdicts, strict=True):
+        assert got == _oracle(item), item[:200]
