@@ -91,12 +91,18 @@ class Agent:
         return self._provider
 
     def switch_model(self, provider: str, model: str | None = None) -> None:
-        """Use another provider/model from the next user message on."""
-        if provider != self.provider_name:
-            self._provider = None
+        """Use another provider/model from the next user message on.
+
+        The provider is made first, so a missing key fails here and leaves
+        the current provider and model in place.
+        """
+        if self._provider is not None and self._provider.name == provider:
+            made = self._provider
+        else:
+            made = get_provider(provider, base_url=self.base_url)
+        self._provider = made
         self.provider_name = provider
-        self.model = model or ""
-        self.provider()  # fail now, not mid-turn, on a missing key
+        self.model = model or made.default_model
 
     # ── a turn ──
 

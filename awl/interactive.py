@@ -96,14 +96,27 @@ def _run_with_cancel(agent: Agent, prompt: str, sink: TerminalSink) -> TurnResul
         except BaseException as exc:  # handed to the main thread
             box.append(exc)
 
-    t = threading.Thread(target=work, daemon=True)
-    t.start()
-    while t.is_alive():
+    finished = threading.Event()
+
+    def run() -> None:
         try:
-            t.join(0.1)
+            work()
+        finally:
+            finished.set()
+
+    # Wait on an Event, not Thread.join: a KeyboardInterrupt inside join()
+    # can leave the thread looking finished while it still runs (bpo-45274).
+    threading.Thread(target=run, daemon=True).start()
+    while True:
+        try:
+            if finished.wait(0.1):
+                break
         except KeyboardInterrupt:
-            cancel.set()
-            sys.stdout.write("\n[cancelling]\n")
+            if not cancel.is_set():
+                cancel.set()
+                # A running tool is let finish; no further model request is made.
+                sys.stdout.write("\n[cancelling]\n")
+                sys.stdout.flush()
     sink.end()
     result = box[0] if box else None
     if isinstance(result, BaseException):

@@ -179,6 +179,7 @@ class SessionManager:
         self._cp_bytes = 0
         self._nodes_since_cp = 0
         self._cp_len_guess = 0  # length of the last checkpoint line built
+        self._broken = False  # a failed write left bytes that could not be removed
         self._closed = False
 
     # ── creation ──
@@ -220,7 +221,7 @@ class SessionManager:
             os.O_RDONLY if read_only else os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW
         )
         try:
-            fd = os.open(p, flags)
+            fd = open_log(p, flags)
         except FileNotFoundError:
             raise SessionNotFound(f"{p}: no such session file") from None
         except OSError as exc:
@@ -228,9 +229,6 @@ class SessionManager:
                 raise SessionError(f"{p}: refusing to write through a symbolic link") from None
             raise SessionError(f"{p}: cannot open: {exc.strerror}") from None
         try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise SessionError(f"{p}: not a regular file")
             if not read_only:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -633,18 +631,40 @@ class SessionManager:
         data = self._mm[start : start + torn]
         self._mm = None  # the mapping would reach past the new end of file
         target = corrupt_path(self._path)
-        cfd = os.open(
-            target, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
-        )
         try:
-            os.fchmod(cfd, 0o600)
-            _write_all(cfd, data)
-            os.fsync(cfd)
+            cfd = os.open(
+                target, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+            )
+        except OSError as exc:
+            raise SessionWriteError(
+                f"{target}: cannot keep the torn last line there ({exc.strerror}); "
+                "the log is left as it is"
+            ) from None
+        try:
+            kept = os.fstat(cfd).st_size
+            try:
+                os.fchmod(cfd, 0o600)
+                _write_all(cfd, data)
+                os.fsync(cfd)
+            except OSError as exc:
+                # The log is not touched unless its torn bytes are safe elsewhere.
+                with contextlib.suppress(OSError):
+                    os.ftruncate(cfd, kept)
+                raise SessionWriteError(
+                    f"{target}: cannot keep the torn last line there ({exc.strerror}); "
+                    "the log is left as it is"
+                ) from None
         finally:
             os.close(cfd)
-        os.ftruncate(self._fd, start)
-        if _fsync_enabled():
-            os.fsync(self._fd)
+        try:
+            os.ftruncate(self._fd, start)
+            if _fsync_enabled():
+                os.fsync(self._fd)
+        except OSError as exc:
+            raise SessionWriteError(
+                f"{self._path}: cannot trim the torn last line ({exc.strerror}); "
+                f"its bytes are also in {target}"
+            ) from None
 
     def _after_writer_open(self) -> None:
         # A log without a recent checkpoint (an older awl's, another tool's,
@@ -878,7 +898,10 @@ class SessionManager:
             self._note(entry)
             self._place(entry.base.id, offset, len(line) - 1)
         if self._fd is not None:
-            self._maybe_checkpoint(closing=False)
+            # The entry is saved; a checkpoint is an optimization, and one
+            # that fails to write (disk full) must not fail the append.
+            with contextlib.suppress(SessionWriteError):
+                self._maybe_checkpoint(closing=False)
         return entry.base.id
 
     def _id_container(self) -> _Ids:
@@ -889,6 +912,11 @@ class SessionManager:
             raise SessionError(f"{self._path}: session is closed")
         if self.read_only:
             raise SessionError(f"{self._path}: session is open read-only")
+        if self._broken:
+            raise SessionWriteError(
+                f"{self._path}: a failed write could not be undone; "
+                "reopen the session (the torn line is trimmed then)"
+            )
 
     def _note(self, entry: MessageEntry) -> None:
         """Update the ready state for an appended entry."""
@@ -964,10 +992,13 @@ class SessionManager:
             if _fsync_enabled():
                 os.fsync(self._fd)
         except OSError as exc:
-            # Leave no part of the entry behind; if even this fails the next
-            # open trims the torn tail.
-            with contextlib.suppress(OSError):
+            # Leave no part of the entry behind.  If even that fails, the torn
+            # bytes stay last in the file, where the next open trims them: this
+            # session must not append after them, so it refuses to go on.
+            try:
                 os.ftruncate(self._fd, start)
+            except OSError:
+                self._broken = True
             raise SessionWriteError(
                 f"{self._path}: could not append entry: {exc.strerror}"
             ) from None
@@ -1019,7 +1050,7 @@ class SessionManager:
         return line
 
     def _maybe_checkpoint(self, *, closing: bool) -> bool:
-        if self.read_only:
+        if self.read_only or self._broken:
             return False
         line = self._checkpoint_line(closing=closing)
         if line is None:
@@ -1071,7 +1102,7 @@ class SessionManager:
         if self._fd is None:
             return
         try:
-            if not self.read_only:
+            if not self.read_only and not self._broken:
                 with contextlib.suppress(SessionWriteError):
                     self._maybe_checkpoint(closing=True)
                 with contextlib.suppress(SessionError, OSError):
@@ -1128,6 +1159,23 @@ class _Ids:
         return entry_id in self._tree
 
 
+def open_log(path: str | os.PathLike[str], flags: int = os.O_RDONLY) -> int:
+    """Open a log file, refusing anything but a regular file without blocking on it.
+
+    O_NONBLOCK keeps a FIFO named like a log from hanging the open; it is
+    cleared again once the file is known to be regular.
+    """
+    fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise SessionError(f"{os.fspath(path)}: not a regular file")
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -1171,7 +1219,7 @@ def read_header(path: str | os.PathLike[str]) -> SessionHeader:
     """The header of a log, reading only its first line."""
     p = Path(path)
     try:
-        fd = os.open(p, os.O_RDONLY | os.O_CLOEXEC)
+        fd = open_log(p)
     except OSError as exc:
         raise SessionError(f"{p}: cannot open: {exc.strerror}") from None
     try:

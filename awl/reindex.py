@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .errors import SessionBusy, SessionError
 from .index import load_cache
-from .manager import SessionManager, _log_files
+from .manager import SessionManager, _log_files, open_log
 from .paths import project_dir, session_root
 from .verify import verify_log
 
@@ -88,7 +88,7 @@ def session_paths(
 
 def _is_busy(path: Path) -> bool:
     # Probe the writers' lock without waiting; released at once.
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    fd = open_log(path)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -142,7 +142,7 @@ def _dry_run(p: Path, result: FileResult) -> None:
         result.repaired = m.stats.trimmed
         result.checkpointed = m.needs_checkpoint()
         result.entries = m.entry_count
-        fd = os.open(p, os.O_RDONLY | os.O_CLOEXEC)
+        fd = open_log(p)
         try:
             import mmap
 

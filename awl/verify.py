@@ -16,6 +16,7 @@ from . import scanner
 from .errors import FormatError
 from .format import Checkpoint, load_object, parse_object
 from .index import Problems, Records, build_tree, check_lines
+from .manager import open_log
 
 
 @dataclass(slots=True)
@@ -41,7 +42,7 @@ def verify_log(path: str | os.PathLike[str], *, limit: int = 1000) -> VerifyRepo
     p = Path(path)
     report = VerifyReport(p)
     sink = Problems(p, collect=True, limit=limit)
-    fd = os.open(p, os.O_RDONLY | os.O_CLOEXEC)
+    fd = open_log(p)
     try:
         size = os.fstat(fd).st_size
         report.size = size

@@ -1,0 +1,806 @@
+"""The agent loop in process, with the real Anthropic and OpenAI SDKs against loopback servers.
+
+Every scenario's log is checked field by field against docs/format.md by
+:func:`check_log` (also used by the end-to-end tests).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from awl.agent import INTERRUPTED_RESULT, SYSTEM_PROMPT, Agent, open_session
+from awl.conversation import Text, ToolResult, ToolUse
+from awl.manager import SessionManager
+from awl.paths import encode_cwd, session_file_name
+from tests.helpers import line, write_log
+from tests.servers import FakeServer, Reply, serve
+from tests.servers import anthropic_server as sse
+from tests.servers import openai_server as oa
+
+# ── the format checker ──
+
+HEADER_KEYS = ["type", "version", "id", "timestamp", "cwd", "provider", "model"]
+ENTRY_KEYS = ["type", "id", "parentId", "timestamp", "message"]
+USER_ENTRY_KEYS = ["type", "id", "parentId", "timestamp", "provider", "model", "message"]
+ASSISTANT_KEYS = ["role", "content", "provider", "model", "stopReason", "usage"]
+BLOCK_KEYS = {
+    "text": ["type", "text"],
+    "thinking": ["type", "thinking"],
+    "toolUse": ["type", "id", "name", "input"],
+    "toolResult": ["type", "toolUseId", "content"],
+}
+TIMESTAMP_RE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
+UUID7_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+ENTRY_ID_RE = re.compile(r"[0-9a-f]{8}")
+
+
+def _timestamp_ms(text: str) -> int:
+    assert TIMESTAMP_RE.fullmatch(text), f"timestamp {text!r} is not ISO 8601 UTC with ms and Z"
+    dt = datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    return round(dt.timestamp() * 1000)
+
+
+def _check_block(block: dict[str, Any], role: str, where: str) -> None:
+    kind = block.get("type")
+    assert kind in BLOCK_KEYS, f"{where}: unknown block type {kind!r}"
+    assert list(block) == BLOCK_KEYS[kind], f"{where}: {kind} block keys {list(block)}"
+    for key in BLOCK_KEYS[kind][1:]:
+        assert isinstance(block[key], str), f"{where}: {kind}.{key} is not a string"
+    if kind == "toolUse":
+        assert role == "assistant", f"{where}: toolUse in a {role} message"
+        assert block["id"] and block["name"], where
+        json.loads(block["input"])  # the raw JSON text the model sent (valid in these tests)
+    if kind == "toolResult":
+        assert role == "user", f"{where}: toolResult in a {role} message"
+    if kind == "thinking":
+        assert role == "assistant", f"{where}: thinking in a {role} message"
+
+
+@dataclass
+class Log:
+    """A log that passed :func:`check_log`."""
+
+    path: Path
+    header: dict[str, Any]
+    entries: list[dict[str, Any]]  # message entries, checkpoints left out
+
+    def messages(self) -> list[dict[str, Any]]:
+        return [e["message"] for e in self.entries]
+
+    def by_role(self, role: str) -> list[dict[str, Any]]:
+        return [e for e in self.entries if e["message"]["role"] == role]
+
+
+def check_log(path: Path, *, cwd: Path | None = None) -> Log:
+    """Check a session log field by field against docs/format.md; return its parts."""
+    st = path.stat()
+    assert stat.S_IMODE(st.st_mode) == 0o600, f"file mode {oct(st.st_mode)}"
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700, "project folder mode"
+    data = path.read_bytes()
+    assert data.endswith(b"\n"), "the last line is not terminated"
+    raw_lines = data[:-1].split(b"\n")
+    objs = []
+    for n, raw in enumerate(raw_lines):
+        obj = json.loads(raw)
+        assert isinstance(obj, dict), f"line {n} is not an object"
+        # Compact, UTF-8 as is, keys in the order written.
+        assert line(obj) == raw + b"\n", f"line {n} is not compact JSON: {raw[:200]!r}"
+        objs.append(obj)
+
+    header = objs[0]
+    assert list(header) == HEADER_KEYS, f"header keys {list(header)}"
+    assert header["type"] == "session" and header["version"] == 1
+    assert UUID7_RE.fullmatch(header["id"]), header["id"]
+    created = _timestamp_ms(header["timestamp"])
+    assert int(header["id"].replace("-", "")[:12], 16) == created, "uuid7 time != header time"
+    assert os.path.isabs(header["cwd"])
+    if cwd is not None:
+        assert header["cwd"] == str(cwd)
+        assert path.parent.name == encode_cwd(cwd)
+    assert isinstance(header["provider"], str) and header["provider"]
+    assert isinstance(header["model"], str) and header["model"]
+    assert path.name == session_file_name(header["timestamp"], header["id"])
+
+    entries: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    parent: str | None = None
+    last_time = created
+    for n, obj in enumerate(objs[1:], start=1):
+        where = f"{path.name}:{n}"
+        if obj.get("type") == "checkpoint":
+            assert "id" not in obj and "parentId" not in obj, f"{where}: checkpoint in the tree"
+            assert obj["sessionId"] == header["id"] and obj["created"] == header["timestamp"]
+            continue
+        assert obj.get("type") == "message", f"{where}: type {obj.get('type')!r}"
+        message = obj["message"]
+        role = message["role"]
+        assert list(obj) == (USER_ENTRY_KEYS if role == "user" else ENTRY_KEYS), (
+            f"{where}: entry keys {list(obj)}"
+        )
+        assert ENTRY_ID_RE.fullmatch(obj["id"]), f"{where}: id {obj['id']!r}"
+        assert obj["id"] not in seen, f"{where}: duplicate id"
+        seen.add(obj["id"])
+        assert obj["parentId"] == parent, f"{where}: parentId {obj['parentId']!r} != {parent!r}"
+        parent = obj["id"]
+        t = _timestamp_ms(obj["timestamp"])
+        assert t >= last_time, f"{where}: timestamp goes backwards"
+        last_time = t
+        if not entries:
+            assert role == "system", f"{where}: the first message is {role}, not system"
+        if role == "system":
+            assert not entries, f"{where}: a system message after the first entry"
+            assert list(message) == ["role", "content"], f"{where}: system metadata"
+        elif role == "user":
+            assert list(message) == ["role", "content"], f"{where}: user message keys"
+            assert isinstance(obj["provider"], str) and obj["provider"]
+            assert isinstance(obj["model"], str) and obj["model"]
+        else:
+            assert role == "assistant", f"{where}: role {role!r}"
+            keys = list(message)
+            expected = ASSISTANT_KEYS if "usage" in message else ASSISTANT_KEYS[:-1]
+            assert keys == expected, f"{where}: assistant message keys {keys}"
+            assert isinstance(message["provider"], str) and message["provider"]
+            assert isinstance(message["model"], str) and message["model"]
+            assert message["stopReason"] in ("stop", "length", "toolUse", "error")
+            if "usage" in message:
+                usage = message["usage"]
+                assert list(usage) == ["input", "output"], f"{where}: usage keys"
+                assert all(type(v) is int and v >= 0 for v in usage.values()), usage
+        content = message["content"]
+        assert isinstance(content, list) and content, f"{where}: empty content"
+        for block in content:
+            _check_block(block, role, where)
+        if role == "assistant":
+            uses = [b for b in content if b["type"] == "toolUse"]
+            if message["stopReason"] == "toolUse":
+                assert uses, f"{where}: stopReason toolUse without a toolUse block"
+            if message["stopReason"] in ("stop", "length"):
+                assert not uses, f"{where}: toolUse blocks with stopReason stop"
+        if role == "user" and entries:
+            # Tool results answer exactly the calls of the message before, in order, first.
+            before = entries[-1]["message"]
+            asked = [b["id"] for b in before["content"] if b["type"] == "toolUse"]
+            if before["role"] != "assistant":
+                asked = []
+            answered = [b["toolUseId"] for b in content if b["type"] == "toolResult"]
+            assert answered == asked, f"{where}: results for {answered}, calls were {asked}"
+            kinds = [b["type"] for b in content]
+            assert kinds == sorted(kinds, key=lambda k: k != "toolResult"), (
+                f"{where}: tool results after text"
+            )
+        entries.append(obj)
+    assert entries, "no message entries"
+    return Log(path, header, entries)
+
+
+def texts(message: dict[str, Any], kind: str = "text") -> str:
+    """The concatenated ``kind`` blocks of an on-disk message."""
+    return "".join(b[kind] for b in message["content"] if b["type"] == kind)
+
+
+def session_files(root: Path) -> list[Path]:
+    return sorted(root.rglob("*.jsonl"))
+
+
+# ── what a provider sent, provider-neutral ──
+
+
+def sent(provider: str, body: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """The messages of a recorded request as (role, kind, ...) items."""
+    out: list[tuple[Any, ...]] = []
+    if provider == "anthropic":
+        if "system" in body:
+            out.append(("system", "text", body["system"]))
+        for m in body["messages"]:
+            for b in m["content"]:
+                if b["type"] == "text":
+                    out.append((m["role"], "text", b["text"]))
+                elif b["type"] == "tool_use":
+                    out.append((m["role"], "tool_use", b["id"], b["name"], b["input"]))
+                elif b["type"] == "tool_result":
+                    out.append((m["role"], "tool_result", b["tool_use_id"], b["content"]))
+                else:
+                    out.append((m["role"], b["type"]))
+        return out
+    for m in body["messages"]:
+        if m["role"] == "tool":
+            out.append(("user", "tool_result", m["tool_call_id"], m["content"]))
+            continue
+        if m.get("content"):
+            out.append((m["role"], "text", m["content"]))
+        for call in m.get("tool_calls") or []:
+            fn = call["function"]
+            out.append((m["role"], "tool_use", call["id"], fn["name"], json.loads(fn["arguments"])))
+    return out
+
+
+# ── scripted replies per provider ──
+
+
+class Script:
+    """Replies in one provider's wire format."""
+
+    name: str
+    model: str
+    usage: dict[str, int]
+
+    def text(self, answer: str) -> Reply:
+        raise NotImplementedError
+
+    def tool(self, call_id: str, command: str) -> Reply:
+        raise NotImplementedError
+
+    def cut(self, *parts: str) -> Reply:
+        """Text parts, then the socket closes mid-body."""
+        raise NotImplementedError
+
+    def cut_in_tool(self, text: str, call_id: str, fragment: str) -> Reply:
+        """Text, the start of a tool call, then the socket closes."""
+        raise NotImplementedError
+
+    def error_midstream(self, *parts: str) -> Reply:
+        """Text parts, then an overloaded error event inside the 200 stream."""
+        raise NotImplementedError
+
+    def http_error(self, kind: str) -> tuple[Reply, str]:
+        """A whole error response and the words the error message must hold."""
+        raise NotImplementedError
+
+    def slow(self, *parts: str) -> Reply:
+        raise NotImplementedError
+
+
+class AnthropicScript(Script):
+    name = "anthropic"
+    model = sse.MODEL
+    usage = {"input": 25, "output": 15}  # noqa: RUF012
+
+    def text(self, answer: str) -> Reply:
+        return sse.text_reply(answer)
+
+    def tool(self, call_id: str, command: str) -> Reply:
+        args = json.dumps({"command": command})
+        return sse.stream(
+            sse.message_start(),
+            sse.text_block(0, "Running it."),
+            sse.tool_block(1, call_id, "bash", args[:7], args[7:]),
+            sse.message_delta("tool_use"),
+            sse.message_stop(),
+        )
+
+    def _partial(self, *parts: str) -> list[bytes]:
+        return [sse.message_start(), *sse.text_block(0, *parts, stop=False)]
+
+    def cut(self, *parts: str) -> Reply:
+        chunks = self._partial(*parts)
+        return Reply(chunks=chunks, cut_after=len(chunks))
+
+    def cut_in_tool(self, text: str, call_id: str, fragment: str) -> Reply:
+        chunks = [
+            sse.message_start(),
+            *sse.text_block(0, text),
+            *sse.tool_block(1, call_id, "bash", fragment, stop=False),
+        ]
+        return Reply(chunks=chunks, cut_after=len(chunks))
+
+    def error_midstream(self, *parts: str) -> Reply:
+        return Reply(chunks=[*self._partial(*parts), sse.error_event("overloaded_error")])
+
+    def http_error(self, kind: str) -> tuple[Reply, str]:
+        if kind == "429":
+            return sse.error_reply(429, "rate_limit_error", "slow down"), "rate limited (429)"
+        if kind == "500":
+            return sse.error_reply(500, "api_error", "Internal server error"), "(500)"
+        return sse.error_reply(529, "overloaded_error", "Overloaded"), "overloaded (529)"
+
+    def slow(self, *parts: str) -> Reply:
+        return sse.stream(
+            sse.message_start(),
+            sse.text_block(0, *parts),
+            sse.message_delta(),
+            sse.message_stop(),
+            delay=0.1,
+        )
+
+
+class OpenAIScript(Script):
+    name = "openai"
+    model = oa.MODEL
+    usage = {"input": 19, "output": 10}  # noqa: RUF012
+
+    def text(self, answer: str) -> Reply:
+        return oa.text_reply(answer)
+
+    def tool(self, call_id: str, command: str) -> Reply:
+        args = json.dumps({"command": command})
+        return oa.stream(
+            oa.role(),
+            oa.text("Running it."),
+            oa.tool_call(0, call_id, "bash", args[:7], args[7:]),
+            oa.finish("tool_calls"),
+            oa.usage(),
+            oa.DONE,
+        )
+
+    def cut(self, *parts: str) -> Reply:
+        chunks = [oa.role(), *oa.text(*parts)]
+        return Reply(chunks=chunks, cut_after=len(chunks))
+
+    def cut_in_tool(self, text: str, call_id: str, fragment: str) -> Reply:
+        chunks = [oa.role(), *oa.text(text), *oa.tool_call(0, call_id, "bash", fragment)]
+        return Reply(chunks=chunks, cut_after=len(chunks))
+
+    def error_midstream(self, *parts: str) -> Reply:
+        error = oa.data({"error": {"message": "The model is overloaded", "type": "server_error"}})
+        return Reply(chunks=[oa.role(), *oa.text(*parts), error])
+
+    def http_error(self, kind: str) -> tuple[Reply, str]:
+        if kind == "429":
+            reply = oa.error_reply(429, "Rate limit reached", "requests", "rate_limit_exceeded")
+            return reply, "rate limited (429)"
+        if kind == "500":
+            return oa.error_reply(500, "The server had an error", "server_error"), "(500)"
+        return oa.error_reply(503, "The engine is currently overloaded", "server_error"), "(503)"
+
+    def slow(self, *parts: str) -> Reply:
+        return oa.stream(oa.role(), oa.text(*parts), oa.finish(), oa.usage(), oa.DONE, delay=0.1)
+
+
+SCRIPTS: dict[str, Script] = {"anthropic": AnthropicScript(), "openai": OpenAIScript()}
+
+
+# ── fixtures ──
+
+
+class Sink:
+    """Records what the agent streamed."""
+
+    def __init__(self, on_text: Callable[[str], None] | None = None) -> None:
+        self.events: list[tuple[str, str]] = []
+        self.on_text = on_text
+
+    def text(self, delta: str) -> None:
+        self.events.append(("text", delta))
+        if self.on_text is not None:
+            self.on_text(delta)
+
+    def thinking(self, delta: str) -> None:
+        self.events.append(("thinking", delta))
+
+    def tool_use(self, name: str) -> None:
+        self.events.append(("tool_use", name))
+
+    def shown(self) -> str:
+        return "".join(d for k, d in self.events if k == "text")
+
+
+@pytest.fixture(autouse=True)
+def api_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in (
+        "ANTHROPIC_BASE_URL",
+        "ANTHROPIC_AUTH_TOKEN",
+        "OPENAI_BASE_URL",
+        "AWL_MAX_TOKENS",
+        "AWL_THINKING_BUDGET",
+        "AWL_OFFLINE_DELAY",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    with serve() as s:
+        yield s
+
+
+@pytest.fixture(params=["anthropic", "openai"])
+def script(request: pytest.FixtureRequest) -> Script:
+    return SCRIPTS[request.param]
+
+
+class Agents:
+    """Makes agents on the loopback server and closes what they opened."""
+
+    def __init__(self, server: FakeServer, project: Path) -> None:
+        self.server = server
+        self.project = project
+        self.made: list[Agent] = []
+
+    def new(self, script: Script) -> Agent:
+        manager, resumed = open_session(self.project, None, script.name, script.model)
+        assert not resumed
+        return self._keep(Agent(manager, base_url=self.server.url, cwd=self.project))
+
+    def reopen(self, path: Path) -> Agent:
+        manager = SessionManager.open(path)
+        return self._keep(Agent(manager, base_url=self.server.url, cwd=self.project))
+
+    def _keep(self, agent: Agent) -> Agent:
+        self.made.append(agent)
+        return agent
+
+    def close(self, agent: Agent) -> None:
+        if agent._provider is not None:
+            agent._provider.close()
+        agent.manager.close()
+
+    def close_all(self) -> None:
+        for a in self.made:
+            self.close(a)
+
+
+@pytest.fixture
+def agents(server: FakeServer, project: Path) -> Iterator[Agents]:
+    a = Agents(server, project)
+    try:
+        yield a
+    finally:
+        a.close_all()
+
+
+def system_item(project: Path) -> tuple[str, str, str]:
+    return ("system", "text", SYSTEM_PROMPT.format(cwd=project))
+
+
+def only_log(root: Path, project: Path) -> Log:
+    files = session_files(root)
+    assert len(files) == 1, files
+    return check_log(files[0], cwd=project)
+
+
+# ── turns ──
+
+
+def test_text_turn(
+    agents: Agents, server: FakeServer, script: Script, root: Path, project: Path
+) -> None:
+    agent = agents.new(script)
+    server.queue(script.text("Hi there, friend"))
+    sink = Sink()
+    result = agent.run_turn("hello", sink)
+    assert (result.text, result.stop_reason, result.error, result.rounds) == (
+        "Hi there, friend",
+        "stop",
+        None,
+        0,
+    )
+    assert sink.shown() == "Hi there, friend"
+
+    (req,) = server.requests
+    assert req.body["model"] == script.model and req.body["stream"] is True
+    assert sent(script.name, req.body) == [system_item(project), ("user", "text", "hello")]
+    tools = req.body["tools"]
+    names = [t["name"] if script.name == "anthropic" else t["function"]["name"] for t in tools]
+    assert names == ["bash", "read", "write", "edit"]
+
+    agents.close(agent)
+    log = only_log(root, project)
+    assert (log.header["provider"], log.header["model"]) == (script.name, script.model)
+    system, user, assistant = log.entries
+    assert system["message"]["content"] == [
+        {"type": "text", "text": SYSTEM_PROMPT.format(cwd=project)}
+    ]
+    assert (user["provider"], user["model"]) == (script.name, script.model)
+    assert user["message"]["content"] == [{"type": "text", "text": "hello"}]
+    assert assistant["message"] == {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "Hi there, friend"}],
+        "provider": script.name,
+        "model": script.model,
+        "stopReason": "stop",
+        "usage": script.usage,
+    }
+
+
+def test_tool_turn_runs_the_tool_and_sends_the_result(
+    agents: Agents, server: FakeServer, script: Script, root: Path, project: Path
+) -> None:
+    (project / "here.txt").write_text("x")
+    agent = agents.new(script)
+    command = "echo TOOL$((40+2)); ls"
+    server.queue(script.tool("call_tool_1", command), script.text("All done."))
+    seen: list[tuple[str, str]] = []
+    result = agent.run_turn("list it", Sink(), on_tool=lambda u, o: seen.append((u.id, o.content)))
+    assert (result.text, result.stop_reason, result.rounds) == ("All done.", "stop", 1)
+    assert seen == [("call_tool_1", "TOOL42\nhere.txt")]
+
+    first, second = server.requests
+    assert sent(script.name, first.body)[1:] == [("user", "text", "list it")]
+    assert sent(script.name, second.body)[1:] == [
+        ("user", "text", "list it"),
+        ("assistant", "text", "Running it."),
+        ("assistant", "tool_use", "call_tool_1", "bash", {"command": command}),
+        ("user", "tool_result", "call_tool_1", "TOOL42\nhere.txt"),
+    ]
+
+    agents.close(agent)
+    log = only_log(root, project)
+    _, user, call, results, final = log.entries
+    assert user["message"]["content"] == [{"type": "text", "text": "list it"}]
+    assert call["message"]["content"] == [
+        {"type": "text", "text": "Running it."},
+        {
+            "type": "toolUse",
+            "id": "call_tool_1",
+            "name": "bash",
+            "input": json.dumps({"command": command}),  # the raw text, as streamed
+        },
+    ]
+    assert call["message"]["stopReason"] == "toolUse"
+    assert (results["provider"], results["model"]) == (script.name, script.model)
+    assert results["message"]["content"] == [
+        {"type": "toolResult", "toolUseId": "call_tool_1", "content": "TOOL42\nhere.txt"}
+    ]
+    assert texts(final["message"]) == "All done."
+    assert final["message"]["stopReason"] == "stop"
+
+
+# ── failures: the log keeps what arrived and the session goes on ──
+
+
+def _resume_and_continue(
+    agents: Agents, server: FakeServer, script: Script, path: Path
+) -> tuple[Agent, list[tuple[Any, ...]]]:
+    """Reopen the log, run one more turn, return the agent and what that request carried."""
+    agent = agents.reopen(path)
+    server.queue(script.text("Back again."))
+    n = len(server.requests)
+    result = agent.run_turn("next", Sink())
+    assert (result.text, result.stop_reason, result.error) == ("Back again.", "stop", None)
+    assert len(server.requests) == n + 1
+    return agent, sent(script.name, server.requests[-1].body)
+
+
+@pytest.mark.parametrize("kind", ["429", "500", "overloaded"])
+def test_http_error_is_reported_and_the_session_continues(
+    agents: Agents, server: FakeServer, script: Script, root: Path, project: Path, kind: str
+) -> None:
+    agent = agents.new(script)
+    reply, words = script.http_error(kind)
+    server.queue(reply)
+    result = agent.run_turn("hello", Sink())
+    assert result.stop_reason == "error" and result.text == ""
+    assert result.error is not None and result.error.startswith(f"{script.name}: ")
+    assert words in result.error
+    assert len(server.requests) == 1  # no silent retries
+    agents.close(agent)
+
+    log = only_log(root, project)
+    # Nothing arrived, so no assistant entry: the prompt is the leaf.
+    assert [e["message"]["role"] for e in log.entries] == ["system", "user"]
+
+    agent, items = _resume_and_continue(agents, server, script, log.path)
+    assert items[1:] == [("user", "text", "hello"), ("user", "text", "next")]
+    agents.close(agent)
+    log = check_log(log.path, cwd=project)
+    assert [e["message"]["role"] for e in log.entries] == [
+        "system",
+        "user",
+        "user",
+        "assistant",
+    ]
+    assert texts(log.entries[-1]["message"]) == "Back again."
+
+
+@pytest.mark.parametrize("how", ["cut", "error_event"])
+def test_stream_failure_mid_message_keeps_the_partial_message(
+    agents: Agents, server: FakeServer, script: Script, root: Path, project: Path, how: str
+) -> None:
+    agent = agents.new(script)
+    if how == "cut":
+        server.queue(script.cut("Hello ", "wor"))
+    else:
+        server.queue(script.error_midstream("Hello ", "wor"))
+    sink = Sink()
+    result = agent.run_turn("hello", sink)
+    assert result.stop_reason == "error"
+    assert result.text == "Hello wor" and sink.shown() == "Hello wor"
+    assert result.error is not None and result.error.startswith(f"{script.name}: ")
+    if how == "cut":
+        assert "connection" in result.error
+    else:
+        assert "overloaded" in result.error
+    agents.close(agent)
+
+    log = only_log(root, project)
+    partial = log.entries[-1]["message"]
+    assert partial["role"] == "assistant"
+    assert partial["content"] == [{"type": "text", "text": "Hello wor"}]
+    assert (partial["provider"], partial["model"], partial["stopReason"]) == (
+        script.name,
+        script.model,
+        "error",
+    )
+
+    agent, items = _resume_and_continue(agents, server, script, log.path)
+    assert items[1:] == [
+        ("user", "text", "hello"),
+        ("assistant", "text", "Hello wor"),
+        ("user", "text", "next"),
+    ]
+    agents.close(agent)
+    log = check_log(log.path, cwd=project)
+    assert [texts(m) for m in log.messages()[1:]] == ["hello", "Hello wor", "next", "Back again."]
+
+
+def test_cut_inside_a_tool_call_drops_the_call_and_runs_nothing(
+    agents: Agents, server: FakeServer, script: Script, root: Path, project: Path
+) -> None:
+    agent = agents.new(script)
+    server.queue(script.cut_in_tool("I will run it.", "call_cut", '{"command": "touch GONE'))
+    result = agent.run_turn("do it", Sink())
+    assert result.stop_reason == "error" and result.rounds == 0
+    assert len(server.requests) == 1
+    assert not (project / "GONE").exists()
+    agents.close(agent)
+
+    log = only_log(root, project)
+    partial = log.entries[-1]["message"]
+    assert partial["content"] == [{"type": "text", "text": "I will run it."}]
+    assert partial["stopReason"] == "error"
+
+    agent, items = _resume_and_continue(agents, server, script, log.path)
+    # No half call is sent back, and there is nothing to answer as interrupted.
+    assert items[1:] == [
+        ("user", "text", "do it"),
+        ("assistant", "text", "I will run it."),
+        ("user", "text", "next"),
+    ]
+    agents.close(agent)
+    check_log(log.path, cwd=project)
+
+
+def test_cancel_mid_stream_keeps_what_arrived(
+    agents: Agents, server: FakeServer, script: Script, root: Path, project: Path
+) -> None:
+    agent = agents.new(script)
+    cancel = threading.Event()
+    server.queue(script.slow("one ", "two ", "three ", "four"))
+    result = agent.run_turn("count", Sink(on_text=lambda _: cancel.set()), cancel=cancel)
+    assert (result.stop_reason, result.error) == ("error", "cancelled")
+    assert result.text == "one "
+    # The same agent goes on.
+    server.queue(script.text("Fine."))
+    result = agent.run_turn("again", Sink())
+    assert (result.text, result.stop_reason) == ("Fine.", "stop")
+    assert sent(script.name, server.requests[-1].body)[1:] == [
+        ("user", "text", "count"),
+        ("assistant", "text", "one "),
+        ("user", "text", "again"),
+    ]
+    agents.close(agent)
+    log = only_log(root, project)
+    cancelled = log.entries[2]["message"]
+    assert cancelled["content"] == [{"type": "text", "text": "one "}]
+    assert cancelled["stopReason"] == "error"
+
+
+# ── tool calls left open by a crash ──
+
+
+def _crashed_log(project: Path, script: Script, uses: list[tuple[str, str]]) -> Path:
+    """A log whose last entry asks for tool calls that never ran (built by hand)."""
+    header = {
+        "type": "session",
+        "version": 1,
+        "id": "019dc5ba-53f6-71a5-ab8f-b1f8709c2572",
+        "timestamp": "2026-04-25T17:40:15.990Z",
+        "cwd": str(project),
+        "provider": script.name,
+        "model": script.model,
+    }
+    t = "2026-04-25T17:40:16.000Z"
+    system = {"role": "system", "content": [{"type": "text", "text": "Be brief."}]}
+    calls = [
+        {"type": "toolUse", "id": cid, "name": "bash", "input": json.dumps({"command": cmd})}
+        for cid, cmd in uses
+    ]
+    assistant = {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "Running them."}, *calls],
+        "provider": script.name,
+        "model": script.model,
+        "stopReason": "toolUse",
+        "usage": {"input": 10, "output": 5},
+    }
+    user = {"role": "user", "content": [{"type": "text", "text": "make the files"}]}
+    objs: list[dict[str, Any]] = [
+        header,
+        {"type": "message", "id": "aaaa0001", "parentId": None, "timestamp": t, "message": system},
+        {
+            "type": "message",
+            "id": "aaaa0002",
+            "parentId": "aaaa0001",
+            "timestamp": t,
+            "provider": script.name,
+            "model": script.model,
+            "message": user,
+        },
+        {
+            "type": "message",
+            "id": "aaaa0003",
+            "parentId": "aaaa0002",
+            "timestamp": t,
+            "message": assistant,
+        },
+    ]
+    root = Path(os.environ["AWL_SESSION_DIR"])
+    path = root / encode_cwd(project) / session_file_name(header["timestamp"], header["id"])
+    write_log(path, objs)
+    os.chmod(path.parent, 0o700)
+    os.chmod(path, 0o600)
+    check_log(path, cwd=project)
+    return path
+
+
+def test_open_tool_calls_after_a_crash_are_answered_as_interrupted(
+    agents: Agents, server: FakeServer, script: Script, project: Path
+) -> None:
+    path = _crashed_log(project, script, [("call_a", "touch A_RAN"), ("call_b", "touch B_RAN")])
+    agent = agents.reopen(path)
+    server.queue(script.text("Understood."))
+    result = agent.run_turn("what happened?", Sink())
+    assert (result.text, result.stop_reason) == ("Understood.", "stop")
+    assert not (project / "A_RAN").exists() and not (project / "B_RAN").exists()
+
+    (req,) = server.requests
+    assert sent(script.name, req.body) == [
+        ("system", "text", "Be brief."),
+        ("user", "text", "make the files"),
+        ("assistant", "text", "Running them."),
+        ("assistant", "tool_use", "call_a", "bash", {"command": "touch A_RAN"}),
+        ("assistant", "tool_use", "call_b", "bash", {"command": "touch B_RAN"}),
+        ("user", "tool_result", "call_a", INTERRUPTED_RESULT),
+        ("user", "tool_result", "call_b", INTERRUPTED_RESULT),
+        ("user", "text", "what happened?"),
+    ]
+    agents.close(agent)
+
+    log = check_log(path, cwd=project)
+    answer = log.entries[3]
+    assert answer["parentId"] == "aaaa0003"
+    assert (answer["provider"], answer["model"]) == (script.name, script.model)
+    assert answer["message"]["content"] == [
+        {"type": "toolResult", "toolUseId": "call_a", "content": INTERRUPTED_RESULT},
+        {"type": "toolResult", "toolUseId": "call_b", "content": INTERRUPTED_RESULT},
+        {"type": "text", "text": "what happened?"},
+    ]
+    assert INTERRUPTED_RESULT.startswith("interrupted")
+    assert texts(log.entries[4]["message"]) == "Understood."
+
+    # Answered once: the next turn adds no more interrupted results.
+    agent = agents.reopen(path)
+    server.queue(script.text("Again."))
+    agent.run_turn("and now?", Sink())
+    agents.close(agent)
+    log = check_log(path, cwd=project)
+    assert log.entries[5]["message"]["content"] == [{"type": "text", "text": "and now?"}]
+
+
+def test_conversation_of_a_resumed_agent_matches_the_log(
+    agents: Agents, server: FakeServer, project: Path, root: Path
+) -> None:
+    script = SCRIPTS["anthropic"]
+    agent = agents.new(script)
+    server.queue(script.tool("call_x", "echo X"), script.text("done"))
+    agent.run_turn("go", Sink())
+    before = list(agent.conversation)
+    agents.close(agent)
+    agent = agents.reopen(session_files(root)[0])
+    assert list(agent.conversation) == before
+    kinds = [type(b) for m in before for b in m.content]
+    assert kinds == [Text, Text, Text, ToolUse, ToolResult, Text]
+    assert (agent.provider_name, agent.model) == ("anthropic", script.model)

@@ -1,0 +1,561 @@
+"""``awl`` end to end: real processes, a real pseudo-terminal (pexpect), the offline provider.
+
+Each scenario's log is then checked field by field with :func:`check_log`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pexpect
+import pytest
+
+from awl.agent import INTERRUPTED_RESULT
+from tests.helpers import snapshot
+from tests.test_agent import Log, check_log, session_files, texts
+
+AWL = [sys.executable, "-m", "awl.cli"]
+TIMEOUT = 20
+READY = "\x1b[?2004h"  # prompt_toolkit turns bracketed paste on as it starts reading a line
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|[\x08\r]")
+LISTING_RE = re.compile(r"^(\S+)  \d{4}-\d\d-\d\d \d\d:\d\d  (\d+) messages?$")
+RESUME_RE = re.compile(r"awl --resume (\S+)")
+
+
+def plain(text: str) -> str:
+    """Terminal output without escape sequences, backspaces and carriage returns."""
+    return ANSI_RE.sub("", text)
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    """The environment of every awl process: isolated folders, no API keys."""
+    e = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("ANTHROPIC_", "OPENAI_", "AWL_", "PYTEST_"))
+    }
+    e.update(
+        AWL_SESSION_DIR=str(tmp_path / "sessions"),
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+        XDG_DATA_HOME=str(tmp_path / "data"),
+        AWL_FSYNC="0",
+        PROMPT_TOOLKIT_NO_CPR="1",
+        TERM="xterm",
+        PYTHONUNBUFFERED="1",
+    )
+    return e
+
+
+def run(
+    args: list[str], env: dict[str, str], cwd: Path, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*AWL, *args],
+        env=env,
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+class Term:
+    """One interactive awl in a pseudo-terminal."""
+
+    def __init__(self, args: list[str], env: dict[str, str], cwd: Path) -> None:
+        self.child = pexpect.spawn(
+            AWL[0],
+            [*AWL[1:], *args],
+            env=env,
+            cwd=str(cwd),
+            dimensions=(40, 200),
+            timeout=TIMEOUT,
+            encoding="utf-8",
+            codec_errors="replace",
+            # As in a terminal, whatever the test runner's own disposition
+            # (a background job of a non-interactive shell ignores SIGINT).
+            preexec_fn=_default_sigint,
+        )
+        self.seen: list[str] = []
+
+    def expect(self, text: str) -> str:
+        """Wait for ``text`` (exact); return what came before it, escape sequences removed."""
+        self.child.expect_exact(text.replace("\n", "\r\n"))
+        before = plain(self.child.before)
+        self.seen.append(before + text)
+        return before
+
+    def expect_re(self, pattern: str) -> re.Match[str]:
+        self.child.expect(pattern)
+        self.seen.append(plain(self.child.before) + self.child.after)
+        match = self.child.match
+        assert isinstance(match, re.Match)
+        return match
+
+    def ready(self) -> None:
+        """Wait until the prompt is reading a line."""
+        self.child.expect_exact(READY)
+        self.seen.append(plain(self.child.before))
+
+    def line(self, text: str) -> None:
+        """Type a line at the next prompt."""
+        self.ready()
+        self.child.sendline(text)
+
+    def finish(self) -> tuple[str, int | None, int | None]:
+        """Read to the end; (rest of the output, exit status, signal)."""
+        self.child.expect(pexpect.EOF)
+        rest = plain(self.child.before)
+        self.seen.append(rest)
+        self.child.close()
+        return rest, self.child.exitstatus, self.child.signalstatus
+
+    def quit(self, how: str = "/quit") -> str:
+        """Leave with /quit or Ctrl+D; check the clean exit; return the printed resume prefix."""
+        if how == "eof":
+            self.ready()
+            self.child.sendcontrol("d")
+        else:
+            self.line(how)
+        rest, status, sig = self.finish()
+        assert (status, sig) == (0, None), self.transcript()
+        assert "Traceback" not in self.transcript()
+        match = RESUME_RE.search(rest)
+        assert match, rest
+        return match.group(1)
+
+    def transcript(self) -> str:
+        return "".join(self.seen)
+
+    def kill(self) -> None:
+        if self.child.isalive():
+            self.child.kill(signal.SIGKILL)
+        self.child.close(force=True)
+
+
+@pytest.fixture
+def term(env: dict[str, str], project: Path) -> Iterator[Any]:
+    """``term(*args)`` starts awl in a terminal; every one started is killed at the end."""
+    made: list[Term] = []
+
+    def start(*args: str) -> Term:
+        t = Term(list(args), env, project)
+        made.append(t)
+        return t
+
+    yield start
+    for t in made:
+        t.kill()
+
+
+def one_log(root: Path, project: Path) -> Log:
+    files = session_files(root)
+    assert len(files) == 1, files
+    return check_log(files[0], cwd=project)
+
+
+def roles(log: Log) -> list[str]:
+    return [m["role"] for m in log.messages()]
+
+
+def listing(env: dict[str, str], project: Path) -> list[tuple[str, int]]:
+    r = run(["sessions"], env, project)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    out = []
+    for text in r.stdout.splitlines():
+        m = LISTING_RE.match(text)
+        assert m, text
+        out.append((m.group(1), int(m.group(2))))
+    return out
+
+
+# ── interactive ──
+
+
+def test_converse_tool_model_session_help_quit(term: Any, root: Path, project: Path) -> None:
+    t = term()
+    t.expect("awl — offline/echo — /help for commands")
+    t.line("hello there")
+    before = t.expect("You said: hello there")
+    assert "Echoing the prompt." in before  # the thinking block is shown too
+
+    t.line("run: echo $((6*7))XYZ")
+    t.expect("[bash]\n42XYZ\n")
+    t.expect("The tool returned:\n42XYZ")
+
+    t.line("/model offline other")
+    t.expect("now using offline/other")
+    t.line("after the switch")
+    t.expect("You said: after the switch")
+
+    t.line("/session")
+    m = t.expect_re(r"session ([0-9a-f-]{36})\r\nfile (\S+)\r\n")
+    shown_id, shown_path = m.group(1), m.group(2)
+    t.line("/help")
+    t.expect("/model PROVIDER [MODEL]  switch provider/model")
+    t.expect("/quit                    leave")
+    t.line("/nosuch")
+    t.expect("unknown command /nosuch")
+    prefix = t.quit()
+
+    log = one_log(root, project)
+    assert (shown_id, shown_path) == (log.header["id"], str(log.path))
+    assert log.header["id"].startswith(prefix) and len(prefix) >= 8
+    assert (log.header["provider"], log.header["model"]) == ("offline", "echo")
+    assert roles(log) == ["system"] + ["user", "assistant"] * 4
+    e = log.entries
+    assert e[1]["message"]["content"] == [{"type": "text", "text": "hello there"}]
+    assert e[2]["message"]["content"] == [
+        {"type": "thinking", "thinking": "Echoing the prompt."},
+        {"type": "text", "text": "You said: hello there"},
+    ]
+    assert e[2]["message"]["stopReason"] == "stop" and "usage" in e[2]["message"]
+    call = [b for b in e[4]["message"]["content"] if b["type"] == "toolUse"]
+    assert len(call) == 1 and call[0]["name"] == "bash"
+    assert json.loads(call[0]["input"]) == {"command": "echo $((6*7))XYZ"}
+    assert e[4]["message"]["stopReason"] == "toolUse"
+    assert e[5]["message"]["content"] == [
+        {"type": "toolResult", "toolUseId": call[0]["id"], "content": "42XYZ"}
+    ]
+    assert texts(e[6]["message"]) == "The tool returned:\n42XYZ"
+    # Stamps: everything before /model on offline/echo, after it offline/other.
+    stamps = [(x["provider"], x["model"]) for x in e if x["message"]["role"] == "user"]
+    assert stamps == [("offline", "echo")] * 3 + [("offline", "other")]
+    assert texts(e[7]["message"]) == "after the switch"
+    assert (e[8]["message"]["provider"], e[8]["message"]["model"]) == ("offline", "other")
+    assert texts(e[8]["message"]) == "You said: after the switch"
+
+
+def test_failed_model_switch_keeps_the_previous_model(term: Any, root: Path, project: Path) -> None:
+    t = term()
+    t.line("/model nosuch")
+    t.expect("awl: unknown provider 'nosuch'")
+    t.line("/model anthropic")  # no ANTHROPIC_API_KEY
+    t.expect("ANTHROPIC_API_KEY is not set")
+    t.line("still here")
+    got = t.child.expect_exact(["You said: still here", "ANTHROPIC_API_KEY is not set"])
+    assert got == 0, "the failed /model left awl on anthropic"
+    t.quit()
+    log = one_log(root, project)
+    assert (log.entries[1]["provider"], log.entries[1]["model"]) == ("offline", "echo")
+
+
+def test_quit_before_any_prompt_leaves_nothing(term: Any, root: Path) -> None:
+    t = term()
+    t.ready()
+    t.child.sendcontrol("d")
+    rest, status, sig = t.finish()
+    assert (status, sig) == (0, None)
+    assert "awl --resume" not in rest
+    assert session_files(root) == []
+
+
+def test_ctrl_d_resume_prefix_and_sessions(
+    term: Any, env: dict[str, str], root: Path, project: Path
+) -> None:
+    r = run(["-p", "first session"], env, project)
+    assert r.returncode == 0, r.stderr
+    (path_a,) = session_files(root)
+
+    t = term()
+    t.line("in session b")
+    t.expect("You said: in session b")
+    prefix_b = t.quit("eof")
+    (path_b,) = set(session_files(root)) - {path_a}
+    id_a, id_b = check_log(path_a).header["id"], check_log(path_b).header["id"]
+    assert id_b.startswith(prefix_b)
+
+    listed = listing(env, project)
+    assert len(listed) == 2
+    (short_a, count_a), (short_b, count_b) = listed  # oldest first
+    assert id_a.startswith(short_a) and id_b.startswith(short_b) and short_a != short_b
+    assert short_b == prefix_b
+    assert (count_a, count_b) == (3, 3)
+
+    # --resume: the most recent session (B), its last messages, then go on in the same file.
+    t = term("--resume")
+    shown = t.expect("(3 messages, offline/echo)")
+    assert f"resumed session {id_b[:8]}" in shown
+    t.expect("You said: in session b")
+    t.line("continuing b")
+    t.expect("You said: continuing b")
+    assert t.quit() == prefix_b
+    assert sorted(session_files(root)) == sorted([path_a, path_b])
+    log_b = check_log(path_b, cwd=project)
+    assert [texts(m) for m in log_b.messages()[1:]] == [
+        "in session b",
+        "You said: in session b",
+        "continuing b",
+        "You said: continuing b",
+    ]
+
+    # --resume PREFIX: the older session, named by its listed prefix.
+    t = term("--resume", short_a)
+    t.expect("(3 messages, offline/echo)")
+    t.expect("You said: first session")
+    t.line("back in a")
+    t.expect("You said: back in a")
+    t.quit("eof")
+    log_a = check_log(path_a, cwd=project)
+    assert [texts(m) for m in log_a.messages()[3:]] == ["back in a", "You said: back in a"]
+
+    # --resume with the prefix printed at exit.
+    t = term("--resume", prefix_b)
+    t.expect("(5 messages, offline/echo)")
+    t.expect("You said: continuing b")
+    t.quit()
+    assert check_log(path_b, cwd=project).entries == log_b.entries
+    assert [n for _, n in listing(env, project)] == [5, 5]
+
+
+def test_ctrl_c_cancels_the_streaming_turn(
+    term: Any, env: dict[str, str], root: Path, project: Path
+) -> None:
+    env["AWL_OFFLINE_DELAY"] = "0.3"
+    long_prompt = " ".join(f"word{i}" for i in range(40))
+    t = term()
+    t.line(long_prompt)
+    t.expect("You said: ")  # the reply has started streaming
+    t.child.sendintr()
+    t.expect("[cancelling]")
+    t.line("short")
+    t.expect("You said: short")
+    t.quit()
+
+    log = one_log(root, project)
+    assert roles(log) == ["system", "user", "assistant", "user", "assistant"]
+    cut = log.entries[2]["message"]
+    assert cut["stopReason"] == "error"
+    assert cut["content"][0] == {"type": "thinking", "thinking": "Echoing the prompt."}
+    partial = texts(cut)
+    full = f"You said: {long_prompt}"
+    assert partial.startswith("You said: ") and full.startswith(partial) and partial != full
+    assert log.entries[3]["parentId"] == log.entries[2]["id"]
+    assert texts(log.entries[4]["message"]) == "You said: short"
+    assert log.entries[4]["message"]["stopReason"] == "stop"
+
+
+def test_ctrl_c_during_a_tool_ends_that_turn_before_the_next(
+    term: Any, root: Path, project: Path
+) -> None:
+    t = term()
+    t.line("run: sleep 1.5; echo SLEPT")
+    t.expect("[calling bash]")
+    deadline = time.monotonic() + TIMEOUT
+    while not any("sleep 1.5" in _cmdline(p) for p in _children(t.child.pid)):
+        assert time.monotonic() < deadline, "the tool never started"
+        time.sleep(0.02)
+    t.child.sendintr()
+    t.expect("[cancelling]")
+    t.line("next")
+    # The cancelled turn must be over (its tool result saved) before the next one starts;
+    # "The tool returned:" here means "next" was sent with the call still open.
+    t.child.expect_exact(["You said: next", "The tool returned:"])
+    t.quit()
+
+    log = one_log(root, project)
+    (call,) = [b for b in log.entries[2]["message"]["content"] if b["type"] == "toolUse"]
+    answers = [
+        (i, b)
+        for i, e in enumerate(log.entries)
+        for b in e["message"]["content"]
+        if b["type"] == "toolResult"
+    ]
+    # The call is answered once, right after it, and "next" is a turn of its own.
+    assert [(i, b["toolUseId"]) for i, b in answers] == [(3, call["id"])]
+    assert answers[0][1]["content"] == "SLEPT"  # it ran in this process: not "interrupted"
+    assert texts(log.entries[-2]["message"]) == "next"
+    assert texts(log.entries[-1]["message"]) == "You said: next"
+    assert "awl: cancelled" in t.transcript()
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            out += [int(p) for p in (task / "children").read_text().split()]
+    return out
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _log_objs(path: Path) -> list[dict[str, Any]]:
+    out = []
+    for raw in path.read_bytes().split(b"\n"):
+        with contextlib.suppress(ValueError):
+            out.append(json.loads(raw))
+    return out
+
+
+def test_kill_9_mid_tool_then_resume(term: Any, root: Path, project: Path) -> None:
+    t = term()
+    t.line("run: sleep 30")
+    deadline = time.monotonic() + TIMEOUT
+    tool_id = None
+    while tool_id is None:
+        assert time.monotonic() < deadline, "no toolUse entry in the log"
+        files = session_files(root)
+        for obj in _log_objs(files[0]) if files else []:
+            for b in obj.get("message", {}).get("content", []):
+                if b.get("type") == "toolUse":
+                    tool_id = b["id"]
+        time.sleep(0.02)
+    shells: list[int] = []
+    while not shells:
+        assert time.monotonic() < deadline, "the tool never started"
+        shells = [p for p in _children(t.child.pid) if "sleep 30" in _cmdline(p)]
+        time.sleep(0.02)
+    try:
+        os.kill(t.child.pid, signal.SIGKILL)
+        _, status, sig = t.finish()
+        assert (status, sig) == (None, signal.SIGKILL)
+        log = one_log(root, project)
+        assert roles(log) == ["system", "user", "assistant"]
+        assert log.entries[2]["message"]["stopReason"] == "toolUse"
+
+        # The orphaned command is still running: resuming must not depend on it.
+        t = term("--resume")
+        t.expect("resumed session")
+        t.expect("[tool call bash")
+        t.expect("they were not run, and will be answered as interrupted")
+        t.line("carry on")
+        t.expect("The tool returned:\ninterrupted: the previous awl session ended")
+        t.line("one more")
+        t.expect("You said: one more")
+        t.quit()
+    finally:
+        for pid in shells:  # bash leads its own process group (start_new_session)
+            if "sleep 30" in _cmdline(pid):
+                os.killpg(pid, signal.SIGKILL)
+
+    log = one_log(root, project)
+    assert roles(log) == ["system", "user", "assistant", "user", "assistant", "user", "assistant"]
+    answer = log.entries[3]
+    assert answer["parentId"] == log.entries[2]["id"]
+    assert answer["message"]["content"] == [
+        {"type": "toolResult", "toolUseId": tool_id, "content": INTERRUPTED_RESULT},
+        {"type": "text", "text": "carry on"},
+    ]
+    assert texts(log.entries[4]["message"]).startswith("The tool returned:\ninterrupted")
+    assert texts(log.entries[6]["message"]) == "You said: one more"
+
+
+# ── -p ──
+
+
+def test_print_mode(env: dict[str, str], root: Path, project: Path) -> None:
+    r = run(["-p", "hello"], env, project)
+    assert (r.returncode, r.stdout) == (0, "You said: hello\n")
+    assert "Traceback" not in r.stderr
+    log = one_log(root, project)
+    assert RESUME_RE.search(r.stderr).group(1) == log.header["id"][:8]  # type: ignore[union-attr]
+    assert roles(log) == ["system", "user", "assistant"]
+    assert texts(log.entries[1]["message"]) == "hello"
+    assert log.entries[2]["message"]["stopReason"] == "stop"
+
+    # --resume -p: the most recent session, same file.
+    r = run(["--resume", "-p", "second"], env, project)
+    assert (r.returncode, r.stdout) == (0, "You said: second\n"), r.stderr
+    log = one_log(root, project)
+    assert [texts(m) for m in log.messages()[1:]] == [
+        "hello",
+        "You said: hello",
+        "second",
+        "You said: second",
+    ]
+
+    # A tool turn: only the final reply on stdout.
+    r = run(["--resume", "-p", "run: echo $((6*7))XYZ"], env, project)
+    assert (r.returncode, r.stdout) == (0, "The tool returned:\n42XYZ\n"), r.stderr
+    assert "[bash: ok]" in r.stderr
+    log = one_log(root, project)
+    assert roles(log)[-4:] == ["user", "assistant", "user", "assistant"]
+    assert log.messages()[-2]["content"][0]["content"] == "42XYZ"
+
+
+def test_print_resume_with_nothing_to_resume_starts_a_new_session(
+    env: dict[str, str], root: Path, project: Path
+) -> None:
+    r = run(["--resume", "-p", "fresh"], env, project)
+    assert (r.returncode, r.stdout) == (0, "You said: fresh\n"), r.stderr
+    assert "no session to resume in this directory" in r.stderr
+    log = one_log(root, project)
+    assert roles(log) == ["system", "user", "assistant"]
+
+
+def test_print_reads_stdin(env: dict[str, str], root: Path, project: Path) -> None:
+    r = run(["-p", "-"], env, project, stdin="from stdin\nsecond line\n")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.rstrip("\n") == "You said: from stdin\nsecond line"
+    log = one_log(root, project)
+    assert texts(log.entries[1]["message"]).rstrip("\n") == "from stdin\nsecond line"
+
+
+def test_print_resume_by_prefix(env: dict[str, str], root: Path, project: Path) -> None:
+    assert run(["-p", "one"], env, project).returncode == 0
+    (first,) = session_files(root)
+    assert run(["-p", "two"], env, project).returncode == 0
+    prefix = check_log(first).header["id"][:13]
+    r = run(["--resume", prefix, "-p", "three"], env, project)
+    assert (r.returncode, r.stdout) == (0, "You said: three\n"), r.stderr
+    assert [texts(m) for m in check_log(first, cwd=project).messages()[1::2]] == [
+        "one",
+        "three",
+    ]
+
+
+@pytest.mark.parametrize(
+    "ref", ["nosuch", "abcdef12", "0", "../x", "/etc/passwd", "0" * 40], ids=repr
+)
+def test_print_resume_errors(env: dict[str, str], root: Path, project: Path, ref: str) -> None:
+    for text in ("one", "two"):  # two sessions, so "0" is an ambiguous prefix
+        assert run(["-p", text], env, project).returncode == 0
+    before = snapshot(root)
+    r = run(["--resume", ref, "-p", "x"], env, project)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert r.stdout == ""
+    assert len(r.stderr.splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
+    if ref == "0":
+        assert "matches 2 sessions" in r.stderr
+    assert snapshot(root) == before
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_provider_without_key(
+    env: dict[str, str], root: Path, project: Path, provider: str
+) -> None:
+    r = run(["--provider", provider, "-p", "x"], env, project)
+    assert r.returncode not in (0, None)
+    assert r.stdout == ""
+    assert len(r.stderr.splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert f"{provider.upper()}_API_KEY" in r.stderr
+    assert not root.exists() or session_files(root) == []
+
+
+def test_unknown_provider(env: dict[str, str], root: Path, project: Path) -> None:
+    r = run(["--provider", "nosuch", "-p", "x"], env, project)
+    assert r.returncode not in (0, None)
+    assert len(r.stderr.splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert not root.exists() or session_files(root) == []

@@ -1,0 +1,104 @@
+"""What ``awl`` imports at startup, from ``python -X importtime`` (real processes)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.servers import refused_url
+
+HEAVY = ("anthropic", "openai", "prompt_toolkit")
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_", "AWL_"))}
+    e.update(
+        AWL_SESSION_DIR=str(tmp_path / "sessions"),
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+        XDG_DATA_HOME=str(tmp_path / "data"),
+        AWL_FSYNC="0",
+    )
+    return e
+
+
+def imported(
+    args: list[str], env: dict[str, str], cwd: Path
+) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """Run ``python -X importtime -m awl.cli ARGS``; the process and its imported modules."""
+    r = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "awl.cli", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    modules = set()
+    for line in r.stderr.splitlines():
+        if line.startswith("import time:") and line.count("|") == 2:
+            name = line.rsplit("|", 1)[1].strip()
+            if name != "imported package":
+                modules.add(name)
+    assert "click" in modules and "awl.manager" in modules, r.stderr[-2000:]
+    assert "Traceback" not in r.stderr, r.stderr[-2000:]
+    return r, modules
+
+
+def heavy(modules: set[str]) -> set[str]:
+    return {m for m in modules if m.split(".")[0] in HEAVY}
+
+
+@pytest.fixture
+def session_id(env: dict[str, str], project: Path) -> str:
+    r = subprocess.run(
+        [sys.executable, "-m", "awl.cli", "-p", "hi there"],
+        env=env,
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr
+    (path,) = Path(env["AWL_SESSION_DIR"]).rglob("*.jsonl")
+    return path.stem.split("_", 1)[1]
+
+
+@pytest.mark.parametrize("args", [["sessions"], ["--help"], ["--version"]], ids=" ".join)
+def test_light_commands_import_no_sdk(
+    env: dict[str, str], project: Path, session_id: str, args: list[str]
+) -> None:
+    r, modules = imported(args, env, project)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert heavy(modules) == set()
+    if args == ["sessions"]:
+        assert r.stdout.startswith(session_id[:8]) and "  3 messages" in r.stdout
+
+
+def test_show_imports_no_sdk(env: dict[str, str], project: Path, session_id: str) -> None:
+    r, modules = imported(["show", session_id[:13]], env, project)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "You said: hi there" in r.stdout
+    assert heavy(modules) == set()
+
+
+def test_print_with_offline_provider_imports_no_sdk(env: dict[str, str], project: Path) -> None:
+    r, modules = imported(["-p", "hello"], env, project)
+    assert (r.returncode, r.stdout) == (0, "You said: hello\n"), r.stderr[-2000:]
+    assert heavy(modules) == set()
+
+
+def test_the_check_sees_an_sdk_import(env: dict[str, str], project: Path) -> None:
+    """Control: with --provider anthropic the SDK is imported, and the parser notices."""
+    env.update(ANTHROPIC_API_KEY="sk-ant-test", ANTHROPIC_BASE_URL=refused_url())
+    r, modules = imported(["--provider", "anthropic", "-p", "hello"], env, project)
+    assert r.returncode == 1
+    assert "anthropic" in modules and "awl.providers.anthropic" in modules
+    assert "openai" not in {m.split(".")[0] for m in modules}
+    assert "cannot connect" in r.stderr
