@@ -17,7 +17,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -25,10 +25,23 @@ import orjson
 
 from . import scanner
 from .errors import CorruptSession
-from .format import Buffer
 from .paths import ensure_private_dir, index_cache_path
 
 Records = npt.NDArray[Any]
+
+
+class LogBytes(Protocol):
+    """What the index reads a log through (:class:`awl.logmap.LogMap`)."""
+
+    def scan(self, start: int, end: int) -> Records:
+        """Scanner records of the lines in ``[start, end)``."""
+        ...
+
+    def view(self, start: int, end: int) -> memoryview:
+        """The bytes ``[start, end)``."""
+        ...
+
+
 IntArray = npt.NDArray[np.int64]
 
 # Ids that are not 8 lowercase hex characters get keys above this, numbered
@@ -104,11 +117,11 @@ class LogIndex:
         self._tree: Tree | None = None
 
     @classmethod
-    def build(cls, buf: Buffer, size: int) -> LogIndex:
+    def build(cls, buf: LogBytes, size: int) -> LogIndex:
         """Scan ``buf[0:size]`` from the start."""
-        return cls(scanner.scan(buf, 0, size), size)
+        return cls(buf.scan(0, size), size)
 
-    def extend(self, buf: Buffer, size: int) -> None:
+    def extend(self, buf: LogBytes, size: int) -> None:
         """Scan the bytes between the covered size and ``size`` and add their records."""
         if size <= self.size:
             return
@@ -118,7 +131,7 @@ class LogIndex:
             # The covered region ended in a line without its newline: rescan it.
             start = int(head["offset"][-1])
             head = head[:-1]
-        tail = scanner.scan(buf, start, size)
+        tail = buf.scan(start, size)
         self.records = np.concatenate([np.asarray(head), tail]) if len(head) else tail
         self.size = size
         self._tree = None
@@ -126,7 +139,7 @@ class LogIndex:
     def __len__(self) -> int:
         return len(self.records)
 
-    def tree(self, buf: Buffer, path: str | os.PathLike[str]) -> Tree:
+    def tree(self, buf: LogBytes, path: str | os.PathLike[str]) -> Tree:
         """The tree of tree-node lines, checked: raises CorruptSession on bad structure."""
         if self._tree is None:
             self._tree = build_tree(self.records, buf, path)
@@ -205,9 +218,9 @@ def check_lines(
         )
 
 
-def _slow_field(buf: Buffer, rec: Any, name: str) -> tuple[Any, str | None]:
+def _slow_field(buf: LogBytes, rec: Any, name: str) -> tuple[Any, str | None]:
     start = int(rec["offset"])
-    value = orjson.loads(memoryview(buf)[start : start + int(rec["length"])]).get(name)
+    value = orjson.loads(buf.view(start, start + int(rec["length"]))).get(name)
     if name == "id" and (not isinstance(value, str) or not value):
         return None, "entry 'id' must be a non-empty string"
     if name == "parentId" and value is not None and (not isinstance(value, str) or not value):
@@ -217,7 +230,7 @@ def _slow_field(buf: Buffer, rec: Any, name: str) -> tuple[Any, str | None]:
 
 def build_tree(
     records: Records,
-    buf: Buffer,
+    buf: LogBytes,
     path: str | os.PathLike[str],
     problems: Problems | None = None,
 ) -> Tree:
@@ -346,15 +359,15 @@ _CACHE_VERSION = 1
 _SAMPLE = 4096
 
 
-def _hash(buf: Buffer, start: int, end: int) -> bytes:
-    return hashlib.blake2b(memoryview(buf)[start:end], digest_size=16).digest()
+def _hash(buf: LogBytes, start: int, end: int) -> bytes:
+    return hashlib.blake2b(buf.view(start, end), digest_size=16).digest()
 
 
-def _stamp(buf: Buffer, covered: int) -> tuple[bytes, bytes]:
+def _stamp(buf: LogBytes, covered: int) -> tuple[bytes, bytes]:
     return _hash(buf, 0, min(_SAMPLE, covered)), _hash(buf, max(0, covered - _SAMPLE), covered)
 
 
-def save_cache(index: LogIndex, buf: Buffer, st: os.stat_result, log_path: Path) -> Path | None:
+def save_cache(index: LogIndex, buf: LogBytes, st: os.stat_result, log_path: Path) -> Path | None:
     """Write the index as the log's cache file (atomically, 0600).
 
     Only complete lines are saved, so a line that later gains its newline is
@@ -402,7 +415,7 @@ def save_cache(index: LogIndex, buf: Buffer, st: os.stat_result, log_path: Path)
     return target
 
 
-def load_cache(buf: Buffer, st: os.stat_result, size: int, log_path: Path) -> LogIndex | None:
+def load_cache(buf: LogBytes, st: os.stat_result, size: int, log_path: Path) -> LogIndex | None:
     """The cached index of a log if it matches the log's bytes, else None.
 
     The cached records are memory-mapped, not read.  A cache is accepted only

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import mmap
 import os
 import re
 import stat
@@ -28,6 +27,7 @@ from types import TracebackType
 from typing import Any
 
 import numpy as np
+import orjson
 
 from . import scanner
 from .conversation import Conversation, Message, Text
@@ -53,6 +53,7 @@ from .format import (
     disk_message_to_internal,
     format_timestamp,
     load_object,
+    message_from_object,
     message_to_disk,
     new_entry_id,
     parse_checkpoint,
@@ -63,7 +64,8 @@ from .format import (
     serialize_header,
     uuid7,
 )
-from .index import LogIndex, Tree, check_lines, load_cache, save_cache
+from .index import SLOW_KEY_BASE, LogIndex, Tree, check_lines, load_cache, save_cache
+from .logmap import LogMap
 from .paths import (
     SESSION_FILE_RE,
     corrupt_path,
@@ -81,6 +83,9 @@ CHECKPOINT_MIN_TAIL = 64 * 1024
 
 CHECKPOINT_BUDGET = 0.01
 """Checkpoint lines never make up more than this fraction of a log."""
+
+CHECKPOINT_SEARCH = 4 << 20
+"""How far back from the end an open looks for the last checkpoint line."""
 
 CHECKPOINT_SPACING = 200
 """During a session, a checkpoint follows at least this many times its own size of log."""
@@ -154,7 +159,7 @@ class SessionManager:
         self.read_only = read_only
         self.stats = OpenStats()
         self._fd: int | None = None
-        self._mm: mmap.mmap | None = None
+        self._mm: LogMap | None = None
         self._size = 0  # bytes of the log that count (a torn tail excluded)
         self._needs_newline = False
         self._pending: list[tuple[bytes, MessageEntry]] = []  # before the file exists
@@ -389,12 +394,13 @@ class SessionManager:
 
     # ── loading ──
 
-    def _map(self) -> mmap.mmap:
-        # Re-map when the log has grown since the last map (our own appends).
+    def _map(self) -> LogMap:
+        """The log's bytes up to the current size (re-mapped after our own appends)."""
         if self._mm is None or len(self._mm) < self._size:
             assert self._fd is not None
             if self.read_only:
-                self._mm = mmap.mmap(self._fd, self._size, access=mmap.ACCESS_READ)
+                # Every line but the last is mapped: see awl.logmap.
+                self._mm = LogMap.for_reader(self._fd, self._size)
             else:
                 # mmap keeps a dup of the descriptor it maps, and a dup shares
                 # the flock: map through a descriptor of its own so that the
@@ -404,7 +410,7 @@ class SessionManager:
                     a, b = os.fstat(rfd), os.fstat(self._fd)
                     if (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino):
                         raise SessionError(f"{self._path}: the file was replaced while open")
-                    self._mm = mmap.mmap(rfd, self._size, access=mmap.ACCESS_READ)
+                    self._mm = LogMap.whole(rfd, self._size)
                 finally:
                     os.close(rfd)
         return self._mm
@@ -414,16 +420,17 @@ class SessionManager:
         size = os.fstat(self._fd).st_size
         self._size = size
         mm = self._map()
+        self._size = size = min(size, len(mm))  # a reader may find the file shorter already
         nl = mm.find(b"\n")
         body = nl + 1 if nl >= 0 else size
         torn: int | None = None
         if nl < 0:
             self._needs_newline = True
         else:
-            end = size - 1 if mm[size - 1] == 0x0A else size
+            end = size - 1 if mm.byte(size - 1) == 0x0A else size
             last = mm.rfind(b"\n", 0, end) + 1
             if last >= body:
-                rec = scanner.scan(mm, last, size)
+                rec = mm.scan(last, size)
                 if int(rec["kind"][0]) == scanner.KIND_INVALID:
                     torn = last
                 elif end == size:
@@ -434,25 +441,32 @@ class SessionManager:
             self.stats.trimmed = size - torn
             self._size = size = torn
 
-        cp = self._find_checkpoint(mm, body, size)
+        # Only the end of the log is searched for a checkpoint: one further
+        # back is found in the index, which then has to be built anyway.
+        cp = None
+        start = body
+        if size - CHECKPOINT_SEARCH > body:
+            nl_before = mm.find(b"\n", size - CHECKPOINT_SEARCH - 1, size)
+            start = nl_before + 1 if nl_before >= 0 else size
+        off = mm.find_last("checkpoint", start, size) if start < size else None
+        if off is not None:
+            cp = self._check_checkpoint(mm, off, body, size)
+        tail_nodes = 1
         if cp is not None:
             checkpoint, cp_len = cp
             tail_start = checkpoint.offset + cp_len + 1
             first_line = checkpoint.line + 1
-        else:
-            tail_start, first_line = body, 1
-        tail = scanner.scan(mm, tail_start, size) if tail_start < size else None
-        if tail is not None:
-            check_lines(tail, self._path, first_line)
-            self.stats.tail_lines = len(tail)
-        tail_nodes = 0
-        if tail is not None:
-            tail_nodes = int(
-                np.count_nonzero(
-                    ((tail["kind"] == scanner.KIND_MESSAGE) | (tail["kind"] == scanner.KIND_OTHER))
-                    & ((tail["flags"] & scanner.FLAG_ID) != 0)
+            tail = mm.scan(tail_start, size) if tail_start < size else None
+            if tail is not None:
+                check_lines(tail, self._path, first_line)
+                self.stats.tail_lines = len(tail)
+                kinds = tail["kind"]
+                is_node = (kinds == scanner.KIND_MESSAGE) | (kinds == scanner.KIND_OTHER)
+                tail_nodes = int(
+                    np.count_nonzero(is_node & ((tail["flags"] & scanner.FLAG_ID) != 0))
                 )
-            )
+            else:
+                tail_nodes = 0
         if cp is not None and tail_nodes == 0:
             checkpoint, cp_len = cp
             self.stats.mode = "checkpoint"
@@ -460,27 +474,29 @@ class SessionManager:
             self._line_count = first_line + (len(tail) if tail is not None else 0)
         else:
             self.stats.mode = "index"
+            if cp is None:
+                index, _ = self._ensure_index()
+                rows = np.flatnonzero(index.records["kind"] == scanner.KIND_CHECKPOINT)
+                if len(rows):
+                    cp = self._check_checkpoint(
+                        mm, int(index.records["offset"][rows[-1]]), body, size
+                    )
             self._state_from_index(cp)
         if not self.read_only:
             if torn is not None:
                 self._trim(torn, self.stats.trimmed)
             self._after_writer_open()
 
-    def _find_checkpoint(
-        self, mm: mmap.mmap, body: int, size: int
+    def _check_checkpoint(
+        self, mm: LogMap, off: int, body: int, size: int
     ) -> tuple[Checkpoint, int] | None:
-        """The last checkpoint line if it is consistent with the file, else None."""
-        if body >= size:
-            return None
-        off = scanner.find_last(mm, "checkpoint", body, size)
-        if off is None:
-            return None
+        """The checkpoint line at ``off`` if it is consistent with the file, else None."""
         end = mm.find(b"\n", off, size)
         if end < 0:
             end = size
         self.stats.parsed.append(off)
         try:
-            cp = parse_checkpoint(load_object(memoryview(mm)[off:end]))
+            cp = parse_checkpoint(load_object(mm.view(off, end)))
         except FormatError:
             return None
         ok = (
@@ -494,6 +510,11 @@ class SessionManager:
             and all(o >= body and o + n < off for o, n, _line, _id in cp.recent)
             and (cp.prev is None or cp.prev < off)
             and cp.checkpoint_bytes <= off
+            # The leaf of an awl log is its last message: a leafId that is not
+            # the last located message is not trusted (forward-compatible
+            # leaves of other types just take the index path).
+            and (not cp.recent or cp.recent[-1][3] == cp.leaf_id)
+            and (cp.message_count == 0) == (not cp.recent)
         )
         if not ok:
             return None
@@ -623,12 +644,23 @@ class SessionManager:
         if self._checked < len(index):
             check_lines(index.records[self._checked :], self._path, self._checked)
             self._checked = len(index)
-        return index, index.tree(mm, self._path)
+        tree = index.tree(mm, self._path)
+        if self._leaf is not None and self._leaf not in self._appended and self._leaf not in tree:
+            # The checkpoint named a leaf the log does not have: the log is
+            # the truth, so the state is derived again from the index.
+            self._leaf = None
+            self._recent = []
+            self._first_prompt = ""
+            self._provider, self._model = self.header.provider, self.header.model
+            self._cp_offset, self._cp_end, self._cp_bytes = None, 0, 0
+            self.stats.mode = "index"
+            self._state_from_index(None)
+        return index, tree
 
     def _trim(self, start: int, torn: int) -> None:
         """Move a torn last line's bytes to ``<file>.corrupt``, then cut them off."""
         assert self._fd is not None and self._mm is not None
-        data = self._mm[start : start + torn]
+        data = bytes(self._mm.view(start, start + torn))
         self._mm = None  # the mapping would reach past the new end of file
         target = corrupt_path(self._path)
         try:
@@ -680,7 +712,7 @@ class SessionManager:
         mm = self._map()
         self.stats.parsed.append(offset)
         try:
-            return parse_object(load_object(memoryview(mm)[offset : offset + length]))
+            return parse_object(load_object(mm.view(offset, offset + length)))
         except FormatError as exc:
             raise CorruptSession(self._path, line + 1, str(exc)) from None
 
@@ -766,10 +798,18 @@ class SessionManager:
         pos = tree.pos_of(self._leaf)
         if pos is None:
             raise _StaleIndex
-        rows = tree.rows[tree.branch(pos)]
+        branch = tree.branch(pos)
+        rows = tree.rows[branch]
         rec = index.records
-        msg_rows = rows[rec["kind"][rows] == scanner.KIND_MESSAGE]
-        return [self._loc(index, tree, int(r)) for r in msg_rows]
+        is_msg = rec["kind"][rows] == scanner.KIND_MESSAGE
+        msg_rows, msg_pos = rows[is_msg], branch[is_msg]
+        # Whole columns at once: per-row scalar indexing of a memory-mapped
+        # cache costs more than parsing the messages.
+        offsets = rec["offset"][msg_rows].tolist()
+        lengths = rec["length"][msg_rows].tolist()
+        keys = tree.keys[msg_pos].tolist()
+        ids = [tree.slow_names[k] if k >= SLOW_KEY_BASE else f"{k:08x}" for k in keys]
+        return list(zip(offsets, lengths, msg_rows.tolist(), ids, strict=True))
 
     # ── rebuilding ──
 
@@ -785,47 +825,50 @@ class SessionManager:
         recent = list(self._recent)
         locs: list[tuple[int, int, int, str]] | None = None
 
-        def message_entry(i: int) -> MessageEntry:
+        def message(loc: tuple[int, int, int, str]) -> Message:
+            o, n, line, eid = loc
+            if eid in self._appended:
+                return disk_message_to_internal(self._appended[eid].message)
+            self.stats.parsed.append(o)
+            try:
+                obj = orjson.loads(self._map().view(o, o + n))
+            except orjson.JSONDecodeError:
+                obj = None
+            if type(obj) is dict and obj.get("id") == eid:
+                fast = message_from_object(obj)
+                if fast is not None:
+                    return fast
+            # The slow path gives the exact error, or finds the index stale.
+            entry = self._entry_checked(o, n, line, eid)
+            if not isinstance(entry, MessageEntry):
+                raise _StaleIndex
+            return disk_message_to_internal(entry.message)
+
+        def via_index(i: int) -> Message:
+            nonlocal locs
+            if locs is None:
+                locs = self._branch_message_locs()
+            if len(locs) < count:
+                raise _StaleIndex
+            return message(locs[i])
+
+        def load(i: int) -> Message:
             nonlocal locs
             k = i - (count - len(recent))
             if k >= 0:
-                o, n, line, eid = recent[k]
-                if eid in self._appended:
-                    return self._appended[eid]
-                try:
-                    entry = self._entry_checked(o, n, line, eid)
-                    if isinstance(entry, MessageEntry):
-                        return entry
-                except _StaleIndex:
-                    pass
+                with contextlib.suppress(_StaleIndex):
+                    return message(recent[k])
 
-            def via_index() -> MessageEntry:
+            def again() -> Message:
                 nonlocal locs
-                if locs is None:
-                    locs = self._branch_message_locs()
-                if len(locs) < count:
-                    raise _StaleIndex
-                o, n, line, eid = locs[i]
-                if eid in self._appended:
-                    return self._appended[eid]
-                entry = self._entry_checked(o, n, line, eid)
-                if not isinstance(entry, MessageEntry):
-                    raise _StaleIndex
-                return entry
-
-            def retry() -> MessageEntry:
-                nonlocal locs
-                locs = None
-                return via_index()
+                locs = None  # locations taken from a stale index are stale too
+                return via_index(i)
 
             try:
-                return via_index()
+                return via_index(i)
             except _StaleIndex:
-                result: MessageEntry = self._with_fresh_index(retry)
+                result: Message = self._with_fresh_index(again)
                 return result
-
-        def load(i: int) -> Message:
-            return disk_message_to_internal(message_entry(i).message)
 
         return Conversation(lazy_count=count, loader=load)
 
@@ -943,10 +986,15 @@ class SessionManager:
         self._line_count += 1
 
     def _create_file(self, line: bytes, entry: MessageEntry) -> None:
+        # The first lines are written under a temporary name and linked into
+        # place complete, so a crash can leave no empty or torn log behind
+        # (only, at worst, a hidden temporary file, which no listing reads).
         ensure_private_dir(self._path.parent)
-        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        tmp = self._path.with_name(f".{self._path.name}.{os.getpid()}.creating")
+        linked = False
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
-            fd = os.open(self._path, flags, 0o600)
+            fd = os.open(tmp, flags, 0o600)
         except OSError as exc:
             raise SessionWriteError(
                 f"{self._path}: cannot create session file: {exc.strerror}"
@@ -959,6 +1007,10 @@ class SessionManager:
             _write_all(fd, b"".join(chunks))
             if _fsync_enabled():
                 os.fsync(fd)
+            os.link(tmp, self._path)  # fails if the name exists: never replaces a log
+            linked = True
+            os.unlink(tmp)
+            if _fsync_enabled():
                 dfd = os.open(self._path.parent, os.O_RDONLY | os.O_DIRECTORY)
                 try:
                     os.fsync(dfd)
@@ -967,7 +1019,10 @@ class SessionManager:
         except OSError as exc:
             os.close(fd)
             with contextlib.suppress(OSError):
-                os.unlink(self._path)
+                os.unlink(tmp)
+            if linked:  # not durable: the session is not claimed to exist
+                with contextlib.suppress(OSError):
+                    os.unlink(self._path)
             raise SessionWriteError(
                 f"{self._path}: could not write session: {exc.strerror}"
             ) from None
@@ -1112,8 +1167,7 @@ class SessionManager:
         finally:
             self._index = None
             if self._mm is not None:
-                with contextlib.suppress(BufferError):
-                    self._mm.close()
+                self._mm.close()
                 self._mm = None
             os.close(self._fd)  # also releases the flock
             self._fd = None

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from .errors import SessionBusy, SessionError
 from .index import load_cache
+from .logmap import LogMap
 from .manager import SessionManager, _log_files, open_log
 from .paths import project_dir, session_root
 from .verify import verify_log
@@ -144,13 +145,13 @@ def _dry_run(p: Path, result: FileResult) -> None:
         result.entries = m.entry_count
         fd = open_log(p)
         try:
-            import mmap
-
-            size = m.size
-            with mmap.mmap(fd, os.fstat(fd).st_size, access=mmap.ACCESS_READ) as mm:
-                cached = load_cache(mm, os.fstat(fd), size, p)
-                result.cache_written = cached is None or cached.size < size
+            log = LogMap.for_reader(fd, m.size)
+            try:
+                cached = load_cache(log, os.fstat(fd), m.size, p)
+                result.cache_written = cached is None or cached.size < m.size
                 del cached
+            finally:
+                log.close()
         finally:
             os.close(fd)
 

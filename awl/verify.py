@@ -7,7 +7,6 @@ problem it finds with its line number.  It never writes.
 
 from __future__ import annotations
 
-import mmap
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +15,7 @@ from . import scanner
 from .errors import FormatError
 from .format import Checkpoint, load_object, parse_object
 from .index import Problems, Records, build_tree, check_lines
+from .logmap import LogMap
 from .manager import open_log
 
 
@@ -49,26 +49,25 @@ def verify_log(path: str | os.PathLike[str], *, limit: int = 1000) -> VerifyRepo
         if size == 0:
             sink.report(None, "empty file, not a session log")
             return _finish(report, sink)
-        with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as mm:
-            records = scanner.scan(mm, 0, size)
+        log = LogMap.for_reader(fd, size)  # safe against a writer trimming meanwhile
+        try:
+            records = log.scan(0, len(log))
             if len(records) > 1 and int(records["kind"][-1]) == scanner.KIND_INVALID:
                 report.torn = int(records["length"][-1])
                 records = records[:-1]
             report.lines = len(records)
             check_lines(records, p, 0, sink)
-            tree = build_tree(records, mm, p, sink)
+            tree = build_tree(records, log, p, sink)
             report.entries = len(tree)
-            view = memoryview(mm)
-            try:
-                _check_entries(records, view, sink)
-            finally:
-                view.release()
+            _check_entries(records, log, sink)
+        finally:
+            log.close()
     finally:
         os.close(fd)
     return _finish(report, sink)
 
 
-def _check_entries(records: Records, view: memoryview, sink: Problems) -> None:
+def _check_entries(records: Records, log: LogMap, sink: Problems) -> None:
     kinds = records["kind"]
     offsets = records["offset"]
     lengths = records["length"]
@@ -78,7 +77,7 @@ def _check_entries(records: Records, view: memoryview, sink: Problems) -> None:
             continue
         o, n = int(offsets[i]), int(lengths[i])
         try:
-            entry = parse_object(load_object(view[o : o + n]))
+            entry = parse_object(load_object(log.view(o, o + n)))
         except FormatError as exc:
             sink.report(i + 1, str(exc))
             continue

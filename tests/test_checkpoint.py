@@ -226,6 +226,8 @@ def eager_checkpoints(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(manager_mod, "CHECKPOINT_MIN_TAIL", 512)
     monkeypatch.setattr(manager_mod, "CHECKPOINT_BUDGET", 1.0)
     monkeypatch.setattr(manager_mod, "CHECKPOINT_SPACING", 0)
+    # A short search window: checkpoints further back are found through the index.
+    monkeypatch.setattr(manager_mod, "CHECKPOINT_SEARCH", 2048)
     yield
 
 

@@ -1,0 +1,145 @@
+"""The bytes of a log as an open sees them: memory-mapped, safely.
+
+A writer that trims a torn tail shrinks the file, and a process that touches
+a mapped page past the new end of file dies of SIGBUS.  Only the last line
+of a log is ever cut (a torn tail, or an append rolled back), so a reader
+maps every line but the last and reads the last one with ``pread``: nothing
+it touches can vanish under it.  A writer holds the lock, is the only one
+who cuts, and maps the whole file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+
+from . import scanner
+from .index import Records
+
+_CHUNK = 1 << 16
+
+
+def _last_line_start(fd: int, size: int) -> int:
+    """Where the file's last line starts (after the last newline before its final byte)."""
+    pos = size - 1
+    while pos > 0:
+        lo = max(0, pos - _CHUNK)
+        chunk = os.pread(fd, pos - lo, lo)
+        if len(chunk) < pos - lo:
+            return 0  # the file shrank under us: treat everything as the last line
+        nl = chunk.rfind(b"\n")
+        if nl >= 0:
+            return lo + nl + 1
+        pos = lo
+    return 0
+
+
+def _pread_all(fd: int, n: int, offset: int) -> bytes:
+    parts = []
+    while n > 0:
+        chunk = os.pread(fd, min(n, 1 << 24), offset)
+        if not chunk:
+            break
+        parts.append(chunk)
+        n -= len(chunk)
+        offset += len(chunk)
+    return b"".join(parts)
+
+
+class LogMap:
+    """``[0, split)`` memory-mapped, ``[split, size)`` held as bytes read with pread."""
+
+    def __init__(self, mm: mmap.mmap | None, split: int, tail: bytes = b"") -> None:
+        self._mm = mm
+        self.split = split
+        self._tail = tail
+        self.size = split + len(tail)
+
+    @classmethod
+    def for_reader(cls, fd: int, size: int) -> LogMap:
+        """Map all but the last line of ``fd``'s first ``size`` bytes."""
+        split = _last_line_start(fd, size) if size else 0
+        tail = _pread_all(fd, size - split, split)
+        mm = mmap.mmap(fd, split, access=mmap.ACCESS_READ) if split else None
+        return cls(mm, split, tail)
+
+    @classmethod
+    def whole(cls, fd: int, size: int) -> LogMap:
+        """Map the whole of ``fd``'s first ``size`` bytes (a writer's view)."""
+        return cls(mmap.mmap(fd, size, access=mmap.ACCESS_READ) if size else None, size)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def view(self, start: int, end: int) -> memoryview:
+        """The bytes ``[start, end)`` without copying where they lie in one part."""
+        end = min(end, self.size)
+        if end <= start:
+            return memoryview(b"")
+        if end <= self.split:
+            assert self._mm is not None
+            return memoryview(self._mm)[start:end]
+        if start >= self.split:
+            return memoryview(self._tail)[start - self.split : end - self.split]
+        assert self._mm is not None
+        return memoryview(self._mm[start : self.split] + self._tail[: end - self.split])
+
+    def byte(self, pos: int) -> int:
+        """One byte."""
+        return self.view(pos, pos + 1)[0]
+
+    def find(self, sub: bytes, start: int = 0, end: int | None = None) -> int:
+        """Like bytes.find over the whole log (``sub`` must not span the two parts)."""
+        end = self.size if end is None else end
+        if start < self.split and self._mm is not None:
+            hit = self._mm.find(sub, start, min(end, self.split))
+            if hit >= 0 or end <= self.split:
+                return hit
+        lo = max(start, self.split)
+        hit = self._tail.find(sub, lo - self.split, end - self.split)
+        return hit + self.split if hit >= 0 else -1
+
+    def rfind(self, sub: bytes, start: int = 0, end: int | None = None) -> int:
+        """Like bytes.rfind over the whole log."""
+        end = self.size if end is None else end
+        if end > self.split:
+            hit = self._tail.rfind(sub, max(start, self.split) - self.split, end - self.split)
+            if hit >= 0:
+                return hit + self.split
+        if start < self.split and self._mm is not None:
+            return self._mm.rfind(sub, start, min(end, self.split))
+        return -1
+
+    def scan(self, start: int, end: int) -> Records:
+        """Scanner records of the lines in ``[start, end)`` (a line start)."""
+        import numpy as np
+
+        parts = []
+        if start < self.split and self._mm is not None:
+            parts.append(scanner.scan(self._mm, start, min(end, self.split)))
+        if end > self.split and self._tail:
+            tail = scanner.scan(self._tail, max(start, self.split) - self.split, end - self.split)
+            tail["offset"] += self.split
+            parts.append(tail)
+        if not parts:
+            return np.zeros(0, dtype=scanner.INDEX_DTYPE)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def find_last(self, type_name: str, start: int, end: int) -> int | None:
+        """The offset of the last line in ``[start, end)`` whose type is ``type_name``."""
+        if end > self.split and self._tail:
+            lo = max(start, self.split) - self.split
+            hit = scanner.find_last(self._tail, type_name, lo, end - self.split)
+            if hit is not None:
+                return hit + self.split
+        if start < self.split and self._mm is not None:
+            return scanner.find_last(self._mm, type_name, start, min(end, self.split))
+        return None
+
+    def close(self) -> None:
+        """Unmap (a view still held elsewhere keeps the map alive until it goes)."""
+        if self._mm is not None:
+            with contextlib.suppress(BufferError):
+                self._mm.close()
+            self._mm = None
