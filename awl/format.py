@@ -564,6 +564,86 @@ def disk_block_to_internal(block: DiskContentBlock) -> ContentBlock | None:
     return None
 
 
+def _is_opt_str(value: Any) -> bool:
+    return value is None or type(value) is str
+
+
+def _is_count(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+def message_from_object(obj: dict[str, Any]) -> Message | None:
+    """The Conversation message of a loaded message entry, or None if anything is off.
+
+    The fast path of a rebuild: it goes straight from the JSON object to the
+    in-memory blocks, checking everything :func:`parse_object` checks, and
+    answers None (never raises) wherever that would raise, so the caller can
+    take the slow path for the exact error.
+    """
+    eid = obj.get("id")
+    parent = obj.get("parentId", False)
+    if (
+        obj.get("type") != "message"
+        or type(eid) is not str
+        or not eid
+        or parent is False
+        or (parent is not None and (type(parent) is not str or not parent))
+        or type(obj.get("timestamp")) is not str
+        or not _is_opt_str(obj.get("provider"))
+        or not _is_opt_str(obj.get("model"))
+    ):
+        return None
+    m = obj.get("message")
+    if type(m) is not dict:
+        return None
+    role = m.get("role")
+    content = m.get("content")
+    if role not in ROLES or type(content) is not list:
+        return None
+    if not (
+        _is_opt_str(m.get("provider"))
+        and _is_opt_str(m.get("model"))
+        and _is_opt_str(m.get("stopReason"))
+    ):
+        return None
+    usage = m.get("usage")
+    if usage is not None and (
+        type(usage) is not dict
+        or not _is_count(usage.get("input"))
+        or not _is_count(usage.get("output"))
+    ):
+        return None
+    blocks: list[ContentBlock] = []
+    for b in content:
+        if type(b) is not dict:
+            return None
+        kind = b.get("type")
+        if kind == "text":
+            text = b.get("text")
+            if type(text) is not str:
+                return None
+            blocks.append(Text(text))
+        elif kind == "thinking":
+            text = b.get("thinking")
+            if type(text) is not str:
+                return None
+            blocks.append(Thinking(text))
+        elif kind == "toolUse":
+            tid, name, raw = b.get("id"), b.get("name"), b.get("input")
+            if type(tid) is not str or type(name) is not str or type(raw) is not str:
+                return None
+            blocks.append(ToolUse(tid, name, raw))
+        elif kind == "toolResult":
+            tid, text = b.get("toolUseId"), b.get("content")
+            if type(tid) is not str or type(text) is not str:
+                return None
+            blocks.append(ToolResult(tid, text))
+        elif type(kind) is not str:
+            return None
+        # A block of another type is kept on disk and left out, as in the slow path.
+    return Message(role, blocks)
+
+
 def disk_message_to_internal(message: DiskMessage) -> Message:
     """The Conversation message of an on-disk message (role and content only)."""
     content = [b for b in map(disk_block_to_internal, message.content) if b is not None]

@@ -1,0 +1,442 @@
+"""Concurrency: one writer per session, and readers that never disturb it.
+
+Real processes on real files:
+
+* two writers race for one session, many rounds: exactly one gets it, the
+  other gets SessionBusy and writes nothing;
+* two writers hammer one session with open/append/close loops: every
+  acknowledged entry is in the log once and nothing else is;
+* readers (``open(read_only=True)`` + rebuild, ``list_sessions``, ``awl show
+  ID --json``, ``awl sessions``) loop while a writer appends fast: they never
+  fail, never trim, only ever see complete lines, and what they see is a
+  prefix of the final log;
+* ``reindex`` meanwhile skips the busy log and changes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from awl import Message, SessionManager, Text
+from awl.paths import corrupt_path
+from awl.reindex import reindex, reindex_file
+
+from .helpers import reference_replay, snapshot
+
+REPO = Path(__file__).resolve().parents[1]
+SCALE = float(os.environ.get("AWL_CONCURRENCY_SCALE", "1"))
+
+
+def report(what: str) -> None:
+    print(f"\nRELIABILITY {what}")
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env["PYTHONPATH"] = str(REPO)
+    env.update(extra)
+    return env
+
+
+def spawn(code: str, *args: str, **env: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=child_env(**env),
+        bufsize=1,
+    )
+
+
+def readline(p: subprocess.Popen[str], timeout: float = 30) -> str:
+    assert p.stdout is not None
+    result: list[str] = []
+    t = threading.Thread(target=lambda: result.append(p.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+    t.start()
+    t.join(timeout)
+    if not result or not result[0]:
+        p.kill()
+        raise AssertionError(f"child gave no answer; stderr: {p.stderr.read() if p.stderr else ''}")
+    return result[0].strip()
+
+
+def finish(p: subprocess.Popen[str]) -> None:
+    if p.stdin:
+        p.stdin.close()
+    try:
+        p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, p.stderr.read() if p.stderr else ""
+
+
+def new_log(project: Path, root: Path, n: int = 2) -> Path:
+    m = SessionManager.create(project, "anthropic", "claude-sonnet-4-20250514", session_dir=root)
+    for i in range(n):
+        m.append_message(Message("user" if i % 2 == 0 else "assistant", [Text(f"seed {i}")]))
+    m.close()
+    return m.path
+
+
+def message_ids(path: Path) -> list[str]:
+    out = []
+    for raw in path.read_bytes().splitlines():
+        o = orjson.loads(raw)  # every line complete
+        if o["type"] == "message":
+            out.append(o["id"])
+    return out
+
+
+# ── two writers ──
+
+RACER = """
+import sys
+from awl import Message, SessionBusy, SessionManager, Text
+name = sys.argv[1]
+held = None
+for line in sys.stdin:
+    cmd = line.split()
+    if cmd[0] == "go":
+        try:
+            m = SessionManager.open(cmd[1])
+        except SessionBusy:
+            print("busy", flush=True)
+            continue
+        eid = m.append_message(Message("user", [Text(name + " " + cmd[2])]))
+        held = m
+        print("got " + eid, flush=True)
+    elif cmd[0] == "release":
+        if held is not None:
+            held.close()
+            held = None
+        print("released", flush=True)
+"""
+
+
+def test_two_writers_started_at_once_exactly_one_wins(project: Path, root: Path) -> None:
+    path = new_log(project, root)
+    a, b = spawn(RACER, "A"), spawn(RACER, "B")
+    rounds = max(1, int(150 * SCALE))
+    wins = {"A": 0, "B": 0}
+    try:
+        for r in range(rounds):
+            before = path.read_bytes()
+            ids_before = message_ids(path)
+            first, second = (a, b) if r % 2 else (b, a)
+            msg = f"go {path} {r}\n"
+            for p in (first, second):  # as close together as two writes get
+                assert p.stdin is not None
+                p.stdin.write(msg)
+                p.stdin.flush()
+            answers = {"A": readline(a), "B": readline(b)}
+            got = [n for n, ans in answers.items() if ans.startswith("got ")]
+            busy = [n for n, ans in answers.items() if ans == "busy"]
+            assert len(got) == 1 and len(busy) == 1, f"round {r}: {answers}"
+            wins[got[0]] += 1
+            winner_id = answers[got[0]].split()[1]
+            for p in (a, b):
+                assert p.stdin is not None
+                p.stdin.write("release\n")
+                p.stdin.flush()
+            assert readline(a) == "released" and readline(b) == "released"
+            after = path.read_bytes()
+            assert after.startswith(before)
+            assert message_ids(path) == [*ids_before, winner_id]  # the loser wrote nothing
+            obj = next(orjson.loads(x) for x in after.splitlines() if winner_id.encode() in x)
+            assert obj["message"]["content"][0]["text"] == f"{got[0]} {r}"
+    finally:
+        finish(a)
+        finish(b)
+    assert not corrupt_path(path).exists()
+    rep = reference_replay(path)
+    assert len(rep.messages) == 2 + rounds
+    with SessionManager.open(path) as m:
+        assert m.message_count == 2 + rounds and m.leaf_id == rep.leaf
+    report(f"writer-race rounds={rounds} wins={wins}")
+
+
+HAMMER = """
+import sys, time
+from awl import Message, SessionBusy, SessionManager, Text
+path, name, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+end = time.monotonic() + seconds
+busy = n = 0
+while time.monotonic() < end:
+    try:
+        m = SessionManager.open(path)
+    except SessionBusy:
+        busy += 1
+        continue
+    with m:
+        for k in range(1 + n % 3):
+            eid = m.append_message(Message("assistant", [Text(name + " " + str(n))]))
+            print("ok " + eid + " " + name + " " + str(n), flush=True)
+            n += 1
+print("busy " + str(busy), flush=True)
+"""
+
+
+def test_two_writers_hammering_one_session(project: Path, root: Path) -> None:
+    path = new_log(project, root)
+    seconds = str(1.5 * SCALE)
+    procs = [spawn(HAMMER, str(path), name, seconds) for name in ("A", "B")]
+    acked: dict[str, str] = {}
+    busy = 0
+    for p in procs:
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+        for ln in out.splitlines():
+            parts = ln.split()
+            if parts[0] == "ok":
+                acked[parts[1]] = f"{parts[2]} {parts[3]}"
+            else:
+                busy += int(parts[1])
+    ids = message_ids(path)
+    assert len(ids) == len(set(ids))
+    assert ids[2:] == [i for i in ids[2:] if i in acked] and set(ids[2:]) == set(acked)
+    texts = {
+        o["id"]: o["message"]["content"][0]["text"]
+        for o in map(orjson.loads, path.read_bytes().splitlines())
+        if o["type"] == "message"
+    }
+    assert all(texts[i] == t for i, t in acked.items())
+    rep = reference_replay(path)
+    with SessionManager.open(path, read_only=True) as m:
+        assert m.leaf_id == rep.leaf == ids[-1] and m.message_count == len(ids)
+    assert not corrupt_path(path).exists()
+    report(f"writer-hammer seconds={seconds} appends={len(acked)} busy_refusals={busy}")
+
+
+# ── readers while a writer appends ──
+
+WRITER = """
+import os, random, sys, time
+from awl import Message, SessionManager, Text
+path, count = sys.argv[1], int(sys.argv[2])
+rnd = random.Random(int(sys.argv[3]))
+m = SessionManager.open(path)
+print("ready", flush=True)
+sys.stdin.readline()
+for i in range(count):
+    roll = rnd.random()
+    if roll < 0.8:
+        size = rnd.randint(50, 2000)
+    elif roll < 0.96:
+        size = rnd.randint(10_000, 50_000)
+    else:
+        size = rnd.randint(200_000, 900_000)
+    text = (str(i) + ":" + "é日😀\\"\\\\x" * (size // 10 + 1))[:size]
+    m.append_message(Message("user" if i % 2 == 0 else "assistant", [Text(text)]))
+    time.sleep(0.003)  # fast, but slow enough for the readers to see the log grow
+m.close()
+print("done " + str(m.size), flush=True)
+"""
+
+READER = """
+import hashlib, json, os, random, sys
+import orjson
+from awl import SessionManager
+from awl.format import block_to_json, content_block_to_disk
+path, cwd, stop = sys.argv[1], sys.argv[2], sys.argv[3]
+rnd = random.Random()
+def digest(m):
+    blocks = [block_to_json(content_block_to_disk(b)) for b in m.content]
+    return hashlib.sha1(orjson.dumps([m.role, blocks])).hexdigest()
+n = 0
+print(json.dumps({"kind": "ready"}), flush=True)
+while not os.path.exists(stop):
+    n += 1
+    if n % 3 == 0:
+        infos = SessionManager.list_sessions(cwd)
+        mine = [i for i in infos if str(i.path) == path]
+        assert len(mine) == 1 and mine[0].error is None, mine
+        seen = {"kind": "list", "count": mine[0].message_count, "size": mine[0].size}
+        print(json.dumps(seen), flush=True)
+        continue
+    with SessionManager.open(path, read_only=True) as r:
+        count, leaf, size = r.message_count, r.leaf_id, r.size
+        conv = r.rebuild_conversation()
+        assert len(conv) == count
+        picks = sorted({count - 1, rnd.randrange(count), rnd.randrange(count)}) if count else []
+        samples = [[k, digest(conv[k])] for k in picks]
+        assert r.stats.trimmed >= 0
+    seen = {"kind": "open", "count": count, "leaf": leaf, "size": size, "samples": samples}
+    print(json.dumps(seen), flush=True)
+print(json.dumps({"kind": "end", "n": n}), flush=True)
+"""
+
+
+def _digest(role: str, content: list[dict[str, Any]]) -> str:
+    return hashlib.sha1(orjson.dumps([role, content])).hexdigest()
+
+
+def test_readers_while_a_writer_appends(tmp_path: Path, project: Path, root: Path) -> None:
+    path = new_log(project, root, n=2)
+    cache = Path(os.environ["XDG_CACHE_HOME"])
+    stop = tmp_path / "stop"
+    count = max(10, int(600 * SCALE))
+    writer = spawn(WRITER, str(path), str(count), str(os.getpid()), AWL_FSYNC="0")
+    assert readline(writer) == "ready"
+    readers = [spawn(READER, str(path), str(project), str(stop)) for _ in range(2)]
+    for r in readers:
+        assert json.loads(readline(r))["kind"] == "ready"
+    cli: list[tuple[str, subprocess.CompletedProcess[str]]] = []
+    reindexed: list[bool] = []
+    sid = SessionManager.open(path, read_only=True).id
+    assert writer.stdin is not None
+    writer.stdin.write("go\n")
+    writer.stdin.flush()
+    t0 = time.monotonic()
+    k = 0
+    while writer.poll() is None and time.monotonic() - t0 < 60:
+        k += 1
+        args = [["show", sid, "--json"], ["sessions"], ["show", sid]][k % 3]
+        out = subprocess.run(
+            [sys.executable, "-m", "awl.cli", *args],
+            cwd=project,
+            env=child_env(),
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        cli.append((args[0] + (" --json" if "--json" in args else ""), out))
+        if k % 4 == 0 and writer.poll() is None:
+            # Freeze the writer (its lock held), and reindex: the log is skipped, nothing changes.
+            os.kill(writer.pid, signal.SIGSTOP)
+            try:
+                before = path.read_bytes(), snapshot(cache)
+                r1 = reindex_file(path)
+                _, summary = reindex([path], verify=True)
+                out = subprocess.run(
+                    [sys.executable, "-m", "awl.cli", "reindex", "--verify", str(path)],
+                    cwd=project,
+                    env=child_env(),
+                    capture_output=True,
+                    text=True,
+                    timeout=30,
+                )
+                assert r1.busy and summary.busy == 1 and summary.errors == 0
+                assert (
+                    out.returncode == 0 and "skipped: open in another awl process" in out.stdout
+                ), out
+                assert (path.read_bytes(), snapshot(cache)) == before
+                reindexed.append(True)
+            finally:
+                os.kill(writer.pid, signal.SIGCONT)
+    done = readline(writer, timeout=60)
+    assert done.startswith("done "), done
+    finish(writer)
+    stop.write_text("")
+    observations: list[list[dict[str, Any]]] = []
+    for r in readers:
+        out, err = r.communicate(timeout=60)
+        assert r.returncode == 0, err
+        assert "Traceback" not in err, err
+        observations.append([json.loads(x) for x in out.splitlines()])
+    final = path.read_bytes()
+    assert len(final) == int(done.split()[1]), "somebody but the writer wrote to the log"
+    assert not corrupt_path(path).exists(), "a reader trimmed"
+    rep = reference_replay(path)
+    ids = rep.branch_ids
+    digests = [_digest(role, content) for role, content in rep.messages]
+    seen = 0
+    for obs in observations:
+        last = {"open": -1, "list": -1}
+        for o in obs:
+            if o["kind"] in ("end", "ready"):
+                continue
+            seen += 1
+            assert o["count"] >= last[o["kind"]], "a reader went back in time"
+            last[o["kind"]] = o["count"]
+            assert o["count"] <= len(digests)
+            size = o["size"]
+            assert final[size - 1 : size] == b"\n" or final[size : size + 1] == b"\n", (
+                "saw a partial line"
+            )
+            if o["kind"] == "open":
+                assert o["leaf"] == (ids[o["count"] - 1] if o["count"] else None)
+                for idx, dig in o["samples"]:
+                    assert digests[idx] == dig, f"message {idx} seen differs from the final log's"
+    assert seen > 10, "the readers hardly ran"
+    growth = {o["count"] for obs in observations for o in obs if o["kind"] == "open"}
+    assert len(growth) > 3, "the readers never saw the log grow"
+    for what, out in cli:
+        assert out.returncode == 0, (what, out.stderr)
+        assert "Traceback" not in out.stderr + out.stdout
+        if what == "show --json":
+            doc = json.loads(out.stdout)
+            n = len(doc["messages"])
+            assert [_digest(x["role"], x["content"]) for x in doc["messages"]] == digests[:n]
+            assert doc["leafId"] == (ids[n - 1] if n else None)
+    assert reindexed, "the writer finished before reindex could be tried"
+    report(
+        f"readers entries={count} reader_observations={seen} distinct_counts_seen={len(growth)} "
+        f"cli_runs={len(cli)} reindex_while_busy={len(reindexed) * 3} log_bytes={len(final)}"
+    )
+
+
+TRIM_READER = """
+import os, sys
+from awl import CorruptSession, SessionManager
+path, stop = sys.argv[1], sys.argv[2]
+n = 0
+print("ready", flush=True)
+while not os.path.exists(stop):
+    n += 1
+    with SessionManager.open(path, read_only=True) as r:
+        assert r.leaf_id is not None
+        list(r.rebuild_conversation())
+print("reads " + str(n), flush=True)
+"""
+
+
+def test_readers_survive_a_writer_trimming_a_torn_tail(
+    tmp_path: Path, project: Path, root: Path
+) -> None:
+    """A log with a big torn tail (a writer died mid-write); readers loop over it while a
+    writer's open trims the tail, again and again.  A reader maps the file: the trim must
+    not kill it (SIGBUS on pages past the new end of file)."""
+    path = new_log(project, root, n=4)
+    torn = b'{"type":"message","id":"0000beef","parentId":null,"message":{"role":"user","content":'
+    torn += b'[{"type":"text","text":"' + b"z" * (4 << 20)
+    stop = tmp_path / "stop"
+    with open(path, "ab") as f:
+        f.write(torn)
+    readers = [spawn(TRIM_READER, str(path), str(stop)) for _ in range(2)]
+    for r in readers:
+        assert readline(r) == "ready"
+    trims = 0
+    t0 = time.monotonic()
+    try:
+        while time.monotonic() - t0 < 5 * SCALE and all(r.poll() is None for r in readers):
+            with SessionManager.open(path) as w:
+                assert w.stats.trimmed == len(torn)
+            trims += 1
+            corrupt_path(path).unlink()
+            with open(path, "ab") as f:  # and the writer dies mid-write again
+                f.write(torn)
+    finally:
+        stop.write_text("")
+    codes = []
+    for r in readers:
+        _, err = r.communicate(timeout=60)
+        codes.append(r.returncode)
+        assert "Traceback" not in err, err[-2000:]
+    report(f"trim-under-readers trims={trims} reader_exit_codes={codes}")
+    assert codes == [0, 0], f"a reader died (status {codes}) while a writer trimmed a torn tail"

@@ -1,0 +1,530 @@
+"""Disk full and I/O errors: an append that fails leaves nothing behind.
+
+Two ways to make writes fail:
+
+* a real limit: a child process with ``RLIMIT_FSIZE`` (SIGXFSZ ignored, so
+  ``write`` returns short and then fails with EFBIG) appends through the API;
+* in process: ``os`` as seen by ``awl.manager`` is replaced by a wrapper
+  whose ``write`` writes part of its bytes for real and then raises
+  ENOSPC/EIO (or whose ``fsync``/``ftruncate`` raise).
+
+In every case the append raises :class:`awl.SessionWriteError` naming the
+file and the error, the session does not claim the entry, the log holds no
+part of it (or only a torn tail the next open trims), and the next append
+after the condition clears works and replays correctly.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import awl.manager
+from awl import AwlError, Message, SessionError, SessionManager, SessionWriteError, Text
+from awl.paths import corrupt_path
+
+from .helpers import HEADER, chain, reference_replay, write_log
+
+pytestmark = pytest.mark.usefixtures("scanner_impl")
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class FaultyOS:
+    """``os`` for awl.manager, with scripted failures of write, fsync and ftruncate.
+
+    ``plan`` maps a call name to a function deciding, per call, what happens:
+    it returns None (call through) or an action tuple.
+    """
+
+    def __init__(self) -> None:
+        self.rules: dict[str, Callable[[tuple[Any, ...]], tuple[str, int, int] | None]] = {}
+        self.calls: dict[str, int] = {}
+        self.fired = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(os, name)
+
+    def _rule(self, name: str, args: tuple[Any, ...]) -> tuple[str, int, int] | None:
+        self.calls[name] = self.calls.get(name, 0) + 1
+        rule = self.rules.get(name)
+        action = rule(args) if rule else None
+        if action is not None:
+            self.fired += 1
+        return action
+
+    def write(self, fd: int, data: Any) -> int:
+        action = self._rule("write", (fd, data))
+        if action is None:
+            return os.write(fd, data)
+        how, code, keep = action
+        view = memoryview(data)
+        keep = min(keep, len(view))
+        if how == "short":  # the kernel wrote part of it and says so; the next write fails
+            n = os.write(fd, view[:keep])
+            self.rules["write"] = once(("raise", code, 0))
+            return n
+        if keep:
+            os.write(fd, view[:keep])  # a real partial write, then the error
+        raise OSError(code, os.strerror(code))
+
+    def fsync(self, fd: int) -> None:
+        action = self._rule("fsync", (fd,))
+        if action is None:
+            return os.fsync(fd)
+        raise OSError(action[1], os.strerror(action[1]))
+
+    def ftruncate(self, fd: int, length: int) -> None:
+        action = self._rule("ftruncate", (fd, length))
+        if action is None:
+            return os.ftruncate(fd, length)
+        raise OSError(action[1], os.strerror(action[1]))
+
+
+def once(action: tuple[str, int, int]) -> Callable[[tuple[Any, ...]], tuple[str, int, int] | None]:
+    fired = [False]
+
+    def rule(_args: tuple[Any, ...]) -> tuple[str, int, int] | None:
+        if fired[0]:
+            return None
+        fired[0] = True
+        return action
+
+    return rule
+
+
+def always(
+    action: tuple[str, int, int],
+) -> Callable[[tuple[Any, ...]], tuple[str, int, int] | None]:
+    return lambda _args: action
+
+
+@pytest.fixture
+def faulty(monkeypatch: pytest.MonkeyPatch) -> FaultyOS:
+    monkeypatch.setenv("AWL_FSYNC", "1")  # the fsync paths too
+    f = FaultyOS()
+    monkeypatch.setattr(awl.manager, "os", f)
+    return f
+
+
+@pytest.fixture
+def drawn_ids(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every entry id the manager draws (to ask for the one a failed append had)."""
+    ids: list[str] = []
+    real = awl.manager.new_entry_id
+
+    def spy(existing: Any = ()) -> str:
+        eid = real(existing)
+        ids.append(eid)
+        return eid
+
+    monkeypatch.setattr(awl.manager, "new_entry_id", spy)
+    return ids
+
+
+def started(project: Path, root: Path) -> SessionManager:
+    m = SessionManager.create(project, "anthropic", "claude-sonnet-4-20250514", session_dir=root)
+    m.append_message(Message("system", [Text("sys")]))
+    m.append_message(Message("user", [Text("first prompt")]))
+    m.append_message(Message("assistant", [Text("first answer")]), provider="anthropic", model="m")
+    return m
+
+
+def texts(path: Path) -> list[str]:
+    return [c[0]["text"] for _, c in reference_replay(path).messages]
+
+
+def assert_clean_failure(
+    m: SessionManager,
+    err: pytest.ExceptionInfo[SessionWriteError],
+    code: int,
+    leaf: str | None,
+    count: int,
+    failed_id: str,
+    before: bytes,
+) -> bytes:
+    """The failed append left no trace but a torn tail at most; returns that tail."""
+    text = str(err.value)
+    assert str(m.path) in text and os.strerror(code) in text, text
+    assert "\n" not in text
+    assert m.leaf_id == leaf and m.message_count == count
+    assert m.get_entry(failed_id) is None
+    after = m.path.read_bytes()
+    assert after.startswith(before)
+    tail = after[len(before) :]
+    assert b"\n" not in tail  # at most one partial line
+    return tail
+
+
+WRITE_FAILURES = [
+    pytest.param(("raise", errno.ENOSPC, 0), id="enospc-nothing-written"),
+    pytest.param(("raise", errno.ENOSPC, 700), id="enospc-after-700-bytes"),
+    pytest.param(("raise", errno.EIO, 1), id="eio-after-1-byte"),
+    pytest.param(("short", errno.ENOSPC, 3000), id="short-write-then-enospc"),
+    pytest.param(("short", errno.EDQUOT, 1), id="short-write-then-edquot"),
+]
+
+
+@pytest.mark.parametrize("action", WRITE_FAILURES)
+def test_failed_append_leaves_no_partial_line(
+    action: tuple[str, int, int], faulty: FaultyOS, drawn_ids: list[str], project: Path, root: Path
+) -> None:
+    m = started(project, root)
+    before = m.path.read_bytes()
+    leaf, count = m.leaf_id, m.message_count
+    faulty.rules["write"] = once(action)
+    with pytest.raises(SessionWriteError) as err:
+        m.append_message(Message("user", [Text("lost " * 1000)]))
+    assert faulty.fired
+    tail = assert_clean_failure(m, err, action[1], leaf, count, drawn_ids[-1], before)
+    assert tail == b""  # truncated back: byte-identical
+    new = m.append_message(Message("user", [Text("after the disk was freed")]))
+    m.close()
+    assert reference_replay(m.path).leaf == new
+    assert texts(m.path) == ["sys", "first prompt", "first answer", "after the disk was freed"]
+    with SessionManager.open(m.path) as again:
+        assert again.leaf_id == new and again.message_count == 4 and again.stats.trimmed == 0
+
+
+@pytest.mark.parametrize("code", [errno.EIO, errno.ENOSPC])
+def test_failed_fsync_rolls_the_entry_back(
+    code: int, faulty: FaultyOS, drawn_ids: list[str], project: Path, root: Path
+) -> None:
+    m = started(project, root)
+    before = m.path.read_bytes()
+    leaf, count = m.leaf_id, m.message_count
+    faulty.rules["fsync"] = once(("raise", code, 0))
+    with pytest.raises(SessionWriteError) as err:
+        m.append_message(Message("assistant", [Text("not durable")]))
+    assert assert_clean_failure(m, err, code, leaf, count, drawn_ids[-1], before) == b""
+    new = m.append_message(Message("assistant", [Text("durable")]))
+    m.close()
+    assert texts(m.path) == ["sys", "first prompt", "first answer", "durable"]
+    assert reference_replay(m.path).leaf == new
+
+
+def test_failed_write_whose_rollback_also_fails(
+    faulty: FaultyOS, drawn_ids: list[str], project: Path, root: Path
+) -> None:
+    """EIO on the write *and* on the truncate back: a torn tail stays in the file.
+
+    The docs promise the next open trims it; the session that is still open
+    must not glue its next entry onto it either.
+    """
+    m = started(project, root)
+    before = m.path.read_bytes()
+    leaf, count = m.leaf_id, m.message_count
+    faulty.rules["write"] = once(("raise", errno.EIO, 500))
+    faulty.rules["ftruncate"] = once(("raise", errno.EIO, 0))
+    with pytest.raises(SessionWriteError) as err:
+        m.append_message(Message("user", [Text("torn " * 400)]))
+    tail = assert_clean_failure(m, err, errno.EIO, leaf, count, drawn_ids[-1], before)
+    assert len(tail) == 500
+    # The condition clears; the session goes on (or refuses clearly), and the log must replay.
+    try:
+        new: str | None = m.append_message(Message("user", [Text("next")]))
+    except SessionError:
+        new = None
+    m.close()
+    with SessionManager.open(m.path, read_only=True) as r:  # must not be corrupt
+        assert r.leaf_id == (new or leaf), (
+            "an append that returned is not in the log: it was glued onto the torn bytes "
+            f"(log ends {m.path.read_bytes()[-120:]!r})"
+        )
+    with SessionManager.open(m.path) as w:
+        assert w.leaf_id == (new or leaf)
+    got = texts(m.path)
+    assert got == ["sys", "first prompt", "first answer"] + (["next"] if new else [])
+
+
+def test_failed_checkpoint_after_an_entry(
+    faulty: FaultyOS, drawn_ids: list[str], project: Path, root: Path
+) -> None:
+    """The disk fills exactly when the checkpoint that follows an entry is written.
+
+    Either the append succeeded (the entry is on disk and claimed) or it
+    failed (it is neither): never an exception for an entry that was saved.
+    """
+    m = started(project, root)
+
+    def checkpoint_write(args: tuple[Any, ...]) -> tuple[str, int, int] | None:
+        data = bytes(args[1][:40])
+        return ("raise", errno.ENOSPC, 0) if b'"type":"checkpoint"' in data else None
+
+    faulty.rules["write"] = checkpoint_write
+    outcome = None
+    for i in range(40):
+        before = m.path.read_bytes()
+        leaf, count = m.leaf_id, m.message_count
+        try:
+            eid = m.append_message(
+                Message("user" if i % 2 else "assistant", [Text(f"{i} " + "z" * 20_000)])
+            )
+        except SessionWriteError as exc:
+            outcome = ("raised", str(exc), drawn_ids[-1], leaf, count, before)
+            break
+        if faulty.fired:
+            outcome = ("returned", eid)
+            break
+    assert outcome is not None, "no checkpoint was ever due"
+    faulty.rules.clear()
+    if outcome[0] == "raised":
+        _, text, failed, leaf, count, before = outcome
+        assert os.strerror(errno.ENOSPC) in text
+        assert m.leaf_id == leaf and m.message_count == count, (
+            "a failed append is claimed by the session"
+        )
+        assert m.get_entry(failed) is None
+        assert m.path.read_bytes() == before, "a failed append left its entry in the log"
+    else:
+        assert m.get_entry(outcome[1]) is not None
+    m.close()
+    with SessionManager.open(m.path, read_only=True) as r:
+        assert r.leaf_id == m.leaf_id
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        pytest.param(("write", ("raise", errno.ENOSPC, 0)), id="write-enospc"),
+        pytest.param(("write", ("raise", errno.ENOSPC, 120)), id="write-partial-enospc"),
+        pytest.param(("write", ("short", errno.EIO, 50)), id="short-write-eio"),
+        pytest.param(("fsync", ("raise", errno.EIO, 0)), id="fsync-eio"),
+    ],
+)
+def test_failed_creation_leaves_no_file(
+    fault: tuple[str, tuple[str, int, int]],
+    faulty: FaultyOS,
+    drawn_ids: list[str],
+    project: Path,
+    root: Path,
+) -> None:
+    m = SessionManager.create(project, "anthropic", "claude-sonnet-4-20250514", session_dir=root)
+    sys_id = m.append_message(Message("system", [Text("sys")]))
+    name, action = fault
+    faulty.rules[name] = once(action)
+    with pytest.raises(SessionWriteError) as err:
+        m.append_message(Message("user", [Text("hello")]))
+    assert str(m.path) in str(err.value) and os.strerror(action[1]) in str(err.value)
+    assert not m.path.exists()
+    assert m.leaf_id == sys_id and m.message_count == 1 and m.get_entry(drawn_ids[-1]) is None
+    new = m.append_message(Message("user", [Text("hello again")]))
+    m.close()
+    assert reference_replay(m.path).branch_ids == [sys_id, new]
+    assert texts(m.path) == ["sys", "hello again"]
+
+
+def test_failed_directory_fsync_at_creation(faulty: FaultyOS, project: Path, root: Path) -> None:
+    m = SessionManager.create(project, "anthropic", "claude-sonnet-4-20250514", session_dir=root)
+    calls = {"n": 0}
+
+    def second(_args: tuple[Any, ...]) -> tuple[str, int, int] | None:
+        calls["n"] += 1
+        return ("raise", errno.EIO, 0) if calls["n"] == 2 else None  # the folder's fsync
+
+    faulty.rules["fsync"] = second
+    with pytest.raises(SessionWriteError):
+        m.append_message(Message("user", [Text("hello")]))
+    assert not m.path.exists()
+    faulty.rules.clear()
+    m.append_message(Message("user", [Text("hello again")]))
+    m.close()
+    assert texts(m.path) == ["hello again"]
+
+
+def test_failed_checkpoint_at_close_is_harmless(
+    faulty: FaultyOS, project: Path, root: Path
+) -> None:
+    m = started(project, root)
+    for i in range(12):  # enough for a checkpoint to be due at close
+        m.append_message(Message("assistant", [Text(f"{i}" + "y" * 9000)]))
+    before = m.path.read_bytes()
+    faulty.rules["write"] = always(("raise", errno.ENOSPC, 40))
+    m.close()  # never raises
+    assert m.path.read_bytes() == before
+    faulty.rules.clear()
+    with SessionManager.open(m.path) as again:
+        assert again.message_count == 15
+
+
+def test_writer_open_cannot_save_torn_tail(faulty: FaultyOS, tmp_path: Path) -> None:
+    """A writer's open must move a torn tail to .corrupt: when that fails, it fails clearly."""
+    torn = b'{"type":"message","id":"0000000'
+    p = write_log(tmp_path / "s.jsonl", [HEADER, *chain(3)], tail=torn)
+    before = p.read_bytes()
+    faulty.rules["write"] = always(("raise", errno.ENOSPC, 5))
+    with pytest.raises(AwlError) as err:
+        SessionManager.open(p).close()
+    assert isinstance(err.value, SessionError), f"{type(err.value).__name__}: {err.value}"
+    assert os.strerror(errno.ENOSPC) in str(err.value)
+    assert p.read_bytes() == before  # the torn tail is still there, not lost
+    faulty.rules.clear()
+    with SessionManager.open(p) as m:
+        assert m.leaf_id == "00000003" and m.stats.trimmed == len(torn)
+    assert corrupt_path(p).read_bytes().endswith(torn)
+
+
+def test_writer_open_checkpoint_fails(faulty: FaultyOS, tmp_path: Path) -> None:
+    """A log big enough that a writer's open adds a checkpoint, on a full disk."""
+    objs = [HEADER, *chain(40)]
+    for o in objs[1:]:
+        o["message"]["content"][0]["text"] *= 3000
+    p = write_log(tmp_path / "s.jsonl", objs)
+    before = p.read_bytes()
+    faulty.rules["write"] = always(("raise", errno.ENOSPC, 100))
+    try:
+        SessionManager.open(p).close()
+    except SessionError as exc:
+        assert os.strerror(errno.ENOSPC) in str(exc)
+    assert p.read_bytes() == before
+    faulty.rules.clear()
+    with SessionManager.open(p) as m:  # the lock was released
+        assert m.leaf_id == f"{40:08x}"
+
+
+# ── a real limit: RLIMIT_FSIZE in a child process ──
+
+CHILD = textwrap.dedent(
+    r"""
+    import json, os, resource, signal, sys
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    os.environ["AWL_FSYNC"] = "1"
+    import awl.manager as M
+    from awl import Message, SessionManager, SessionWriteError, Text
+    ids = []
+    real = M.new_entry_id
+    def spy(existing=()):
+        ids.append(real(existing))
+        return ids[-1]
+    M.new_entry_id = spy
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    def limit(n):
+        resource.setrlimit(resource.RLIMIT_FSIZE, (n, hard))
+    def unlimit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    def state(m):
+        return {"leaf": m.leaf_id, "count": m.message_count}
+    out = {}
+    root, cwd = sys.argv[1], sys.argv[2]
+    m = SessionManager.create(cwd, "anthropic", "claude-sonnet-4-20250514", session_dir=root)
+    out["sys"] = m.append_message(Message("system", [Text("sys")]))
+    # 1. The file's creation fails: the header and first entry do not fit.
+    limit(100)
+    try:
+        m.append_message(Message("user", [Text("first " * 100)]))
+        out["create"] = "no error"
+    except SessionWriteError as e:
+        out["create"] = str(e)
+    out["create_failed_id"] = ids[-1]
+    out["create_exists"] = os.path.exists(m.path)
+    out["create_state"] = state(m)
+    out["create_entry"] = m.get_entry(ids[-1]) is not None
+    unlimit()
+    out["first"] = m.append_message(Message("user", [Text("first")]))
+    m.append_message(Message("assistant", [Text("answer")]))
+    # 2. An append fails mid-entry: 1000 of its bytes fit.
+    before = open(m.path, "rb").read()
+    st0 = state(m)
+    limit(len(before) + 1000)
+    try:
+        m.append_message(Message("user", [Text("x" * 5000)]))
+        out["append"] = "no error"
+    except SessionWriteError as e:
+        out["append"] = str(e)
+    out["append_entry"] = m.get_entry(ids[-1]) is not None
+    out["append_state_same"] = state(m) == st0
+    unlimit()
+    out["append_identical"] = open(m.path, "rb").read() == before
+    out["after"] = m.append_message(Message("user", [Text("after")]))
+    # 3. The entry fits but the checkpoint after it does not.
+    failed_writes = []
+    real_write_all = M._write_all
+    def spy(fd, data):
+        try:
+            real_write_all(fd, data)
+        except OSError as e:
+            failed_writes.append(bytes(data[:40]))
+            raise
+    M._write_all = spy
+    out["checkpoint"] = None
+    for i in range(40):
+        data = open(m.path, "rb").read()
+        st0 = state(m)
+        text = "c" * 20000
+        limit(len(data) + len(text) + 400)
+        eid, err = None, None
+        try:
+            eid = m.append_message(Message("assistant", [Text(text)]))
+        except SessionWriteError as e:
+            err = str(e)
+        unlimit()
+        if any(b'"type":"checkpoint"' in w for w in failed_writes):
+            after = open(m.path, "rb").read()
+            out["checkpoint"] = {
+                "error": err,
+                "returned": eid,
+                "claimed": state(m) != st0,
+                "leaf": m.leaf_id,
+                "on_disk": ids[-1].encode() in after,
+                "identical": after == data,
+                "only_the_entry": after.startswith(data) and after[len(data):].count(b"\n") == 1
+                and b'"type":"checkpoint"' not in after[len(data):],
+            }
+            break
+        if err is not None:
+            out["checkpoint"] = {"error": err, "unexpected": True}
+            break
+    m.close()
+    out["path"] = str(m.path)
+    print(json.dumps(out))
+    """
+)
+
+
+def test_rlimit_fsize_in_a_child(
+    tmp_path: Path, project: Path, root: Path, scanner_impl: str
+) -> None:
+    env = dict(
+        os.environ, PYTHONPATH=str(REPO), AWL_NATIVE="1" if scanner_impl == "native" else "0"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(root), str(project)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout)
+    path = Path(r["path"])
+    # Creation.
+    assert str(path) in r["create"] and os.strerror(errno.EFBIG) in r["create"], r["create"]
+    assert not r["create_exists"] and not r["create_entry"]
+    assert r["create_state"] == {"leaf": r["sys"], "count": 1}
+    # A failed append.
+    assert str(path) in r["append"] and os.strerror(errno.EFBIG) in r["append"], r["append"]
+    assert r["append_state_same"] and not r["append_entry"] and r["append_identical"]
+    # What is on disk replays.
+    rep = reference_replay(path)
+    assert [c[0]["text"] for _, c in rep.messages][:4] == ["sys", "first", "answer", "after"]
+    with SessionManager.open(path, read_only=True) as m:
+        assert m.leaf_id == rep.leaf and m.message_count == len(rep.messages)
+    # The checkpoint that did not fit: the append either failed without a trace,
+    # or succeeded with its entry (and no part of the checkpoint) saved.
+    cp = r["checkpoint"]
+    assert cp is not None, "no checkpoint was due"
+    assert not cp.get("unexpected"), cp
+    if cp["error"] is not None:
+        assert not cp["claimed"] and not cp["on_disk"] and cp["identical"], cp
+    else:
+        assert cp["claimed"] and cp["on_disk"] and cp["only_the_entry"], cp
+        assert cp["leaf"] == cp["returned"] == rep.leaf
