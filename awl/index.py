@@ -132,9 +132,13 @@ class LogIndex:
             start = int(head["offset"][-1])
             head = head[:-1]
         tail = buf.scan(start, size)
+        rescanned = start < self.size
         self.records = np.concatenate([np.asarray(head), tail]) if len(head) else tail
         self.size = size
-        self._tree = None
+        kinds = tail["kind"]
+        is_node = (kinds == scanner.KIND_MESSAGE) | (kinds == scanner.KIND_OTHER)
+        if rescanned or bool(np.any(is_node & ((tail["flags"] & scanner.FLAG_ID) != 0))):
+            self._tree = None  # new tree nodes (a checkpoint line adds none)
 
     def __len__(self) -> int:
         return len(self.records)

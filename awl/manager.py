@@ -448,7 +448,12 @@ class SessionManager:
         if size - CHECKPOINT_SEARCH > body:
             nl_before = mm.find(b"\n", size - CHECKPOINT_SEARCH - 1, size)
             start = nl_before + 1 if nl_before >= 0 else size
-        off = mm.find_last("checkpoint", start, size) if start < size else None
+        # A plain byte search first: most logs without a checkpoint near the
+        # end are ruled out at memory speed (an escaped type that this misses
+        # is still found through the index below).
+        off = None
+        if start < size and mm.rfind(b'"checkpoint"', start, size) >= 0:
+            off = mm.find_last("checkpoint", start, size)
         if off is not None:
             cp = self._check_checkpoint(mm, off, body, size)
         tail_nodes = 1
@@ -1243,8 +1248,10 @@ MAX_HEADER = 1 << 20
 
 def _read_header_fd(fd: int, path: Path) -> SessionHeader:
     head = bytearray()
+    want = 4096  # a header is a few hundred bytes; longer first lines read on
     while len(head) <= MAX_HEADER:
-        chunk = os.pread(fd, 65536, len(head))
+        chunk = os.pread(fd, want, len(head))
+        want = 65536
         if not chunk:
             break
         head += chunk

@@ -22,10 +22,13 @@ import os
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 __all__ = [
     "FLAG_ID",
@@ -234,6 +237,22 @@ def use(name: str) -> Iterator[None]:
         _active, IMPLEMENTATION = saved, saved.name
 
 
+_PARALLEL_MIN = 16 << 20
+"""Ranges at least this large are split across two threads."""
+
+_CORES = os.cpu_count() or 1
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor  # only large scans need it
+
+        _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="awl-scan")
+    return _POOL
+
+
 class _NativeScanner:
     """cffi wrapper around native/scanner.c.
 
@@ -278,8 +297,35 @@ class _NativeScanner:
             return out[:count].copy()  # don't pin a mostly empty buffer
         return out[:count]
 
+    def _halves(self, mv: memoryview, start: int, end: int) -> list[tuple[int, int]] | None:
+        """Two line-aligned halves of a large range, or None (not worth a thread)."""
+        if end - start < _PARALLEL_MIN or _CORES < 2:
+            return None
+        pos = start + (end - start) // 2
+        while pos < end:
+            chunk = bytes(mv[pos : min(pos + 65536, end)])
+            nl = chunk.find(b"\n")
+            if nl >= 0:
+                mid = pos + nl + 1
+                return [(start, mid), (mid, end)] if mid < end else None
+            pos += len(chunk)
+        return None
+
+    def _split(self, fn: Any, mv: memoryview, start: int, end: int) -> npt.NDArray[Any]:
+        # cffi releases the GIL around each C call, so the two halves of a
+        # large range are scanned on two cores at once.
+        halves = self._halves(mv, start, end)
+        if halves is None:
+            result: npt.NDArray[Any] = fn(mv, start, end)
+            return result
+        futures = [_pool().submit(fn, mv, lo, hi) for lo, hi in halves]
+        return np.concatenate([f.result() for f in futures])
+
     def line_starts(self, mv: memoryview, start: int, end: int) -> npt.NDArray[np.uint64]:
         """See :func:`line_starts`."""
+        return self._split(self._line_starts, mv, start, end)
+
+    def _line_starts(self, mv: memoryview, start: int, end: int) -> npt.NDArray[np.uint64]:
         return self._fill(
             mv, start, end, np.dtype(np.uint64), "uint64_t[]", self._lib.awl_line_starts
         )
@@ -291,6 +337,9 @@ class _NativeScanner:
 
     def scan(self, mv: memoryview, start: int, end: int) -> npt.NDArray[np.void]:
         """See :func:`scan`."""
+        return self._split(self._scan, mv, start, end)
+
+    def _scan(self, mv: memoryview, start: int, end: int) -> npt.NDArray[np.void]:
         out = self._fill(mv, start, end, INDEX_DTYPE, "awl_record[]", self._lib.awl_scan)
         slow = np.flatnonzero(out["flags"] & _FLAG_SLOW)
         for i in slow.tolist():

@@ -787,3 +787,26 @@ def test_sliding_positions(token: bytes) -> None:
                 with scanner.use(name):
                     assert scanner.validate(doc) is want, (name, k, m)
                     assert scanner.validate(doc + b"\n" + b"z" * 80, 0, len(doc)) is want
+
+
+def test_parallel_halves_give_the_same_records(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Large ranges are scanned in two threads; the split must not change a record."""
+    if "native" not in scanner.available():
+        pytest.skip("native scanner not built")
+    lines = [
+        b'{"type":"message","id":"%08x","parentId":null,"message":{"role":"user"}}' % i
+        for i in range(3000)
+    ]
+    lines[1500] = b'{"type":"mess'  # an invalid line near the middle
+    buf = b"\n".join(lines) + b'\n{"a":1}'
+    with scanner.use("fallback"):
+        expected_scan = scanner.scan(buf)
+        expected_starts = scanner.line_starts(buf)
+    monkeypatch.setattr(scanner, "_PARALLEL_MIN", 1024)
+    monkeypatch.setattr(scanner, "_CORES", 2)
+    with scanner.use("native"):
+        for start in (0, int(expected_starts[10])):
+            got = scanner.scan(buf, start)
+            want = expected_scan[expected_scan["offset"] >= start]
+            assert got.tobytes() == want.tobytes()
+        assert scanner.line_starts(buf).tolist() == expected_starts.tolist()
