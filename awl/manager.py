@@ -84,8 +84,12 @@ CHECKPOINT_MIN_TAIL = 64 * 1024
 CHECKPOINT_BUDGET = 0.01
 """Checkpoint lines never make up more than this fraction of a log."""
 
-CHECKPOINT_SEARCH = 4 << 20
-"""How far back from the end an open looks for the last checkpoint line."""
+CHECKPOINT_SEARCH = 64 << 10
+"""How far back from the end an open looks for the last checkpoint line.
+
+Resume can use a checkpoint only when no tree entry follows it, so it is
+almost always the last line or close to it; one further back is found in the
+index, which a log with entries after its checkpoint needs anyway."""
 
 CHECKPOINT_SPACING = 200
 """During a session, a checkpoint follows at least this many times its own size of log."""
@@ -1125,12 +1129,38 @@ class SessionManager:
         return True
 
     def build_index(self) -> bool:
-        """Index the whole log now (from the cache where it matches); a writer saves the cache.
+        """Make the index cache match the whole log (a writer's job; a reader only indexes).
 
         Returns True when the cache file was (re)written.
         """
-        self._ensure_index()
-        if self.read_only or not self._index_dirty:
+        if self.read_only or self._fd is None:
+            self._ensure_index()
+            return False
+        return self._refresh_cache()
+
+    def _refresh_cache(self) -> bool:
+        # Saving needs the records, not the tree: a cache that already covers
+        # the log is left alone, one that covers a prefix is extended.
+        assert self._fd is not None
+        mm = self._map()
+        if self._index is None:
+            cached = load_cache(mm, os.fstat(self._fd), self._size, self._path)
+            if cached is not None and cached.size == self._size:
+                self.stats.cache = "loaded"
+                return False
+            if cached is not None:
+                cached.extend(mm, self._size)
+                self.stats.cache = "extended"
+            else:
+                cached = LogIndex.build(mm, self._size)
+                self.stats.cache = "built"
+            self._index = cached
+            self._index_dirty = True
+            self._checked = 0
+        elif self._index.size < self._size:
+            self._index.extend(mm, self._size)
+            self._index_dirty = True
+        if not self._index_dirty:
             return False
         self._save_index()
         return True
@@ -1166,9 +1196,7 @@ class SessionManager:
                 with contextlib.suppress(SessionWriteError):
                     self._maybe_checkpoint(closing=True)
                 with contextlib.suppress(SessionError, OSError):
-                    self._ensure_index()
-                    if self._index_dirty:
-                        self._save_index()
+                    self._refresh_cache()
         finally:
             self._index = None
             if self._mm is not None:
