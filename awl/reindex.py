@@ -12,7 +12,7 @@ from __future__ import annotations
 import fcntl
 import os
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -185,10 +185,14 @@ def reindex(
         for path in ordered:
             done(reindex_file(path, verify=verify, dry_run=dry_run))
     else:
-        with ProcessPoolExecutor(max_workers=min(workers, len(ordered))) as pool:
-            futures = [pool.submit(_work, (path, verify, dry_run)) for path in ordered]
-            for fut in as_completed(futures):
-                done(fut.result())
+        workers = min(workers, len(ordered))
+        # Logs go to the workers in small batches: one message per log costs
+        # more than a small log's whole reindex.
+        chunk = max(1, min(32, len(ordered) // (workers * 8)))
+        tasks = [(path, verify, dry_run) for path in ordered]
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            for r in pool.map(_work, tasks, chunksize=chunk):
+                done(r)
     results.sort(key=lambda r: r.path)
     return results, summary
 
