@@ -19,6 +19,22 @@ HEADER: dict[str, Any] = {
 }
 
 
+class Sink:
+    """A StreamSink that records every call, in order."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+
+    def text(self, delta: str) -> None:
+        self.events.append(("text", delta))
+
+    def thinking(self, delta: str) -> None:
+        self.events.append(("thinking", delta))
+
+    def tool_use(self, name: str) -> None:
+        self.events.append(("tool_use", name))
+
+
 def line(obj: dict[str, Any]) -> bytes:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
 

@@ -23,21 +23,11 @@ from awl.providers import (
 from awl.providers.offline import OfflineProvider
 from awl.tools import default_tools, run_tool, tool_specs
 
+from .helpers import Sink
+
 BASH = [ToolSpec("bash", "Run a command", {"type": "object"})]
 
 
-class Sink:
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str]] = []
-
-    def text(self, delta: str) -> None:
-        self.events.append(("text", delta))
-
-    def thinking(self, delta: str) -> None:
-        self.events.append(("thinking", delta))
-
-    def tool_use(self, name: str) -> None:
-        self.events.append(("tool_use", name))
 
 
 @pytest.fixture(autouse=True)

@@ -16,6 +16,8 @@ from awl.providers.anthropic import AnthropicProvider
 from tests.servers import FakeServer, Reply, refused_url, serve
 from tests.servers import anthropic_server as sse
 
+from .helpers import Sink
+
 P = TypeVar("P", bound=Provider)
 
 
@@ -32,20 +34,6 @@ TOOLS = [
 ]
 
 
-class Sink:
-    """Records every sink call in order."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str]] = []
-
-    def text(self, delta: str) -> None:
-        self.events.append(("text", delta))
-
-    def thinking(self, delta: str) -> None:
-        self.events.append(("thinking", delta))
-
-    def tool_use(self, name: str) -> None:
-        self.events.append(("tool_use", name))
 
 
 @pytest.fixture(autouse=True)

@@ -16,6 +16,8 @@ from awl.providers.openai import OpenAIProvider
 from tests.servers import FakeServer, Reply, refused_url, serve
 from tests.servers import openai_server as oa
 
+from .helpers import Sink
+
 P = TypeVar("P", bound=Provider)
 
 
@@ -33,20 +35,6 @@ TOOLS = [
 ]
 
 
-class Sink:
-    """Records every sink call in order."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str]] = []
-
-    def text(self, delta: str) -> None:
-        self.events.append(("text", delta))
-
-    def thinking(self, delta: str) -> None:
-        self.events.append(("thinking", delta))
-
-    def tool_use(self, name: str) -> None:
-        self.events.append(("tool_use", name))
 
 
 @pytest.fixture(autouse=True)
