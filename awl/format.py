@@ -8,14 +8,12 @@ and load.
 
 from __future__ import annotations
 
-import mmap
 import os
 import secrets
 import threading
 import time
 from collections.abc import Container
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Literal
 
 import orjson
@@ -34,10 +32,9 @@ from .errors import FormatError
 
 FORMAT_VERSION = 1
 CHECKPOINT_VERSION = 1
-STOP_REASONS = ("stop", "length", "toolUse", "error")
 StopReason = Literal["stop", "length", "toolUse", "error"]
+STOP_REASONS: tuple[StopReason, ...] = ("stop", "length", "toolUse", "error")
 
-Buffer = bytes | bytearray | memoryview | mmap.mmap
 
 
 # ── ids and timestamps ──
@@ -47,11 +44,6 @@ def format_timestamp(t: float | None = None) -> str:
     """ISO 8601 UTC with milliseconds and ``Z``: ``2026-04-25T17:40:15.990Z``."""
     ms = int((time.time() if t is None else t) * 1000)
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
-
-
-def parse_timestamp(text: str) -> float:
-    """Seconds since the epoch from an ISO 8601 timestamp (``Z`` or an offset)."""
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 _last_uuid = 0

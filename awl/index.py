@@ -14,7 +14,6 @@ import contextlib
 import hashlib
 import os
 import struct
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -461,11 +460,3 @@ def load_cache(buf: LogBytes, st: os.stat_result, size: int, log_path: Path) -> 
         if last_end != covered or int(records["offset"][0]) != 0:
             return None
     return LogIndex(records, covered)
-
-
-def iter_lines(index: LogIndex, rows: IntArray) -> Iterator[tuple[int, int, int]]:
-    """(row, offset, length) for the given rows."""
-    rec = index.records
-    for r in rows:
-        row = int(r)
-        yield row, int(rec["offset"][row]), int(rec["length"][row])

@@ -110,10 +110,6 @@ def _first_words(text: str) -> str:
     return words[: FIRST_PROMPT_CHARS - 1].rstrip() + "…"
 
 
-def _iso_from_mtime(mtime: float) -> str:
-    return format_timestamp(mtime)
-
-
 @dataclass(frozen=True, slots=True)
 class SessionInfo:
     """One line of a session listing.
@@ -169,10 +165,8 @@ class SessionManager:
         self._pending: list[tuple[bytes, MessageEntry]] = []  # before the file exists
         self._index: LogIndex | None = None
         self._index_dirty = False
-        self._index_from_cache = False
         self._checked = 0  # index rows already checked by check_lines
         self._appended: dict[str, MessageEntry] = {}
-        self._appended_ids: set[str] = set()
         # Ready state.
         self._leaf: str | None = None
         self._provider = header.provider
@@ -633,7 +627,6 @@ class SessionManager:
                 cached = load_cache(mm, os.fstat(self._fd), self._size, self._path)
             if cached is not None:
                 self._index = cached
-                self._index_from_cache = True
                 self.stats.cache = "loaded"
                 if cached.size < self._size:
                     cached.extend(mm, self._size)
@@ -641,7 +634,6 @@ class SessionManager:
                     self.stats.cache = "extended"
             else:
                 self._index = LogIndex.build(mm, self._size)
-                self._index_from_cache = False
                 self._index_dirty = True
                 self.stats.cache = "built"
         elif self._index.size < self._size:
@@ -974,7 +966,6 @@ class SessionManager:
         """Update the ready state for an appended entry."""
         eid = entry.base.id
         self._appended[eid] = entry
-        self._appended_ids.add(eid)
         self._leaf = eid
         self._entry_count += 1
         self._message_count += 1
@@ -1237,7 +1228,7 @@ class _Ids:
 
     def __contains__(self, entry_id: object) -> bool:
         m = self._m
-        if entry_id in m._appended_ids or any(e.base.id == entry_id for _, e in m._pending):
+        if entry_id in m._appended:  # this process's ids, written or still pending
             return True
         if m._fd is None:
             return False
@@ -1346,7 +1337,7 @@ def session_info(path: Path, cwd: str | None = None) -> SessionInfo | None:
         st = path.stat()
     except OSError as exc:
         return SessionInfo(path, path.stem, cwd or "", "", "", 0, error=exc.strerror)
-    modified = _iso_from_mtime(st.st_mtime)
+    modified = format_timestamp(st.st_mtime)
     try:
         with SessionManager.open(path, read_only=True) as m:
             if cwd is not None and m.cwd != cwd:

@@ -48,8 +48,8 @@ from awl.providers.base import (
     ToolSpec,
     Usage,
     describe_api_error,
-    is_transport_error,
     one_line,
+    stream_failure,
     system_text,
 )
 
@@ -155,17 +155,8 @@ class AnthropicProvider(Provider):
         except anthropic.APIConnectionError as exc:
             cause = exc.__cause__ or exc
             return run.failed(f"{self.name}: cannot connect to {self._where()}: {one_line(cause)}")
-        except ValueError as exc:  # json.JSONDecodeError from a garbled event
-            return run.failed(f"{self.name}: invalid data from server: {one_line(exc)}")
         except Exception as exc:
-            kind = type(exc).__name__
-            if is_transport_error(exc):
-                # Transport errors while reading the body (peer closed the
-                # socket, incomplete chunked read) come straight from httpx.
-                return run.failed(
-                    f"{self.name}: connection lost mid-stream: {kind}: {one_line(exc)}"
-                )
-            return run.failed(f"{self.name}: unexpected error: {kind}: {one_line(exc)}")
+            return run.failed(stream_failure(self.name, exc))
         finally:
             if stream is not None:
                 with contextlib.suppress(Exception):  # closing must not turn a result into a crash

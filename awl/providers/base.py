@@ -18,14 +18,13 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, Protocol, Self
+from typing import Any, ClassVar, Protocol, Self
 
 from awl.conversation import ContentBlock, Message, Text, Thinking, ToolUse
 from awl.errors import AwlError
+from awl.format import STOP_REASONS as STOP_REASONS  # the on-disk names
+from awl.format import StopReason as StopReason
 from awl.format import Usage as Usage  # one Usage type: the on-disk one
-
-StopReason = Literal["stop", "length", "toolUse", "error"]
-STOP_REASONS: tuple[StopReason, ...] = ("stop", "length", "toolUse", "error")
 
 CANCELLED = "cancelled"
 """The ``Response.error`` of a turn stopped by ``cancel`` or Ctrl-C."""
@@ -307,6 +306,18 @@ _KIND_BY_STATUS = {
     429: "rate limited",
     529: "overloaded",
 }
+
+
+def stream_failure(provider: str, exc: Exception) -> str:
+    """The one-line error for an exception the SDK did not classify itself."""
+    if isinstance(exc, ValueError):  # json.JSONDecodeError from a garbled event
+        return f"{provider}: invalid data from server: {one_line(exc)}"
+    kind = type(exc).__name__
+    if is_transport_error(exc):
+        # Transport errors while reading the body (peer closed the socket,
+        # incomplete chunked read) can come straight from the HTTP stack.
+        return f"{provider}: connection lost mid-stream: {kind}: {one_line(exc)}"
+    return f"{provider}: unexpected error: {kind}: {one_line(exc)}"
 
 
 def describe_api_error(

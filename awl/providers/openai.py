@@ -47,8 +47,8 @@ from awl.providers.base import (
     ToolSpec,
     Usage,
     describe_api_error,
-    is_transport_error,
     one_line,
+    stream_failure,
 )
 
 # A local model may think for minutes over a long prompt before its first
@@ -154,15 +154,8 @@ class OpenAIProvider(Provider):
         except openai.APIError as exc:
             # `data: {"error": {...}}` inside a 200 stream.
             return run.failed(describe_api_error(self.name, None, exc.type, exc.message))
-        except ValueError as exc:  # json.JSONDecodeError from a garbled chunk
-            return run.failed(f"{self.name}: invalid data from server: {one_line(exc)}")
         except Exception as exc:
-            kind = type(exc).__name__
-            if is_transport_error(exc):
-                return run.failed(
-                    f"{self.name}: connection lost mid-stream: {kind}: {one_line(exc)}"
-                )
-            return run.failed(f"{self.name}: unexpected error: {kind}: {one_line(exc)}")
+            return run.failed(stream_failure(self.name, exc))
         finally:
             if stream is not None:
                 with contextlib.suppress(Exception):  # closing must not turn a result into a crash
