@@ -18,7 +18,7 @@ import orjson
 
 from . import __version__
 from .errors import AmbiguousSession, AwlError, SessionNotFound
-from .manager import SessionInfo, SessionManager, local_time, unique_prefixes
+from .listing import SessionInfo, list_all_sessions, list_sessions, local_time, unique_prefixes
 
 
 class UsageFailure(click.ClickException):
@@ -46,6 +46,8 @@ def _version_message() -> str:
 
 def resolve_session(ref: str, cwd: Path) -> Path:
     """A session path from an id, a unique id prefix, or (for ``show``) a file path."""
+    from .manager import SessionManager
+
     try:
         return SessionManager.find(ref, cwd)
     except (SessionNotFound, AmbiguousSession) as exc:
@@ -149,10 +151,10 @@ def sessions(as_json: bool, all_projects: bool, long_format: bool) -> None:
     """List the sessions of this directory, oldest first."""
     try:
         if all_projects:
-            groups = SessionManager.list_all_sessions()
+            groups = list_all_sessions()
         else:
             cwd = os.path.abspath(os.getcwd())
-            groups = {cwd: SessionManager.list_sessions(cwd)}
+            groups = {cwd: list_sessions(cwd)}
     except AwlError as exc:
         fail(str(exc))
     if as_json:
@@ -161,13 +163,14 @@ def sessions(as_json: bool, all_projects: bool, long_format: bool) -> None:
         return
     every = [i for infos in groups.values() for i in infos]
     short = short_ids(every)
+    lines: list[str] = []
     for cwd, infos in groups.items():
         if all_projects:
-            click.echo(cwd)
-        for info in infos:
-            click.echo(
-                format_info(info, short[info.id], long_format, indent="  " if all_projects else "")
-            )
+            lines.append(cwd)
+        indent = "  " if all_projects else ""
+        lines.extend(format_info(i, short[i.id], long_format, indent) for i in infos)
+    if lines:
+        click.echo("\n".join(lines))  # one write: a thousand echo calls add up
 
 
 def format_info(info: SessionInfo, short: str, long_format: bool, indent: str = "") -> str:
@@ -191,6 +194,7 @@ def format_info(info: SessionInfo, short: str, long_format: bool, indent: str = 
 )
 def show(ref: str, as_json: bool) -> None:
     """Print a session's conversation.  Read-only: never trims, locks or writes."""
+    from .manager import SessionManager
     from .transcript import session_document, transcript
 
     path = Path(ref) if ("/" in ref or ref.endswith(".jsonl")) else resolve_session(ref, Path.cwd())

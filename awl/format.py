@@ -36,7 +36,6 @@ StopReason = Literal["stop", "length", "toolUse", "error"]
 STOP_REASONS: tuple[StopReason, ...] = ("stop", "length", "toolUse", "error")
 
 
-
 # ── ids and timestamps ──
 
 
@@ -458,14 +457,21 @@ def parse_checkpoint(obj: dict[str, Any]) -> Checkpoint:
         raise FormatError("a checkpoint needs a 'recent' list")
     recent: list[tuple[int, int, int, str]] = []
     for item in recent_raw:
+        # type() is not isinstance(): bool is an int subclass and not an offset.
+        if type(item) is not list or len(item) != 4:
+            raise FormatError("checkpoint 'recent' items must be [offset, length, line, id]")
+        o, n, line, eid = item
         if (
-            not isinstance(item, list)
-            or len(item) != 4
-            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in item[:3])
-            or not isinstance(item[3], str)
+            type(o) is not int
+            or type(n) is not int
+            or type(line) is not int
+            or o < 0
+            or n < 0
+            or line < 0
+            or type(eid) is not str
         ):
             raise FormatError("checkpoint 'recent' items must be [offset, length, line, id]")
-        recent.append((item[0], item[1], item[2], item[3]))
+        recent.append((o, n, line, eid))
     prev = obj.get("prev")
     if prev is not None and (not isinstance(prev, int) or isinstance(prev, bool) or prev < 0):
         raise FormatError("checkpoint 'prev' must be an offset or null")
@@ -488,6 +494,47 @@ def parse_checkpoint(obj: dict[str, Any]) -> Checkpoint:
         recent=recent,
         checkpoint_bytes=_nonneg_int(obj, "checkpointBytes", what),
         prev=prev,
+    )
+
+
+RECENT = 8
+"""How many of the last branch messages a checkpoint locates, for display."""
+
+FIRST_PROMPT_CHARS = 120
+"""How much of the first prompt a checkpoint and a listing keep."""
+
+
+def first_words(text: str) -> str:
+    """The opening words of a prompt, white space folded, cut to :data:`FIRST_PROMPT_CHARS`."""
+    words = " ".join(text.split())
+    if len(words) <= FIRST_PROMPT_CHARS:
+        return words
+    return words[: FIRST_PROMPT_CHARS - 1].rstrip() + "…"
+
+
+def checkpoint_fits(cp: Checkpoint, offset: int, body: int, header: SessionHeader) -> bool:
+    """Whether a checkpoint read at ``offset`` can be trusted for the log it is in.
+
+    ``body`` is where the header line ends (the first entry's offset).  A
+    checkpoint copied from another log, moved, or naming lines it cannot
+    have seen is not trusted: the caller then derives the state from the log.
+    """
+    return (
+        cp.offset == offset
+        and cp.session_id == header.id
+        and cp.created == header.timestamp
+        and cp.line >= 1
+        and cp.message_count <= cp.entry_count
+        and len(cp.recent) <= min(cp.message_count, RECENT)
+        and (cp.leaf_id is None) == (cp.entry_count == 0)
+        and all(o >= body and o + n < offset for o, n, _line, _id in cp.recent)
+        and (cp.prev is None or cp.prev < offset)
+        and cp.checkpoint_bytes <= offset
+        # The leaf of an awl log is its last message: a leafId that is not
+        # the last located message is not trusted (forward-compatible leaves
+        # of other types just take the index path).
+        and (not cp.recent or cp.recent[-1][3] == cp.leaf_id)
+        and (cp.message_count == 0) == (not cp.recent)
     )
 
 

@@ -21,7 +21,6 @@ import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -41,6 +40,7 @@ from .errors import (
     SessionWriteError,
 )
 from .format import (
+    RECENT,
     Checkpoint,
     DiskMessage,
     EntryBase,
@@ -50,7 +50,9 @@ from .format import (
     SessionHeader,
     UnknownEntry,
     Usage,
+    checkpoint_fits,
     disk_message_to_internal,
+    first_words,
     format_timestamp,
     load_object,
     message_from_object,
@@ -65,18 +67,17 @@ from .format import (
     uuid7,
 )
 from .index import SLOW_KEY_BASE, LogIndex, Tree, check_lines, load_cache, save_cache
+from .listing import SessionInfo, list_all_sessions, list_sessions, unique_prefixes
 from .logmap import LogMap
 from .paths import (
     SESSION_FILE_RE,
     corrupt_path,
     ensure_private_dir,
+    log_files,
     project_dir,
     session_file_name,
     session_root,
 )
-
-RECENT = 8
-"""How many of the last branch messages a checkpoint locates, for display."""
 
 CHECKPOINT_MIN_TAIL = 64 * 1024
 """A session writes a checkpoint once this many bytes follow the last one."""
@@ -94,39 +95,11 @@ index, which a log with entries after its checkpoint needs anyway."""
 CHECKPOINT_SPACING = 200
 """During a session, a checkpoint follows at least this many times its own size of log."""
 
-FIRST_PROMPT_CHARS = 120
-
 _PREFIX_RE = re.compile(r"[0-9a-f][0-9a-f-]{0,35}")
 
 
 def _fsync_enabled() -> bool:
     return os.environ.get("AWL_FSYNC", "1") not in ("0", "false", "no", "off")
-
-
-def _first_words(text: str) -> str:
-    words = " ".join(text.split())
-    if len(words) <= FIRST_PROMPT_CHARS:
-        return words
-    return words[: FIRST_PROMPT_CHARS - 1].rstrip() + "…"
-
-
-@dataclass(frozen=True, slots=True)
-class SessionInfo:
-    """One line of a session listing.
-
-    ``error`` is set, and the counts are zero, for a log that cannot be read.
-    """
-
-    path: Path
-    id: str
-    cwd: str
-    created: str
-    modified: str
-    message_count: int
-    first_prompt: str = ""
-    last_activity: str = ""
-    size: int = 0
-    error: str | None = None
 
 
 @dataclass(slots=True)
@@ -308,36 +281,17 @@ class SessionManager:
     ) -> list[SessionInfo]:
         """The sessions whose header cwd is ``cwd``, oldest first.
 
-        Each is opened read-only and read only as far as its last checkpoint;
-        one that cannot be read is listed with its ``error``.
+        Each is read only as far as its header and last checkpoint (see
+        :mod:`awl.listing`); one that cannot be read is listed with its ``error``.
         """
-        cwd_text = os.path.abspath(os.fspath(cwd))
-        folder = project_dir(cwd_text, session_dir)
-        infos = [
-            info for p in _log_files(folder) if (info := session_info(p, cwd_text)) is not None
-        ]
-        infos.sort(key=lambda i: (i.created, i.path.name))
-        return infos
+        return list_sessions(cwd, session_dir=session_dir)
 
     @classmethod
     def list_all_sessions(
         cls, *, session_dir: str | os.PathLike[str] | None = None
     ) -> dict[str, list[SessionInfo]]:
         """Every project's sessions, grouped by header cwd (sorted), oldest first in each."""
-        root = Path(session_dir) if session_dir is not None else session_root()
-        groups: dict[str, list[SessionInfo]] = {}
-        try:
-            folders = sorted(p for p in root.iterdir() if p.is_dir())
-        except (FileNotFoundError, NotADirectoryError):
-            return {}
-        for folder in folders:
-            for p in _log_files(folder):
-                info = session_info(p, None)
-                if info is not None:
-                    groups.setdefault(info.cwd or f"(unreadable, in {folder})", []).append(info)
-        for infos in groups.values():
-            infos.sort(key=lambda i: (i.created, i.path.name))
-        return dict(sorted(groups.items()))
+        return list_all_sessions(session_dir=session_dir)
 
     # ── properties ──
 
@@ -502,24 +456,7 @@ class SessionManager:
             cp = parse_checkpoint(load_object(mm.view(off, end)))
         except FormatError:
             return None
-        ok = (
-            cp.offset == off
-            and cp.session_id == self.header.id
-            and cp.created == self.header.timestamp
-            and cp.line >= 1
-            and cp.message_count <= cp.entry_count
-            and len(cp.recent) <= min(cp.message_count, RECENT)
-            and (cp.leaf_id is None) == (cp.entry_count == 0)
-            and all(o >= body and o + n < off for o, n, _line, _id in cp.recent)
-            and (cp.prev is None or cp.prev < off)
-            and cp.checkpoint_bytes <= off
-            # The leaf of an awl log is its last message: a leafId that is not
-            # the last located message is not trusted (forward-compatible
-            # leaves of other types just take the index path).
-            and (not cp.recent or cp.recent[-1][3] == cp.leaf_id)
-            and (cp.message_count == 0) == (not cp.recent)
-        )
-        if not ok:
+        if not checkpoint_fits(cp, off, body, self.header):
             return None
         self.stats.checkpoint_offset = off
         return cp, end - off
@@ -595,7 +532,7 @@ class SessionManager:
                         if isinstance(b, Text)
                     )
                     if text.strip():
-                        self._first_prompt = _first_words(text)
+                        self._first_prompt = first_words(text)
                         break
         leaf_entry = self._entry_at_row(index, int(tree.rows[leaf_pos]))
         if isinstance(leaf_entry, MessageEntry | UnknownEntry) and leaf_entry.base is not None:
@@ -977,7 +914,7 @@ class SessionManager:
             if not self._first_prompt:
                 text = disk_message_to_internal(entry.message).text()
                 if text.strip():
-                    self._first_prompt = _first_words(text)
+                    self._first_prompt = first_words(text)
 
     def _place(self, eid: str, offset: int, length: int) -> None:
         """Record where an appended message's line is (it is the next line of the file)."""
@@ -1308,17 +1245,9 @@ def read_header(path: str | os.PathLike[str]) -> SessionHeader:
         os.close(fd)
 
 
-def _log_files(folder: Path) -> list[Path]:
-    try:
-        names = sorted(os.listdir(folder))
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    return [folder / n for n in names if n.endswith(".jsonl")]
-
-
 def _session_files(folder: Path, cwd: str | None) -> Iterator[tuple[str, Path]]:
     """(session id, path) of the logs in a folder; with ``cwd``, only that cwd's."""
-    for p in _log_files(folder):
+    for p in log_files(folder):
         m = SESSION_FILE_RE.match(p.name)
         try:
             header = read_header(p)
@@ -1331,72 +1260,11 @@ def _session_files(folder: Path, cwd: str | None) -> Iterator[tuple[str, Path]]:
         yield header.id, p
 
 
-def session_info(path: Path, cwd: str | None = None) -> SessionInfo | None:
-    """A listing line for one log (None when its header names another cwd)."""
-    try:
-        st = path.stat()
-    except OSError as exc:
-        return SessionInfo(path, path.stem, cwd or "", "", "", 0, error=exc.strerror)
-    modified = format_timestamp(st.st_mtime)
-    try:
-        with SessionManager.open(path, read_only=True) as m:
-            if cwd is not None and m.cwd != cwd:
-                return None
-            return SessionInfo(
-                path=path,
-                id=m.id,
-                cwd=m.cwd,
-                created=m.header.timestamp,
-                modified=modified,
-                message_count=m.message_count,
-                first_prompt=m.first_prompt,
-                last_activity=m.last_activity,
-                size=m.size,
-            )
-    except SessionError as exc:
-        m_name = SESSION_FILE_RE.match(path.name)
-        sid = m_name.group("id") if m_name else path.stem
-        created = ""
-        if m_name:
-            ts = m_name.group("ts")
-            created = f"{ts[:10]}T{ts[11:13]}:{ts[14:16]}:{ts[17:19]}.{ts[20:23]}Z"
-        return SessionInfo(
-            path, sid, cwd or "", created, modified, 0, size=st.st_size, error=str(exc)
-        )
-
-
-def unique_prefixes(ids: list[str], minimum: int = 8) -> dict[str, str]:
-    """The shortest prefix of each id that no other id shares, at least ``minimum`` long."""
-    ordered = sorted(set(ids))
-    out: dict[str, str] = {}
-    for k, sid in enumerate(ordered):
-        n = minimum
-        for other in ordered[max(k - 1, 0) : k + 2]:
-            if other != sid:
-                pairs = enumerate(zip(sid, other, strict=False))
-                common = next((i for i, (a, b) in pairs if a != b), min(len(sid), len(other)))
-                n = max(n, common + 1)
-        out[sid] = sid[: min(n, len(sid))]
-    return out
-
-
 def resume_prefix(manager: SessionManager) -> str:
     """The id prefix that ``awl --resume`` needs for this session, from its folder's file names."""
     ids = [manager.id]
-    for p in _log_files(manager.path.parent):
+    for p in log_files(manager.path.parent):
         m = SESSION_FILE_RE.match(p.name)
         if m:
             ids.append(m.group("id"))
     return unique_prefixes(ids)[manager.id]
-
-
-def local_time(timestamp: str) -> str:
-    """``YYYY-MM-DD HH:MM`` in local time, from an ISO timestamp."""
-    try:
-        return (
-            datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
-            .astimezone()
-            .strftime("%Y-%m-%d %H:%M")
-        )
-    except ValueError:
-        return "????-??-?? ??:??"

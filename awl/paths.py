@@ -84,6 +84,15 @@ def index_cache_path(log: str | os.PathLike[str]) -> Path:
     return cache_root() / "index" / (hashlib.sha256(text).hexdigest()[:32] + ".idx")
 
 
+def log_files(folder: Path) -> list[Path]:
+    """The ``*.jsonl`` files of a folder, by name (none if it does not exist)."""
+    try:
+        names = sorted(os.listdir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return [folder / n for n in names if n.endswith(".jsonl")]
+
+
 def ensure_private_dir(path: Path) -> None:
     """Create ``path`` and missing parents as 0700, whatever the umask."""
     missing: list[Path] = []

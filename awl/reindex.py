@@ -19,8 +19,8 @@ from pathlib import Path
 from .errors import SessionBusy, SessionError
 from .index import load_cache
 from .logmap import LogMap
-from .manager import SessionManager, _log_files, open_log
-from .paths import project_dir, session_root
+from .manager import SessionManager, open_log
+from .paths import log_files, project_dir, session_root
 from .verify import verify_log
 
 
@@ -83,8 +83,8 @@ def session_paths(
             folders = sorted(p for p in root.iterdir() if p.is_dir())
         except (FileNotFoundError, NotADirectoryError):
             return []
-        return [p for folder in folders for p in _log_files(folder)]
-    return _log_files(project_dir(cwd or os.getcwd(), root))
+        return [p for folder in folders for p in log_files(folder)]
+    return log_files(project_dir(cwd or os.getcwd(), root))
 
 
 def _is_busy(path: Path) -> bool:

@@ -45,7 +45,7 @@ def imported(
             name = line.rsplit("|", 1)[1].strip()
             if name != "imported package":
                 modules.add(name)
-    assert "click" in modules and "awl.manager" in modules, r.stderr[-2000:]
+    assert "click" in modules and "awl.listing" in modules, r.stderr[-2000:]
     assert "Traceback" not in r.stderr, r.stderr[-2000:]
     return r, modules
 
@@ -79,6 +79,53 @@ def test_light_commands_import_no_sdk(
     assert heavy(modules) == set()
     if args == ["sessions"]:
         assert r.stdout.startswith(session_id[:8]) and "  3 messages" in r.stdout
+    if args != ["--version"]:  # --version names the scanner, which needs numpy
+        # Listing reads headers and checkpoints (awl.listing): nothing of the index.
+        assert not modules & {"numpy", "cffi", "awl.manager", "awl.index", "awl.scanner"}
+
+
+def test_listing_a_checkpointed_log_imports_no_numpy(
+    env: dict[str, str], project: Path, session_id: str
+) -> None:
+    """A log that ends in a checkpoint is listed from its two ends, without the index."""
+    (path,) = Path(env["AWL_SESSION_DIR"]).rglob("*.jsonl")
+    with path.open("ab") as f:  # make it big enough for the 1% checkpoint budget
+        f.write(b"".join(filler_lines(path, 400)))
+    opened = subprocess.run(
+        [sys.executable, "-m", "awl.cli", "--resume", session_id[:13], "-p", "again"],
+        env=env,
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert opened.returncode == 0, opened.stderr
+    assert b'"type":"checkpoint"' in path.read_bytes().rsplit(b"\n", 2)[-2]
+    r, modules = imported(["sessions", "--long"], env, project)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "405 messages" in r.stdout and "hi there" in r.stdout
+    assert not modules & {"numpy", "cffi", "awl.manager", "awl.index", "awl.scanner"}
+
+
+def filler_lines(path: Path, n: int) -> list[bytes]:
+    """``n`` assistant messages of ~1 KB each continuing the chain of the log at ``path``."""
+    import orjson
+
+    last = orjson.loads(path.read_bytes().splitlines()[-1])
+    parent, out = last["id"], []
+    for k in range(n):
+        eid = f"f{k:07x}"
+        entry = {
+            "type": "message",
+            "id": eid,
+            "parentId": parent,
+            "timestamp": "2026-04-25T17:41:00.000Z",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "x" * 1000}]},
+        }
+        out.append(orjson.dumps(entry) + b"\n")
+        parent = eid
+    return out
 
 
 def test_show_imports_no_sdk(env: dict[str, str], project: Path, session_id: str) -> None:
