@@ -9,7 +9,6 @@ and load.
 from __future__ import annotations
 
 import os
-import secrets
 import threading
 import time
 from collections.abc import Container
@@ -87,7 +86,7 @@ def _next_in_ms(value: int) -> int:
 def new_entry_id(existing: Container[str] = ()) -> str:
     """Eight lowercase hex characters from a CSPRNG, redrawn on a clash."""
     while True:
-        candidate = secrets.token_hex(4)
+        candidate = os.urandom(4).hex()  # the CSPRNG secrets uses, without its import
         if candidate not in existing:
             return candidate
 
@@ -478,21 +477,59 @@ def parse_checkpoint(obj: dict[str, Any]) -> Checkpoint:
     leaf = obj.get("leafId")
     if leaf is not None and not isinstance(leaf, str):
         raise FormatError("checkpoint 'leafId' must be a string or null")
+    g = obj.get
+    strs: tuple[Any, ...] = (
+        g("timestamp"),
+        g("sessionId"),
+        g("created"),
+        g("provider"),
+        g("model"),
+        g("lastActivity"),
+        g("firstPrompt"),
+    )
+    ints: tuple[Any, ...] = (
+        g("offset"),
+        g("line"),
+        g("messageCount"),
+        g("entryCount"),
+        g("checkpointBytes"),
+    )
+    # One pass over the values as orjson makes them (listings parse thousands
+    # of checkpoints); anything else goes through the checks that name it.
+    if not (all(type(v) is str for v in strs) and all(type(v) is int and v >= 0 for v in ints)):
+        strs = tuple(
+            _str(obj, key, what)
+            for key in (
+                "timestamp",
+                "sessionId",
+                "created",
+                "provider",
+                "model",
+                "lastActivity",
+                "firstPrompt",
+            )
+        )
+        ints = tuple(
+            _nonneg_int(obj, key, what)
+            for key in ("offset", "line", "messageCount", "entryCount", "checkpointBytes")
+        )
+    timestamp, session_id, created, provider, model, last_activity, first_prompt = strs
+    offset, line, message_count, entry_count, checkpoint_bytes = ints
     return Checkpoint(
-        timestamp=_str(obj, "timestamp", what),
-        offset=_nonneg_int(obj, "offset", what),
-        line=_nonneg_int(obj, "line", what),
-        session_id=_str(obj, "sessionId", what),
-        created=_str(obj, "created", what),
+        timestamp=timestamp,
+        offset=offset,
+        line=line,
+        session_id=session_id,
+        created=created,
         leaf_id=leaf,
-        provider=_str(obj, "provider", what),
-        model=_str(obj, "model", what),
-        message_count=_nonneg_int(obj, "messageCount", what),
-        entry_count=_nonneg_int(obj, "entryCount", what),
-        last_activity=_str(obj, "lastActivity", what),
-        first_prompt=_str(obj, "firstPrompt", what),
+        provider=provider,
+        model=model,
+        message_count=message_count,
+        entry_count=entry_count,
+        last_activity=last_activity,
+        first_prompt=first_prompt,
         recent=recent,
-        checkpoint_bytes=_nonneg_int(obj, "checkpointBytes", what),
+        checkpoint_bytes=checkpoint_bytes,
         prev=prev,
     )
 

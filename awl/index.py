@@ -353,6 +353,34 @@ def _check_cycles(tree: Tree, starts: list[int], sink: Problems) -> None:
 
 # ── the cache file ──
 
+CACHE_MIN_BYTES = 1 << 20
+"""Logs smaller than this get no index cache file.
+
+Scanning a log this size takes well under a millisecond (``docs/performance.md``),
+about what opening, checking and mapping its cache costs, while creating one
+more file per log is what bulk reindexing paid most for."""
+
+
+def wants_cache(size: int) -> bool:
+    """Whether a log of ``size`` bytes keeps an index cache file.
+
+    ``$AWL_INDEX_CACHE_MIN`` (bytes) overrides :data:`CACHE_MIN_BYTES`.
+    """
+    value = os.environ.get("AWL_INDEX_CACHE_MIN")
+    if value is not None and value.isdigit():
+        return size >= int(value)
+    return size >= CACHE_MIN_BYTES
+
+
+def drop_cache(log_path: Path) -> bool:
+    """Remove a log's cache file if there is one; True when one was removed."""
+    try:
+        os.unlink(index_cache_path(log_path))
+    except OSError:
+        return False
+    return True
+
+
 _MAGIC = b"AWLIDX01"
 _HEAD = struct.Struct(
     "<8sIIQQQQqQ16s16s"

@@ -16,9 +16,13 @@ Nothing here imports numpy or the index, so ``awl sessions`` starts fast.
 
 from __future__ import annotations
 
+import functools
+import importlib
+import itertools
 import os
 import stat
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -51,10 +55,10 @@ __all__ = [
 ]
 
 SMALL_LOG = 256 * 1024
-"""Logs up to this size are read whole in one read (and, without a checkpoint, parsed)."""
+"""A log up to this size without a checkpoint at its end is read whole and parsed."""
 
-_HEAD_READ = 8192
-_TAIL_READ = 16384
+_HEAD_READ = 4096  # a header is a few hundred bytes
+_TAIL_READ = 8192  # a checkpoint line is one to two kilobytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +85,7 @@ class _Doubt(Exception):
 
 
 def _read_ends(path: Path) -> tuple[os.stat_result, bytes, bytes, int]:
-    """(stat, head, tail, tail offset): the whole file when it is small."""
+    """(stat, head, tail, tail offset): the first and last few kilobytes of a log."""
     # O_NONBLOCK: a FIFO named like a log must not hang the listing; for a
     # regular file it changes nothing.
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -90,7 +94,7 @@ def _read_ends(path: Path) -> tuple[os.stat_result, bytes, bytes, int]:
         if not stat.S_ISREG(st.st_mode):
             raise _Doubt  # the full open names the problem
         size = st.st_size
-        if size <= SMALL_LOG:
+        if size <= _HEAD_READ + _TAIL_READ:
             data = os.pread(fd, size, 0)
             if len(data) != size:
                 raise _Doubt  # changed under us
@@ -103,6 +107,21 @@ def _read_ends(path: Path) -> tuple[os.stat_result, bytes, bytes, int]:
         return st, head, tail, tail_at
     finally:
         os.close(fd)
+
+
+def _read_whole(path: Path, st: os.stat_result) -> bytes:
+    """The whole of a small log, if it is still the file that was looked at."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        now = os.fstat(fd)
+        if (now.st_ino, now.st_dev, now.st_size) != (st.st_ino, st.st_dev, st.st_size):
+            raise _Doubt
+        data = os.pread(fd, st.st_size, 0)
+    finally:
+        os.close(fd)
+    if len(data) != st.st_size:
+        raise _Doubt
+    return data
 
 
 def _load(line: bytes) -> dict[str, Any]:
@@ -136,15 +155,15 @@ def _quick_info(path: Path, cwd: str | None) -> SessionInfo:
     if not tail.endswith(b"\n"):
         raise _Doubt  # a torn or unterminated last line: the open decides
     start = tail.rfind(b"\n", 0, len(tail) - 1) + 1
-    if start == 0 and tail_at != 0:
-        raise _Doubt  # the last line is longer than what was read
     body = nl + 1
     last_at = tail_at + start
     if last_at < body:
         raise _Doubt  # only a header
-    last = _load(tail[start:-1])
+    # A last line longer than what was read is no checkpoint (those are a
+    # kilobyte or two); a small log is then read whole below.
+    last = _load(tail[start:-1]) if start or not tail_at else None
     modified = format_timestamp(st.st_mtime)
-    if last.get("type") == "checkpoint":
+    if last is not None and last.get("type") == "checkpoint":
         try:
             cp = parse_checkpoint(last)
         except FormatError:
@@ -162,9 +181,14 @@ def _quick_info(path: Path, cwd: str | None) -> SessionInfo:
             last_activity=cp.last_activity,
             size=size,
         )
-    if tail_at != 0:
+    if size > SMALL_LOG:
         raise _Doubt
-    count, prompt, activity = _replay_small(tail, body, header)
+    data = tail if tail_at == 0 else _read_whole(path, st)
+    native = _native()
+    if native is not None:
+        count, prompt, activity = _replay_small_native(native, data, body, header)
+    else:
+        count, prompt, activity = _replay_small(data, body, header)
     return SessionInfo(
         path=path,
         id=header.id,
@@ -186,6 +210,101 @@ def _entry(obj: dict[str, Any]) -> MessageEntry:
     if not isinstance(entry, MessageEntry):
         raise _Doubt
     return entry
+
+
+@functools.cache
+def _native() -> Any:
+    """The compiled scanner module (no numpy needed), or None: disabled or not built."""
+    if os.environ.get("AWL_NATIVE", "") == "0":
+        return None
+    try:
+        return importlib.import_module("awl._native")
+    except ImportError:
+        return None  # awl.scanner warns about this when it is first used
+
+
+def _summary(
+    parents: list[int],
+    user: list[bool],
+    load: Callable[[int], dict[str, Any]],
+    header: SessionHeader,
+) -> tuple[int, str, str]:
+    """(message count, first prompt, last activity) from the tree of a small log.
+
+    ``load(i)`` gives entry ``i`` as an object; only the entries the full
+    open parses are loaded, so that a bad one there is left to it.
+    """
+    if not parents:
+        return 0, "", header.timestamp
+    branch: list[int] = []
+    pos = len(parents) - 1
+    while pos != -1:
+        branch.append(pos)
+        pos = parents[pos]
+    branch.reverse()
+    users = [i for i in branch if user[i]]
+    for i in reversed(users):
+        entry = _entry(load(i))
+        if entry.provider and entry.model:
+            break
+    prompt = ""
+    for i in users:
+        text = disk_message_to_internal(_entry(load(i)).message).text()
+        if text.strip():
+            prompt = first_words(text)
+            break
+    leaf = _entry(load(branch[-1]))
+    return len(branch), prompt, leaf.base.timestamp or header.timestamp
+
+
+def _replay_small_native(
+    native: Any, data: bytes, body: int, header: SessionHeader
+) -> tuple[int, str, str]:
+    """:func:`_replay_small` with the tree fields from the C scanner: only the
+    entries that must be parsed are."""
+    ffi, lib = native.ffi, native.lib
+    end = len(data)
+    cap = data.count(b"\n", body)
+    recs = ffi.new("awl_record[]", max(cap, 1))
+    next_pos = ffi.new("size_t *")
+    with ffi.from_buffer("uint8_t[]", data) as buf:
+        n = lib.awl_scan(buf, end, body, end, recs, cap, next_pos)
+    if n != cap or next_pos[0] != end:
+        raise _Doubt
+    need = lib.AWL_FLAG_ID | lib.AWL_FLAG_ID_HEX | lib.AWL_FLAG_PARENT
+    roles = (lib.AWL_ROLE_SYSTEM, lib.AWL_ROLE_USER, lib.AWL_ROLE_ASSISTANT)
+    message, slow = lib.AWL_KIND_MESSAGE, lib.AWL_FLAG_SLOW
+    parent_null, parent_hex = lib.AWL_FLAG_PARENT_NULL, lib.AWL_FLAG_PARENT_HEX
+    index_of: dict[int, int] = {}
+    parents: list[int] = []
+    user: list[bool] = []
+    spans: list[tuple[int, int]] = []
+    for i in range(n):
+        r = recs[i]
+        flags = r.flags
+        if (
+            r.kind != message
+            or flags & slow
+            or flags & need != need
+            or r.role not in roles
+            or r.id in index_of
+        ):
+            raise _Doubt  # other entry types, odd ids, bad lines: the full open
+        if flags & parent_null:
+            parents.append(-1)
+        elif flags & parent_hex and r.parent in index_of:
+            parents.append(index_of[r.parent])
+        else:
+            raise _Doubt
+        index_of[r.id] = i
+        user.append(r.role == lib.AWL_ROLE_USER)
+        spans.append((r.offset, r.length))
+
+    def load(i: int) -> dict[str, Any]:
+        off, length = spans[i]
+        return _load(data[off : off + length])
+
+    return _summary(parents, user, load, header)
 
 
 def _replay_small(data: bytes, body: int, header: SessionHeader) -> tuple[int, str, str]:
@@ -221,28 +340,8 @@ def _replay_small(data: bytes, body: int, header: SessionHeader) -> tuple[int, s
             raise _Doubt  # dangling, forward or malformed: the full open reports it
         index_of[eid] = len(objs)
         objs.append(obj)
-    if not objs:
-        return 0, "", header.timestamp
-    branch: list[int] = []
-    pos = len(objs) - 1
-    while pos != -1:
-        branch.append(pos)
-        pos = parents[pos]
-    branch.reverse()
-    users = [i for i in branch if objs[i]["message"]["role"] == "user"]
-    # Parse what the full open parses, so that a bad entry there is left to it.
-    for i in reversed(users):
-        entry = _entry(objs[i])
-        if entry.provider and entry.model:
-            break
-    prompt = ""
-    for i in users:
-        text = disk_message_to_internal(_entry(objs[i]).message).text()
-        if text.strip():
-            prompt = first_words(text)
-            break
-    leaf = _entry(objs[branch[-1]])
-    return len(branch), prompt, leaf.base.timestamp or header.timestamp
+    user = [o["message"]["role"] == "user" for o in objs]
+    return _summary(parents, user, objs.__getitem__, header)
 
 
 def _full_info(path: Path, cwd: str | None, st: os.stat_result) -> SessionInfo | None:
@@ -325,17 +424,30 @@ def list_all_sessions(
     return {cwd: _sorted(infos) for cwd, infos in sorted(groups.items())}
 
 
+def _common_prefix(a: str, b: str) -> int:
+    """Length of the longest common prefix (slices compare in C: a listing has thousands)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 def unique_prefixes(ids: list[str], minimum: int = 8) -> dict[str, str]:
     """The shortest prefix of each id that no other id shares, at least ``minimum`` long."""
     ordered = sorted(set(ids))
+    # In sorted order an id shares the most with a neighbour.
+    shared = [_common_prefix(a, b) for a, b in itertools.pairwise(ordered)]
     out: dict[str, str] = {}
     for k, sid in enumerate(ordered):
         n = minimum
-        for other in ordered[max(k - 1, 0) : k + 2]:
-            if other != sid:
-                pairs = enumerate(zip(sid, other, strict=False))
-                common = next((i for i, (a, b) in pairs if a != b), min(len(sid), len(other)))
-                n = max(n, common + 1)
+        if k:
+            n = max(n, shared[k - 1] + 1)
+        if k < len(shared):
+            n = max(n, shared[k] + 1)
         out[sid] = sid[: min(n, len(sid))]
     return out
 
@@ -343,10 +455,8 @@ def unique_prefixes(ids: list[str], minimum: int = 8) -> dict[str, str]:
 def local_time(timestamp: str) -> str:
     """``YYYY-MM-DD HH:MM`` in local time, from an ISO timestamp."""
     try:
-        return (
-            datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
-            .astimezone()
-            .strftime("%Y-%m-%d %H:%M")
-        )
+        when = datetime.fromisoformat(timestamp)  # "Z" is understood from Python 3.11
     except ValueError:
         return "????-??-?? ??:??"
+    # A naive time is taken as local, as datetime.astimezone() would.
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(when.timestamp()))

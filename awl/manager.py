@@ -66,7 +66,16 @@ from .format import (
     serialize_header,
     uuid7,
 )
-from .index import SLOW_KEY_BASE, LogIndex, Tree, check_lines, load_cache, save_cache
+from .index import (
+    SLOW_KEY_BASE,
+    LogIndex,
+    Tree,
+    check_lines,
+    drop_cache,
+    load_cache,
+    save_cache,
+    wants_cache,
+)
 from .listing import SessionInfo, list_all_sessions, list_sessions, unique_prefixes
 from .logmap import LogMap
 from .paths import (
@@ -109,6 +118,7 @@ class OpenStats:
     mode: str = "new"  # "checkpoint", "index" or "new"
     tail_lines: int = 0
     cache: str = "none"  # "none", "loaded", "built", "extended"
+    cache_saved: bool = False  # this open wrote the index cache file
     trimmed: int = 0  # bytes moved to .corrupt (or, for a reader, ignored)
     checkpoints_written: int = 0
     checkpoint_offset: int | None = None
@@ -560,7 +570,7 @@ class SessionManager:
             self._checked = 0
         if self._index is None:
             cached = None
-            if not fresh:
+            if not fresh and wants_cache(self._size):
                 cached = load_cache(mm, os.fstat(self._fd), self._size, self._path)
             if cached is not None:
                 self._index = cached
@@ -639,9 +649,8 @@ class SessionManager:
     def _after_writer_open(self) -> None:
         # A log without a recent checkpoint (an older awl's, another tool's,
         # or one cut short by a crash) gets one now, so the next open is fast.
-        if self.needs_checkpoint():
-            self._maybe_checkpoint(closing=True)
-        if self._index is not None and self._index_dirty:
+        self._maybe_checkpoint(closing=True)  # the rules of needs_checkpoint()
+        if self._index is not None and self._index_dirty and wants_cache(self._size):
             self._save_index()
 
     # ── parsing entries ──
@@ -1070,6 +1079,13 @@ class SessionManager:
         # Saving needs the records, not the tree: a cache that already covers
         # the log is left alone, one that covers a prefix is extended.
         assert self._fd is not None
+        if not wants_cache(self._size):
+            # A small log is scanned on demand; a cache left from before
+            # (an older awl's, or from before a trim) is only clutter.
+            if self._index is None or self._index_dirty:
+                drop_cache(self._path)
+            self._index_dirty = False
+            return False
         mm = self._map()
         if self._index is None:
             cached = load_cache(mm, os.fstat(self._fd), self._size, self._path)
@@ -1107,7 +1123,8 @@ class SessionManager:
         mm = self._map()
         if self._index.size < self._size:
             self._index.extend(mm, self._size)
-        save_cache(self._index, mm, os.fstat(self._fd), self._path)
+        if save_cache(self._index, mm, os.fstat(self._fd), self._path) is not None:
+            self.stats.cache_saved = True
         self._index_dirty = False
 
     # ── closing ──

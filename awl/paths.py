@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -79,9 +80,30 @@ def corrupt_path(log: str | os.PathLike[str]) -> Path:
 
 
 def index_cache_path(log: str | os.PathLike[str]) -> Path:
-    """The index cache file of a log, named by a hash of its absolute path."""
-    text = os.path.realpath(os.fspath(log)).encode("utf-8", "surrogateescape")
-    return cache_root() / "index" / (hashlib.sha256(text).hexdigest()[:32] + ".idx")
+    """The index cache file of a log, named by a hash of its real absolute path."""
+    head, name = os.path.split(os.path.abspath(os.fspath(log)))
+    real = os.path.join(_real_dir(head), name)
+    if os.path.islink(real):
+        real = os.path.realpath(real)
+    text = real.encode("utf-8", "surrogateescape")
+    env = os.environ
+    return _cache_index_dir(env.get("XDG_CACHE_HOME", ""), env.get("HOME", "")) / (
+        hashlib.sha256(text).hexdigest()[:32] + ".idx"
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _real_dir(folder: str) -> str:
+    # Bulk work touches thousands of logs in a few folders: resolving each
+    # folder once instead of every component of every path is most of the
+    # cost of naming a cache file.
+    return os.path.realpath(folder)
+
+
+@functools.lru_cache(maxsize=8)
+def _cache_index_dir(xdg_cache_home: str, home: str) -> Path:
+    # Keyed by what cache_root() reads, so a changed environment is seen.
+    return cache_root() / "index"
 
 
 def log_files(folder: Path) -> list[Path]:

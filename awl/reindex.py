@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import SessionBusy, SessionError
-from .index import load_cache
+from .index import load_cache, wants_cache
 from .logmap import LogMap
 from .manager import SessionManager, open_log
 from .paths import log_files, project_dir, session_root
@@ -109,7 +109,9 @@ def reindex_file(
     result = FileResult(str(p))
     try:
         result.size = p.stat().st_size
-        if _is_busy(p):
+        # Verifying and a dry run read without the lock: look first, so that
+        # a log in use is skipped (a writer's open below finds out itself).
+        if (verify or dry_run) and _is_busy(p):
             result.busy = True
             return result
         if verify:
@@ -122,13 +124,16 @@ def reindex_file(
         if dry_run:
             _dry_run(p, result)
         else:
+            # A writer's open takes the lock without waiting (SessionBusy),
+            # repairs a torn tail and checkpoints; close writes the cache.
             with SessionManager.open(p) as m:
                 result.repaired = m.stats.trimmed
-                result.cache_written = m.build_index() or m.stats.cache in ("built", "extended")
+                m.build_index()
                 result.entries = m.entry_count
-            # Read after close: closing may write the checkpoint.
+            # Read after close: closing may write the checkpoint and the cache.
+            result.cache_written = m.stats.cache_saved
             result.checkpointed = m.stats.checkpoints_written > 0
-            result.size = p.stat().st_size
+            result.size = m.size
     except SessionBusy:
         result.busy = True
     except SessionError as exc:
@@ -148,7 +153,8 @@ def _dry_run(p: Path, result: FileResult) -> None:
             log = LogMap.for_reader(fd, m.size)
             try:
                 cached = load_cache(log, os.fstat(fd), m.size, p)
-                result.cache_written = cached is None or cached.size < m.size
+                stale = cached is None or cached.size < m.size
+                result.cache_written = wants_cache(m.size) and stale
                 del cached
             finally:
                 log.close()

@@ -25,3 +25,11 @@ def scanner_impl(request: pytest.FixtureRequest) -> Iterator[str]:
         pytest.skip(f"scanner {name!r} not available (awl._native not built or AWL_NATIVE=0)")
     with scanner.use(name):
         yield name
+
+
+@pytest.fixture(autouse=True)
+def index_cache_for_every_log(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Test logs are small: keep an index cache for each, so the cache's
+    mechanics are exercised everywhere.  Tests of the size threshold itself
+    (tests/test_index_cache.py) remove this setting."""
+    monkeypatch.setenv("AWL_INDEX_CACHE_MIN", "0")

@@ -185,6 +185,54 @@ def test_checkpoint_round_trip() -> None:
     assert parse_line(line) == cp
 
 
+CHECKPOINT_FIELDS = {
+    "timestamp": "a string 'timestamp'",
+    "sessionId": "a string 'sessionId'",
+    "created": "a string 'created'",
+    "provider": "a string 'provider'",
+    "model": "a string 'model'",
+    "lastActivity": "a string 'lastActivity'",
+    "firstPrompt": "a string 'firstPrompt'",
+    "offset": "a non-negative integer 'offset'",
+    "line": "a non-negative integer 'line'",
+    "messageCount": "a non-negative integer 'messageCount'",
+    "entryCount": "a non-negative integer 'entryCount'",
+    "checkpointBytes": "a non-negative integer 'checkpointBytes'",
+}
+
+
+@pytest.mark.parametrize("key", list(CHECKPOINT_FIELDS))
+@pytest.mark.parametrize("bad", [None, True, -1, 1.5, "x", [1]])
+def test_checkpoint_field_errors_name_the_field(key: str, bad: object) -> None:
+    good = {
+        "type": "checkpoint",
+        "version": 1,
+        "timestamp": "t",
+        "offset": 10,
+        "line": 2,
+        "sessionId": "s",
+        "created": "c",
+        "leafId": None,
+        "provider": "p",
+        "model": "m",
+        "messageCount": 0,
+        "entryCount": 0,
+        "lastActivity": "l",
+        "firstPrompt": "",
+        "recent": [],
+        "checkpointBytes": 0,
+        "prev": None,
+    }
+    assert isinstance(parse_line(orjson.dumps(good)), Checkpoint)
+    wrong = dict(good, **{key: bad})
+    is_int = "integer" in CHECKPOINT_FIELDS[key]
+    if (is_int and type(bad) is int and bad >= 0) or (not is_int and type(bad) is str):
+        assert isinstance(parse_line(orjson.dumps(wrong)), Checkpoint)
+        return
+    with pytest.raises(FormatError, match=f"a checkpoint needs {CHECKPOINT_FIELDS[key]}"):
+        parse_line(orjson.dumps(wrong))
+
+
 @pytest.mark.parametrize(
     "text",
     [

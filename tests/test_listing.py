@@ -18,7 +18,17 @@ from awl.listing import SMALL_LOG, SessionInfo, session_info
 from awl.manager import SessionManager
 from tests.helpers import HEADER, line, msg
 
-pytestmark = pytest.mark.usefixtures("scanner_impl")
+pytestmark = pytest.mark.usefixtures("scanner_impl", "small_log_replay")
+
+
+@pytest.fixture(params=["native", "orjson"])
+def small_log_replay(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Small logs are replayed with the C scanner's tree fields, or (without it) orjson."""
+    if request.param == "native" and listing._native() is None:
+        pytest.skip("awl._native not built")
+    if request.param == "orjson":
+        monkeypatch.setattr(listing, "_native", lambda: None)
+    return str(request.param)
 
 
 def full(path: Path, cwd: str | None) -> SessionInfo | None:
@@ -206,7 +216,6 @@ def render(items: list[dict[str, Any]], cwd: str) -> bytes:
 )
 def test_quick_listing_equals_the_full_open(
     tmp_path_factory: pytest.TempPathFactory,
-    monkeypatch: pytest.MonkeyPatch,
     items: list[dict[str, Any]],
     ending: str,
     checkpoint: str,
@@ -223,15 +232,15 @@ def test_quick_listing_equals_the_full_open(
     p.write_bytes(data)
     if checkpoint != "none":
         # Checkpoints on tiny logs, which the 1% budget otherwise rules out.
-        monkeypatch.setattr(manager_module, "CHECKPOINT_BUDGET", 1.0)
-        try:
-            with SessionManager.open(p) as m:
-                if checkpoint == "writer+tail" and m.entry_count:
-                    m.checkpoint()
-                    m.append_message(Message("user", [Text("after")]), provider="p", model="m")
-        except Exception:
-            pass  # a log the writer refuses stays as it was
-        monkeypatch.undo()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(manager_module, "CHECKPOINT_BUDGET", 1.0)
+            try:
+                with SessionManager.open(p) as m:
+                    if checkpoint == "writer+tail" and m.entry_count:
+                        m.checkpoint()
+                        m.append_message(Message("user", [Text("after")]), provider="p", model="m")
+            except Exception:
+                pass  # a log the writer refuses stays as it was
         if checkpoint == "writer+damage":
             raw = p.read_bytes()
             p.write_bytes(raw.replace(b'"messageCount":', b'"messageCount":1'))
@@ -296,6 +305,7 @@ SCENARIOS = {
         plain("assistant"),
         plain("user"),
     ],
+    "a bad role in the middle, never parsed": [plain("user"), plain("tool"), plain("assistant")],
     "system prompt first": [plain("system", "be brief"), plain("user"), plain("assistant")],
     "leaf without timestamp": [plain("user"), plain("assistant", stamp=0)],
 }
@@ -308,3 +318,32 @@ def test_scenarios_agree_with_the_full_open(tmp_path: Path, name: str) -> None:
     p = log_path(tmp_path)
     p.write_bytes(render(items, str(tmp_path)))
     assert session_info(p, str(tmp_path)) == full(p, str(tmp_path))
+
+
+def test_a_small_log_whose_last_line_is_long(tmp_path: Path) -> None:
+    entries = chain(4)
+    entries.append(msg("ffff0003", entries[-1]["id"], "assistant", "w" * 20_000))
+    p = write(log_path(tmp_path), [header(tmp_path), *entries])
+    got = quick(p, str(tmp_path))
+    assert got is not None and got.message_count == 5 and got == full(p, str(tmp_path))
+
+
+@given(st.lists(st.text("0123456789abcdef-", min_size=1, max_size=14), max_size=30))
+def test_unique_prefixes_are_the_shortest_unshared(ids: list[str]) -> None:
+    from awl.listing import unique_prefixes
+
+    got = unique_prefixes(ids)
+    assert set(got) == set(ids)
+    for sid, prefix in got.items():
+        others = set(ids) - {sid}
+        # The shortest prefix of at least 8 characters that no other id starts with
+        # (the whole id when every prefix is shared).
+        want = next(
+            (
+                sid[:n]
+                for n in range(min(8, len(sid)), len(sid) + 1)
+                if not any(o.startswith(sid[:n]) for o in others)
+            ),
+            sid,
+        )
+        assert prefix == want, (sid, sorted(others))
