@@ -372,15 +372,6 @@ def wants_cache(size: int) -> bool:
     return size >= CACHE_MIN_BYTES
 
 
-def drop_cache(log_path: Path) -> bool:
-    """Remove a log's cache file if there is one; True when one was removed."""
-    try:
-        os.unlink(index_cache_path(log_path))
-    except OSError:
-        return False
-    return True
-
-
 _MAGIC = b"AWLIDX01"
 _HEAD = struct.Struct(
     "<8sIIQQQQqQ16s16s"

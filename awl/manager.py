@@ -26,6 +26,7 @@ from types import TracebackType
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import orjson
 
 from . import scanner
@@ -71,7 +72,6 @@ from .index import (
     LogIndex,
     Tree,
     check_lines,
-    drop_cache,
     load_cache,
     save_cache,
     wants_cache,
@@ -506,7 +506,7 @@ class SessionManager:
         branch_rows = tree.rows[tree.branch(leaf_pos)]
         msg_rows = branch_rows[kinds[branch_rows] == scanner.KIND_MESSAGE]
         self._message_count = len(msg_rows)
-        self._recent = [self._loc(index, tree, int(r)) for r in msg_rows[-RECENT:]]
+        self._recent = self._locs(index, tree, msg_rows[-RECENT:])
         cp_row = -1
         if cp is not None and cp[0].leaf_id is not None:
             pos = tree.pos_of(cp[0].leaf_id)
@@ -547,6 +547,23 @@ class SessionManager:
         leaf_entry = self._entry_at_row(index, int(tree.rows[leaf_pos]))
         if isinstance(leaf_entry, MessageEntry | UnknownEntry) and leaf_entry.base is not None:
             self._last_activity = leaf_entry.base.timestamp or self.header.timestamp
+
+    def _locs(
+        self, index: LogIndex, tree: Tree, rows: npt.NDArray[np.int64]
+    ) -> list[tuple[int, int, int, str]]:
+        """(offset, length, line, id) of the tree nodes at index rows ``rows``."""
+        rec = index.records[rows]
+        pos = np.searchsorted(tree.rows, rows)
+        return [
+            (o, n, r, tree.id_at(p))
+            for o, n, r, p in zip(
+                rec["offset"].tolist(),
+                rec["length"].tolist(),
+                rows.tolist(),
+                pos.tolist(),
+                strict=True,
+            )
+        ]
 
     def _loc(self, index: LogIndex, tree: Tree, row: int) -> tuple[int, int, int, str]:
         rec = index.records
@@ -1080,10 +1097,8 @@ class SessionManager:
         # the log is left alone, one that covers a prefix is extended.
         assert self._fd is not None
         if not wants_cache(self._size):
-            # A small log is scanned on demand; a cache left from before
-            # (an older awl's, or from before a trim) is only clutter.
-            if self._index is None or self._index_dirty:
-                drop_cache(self._path)
+            # A small log is scanned on demand.  A cache file left from
+            # before (an older awl's) is never looked at for it again.
             self._index_dirty = False
             return False
         mm = self._map()

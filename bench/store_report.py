@@ -1,6 +1,6 @@
 """Listing and reindexing at scale: a store of thousands of sessions, in one run.
 
-    python bench/store_report.py [--sessions 2000] [--total-mb 1024] [--out FILE]
+    python bench/store_report.py [--sessions 2000] [--total-mb 1024] [--rounds 3] [--out FILE]
 
 Generates (once, cached under $AWL_BENCH_DIR/store) a store of ``--sessions``
 logs totalling ``--total-mb``, half of them in one project, all written
@@ -10,8 +10,11 @@ on a fresh copy, measures in one run and prints as a Markdown table:
 - a bare native line scan over every file (the physical limit here);
 - ``awl reindex --all`` (repair, checkpoint, index cache), and ``--verify``;
 - ``awl sessions`` for the 1,000-session project against the naive way
-  (replaying each log), whole process and in process;
-- peak memory of ``list_sessions`` as the logs of a project grow.
+  (replaying each log), whole process and in process.
+
+Each of ``--rounds`` rounds (default 3) starts from a fresh copy of the store;
+the table shows median times and each round's ratio, because one round on a
+shared machine can be off by half.
 """
 
 from __future__ import annotations
@@ -81,10 +84,72 @@ def run(cmd: list[str], env: dict[str, str], cwd: str | None = None) -> float:
     return time.perf_counter() - t
 
 
+def one_round(pristine: Path, work: Path, big_project: str, first: bool) -> dict[str, float | int]:
+    """Every measurement once, on a fresh copy of the store."""
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(pristine, work / "sessions")
+    # A fresh copy of a gigabyte is still being written back: creating files
+    # meanwhile waits on the journal, which no user's store does.
+    os.sync()
+    cache = work / "cache"
+    env = dict(
+        os.environ, AWL_SESSION_DIR=str(work / "sessions"), XDG_CACHE_HOME=str(cache), AWL_FSYNC="0"
+    )
+    env.pop("AWL_INDEX_CACHE_MIN", None)
+    awl = [sys.executable, "-m", "awl.cli"]
+
+    _ = bare_scan(work / "sessions")  # warm the page cache
+    scan_s = min(bare_scan(work / "sessions") for _ in range(3))
+    verify_s = run([*awl, "reindex", "--all", "--verify", "--dry-run"], env) if first else 0.0
+    reindex_s = run([*awl, "reindex", "--all"], env)
+    again_s = run([*awl, "reindex", "--all"], env)
+
+    big = work / "sessions" / encode_cwd(big_project)
+    logs = sorted(big.glob("*.jsonl"))
+    naive_code = (
+        "import sys; sys.path.insert(0, {!r})\n"
+        "from bench._naive import naive_replay\n"
+        "import glob\n"
+        "for p in sorted(glob.glob({!r})): naive_replay(p, conversation=False)\n"
+    ).format(str(ROOT), str(big / "*.jsonl"))
+    # Interleaved, so that both see the same load on a shared machine.
+    sessions_runs, naive_runs = [], []
+    for _ in range(2):
+        sessions_runs += [run([*awl, "sessions"], env, cwd=big_project) for _ in range(3)]
+        naive_runs.append(run([sys.executable, "-c", naive_code], env))
+
+    os.environ.update(env)
+    from awl.listing import list_sessions
+
+    list_runs, naive_in_runs = [], []
+    for _ in range(2):
+        t = time.perf_counter()
+        infos = list_sessions(big_project)
+        list_runs.append(time.perf_counter() - t)
+        assert len(infos) == len(logs) and not any(i.error for i in infos)
+        t = time.perf_counter()
+        for p in logs:
+            naive_replay(p, conversation=False)
+        naive_in_runs.append(time.perf_counter() - t)
+    return {
+        "scan": scan_s,
+        "verify": verify_s,
+        "reindex": reindex_s,
+        "again": again_s,
+        "sessions": min(sessions_runs),
+        "naive_proc": min(naive_runs),
+        "list": min(list_runs),
+        "naive": min(naive_in_runs),
+        "big_logs": len(logs),
+        "big_mb": sum(p.stat().st_size for p in logs) / 1e6,
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sessions", type=int, default=2000)
     ap.add_argument("--total-mb", type=int, default=1024)
+    ap.add_argument("--rounds", type=int, default=3, help="fresh copies measured (median shown)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
 
@@ -93,53 +158,26 @@ def main() -> None:
     big_project = str(base / "project")
     os.makedirs(big_project, exist_ok=True)
     files, nbytes = build_store(pristine, big_project, args.sessions, args.total_mb)
-    work = base / "work"
-    shutil.rmtree(work, ignore_errors=True)
-    shutil.copytree(pristine, work / "sessions")
-    # A fresh copy of a gigabyte is still being written back: creating files
-    # meanwhile waits on the journal, which no user's store does.
-    os.sync()
     # As an installed awl (pip compiles its modules), not source compiled anew
     # in every process when PYTHONDONTWRITEBYTECODE is set.
     compileall.compile_dir(str(ROOT / "awl"), quiet=1)
     compileall.compile_dir(str(ROOT / "bench"), quiet=1)
-    cache = work / "cache"
-    env = dict(
-        os.environ, AWL_SESSION_DIR=str(work / "sessions"), XDG_CACHE_HOME=str(cache), AWL_FSYNC="0"
-    )
-    awl = [sys.executable, "-m", "awl.cli"]
     mb = nbytes / 1e6
+    rounds = [
+        one_round(pristine, base / "work", big_project, first=(i == 0)) for i in range(args.rounds)
+    ]
 
-    _ = bare_scan(work / "sessions")  # warm the page cache
-    scan_s = min(bare_scan(work / "sessions") for _ in range(3))
-    verify_s = run([*awl, "reindex", "--all", "--verify", "--dry-run"], env)
-    reindex_s = run([*awl, "reindex", "--all"], env)
-    again_s = run([*awl, "reindex", "--all"], env)
+    def med(key: str) -> float:
+        return statistics.median(float(r[key]) for r in rounds)
 
-    big = work / "sessions" / encode_cwd(big_project)
-    logs = sorted(big.glob("*.jsonl"))
-    big_mb = sum(p.stat().st_size for p in logs) / 1e6
-    sessions_s = min(run([*awl, "sessions"], env, cwd=big_project) for _ in range(5))
-    naive_code = (
-        "import sys; sys.path.insert(0, {!r})\n"
-        "from bench._naive import naive_replay\n"
-        "import glob\n"
-        "for p in sorted(glob.glob({!r})): naive_replay(p, conversation=False)\n"
-    ).format(str(ROOT), str(big / "*.jsonl"))
-    naive_proc_s = min(run([sys.executable, "-c", naive_code], env) for _ in range(2))
+    def ratios(num: str, den: str, pct: bool = False) -> str:
+        each = [float(r[num]) / float(r[den]) for r in rounds]
+        fmt = (lambda x: f"{x * 100:.0f}%") if pct else (lambda x: f"{x:.1f}x")
+        return f"median {fmt(statistics.median(each))} (rounds: {', '.join(map(fmt, each))})"
 
-    os.environ.update(env)
-    from awl import SessionManager
-
-    t = time.perf_counter()
-    infos = SessionManager.list_sessions(big_project)
-    list_s = time.perf_counter() - t
-    assert len(infos) == len(logs) and not any(i.error for i in infos)
-    t = time.perf_counter()
-    for p in logs:
-        naive_replay(p, conversation=False)
-    naive_s = time.perf_counter() - t
-
+    scan_s, reindex_s, again_s = med("scan"), med("reindex"), med("again")
+    verify_s = float(rounds[0]["verify"])
+    n_big, big_mb = int(rounds[0]["big_logs"]), float(rounds[0]["big_mb"])
     rows = [
         (
             "bare native line scan of every log (the limit)",
@@ -153,7 +191,7 @@ def main() -> None:
             f"{mb:.0f} MB",
             f"{reindex_s:.2f} s",
             f"{mb / reindex_s:.0f} MB/s",
-            f"{scan_s / reindex_s * 100:.0f}% of the limit (target ≥ 25%)",
+            f"{ratios('scan', 'reindex', pct=True)} of the limit (target ≥ 25%)",
         ),
         (
             "`awl reindex --all` again (nothing to do)",
@@ -163,28 +201,34 @@ def main() -> None:
             "",
         ),
         (
-            "`awl reindex --all --verify --dry-run` (every line, tree, schema)",
+            "`awl reindex --all --verify --dry-run` (every line, tree, schema; first round)",
             f"{mb:.0f} MB",
             f"{verify_s:.2f} s",
             f"{mb / verify_s:.0f} MB/s",
-            f"{scan_s / verify_s * 100:.0f}% of the limit",
+            f"{float(rounds[0]['scan']) / verify_s * 100:.0f}% of the limit",
         ),
         (
-            f"`awl sessions`, whole process, {len(logs)} sessions",
+            f"`awl sessions`, whole process, {n_big} sessions",
             f"{big_mb:.0f} MB",
-            f"{sessions_s * 1000:.0f} ms",
-            f"naive process {naive_proc_s:.2f} s",
-            f"{naive_proc_s / sessions_s:.1f}x faster (target ≥ 20x)",
+            f"{med('sessions') * 1000:.0f} ms",
+            f"naive process {med('naive_proc'):.2f} s",
+            f"{ratios('naive_proc', 'sessions')} faster (target ≥ 20x)",
         ),
         (
-            f"`list_sessions`, in process, {len(logs)} sessions",
+            f"`list_sessions`, in process, {n_big} sessions",
             f"{big_mb:.0f} MB",
-            f"{list_s * 1000:.0f} ms",
-            f"naive {naive_s:.2f} s",
-            f"{naive_s / list_s:.1f}x faster",
+            f"{med('list') * 1000:.0f} ms",
+            f"naive {med('naive'):.2f} s",
+            f"{ratios('naive', 'list')} faster",
         ),
     ]
-    out = ["| measurement | data | awl | throughput / baseline | ratio |", "|---|---|---|---|---|"]
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    out = [
+        f"{args.rounds} rounds, median times; load average at the end {load}",
+        "",
+        "| measurement | data | awl | throughput / baseline | ratio |",
+        "|---|---|---|---|---|",
+    ]
     out += ["| " + " | ".join(r) + " |" for r in rows]
     text = "\n".join(out)
     print(text)
