@@ -16,6 +16,7 @@ import numpy.typing as npt
 import orjson
 
 from .scanner import (
+    ENTRY_FIELDS,
     FLAG_ID,
     FLAG_ID_HEX,
     FLAG_PARENT,
@@ -35,6 +36,7 @@ from .scanner import (
     ROLE_OTHER,
     ROLE_SYSTEM,
     ROLE_USER,
+    EntryFields,
 )
 
 _KINDS: Final = {"session": KIND_SESSION, "message": KIND_MESSAGE, "checkpoint": KIND_CHECKPOINT}
@@ -171,6 +173,18 @@ class FallbackScanner:
             if obj is not None and obj.get("type", _MISSING) == type_name:
                 return int(s)
         return None
+
+    def entry_fields(self, mv: memoryview, start: int, end: int) -> EntryFields | None:
+        """See :func:`awl.scanner.entry_fields`."""
+        obj = load(mv[start:end])
+        if obj is None:
+            return None
+        ts, provider, model = (obj.get(k) for k in ENTRY_FIELDS)
+        return (
+            ts if isinstance(ts, str) else None,
+            provider if isinstance(provider, str) else None,
+            model if isinstance(model, str) else None,
+        )
 
     def line_type_is(self, mv: memoryview, start: int, end: int, type_name: str) -> bool:
         """True if ``mv[start:end]`` is a valid object whose type is ``type_name``."""

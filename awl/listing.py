@@ -227,12 +227,14 @@ def _summary(
     parents: list[int],
     user: list[bool],
     load: Callable[[int], dict[str, Any]],
+    stamp: Callable[[int], str | None],
     header: SessionHeader,
 ) -> tuple[int, str, str]:
     """(message count, first prompt, last activity) from the tree of a small log.
 
-    ``load(i)`` gives entry ``i`` as an object; only the entries the full
-    open parses are loaded, so that a bad one there is left to it.
+    ``load(i)`` gives entry ``i`` as an object, ``stamp(i)`` its top-level
+    timestamp when that is a string.  Only the entries the full open parses
+    are loaded, so that a bad one there is left to it.
     """
     if not parents:
         return 0, "", header.timestamp
@@ -242,19 +244,17 @@ def _summary(
         branch.append(pos)
         pos = parents[pos]
     branch.reverse()
-    users = [i for i in branch if user[i]]
-    for i in reversed(users):
-        entry = _entry(load(i))
-        if entry.provider and entry.model:
-            break
     prompt = ""
-    for i in users:
-        text = disk_message_to_internal(_entry(load(i)).message).text()
-        if text.strip():
-            prompt = first_words(text)
-            break
-    leaf = _entry(load(branch[-1]))
-    return len(branch), prompt, leaf.base.timestamp or header.timestamp
+    for i in branch:
+        if user[i]:
+            text = disk_message_to_internal(_entry(load(i)).message).text()
+            if text.strip():
+                prompt = first_words(text)
+                break
+    when = stamp(branch[-1])
+    if when is None:
+        when = _entry(load(branch[-1])).base.timestamp
+    return len(branch), prompt, when or header.timestamp
 
 
 def _replay_small_native(
@@ -304,7 +304,18 @@ def _replay_small_native(
         off, length = spans[i]
         return _load(data[off : off + length])
 
-    return _summary(parents, user, load, header)
+    out = ffi.new("int64_t[6]")
+
+    def stamp(i: int) -> str | None:
+        off, length = spans[i]
+        with ffi.from_buffer("uint8_t[]", data) as buf:
+            lib.awl_entry_fields(buf, end, off, off + length, out)
+        if out[0] == -2:  # written with escapes: let orjson decode it
+            value = load(i).get("timestamp")
+            return value if isinstance(value, str) else None
+        return None if out[0] < 0 else data[out[0] : out[1]].decode("utf-8")
+
+    return _summary(parents, user, load, stamp, header)
 
 
 def _replay_small(data: bytes, body: int, header: SessionHeader) -> tuple[int, str, str]:
@@ -341,7 +352,12 @@ def _replay_small(data: bytes, body: int, header: SessionHeader) -> tuple[int, s
         index_of[eid] = len(objs)
         objs.append(obj)
     user = [o["message"]["role"] == "user" for o in objs]
-    return _summary(parents, user, objs.__getitem__, header)
+
+    def stamp(i: int) -> str | None:
+        value = objs[i].get("timestamp")
+        return value if isinstance(value, str) else None
+
+    return _summary(parents, user, objs.__getitem__, stamp, header)
 
 
 def _full_info(path: Path, cwd: str | None, st: os.stat_result) -> SessionInfo | None:

@@ -523,9 +523,11 @@ class SessionManager:
             row = int(r)
             if on_branch_cp and row < cp_row:
                 break
-            entry = self._entry_at_row(index, row)
-            if isinstance(entry, MessageEntry) and entry.provider and entry.model:
-                self._provider, self._model = entry.provider, entry.model
+            # The scanner reads the two fields; the entry (often a large
+            # tool result) is not decoded.
+            _, provider, model = self._fields_at_row(index, row)
+            if provider and model:
+                self._provider, self._model = provider, model
                 found = True
                 break
         if not found and on_branch_cp and cp is not None:
@@ -544,9 +546,23 @@ class SessionManager:
                     if text.strip():
                         self._first_prompt = first_words(text)
                         break
-        leaf_entry = self._entry_at_row(index, int(tree.rows[leaf_pos]))
-        if isinstance(leaf_entry, MessageEntry | UnknownEntry) and leaf_entry.base is not None:
-            self._last_activity = leaf_entry.base.timestamp or self.header.timestamp
+        leaf_row = int(tree.rows[leaf_pos])
+        stamp = self._fields_at_row(index, leaf_row)[0]
+        if stamp is None:  # absent or not a string: the parse says which is wrong
+            leaf_entry = self._entry_at_row(index, leaf_row)
+            if isinstance(leaf_entry, MessageEntry | UnknownEntry) and leaf_entry.base is not None:
+                stamp = leaf_entry.base.timestamp
+        if stamp is not None:
+            self._last_activity = stamp or self.header.timestamp
+
+    def _fields_at_row(self, index: LogIndex, row: int) -> scanner.EntryFields:
+        """(timestamp, provider, model) of an indexed line, without parsing its content."""
+        offset = int(index.records["offset"][row])
+        length = int(index.records["length"][row])
+        fields = scanner.entry_fields(self._map().view(offset, offset + length))
+        if fields is None:  # the index said valid: the log changed under us
+            raise CorruptSession(self._path, row + 1, "not a complete JSON object")
+        return fields
 
     def _locs(
         self, index: LogIndex, tree: Tree, rows: npt.NDArray[np.int64]
@@ -739,6 +755,11 @@ class SessionManager:
 
         def walk() -> list[SessionEntry]:
             index, tree = self._ensure_index()
+            # The index may have shown that the checkpoint named a leaf the
+            # log does not have: the leaf is then the one derived from the log.
+            start = from_id if from_id is not None else self._leaf
+            if start is None:
+                return []
             pos = tree.pos_of(start)
             if pos is None:
                 raise KeyError(start)

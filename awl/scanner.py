@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
 __all__ = [
+    "ENTRY_FIELDS",
     "FLAG_ID",
     "FLAG_ID_HEX",
     "FLAG_PARENT",
@@ -53,13 +54,21 @@ __all__ = [
     "ROLE_SYSTEM",
     "ROLE_USER",
     "BufferLike",
+    "EntryFields",
     "available",
+    "entry_fields",
     "find_last",
     "line_starts",
     "scan",
     "use",
     "validate",
 ]
+
+ENTRY_FIELDS: Final = ("timestamp", "provider", "model")
+"""The top-level members :func:`entry_fields` reads, in its order."""
+
+EntryFields = tuple[str | None, str | None, str | None]
+"""An entry's :data:`ENTRY_FIELDS` (None: absent or not a string)."""
 
 BufferLike = bytes | bytearray | memoryview | mmap.mmap
 """What the functions accept: anything exporting a contiguous byte buffer."""
@@ -138,6 +147,8 @@ class _Impl(Protocol):
 
     def find_last(self, mv: memoryview, type_name: str, start: int, end: int) -> int | None: ...
 
+    def entry_fields(self, mv: memoryview, start: int, end: int) -> EntryFields | None: ...
+
 
 def _bytes_view(buf: BufferLike) -> memoryview:
     """A flat unsigned-byte view of ``buf`` (no copy)."""
@@ -209,6 +220,19 @@ def find_last(
     with _bytes_view(buf) as mv:
         lo, hi = _line_range(mv, start, end)
         return _active.find_last(mv, type_name, lo, hi)
+
+
+def entry_fields(buf: BufferLike, start: int = 0, end: int | None = None) -> EntryFields | None:
+    """The top-level ``timestamp``, ``provider`` and ``model`` of one entry line.
+
+    Each is its string value, or None when absent or not a string.  The
+    whole result is None when ``buf[start:end]`` is not a valid object.  An
+    entry's big content is not decoded: this is how an open learns the active
+    model and the last activity without parsing a large tool result.
+    """
+    with _bytes_view(buf) as mv:
+        lo, hi = _range(mv, start, end)
+        return _active.entry_fields(mv, lo, hi)
 
 
 def available() -> tuple[str, ...]:
@@ -381,6 +405,21 @@ class _NativeScanner:
                 if self._fallback.line_type_is(mv, off, stop, type_name):
                     return off
                 end = off
+
+    def entry_fields(self, mv: memoryview, start: int, end: int) -> EntryFields | None:
+        """See :func:`entry_fields`."""
+        ffi, lib = self._ffi, self._lib
+        out = ffi.new("int64_t[6]")
+        with ffi.from_buffer("uint8_t[]", mv) as src:
+            if not lib.awl_entry_fields(src, mv.nbytes, start, end, out):
+                return None
+        spans = list(out)
+        if -2 in spans:
+            return self._fallback.entry_fields(mv, start, end)  # escapes: orjson decodes
+        ts, provider, model = (
+            None if spans[i] < 0 else str(mv[spans[i] : spans[i + 1]], "utf-8") for i in (0, 2, 4)
+        )
+        return ts, provider, model
 
 
 def _load_native(fallback: FallbackScanner) -> _Impl | None:

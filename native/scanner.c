@@ -664,7 +664,10 @@ static const uint8_t *scan_number(const uint8_t *p, const uint8_t *e)
 /* ------------------------------------------------------------------ */
 /* Parser with field extraction.                                       */
 
-enum { K_NONE, K_TYPE, K_ID, K_PARENT, K_MESSAGE, K_ROLE };
+enum { K_NONE, K_TYPE, K_ID, K_PARENT, K_MESSAGE, K_ROLE, K_TIMESTAMP, K_PROVIDER, K_MODEL };
+
+/* The top-level string members awl_entry_fields reports, in its order. */
+#define AWL_N_EXTRA 3
 
 enum { V_ABSENT = 0, V_STRING, V_OTHER, V_NULL, V_HEX, V_SLOW };
 
@@ -683,6 +686,11 @@ typedef struct fields {
     int msg_key_bs;      /* a key of the last "message" object used escapes */
     const uint8_t *role_p;
     size_t role_n;
+    int extra;           /* also capture timestamp/provider/model (K_TIMESTAMP..) */
+    int ex_state[AWL_N_EXTRA]; /* V_ABSENT / V_STRING / V_OTHER, last occurrence */
+    int ex_bs[AWL_N_EXTRA];
+    const uint8_t *ex_p[AWL_N_EXTRA];
+    size_t ex_n[AWL_N_EXTRA];
 } fields;
 
 static int key_is(const uint8_t *s, size_t n, const char *lit, size_t ln)
@@ -701,6 +709,21 @@ static int classify_top_key(const uint8_t *s, size_t n)
         return key_is(s, n, "message", 7) ? K_MESSAGE : K_NONE;
     case 8:
         return key_is(s, n, "parentId", 8) ? K_PARENT : K_NONE;
+    default:
+        return K_NONE;
+    }
+}
+
+/* Only asked for by awl_entry_fields, so the scan's key test stays as it was. */
+static int classify_extra_key(const uint8_t *s, size_t n)
+{
+    switch (n) {
+    case 5:
+        return key_is(s, n, "model", 5) ? K_MODEL : K_NONE;
+    case 8:
+        return key_is(s, n, "provider", 8) ? K_PROVIDER : K_NONE;
+    case 9:
+        return key_is(s, n, "timestamp", 9) ? K_TIMESTAMP : K_NONE;
     default:
         return K_NONE;
     }
@@ -741,6 +764,14 @@ static void field_string(fields *f, int k, const uint8_t *s, size_t n, int bs)
         f->role_n = n;
         f->role_bs = bs;
         break;
+    case K_TIMESTAMP:
+    case K_PROVIDER:
+    case K_MODEL:
+        f->ex_state[k - K_TIMESTAMP] = V_STRING;
+        f->ex_p[k - K_TIMESTAMP] = s;
+        f->ex_n[k - K_TIMESTAMP] = n;
+        f->ex_bs[k - K_TIMESTAMP] = bs;
+        break;
     default:
         break;
     }
@@ -768,6 +799,12 @@ static void field_other(fields *f, int k, int is_null)
     case K_ROLE:
         f->role_state = V_OTHER;
         f->role_bs = 0;
+        break;
+    case K_TIMESTAMP:
+    case K_PROVIDER:
+    case K_MODEL:
+        f->ex_state[k - K_TIMESTAMP] = V_OTHER;
+        f->ex_bs[k - K_TIMESTAMP] = 0;
         break;
     default:
         break;
@@ -827,8 +864,11 @@ key:
         if (depth == 1) {
             if (bs)
                 f->key_bs = 1; /* might unescape to a relevant key */
-            else
+            else {
                 pend = classify_top_key(s, (size_t)(p - 1 - s));
+                if (pend == K_NONE && f->extra)
+                    pend = classify_extra_key(s, (size_t)(p - 1 - s));
+            }
         } else if (depth == 2 && msg_open) {
             if (bs)
                 f->msg_key_bs = 1;
@@ -1096,6 +1136,32 @@ size_t awl_scan(const uint8_t *buf, size_t len, size_t pos, size_t end,
     }
     *next_pos = pos;
     return n;
+}
+
+int awl_entry_fields(const uint8_t *buf, size_t len, size_t start, size_t end,
+                     int64_t *out)
+{
+    fields f;
+    int i;
+    if (end > len || start > end)
+        return 0;
+    init_fields(&f);
+    f.extra = 1;
+    if (parse_doc(buf + start, buf + end, buf + len, &f, 0) != buf + end)
+        return 0;
+    for (i = 0; i < AWL_N_EXTRA; i++) {
+        if (f.key_bs || (f.ex_state[i] == V_STRING && f.ex_bs[i])) {
+            out[2 * i] = -2; /* escapes: the caller decodes the line itself */
+            out[2 * i + 1] = -2;
+        } else if (f.ex_state[i] == V_STRING) {
+            out[2 * i] = (int64_t)(f.ex_p[i] - buf);
+            out[2 * i + 1] = (int64_t)(f.ex_p[i] - buf + f.ex_n[i]);
+        } else {
+            out[2 * i] = -1;
+            out[2 * i + 1] = -1;
+        }
+    }
+    return 1;
 }
 
 #define AWL_NEEDLE_MAX 256

@@ -93,6 +93,18 @@ size_t awl_scan(const uint8_t *buf, size_t len, size_t pos, size_t end,
  * it itself and, if it does not match, call again with end = the result. */
 int64_t awl_find_last(const uint8_t *buf, size_t len, size_t start, size_t end,
                       const uint8_t *type, size_t type_len, int *uncertain);
+
+/* For the JSON object in [start, end) (surrounding whitespace allowed): the
+ * top-level string values of "timestamp", "provider" and "model", in that
+ * order.  For member i, out[2i] and out[2i+1] receive the absolute [start,
+ * end) of the value's characters between its quotes when it is a string
+ * written without escapes (the last occurrence of the key counts, as in
+ * orjson); both are -1 when the key is absent or its value is not a string;
+ * both are -2 when the caller must decode the line itself (the value, or a
+ * top-level key, uses a backslash escape).  Returns 1 when [start, end) is
+ * a valid object, 0 otherwise (out is then unspecified).  out holds 6. */
+int awl_entry_fields(const uint8_t *buf, size_t len, size_t start, size_t end,
+                     int64_t *out);
 /* AWL_CDEF_END */
 
 #ifdef __cplusplus

@@ -154,6 +154,24 @@ def test_inconsistent_checkpoint_is_ignored(project: Path, root: Path) -> None:
         assert state(m) == replay_state(path)
 
 
+def test_a_checkpoint_naming_a_leaf_the_log_lacks(project: Path, root: Path) -> None:
+    """Consistent in itself (leafId = the last located id), but no such entry: the
+    first use of the index finds that out, and the log's own leaf is used."""
+    path = big_session(project, root)
+    raw = path.read_bytes()
+    cp = checkpoints(path)[-1]
+    leaf = cp["leafId"]
+    bogus = "ffffffff" if leaf != "ffffffff" else "eeeeeeee"
+    line = orjson.dumps(cp)
+    at = raw.rindex(line)
+    path.write_bytes(raw[:at] + line.replace(leaf.encode(), bogus.encode()) + raw[at + len(line) :])
+    with SessionManager.open(path, read_only=True) as m:
+        assert m.stats.mode == "checkpoint" and m.leaf_id == bogus  # trusted until checked
+        branch = m.get_branch()
+        assert [e.base.id for e in branch][-1] == leaf
+        assert state(m) == replay_state(path)
+
+
 def test_log_truncated_before_its_last_checkpoint(project: Path, root: Path) -> None:
     path = big_session(project, root)
     cp = checkpoints(path)[-1]

@@ -109,9 +109,22 @@ def check_buffer(buf: bytes, types: tuple[str, ...] = ("message", "checkpoint", 
         same(each(scanner.find_last, buf, t))
 
 
+def fields_oracle(b: bytes) -> scanner.EntryFields | None:
+    """What scanner.entry_fields must say, from orjson."""
+    try:
+        obj = orjson.loads(b)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    ts, provider, model = (obj.get(k) for k in scanner.ENTRY_FIELDS)
+    return tuple(v if isinstance(v, str) else None for v in (ts, provider, model))  # type: ignore[return-value]
+
+
 def check_line(line: bytes) -> None:
     """One line, alone and inside a buffer (terminated, unterminated, CRLF)."""
     assert same(each(scanner.validate, line)) == oracle(line)
+    assert same(each(scanner.entry_fields, line)) == fields_oracle(line)
     if b"\n" in line:
         check_buffer(line)
         return
@@ -585,7 +598,7 @@ entry_vals: st.SearchStrategy[Any] = st.sampled_from(
     ]
 )
 entries = st.dictionaries(
-    st.sampled_from(["type", "id", "parentId", "message", "x"]),
+    st.sampled_from(["type", "id", "parentId", "message", "x", "timestamp", "provider", "model"]),
     entry_vals
     | st.dictionaries(st.sampled_from(["role", "content"]), entry_vals | json_values, max_size=3),
     max_size=5,

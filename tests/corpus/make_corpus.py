@@ -711,12 +711,14 @@ ATHERIS: dict[str, dict[str, Any]] = {
         why=FOUND + "a malformed message is reported when it is first read; its last line is torn",
     )
     | {"trimmed": 61},
-    "atheris_82160cd997b7": corrupt(
+    "atheris_82160cd997b7": on_read(
         3,
         "usage needs a non-negative integer 'input'",
-        why=FOUND + "the bad entry is the leaf, which an open reads (a malformed message is "
-        "reported when it is first read)",
-    ),
+        2,
+        why=FOUND + "the bad entry is the leaf, whose timestamp an open reads without decoding "
+        "the rest (a malformed message is reported when it is first read); its last line is torn",
+    )
+    | {"trimmed": 84},
     "atheris_8758c8ce2681": corrupt(
         2,
         "a content block needs a string 'type'",

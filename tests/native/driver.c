@@ -95,6 +95,17 @@ static void run(const uint8_t *buf, size_t len, size_t rec)
         alone = awl_validate(line, r->length, 0, r->length);
         if (in_place != alone)
             fail("validate depends on the bytes after the range", rec);
+        {
+            /* Entry fields of the line alone: same verdict, spans inside it. */
+            int64_t spans[6];
+            int j, ok = awl_entry_fields(line, r->length, 0, r->length, spans);
+            if (ok != alone)
+                fail("entry_fields disagrees with validate", rec);
+            for (j = 0; ok && j < 6; j += 2)
+                if (spans[j] >= 0 && (spans[j] > spans[j + 1] ||
+                                      (uint64_t)spans[j + 1] > r->length))
+                    fail("entry_fields span outside the line", rec);
+        }
         if (alone != (r->kind != AWL_KIND_INVALID && r->kind != AWL_KIND_BLANK))
             fail("validate disagrees with scan", rec);
         /* The scan of the line alone, in its exact-size block. */
@@ -111,6 +122,10 @@ static void run(const uint8_t *buf, size_t len, size_t rec)
         for (i = 0; i <= len; i++) {
             uint8_t *pre = exact_copy(buf, i);
             (void)awl_validate(pre, i, 0, i);
+            {
+                int64_t spans[6];
+                (void)awl_entry_fields(pre, i, 0, i, spans);
+            }
             n = awl_scan(pre, i, 0, i, all, cap, &next);
             (void)n;
             (void)awl_find_last(pre, i, 0, i, (const uint8_t *)"message", 7, &u);
