@@ -5,7 +5,7 @@ thousand of them must list faster than a person notices.  So a log is not
 opened as a session here: two reads of its ends (one for a small log) give
 the header and the last line; when that last line is a checkpoint that fits
 the log, it holds everything a listing shows.  A small log that has no
-checkpoint (the 1% budget keeps them off logs under ~150 KB) is read whole
+checkpoint (the 1% budget keeps them off logs under about 100 KB) is read whole
 and its few lines parsed.  Anything else — a torn tail, entries after the
 checkpoint, an unusual entry, any doubt — is answered by opening the log
 read-only as :class:`awl.manager.SessionManager` does, which is the
@@ -162,7 +162,6 @@ def _quick_info(path: Path, cwd: str | None) -> SessionInfo:
     # A last line longer than what was read is no checkpoint (those are a
     # kilobyte or two); a small log is then read whole below.
     last = _load(tail[start:-1]) if start or not tail_at else None
-    modified = format_timestamp(st.st_mtime)
     if last is not None and last.get("type") == "checkpoint":
         try:
             cp = parse_checkpoint(last)
@@ -170,31 +169,22 @@ def _quick_info(path: Path, cwd: str | None) -> SessionInfo:
             raise _Doubt from None
         if not checkpoint_fits(cp, last_at, body, header):
             raise _Doubt
-        return SessionInfo(
-            path=path,
-            id=header.id,
-            cwd=header.cwd,
-            created=header.timestamp,
-            modified=modified,
-            message_count=cp.message_count,
-            first_prompt=cp.first_prompt,
-            last_activity=cp.last_activity,
-            size=size,
-        )
-    if size > SMALL_LOG:
+        count, prompt, activity = cp.message_count, cp.first_prompt, cp.last_activity
+    elif size > SMALL_LOG:
         raise _Doubt
-    data = tail if tail_at == 0 else _read_whole(path, st)
-    native = _native()
-    if native is not None:
-        count, prompt, activity = _replay_small_native(native, data, body, header)
     else:
-        count, prompt, activity = _replay_small(data, body, header)
+        data = tail if tail_at == 0 else _read_whole(path, st)
+        native = _native()
+        if native is not None:
+            count, prompt, activity = _replay_small_native(native, data, body, header)
+        else:
+            count, prompt, activity = _replay_small(data, body, header)
     return SessionInfo(
         path=path,
         id=header.id,
         cwd=header.cwd,
         created=header.timestamp,
-        modified=modified,
+        modified=format_timestamp(st.st_mtime),
         message_count=count,
         first_prompt=prompt,
         last_activity=activity,

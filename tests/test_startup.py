@@ -54,17 +54,22 @@ def heavy(modules: set[str]) -> set[str]:
     return {m for m in modules if m.split(".")[0] in HEAVY}
 
 
-@pytest.fixture
-def session_id(env: dict[str, str], project: Path) -> str:
-    r = subprocess.run(
-        [sys.executable, "-m", "awl.cli", "-p", "hi there"],
+def awl(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m awl.cli ARGS``."""
+    return subprocess.run(
+        [sys.executable, "-m", "awl.cli", *args],
         env=env,
-        cwd=project,
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
+
+
+@pytest.fixture
+def session_id(env: dict[str, str], project: Path) -> str:
+    r = awl(["-p", "hi there"], env, project)
     assert r.returncode == 0, r.stderr
     (path,) = Path(env["AWL_SESSION_DIR"]).rglob("*.jsonl")
     return path.stem.split("_", 1)[1]
@@ -91,15 +96,7 @@ def test_listing_a_checkpointed_log_imports_no_numpy(
     (path,) = Path(env["AWL_SESSION_DIR"]).rglob("*.jsonl")
     with path.open("ab") as f:  # make it big enough for the 1% checkpoint budget
         f.write(b"".join(filler_lines(path, 400)))
-    opened = subprocess.run(
-        [sys.executable, "-m", "awl.cli", "--resume", session_id[:13], "-p", "again"],
-        env=env,
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    opened = awl(["--resume", session_id[:13], "-p", "again"], env, project)
     assert opened.returncode == 0, opened.stderr
     assert b'"type":"checkpoint"' in path.read_bytes().rsplit(b"\n", 2)[-2]
     r, modules = imported(["sessions", "--long"], env, project)
