@@ -446,6 +446,18 @@ def parse_header(obj: dict[str, Any]) -> SessionHeader:
     )
 
 
+_CP_STRINGS = (
+    "timestamp",
+    "sessionId",
+    "created",
+    "provider",
+    "model",
+    "lastActivity",
+    "firstPrompt",
+)
+_CP_COUNTS = ("offset", "line", "messageCount", "entryCount", "checkpointBytes")
+
+
 def parse_checkpoint(obj: dict[str, Any]) -> Checkpoint:
     """A checkpoint from its JSON object; any inconsistency is a FormatError."""
     what = "a checkpoint"
@@ -478,41 +490,13 @@ def parse_checkpoint(obj: dict[str, Any]) -> Checkpoint:
     if leaf is not None and not isinstance(leaf, str):
         raise FormatError("checkpoint 'leafId' must be a string or null")
     g = obj.get
-    strs: tuple[Any, ...] = (
-        g("timestamp"),
-        g("sessionId"),
-        g("created"),
-        g("provider"),
-        g("model"),
-        g("lastActivity"),
-        g("firstPrompt"),
-    )
-    ints: tuple[Any, ...] = (
-        g("offset"),
-        g("line"),
-        g("messageCount"),
-        g("entryCount"),
-        g("checkpointBytes"),
-    )
+    strs: list[Any] = [g(k) for k in _CP_STRINGS]
+    ints: list[Any] = [g(k) for k in _CP_COUNTS]
     # One pass over the values as orjson makes them (listings parse thousands
     # of checkpoints); anything else goes through the checks that name it.
     if not (all(type(v) is str for v in strs) and all(type(v) is int and v >= 0 for v in ints)):
-        strs = tuple(
-            _str(obj, key, what)
-            for key in (
-                "timestamp",
-                "sessionId",
-                "created",
-                "provider",
-                "model",
-                "lastActivity",
-                "firstPrompt",
-            )
-        )
-        ints = tuple(
-            _nonneg_int(obj, key, what)
-            for key in ("offset", "line", "messageCount", "entryCount", "checkpointBytes")
-        )
+        strs = [_str(obj, k, what) for k in _CP_STRINGS]
+        ints = [_nonneg_int(obj, k, what) for k in _CP_COUNTS]
     timestamp, session_id, created, provider, model, last_activity, first_prompt = strs
     offset, line, message_count, entry_count, checkpoint_bytes = ints
     return Checkpoint(
@@ -547,6 +531,11 @@ def first_words(text: str) -> str:
     if len(words) <= FIRST_PROMPT_CHARS:
         return words
     return words[: FIRST_PROMPT_CHARS - 1].rstrip() + "…"
+
+
+def prompt_words(message: DiskMessage) -> str:
+    """:func:`first_words` of a message's visible text ("" when it has none: a tool result)."""
+    return first_words(disk_message_to_internal(message).text())
 
 
 def checkpoint_fits(cp: Checkpoint, offset: int, body: int, header: SessionHeader) -> bool:

@@ -393,14 +393,17 @@ def save_cache(index: LogIndex, buf: LogBytes, st: os.stat_result, log_path: Pat
     """Write the index as the log's cache file (atomically, 0600).
 
     Only complete lines are saved, so a line that later gains its newline is
-    rescanned.  Returns the cache path, or None when it could not be written
-    (a cache is never worth failing a session for).
+    rescanned.  Returns the cache path, or None when it was not written: the
+    log is under :data:`CACHE_MIN_BYTES`, or writing failed (a cache is never
+    worth failing a session for).
     """
     records = index.records
     covered = index.size
     if len(records) and int(records["flags"][-1]) & scanner.FLAG_UNTERMINATED:
         covered = int(records["offset"][-1])
         records = records[:-1]
+    if not wants_cache(covered):
+        return None
     target = index_cache_path(log_path)
     head_hash, tail_hash = _stamp(buf, covered)
     header = _HEAD.pack(
@@ -446,6 +449,8 @@ def load_cache(buf: LogBytes, st: os.stat_result, size: int, log_path: Path) -> 
     hash as recorded, and, if the log has not grown, when its mtime is the
     one recorded (a rewrite in place of the same size).
     """
+    if not wants_cache(size):
+        return None  # a small log's cache, left by an older awl, is not read
     target = index_cache_path(log_path)
     try:
         with open(target, "rb") as f:

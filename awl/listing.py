@@ -36,12 +36,11 @@ from .format import (
     MessageEntry,
     SessionHeader,
     checkpoint_fits,
-    disk_message_to_internal,
-    first_words,
     format_timestamp,
     parse_checkpoint,
     parse_header,
     parse_object,
+    prompt_words,
 )
 from .paths import SESSION_FILE_RE, log_files, project_dir, session_root
 
@@ -84,43 +83,10 @@ class _Doubt(Exception):
     """The quick path cannot answer for this log; the full open must."""
 
 
-def _read_ends(path: Path) -> tuple[os.stat_result, bytes, bytes, int]:
-    """(stat, head, tail, tail offset): the first and last few kilobytes of a log."""
-    # O_NONBLOCK: a FIFO named like a log must not hang the listing; for a
-    # regular file it changes nothing.
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise _Doubt  # the full open names the problem
-        size = st.st_size
-        if size <= _HEAD_READ + _TAIL_READ:
-            data = os.pread(fd, size, 0)
-            if len(data) != size:
-                raise _Doubt  # changed under us
-            return st, data, data, 0
-        head = os.pread(fd, _HEAD_READ, 0)
-        tail_at = size - _TAIL_READ
-        tail = os.pread(fd, _TAIL_READ, tail_at)
-        if len(tail) != _TAIL_READ:
-            raise _Doubt
-        return st, head, tail, tail_at
-    finally:
-        os.close(fd)
-
-
-def _read_whole(path: Path, st: os.stat_result) -> bytes:
-    """The whole of a small log, if it is still the file that was looked at."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        now = os.fstat(fd)
-        if (now.st_ino, now.st_dev, now.st_size) != (st.st_ino, st.st_dev, st.st_size):
-            raise _Doubt
-        data = os.pread(fd, st.st_size, 0)
-    finally:
-        os.close(fd)
-    if len(data) != st.st_size:
-        raise _Doubt
+def _pread_exact(fd: int, n: int, offset: int) -> bytes:
+    data = os.pread(fd, n, offset)
+    if len(data) != n:
+        raise _Doubt  # the file changed under us
     return data
 
 
@@ -136,8 +102,27 @@ def _load(line: bytes) -> dict[str, Any]:
 
 def _quick_info(path: Path, cwd: str | None) -> SessionInfo:
     """The listing line of a log from its ends; raises _Doubt when unsure."""
-    st, head, tail, tail_at = _read_ends(path)
+    # O_NONBLOCK: a FIFO named like a log must not hang the listing; for a
+    # regular file it changes nothing.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        return _quick_info_fd(fd, path, cwd)
+    finally:
+        os.close(fd)
+
+
+def _quick_info_fd(fd: int, path: Path, cwd: str | None) -> SessionInfo:
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        raise _Doubt  # the full open names the problem
     size = st.st_size
+    if size <= _HEAD_READ + _TAIL_READ:
+        head = tail = _pread_exact(fd, size, 0)
+        tail_at = 0
+    else:
+        head = _pread_exact(fd, _HEAD_READ, 0)
+        tail_at = size - _TAIL_READ
+        tail = _pread_exact(fd, _TAIL_READ, tail_at)
     nl = head.find(b"\n")
     if nl < 0:
         raise _Doubt
@@ -173,7 +158,7 @@ def _quick_info(path: Path, cwd: str | None) -> SessionInfo:
     elif size > SMALL_LOG:
         raise _Doubt
     else:
-        data = tail if tail_at == 0 else _read_whole(path, st)
+        data = tail if tail_at == 0 else _pread_exact(fd, size, 0)
         native = _native()
         if native is not None:
             count, prompt, activity = _replay_small_native(native, data, body, header)
@@ -217,14 +202,13 @@ def _summary(
     parents: list[int],
     user: list[bool],
     load: Callable[[int], dict[str, Any]],
-    stamp: Callable[[int], str | None],
     header: SessionHeader,
 ) -> tuple[int, str, str]:
     """(message count, first prompt, last activity) from the tree of a small log.
 
-    ``load(i)`` gives entry ``i`` as an object, ``stamp(i)`` its top-level
-    timestamp when that is a string.  Only the entries the full open parses
-    are loaded, so that a bad one there is left to it.
+    ``load(i)`` gives entry ``i`` as an object.  Only what the full open
+    parses is parsed, so that a bad entry there is left to it: the first
+    prompt's message, and the leaf only when its timestamp is not a string.
     """
     if not parents:
         return 0, "", header.timestamp
@@ -237,13 +221,13 @@ def _summary(
     prompt = ""
     for i in branch:
         if user[i]:
-            text = disk_message_to_internal(_entry(load(i)).message).text()
-            if text.strip():
-                prompt = first_words(text)
+            prompt = prompt_words(_entry(load(i)).message)
+            if prompt:
                 break
-    when = stamp(branch[-1])
-    if when is None:
-        when = _entry(load(branch[-1])).base.timestamp
+    leaf = load(branch[-1])
+    when = leaf.get("timestamp")
+    if not isinstance(when, str):
+        when = _entry(leaf).base.timestamp
     return len(branch), prompt, when or header.timestamp
 
 
@@ -294,18 +278,7 @@ def _replay_small_native(
         off, length = spans[i]
         return _load(data[off : off + length])
 
-    out = ffi.new("int64_t[6]")
-
-    def stamp(i: int) -> str | None:
-        off, length = spans[i]
-        with ffi.from_buffer("uint8_t[]", data) as buf:
-            lib.awl_entry_fields(buf, end, off, off + length, out)
-        if out[0] == -2:  # written with escapes: let orjson decode it
-            value = load(i).get("timestamp")
-            return value if isinstance(value, str) else None
-        return None if out[0] < 0 else data[out[0] : out[1]].decode("utf-8")
-
-    return _summary(parents, user, load, stamp, header)
+    return _summary(parents, user, load, header)
 
 
 def _replay_small(data: bytes, body: int, header: SessionHeader) -> tuple[int, str, str]:
@@ -342,12 +315,7 @@ def _replay_small(data: bytes, body: int, header: SessionHeader) -> tuple[int, s
         index_of[eid] = len(objs)
         objs.append(obj)
     user = [o["message"]["role"] == "user" for o in objs]
-
-    def stamp(i: int) -> str | None:
-        value = objs[i].get("timestamp")
-        return value if isinstance(value, str) else None
-
-    return _summary(parents, user, objs.__getitem__, stamp, header)
+    return _summary(parents, user, objs.__getitem__, header)
 
 
 def _full_info(path: Path, cwd: str | None, st: os.stat_result) -> SessionInfo | None:

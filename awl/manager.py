@@ -30,7 +30,7 @@ import numpy.typing as npt
 import orjson
 
 from . import scanner
-from .conversation import Conversation, Message, Text
+from .conversation import Conversation, Message
 from .errors import (
     AmbiguousSession,
     CorruptSession,
@@ -53,7 +53,6 @@ from .format import (
     Usage,
     checkpoint_fits,
     disk_message_to_internal,
-    first_words,
     format_timestamp,
     load_object,
     message_from_object,
@@ -62,6 +61,7 @@ from .format import (
     parse_checkpoint,
     parse_header,
     parse_object,
+    prompt_words,
     serialize_checkpoint,
     serialize_entry,
     serialize_header,
@@ -538,13 +538,8 @@ class SessionManager:
             for r in users:
                 entry = self._entry_at_row(index, int(r))
                 if isinstance(entry, MessageEntry):
-                    text = "".join(
-                        b.text
-                        for b in disk_message_to_internal(entry.message).content
-                        if isinstance(b, Text)
-                    )
-                    if text.strip():
-                        self._first_prompt = first_words(text)
+                    self._first_prompt = prompt_words(entry.message)
+                    if self._first_prompt:
                         break
         leaf_row = int(tree.rows[leaf_pos])
         stamp = self._fields_at_row(index, leaf_row)[0]
@@ -582,9 +577,7 @@ class SessionManager:
         ]
 
     def _loc(self, index: LogIndex, tree: Tree, row: int) -> tuple[int, int, int, str]:
-        rec = index.records
-        pos = int(np.searchsorted(tree.rows, row))
-        return int(rec["offset"][row]), int(rec["length"][row]), row, tree.id_at(pos)
+        return self._locs(index, tree, np.array([row], dtype=np.int64))[0]
 
     def _ensure_index(self, *, fresh: bool = False, current: bool = True) -> tuple[LogIndex, Tree]:
         """The index covering the whole log, from the cache where it matches.
@@ -603,7 +596,7 @@ class SessionManager:
             self._checked = 0
         if self._index is None:
             cached = None
-            if not fresh and wants_cache(self._size):
+            if not fresh:
                 cached = load_cache(mm, os.fstat(self._fd), self._size, self._path)
             if cached is not None:
                 self._index = cached
@@ -683,7 +676,7 @@ class SessionManager:
         # A log without a recent checkpoint (an older awl's, another tool's,
         # or one cut short by a crash) gets one now, so the next open is fast.
         self._maybe_checkpoint(closing=True)  # the rules of needs_checkpoint()
-        if self._index is not None and self._index_dirty and wants_cache(self._size):
+        if self._index is not None and self._index_dirty:
             self._save_index()
 
     # ── parsing entries ──
@@ -959,9 +952,7 @@ class SessionManager:
             assert entry.provider is not None and entry.model is not None
             self._provider, self._model = entry.provider, entry.model
             if not self._first_prompt:
-                text = disk_message_to_internal(entry.message).text()
-                if text.strip():
-                    self._first_prompt = first_words(text)
+                self._first_prompt = prompt_words(entry.message)
 
     def _place(self, eid: str, offset: int, length: int) -> None:
         """Record where an appended message's line is (it is the next line of the file)."""
@@ -1118,9 +1109,7 @@ class SessionManager:
         # the log is left alone, one that covers a prefix is extended.
         assert self._fd is not None
         if not wants_cache(self._size):
-            # A small log is scanned on demand.  A cache file left from
-            # before (an older awl's) is never looked at for it again.
-            self._index_dirty = False
+            self._index_dirty = False  # nothing to save: do not index just for that
             return False
         mm = self._map()
         if self._index is None:

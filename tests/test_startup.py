@@ -26,12 +26,12 @@ def env(tmp_path: Path) -> dict[str, str]:
     return e
 
 
-def imported(
-    args: list[str], env: dict[str, str], cwd: Path
-) -> tuple[subprocess.CompletedProcess[str], set[str]]:
-    """Run ``python -X importtime -m awl.cli ARGS``; the process and its imported modules."""
-    r = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "awl.cli", *args],
+def awl(
+    args: list[str], env: dict[str, str], cwd: Path, *python_flags: str
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python [PYTHON_FLAGS] -m awl.cli ARGS``."""
+    return subprocess.run(
+        [sys.executable, *python_flags, "-m", "awl.cli", *args],
         env=env,
         cwd=cwd,
         capture_output=True,
@@ -39,6 +39,13 @@ def imported(
         timeout=60,
         check=False,
     )
+
+
+def imported(
+    args: list[str], env: dict[str, str], cwd: Path
+) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """Run ``python -X importtime -m awl.cli ARGS``; the process and its imported modules."""
+    r = awl(args, env, cwd, "-X", "importtime")
     modules = set()
     for line in r.stderr.splitlines():
         if line.startswith("import time:") and line.count("|") == 2:
@@ -52,19 +59,6 @@ def imported(
 
 def heavy(modules: set[str]) -> set[str]:
     return {m for m in modules if m.split(".")[0] in HEAVY}
-
-
-def awl(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m awl.cli ARGS``."""
-    return subprocess.run(
-        [sys.executable, "-m", "awl.cli", *args],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
 
 
 @pytest.fixture
