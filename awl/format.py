@@ -527,7 +527,12 @@ FIRST_PROMPT_CHARS = 120
 
 def first_words(text: str) -> str:
     """The opening words of a prompt, white space folded, cut to :data:`FIRST_PROMPT_CHARS`."""
-    words = " ".join(text.split())
+    # Folding a prefix gives a prefix of the folded whole: a long prompt (a
+    # pasted file) need not be split in full when its start is long enough.
+    head = text[: 4 * FIRST_PROMPT_CHARS]
+    words = " ".join(head.split())
+    if len(words) <= FIRST_PROMPT_CHARS and len(head) < len(text):
+        words = " ".join(text.split())
     if len(words) <= FIRST_PROMPT_CHARS:
         return words
     return words[: FIRST_PROMPT_CHARS - 1].rstrip() + "…"

@@ -116,8 +116,15 @@ class LogIndex:
         self._tree: Tree | None = None
 
     @classmethod
-    def build(cls, buf: LogBytes, size: int) -> LogIndex:
-        """Scan ``buf[0:size]`` from the start."""
+    def build(cls, buf: LogBytes, size: int, known: tuple[int, Records] | None = None) -> LogIndex:
+        """Scan ``buf[0:size]`` from the start.
+
+        ``known`` is ``(start, records)`` for lines ``[start, size)`` already
+        scanned (an open checks the last line first; it is often the largest).
+        """
+        if known is not None and 0 < known[0] < size:
+            start, tail = known
+            return cls(scanner.concat_records([buf.scan(0, start), tail]), size)
         return cls(buf.scan(0, size), size)
 
     def extend(self, buf: LogBytes, size: int) -> None:
@@ -132,7 +139,7 @@ class LogIndex:
             head = head[:-1]
         tail = buf.scan(start, size)
         rescanned = start < self.size
-        self.records = np.concatenate([np.asarray(head), tail]) if len(head) else tail
+        self.records = scanner.concat_records([head, tail]) if len(head) else tail
         self.size = size
         kinds = tail["kind"]
         is_node = (kinds == scanner.KIND_MESSAGE) | (kinds == scanner.KIND_OTHER)

@@ -113,8 +113,6 @@ class LogMap:
 
     def scan(self, start: int, end: int) -> Records:
         """Scanner records of the lines in ``[start, end)`` (a line start)."""
-        import numpy as np
-
         parts = []
         if start < self.split and self._mm is not None:
             parts.append(scanner.scan(self._mm, start, min(end, self.split)))
@@ -122,9 +120,7 @@ class LogMap:
             tail = scanner.scan(self._tail, max(start, self.split) - self.split, end - self.split)
             tail["offset"] += self.split
             parts.append(tail)
-        if not parts:
-            return np.zeros(0, dtype=scanner.INDEX_DTYPE)
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+        return parts[0] if len(parts) == 1 else scanner.concat_records(parts)
 
     def find_last(self, type_name: str, start: int, end: int) -> int | None:
         """The offset of the last line in ``[start, end)`` whose type is ``type_name``."""

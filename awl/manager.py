@@ -70,6 +70,7 @@ from .format import (
 from .index import (
     SLOW_KEY_BASE,
     LogIndex,
+    Records,
     Tree,
     check_lines,
     load_cache,
@@ -149,6 +150,9 @@ class SessionManager:
         self._index: LogIndex | None = None
         self._index_dirty = False
         self._checked = 0  # index rows already checked by check_lines
+        # The last line's records as the open scanned them, for the full
+        # index build that usually follows: (offset, records, log size).
+        self._last_line: tuple[int, Records, int] | None = None
         self._appended: dict[str, MessageEntry] = {}
         # Ready state.
         self._leaf: str | None = None
@@ -395,8 +399,10 @@ class SessionManager:
                 rec = mm.scan(last, size)
                 if int(rec["kind"][0]) == scanner.KIND_INVALID:
                     torn = last
-                elif end == size:
-                    self._needs_newline = True
+                else:
+                    self._last_line = (last, rec, size)
+                    if end == size:
+                        self._needs_newline = True
         if torn is not None:
             # Everything below reads only up to the torn line; it is moved out
             # of the file only once the rest has been found sound.
@@ -606,9 +612,13 @@ class SessionManager:
                     self._index_dirty = True
                     self.stats.cache = "extended"
             else:
-                self._index = LogIndex.build(mm, self._size)
+                known = None
+                if self._last_line is not None and self._last_line[2] == self._size:
+                    known = self._last_line[:2]
+                self._index = LogIndex.build(mm, self._size, known)
                 self._index_dirty = True
                 self.stats.cache = "built"
+            self._last_line = None
         elif self._index.size < self._size:
             # A line that lacked its newline is rescanned by extend().
             self._checked = min(self._checked, max(len(self._index) - 1, 0))
@@ -1144,6 +1154,11 @@ class SessionManager:
 
     def _save_index(self) -> None:
         if self._index is None or self._fd is None or self.read_only:
+            return
+        if not wants_cache(self._size):
+            # No cache file for a log this small: no need to map and index
+            # what this process just appended either.
+            self._index_dirty = False
             return
         mm = self._map()
         if self._index.size < self._size:

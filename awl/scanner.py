@@ -56,6 +56,7 @@ __all__ = [
     "BufferLike",
     "EntryFields",
     "available",
+    "concat_records",
     "entry_fields",
     "find_last",
     "line_starts",
@@ -132,6 +133,18 @@ _FLAG_SLOW: Final = 0x8000
 
 MAX_DEPTH: Final = 1024
 """Deepest nesting of arrays/objects orjson accepts (1025 is rejected)."""
+
+
+def concat_records(parts: list[npt.NDArray[Any]]) -> npt.NDArray[Any]:
+    """Join arrays of :data:`INDEX_DTYPE` records into a new one.
+
+    numpy copies structured records field by field (4,000 of them take
+    about 0.2 ms); as bytes the same copy is a memcpy.
+    """
+    if not parts:
+        return np.zeros(0, INDEX_DTYPE)
+    raw = [np.ascontiguousarray(p).view(np.uint8) for p in parts]
+    return np.concatenate(raw).view(INDEX_DTYPE)
 
 
 class _Impl(Protocol):
@@ -303,7 +316,9 @@ class _NativeScanner:
     ) -> npt.NDArray[Any]:
         """Run a chunked C producer (awl_line_starts / awl_scan) over a range."""
         ffi = self._ffi
-        out = np.empty(min(end - start, 4096), dtype)
+        # Sized for lines of 256 bytes and more: a one-line scan (a torn-tail
+        # check, an append) need not allocate 4,096 records.
+        out = np.empty(max(16, min((end - start) // 256, 4096)), dtype)
         count, pos = 0, start
         next_pos = ffi.new("size_t *")
         with ffi.from_buffer("uint8_t[]", mv) as src:
@@ -312,13 +327,17 @@ class _NativeScanner:
                     # Grow to the estimate from the density seen so far.
                     guess = count * (end - start) // max(pos - start, 1)
                     bigger = np.empty(max(guess + guess // 8 + 64, 2 * count), dtype)
-                    bigger[:count] = out[:count]
+                    # As bytes: numpy copies structured records field by field.
+                    bigger.view(np.uint8)[: count * dtype.itemsize] = out.view(np.uint8)[
+                        : count * dtype.itemsize
+                    ]
                     out = bigger
                 with ffi.from_buffer(ctype, out, require_writable=True) as dst:
                     count += fn(src, mv.nbytes, pos, end, dst + count, len(out) - count, next_pos)
                 pos = next_pos[0]
         if count < len(out) // 2:
-            return out[:count].copy()  # don't pin a mostly empty buffer
+            # Don't pin a mostly empty buffer; copied as bytes (see above).
+            return out.view(np.uint8)[: count * dtype.itemsize].copy().view(dtype)
         return out[:count]
 
     def _halves(self, mv: memoryview, start: int, end: int) -> list[tuple[int, int]] | None:
@@ -343,7 +362,8 @@ class _NativeScanner:
             result: npt.NDArray[Any] = fn(mv, start, end)
             return result
         futures = [_pool().submit(fn, mv, lo, hi) for lo, hi in halves]
-        return np.concatenate([f.result() for f in futures])
+        parts = [f.result() for f in futures]
+        return concat_records(parts) if parts[0].dtype == INDEX_DTYPE else np.concatenate(parts)
 
     def line_starts(self, mv: memoryview, start: int, end: int) -> npt.NDArray[np.uint64]:
         """See :func:`line_starts`."""

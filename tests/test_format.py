@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from awl.conversation import Message, Text, Thinking, ToolResult, ToolUse
 from awl.errors import FormatError
 from awl.format import (
+    FIRST_PROMPT_CHARS,
     Checkpoint,
     DiskMessage,
     DiskText,
@@ -22,6 +25,7 @@ from awl.format import (
     Usage,
     content_block_to_disk,
     disk_block_to_internal,
+    first_words,
     format_timestamp,
     is_hex_id,
     new_entry_id,
@@ -305,3 +309,27 @@ def test_ids_and_timestamps() -> None:
     taken = {f"{i:08x}" for i in range(10)}
     assert new_entry_id(taken) not in taken
     assert not is_hex_id("A1B2C3D4") and not is_hex_id("s1s2s3s4")
+
+
+def _first_words_by_definition(text: str) -> str:
+    words = " ".join(text.split())
+    if len(words) <= FIRST_PROMPT_CHARS:
+        return words
+    return words[: FIRST_PROMPT_CHARS - 1].rstrip() + "…"
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.text(min_size=1, max_size=30),
+            st.sampled_from([" ", "\n", "\t\t", " " * 300, "\n\n\u3000", "x" * 200]),
+        ),
+        max_size=60,
+    )
+)
+def test_first_words_folds_like_the_whole_text(parts: list[str]) -> None:
+    # first_words folds only a prefix of a long prompt: the result must be
+    # what folding the whole text gives, whatever the white space.
+    text = "".join(parts)
+    assert first_words(text) == _first_words_by_definition(text)
