@@ -37,7 +37,8 @@ def fail(message: str, *, usage: bool = False) -> NoReturn:
 def _scanner_name() -> str:
     from . import scanner
 
-    return scanner.IMPLEMENTATION
+    simd = scanner.instruction_set() if scanner.IMPLEMENTATION == "native" else None
+    return f"{scanner.IMPLEMENTATION} ({simd})" if simd else scanner.IMPLEMENTATION
 
 
 def _version_message() -> str:

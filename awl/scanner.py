@@ -40,6 +40,7 @@ __all__ = [
     "FLAG_UNTERMINATED",
     "IMPLEMENTATION",
     "INDEX_DTYPE",
+    "INSTRUCTION_SETS",
     "KIND_BLANK",
     "KIND_CHECKPOINT",
     "KIND_INVALID",
@@ -59,6 +60,8 @@ __all__ = [
     "concat_records",
     "entry_fields",
     "find_last",
+    "instruction_set",
+    "limit_instruction_set",
     "line_starts",
     "scan",
     "use",
@@ -253,6 +256,44 @@ def available() -> tuple[str, ...]:
     return tuple(_impls)
 
 
+INSTRUCTION_SETS: Final = ("portable", "sse2", "avx2")
+"""What the native scanner's string loop can run on, by its level in scanner.h."""
+
+
+def instruction_set() -> str | None:
+    """What the native scanner runs on: ``"avx2"``, ``"sse2"`` or ``"portable"``.
+
+    The best the CPU has among those compiled in, chosen at run time; None
+    when the native module is not loaded.  Results never depend on it.
+    """
+    native = _impls.get("native")
+    if not isinstance(native, _NativeScanner):
+        return None
+    return INSTRUCTION_SETS[native.simd(-1)]
+
+
+@contextmanager
+def limit_instruction_set(name: str) -> Iterator[None]:
+    """Run the native scanner on at most ``name`` inside the ``with`` block.
+
+    For tests and benchmarks (the SSE2 path on a machine with AVX2).  Not
+    thread safe: the level is process-wide.  A no-op without the native
+    module.
+    """
+    if name not in INSTRUCTION_SETS:
+        raise ValueError(f"unknown instruction set {name!r} {INSTRUCTION_SETS}")
+    native = _impls.get("native")
+    if not isinstance(native, _NativeScanner):
+        yield
+        return
+    previous = native.simd(-1)
+    native.simd(min(INSTRUCTION_SETS.index(name), previous))
+    try:
+        yield
+    finally:
+        native.simd(previous)
+
+
 @contextmanager
 def use(name: str) -> Iterator[None]:
     """Make implementation ``name`` the active one inside the ``with`` block.
@@ -373,6 +414,10 @@ class _NativeScanner:
         return self._fill(
             mv, start, end, np.dtype(np.uint64), "uint64_t[]", self._lib.awl_line_starts
         )
+
+    def simd(self, level: int) -> int:
+        """``awl_simd``: set the instruction-set level (unless negative), return the one in use."""
+        return int(self._lib.awl_simd(level))
 
     def validate(self, mv: memoryview, start: int, end: int) -> bool:
         """See :func:`validate`."""

@@ -25,10 +25,20 @@
 #include <string.h>
 
 /* SSE2 is baseline on x86_64; elsewhere a portable SWAR path is used.
- * -DAWL_NO_SIMD forces the portable path (the sanitizer test builds both). */
+ * -DAWL_NO_SIMD forces the portable path (the sanitizer test builds both).
+ * With GCC or Clang on x86 the string block loop is also compiled for AVX2
+ * and chosen at run time when the CPU has it (awl_simd); -DAWL_NO_AVX2
+ * leaves it out.  Nothing is compiled with -mavx2 as a whole: the module
+ * must load on any x86_64. */
 #if !defined(AWL_NO_SIMD) && (defined(__SSE2__) || defined(_M_X64))
 #define AWL_USE_SSE2 1
 #include <emmintrin.h>
+#if !defined(AWL_NO_AVX2) && (defined(__GNUC__) || defined(__clang__)) && \
+    (defined(__x86_64__) || defined(__i386__))
+#define AWL_HAVE_AVX2 1
+#include <immintrin.h>
+#define AWL_AVX2_FN __attribute__((target("avx2")))
+#endif
 #endif
 
 #if defined(_MSC_VER) && !defined(__clang__)
@@ -270,7 +280,7 @@ typedef struct block_masks {
 } block_masks;
 
 /* Byte classes of the 64 bytes at p; bit i is byte i. */
-static void string_masks64(const uint8_t *p, block_masks *m)
+static void string_masks64_sse2(const uint8_t *p, block_masks *m)
 {
     const __m128i vq = _mm_set1_epi8('"');
     const __m128i vb = _mm_set1_epi8('\\');
@@ -301,7 +311,7 @@ static uint64_t bits_below(size_t n)
 /* For the 64 bytes at p: *ok gets the bytes that may follow a backslash
  * (" \ / b f n r t u), *u the 'u' bytes.  Comparing in bulk beats a
  * branch per escape in escape-dense text. */
-static void escape_masks64(const uint8_t *p, uint64_t *ok, uint64_t *u)
+static void escape_masks64_sse2(const uint8_t *p, uint64_t *ok, uint64_t *u)
 {
     const __m128i k1 = _mm_set1_epi8('"'), k2 = _mm_set1_epi8('/');
     const __m128i k3 = _mm_set1_epi8('\\'), k4 = _mm_set1_epi8('b');
@@ -347,8 +357,8 @@ static uint64_t escaped_mask(uint64_t bs, uint64_t *carry)
  * 0xF0 not followed by >= 0x90 (overlong), 0xED followed by >= 0xA0
  * (surrogates), 0xF4 followed by >= 0x90 (beyond U+10FFFF).  The next byte
  * of byte 63 is unknown here; callers validate a lead there separately. */
-static void utf8_masks64(const uint8_t *p, uint64_t *ge_c0, uint64_t *ge_e0,
-                         uint64_t *ge_f0, uint64_t *bad)
+static void utf8_masks64_sse2(const uint8_t *p, uint64_t *ge_c0, uint64_t *ge_e0,
+                              uint64_t *ge_f0, uint64_t *bad)
 {
 #define AWL_GE(v, x) _mm_cmpeq_epi8(_mm_max_epu8((v), (x)), (v))
     const __m128i c0 = _mm_set1_epi8((char)0xC0), c2 = _mm_set1_epi8((char)0xC2);
@@ -384,7 +394,138 @@ static void utf8_masks64(const uint8_t *p, uint64_t *ge_c0, uint64_t *ge_e0,
     *bad = b;
 #undef AWL_GE
 }
-#endif
+
+#define AWL_SB_NAME string_blocks_sse2
+#define AWL_SB_ATTR
+#define AWL_SB_STRING_MASKS string_masks64_sse2
+#define AWL_SB_ESCAPE_MASKS escape_masks64_sse2
+#define AWL_SB_UTF8_MASKS utf8_masks64_sse2
+#include "string_blocks.h"
+#undef AWL_SB_NAME
+#undef AWL_SB_ATTR
+#undef AWL_SB_STRING_MASKS
+#undef AWL_SB_ESCAPE_MASKS
+#undef AWL_SB_UTF8_MASKS
+
+#ifdef AWL_HAVE_AVX2
+/* ------------------------------------------------------------------ */
+/* The instruction set in use: the only global state.  Chosen once from
+ * the CPU (a benign race: every thread computes the same value); awl_simd()
+ * can lower it so that tests run the baseline on any machine. */
+
+static int g_simd = -1;
+
+static int simd_detect(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") ? AWL_SIMD_AVX2 : AWL_SIMD_SSE2;
+}
+
+static int simd_level(void)
+{
+    int v = __atomic_load_n(&g_simd, __ATOMIC_RELAXED);
+    if (v < 0) {
+        v = simd_detect();
+        __atomic_store_n(&g_simd, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
+#define AWL_M32(x) ((uint64_t)(uint32_t)_mm256_movemask_epi8(x))
+
+AWL_AVX2_FN static inline void string_masks64_avx2(const uint8_t *p, block_masks *m)
+{
+    const __m256i vq = _mm256_set1_epi8('"'), vb = _mm256_set1_epi8('\\');
+    const __m256i v1f = _mm256_set1_epi8(0x1F);
+    __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)p);
+    __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
+    m->quote = AWL_M32(_mm256_cmpeq_epi8(a, vq)) | AWL_M32(_mm256_cmpeq_epi8(b, vq)) << 32;
+    m->bslash = AWL_M32(_mm256_cmpeq_epi8(a, vb)) | AWL_M32(_mm256_cmpeq_epi8(b, vb)) << 32;
+    /* unsigned x <= 0x1F, i.e. min(x, 0x1F) == x: high bytes are not controls */
+    m->ctl = AWL_M32(_mm256_cmpeq_epi8(_mm256_min_epu8(a, v1f), a)) |
+             AWL_M32(_mm256_cmpeq_epi8(_mm256_min_epu8(b, v1f), b)) << 32;
+    m->high = AWL_M32(a) | AWL_M32(b) << 32;
+}
+
+/* The bytes that may follow a backslash, by a two-nibble table lookup: a
+ * byte is in the set when lo[its low nibble] & hi[its high nibble] != 0.
+ * Bits: 1 = 0x2_ ('"' '/'), 2 = 0x5_ ('\\'), 4 = 0x6_ (b f n),
+ * 8 = 0x7_ (r t u).  Bytes >= 0x80 look up 0 (pshufb's rule). */
+AWL_AVX2_FN static inline void escape_masks64_avx2(const uint8_t *p, uint64_t *ok, uint64_t *u)
+{
+    const __m256i lo_t = _mm256_setr_epi8(0, 0, 13, 0, 8, 8, 4, 0, 0, 0, 0, 0, 2, 0, 4, 1,
+                                          0, 0, 13, 0, 8, 8, 4, 0, 0, 0, 0, 0, 2, 0, 4, 1);
+    const __m256i hi_t = _mm256_setr_epi8(0, 0, 1, 0, 0, 2, 4, 8, 0, 0, 0, 0, 0, 0, 0, 0,
+                                          0, 0, 1, 0, 0, 2, 4, 8, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m256i nib = _mm256_set1_epi8(0x0F), vu = _mm256_set1_epi8('u');
+    const __m256i zero = _mm256_setzero_si256();
+    uint64_t bad = 0, w = 0;
+    int i;
+    for (i = 0; i < 2; i++) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32 * i));
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
+        __m256i t = _mm256_and_si256(_mm256_shuffle_epi8(lo_t, v), _mm256_shuffle_epi8(hi_t, hi));
+        bad |= AWL_M32(_mm256_cmpeq_epi8(t, zero)) << (32 * i);
+        w |= AWL_M32(_mm256_cmpeq_epi8(v, vu)) << (32 * i);
+    }
+    *ok = ~bad;
+    *u = w;
+}
+
+/* utf8_masks64_sse2 in 32-byte halves; the byte after each byte comes from
+ * the half shifted by one across its two 128-bit lanes. */
+AWL_AVX2_FN static inline void utf8_masks64_avx2(const uint8_t *p, uint64_t *ge_c0,
+                                                 uint64_t *ge_e0, uint64_t *ge_f0,
+                                                 uint64_t *bad)
+{
+#define AWL_GE256(v, x) _mm256_cmpeq_epi8(_mm256_max_epu8((v), (x)), (v))
+    const __m256i c0 = _mm256_set1_epi8((char)0xC0), c2 = _mm256_set1_epi8((char)0xC2);
+    const __m256i e0 = _mm256_set1_epi8((char)0xE0), ed = _mm256_set1_epi8((char)0xED);
+    const __m256i f0 = _mm256_set1_epi8((char)0xF0), f4 = _mm256_set1_epi8((char)0xF4);
+    const __m256i f5 = _mm256_set1_epi8((char)0xF5), a0 = _mm256_set1_epi8((char)0xA0);
+    const __m256i n90 = _mm256_set1_epi8((char)0x90);
+    __m256i v[3];
+    uint64_t a = 0, c = 0, f = 0, b = 0;
+    int i;
+    v[0] = _mm256_loadu_si256((const __m256i *)(const void *)p);
+    v[1] = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
+    v[2] = _mm256_setzero_si256();
+    for (i = 0; i < 2; i++) {
+        __m256i x = v[i];
+        __m256i nx = _mm256_alignr_epi8(_mm256_permute2x128_si256(x, v[i + 1], 0x21), x, 1);
+        __m256i gc0 = AWL_GE256(x, c0), ge0 = AWL_GE256(x, e0), gf0 = AWL_GE256(x, f0);
+        __m256i nge_a0 = AWL_GE256(nx, a0), nge_90 = AWL_GE256(nx, n90);
+        __m256i wrong = _mm256_or_si256(AWL_GE256(x, f5), _mm256_andnot_si256(AWL_GE256(x, c2), gc0));
+        wrong = _mm256_or_si256(wrong, _mm256_andnot_si256(nge_a0, _mm256_cmpeq_epi8(x, e0)));
+        wrong = _mm256_or_si256(wrong, _mm256_and_si256(nge_a0, _mm256_cmpeq_epi8(x, ed)));
+        wrong = _mm256_or_si256(wrong, _mm256_andnot_si256(nge_90, _mm256_cmpeq_epi8(x, f0)));
+        wrong = _mm256_or_si256(wrong, _mm256_and_si256(nge_90, _mm256_cmpeq_epi8(x, f4)));
+        a |= AWL_M32(gc0) << (32 * i);
+        c |= AWL_M32(ge0) << (32 * i);
+        f |= AWL_M32(gf0) << (32 * i);
+        b |= AWL_M32(wrong) << (32 * i);
+    }
+    *ge_c0 = a;
+    *ge_e0 = c;
+    *ge_f0 = f;
+    *bad = b;
+#undef AWL_GE256
+}
+
+#define AWL_SB_NAME string_blocks_avx2
+#define AWL_SB_ATTR AWL_AVX2_FN
+#define AWL_SB_STRING_MASKS string_masks64_avx2
+#define AWL_SB_ESCAPE_MASKS escape_masks64_avx2
+#define AWL_SB_UTF8_MASKS utf8_masks64_avx2
+#include "string_blocks.h"
+#undef AWL_SB_NAME
+#undef AWL_SB_ATTR
+#undef AWL_SB_STRING_MASKS
+#undef AWL_SB_ESCAPE_MASKS
+#undef AWL_SB_UTF8_MASKS
+#undef AWL_M32
+#endif /* AWL_HAVE_AVX2 */
+#endif /* AWL_USE_SSE2 */
 
 /* p points just after an opening quote.  Returns the byte after the closing
  * quote or NULL if the string is invalid or not closed before e.  Loads may
@@ -395,116 +536,19 @@ static const uint8_t *scan_string(const uint8_t *p, const uint8_t *e,
 {
     int done = 0;
 #ifdef AWL_USE_SSE2
-    /* 64-byte blocks classified at once.  Which bytes are escaped follows
-     * from the backslash mask, and escaped bytes, control bytes and UTF-8
-     * are checked for the whole block, so bodies full of \n and \" (tool
-     * output, code) or of non-ASCII text cost no branch per character.
-     * \u escapes and UTF-8 sequences running into the next block go
-     * through scalar validators; esc_skip/utf_skip mark how far those
-     * consumed. */
-    const uint8_t *esc_skip = p, *utf_skip = p;
-    uint64_t carry = 0;
-    while (p < e && (size_t)(lim - p) >= 64) {
-        const uint8_t *base = p;
-        block_masks m;
-        uint64_t esc = 0, quotes, pre, it, um = 0, hh;
-        size_t in_range = (size_t)(e - base);
-        int closed = 0;
-        /* Prefetch well ahead: measured 2-3x on escape-dense text on VMs,
-         * where the hardware prefetcher falls behind the branchy loop. */
-        _mm_prefetch((const char *)base + 2048, _MM_HINT_T0);
-        string_masks64(base, &m);
-        if (m.bslash | carry)
-            esc = escaped_mask(m.bslash, &carry);
-        quotes = m.quote & ~esc & bits_below(in_range);
-        if (quotes) {
-            pre = bits_below(awl_ctz64(quotes));
-            closed = 1;
-        } else if (in_range <= 64) {
-            return NULL; /* not closed within the range */
-        } else {
-            pre = ~(uint64_t)0;
-        }
-        if (m.ctl & pre)
-            return NULL;
-        it = esc & pre;
-        if (it) {
-            *bs = 1;
-            {
-                uint64_t ok, is_u;
-                escape_masks64(base, &ok, &is_u);
-                if (it & ~ok)
-                    return NULL; /* \x, \U, a raw control or high byte... */
-                um = it & is_u;  /* \uXXXX: hex and surrogates, scalar */
-            }
-            while (um) {
-                const uint8_t *q = base + awl_ctz64(um);
-                /* the 'u' of a low surrogate was checked with its pair */
-                if (q >= esc_skip) {
-                    esc_skip = scan_escape(q - 1, e);
-                    if (esc_skip == NULL)
-                        return NULL;
-                }
-                um &= um - 1;
-            }
-        }
-        hh = m.high & pre;
-        if (hh && utf_skip > base)
-            hh &= ~bits_below((size_t)(utf_skip - base));
-        if (hh) {
-            /* Validate the block's UTF-8 at once: no lead may be wrong and
-             * every continuation byte must be exactly where some lead
-             * requires one (this also rejects truncated and overlapping
-             * sequences).  A sequence running into the next block is left
-             * to the scalar validator, which sets utf_skip past it. */
-            uint64_t ge_c0, ge_e0, ge_f0, bad, cont, l2, l3, l4, need, cross;
-            uint64_t upto_need, upto_lead;
-            utf8_masks64(base, &ge_c0, &ge_e0, &ge_f0, &bad);
-            cont = hh & ~ge_c0;
-            l2 = hh & ge_c0 & ~ge_e0;
-            l3 = hh & ge_e0 & ~ge_f0;
-            l4 = hh & ge_f0;
-            need = (l2 << 1) | (l3 << 1) | (l3 << 2) | (l4 << 1) | (l4 << 2) |
-                   (l4 << 3);
-            if (closed) {
-                /* the quote is not a continuation byte: include it */
-                upto_need = upto_lead = bits_below(awl_ctz64(quotes) + 1);
-            } else {
-                cross = (l2 & ((uint64_t)1 << 63)) | (l3 & ((uint64_t)3 << 62)) |
-                        (l4 & ((uint64_t)7 << 61));
-                upto_need = upto_lead = ~(uint64_t)0;
-                if (cross) {
-                    unsigned j = awl_ctz64(cross);
-                    upto_need = bits_below(j + 1);
-                    upto_lead = bits_below(j);
-                    utf_skip = utf8_one(base + j, e);
-                    if (utf_skip == NULL)
-                        return NULL;
-                }
-            }
-            if (((need ^ cont) & upto_need) | (bad & hh & upto_lead))
-                return NULL;
-            hh = 0;
-        }
-        while (hh) {
-            size_t adv;
-            utf_skip = utf8_run(base + awl_ctz64(hh), e);
-            if (utf_skip == NULL)
-                return NULL;
-            adv = (size_t)(utf_skip - base);
-            hh &= ~bits_below(adv);
-        }
-        if (closed)
-            return base + awl_ctz64(quotes) + 1;
-        p = base + 64;
+    /* Whole 64-byte blocks first (see string_blocks.h), with AVX2 where
+     * the CPU has it; what is left of the string goes through the loop
+     * below. */
+    if (p < e && (size_t)(lim - p) >= 64) {
+#ifdef AWL_HAVE_AVX2
+        if (simd_level() >= AWL_SIMD_AVX2)
+            p = string_blocks_avx2(p, e, lim, bs, &done);
+        else
+#endif
+            p = string_blocks_sse2(p, e, lim, bs, &done);
+        if (p == NULL || done)
+            return p;
     }
-    /* Hand over to the scalar loop at a position outside any escape. */
-    if (carry)
-        p--; /* the backslash whose escaped byte starts the next block */
-    if (esc_skip > p)
-        p = esc_skip;
-    if (utf_skip > p)
-        p = utf_skip;
 #endif
     for (;;) {
 #ifdef AWL_USE_SSE2
@@ -1219,4 +1263,23 @@ int64_t awl_find_last(const uint8_t *buf, size_t len, size_t start, size_t end,
             return -1;
         le = ls - 1;
     }
+}
+
+int awl_simd(int level)
+{
+#if defined(AWL_HAVE_AVX2)
+    if (level >= 0) {
+        int best = simd_detect();
+        if (level < AWL_SIMD_SSE2)
+            level = AWL_SIMD_SSE2; /* compiled in: the floor of this build */
+        __atomic_store_n(&g_simd, level < best ? level : best, __ATOMIC_RELAXED);
+    }
+    return simd_level();
+#elif defined(AWL_USE_SSE2)
+    (void)level;
+    return AWL_SIMD_SSE2;
+#else
+    (void)level;
+    return AWL_SIMD_NONE;
+#endif
 }

@@ -5,8 +5,8 @@
  * NUL-terminated and may contain NUL bytes.  `len` is the number of
  * readable bytes at `buf`; a range [start, end) with start <= end <= len
  * selects what is scanned.  Bytes in [end, len) may be *read* (for wide
- * loads) but never influence a result.  No global state, no allocation,
- * thread safe.
+ * loads) but never influence a result.  No allocation, thread safe; the
+ * only global state is the instruction set chosen (awl_simd).
  *
  * The section between AWL_CDEF_BEGIN and AWL_CDEF_END is fed verbatim to
  * cffi's cdef() by native/build_scanner.py, so it must stay plain C
@@ -105,6 +105,15 @@ int64_t awl_find_last(const uint8_t *buf, size_t len, size_t start, size_t end,
  * a valid object, 0 otherwise (out is then unspecified).  out holds 6. */
 int awl_entry_fields(const uint8_t *buf, size_t len, size_t start, size_t end,
                      int64_t *out);
+/* Instruction sets of the string scanner (see awl_simd). */
+enum { AWL_SIMD_NONE = 0, AWL_SIMD_SSE2 = 1, AWL_SIMD_AVX2 = 2 };
+
+/* The instruction set the scanner uses (AWL_SIMD_*): the best the CPU has
+ * among those compiled in.  With level >= 0 it is first set to level,
+ * bounded by what the CPU has and what this build's floor is (SSE2 builds
+ * cannot go below SSE2).  For tests and benchmarks; results never depend
+ * on it.  The one piece of global state here. */
+int awl_simd(int level);
 /* AWL_CDEF_END */
 
 #ifdef __cplusplus

@@ -146,7 +146,12 @@ def test_version_names_the_scanner() -> None:
     res = cli("--version")
     assert res.exit_code == 0
     assert f"scanner: {scanner.IMPLEMENTATION}" in res.output
-    assert re.match(r"awl \d+\.\d+\.\d+ \(scanner: (native|fallback), Python 3\.\d+", res.output)
+    assert re.match(
+        r"awl \d+\.\d+\.\d+ \(scanner: (native \((avx2|sse2|portable)\)|fallback), Python 3\.\d+",
+        res.output,
+    )
+    if scanner.IMPLEMENTATION == "native":
+        assert f"native ({scanner.instruction_set()})" in res.output
 
 
 def test_version_in_a_real_process_with_the_fallback() -> None:

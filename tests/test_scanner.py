@@ -61,11 +61,15 @@ def oracle(b: bytes) -> bool:
 
 
 def each(fn: Callable[..., Any], *args: Any) -> dict[str, Any]:
-    """fn(*args) under every available implementation."""
+    """fn(*args) under every available implementation, the native one both
+    on the best instruction set the CPU has (AVX2 on most) and on SSE2."""
     out = {}
     for name in IMPLS:
         with scanner.use(name):
             out[name] = fn(*args)
+            if name == "native" and scanner.instruction_set() != "sse2":
+                with scanner.limit_instruction_set("sse2"):
+                    out["native/sse2"] = fn(*args)
     return out
 
 
@@ -138,6 +142,36 @@ def check_line(line: bytes) -> None:
 
 def test_fixture_activates_each(scanner_impl: str) -> None:
     assert scanner_impl == scanner.IMPLEMENTATION
+
+
+def test_instruction_set_and_its_limit() -> None:
+    if not HAVE_NATIVE:
+        assert scanner.instruction_set() is None
+        with scanner.limit_instruction_set("sse2"):
+            assert scanner.instruction_set() is None
+        return
+    best = scanner.instruction_set()
+    assert best in scanner.INSTRUCTION_SETS
+    with scanner.limit_instruction_set("sse2"):
+        assert scanner.instruction_set() == ("portable" if best == "portable" else "sse2")
+        with scanner.limit_instruction_set("avx2"):  # a limit never raises the level
+            assert scanner.instruction_set() != "avx2"
+    assert scanner.instruction_set() == best
+    with (
+        pytest.raises(ValueError, match="unknown instruction set"),
+        scanner.limit_instruction_set("avx512"),
+    ):
+        pass
+
+
+@pytest.mark.skipif(
+    not os.environ.get("AWL_REQUIRE_NATIVE"), reason="AWL_REQUIRE_NATIVE is not set"
+)
+def test_avx2_is_used_where_the_cpu_has_it() -> None:
+    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    if " avx2" not in flags:
+        pytest.skip("this CPU has no AVX2 (or is not x86 Linux)")
+    assert scanner.instruction_set() == "avx2"
 
 
 def test_available_and_default() -> None:
@@ -655,6 +689,50 @@ def test_fuzz_mutations(line: bytes, ops: list[tuple[int, int, int]]) -> None:
         else:
             del b[i:]
     check_line(bytes(b))
+
+
+# Pieces of string bodies that stop the block loops: escapes of every kind,
+# surrogate pairs, UTF-8 of each length and its malformed forms, controls,
+# quotes.  Joined into bodies of 0-400 bytes at any alignment, so sequences
+# straddle the 64-byte blocks and the 32-byte halves of the AVX2 path.
+_BODY_PIECES = [
+    b"a",
+    b"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+    b"\\n",
+    b'\\"',
+    b"\\\\",
+    b"\\/",
+    b"\\u00e9",
+    b"\\ud83d\\ude00",
+    b"\\ud83d",
+    b"\\x",
+    b"\\",
+    "é".encode(),
+    "€".encode(),
+    "😀".encode(),
+    b"\xc3",
+    b"\xe2\x82",
+    b"\xed\xa0\x80",
+    b"\xf4\x90\x80\x80",
+    b"\xc0\xaf",
+    b"\x80",
+    b"\x1f",
+    b"\t",
+    b'"',
+]
+
+
+@fuzz(700)
+@given(
+    pad=st.integers(0, 70),
+    pieces=st.lists(st.sampled_from(_BODY_PIECES), max_size=60),
+    weights=st.lists(st.integers(1, 40), min_size=1, max_size=60),
+)
+def test_fuzz_string_bodies_across_blocks(
+    pad: int, pieces: list[bytes], weights: list[int]
+) -> None:
+    body = b"".join(p * (1 + w // 30) for p, w in zip(pieces, weights * 60, strict=False))
+    check_line(b'{"type":"message","p":"' + b"p" * pad + b'","x":"' + body + b'"}')
 
 
 @fuzz(500)

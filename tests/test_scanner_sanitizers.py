@@ -1,7 +1,8 @@
 """native/scanner.c under AddressSanitizer + UBSan, on the shared corpus.
 
-tests/native/driver.c is compiled together with scanner.c (SSE2 build and
-the portable SWAR build, -DAWL_NO_SIMD), run over the corpus with every
+tests/native/driver.c is compiled together with scanner.c (the SIMD build,
+run at the SSE2 level and at the best the CPU has, usually AVX2, and the
+portable SWAR build, -DAWL_NO_SIMD), run over the corpus with every
 input in a heap block of exactly its size, and must exit 0 with no
 sanitizer report.  Its verdicts are also checked against orjson, and the two
 builds must agree record for record.  Skipped, with the reason, when no C
@@ -100,14 +101,29 @@ def test_scanner_under_sanitizers(drivers: dict[str, Path], tmp_path: Path) -> N
         UBSAN_OPTIONS="print_stacktrace=1",
     )
     outputs = {}
-    for name, exe in drivers.items():
+    # The SIMD build runs twice: at the SSE2 level and at the best the CPU
+    # has (AVX2 on most x86_64 machines), chosen through awl_simd().
+    runs = [
+        ("sse2", drivers["sse2"], "1"),
+        ("best", drivers["sse2"], "2"),
+        ("swar", drivers["swar"], ""),
+    ]
+    levels = {}
+    for name, exe, level in runs:
         r = subprocess.run(
-            [str(exe), str(path)], capture_output=True, text=True, timeout=TIMEOUT, env=env
+            [str(exe), str(path)],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            env=dict(env, AWL_SIMD=level) if level else env,
         )
         assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr[-4000:]
         assert r.returncode == 0, f"{name}: exit {r.returncode}\n{r.stderr[-4000:]}"
         outputs[name] = r.stdout
+        levels[name] = r.stderr.splitlines()[0]
+    assert levels["sse2"] == "simd 1" and levels["swar"] == "simd 0", levels
     assert outputs["sse2"] == outputs["swar"], "SSE2 and SWAR builds disagree"
+    assert outputs["best"] == outputs["sse2"], f"{levels['best']} and SSE2 disagree"
     verdicts = [line == "V 1" for line in outputs["sse2"].splitlines() if line.startswith("V ")]
     assert len(verdicts) == len(inputs)
     for item, got in zip(inputs, verdicts, strict=True):

@@ -1,7 +1,7 @@
 /*
  * Standalone driver for native/scanner.c under AddressSanitizer/UBSan.
  *
- * Usage: driver CORPUS
+ * Usage: [AWL_SIMD=level] driver CORPUS
  * CORPUS is a sequence of records: 8-byte little-endian length, then that
  * many bytes.  Each record is copied into a heap block of exactly its size
  * (so any read past the end is an ASan error) and run through every API
@@ -159,6 +159,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s CORPUS\n", argv[0]);
         return 64;
     }
+    /* AWL_SIMD=<level> runs the scanner at that instruction-set level
+     * (awl_simd); the level in effect goes to stderr, stdout stays
+     * comparable between runs. */
+    if (getenv("AWL_SIMD") != NULL)
+        awl_simd(atoi(getenv("AWL_SIMD")));
+    fprintf(stderr, "simd %d\n", awl_simd(-1));
     f = fopen(argv[1], "rb");
     if (f == NULL) {
         perror(argv[1]);
