@@ -144,6 +144,12 @@ class FallbackScanner:
         """See :func:`awl.scanner.validate`."""
         return load(mv[start:end]) is not None
 
+    def link_tree(
+        self, records: npt.NDArray[Any]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
+        """No shortcut here: :func:`awl.index.build_tree` links the tree itself."""
+        return None
+
     def scan(self, mv: memoryview, start: int, end: int) -> npt.NDArray[np.void]:
         """See :func:`awl.scanner.scan`."""
         starts = _starts(mv, start, end)
@@ -174,8 +180,10 @@ class FallbackScanner:
                 return int(s)
         return None
 
-    def entry_fields(self, mv: memoryview, start: int, end: int) -> EntryFields | None:
-        """See :func:`awl.scanner.entry_fields`."""
+    def entry_fields(
+        self, mv: memoryview, start: int, end: int, trusted: bool = False
+    ) -> EntryFields | None:
+        """See :func:`awl.scanner.entry_fields` (orjson decodes the line either way)."""
         obj = load(mv[start:end])
         if obj is None:
             return None

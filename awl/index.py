@@ -56,10 +56,17 @@ class Tree:
     rows: IntArray  # line index of each node, in file order
     keys: IntArray  # key of each node's id
     parent_pos: IntArray  # position (into rows) of each node's parent, -1 for a root
-    sorted_keys: IntArray
-    sorted_pos: IntArray
     slow_ids: dict[str, int]  # non-hex id text -> key
     slow_names: dict[int, str]  # key -> non-hex id text
+    # The keys sorted, and the node position of each: for looking ids up,
+    # made on the first lookup (an open that only reads the branch needs none).
+    _sorted: tuple[IntArray, IntArray] | None = None
+
+    def _lookup(self) -> tuple[IntArray, IntArray]:
+        if self._sorted is None:
+            order = np.argsort(self.keys, kind="stable")
+            self._sorted = (self.keys[order], order.astype(np.int64))
+        return self._sorted
 
     def key_of(self, entry_id: str) -> int | None:
         """The key of an id, or None when the id cannot be in this tree."""
@@ -72,9 +79,10 @@ class Tree:
         key = self.key_of(entry_id)
         if key is None:
             return None
-        i = int(np.searchsorted(self.sorted_keys, key))
-        if i < len(self.sorted_keys) and int(self.sorted_keys[i]) == key:
-            return int(self.sorted_pos[i])
+        sorted_keys, sorted_pos = self._lookup()
+        i = int(np.searchsorted(sorted_keys, key))
+        if i < len(sorted_keys) and int(sorted_keys[i]) == key:
+            return int(sorted_pos[i])
         return None
 
     def id_at(self, pos: int) -> str:
@@ -250,6 +258,12 @@ def build_tree(
     :class:`Problems` every one is reported and the tree is still returned
     (with offending links cut), for ``awl reindex --verify``.
     """
+    linked = scanner.link_tree(records)
+    if linked is not None:
+        # The common case, linked by the native scanner: hex ids, no
+        # duplicates, every parent earlier in the file, so no cycle either.
+        rows, parent_pos = linked
+        return Tree(rows, records["id"][rows].astype(np.int64), parent_pos, {}, {})
     sink = problems if problems is not None else Problems(path)
     kind = records["kind"]
     flags = records["flags"]
@@ -329,7 +343,7 @@ def build_tree(
             )
         parent_pos[has_rows[found]] = order[idx_clipped[found]]
 
-    tree = Tree(rows, keys, parent_pos, sorted_keys, order.astype(np.int64), slow_ids, slow_names)
+    tree = Tree(rows, keys, parent_pos, slow_ids, slow_names, (sorted_keys, order.astype(np.int64)))
     forward = np.flatnonzero(parent_pos >= np.arange(len(rows)))
     if len(forward):
         _check_cycles(tree, [int(j) for j in forward], sink)

@@ -63,6 +63,7 @@ __all__ = [
     "instruction_set",
     "limit_instruction_set",
     "line_starts",
+    "link_tree",
     "scan",
     "use",
     "validate",
@@ -76,6 +77,8 @@ EntryFields = tuple[str | None, str | None, str | None]
 
 BufferLike = bytes | bytearray | memoryview | mmap.mmap
 """What the functions accept: anything exporting a contiguous byte buffer."""
+
+IntArray = npt.NDArray[np.int64]
 
 INDEX_DTYPE: Final = np.dtype(
     [
@@ -163,7 +166,11 @@ class _Impl(Protocol):
 
     def find_last(self, mv: memoryview, type_name: str, start: int, end: int) -> int | None: ...
 
-    def entry_fields(self, mv: memoryview, start: int, end: int) -> EntryFields | None: ...
+    def entry_fields(
+        self, mv: memoryview, start: int, end: int, trusted: bool
+    ) -> EntryFields | None: ...
+
+    def link_tree(self, records: npt.NDArray[Any]) -> tuple[IntArray, IntArray] | None: ...
 
 
 def _bytes_view(buf: BufferLike) -> memoryview:
@@ -238,17 +245,36 @@ def find_last(
         return _active.find_last(mv, type_name, lo, hi)
 
 
-def entry_fields(buf: BufferLike, start: int = 0, end: int | None = None) -> EntryFields | None:
+def entry_fields(
+    buf: BufferLike, start: int = 0, end: int | None = None, *, trusted: bool = False
+) -> EntryFields | None:
     """The top-level ``timestamp``, ``provider`` and ``model`` of one entry line.
 
     Each is its string value, or None when absent or not a string.  The
     whole result is None when ``buf[start:end]`` is not a valid object.  An
     entry's big content is not decoded: this is how an open learns the active
     model and the last activity without parsing a large tool result.
+
+    ``trusted=True`` says the range is a line :func:`scan` accepted (the
+    index says so): the native scanner then skips string bodies without
+    validating them again.  Given anything else, the answer is unspecified.
     """
     with _bytes_view(buf) as mv:
         lo, hi = _range(mv, start, end)
-        return _active.entry_fields(mv, lo, hi)
+        return _active.entry_fields(mv, lo, hi, trusted)
+
+
+def link_tree(records: npt.NDArray[Any]) -> tuple[IntArray, IntArray] | None:
+    """The tree links of an index's records, when they are the common case.
+
+    Returns ``(rows, parent_pos)``: the record index of each tree node (a
+    message or other typed entry with an id, in file order) and the node
+    position of its parent (-1 for a root).  None when the caller must link
+    the tree itself (:func:`awl.index.build_tree`): an id or parentId that is
+    not 8 lowercase hex digits, a duplicate, a parent that is missing or not
+    earlier in the file, or no native scanner.
+    """
+    return _active.link_tree(records)
 
 
 def available() -> tuple[str, ...]:
@@ -419,6 +445,25 @@ class _NativeScanner:
         """``awl_simd``: set the instruction-set level (unless negative), return the one in use."""
         return int(self._lib.awl_simd(level))
 
+    def link_tree(self, records: npt.NDArray[Any]) -> tuple[IntArray, IntArray] | None:
+        """See :func:`link_tree`."""
+        n = len(records)
+        recs = np.ascontiguousarray(records)
+        rows = np.empty(n, np.int64)
+        parent_pos = np.empty(n, np.int64)
+        table = np.empty(1 << max(4, (2 * n - 1).bit_length()), np.uint64)
+        ffi = self._ffi
+        with (
+            ffi.from_buffer("awl_record[]", recs) as rec,
+            ffi.from_buffer("int64_t[]", rows, require_writable=True) as r,
+            ffi.from_buffer("int64_t[]", parent_pos, require_writable=True) as pp,
+            ffi.from_buffer("uint64_t[]", table, require_writable=True) as t,
+        ):
+            nodes = int(self._lib.awl_link_tree(rec, n, r, pp, t, len(table)))
+        if nodes < 0:
+            return None
+        return rows[:nodes], parent_pos[:nodes]
+
     def validate(self, mv: memoryview, start: int, end: int) -> bool:
         """See :func:`validate`."""
         with self._ffi.from_buffer("uint8_t[]", mv) as src:
@@ -471,16 +516,19 @@ class _NativeScanner:
                     return off
                 end = off
 
-    def entry_fields(self, mv: memoryview, start: int, end: int) -> EntryFields | None:
+    def entry_fields(
+        self, mv: memoryview, start: int, end: int, trusted: bool
+    ) -> EntryFields | None:
         """See :func:`entry_fields`."""
         ffi, lib = self._ffi, self._lib
         out = ffi.new("int64_t[6]")
         with ffi.from_buffer("uint8_t[]", mv) as src:
-            if not lib.awl_entry_fields(src, mv.nbytes, start, end, out):
+            if not lib.awl_entry_fields(src, mv.nbytes, start, end, int(trusted), out):
                 return None
         spans = list(out)
         if -2 in spans:
-            return self._fallback.entry_fields(mv, start, end)  # escapes: orjson decodes
+            # escapes: orjson decodes
+            return self._fallback.entry_fields(mv, start, end, trusted)
         ts, provider, model = (
             None if spans[i] < 0 else str(mv[spans[i] : spans[i + 1]], "utf-8") for i in (0, 2, 4)
         )

@@ -527,6 +527,30 @@ AWL_AVX2_FN static inline void utf8_masks64_avx2(const uint8_t *p, uint64_t *ge_
 #endif /* AWL_HAVE_AVX2 */
 #endif /* AWL_USE_SSE2 */
 
+/* p points just after an opening quote of a string already validated (see
+ * awl_entry_fields): returns the byte after its closing quote, found with
+ * memchr alone, or NULL if there is none before e.  Sets *bs when the body
+ * contains an escape. */
+static const uint8_t *skip_string(const uint8_t *p, const uint8_t *e, int *bs)
+{
+    const uint8_t *body = p, *q, *b;
+    for (;;) {
+        q = (const uint8_t *)memchr(p, '"', (size_t)(e - p));
+        if (q == NULL)
+            return NULL;
+        /* A quote after an odd run of backslashes is escaped.  The run
+         * cannot reach back past p: p is the body start or follows a quote. */
+        for (b = q; b > p && b[-1] == '\\'; b--)
+            ;
+        if (((q - b) & 1) == 0)
+            break;
+        p = q + 1;
+    }
+    if (memchr(body, '\\', (size_t)(q - body)) != NULL)
+        *bs = 1;
+    return q + 1;
+}
+
 /* p points just after an opening quote.  Returns the byte after the closing
  * quote or NULL if the string is invalid or not closed before e.  Loads may
  * touch bytes up to lim (>= e) but never decide anything beyond e.  Sets
@@ -731,6 +755,7 @@ typedef struct fields {
     const uint8_t *role_p;
     size_t role_n;
     int extra;           /* also capture timestamp/provider/model (K_TIMESTAMP..) */
+    int trusted;         /* the line is known valid: skip string bodies unchecked */
     int ex_state[AWL_N_EXTRA]; /* V_ABSENT / V_STRING / V_OTHER, last occurrence */
     int ex_bs[AWL_N_EXTRA];
     const uint8_t *ex_p[AWL_N_EXTRA];
@@ -900,7 +925,7 @@ key:
         return NULL;
     s = p + 1;
     bs = 0;
-    p = scan_string(s, e, lim, &bs);
+    p = f != NULL && f->trusted ? skip_string(s, e, &bs) : scan_string(s, e, lim, &bs);
     if (p == NULL)
         return NULL;
     pend = K_NONE;
@@ -958,7 +983,7 @@ value:
     case '"':
         s = p + 1;
         bs = 0;
-        p = scan_string(s, e, lim, &bs);
+        p = f != NULL && f->trusted ? skip_string(s, e, &bs) : scan_string(s, e, lim, &bs);
         if (p == NULL)
             return NULL;
         if (pend != K_NONE)
@@ -1183,7 +1208,7 @@ size_t awl_scan(const uint8_t *buf, size_t len, size_t pos, size_t end,
 }
 
 int awl_entry_fields(const uint8_t *buf, size_t len, size_t start, size_t end,
-                     int64_t *out)
+                     int trusted, int64_t *out)
 {
     fields f;
     int i;
@@ -1191,6 +1216,7 @@ int awl_entry_fields(const uint8_t *buf, size_t len, size_t start, size_t end,
         return 0;
     init_fields(&f);
     f.extra = 1;
+    f.trusted = trusted != 0;
     if (parse_doc(buf + start, buf + end, buf + len, &f, 0) != buf + end)
         return 0;
     for (i = 0; i < AWL_N_EXTRA; i++) {
@@ -1263,6 +1289,67 @@ int64_t awl_find_last(const uint8_t *buf, size_t len, size_t start, size_t end,
             return -1;
         le = ls - 1;
     }
+}
+
+/* A 32-bit mix (Wellons' lowbias32): ids are random, but not to be
+ * trusted as such. */
+static uint32_t mix32(uint32_t x)
+{
+    x ^= x >> 16;
+    x *= 0x7feb352dU;
+    x ^= x >> 15;
+    x *= 0x846ca68bU;
+    x ^= x >> 16;
+    return x;
+}
+
+/* Slots hold (node position + 1) << 32 | key; 0 is empty.  Returns the
+ * slot of key, empty if it is absent. */
+static uint64_t *id_slot(uint64_t *table, size_t mask, uint32_t key)
+{
+    size_t i = mix32(key) & mask;
+    for (;;) {
+        uint64_t v = table[i];
+        if (v == 0 || (uint32_t)v == key)
+            return &table[i];
+        i = (i + 1) & mask;
+    }
+}
+
+int64_t awl_link_tree(const awl_record *rec, size_t n, int64_t *rows,
+                      int64_t *parent_pos, uint64_t *table, size_t table_len)
+{
+    size_t i, nodes = 0, mask = table_len - 1;
+    if (table_len == 0 || (table_len & mask) != 0)
+        return -1;
+    memset(table, 0, table_len * sizeof *table);
+    for (i = 0; i < n; i++) {
+        const awl_record *r = &rec[i];
+        uint64_t *slot;
+        if ((r->kind != AWL_KIND_MESSAGE && r->kind != AWL_KIND_OTHER) ||
+            !(r->flags & AWL_FLAG_ID))
+            continue;
+        if (!(r->flags & AWL_FLAG_ID_HEX) || 2 * (nodes + 1) > table_len)
+            return -1;
+        slot = id_slot(table, mask, r->id);
+        if (*slot != 0)
+            return -1; /* duplicate id */
+        *slot = ((uint64_t)(nodes + 1) << 32) | r->id;
+        rows[nodes] = (int64_t)i;
+        if (!(r->flags & AWL_FLAG_PARENT) || (r->flags & AWL_FLAG_PARENT_NULL)) {
+            parent_pos[nodes] = -1;
+        } else if (!(r->flags & AWL_FLAG_PARENT_HEX)) {
+            return -1;
+        } else {
+            uint64_t v = *id_slot(table, mask, r->parent);
+            /* absent, or this very node: a later node or none */
+            if (v == 0 || (size_t)(v >> 32) - 1 >= nodes)
+                return -1;
+            parent_pos[nodes] = (int64_t)(v >> 32) - 1;
+        }
+        nodes++;
+    }
+    return (int64_t)nodes;
 }
 
 int awl_simd(int level)

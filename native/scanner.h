@@ -102,9 +102,26 @@ int64_t awl_find_last(const uint8_t *buf, size_t len, size_t start, size_t end,
  * orjson); both are -1 when the key is absent or its value is not a string;
  * both are -2 when the caller must decode the line itself (the value, or a
  * top-level key, uses a backslash escape).  Returns 1 when [start, end) is
- * a valid object, 0 otherwise (out is then unspecified).  out holds 6. */
+ * a valid object, 0 otherwise (out is then unspecified).  out holds 6.
+ * With trusted nonzero, [start, end) must be a line awl_scan accepted:
+ * string bodies are then skipped to their closing quote, not validated,
+ * which is several times faster on long text.  On other bytes the result
+ * is unspecified, though reads stay within [start, len). */
 int awl_entry_fields(const uint8_t *buf, size_t len, size_t start, size_t end,
-                     int64_t *out);
+                     int trusted, int64_t *out);
+/* The tree links of an index's nodes, for the common case only.  Nodes are
+ * the records of kind MESSAGE or OTHER with AWL_FLAG_ID, in file order.
+ * rows[j] receives node j's record index and parent_pos[j] the node
+ * position of its parent (-1 when parentId is null or absent); both hold n.
+ * table is scratch of table_len entries, a power of two at least twice the
+ * node count (2n is always enough); its contents on entry do not matter.
+ * Returns the node count, or -1 when the caller must link the tree itself:
+ * an id or parentId that is not 8 lowercase hex digits, a duplicate id, a
+ * parentId naming no earlier node (missing, or at or after its child: the
+ * only way into a cycle), or a table too small. */
+int64_t awl_link_tree(const awl_record *rec, size_t n, int64_t *rows,
+                      int64_t *parent_pos, uint64_t *table, size_t table_len);
+
 /* Instruction sets of the string scanner (see awl_simd). */
 enum { AWL_SIMD_NONE = 0, AWL_SIMD_SSE2 = 1, AWL_SIMD_AVX2 = 2 };
 

@@ -7,9 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from awl import scanner
-from awl.index import LogIndex
+from awl.index import LogIndex, Problems, build_tree
 from awl.logmap import LogMap
 from awl.manager import SessionManager
 
@@ -90,3 +92,119 @@ def test_an_open_scans_the_last_line_once(tmp_path: Path, monkeypatch: pytest.Mo
         assert m.stats.mode == "index"
     covering_last = [s for s in seen if s[0] <= last < s[1]]
     assert len(covering_last) == 1, seen
+
+
+# ── the native tree links against the general path ──
+
+_KINDS = [scanner.KIND_MESSAGE, scanner.KIND_OTHER, scanner.KIND_CHECKPOINT, scanner.KIND_BLANK]
+
+
+@st.composite
+def _records(draw: st.DrawFn) -> np.ndarray:
+    n = draw(st.integers(0, 40))
+    pool = draw(st.integers(1, 80))  # a small pool of ids makes duplicates
+    out = np.zeros(n, scanner.INDEX_DTYPE)
+    last_node = None
+    for i in range(n):
+        kind = draw(st.sampled_from(_KINDS))
+        flags = 0
+        node_id = draw(st.integers(0, pool))
+        if draw(st.integers(0, 19)):
+            flags |= scanner.FLAG_ID | scanner.FLAG_ID_HEX
+        how = draw(st.integers(0, 9))
+        if how == 0:
+            pass  # no parentId
+        elif how <= 2:
+            flags |= scanner.FLAG_PARENT | scanner.FLAG_PARENT_NULL
+        else:
+            flags |= scanner.FLAG_PARENT | scanner.FLAG_PARENT_HEX
+        # Mostly the previous node: chains and branches; sometimes any id
+        # (missing, later, itself).
+        parent = draw(
+            st.one_of(
+                st.just(last_node if last_node is not None else 0),
+                st.integers(0, pool),
+                st.just(node_id),
+            )
+        )
+        out[i]["kind"] = kind
+        out[i]["flags"] = flags
+        out[i]["id"] = node_id
+        out[i]["parent"] = parent
+        if kind in (scanner.KIND_MESSAGE, scanner.KIND_OTHER) and flags & scanner.FLAG_ID:
+            last_node = node_id
+    return out
+
+
+def _recs(*nodes: tuple[int, int | None]) -> np.ndarray:
+    """Message records of (id, parent) pairs; parent None is a null parentId."""
+    out = np.zeros(len(nodes), scanner.INDEX_DTYPE)
+    for i, (ident, parent) in enumerate(nodes):
+        out[i]["kind"] = scanner.KIND_MESSAGE
+        out[i]["id"] = ident
+        flags = scanner.FLAG_ID | scanner.FLAG_ID_HEX | scanner.FLAG_PARENT
+        if parent is None:
+            flags |= scanner.FLAG_PARENT_NULL
+        else:
+            flags |= scanner.FLAG_PARENT_HEX
+            out[i]["parent"] = parent
+        out[i]["flags"] = flags
+    return out
+
+
+@pytest.mark.parametrize(
+    "records",
+    [
+        _recs((1, None), (1, None)),  # a duplicate id
+        _recs((1, None), (2, 1), (3, 2), (2, 1)),
+        _recs((1, 1)),  # its own parent
+        _recs((1, 2), (2, None)),  # a later parent
+        _recs((1, None), (2, 9)),  # a missing one
+    ],
+)
+def test_what_the_native_links_leave_to_the_general_path(records: np.ndarray) -> None:
+    assert scanner.link_tree(records) is None
+    with scanner.use("fallback"):
+        build_tree(records, LogMap(None, 0), "log", Problems("log", collect=True))
+    bad = records.copy()
+    bad["flags"] &= 0xFFFF ^ scanner.FLAG_ID_HEX  # an id that is not 8 hex digits
+    assert scanner.link_tree(_recs((1, None))) is not None or "native" not in scanner.available()
+    assert scanner.link_tree(bad) is None
+
+
+@settings(max_examples=400, deadline=None)
+@given(records=_records())
+def test_native_links_agree_with_the_general_path(records: np.ndarray) -> None:
+    buf = LogMap(None, 0)  # hex ids only: the general path reads no line
+    problems = Problems("log", collect=True)
+    with scanner.use("fallback"):  # which never links: the general path
+        general = build_tree(records, buf, "log", problems)
+    linked = scanner.link_tree(records)
+    forward = bool(np.any(general.parent_pos >= np.arange(len(general))))
+    if "native" not in scanner.available():
+        assert linked is None
+        return
+    if problems.count or forward:
+        assert linked is None
+        return
+    assert linked is not None
+    rows, parent_pos = linked
+    assert rows.tolist() == general.rows.tolist()
+    assert parent_pos.tolist() == general.parent_pos.tolist()
+    tree = build_tree(records, buf, "log")  # the fast path, through build_tree
+    assert tree.keys.tolist() == general.keys.tolist()
+    for pos in range(len(tree)):
+        assert tree.pos_of(tree.id_at(pos)) == general.pos_of(general.id_at(pos)) == pos
+
+
+def test_the_fallback_never_links(scanner_impl: str) -> None:
+    records = scanner.scan(
+        b'{"type":"message","id":"0000000a","parentId":null}\n'
+        b'{"type":"message","id":"0000000b","parentId":"0000000a"}\n'
+    )
+    linked = scanner.link_tree(records)
+    if scanner_impl == "fallback":
+        assert linked is None
+    else:
+        assert linked is not None
+        assert linked[0].tolist() == [0, 1] and linked[1].tolist() == [-1, 0]

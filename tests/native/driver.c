@@ -57,6 +57,32 @@ static void run(const uint8_t *buf, size_t len, size_t rec)
     n_all = awl_scan(buf, len, 0, len, all, cap, &next);
     if (next != len)
         fail("scan did not finish", rec);
+    /* Tree links over exactly sized blocks: never more nodes than records,
+     * every parent an earlier node. */
+    {
+        size_t tl = 16, j;
+        int64_t *rows = (int64_t *)malloc((n_all ? n_all : 1) * sizeof *rows);
+        int64_t *pp = (int64_t *)malloc((n_all ? n_all : 1) * sizeof *pp);
+        uint64_t *table;
+        int64_t nodes;
+        while (tl < 2 * n_all)
+            tl *= 2;
+        table = (uint64_t *)malloc(tl * sizeof *table);
+        if (!rows || !pp || !table)
+            exit(3);
+        nodes = awl_link_tree(all, n_all, rows, pp, table, tl);
+        if (nodes > (int64_t)n_all)
+            fail("more tree nodes than records", rec);
+        for (j = 0; nodes > 0 && j < (size_t)nodes; j++)
+            if (pp[j] >= (int64_t)j || pp[j] < -1 || rows[j] < 0 || rows[j] >= (int64_t)n_all)
+                fail("bad tree link", rec);
+        if (awl_link_tree(all, n_all, rows, pp, table, tl - 1) != -1 && tl > 1)
+            fail("a table size that is not a power of two was accepted", rec);
+        printf("T %lld\n", (long long)nodes);
+        free(rows);
+        free(pp);
+        free(table);
+    }
     /* Chunked scanning (cap 3) must give the same records. */
     total = 0;
     pos = 0;
@@ -97,14 +123,19 @@ static void run(const uint8_t *buf, size_t len, size_t rec)
             fail("validate depends on the bytes after the range", rec);
         {
             /* Entry fields of the line alone: same verdict, spans inside it. */
-            int64_t spans[6];
-            int j, ok = awl_entry_fields(line, r->length, 0, r->length, spans);
+            int64_t spans[6], fast[6];
+            int j, ok = awl_entry_fields(line, r->length, 0, r->length, 0, spans);
             if (ok != alone)
                 fail("entry_fields disagrees with validate", rec);
             for (j = 0; ok && j < 6; j += 2)
                 if (spans[j] >= 0 && (spans[j] > spans[j + 1] ||
                                       (uint64_t)spans[j + 1] > r->length))
                     fail("entry_fields span outside the line", rec);
+            /* Trusted on a valid line: the same answer; on any other line
+             * it need only stay in bounds (ASan checks that). */
+            j = awl_entry_fields(line, r->length, 0, r->length, 1, fast);
+            if (ok && (j != 1 || memcmp(spans, fast, sizeof spans) != 0))
+                fail("trusted entry_fields differs on a valid line", rec);
         }
         if (alone != (r->kind != AWL_KIND_INVALID && r->kind != AWL_KIND_BLANK))
             fail("validate disagrees with scan", rec);
@@ -124,7 +155,8 @@ static void run(const uint8_t *buf, size_t len, size_t rec)
             (void)awl_validate(pre, i, 0, i);
             {
                 int64_t spans[6];
-                (void)awl_entry_fields(pre, i, 0, i, spans);
+                (void)awl_entry_fields(pre, i, 0, i, 0, spans);
+                (void)awl_entry_fields(pre, i, 0, i, 1, spans);
             }
             n = awl_scan(pre, i, 0, i, all, cap, &next);
             (void)n;
