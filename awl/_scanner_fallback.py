@@ -131,6 +131,24 @@ def _ends(mv: memoryview, starts: npt.NDArray[np.uint64], end: int) -> npt.NDArr
     return ends
 
 
+def bad_line_mask(records: npt.NDArray[Any], header: bool) -> npt.NDArray[np.bool_]:
+    """Which records are not acceptable log lines (the rule of scanner.c's
+    awl_first_bad_line); with ``header``, record 0 must be the session header."""
+    kind = records["kind"]
+    flags = records["flags"]
+    role = records["role"]
+    bad: npt.NDArray[np.bool_] = (
+        (kind == KIND_INVALID) | (kind == KIND_UNTYPED) | (kind == KIND_SESSION)
+    )
+    need = FLAG_ID | FLAG_PARENT
+    bad |= (kind == KIND_MESSAGE) & (
+        ((flags & need) != need) | (role == ROLE_NONE) | (role == ROLE_OTHER)
+    )
+    if header and len(bad):
+        bad[0] = kind[0] != KIND_SESSION
+    return bad
+
+
 class FallbackScanner:
     """numpy + orjson implementation of the scanner interface."""
 
@@ -149,6 +167,11 @@ class FallbackScanner:
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
         """No shortcut here: :func:`awl.index.build_tree` links the tree itself."""
         return None
+
+    def first_bad_line(self, records: npt.NDArray[Any], header: bool) -> int | None:
+        """See :func:`awl.scanner.first_bad_line`."""
+        bad = np.flatnonzero(bad_line_mask(records, header))
+        return int(bad[0]) if len(bad) else None
 
     def scan(self, mv: memoryview, start: int, end: int) -> npt.NDArray[np.void]:
         """See :func:`awl.scanner.scan`."""

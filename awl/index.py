@@ -23,6 +23,7 @@ import numpy.typing as npt
 import orjson
 
 from . import scanner
+from ._scanner_fallback import bad_line_mask
 from .errors import CorruptSession
 from .paths import ensure_private_dir, index_cache_path
 
@@ -215,21 +216,17 @@ def check_lines(
     """
     if not len(records):
         return
+    # One native pass finds whether anything is wrong (almost never); only
+    # then are the problems worked out, from the first bad line on.
+    first = scanner.first_bad_line(records, first_line == 0)
+    if first is None:
+        return
     sink = problems if problems is not None else Problems(path)
     kind = records["kind"]
     flags = records["flags"]
-    role = records["role"]
-    bad = (kind == scanner.KIND_INVALID) | (kind == scanner.KIND_UNTYPED)
-    bad |= kind == scanner.KIND_SESSION
-    is_msg = kind == scanner.KIND_MESSAGE
-    need = scanner.FLAG_ID | scanner.FLAG_PARENT
-    bad |= is_msg & (
-        ((flags & need) != need) | (role == scanner.ROLE_NONE) | (role == scanner.ROLE_OTHER)
-    )
-    if first_line == 0:
-        bad[0] = kind[0] != scanner.KIND_SESSION
+    bad = bad_line_mask(records[first:], first_line == 0 and first == 0)
     for i in np.flatnonzero(bad)[: sink.limit + 1]:
-        row = int(i)
+        row = first + int(i)
         sink.report(
             first_line + row + 1,
             _line_problem(int(kind[row]), int(flags[row]), first_line + row == 0),

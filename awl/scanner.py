@@ -60,6 +60,7 @@ __all__ = [
     "concat_records",
     "entry_fields",
     "find_last",
+    "first_bad_line",
     "instruction_set",
     "limit_instruction_set",
     "line_starts",
@@ -172,6 +173,8 @@ class _Impl(Protocol):
 
     def link_tree(self, records: npt.NDArray[Any]) -> tuple[IntArray, IntArray] | None: ...
 
+    def first_bad_line(self, records: npt.NDArray[Any], header: bool) -> int | None: ...
+
 
 def _bytes_view(buf: BufferLike) -> memoryview:
     """A flat unsigned-byte view of ``buf`` (no copy)."""
@@ -262,6 +265,17 @@ def entry_fields(
     with _bytes_view(buf) as mv:
         lo, hi = _range(mv, start, end)
         return _active.entry_fields(mv, lo, hi, trusted)
+
+
+def first_bad_line(records: npt.NDArray[Any], header: bool) -> int | None:
+    """The index of the first record that is not an acceptable log line, or None.
+
+    Not acceptable: invalid JSON, no string ``type``, a second session header,
+    a message without ``id``, ``parentId`` or a known role; with ``header``,
+    record 0 must be the session header.  :func:`awl.index.check_lines` says
+    which problem it is.
+    """
+    return _active.first_bad_line(records, header)
 
 
 def link_tree(records: npt.NDArray[Any]) -> tuple[IntArray, IntArray] | None:
@@ -444,6 +458,13 @@ class _NativeScanner:
     def simd(self, level: int) -> int:
         """``awl_simd``: set the instruction-set level (unless negative), return the one in use."""
         return int(self._lib.awl_simd(level))
+
+    def first_bad_line(self, records: npt.NDArray[Any], header: bool) -> int | None:
+        """See :func:`first_bad_line`."""
+        recs = np.ascontiguousarray(records)
+        with self._ffi.from_buffer("awl_record[]", recs) as rec:
+            row = int(self._lib.awl_first_bad_line(rec, len(recs), int(header)))
+        return None if row < 0 else row
 
     def link_tree(self, records: npt.NDArray[Any]) -> tuple[IntArray, IntArray] | None:
         """See :func:`link_tree`."""

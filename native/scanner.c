@@ -1291,6 +1291,36 @@ int64_t awl_find_last(const uint8_t *buf, size_t len, size_t start, size_t end,
     }
 }
 
+int64_t awl_first_bad_line(const awl_record *rec, size_t n, int header)
+{
+    const uint16_t need = AWL_FLAG_ID | AWL_FLAG_PARENT;
+    size_t i = 0;
+    if (n == 0)
+        return -1;
+    if (header) {
+        if (rec[0].kind != AWL_KIND_SESSION)
+            return 0;
+        i = 1;
+    }
+    for (; i < n; i++) {
+        const awl_record *r = &rec[i];
+        switch (r->kind) {
+        case AWL_KIND_INVALID:
+        case AWL_KIND_UNTYPED:
+        case AWL_KIND_SESSION:
+            return (int64_t)i;
+        case AWL_KIND_MESSAGE:
+            if ((r->flags & need) != need || r->role == AWL_ROLE_NONE ||
+                r->role == AWL_ROLE_OTHER)
+                return (int64_t)i;
+            break;
+        default:
+            break;
+        }
+    }
+    return -1;
+}
+
 /* A 32-bit mix (Wellons' lowbias32): ids are random, but not to be
  * trusted as such. */
 static uint32_t mix32(uint32_t x)

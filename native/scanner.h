@@ -109,6 +109,13 @@ int64_t awl_find_last(const uint8_t *buf, size_t len, size_t start, size_t end,
  * is unspecified, though reads stay within [start, len). */
 int awl_entry_fields(const uint8_t *buf, size_t len, size_t start, size_t end,
                      int trusted, int64_t *out);
+/* The first of the n records that is not an acceptable log line, or -1:
+ * invalid JSON, no string "type", a second session header, or a message
+ * without an id, a parentId or a role of system, user or assistant.  With
+ * header nonzero, record 0 must be the session header.  Which problem it
+ * is, the caller works out itself (awl.index.check_lines). */
+int64_t awl_first_bad_line(const awl_record *rec, size_t n, int header);
+
 /* The tree links of an index's nodes, for the common case only.  Nodes are
  * the records of kind MESSAGE or OTHER with AWL_FLAG_ID, in file order.
  * rows[j] receives node j's record index and parent_pos[j] the node

@@ -11,7 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from awl import scanner
-from awl.index import LogIndex, Problems, build_tree
+from awl._scanner_fallback import bad_line_mask
+from awl.errors import CorruptSession
+from awl.index import LogIndex, Problems, build_tree, check_lines
 from awl.logmap import LogMap
 from awl.manager import SessionManager
 
@@ -208,3 +210,48 @@ def test_the_fallback_never_links(scanner_impl: str) -> None:
     else:
         assert linked is not None
         assert linked[0].tolist() == [0, 1] and linked[1].tolist() == [-1, 0]
+
+
+@st.composite
+def _lines(draw: st.DrawFn) -> np.ndarray:
+    n = draw(st.integers(0, 30))
+    out = np.zeros(n, scanner.INDEX_DTYPE)
+    for i in range(n):
+        out[i]["kind"] = draw(st.integers(0, 6))
+        out[i]["role"] = draw(st.integers(0, 4))
+        out[i]["flags"] = draw(st.integers(0, 63))
+    return out
+
+
+@settings(max_examples=500, deadline=None)
+@given(records=_lines(), header=st.booleans())
+def test_first_bad_line_native_and_fallback_agree(records: np.ndarray, header: bool) -> None:
+    results = {}
+    for name in scanner.available():
+        with scanner.use(name):
+            results[name] = scanner.first_bad_line(records, header)
+    assert len(set(results.values())) == 1, results
+    bad = np.flatnonzero(bad_line_mask(records, header))
+    assert results["fallback"] == (int(bad[0]) if len(bad) else None)
+
+
+def test_check_lines_names_every_bad_line_after_the_first(scanner_impl: str) -> None:
+    buf = (
+        b'{"type":"session","version":1}\n'
+        b'{"type":"message","id":"00000001","parentId":null,"message":{"role":"user"}}\n'
+        b"not json\n"
+        b'{"type":"message","id":"00000002","message":{"role":"user"}}\n'
+        b'{"type":"session"}\n'
+    )
+    problems = Problems("log", collect=True)
+    check_lines(scanner.scan(buf), "log", 0, problems)
+    assert problems.found == [
+        (3, "not a complete JSON object"),
+        (4, "message entry has no 'parentId' (null for the first entry)"),
+        (5, "a second session header"),
+    ]
+    problems = Problems("log", collect=True)
+    check_lines(scanner.scan(buf)[3:], "log", 3, problems)  # a tail: no header rule
+    assert [line for line, _ in problems.found] == [4, 5]
+    with pytest.raises(CorruptSession, match="first line is not a session header"):
+        check_lines(scanner.scan(buf)[1:], "log", 0)

@@ -79,6 +79,8 @@ static void run(const uint8_t *buf, size_t len, size_t rec)
         if (awl_link_tree(all, n_all, rows, pp, table, tl - 1) != -1 && tl > 1)
             fail("a table size that is not a power of two was accepted", rec);
         printf("T %lld\n", (long long)nodes);
+        printf("B %lld %lld\n", (long long)awl_first_bad_line(all, n_all, 1),
+               (long long)awl_first_bad_line(all, n_all, 0));
         free(rows);
         free(pp);
         free(table);
