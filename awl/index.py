@@ -471,11 +471,20 @@ def load_cache(buf: LogBytes, st: os.stat_result, size: int, log_path: Path) -> 
         return None  # a small log's cache, left by an older awl, is not read
     target = index_cache_path(log_path)
     try:
-        with open(target, "rb") as f:
-            head = f.read(_HEAD_SIZE)
-            file_size = os.fstat(f.fileno()).st_size
+        fd = os.open(target, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        return _read_cache(fd, buf, st, size)
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+
+
+def _read_cache(fd: int, buf: LogBytes, st: os.stat_result, size: int) -> LogIndex | None:
+    head = os.pread(fd, _HEAD_SIZE, 0)
+    file_size = os.fstat(fd).st_size
     if len(head) < _HEAD_SIZE:
         return None
     (magic, version, recsize, covered, dev, ino, count, mtime, _pad, hh, th) = _HEAD.unpack(
@@ -495,9 +504,13 @@ def load_cache(buf: LogBytes, st: os.stat_result, size: int, log_path: Path) -> 
     if count == 0:
         records: Records = np.zeros(0, dtype=scanner.INDEX_DTYPE)
     else:
-        records = np.memmap(
-            target, dtype=scanner.INDEX_DTYPE, mode="r", offset=_HEAD_SIZE, shape=(count,)
-        )
+        # Mapped through the descriptor whose header was just checked (a
+        # file object without a name: np.memmap then does not resolve a
+        # path, which cost more than the mapping).
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            records = np.memmap(
+                f, dtype=scanner.INDEX_DTYPE, mode="r", offset=_HEAD_SIZE, shape=(count,)
+            )
         last_end = int(records["offset"][-1]) + int(records["length"][-1]) + 1
         if last_end != covered or int(records["offset"][0]) != 0:
             return None

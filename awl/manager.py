@@ -1129,6 +1129,10 @@ class SessionManager:
             cached = load_cache(mm, os.fstat(self._fd), self._size, self._path)
             if cached is not None and cached.size == self._size:
                 self.stats.cache = "loaded"
+                # Kept, so that close() does not read the cache again.
+                self._index = cached
+                self._index_dirty = False
+                self._checked = 0
                 return False
             if cached is not None:
                 cached.extend(mm, self._size)

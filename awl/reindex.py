@@ -87,7 +87,7 @@ def session_paths(
     return log_files(project_dir(cwd or os.getcwd(), root))
 
 
-def _is_busy(path: Path) -> bool:
+def _is_busy(path: str) -> bool:
     # Probe the writers' lock without waiting; released at once.
     fd = open_log(path)
     try:
@@ -105,10 +105,10 @@ def reindex_file(
     path: str | os.PathLike[str], *, verify: bool = False, dry_run: bool = False
 ) -> FileResult:
     """Reindex one log; never raises for a problem with the log itself."""
-    p = Path(path)
-    result = FileResult(str(p))
+    p = os.fspath(path)
+    result = FileResult(p)
     try:
-        result.size = p.stat().st_size
+        result.size = os.stat(p).st_size
         # Verifying and a dry run read without the lock: look first, so that
         # a log in use is skipped (a writer's open below finds out itself).
         if (verify or dry_run) and _is_busy(p):
@@ -143,7 +143,7 @@ def reindex_file(
     return result
 
 
-def _dry_run(p: Path, result: FileResult) -> None:
+def _dry_run(p: str, result: FileResult) -> None:
     with SessionManager.open(p, read_only=True) as m:
         result.repaired = m.stats.trimmed
         result.checkpointed = m.needs_checkpoint()
@@ -152,7 +152,7 @@ def _dry_run(p: Path, result: FileResult) -> None:
         try:
             log = LogMap.for_reader(fd, m.size)
             try:
-                cached = load_cache(log, os.fstat(fd), m.size, p)
+                cached = load_cache(log, os.fstat(fd), m.size, Path(p))
                 stale = cached is None or cached.size < m.size
                 result.cache_written = wants_cache(m.size) and stale
                 del cached

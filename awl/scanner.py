@@ -416,7 +416,7 @@ class _NativeScanner:
                 with ffi.from_buffer(ctype, out, require_writable=True) as dst:
                     count += fn(src, mv.nbytes, pos, end, dst + count, len(out) - count, next_pos)
                 pos = next_pos[0]
-        if count < len(out) // 2:
+        if count < len(out) // 2 and len(out) > 64:
             # Don't pin a mostly empty buffer; copied as bytes (see above).
             return out.view(np.uint8)[: count * dtype.itemsize].copy().view(dtype)
         return out[:count]
@@ -496,6 +496,10 @@ class _NativeScanner:
 
     def _scan(self, mv: memoryview, start: int, end: int) -> npt.NDArray[np.void]:
         out = self._fill(mv, start, end, INDEX_DTYPE, "awl_record[]", self._lib.awl_scan)
+        # The slow flag is the top bit: the largest flags value shows whether
+        # any line has it, cheaper than finding them when none has.
+        if not len(out) or int(out["flags"].max()) < _FLAG_SLOW:
+            return out
         slow = np.flatnonzero(out["flags"] & _FLAG_SLOW)
         for i in slow.tolist():
             off, length = int(out["offset"][i]), int(out["length"][i])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import os
 from pathlib import Path
 from typing import Any
 
@@ -80,18 +81,42 @@ def test_an_old_cache_of_a_small_log_is_never_read(
     assert index_cache_path(small).exists()
     monkeypatch.delenv("AWL_INDEX_CACHE_MIN")
     cache = str(index_cache_path(small))
+    opened = _spy_opens(monkeypatch)
+    with SessionManager.open(small, read_only=True) as r:
+        r.get_branch()
+    monkeypatch.undo()
+    assert cache not in opened and r.stats.cache == "built"
+
+
+def _spy_opens(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every path opened from now on, through open() or os.open()."""
     opened: list[str] = []
-    real_open = builtins.open
+    real_open, real_os_open = builtins.open, os.open
 
     def spy(file: Any, *args: Any, **kwargs: Any) -> Any:
         opened.append(str(file))
         return real_open(file, *args, **kwargs)
 
+    def os_spy(file: Any, *args: Any, **kwargs: Any) -> Any:
+        opened.append(str(file))
+        return real_os_open(file, *args, **kwargs)
+
     monkeypatch.setattr(builtins, "open", spy)
-    with SessionManager.open(small, read_only=True) as r:
-        r.get_branch()
+    monkeypatch.setattr(os, "open", os_spy)
+    return opened
+
+
+def test_reindexing_a_current_big_log_reads_its_cache_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    big = log_of(tmp_path, "big", CACHE_MIN_BYTES + 100_000)
+    reindex([big], jobs=1)
+    cache = str(index_cache_path(big))
+    opened = _spy_opens(monkeypatch)
+    _, summary = reindex([big], jobs=1)
     monkeypatch.undo()
-    assert cache not in opened and r.stats.cache == "built"
+    assert summary.caches == 0 and summary.checkpointed == 0
+    assert opened.count(cache) == 1, opened
 
 
 def test_reindex_counts_only_the_caches_it_writes(tmp_path: Path) -> None:
