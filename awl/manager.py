@@ -53,6 +53,7 @@ from .format import (
     Usage,
     checkpoint_fits,
     disk_message_to_internal,
+    first_words,
     format_timestamp,
     load_object,
     message_from_object,
@@ -542,11 +543,9 @@ class SessionManager:
             self._first_prompt = cp[0].first_prompt
         if not self._first_prompt:
             for r in users:
-                entry = self._entry_at_row(index, int(r))
-                if isinstance(entry, MessageEntry):
-                    self._first_prompt = prompt_words(entry.message)
-                    if self._first_prompt:
-                        break
+                self._first_prompt = self._prompt_at_row(index, int(r))
+                if self._first_prompt:
+                    break
         leaf_row = int(tree.rows[leaf_pos])
         stamp = self._fields_at_row(index, leaf_row)[0]
         if stamp is None:  # absent or not a string: the parse says which is wrong
@@ -555,6 +554,23 @@ class SessionManager:
                 stamp = leaf_entry.base.timestamp
         if stamp is not None:
             self._last_activity = stamp or self.header.timestamp
+
+    def _prompt_at_row(self, index: LogIndex, row: int) -> str:
+        """:func:`prompt_words` of the indexed user message at ``row``."""
+        offset = int(index.records["offset"][row])
+        length = int(index.records["length"][row])
+        self.stats.parsed.append(offset)
+        try:
+            obj = orjson.loads(self._map().view(offset, offset + length))
+        except orjson.JSONDecodeError:
+            obj = None
+        # Straight to the Conversation message, as a rebuild does; the slow
+        # path gives the exact error for anything off.
+        fast = message_from_object(obj) if type(obj) is dict else None
+        if fast is not None:
+            return first_words(fast.text())
+        entry = self._entry_at_row(index, row)
+        return prompt_words(entry.message) if isinstance(entry, MessageEntry) else ""
 
     def _fields_at_row(self, index: LogIndex, row: int) -> scanner.EntryFields:
         """(timestamp, provider, model) of an indexed line, without parsing its content."""

@@ -441,10 +441,13 @@ class Fault:
                         keep = len(data) // 2 if fault.how == "partial" else min(10, len(data) - 1)
                         real.write(fd, data[: max(1, keep)])
                         real.kill(real.getpid(), signal.SIGKILL)
-                    out = attr(*args, **kwargs)
-                    if hit:
-                        real.kill(real.getpid(), signal.SIGKILL)
-                    return out
+                    try:
+                        return attr(*args, **kwargs)
+                    finally:
+                        # After the call, whether it returned or raised (an
+                        # open of a cache file that is not there yet).
+                        if hit:
+                            real.kill(real.getpid(), signal.SIGKILL)
 
                 return wrapped
 
