@@ -31,6 +31,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,21 +72,16 @@ def build_store(target: Path, big: str, sessions: int, total_mb: int) -> tuple[i
     return sessions, total
 
 
-def bare_scan(root: Path) -> float:
-    """Seconds for a native line scan of every log (warm cache)."""
+def time_scan(root: Path, fn: Callable[[mmap.mmap], object] = scanner.line_starts) -> float:
+    """Seconds for ``fn`` over every log, one thread (warm cache).
+
+    ``scanner.line_starts`` (the default) is the bare native line scan, the
+    limit; ``scanner.scan`` is the validating scan reindexing runs.
+    """
     t = time.perf_counter()
     for f in root.rglob("*.jsonl"):
         with open(f, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            scanner.line_starts(mm)
-    return time.perf_counter() - t
-
-
-def validating_scan(root: Path) -> float:
-    """Seconds for the native validating scan (what reindex runs) of every log, one thread."""
-    t = time.perf_counter()
-    for f in root.rglob("*.jsonl"):
-        with open(f, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            scanner.scan(mm)
+            fn(mm)
     return time.perf_counter() - t
 
 
@@ -111,14 +107,14 @@ def one_round(
     env.pop("AWL_INDEX_CACHE_MIN", None)
     awl = [sys.executable, "-m", "awl.cli"]
 
-    _ = bare_scan(work / "sessions")  # warm the page cache
-    scan_s = min(bare_scan(work / "sessions") for _ in range(3))
+    _ = time_scan(work / "sessions")  # warm the page cache
+    scan_s = min(time_scan(work / "sessions") for _ in range(3))
     # The validator on the best instruction set (AVX2 on most x86_64) and on
     # SSE2, first round only; no log here reaches the two-thread split.
     simd = scanner.instruction_set() or "fallback"
-    best_s = min(validating_scan(work / "sessions") for _ in range(2)) if first else 0.0
+    best_s = min(time_scan(work / "sessions", scanner.scan) for _ in range(2)) if first else 0.0
     with scanner.limit_instruction_set("sse2"):
-        sse2_s = min(validating_scan(work / "sessions") for _ in range(2)) if first else 0.0
+        sse2_s = min(time_scan(work / "sessions", scanner.scan) for _ in range(2)) if first else 0.0
     verify_s = run([*awl, "reindex", "--all", "--verify", "--dry-run"], env) if first else 0.0
     reindex_s = run([*awl, "reindex", "--all"], env)
     again_s = run([*awl, "reindex", "--all"], env)
