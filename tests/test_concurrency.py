@@ -75,6 +75,25 @@ def readline(p: subprocess.Popen[str], timeout: float = 30) -> str:
     return result[0].strip()
 
 
+def rest_of_output(p: subprocess.Popen[str], timeout: float = 60) -> tuple[str, str]:
+    """What a child writes from now until it exits: (stdout, stderr).
+
+    Not ``communicate()``: it reads the pipes' descriptors directly, and loses
+    whatever an earlier :func:`readline` read ahead into ``p.stdout``'s buffer
+    (the start of the line after "ready", when the child is quick).
+    """
+    assert p.stdout is not None and p.stderr is not None
+    if p.stdin:
+        p.stdin.close()
+    err: list[str] = []
+    t = threading.Thread(target=lambda: err.append(p.stderr.read()), daemon=True)  # type: ignore[union-attr]
+    t.start()
+    out = p.stdout.read()
+    p.wait(timeout=timeout)
+    t.join(timeout)
+    return out, err[0] if err else ""
+
+
 def finish(p: subprocess.Popen[str]) -> None:
     if p.stdin:
         p.stdin.close()
@@ -360,7 +379,7 @@ def test_readers_while_a_writer_appends(tmp_path: Path, project: Path, root: Pat
     stop.write_text("")
     observations: list[list[dict[str, Any]]] = []
     for r in readers:
-        out, err = r.communicate(timeout=60)
+        out, err = rest_of_output(r)
         assert r.returncode == 0, err
         assert "Traceback" not in err, err
         observations.append([json.loads(x) for x in out.splitlines()])
