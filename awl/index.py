@@ -119,9 +119,12 @@ class Tree:
 class LogIndex:
     """Scanner records for every line of ``buf[0:size]`` and the tree they define."""
 
-    def __init__(self, records: Records, size: int) -> None:
+    def __init__(self, records: Records, size: int, *, from_cache: bool = False) -> None:
         self.records = records
         self.size = size
+        # Records read from a cache file were validated by whichever process
+        # wrote it; the cache's checks (samples, size, mtime) are not a scan.
+        self.from_cache = from_cache
         self._tree: Tree | None = None
 
     @classmethod
@@ -514,4 +517,4 @@ def _read_cache(fd: int, buf: LogBytes, st: os.stat_result, size: int) -> LogInd
         last_end = int(records["offset"][-1]) + int(records["length"][-1]) + 1
         if last_end != covered or int(records["offset"][0]) != 0:
             return None
-    return LogIndex(records, covered)
+    return LogIndex(records, covered, from_cache=True)

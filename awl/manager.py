@@ -559,7 +559,6 @@ class SessionManager:
         """:func:`prompt_words` of the indexed user message at ``row``."""
         offset = int(index.records["offset"][row])
         length = int(index.records["length"][row])
-        self.stats.parsed.append(offset)
         try:
             obj = orjson.loads(self._map().view(offset, offset + length))
         except orjson.JSONDecodeError:
@@ -568,6 +567,7 @@ class SessionManager:
         # path gives the exact error for anything off.
         fast = message_from_object(obj) if type(obj) is dict else None
         if fast is not None:
+            self.stats.parsed.append(offset)
             return first_words(fast.text())
         entry = self._entry_at_row(index, row)
         return prompt_words(entry.message) if isinstance(entry, MessageEntry) else ""
@@ -576,9 +576,12 @@ class SessionManager:
         """(timestamp, provider, model) of an indexed line, without parsing its content."""
         offset = int(index.records["offset"][row])
         length = int(index.records["length"][row])
-        # Trusted: the index says the line is valid, so the scanner need
-        # only find the fields, not check every string again.
-        fields = scanner.entry_fields(self._map().view(offset, offset + length), trusted=True)
+        # Trusted when this process scanned the line: it is valid, so the
+        # scanner need only find the fields, not check every string again.
+        # A cache file's records get the full check.
+        fields = scanner.entry_fields(
+            self._map().view(offset, offset + length), trusted=not index.from_cache
+        )
         if fields is None:  # the index said valid: the log changed under us
             raise CorruptSession(self._path, row + 1, "not a complete JSON object")
         return fields

@@ -105,7 +105,7 @@ def reindex_file(
     path: str | os.PathLike[str], *, verify: bool = False, dry_run: bool = False
 ) -> FileResult:
     """Reindex one log; never raises for a problem with the log itself."""
-    p = os.fspath(path)
+    p = os.fspath(Path(path))  # as reported: "./x" as "x", "a//b" as "a/b"
     result = FileResult(p)
     try:
         result.size = os.stat(p).st_size

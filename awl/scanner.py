@@ -316,7 +316,9 @@ def instruction_set() -> str | None:
 def limit_instruction_set(name: str) -> Iterator[None]:
     """Run the native scanner on at most ``name`` inside the ``with`` block.
 
-    For tests and benchmarks (the SSE2 path on a machine with AVX2).  Not
+    For tests and benchmarks (the SSE2 path on a machine with AVX2).  A
+    SIMD build cannot go below SSE2: ``"portable"`` runs SSE2 there, and only
+    a build without SIMD (``-DAWL_NO_SIMD``) runs the portable code.  Not
     thread safe: the level is process-wide.  A no-op without the native
     module.
     """

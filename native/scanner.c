@@ -425,8 +425,12 @@ static int simd_level(void)
 {
     int v = __atomic_load_n(&g_simd, __ATOMIC_RELAXED);
     if (v < 0) {
+        int unset = -1;
         v = simd_detect();
-        __atomic_store_n(&g_simd, v, __ATOMIC_RELAXED);
+        /* Only if still unset: a level awl_simd() set meanwhile stays. */
+        if (!__atomic_compare_exchange_n(&g_simd, &unset, v, 0, __ATOMIC_RELAXED,
+                                         __ATOMIC_RELAXED))
+            v = unset;
     }
     return v;
 }
@@ -1334,14 +1338,20 @@ static uint32_t mix32(uint32_t x)
 }
 
 /* Slots hold (node position + 1) << 32 | key; 0 is empty.  Returns the
- * slot of key, empty if it is absent. */
-static uint64_t *id_slot(uint64_t *table, size_t mask, uint32_t key)
+ * slot of key, empty if it is absent, or NULL once *budget probes are
+ * spent: ids crafted to collide (mix32 is no secret) must not make an open
+ * quadratic, so the caller gives up and the numpy path, O(n log n), links
+ * the tree instead. */
+static uint64_t *id_slot(uint64_t *table, size_t mask, uint32_t key, size_t *budget)
 {
     size_t i = mix32(key) & mask;
     for (;;) {
         uint64_t v = table[i];
         if (v == 0 || (uint32_t)v == key)
             return &table[i];
+        if (*budget == 0)
+            return NULL;
+        (*budget)--;
         i = (i + 1) & mask;
     }
 }
@@ -1350,6 +1360,9 @@ int64_t awl_link_tree(const awl_record *rec, size_t n, int64_t *rows,
                       int64_t *parent_pos, uint64_t *table, size_t table_len)
 {
     size_t i, nodes = 0, mask = table_len - 1;
+    /* Random ids in a table at most half full probe about 1.5 slots per
+     * lookup; 8 per record on average is far beyond that. */
+    size_t budget = 8 * n + 64;
     if (table_len == 0 || (table_len & mask) != 0)
         return -1;
     memset(table, 0, table_len * sizeof *table);
@@ -1361,9 +1374,9 @@ int64_t awl_link_tree(const awl_record *rec, size_t n, int64_t *rows,
             continue;
         if (!(r->flags & AWL_FLAG_ID_HEX) || 2 * (nodes + 1) > table_len)
             return -1;
-        slot = id_slot(table, mask, r->id);
-        if (*slot != 0)
-            return -1; /* duplicate id */
+        slot = id_slot(table, mask, r->id, &budget);
+        if (slot == NULL || *slot != 0)
+            return -1; /* too many collisions, or a duplicate id */
         *slot = ((uint64_t)(nodes + 1) << 32) | r->id;
         rows[nodes] = (int64_t)i;
         if (!(r->flags & AWL_FLAG_PARENT) || (r->flags & AWL_FLAG_PARENT_NULL)) {
@@ -1371,7 +1384,8 @@ int64_t awl_link_tree(const awl_record *rec, size_t n, int64_t *rows,
         } else if (!(r->flags & AWL_FLAG_PARENT_HEX)) {
             return -1;
         } else {
-            uint64_t v = *id_slot(table, mask, r->parent);
+            uint64_t *ps = id_slot(table, mask, r->parent, &budget);
+            uint64_t v = ps == NULL ? 0 : *ps;
             /* absent, or this very node: a later node or none */
             if (v == 0 || (size_t)(v >> 32) - 1 >= nodes)
                 return -1;

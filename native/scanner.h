@@ -125,7 +125,9 @@ int64_t awl_first_bad_line(const awl_record *rec, size_t n, int header);
  * Returns the node count, or -1 when the caller must link the tree itself:
  * an id or parentId that is not 8 lowercase hex digits, a duplicate id, a
  * parentId naming no earlier node (missing, or at or after its child: the
- * only way into a cycle), or a table too small. */
+ * only way into a cycle), a table too small, or ids that collide in the
+ * table far more than random ones do (crafted ids must not make this
+ * quadratic). */
 int64_t awl_link_tree(const awl_record *rec, size_t n, int64_t *rows,
                       int64_t *parent_pos, uint64_t *table, size_t table_len);
 
