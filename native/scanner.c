@@ -409,9 +409,9 @@ static void utf8_masks64_sse2(const uint8_t *p, uint64_t *ge_c0, uint64_t *ge_e0
 
 #ifdef AWL_HAVE_AVX2
 /* ------------------------------------------------------------------ */
-/* The instruction set in use: the only global state.  Chosen once from
- * the CPU (a benign race: every thread computes the same value); awl_simd()
- * can lower it so that tests run the baseline on any machine. */
+/* The instruction set in use: the only global state.  Detected from the
+ * CPU on first use (set only if nothing set it meanwhile); awl_simd() can
+ * lower it so that tests run the baseline on any machine. */
 
 static int g_simd = -1;
 
@@ -890,6 +890,14 @@ static int match_lit(const uint8_t *p, const uint8_t *e, const char *lit,
     return (size_t)(e - p) >= n && memcmp(p, lit, n) == 0;
 }
 
+/* The end of the string whose body starts at s: checked, or only found
+ * when the caller says the line was validated already (f->trusted). */
+static const uint8_t *string_end(const uint8_t *s, const uint8_t *e,
+                                 const uint8_t *lim, const fields *f, int *bs)
+{
+    return f != NULL && f->trusted ? skip_string(s, e, bs) : scan_string(s, e, lim, bs);
+}
+
 /* Parses one JSON object with optional surrounding whitespace from p.
  * Returns the position after the object and its trailing whitespace, or
  * NULL if the bytes there are not a valid object.  The document is valid if
@@ -929,7 +937,7 @@ key:
         return NULL;
     s = p + 1;
     bs = 0;
-    p = f != NULL && f->trusted ? skip_string(s, e, &bs) : scan_string(s, e, lim, &bs);
+    p = string_end(s, e, lim, f, &bs);
     if (p == NULL)
         return NULL;
     pend = K_NONE;
@@ -987,7 +995,7 @@ value:
     case '"':
         s = p + 1;
         bs = 0;
-        p = f != NULL && f->trusted ? skip_string(s, e, &bs) : scan_string(s, e, lim, &bs);
+        p = string_end(s, e, lim, f, &bs);
         if (p == NULL)
             return NULL;
         if (pend != K_NONE)

@@ -158,21 +158,27 @@ def _recs(*nodes: tuple[int, int | None]) -> np.ndarray:
 
 
 @pytest.mark.parametrize(
-    "records",
+    ("records", "problem"),
     [
-        _recs((1, None), (1, None)),  # a duplicate id
-        _recs((1, None), (2, 1), (3, 2), (2, 1)),
-        _recs((1, 1)),  # its own parent
-        _recs((1, 2), (2, None)),  # a later parent
-        _recs((1, None), (2, 9)),  # a missing one
+        (_recs((1, None), (1, None)), "duplicate entry id"),
+        (_recs((1, None), (2, 1), (3, 2), (2, 1)), "duplicate entry id"),
+        (_recs((1, 1)), "parent cycle"),  # its own parent
+        (_recs((1, 2), (2, None)), None),  # a later parent: no error, but not linked natively
+        (_recs((1, None), (2, 9)), "names no entry"),  # a missing one
     ],
 )
-def test_what_the_native_links_leave_to_the_general_path(records: np.ndarray) -> None:
+def test_what_the_native_links_leave_to_the_general_path(
+    records: np.ndarray, problem: str | None
+) -> None:
     assert scanner.link_tree(records) is None
     with scanner.use("fallback"):
         problems = Problems("log", collect=True)
         build_tree(records, LogMap(None, 0), "log", problems)
-    assert problems.count or int(records["parent"][0]) == 2  # a later parent is no error
+    found = [text for _, text in problems.found]
+    if problem is None:
+        assert found == []
+    else:
+        assert found and all(problem in text for text in found), found
 
 
 @pytest.mark.parametrize("flag", [scanner.FLAG_ID_HEX, scanner.FLAG_PARENT_HEX])
@@ -259,8 +265,28 @@ def test_first_bad_line_native_and_fallback_agree(records: np.ndarray, header: b
         with scanner.use(name):
             results[name] = scanner.first_bad_line(records, header)
     assert len(set(results.values())) == 1, results
+    assert results["fallback"] == _first_bad_by_hand(records, header)
     bad = np.flatnonzero(bad_line_mask(records, header))
-    assert results["fallback"] == (int(bad[0]) if len(bad) else None)
+    assert (int(bad[0]) if len(bad) else None) == _first_bad_by_hand(records, header)
+
+
+def _first_bad_by_hand(records: np.ndarray, header: bool) -> int | None:
+    """format.md's rules for a line, one record at a time: the oracle."""
+    for i, r in enumerate(records.tolist()):
+        kind, role, flags = r[5], r[6], r[4]
+        if header and i == 0:
+            if kind != scanner.KIND_SESSION:
+                return 0
+            continue
+        if kind in (scanner.KIND_INVALID, scanner.KIND_UNTYPED, scanner.KIND_SESSION):
+            return i
+        if kind == scanner.KIND_MESSAGE and (
+            not flags & scanner.FLAG_ID
+            or not flags & scanner.FLAG_PARENT
+            or role in (scanner.ROLE_NONE, scanner.ROLE_OTHER)
+        ):
+            return i
+    return None
 
 
 def test_check_lines_names_every_bad_line_after_the_first(scanner_impl: str) -> None:
