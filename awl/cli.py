@@ -231,13 +231,19 @@ def reindex(
     dry_run: bool,
     as_json: bool,
 ) -> None:
-    """Repair torn tails, checkpoint and index this directory's sessions (or PATHS, or --all)."""
-    from .reindex import describe, format_bytes, session_paths
+    """Repair torn tails, checkpoint and index this directory's sessions (or PATHS, or --all).
+
+    Without PATHS it also settles session creations whose process died
+    (hidden .creating files): each is recovered into place or removed.
+    """
+    from .reindex import describe, format_bytes, session_paths, unfinished_creations
     from .reindex import reindex as run
 
     if paths and all_projects:
         fail("give PATHS or --all, not both", usage=True)
     targets = list(paths) if paths else session_paths(Path.cwd(), all_projects=all_projects)
+    # Given PATHS, only those files are touched.
+    creations = [] if paths else unfinished_creations(Path.cwd(), all_projects=all_projects)
     # The bar counts each log's size as it was before the run (a repair shrinks it).
     before = {os.fspath(p): p.stat().st_size for p in targets if p.exists()}
     total = sum(before.values())
@@ -258,7 +264,12 @@ def reindex(
 
     try:
         results, summary = run(
-            targets, verify=verify, dry_run=dry_run, jobs=jobs, on_result=on_result
+            targets,
+            verify=verify,
+            dry_run=dry_run,
+            jobs=jobs,
+            on_result=on_result,
+            creations=creations,
         )
     finally:
         if bar is not None:
@@ -278,6 +289,8 @@ def reindex(
                     "error": r.error,
                     "problems": [{"line": line, "problem": text} for line, text in r.problems],
                     "problemCount": r.problem_count,
+                    "recoveredFrom": r.recovered_from,
+                    "removed": r.removed,
                 }
                 for r in results
             ],
@@ -290,6 +303,12 @@ def reindex(
             f"{summary.repaired} {would}repaired, {summary.checkpointed} {would}checkpointed, "
             f"{summary.caches} index caches {would}written, {summary.busy} skipped as busy, "
             f"{summary.errors} with errors"
+            + (f", {summary.recovered} {would}recovered" if summary.recovered else "")
+            + (
+                f", {summary.leftovers} leftovers {would}removed"
+                if summary.leftovers
+                else ""
+            )
         )
     if summary.errors:
         raise SystemExit(1)

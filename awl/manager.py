@@ -83,6 +83,7 @@ from .logmap import LogMap
 from .paths import (
     SESSION_FILE_RE,
     corrupt_path,
+    creating_path,
     ensure_private_dir,
     log_files,
     project_dir,
@@ -109,8 +110,18 @@ CHECKPOINT_SPACING = 200
 _PREFIX_RE = re.compile(r"[0-9a-f][0-9a-f-]{0,35}")
 
 
-def _fsync_enabled() -> bool:
+def fsync_enabled() -> bool:
+    """Whether writes are synced to disk (``AWL_FSYNC=0``: not, for tests and benchmarks)."""
     return os.environ.get("AWL_FSYNC", "1") not in ("0", "false", "no", "off")
+
+
+def sync_dir(folder: str | os.PathLike[str]) -> None:
+    """fsync a folder, so that a name just linked into it or removed is durable."""
+    dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
 
 
 @dataclass(slots=True)
@@ -225,7 +236,7 @@ class SessionManager:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
                     raise SessionBusy(p) from None
-            header = _read_header_fd(fd, p)
+            header = read_header_fd(fd, p)
             self = cls(p, header, read_only=read_only)
             self._fd = fd
         except BaseException:
@@ -696,7 +707,7 @@ class SessionManager:
             os.close(cfd)
         try:
             os.ftruncate(self._fd, start)
-            if _fsync_enabled():
+            if fsync_enabled():
                 os.fsync(self._fd)
         except OSError as exc:
             raise SessionWriteError(
@@ -997,7 +1008,7 @@ class SessionManager:
         # place complete, so a crash can leave no empty or torn log behind
         # (only, at worst, a hidden temporary file, which no listing reads).
         ensure_private_dir(self._path.parent)
-        tmp = self._path.with_name(f".{self._path.name}.{os.getpid()}.creating")
+        tmp = creating_path(self._path, os.getpid())
         linked = False
         flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
@@ -1012,17 +1023,13 @@ class SessionManager:
             head = serialize_header(self.header)
             chunks = [head] + [ln for ln, _ in self._pending] + [line]
             _write_all(fd, b"".join(chunks))
-            if _fsync_enabled():
+            if fsync_enabled():
                 os.fsync(fd)
             os.link(tmp, self._path)  # fails if the name exists: never replaces a log
             linked = True
             os.unlink(tmp)
-            if _fsync_enabled():
-                dfd = os.open(self._path.parent, os.O_RDONLY | os.O_DIRECTORY)
-                try:
-                    os.fsync(dfd)
-                finally:
-                    os.close(dfd)
+            if fsync_enabled():
+                sync_dir(self._path.parent)
         except OSError as exc:
             os.close(fd)
             with contextlib.suppress(OSError):
@@ -1051,7 +1058,7 @@ class SessionManager:
         start = self._size
         try:
             _write_all(self._fd, data)
-            if _fsync_enabled():
+            if fsync_enabled():
                 os.fsync(self._fd)
         except OSError as exc:
             # Leave no part of the entry behind.  If even that fails, the torn
@@ -1285,7 +1292,8 @@ MAX_HEADER = 1 << 20
 """A first line longer than this is not a header (it is not read further)."""
 
 
-def _read_header_fd(fd: int, path: Path) -> SessionHeader:
+def read_header_fd(fd: int, path: Path) -> SessionHeader:
+    """The header of the log open at ``fd`` (``path`` names it in errors)."""
     head = bytearray()
     want = 4096  # a header is a few hundred bytes; longer first lines read on
     while len(head) <= MAX_HEADER:
@@ -1323,7 +1331,7 @@ def read_header(path: str | os.PathLike[str]) -> SessionHeader:
     except OSError as exc:
         raise SessionError(f"{p}: cannot open: {exc.strerror}") from None
     try:
-        return _read_header_fd(fd, p)
+        return read_header_fd(fd, p)
     finally:
         os.close(fd)
 

@@ -106,6 +106,32 @@ def _cache_index_dir(xdg_cache_home: str, home: str) -> Path:
     return cache_root() / "index"
 
 
+def creating_path(log: Path, pid: int) -> Path:
+    """The hidden name a new log is written under before it is linked into place."""
+    return log.with_name(f".{log.name}.{pid}.creating")
+
+
+_CREATING_RE = re.compile(r"^\.(?P<log>[^/]+\.jsonl)\.(?P<pid>\d+)\.creating$")
+
+
+def creations(folder: Path) -> list[tuple[Path, Path]]:
+    """``(temporary file, log it was to become)`` for each :func:`creating_path` in a folder.
+
+    Normally there is none: one exists only while a session is being created,
+    or after a process died doing so (``awl reindex`` settles those).
+    """
+    try:
+        names = sorted(os.listdir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    out = []
+    for n in names:
+        m = _CREATING_RE.match(n)
+        if m:
+            out.append((folder / n, folder / m.group("log")))
+    return out
+
+
 def log_files(folder: Path) -> list[Path]:
     """The ``*.jsonl`` files of a folder, by name (none if it does not exist)."""
     try:

@@ -5,22 +5,44 @@ Each log is handled on its own (in a pool of worker processes for
 A log that another awl process holds is skipped and reported, never waited
 on and never written; a log corrupt anywhere but its tail is reported and
 left byte-identical.
+
+Before that, what a process that died while creating a session left behind
+(a hidden ``.<log>.<pid>.creating`` file, see :func:`settle_creation`) is
+linked into place as the log it was to become, or removed when it holds
+nothing, so that the session's first messages are not lost.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
+import stat
+import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import SessionBusy, SessionError
+from .errors import CorruptSession, SessionBusy, SessionError
 from .index import load_cache, wants_cache
 from .logmap import LogMap
-from .manager import SessionManager, open_log
-from .paths import log_files, project_dir, session_root
+from .manager import (
+    MAX_HEADER,
+    SessionManager,
+    fsync_enabled,
+    open_log,
+    read_header_fd,
+    sync_dir,
+)
+from .paths import (
+    corrupt_path,
+    creations,
+    log_files,
+    project_dir,
+    session_file_name,
+    session_root,
+)
 from .verify import verify_log
 
 
@@ -38,6 +60,10 @@ class FileResult:
     problems: list[tuple[int | None, str]] = field(default_factory=list)
     problem_count: int = 0
     error: str | None = None
+    # An unfinished creation (see settle_creation): the hidden file this log
+    # was recovered from, or, for the hidden file itself, why it was removed.
+    recovered_from: str | None = None
+    removed: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -57,9 +83,15 @@ class Summary:
     caches: int = 0
     busy: int = 0
     errors: int = 0
+    recovered: int = 0
+    leftovers: int = 0  # hidden files of dead creations removed
 
     def add(self, r: FileResult) -> None:
         """Count one file's result."""
+        if r.removed is not None:
+            self.leftovers += 1
+            return
+        self.recovered += 1 if r.recovered_from else 0
         self.files += 1
         self.bytes += r.size
         self.entries += r.entries
@@ -70,6 +102,20 @@ class Summary:
         self.errors += 1 if r.failed else 0
 
 
+def _folders(
+    cwd: str | os.PathLike[str] | None,
+    all_projects: bool,
+    session_dir: str | os.PathLike[str] | None,
+) -> list[Path]:
+    root = Path(session_dir) if session_dir is not None else session_root()
+    if all_projects:
+        try:
+            return sorted(p for p in root.iterdir() if p.is_dir())
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+    return [project_dir(cwd or os.getcwd(), root)]
+
+
 def session_paths(
     cwd: str | os.PathLike[str] | None = None,
     *,
@@ -77,14 +123,119 @@ def session_paths(
     session_dir: str | os.PathLike[str] | None = None,
 ) -> list[Path]:
     """The logs of ``cwd``'s project folder, or with ``all_projects`` every log under the root."""
-    root = Path(session_dir) if session_dir is not None else session_root()
-    if all_projects:
+    return [p for f in _folders(cwd, all_projects, session_dir) for p in log_files(f)]
+
+
+def unfinished_creations(
+    cwd: str | os.PathLike[str] | None = None,
+    *,
+    all_projects: bool = False,
+    session_dir: str | os.PathLike[str] | None = None,
+) -> list[tuple[Path, Path]]:
+    """``(hidden file, log)`` of each session creation in :func:`session_paths`' folders."""
+    return [c for f in _folders(cwd, all_projects, session_dir) for c in creations(f)]
+
+
+CREATION_GRACE = 60.0
+"""Seconds a creation file is left alone after it was last written.
+
+A live creator locks its file microseconds after making it and holds the
+lock until done; a file this old that nobody locks was left by a process
+that died.  Young files are not even probed, so a probe can never make a
+creation that is just starting fail to take its lock."""
+
+
+def settle_creation(
+    tmp: str | os.PathLike[str], log: str | os.PathLike[str], *, dry_run: bool = False
+) -> FileResult | None:
+    """Finish or clear a session creation whose process died (see ``SessionManager``).
+
+    A new log is written under a hidden name, locked, synced, then linked
+    into place.  What a dead creator left is settled so that nothing is lost:
+
+    - the log exists and is the same file (it died before removing the
+      hidden name): the hidden name is removed;
+    - the log does not exist and the file has a complete header for it (it
+      died before linking): it is linked into place, to be reindexed like
+      any log (a torn last line is repaired then); its first messages are
+      kept;
+    - the file is empty: it is removed (nothing was written);
+    - not even its header line is whole (it died in its first write): the
+      file becomes ``<log>.corrupt``, where a torn line's bytes go;
+    - anything else is reported and left as it is.
+
+    Returns None when there is nothing to do: the file is gone, in use
+    (a session being created now) or younger than :data:`CREATION_GRACE`.
+    """
+    t, lg = os.fspath(tmp), os.fspath(log)
+    try:
+        if time.time() - os.lstat(t).st_mtime < CREATION_GRACE:
+            return None
+        # O_NONBLOCK: a FIFO under that name must not hang the run.
+        fd = os.open(t, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return FileResult(t, error=f"{t}: cannot open: {exc.strerror}")
+    try:
         try:
-            folders = sorted(p for p in root.iterdir() if p.is_dir())
-        except (FileNotFoundError, NotADirectoryError):
-            return []
-        return [p for folder in folders for p in log_files(folder)]
-    return log_files(project_dir(cwd or os.getcwd(), root))
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return None  # its creator is alive
+        st = os.fstat(fd)
+        left = "unfinished session creation left as it is"
+        if not stat.S_ISREG(st.st_mode):
+            return FileResult(t, error=f"{t}: not a regular file; {left}")
+        try:
+            other: os.stat_result | None = os.lstat(lg)
+        except FileNotFoundError:
+            other = None
+        if other is not None:
+            if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+                return _remove(t, f"a second name of {lg}", dry_run)
+            return FileResult(t, st.st_size, error=f"{t}: {lg} exists and is another file; {left}")
+        if st.st_size == 0:
+            return _remove(t, "empty: its process died before writing", dry_run)
+        try:
+            header = read_header_fd(fd, Path(t))
+        except CorruptSession as exc:
+            if b"\n" in os.pread(fd, MAX_HEADER + 1, 0):
+                return FileResult(t, st.st_size, error=f"{exc}; {left}")
+            # Not even the header line is whole: it died in its first write.
+            # Kept where a torn line's bytes go, under the log's name.
+            target = os.fspath(corrupt_path(lg))
+            if not dry_run:
+                os.link(t, target)  # never replaces a file
+                os.unlink(t)
+                _sync_dir(os.path.dirname(target) or ".")
+            return FileResult(t, removed=f"an unfinished first write, kept in {target}")
+        if session_file_name(header.timestamp, header.id) != os.path.basename(lg):
+            return FileResult(
+                t, st.st_size, error=f"{t}: its header is for session {header.id}; {left}"
+            )
+        if not dry_run:
+            os.link(t, lg)  # never replaces a file
+            os.unlink(t)
+            _sync_dir(os.path.dirname(lg) or ".")
+        return FileResult(lg, st.st_size, recovered_from=t)
+    except OSError as exc:
+        return FileResult(t, error=f"{t}: cannot settle: {exc.strerror}; {left}")
+    finally:
+        os.close(fd)
+
+
+def _remove(path: str, why: str, dry_run: bool) -> FileResult:
+    if not dry_run:
+        os.unlink(path)
+        _sync_dir(os.path.dirname(path) or ".")
+    return FileResult(path, removed=why)
+
+
+def _sync_dir(folder: str) -> None:
+    # Done already; a folder that cannot be synced is no reason to report failure.
+    if fsync_enabled():
+        with contextlib.suppress(OSError):
+            sync_dir(folder)
 
 
 def _is_busy(path: str) -> bool:
@@ -174,18 +325,37 @@ def reindex(
     dry_run: bool = False,
     jobs: int | None = None,
     on_result: Callable[[FileResult], None] | None = None,
+    creations: Sequence[tuple[str | os.PathLike[str], str | os.PathLike[str]]] = (),
 ) -> tuple[list[FileResult], Summary]:
-    """Reindex many logs, largest first, across ``jobs`` processes (default: the cores)."""
-    ordered = sorted({os.fspath(p) for p in paths}, key=_size_or_zero, reverse=True)
-    workers = max(1, jobs if jobs is not None else (os.cpu_count() or 1))
+    """Reindex many logs, largest first, across ``jobs`` processes (default: the cores).
+
+    ``creations`` (from :func:`unfinished_creations`) are settled first; a
+    log recovered from one is reindexed with the rest.
+    """
+    wanted = {os.fspath(p) for p in paths}
     results: list[FileResult] = []
     summary = Summary()
+    recovered: dict[str, str] = {}
 
     def done(r: FileResult) -> None:
+        if r.path in recovered:
+            r.recovered_from = recovered[r.path]
         results.append(r)
         summary.add(r)
         if on_result is not None:
             on_result(r)
+
+    for tmp, log in creations:
+        settled = settle_creation(tmp, log, dry_run=dry_run)
+        if settled is None:
+            continue
+        if settled.recovered_from is not None and not dry_run:
+            recovered[settled.path] = settled.recovered_from
+            wanted.add(settled.path)
+        else:
+            done(settled)
+    ordered = sorted(wanted, key=_size_or_zero, reverse=True)
+    workers = max(1, jobs if jobs is not None else (os.cpu_count() or 1))
 
     if workers == 1 or len(ordered) <= 1:
         for path in ordered:
@@ -221,6 +391,13 @@ def describe(r: FileResult, *, dry_run: bool = False) -> Iterable[str]:
     if r.problem_count > len(r.problems):
         yield f"{r.path}: … and {r.problem_count - len(r.problems)} more problems"
     verb = "would " if dry_run else ""
+    if r.removed is not None:
+        yield f"{r.path}: {verb}remove a session creation's leftover ({r.removed})"
+    if r.recovered_from is not None:
+        yield (
+            f"{r.path}: {verb}recover the session from {os.path.basename(r.recovered_from)} "
+            "(its process died while creating it)"
+        )
     if r.repaired:
         yield f"{r.path}: {verb}move a torn last line ({r.repaired} bytes) to .corrupt"
     if r.checkpointed:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -128,5 +129,9 @@ def snapshot(root: Path) -> dict[str, bytes]:
     for dirpath, _, files in os.walk(root):
         for f in files:
             p = Path(dirpath) / f
-            out[str(p.relative_to(root))] = p.read_bytes()
+            # A FIFO or socket would block or fail read_bytes: record its kind.
+            kind = stat.S_IFMT(p.lstat().st_mode)
+            out[str(p.relative_to(root))] = (
+                p.read_bytes() if kind == stat.S_IFREG else f"<file type {kind:o}>".encode()
+            )
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
@@ -21,8 +22,8 @@ from click.testing import CliRunner
 
 from awl import Message, SessionManager, Text
 from awl.cli import main
-from awl.paths import corrupt_path, index_cache_path, project_dir
-from awl.reindex import FileResult, reindex, reindex_file
+from awl.paths import corrupt_path, creating_path, creations, index_cache_path, project_dir
+from awl.reindex import FileResult, Summary, describe, reindex, reindex_file
 
 from .helpers import HEADER, chain, line, msg, snapshot, write_log
 
@@ -510,6 +511,8 @@ def test_cli_json_and_exit_status(
         "caches": 3,
         "busy": 1,
         "errors": 1,
+        "recovered": 0,
+        "leftovers": 0,
     }
     files = {Path(f["path"]).name: f for f in doc["files"]}
     assert set(files) == {p.name for p in s.logs()}
@@ -663,3 +666,184 @@ def test_progress_bar_reaches_100_percent(tmp_path: Path, root: Path, project: P
     child.close()
     percents = re.findall(r"reindex\s+\[[#-]+\]\s+(\d+)%", child.before)
     assert percents and percents[-1] == "100", child.before
+
+
+# ── session creations a crash left behind ──
+
+
+def leftover(root: Path, project: Path, n: int, data: bytes, *, age: float = 3600) -> Path:
+    """A creation file as a creator that died would leave it, ``age`` seconds old."""
+    log = project_dir(project, root) / log_name(header(n, project))
+    tmp = creating_path(log, 4242)
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    tmp.write_bytes(data)
+    old = time.time() - age
+    os.utime(tmp, (old, old))
+    return tmp
+
+
+def first_lines(n: int, project: Path) -> bytes:
+    """What a creator writes in one go: header, the pending system message, the first prompt."""
+    h = header(n, project)
+    return (
+        line(h)
+        + line(msg("00000001", None, "system", "sys"))
+        + line(msg("00000002", "00000001", "user", "the first prompt, which must not be lost"))
+    )
+
+
+def test_creation_that_died_before_linking_is_recovered(
+    root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = first_lines(20, project)
+    tmp = leftover(root, project, 20, data)
+    log = project_dir(project, root) / log_name(header(20, project))
+    monkeypatch.chdir(project)
+    res = run_cli()
+    assert res.exit_code == 0, res.output
+    assert not tmp.exists()
+    assert log.read_bytes() == data  # small: no checkpoint, nothing else added
+    assert f"{log}: recover the session from {tmp.name}" in res.output
+    assert "1 files" in res.output and "1 recovered" in res.output
+    with SessionManager.open(log, read_only=True) as m:
+        assert m.leaf_id == "00000002" and m.message_count == 2
+        assert m.first_prompt == "the first prompt, which must not be lost"
+    # It is an ordinary session now: listed, and nothing left to settle.
+    listed = CliRunner().invoke(main, ["sessions", "--json"], catch_exceptions=False)
+    assert header(20, project)["id"] in listed.output
+    again = run_cli()
+    assert again.exit_code == 0 and "recover" not in again.output
+
+
+def test_recovered_creation_with_a_torn_line_is_repaired(root: Path, project: Path) -> None:
+    data = first_lines(21, project)
+    cut = data[: len(data) - 10]  # died half-way through its one write
+    tmp = leftover(root, project, 21, cut)
+    log = project_dir(project, root) / log_name(header(21, project))
+    results, summary = reindex([], jobs=1, creations=[(tmp, log)])
+    (r,) = results
+    assert (r.path, r.recovered_from) == (str(log), str(tmp))
+    assert r.repaired == len(cut) - cut.rfind(b"\n") - 1 and not r.failed
+    assert log.read_bytes() == cut[: cut.rfind(b"\n") + 1]
+    assert corrupt_path(log).read_bytes() == cut[cut.rfind(b"\n") + 1 :]
+    assert (summary.files, summary.recovered, summary.repaired, summary.errors) == (1, 1, 1, 0)
+
+
+def test_second_name_of_a_linked_log_is_removed(root: Path, project: Path) -> None:
+    log = hand_log(project_dir(project, root), 22, project, chain(3))
+    tmp = creating_path(log, 99)
+    os.link(log, tmp)  # died between linking the log and removing this name
+    old = time.time() - 3600
+    os.utime(tmp, (old, old))
+    before = log.read_bytes()
+    results, summary = reindex([log], jobs=1, creations=[(tmp, log)])
+    assert not tmp.exists() and log.read_bytes() == before
+    removed = [r for r in results if r.removed is not None]
+    assert [(r.path, r.removed) for r in removed] == [(str(tmp), f"a second name of {log}")]
+    assert (summary.files, summary.leftovers, summary.errors) == (1, 1, 0)
+    assert list(describe(removed[0])) == [
+        f"{tmp}: remove a session creation's leftover (a second name of {log})"
+    ]
+
+
+def test_empty_creation_is_removed_and_unfinished_header_kept_as_corrupt(
+    root: Path, project: Path
+) -> None:
+    empty = leftover(root, project, 23, b"")
+    half = first_lines(24, project)[:40]  # not even the header line
+    cut = leftover(root, project, 24, half)
+    folder = project_dir(project, root)
+    results, summary = reindex([], jobs=1, creations=creations(folder))
+    assert not empty.exists() and not cut.exists()
+    log24 = folder / log_name(header(24, project))
+    assert not log24.exists() and corrupt_path(log24).read_bytes() == half
+    assert sorted(r.removed or "" for r in results) == [
+        "an unfinished first write, kept in " + str(corrupt_path(log24)),
+        "empty: its process died before writing",
+    ]
+    assert (summary.files, summary.leftovers, summary.errors) == (0, 2, 0)
+
+
+def test_young_and_locked_creations_are_left_alone(root: Path, project: Path) -> None:
+    young = leftover(root, project, 25, first_lines(25, project), age=0)
+    locked = leftover(root, project, 26, first_lines(26, project))
+    fd = os.open(locked, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a creator at work
+        before = everything(root)
+        results, summary = reindex([], jobs=1, creations=creations(project_dir(project, root)))
+        assert results == [] and summary == Summary()
+        assert everything(root) == before
+    finally:
+        os.close(fd)
+    assert young.exists() and locked.exists()
+
+
+@pytest.mark.parametrize(
+    ("what", "error"),
+    [
+        ("other header", "its header is for session"),
+        ("bad first line", "the first line is not a session header"),
+        ("log exists", "exists and is another file"),
+        ("fifo", "not a regular file"),
+    ],
+)
+def test_creations_awl_did_not_leave_are_reported_and_kept(
+    root: Path, project: Path, monkeypatch: pytest.MonkeyPatch, what: str, error: str
+) -> None:
+    folder = project_dir(project, root)
+    log = folder / log_name(header(27, project))
+    if what == "fifo":
+        folder.mkdir(parents=True)
+        tmp = creating_path(log, 7)
+        os.mkfifo(tmp)
+        old = time.time() - 3600
+        os.utime(tmp, (old, old))
+    else:
+        data = {
+            "other header": first_lines(28, project),
+            "bad first line": b"not json\n" + first_lines(27, project),
+            "log exists": first_lines(27, project),
+        }[what]
+        tmp = leftover(root, project, 27, data)
+    if what == "log exists":
+        log.write_bytes(
+            first_lines(27, project) + line(msg("00000003", "00000002", "assistant", "x"))
+        )
+    before = everything(root)
+    monkeypatch.chdir(project)
+    res = run_cli()
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    (problem,) = [ln for ln in res.output.splitlines() if ln.startswith(str(tmp))]
+    assert error in problem and problem.endswith("unfinished session creation left as it is")
+    assert everything(root) == before
+
+
+def test_dry_run_says_what_it_would_settle(
+    root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tmp = leftover(root, project, 29, first_lines(29, project))
+    empty = leftover(root, project, 30, b"")
+    before = everything(root)
+    monkeypatch.chdir(project)
+    res = run_cli("--dry-run")
+    assert res.exit_code == 0, res.output
+    assert everything(root) == before
+    assert f"would recover the session from {tmp.name}" in res.output
+    assert f"{empty}: would remove a session creation's leftover" in res.output
+    assert "1 would be recovered, 1 leftovers would be removed" in res.output
+    doc = orjson.loads(run_cli("--json").output)
+    assert everything(root) != before
+    assert [f["recoveredFrom"] for f in doc["files"] if f["recoveredFrom"]] == [str(tmp)]
+    assert [f["path"] for f in doc["files"] if f["removed"]] == [str(empty)]
+    assert (doc["summary"]["recovered"], doc["summary"]["leftovers"]) == (1, 1)
+
+
+def test_explicit_paths_settle_no_creation(
+    root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tmp = leftover(root, project, 31, first_lines(31, project))
+    log = hand_log(project_dir(project, root), 32, project, chain(3))
+    monkeypatch.chdir(project)
+    assert run_cli(str(log)).exit_code == 0
+    assert tmp.exists()
