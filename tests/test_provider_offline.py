@@ -28,8 +28,6 @@ from .helpers import Sink
 BASH = [ToolSpec("bash", "Run a command", {"type": "object"})]
 
 
-
-
 @pytest.fixture(autouse=True)
 def no_delay(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AWL_OFFLINE_DELAY", raising=False)

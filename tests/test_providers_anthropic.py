@@ -34,8 +34,6 @@ TOOLS = [
 ]
 
 
-
-
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in (

@@ -1,4 +1,4 @@
-"""The code stays lint-clean and type-checked: ruff, and mypy --strict over the package."""
+"""The code stays lint-clean, formatted and type-checked: ruff, and mypy --strict."""
 
 from __future__ import annotations
 
@@ -25,6 +25,16 @@ def _tool(name: str) -> list[str]:
 def test_ruff() -> None:
     out = subprocess.run(
         [*_tool("ruff"), "check", "awl", "tests", "bench", "native", "setup.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_ruff_format() -> None:
+    out = subprocess.run(
+        [*_tool("ruff"), "format", "--check", "awl", "tests", "bench", "native", "setup.py"],
         cwd=ROOT,
         capture_output=True,
         text=True,
