@@ -234,7 +234,8 @@ def reindex(
     """Repair torn tails, checkpoint and index this directory's sessions (or PATHS, or --all).
 
     Without PATHS it also settles session creations whose process died
-    (hidden .creating files): each is recovered into place or removed.
+    (hidden .creating files): each is recovered into place or removed. With
+    --all it also removes index cache files that no log can use any more.
     """
     from .reindex import describe, format_bytes, session_paths, unfinished_creations
     from .reindex import reindex as run
@@ -270,6 +271,7 @@ def reindex(
             jobs=jobs,
             on_result=on_result,
             creations=creations,
+            prune=all_projects,
         )
     finally:
         if bar is not None:
@@ -291,6 +293,7 @@ def reindex(
                     "problemCount": r.problem_count,
                     "recoveredFrom": r.recovered_from,
                     "removed": r.removed,
+                    "pruned": r.pruned,
                 }
                 for r in results
             ],
@@ -304,11 +307,8 @@ def reindex(
             f"{summary.caches} index caches {would}written, {summary.busy} skipped as busy, "
             f"{summary.errors} with errors"
             + (f", {summary.recovered} {would}recovered" if summary.recovered else "")
-            + (
-                f", {summary.leftovers} leftovers {would}removed"
-                if summary.leftovers
-                else ""
-            )
+            + (f", {summary.leftovers} leftovers {would}removed" if summary.leftovers else "")
+            + (f", {summary.pruned} stale index caches {would}removed" if summary.pruned else "")
         )
     if summary.errors:
         raise SystemExit(1)

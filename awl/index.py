@@ -13,7 +13,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import stat
 import struct
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -25,7 +27,7 @@ import orjson
 from . import scanner
 from ._scanner_fallback import bad_line_mask
 from .errors import CorruptSession
-from .paths import ensure_private_dir, index_cache_path
+from .paths import ensure_private_dir, index_cache_dir, index_cache_path, real_log_path
 
 Records = npt.NDArray[Any]
 
@@ -396,9 +398,11 @@ def wants_cache(size: int) -> bool:
 _MAGIC = b"AWLIDX01"
 _HEAD = struct.Struct(
     "<8sIIQQQQqQ16s16s"
-)  # magic, version, recsize, covered, dev, ino, count, mtime, pad, head hash, tail hash
+)  # magic, version, recsize, covered, dev, ino, count, mtime, path length, head, tail hash
 _HEAD_SIZE = 128
-_CACHE_VERSION = 1
+# Version 2 ends with the log's real path (so a cache whose log is gone can
+# be found and removed); version 1 files are never read.
+_CACHE_VERSION = 2
 _SAMPLE = 4096
 
 
@@ -425,7 +429,8 @@ def save_cache(index: LogIndex, buf: LogBytes, st: os.stat_result, log_path: Pat
         records = records[:-1]
     if not wants_cache(covered):
         return None
-    target = index_cache_path(log_path)
+    real = real_log_path(log_path)
+    target = index_cache_path(log_path, real)
     head_hash, tail_hash = _stamp(buf, covered)
     header = _HEAD.pack(
         _MAGIC,
@@ -436,7 +441,7 @@ def save_cache(index: LogIndex, buf: LogBytes, st: os.stat_result, log_path: Pat
         st.st_ino,
         len(records),
         st.st_mtime_ns,
-        0,
+        len(real),
         head_hash,
         tail_hash,
     ).ljust(_HEAD_SIZE, b"\0")
@@ -451,6 +456,7 @@ def save_cache(index: LogIndex, buf: LogBytes, st: os.stat_result, log_path: Pat
             with os.fdopen(fd, "wb", closefd=False) as f:
                 f.write(header)
                 f.write(np.ascontiguousarray(records).tobytes())
+                f.write(real)
         finally:
             os.close(fd)
         os.replace(tmp, target)
@@ -490,14 +496,14 @@ def _read_cache(fd: int, buf: LogBytes, st: os.stat_result, size: int) -> LogInd
     file_size = os.fstat(fd).st_size
     if len(head) < _HEAD_SIZE:
         return None
-    (magic, version, recsize, covered, dev, ino, count, mtime, _pad, hh, th) = _HEAD.unpack(
+    (magic, version, recsize, covered, dev, ino, count, mtime, path_len, hh, th) = _HEAD.unpack(
         head[: _HEAD.size]
     )
     if (
         magic != _MAGIC
         or version != _CACHE_VERSION
         or recsize != scanner.INDEX_DTYPE.itemsize
-        or file_size != _HEAD_SIZE + count * recsize
+        or file_size != _HEAD_SIZE + count * recsize + path_len
         or (dev, ino) != (st.st_dev, st.st_ino)
         or covered > size
         or (covered == size and mtime != st.st_mtime_ns)
@@ -518,3 +524,83 @@ def _read_cache(fd: int, buf: LogBytes, st: os.stat_result, size: int) -> LogInd
         if last_end != covered or int(records["offset"][0]) != 0:
             return None
     return LogIndex(records, covered, from_cache=True)
+
+
+CACHE_TMP_GRACE = 3600.0
+"""Seconds after which a cache file's temporary (``<name>.<pid>.tmp``) is
+taken for the leftover of a process that died writing it: a live one exists
+for the milliseconds a write takes."""
+
+
+def stale_caches() -> list[tuple[Path, str]]:
+    """Index cache files that no log can use, each with the reason.
+
+    A cache records its log's real path: it is stale when that log no longer
+    exists, is another file (device and inode), or is under the cache
+    threshold; when it was written by another cache version; when it is not
+    a cache or is cut short; and a temporary left by a dead writer (older
+    than :data:`CACHE_TMP_GRACE`) is stale too.  Files whose name is not a
+    cache's, symbolic links and anything that cannot be read are left alone.
+    """
+    folder = index_cache_dir()
+    try:
+        names = sorted(os.listdir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    now = time.time()
+    out: list[tuple[Path, str]] = []
+    for name in names:
+        p = folder / name
+        if name.endswith(".tmp") and ".idx." in name:
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and now - st.st_mtime > CACHE_TMP_GRACE:
+                out.append((p, "a cache write whose process died"))
+        elif name.endswith(".idx"):
+            why = _stale_reason(p)
+            if why is not None:
+                out.append((p, why))
+    return out
+
+
+def _stale_reason(p: Path) -> str | None:
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        head = os.pread(fd, _HEAD_SIZE, 0)
+        if len(head) < _HEAD_SIZE or head[:8] != _MAGIC:
+            return "not an index cache"
+        (_, version, recsize, _, dev, ino, count, _, path_len, _, _) = _HEAD.unpack(
+            head[: _HEAD.size]
+        )
+        if version != _CACHE_VERSION:
+            return f"cache version {version}, not {_CACHE_VERSION}"
+        path_at = _HEAD_SIZE + count * recsize
+        if path_len == 0 or st.st_size != path_at + path_len:
+            return "its size does not match its header"
+        real = os.pread(fd, path_len, path_at)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    log = real.decode("utf-8", "surrogateescape")
+    if index_cache_path(log, real).name != p.name:
+        return f"its name is not the one of its log {log}"
+    try:
+        log_st = os.stat(real)
+    except (FileNotFoundError, NotADirectoryError):
+        return f"its log {log} no longer exists"
+    except OSError:
+        return None  # say, a folder that cannot be searched: not proof of anything
+    if (log_st.st_dev, log_st.st_ino) != (dev, ino):
+        return f"its log {log} is another file now"
+    if not wants_cache(log_st.st_size):
+        return f"its log {log} is under the cache threshold"
+    return None

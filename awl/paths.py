@@ -79,17 +79,28 @@ def corrupt_path(log: str | os.PathLike[str]) -> Path:
     return Path(os.fspath(log) + ".corrupt")
 
 
-def index_cache_path(log: str | os.PathLike[str]) -> Path:
-    """The index cache file of a log, named by a hash of its real absolute path."""
+def real_log_path(log: str | os.PathLike[str]) -> bytes:
+    """A log's real absolute path, as bytes: what its index cache is keyed by."""
     head, name = os.path.split(os.path.abspath(os.fspath(log)))
     real = os.path.join(_real_dir(head), name)
     if os.path.islink(real):
         real = os.path.realpath(real)
-    text = real.encode("utf-8", "surrogateescape")
+    return real.encode("utf-8", "surrogateescape")
+
+
+def index_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/awl/index``: where index cache files live."""
     env = os.environ
-    return _cache_index_dir(env.get("XDG_CACHE_HOME", ""), env.get("HOME", "")) / (
-        hashlib.sha256(text).hexdigest()[:32] + ".idx"
-    )
+    return _cache_index_dir(env.get("XDG_CACHE_HOME", ""), env.get("HOME", ""))
+
+
+def index_cache_path(log: str | os.PathLike[str], real: bytes | None = None) -> Path:
+    """The index cache file of a log, named by a hash of its real absolute path.
+
+    ``real`` is :func:`real_log_path` of the log, when the caller has it.
+    """
+    text = real_log_path(log) if real is None else real
+    return index_cache_dir() / (hashlib.sha256(text).hexdigest()[:32] + ".idx")
 
 
 @functools.lru_cache(maxsize=64)

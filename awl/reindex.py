@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import CorruptSession, SessionBusy, SessionError
-from .index import load_cache, wants_cache
+from .index import load_cache, stale_caches, wants_cache
 from .logmap import LogMap
 from .manager import (
     MAX_HEADER,
@@ -38,6 +38,7 @@ from .manager import (
 from .paths import (
     corrupt_path,
     creations,
+    index_cache_path,
     log_files,
     project_dir,
     session_file_name,
@@ -64,6 +65,8 @@ class FileResult:
     # was recovered from, or, for the hidden file itself, why it was removed.
     recovered_from: str | None = None
     removed: str | None = None
+    # A stale index cache file (path is the cache's): why it was removed.
+    pruned: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -85,11 +88,16 @@ class Summary:
     errors: int = 0
     recovered: int = 0
     leftovers: int = 0  # hidden files of dead creations removed
+    pruned: int = 0  # stale index cache files removed
 
     def add(self, r: FileResult) -> None:
         """Count one file's result."""
         if r.removed is not None:
             self.leftovers += 1
+            return
+        if r.pruned is not None:
+            self.pruned += 0 if r.error else 1
+            self.errors += 1 if r.error else 0
             return
         self.recovered += 1 if r.recovered_from else 0
         self.files += 1
@@ -326,11 +334,14 @@ def reindex(
     jobs: int | None = None,
     on_result: Callable[[FileResult], None] | None = None,
     creations: Sequence[tuple[str | os.PathLike[str], str | os.PathLike[str]]] = (),
+    prune: bool = False,
 ) -> tuple[list[FileResult], Summary]:
     """Reindex many logs, largest first, across ``jobs`` processes (default: the cores).
 
     ``creations`` (from :func:`unfinished_creations`) are settled first; a
-    log recovered from one is reindexed with the rest.
+    log recovered from one is reindexed with the rest.  With ``prune``, stale
+    index cache files (:func:`prune_caches`) are removed last, once the logs'
+    own caches are up to date.
     """
     wanted = {os.fspath(p) for p in paths}
     results: list[FileResult] = []
@@ -369,8 +380,37 @@ def reindex(
         with ProcessPoolExecutor(max_workers=workers) as pool:
             for r in pool.map(_work, tasks, chunksize=chunk):
                 done(r)
+    if prune:
+        # A dry run has not rewritten the caches it says it would write: an
+        # old cache there is not stale, it is about to be replaced.
+        rewritten = {index_cache_path(r.path) for r in results if dry_run and r.cache_written}
+        for r in prune_caches(dry_run=dry_run, keep=rewritten):
+            done(r)
     results.sort(key=lambda r: r.path)
     return results, summary
+
+
+def prune_caches(*, dry_run: bool = False, keep: Iterable[Path] = ()) -> list[FileResult]:
+    """Remove the index cache files no log can use (:func:`awl.index.stale_caches`).
+
+    A cache is only a cache: at worst a writer saving one at the same moment
+    loses it, and the log is scanned again on its next open.
+    """
+    skip = set(keep)
+    out = []
+    for path, why in stale_caches():
+        if path in skip:
+            continue
+        r = FileResult(os.fspath(path), pruned=why)
+        if not dry_run:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                r.error = f"{path}: cannot remove a stale index cache: {exc.strerror or exc}"
+        out.append(r)
+    return out
 
 
 def _size_or_zero(path: str) -> int:
@@ -393,6 +433,8 @@ def describe(r: FileResult, *, dry_run: bool = False) -> Iterable[str]:
     verb = "would " if dry_run else ""
     if r.removed is not None:
         yield f"{r.path}: {verb}remove a session creation's leftover ({r.removed})"
+    if r.pruned is not None and not r.error:
+        yield f"{r.path}: {verb}remove a stale index cache ({r.pruned})"
     if r.recovered_from is not None:
         yield (
             f"{r.path}: {verb}recover the session from {os.path.basename(r.recovered_from)} "

@@ -1,18 +1,22 @@
-"""Which logs keep an index cache file: those of at least CACHE_MIN_BYTES (1 MiB)."""
+"""Which logs keep an index cache file (those of at least CACHE_MIN_BYTES), and pruning."""
 
 from __future__ import annotations
 
 import builtins
 import os
+import time
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
-from awl.index import CACHE_MIN_BYTES, wants_cache
+from awl import Message, Text
+from awl.index import _CACHE_VERSION as CACHE_VERSION
+from awl.index import CACHE_MIN_BYTES, CACHE_TMP_GRACE, stale_caches, wants_cache
 from awl.manager import SessionManager
 from awl.paths import index_cache_path
-from awl.reindex import reindex
+from awl.reindex import prune_caches, reindex
 
 from .helpers import HEADER, msg, write_log
 
@@ -132,3 +136,142 @@ def test_reindex_counts_only_the_caches_it_writes(tmp_path: Path) -> None:
     assert not index_cache_path(small).exists() and index_cache_path(big).exists()
     _, again = reindex([small, big], jobs=1, dry_run=True)
     assert again.caches == 0 and again.checkpointed == 0
+
+
+# ── stale cache files ──
+
+
+def _cache_of(log: Path) -> Path:
+    SessionManager.open(log).close()
+    cache = index_cache_path(log)
+    assert cache.exists()
+    return cache
+
+
+def test_stale_caches_are_named_and_pruned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWL_INDEX_CACHE_MIN", "0")
+    kept = log_of(tmp_path, "kept", 50_000)
+    gone = log_of(tmp_path, "gone", 50_000)
+    replaced = log_of(tmp_path, "replaced", 50_000)
+    small = log_of(tmp_path, "small", 20_000)
+    caches = {
+        name: _cache_of(p)
+        for name, p in [("kept", kept), ("gone", gone), ("replaced", replaced), ("small", small)]
+    }
+    gone.unlink()
+    # Both files exist at once, so the new one cannot reuse the old inode.
+    copy = replaced.with_name("copy.jsonl")
+    copy.write_bytes(replaced.read_bytes())
+    os.replace(copy, replaced)
+    folder = caches["kept"].parent
+    # A cache an older awl wrote (version 1 had no path at its end).
+    old = folder / ("1" * 32 + ".idx")
+    data = bytearray(caches["kept"].read_bytes())
+    data[8:12] = (1).to_bytes(4, "little")
+    old.write_bytes(bytes(data))
+    cut = folder / ("2" * 32 + ".idx")
+    cut.write_bytes(caches["kept"].read_bytes()[:-3])
+    junk = folder / ("3" * 32 + ".idx")
+    junk.write_bytes(b"garbage " * 20)
+    misnamed = folder / ("4" * 32 + ".idx")
+    misnamed.write_bytes(caches["kept"].read_bytes())
+    dead_tmp = folder / (caches["kept"].name + ".4242.tmp")
+    dead_tmp.write_bytes(b"half")
+    past = time.time() - 2 * CACHE_TMP_GRACE
+    os.utime(dead_tmp, (past, past))
+    live_tmp = folder / (caches["kept"].name + ".4243.tmp")
+    live_tmp.write_bytes(b"half")
+    (folder / "notes.txt").write_bytes(b"not awl's")
+    (folder / ("5" * 32 + ".idx")).symlink_to(caches["kept"])
+    monkeypatch.setenv("AWL_INDEX_CACHE_MIN", "40000")  # "small" is under it now
+
+    found = {p.name: why for p, why in stale_caches()}
+    assert found == {
+        caches["gone"].name: f"its log {gone} no longer exists",
+        caches["replaced"].name: f"its log {replaced} is another file now",
+        caches["small"].name: f"its log {small} is under the cache threshold",
+        old.name: f"cache version 1, not {CACHE_VERSION}",
+        cut.name: "its size does not match its header",
+        junk.name: "not an index cache",
+        misnamed.name: f"its name is not the one of its log {kept}",
+        dead_tmp.name: "a cache write whose process died",
+    }
+    before = {p.name: p.read_bytes() for p in folder.iterdir() if not p.is_symlink()}
+    dry = prune_caches(dry_run=True)
+    assert {Path(r.path).name for r in dry} == set(found)
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if not p.is_symlink()} == before
+    done = prune_caches()
+    assert [(Path(r.path).name, r.pruned, r.error) for r in done] == [
+        (Path(r.path).name, r.pruned, None) for r in dry
+    ]
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [caches["kept"].name, live_tmp.name, "notes.txt", "5" * 32 + ".idx"]
+    )
+    assert stale_caches() == []
+    monkeypatch.setenv("AWL_INDEX_CACHE_MIN", "0")
+    with SessionManager.open(kept, read_only=True) as r:
+        r.get_branch()
+        assert r.stats.cache == "loaded"  # the live cache still serves its log
+
+
+def test_a_cache_without_its_path_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWL_INDEX_CACHE_MIN", "0")
+    log = log_of(tmp_path, "log", 50_000)
+    cache = _cache_of(log)
+    real = os.fsencode(os.path.realpath(log))
+    data = cache.read_bytes()
+    assert data.endswith(real)
+    cache.write_bytes(data[: -len(real)])
+    with SessionManager.open(log, read_only=True) as r:
+        r.get_branch()
+        assert r.stats.cache == "built"
+
+
+def test_reindex_all_prunes_and_a_dry_run_spares_caches_it_would_rewrite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from awl.cli import main
+    from awl.paths import project_dir
+
+    monkeypatch.setenv("AWL_INDEX_CACHE_MIN", "0")
+    project = tmp_path / "project"
+    project.mkdir()
+    with SessionManager.create(project, "offline", "echo") as m:
+        m.append_message(Message("user", [Text("hello")]))
+        log = m.path
+    cache = index_cache_path(log)
+    # The log's cache as an older awl left it: a run rewrites it, so it is not stale.
+    data = bytearray(cache.read_bytes())
+    data[8:12] = (1).to_bytes(4, "little")
+    cache.write_bytes(bytes(data))
+    gone = log_of(tmp_path, "gone", 20_000)
+    gone_cache = _cache_of(gone)
+    gone.unlink()
+    assert project_dir(project) == log.parent
+    monkeypatch.chdir(project)
+    runner = CliRunner()
+
+    res = runner.invoke(main, ["reindex"], catch_exceptions=False)  # this project only
+    assert res.exit_code == 0 and gone_cache.exists() and "stale" not in res.output
+
+    cache.write_bytes(bytes(data))
+    before = cache.read_bytes()
+    res = runner.invoke(main, ["reindex", "--all", "--dry-run"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert f"{gone_cache}: would remove a stale index cache (its log {gone} no longer exists)" in (
+        res.output
+    )
+    assert str(cache) not in res.output and "1 stale index caches would be removed" in res.output
+    assert gone_cache.exists() and cache.read_bytes() == before
+
+    res = runner.invoke(main, ["reindex", "--all", "--json"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    doc = orjson.loads(res.output)
+    assert doc["summary"]["pruned"] == 1 and doc["summary"]["files"] == 1
+    (entry,) = [f for f in doc["files"] if f["pruned"]]
+    assert entry["path"] == str(gone_cache) and not gone_cache.exists()
+    assert cache.exists() and stale_caches() == []

@@ -513,6 +513,7 @@ def test_cli_json_and_exit_status(
         "errors": 1,
         "recovered": 0,
         "leftovers": 0,
+        "pruned": 0,
     }
     files = {Path(f["path"]).name: f for f in doc["files"]}
     assert set(files) == {p.name for p in s.logs()}
