@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import stat
 import struct
 import time
@@ -532,6 +533,10 @@ taken for the leftover of a process that died writing it: a live one exists
 for the milliseconds a write takes."""
 
 
+_CACHE_NAME = re.compile(r"^[0-9a-f]{32}\.idx$")
+_CACHE_TMP_NAME = re.compile(r"^[0-9a-f]{32}\.idx\.\d+\.tmp$")
+
+
 def stale_caches() -> list[tuple[Path, str]]:
     """Index cache files that no log can use, each with the reason.
 
@@ -545,20 +550,20 @@ def stale_caches() -> list[tuple[Path, str]]:
     folder = index_cache_dir()
     try:
         names = sorted(os.listdir(folder))
-    except (FileNotFoundError, NotADirectoryError):
-        return []
+    except OSError:
+        return []  # no cache folder, or one awl cannot read: caches are never needed
     now = time.time()
     out: list[tuple[Path, str]] = []
     for name in names:
         p = folder / name
-        if name.endswith(".tmp") and ".idx." in name:
+        if _CACHE_TMP_NAME.match(name):
             try:
                 st = os.lstat(p)
             except OSError:
                 continue
             if stat.S_ISREG(st.st_mode) and now - st.st_mtime > CACHE_TMP_GRACE:
                 out.append((p, "a cache write whose process died"))
-        elif name.endswith(".idx"):
+        elif _CACHE_NAME.match(name):
             why = _stale_reason(p)
             if why is not None:
                 out.append((p, why))
@@ -590,7 +595,7 @@ def _stale_reason(p: Path) -> str | None:
         return None
     finally:
         os.close(fd)
-    log = real.decode("utf-8", "surrogateescape")
+    log = real.decode("utf-8", "backslashreplace")  # for messages: always valid UTF-8
     if index_cache_path(log, real).name != p.name:
         return f"its name is not the one of its log {log}"
     try:

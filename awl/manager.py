@@ -195,14 +195,28 @@ class SessionManager:
         *,
         session_dir: str | os.PathLike[str] | None = None,
     ) -> SessionManager:
-        """A new session for ``cwd``.  Nothing is written until the first user message."""
+        """A new session for ``cwd``.  Nothing is written until the first user message.
+
+        Raises :class:`SessionError` when ``cwd`` is not valid UTF-8.
+        """
+        where = os.path.abspath(os.fspath(cwd))
+        try:
+            where.encode("utf-8")
+        except UnicodeEncodeError:
+            # The header records the cwd as JSON text, which has no room for
+            # undecodable bytes: refuse before anything is written.
+            shown = where.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            raise SessionError(
+                f"{shown}: the directory's name is not valid UTF-8, which a session log "
+                "cannot record; run awl from a directory with a UTF-8 name"
+            ) from None
         t = time.time()
         now = format_timestamp(t)
         sid = uuid7(t)
         header = SessionHeader(
             id=sid,
             timestamp=now,
-            cwd=os.path.abspath(os.fspath(cwd)),
+            cwd=where,
             provider=provider,
             model=model,
         )
@@ -693,7 +707,7 @@ class SessionManager:
             kept = os.fstat(cfd).st_size
             try:
                 os.fchmod(cfd, 0o600)
-                _write_all(cfd, data)
+                write_all(cfd, data)
                 os.fsync(cfd)
             except OSError as exc:
                 # The log is not touched unless its torn bytes are safe elsewhere.
@@ -1007,6 +1021,8 @@ class SessionManager:
         # The first lines are written under a temporary name and linked into
         # place complete, so a crash can leave no empty or torn log behind
         # (only, at worst, a hidden temporary file, which no listing reads).
+        # Serialized first: a header that cannot be written leaves no file.
+        head = serialize_header(self.header)
         ensure_private_dir(self._path.parent)
         tmp = creating_path(self._path, os.getpid())
         linked = False
@@ -1020,9 +1036,8 @@ class SessionManager:
         try:
             os.fchmod(fd, 0o600)
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            head = serialize_header(self.header)
             chunks = [head] + [ln for ln, _ in self._pending] + [line]
-            _write_all(fd, b"".join(chunks))
+            write_all(fd, b"".join(chunks))
             if fsync_enabled():
                 os.fsync(fd)
             os.link(tmp, self._path)  # fails if the name exists: never replaces a log
@@ -1030,16 +1045,20 @@ class SessionManager:
             os.unlink(tmp)
             if fsync_enabled():
                 sync_dir(self._path.parent)
-        except OSError as exc:
+        except BaseException as exc:
+            # Also on KeyboardInterrupt: no locked, half-made file outlives
+            # the attempt in this process.
             os.close(fd)
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             if linked:  # not durable: the session is not claimed to exist
                 with contextlib.suppress(OSError):
                     os.unlink(self._path)
-            raise SessionWriteError(
-                f"{self._path}: could not write session: {exc.strerror}"
-            ) from None
+            if isinstance(exc, OSError):
+                raise SessionWriteError(
+                    f"{self._path}: could not write session: {exc.strerror}"
+                ) from None
+            raise
         self._fd = fd
         self._note(entry)
         offset = len(head)
@@ -1057,7 +1076,7 @@ class SessionManager:
         data = b"\n" + line if self._needs_newline else line
         start = self._size
         try:
-            _write_all(self._fd, data)
+            write_all(self._fd, data)
             if fsync_enabled():
                 os.fsync(self._fd)
         except OSError as exc:
@@ -1281,7 +1300,8 @@ def open_log(path: str | os.PathLike[str], flags: int = os.O_RDONLY) -> int:
     return fd
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd`` (``os.write`` may write part of it)."""
     view = memoryview(data)
     while view:
         n = os.write(fd, view)

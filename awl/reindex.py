@@ -34,6 +34,7 @@ from .manager import (
     open_log,
     read_header_fd,
     sync_dir,
+    write_all,
 )
 from .paths import (
     corrupt_path,
@@ -192,6 +193,12 @@ def settle_creation(
             return None  # its creator is alive
         st = os.fstat(fd)
         left = "unfinished session creation left as it is"
+        try:
+            now = os.lstat(t)
+        except FileNotFoundError:
+            return None
+        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+            return None  # settled by another run while this one waited
         if not stat.S_ISREG(st.st_mode):
             return FileResult(t, error=f"{t}: not a regular file; {left}")
         try:
@@ -213,9 +220,7 @@ def settle_creation(
             # Kept where a torn line's bytes go, under the log's name.
             target = os.fspath(corrupt_path(lg))
             if not dry_run:
-                os.link(t, target)  # never replaces a file
-                os.unlink(t)
-                _sync_dir(os.path.dirname(target) or ".")
+                _keep_in(fd, t, target)
             return FileResult(t, removed=f"an unfinished first write, kept in {target}")
         if session_file_name(header.timestamp, header.id) != os.path.basename(lg):
             return FileResult(
@@ -230,6 +235,27 @@ def settle_creation(
         return FileResult(t, error=f"{t}: cannot settle: {exc.strerror}; {left}")
     finally:
         os.close(fd)
+
+
+def _keep_in(fd: int, t: str, target: str) -> None:
+    """Move the file ``t`` (open as ``fd``) to ``target``, or append it there."""
+    try:
+        os.link(t, target)  # never replaces a file
+    except FileExistsError:
+        st, there = os.fstat(fd), os.lstat(target)
+        if (there.st_dev, there.st_ino) != (st.st_dev, st.st_ino):
+            # A .corrupt file of an earlier log by that name: add to it, as a
+            # writer's repair does.  Removing t comes after the fsync.
+            data = os.pread(fd, st.st_size, 0)
+            cfd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                write_all(cfd, data)
+                os.fsync(cfd)
+            finally:
+                os.close(cfd)
+        # else: linked by a run that died before removing t.
+    os.unlink(t)
+    _sync_dir(os.path.dirname(target) or ".")
 
 
 def _remove(path: str, why: str, dry_run: bool) -> FileResult:

@@ -513,6 +513,20 @@ def test_print_reads_stdin(env: dict[str, str], root: Path, project: Path) -> No
     assert texts(log.entries[1]["message"]).rstrip("\n") == "from stdin\nsecond line"
 
 
+def test_a_directory_whose_name_is_not_utf8_is_refused_in_one_line(
+    env: dict[str, str], root: Path, tmp_path: Path
+) -> None:
+    odd = Path(os.fsdecode(os.fsencode(str(tmp_path)) + b"/caf\xe9"))
+    odd.mkdir()
+    r = run(["-p", "hello"], env, odd)
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr.strip().splitlines() == [
+        f"Error: {tmp_path}/caf\\xe9: the directory's name is not valid UTF-8, which a "
+        "session log cannot record; run awl from a directory with a UTF-8 name"
+    ]
+    assert not root.exists()
+
+
 def test_print_resume_by_prefix(env: dict[str, str], root: Path, project: Path) -> None:
     assert run(["-p", "one"], env, project).returncode == 0
     (first,) = session_files(root)

@@ -182,6 +182,7 @@ def test_stale_caches_are_named_and_pruned(tmp_path: Path, monkeypatch: pytest.M
     live_tmp = folder / (caches["kept"].name + ".4243.tmp")
     live_tmp.write_bytes(b"half")
     (folder / "notes.txt").write_bytes(b"not awl's")
+    (folder / "notes.idx").write_bytes(b"not named like a cache")
     (folder / ("5" * 32 + ".idx")).symlink_to(caches["kept"])
     monkeypatch.setenv("AWL_INDEX_CACHE_MIN", "40000")  # "small" is under it now
 
@@ -205,7 +206,7 @@ def test_stale_caches_are_named_and_pruned(tmp_path: Path, monkeypatch: pytest.M
         (Path(r.path).name, r.pruned, None) for r in dry
     ]
     assert sorted(p.name for p in folder.iterdir()) == sorted(
-        [caches["kept"].name, live_tmp.name, "notes.txt", "5" * 32 + ".idx"]
+        [caches["kept"].name, live_tmp.name, "notes.idx", "notes.txt", "5" * 32 + ".idx"]
     )
     assert stale_caches() == []
     monkeypatch.setenv("AWL_INDEX_CACHE_MIN", "0")
@@ -275,3 +276,40 @@ def test_reindex_all_prunes_and_a_dry_run_spares_caches_it_would_rewrite(
     (entry,) = [f for f in doc["files"] if f["pruned"]]
     assert entry["path"] == str(gone_cache) and not gone_cache.exists()
     assert cache.exists() and stale_caches() == []
+
+
+def test_a_cache_folder_that_cannot_be_read_is_no_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from awl.cli import main
+
+    folder = index_cache_path(tmp_path / "x.jsonl").parent
+    folder.parent.mkdir(parents=True)
+    folder.symlink_to(folder)  # a loop: listing it fails with ELOOP
+    assert stale_caches() == []
+    res = CliRunner().invoke(main, ["reindex", "--all"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+
+
+def test_a_stale_cache_of_a_log_with_a_non_utf8_path_is_reported_in_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from awl.cli import main
+
+    monkeypatch.setenv("AWL_INDEX_CACHE_MIN", "0")
+    odd = Path(os.fsdecode(os.fsencode(str(tmp_path)) + b"/caf\xe9"))
+    log = log_of(odd, "gone", 20_000)
+    cache = _cache_of(log)
+    log.unlink()
+    res = CliRunner().invoke(main, ["reindex", "--all", "--json"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    (entry,) = [f for f in orjson.loads(res.output)["files"] if f["pruned"]]
+    assert (
+        entry["path"] == str(cache)
+        and "caf\\xe9/logs/gone.jsonl no longer exists" in (entry["pruned"])
+    )
+    assert not cache.exists()

@@ -765,6 +765,70 @@ def test_empty_creation_is_removed_and_unfinished_header_kept_as_corrupt(
     assert (summary.files, summary.leftovers, summary.errors) == (0, 2, 0)
 
 
+def test_an_unfinished_header_survives_a_settle_that_died_or_an_old_corrupt_file(
+    root: Path, project: Path
+) -> None:
+    folder = project_dir(project, root)
+    # A settle that died after linking to .corrupt, before removing the hidden name.
+    half = first_lines(31, project)[:40]
+    cut = leftover(root, project, 31, half)
+    log31 = folder / log_name(header(31, project))
+    os.link(cut, corrupt_path(log31))
+    # A .corrupt file an earlier log of that name left: the bytes are added to it.
+    half32 = first_lines(32, project)[:50]
+    cut32 = leftover(root, project, 32, half32)
+    log32 = folder / log_name(header(32, project))
+    corrupt_path(log32).write_bytes(b"older torn bytes")
+    results, summary = reindex([], jobs=1, creations=creations(folder))
+    assert [r.error for r in results] == [None, None]
+    assert not cut.exists() and not cut32.exists()
+    assert corrupt_path(log31).read_bytes() == half
+    assert corrupt_path(log32).read_bytes() == b"older torn bytes" + half32
+    assert (summary.leftovers, summary.errors) == (2, 0)
+
+
+def test_a_creation_settled_by_another_run_meanwhile_is_not_an_error(
+    root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import awl.reindex
+
+    folder = project_dir(project, root)
+    tmp = leftover(root, project, 33, first_lines(33, project))
+    log = folder / log_name(header(33, project))
+    real_flock = fcntl.flock
+    other_run: list[FileResult | None] = []
+
+    def flock_after_another_run(fd: int, op: int) -> None:
+        # The other run settles the file between this run's open and its lock.
+        if not other_run:
+            monkeypatch.setattr(awl.reindex.fcntl, "flock", real_flock)
+            other_run.append(awl.reindex.settle_creation(tmp, log))
+        real_flock(fd, op)
+
+    monkeypatch.setattr(awl.reindex.fcntl, "flock", flock_after_another_run)
+    assert awl.reindex.settle_creation(tmp, log) is None
+    (first,) = other_run
+    assert first is not None and first.recovered_from == str(tmp) and first.error is None
+    assert log.read_bytes() == first_lines(33, project) and not tmp.exists()
+
+
+def test_a_creation_interrupted_in_process_leaves_nothing(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import awl.manager
+
+    m = SessionManager.create(project, "offline", "echo")
+
+    def interrupted(*args: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(awl.manager.os, "link", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        m.append_message(Message("user", [Text("hello")]))
+    monkeypatch.undo()
+    assert not m.path.exists() and creations(m.path.parent) == []
+
+
 def test_young_and_locked_creations_are_left_alone(root: Path, project: Path) -> None:
     young = leftover(root, project, 25, first_lines(25, project), age=0)
     locked = leftover(root, project, 26, first_lines(26, project))
