@@ -27,6 +27,24 @@ class UsageFailure(click.ClickException):
     exit_code = 2
 
 
+def json_text(doc: Any, *, indent: bool = False) -> str:
+    """``doc`` as JSON text for ``--json``.
+
+    A path that is not valid UTF-8 (a session root under such a folder)
+    holds lone surrogates, which orjson refuses: then the standard library
+    writes them as ``\\udcXX`` escapes, which ``json.loads`` gives back as
+    the same str (``os.fsencode`` turns it into the real path).
+    """
+    try:
+        return orjson.dumps(doc, option=orjson.OPT_INDENT_2 if indent else 0).decode()
+    except TypeError:
+        import json
+
+        return json.dumps(
+            doc, indent=2 if indent else None, separators=None if indent else (",", ":")
+        )
+
+
 def fail(message: str, *, usage: bool = False) -> NoReturn:
     """Stop with a one-line error (status 2 for lookups and usage, 1 otherwise)."""
     if usage:
@@ -160,7 +178,7 @@ def sessions(as_json: bool, all_projects: bool, long_format: bool) -> None:
         fail(str(exc))
     if as_json:
         out = [info_json(i) for infos in groups.values() for i in infos]
-        click.echo(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode())
+        click.echo(json_text(out, indent=True))
         return
     every = [i for infos in groups.values() for i in infos]
     short = short_ids(every)
@@ -204,7 +222,7 @@ def show(ref: str, as_json: bool) -> None:
     try:
         with SessionManager.open(path, read_only=True) as m:
             if as_json:
-                click.echo(orjson.dumps(session_document(m)).decode())
+                click.echo(json_text(session_document(m)))
             else:
                 for chunk in transcript(m):
                     click.echo(chunk)
@@ -298,7 +316,7 @@ def reindex(
                 for r in results
             ],
         }
-        click.echo(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
+        click.echo(json_text(doc, indent=True))
     else:
         would = "would be " if dry_run else ""
         click.echo(

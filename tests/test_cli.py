@@ -611,3 +611,23 @@ def test_import_chain_detection_works(here: Path) -> None:
     )
     found = heavy_imports(out.stderr)
     assert found and found[0].startswith(name)
+
+
+def test_json_output_keeps_paths_that_are_not_utf8(
+    tmp_path: Path, here: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from awl import Message, SessionManager, Text
+
+    odd = Path(os.fsdecode(os.fsencode(str(tmp_path)) + b"/r\xe9"))
+    monkeypatch.setenv("AWL_SESSION_DIR", str(odd))
+    with SessionManager.create(here, "offline", "echo") as m:
+        m.append_message(Message("user", [Text("hello")]))
+    runner = CliRunner()
+    for args in (["sessions", "--json"], ["reindex", "--json"]):
+        res = runner.invoke(main, args, catch_exceptions=False)
+        assert res.exit_code == 0, res.output
+        doc = json.loads(res.output)
+        (entry,) = doc if isinstance(doc, list) else doc["files"]
+        assert entry["path"] == str(m.path) and os.path.exists(entry["path"])
