@@ -389,6 +389,12 @@ def reindex(
         if settled.recovered_from is not None and not dry_run:
             recovered[settled.path] = settled.recovered_from
             wanted.add(settled.path)
+        elif settled.recovered_from is not None:
+            # Say what reindexing the recovered log would do: it is the same
+            # file, still under its hidden name.
+            r = reindex_file(settled.recovered_from, verify=verify, dry_run=True)
+            r.path, r.recovered_from = settled.path, settled.recovered_from
+            done(r)
         else:
             done(settled)
     ordered = sorted(wanted, key=_size_or_zero, reverse=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import os
 import re
@@ -721,7 +722,14 @@ def test_recovered_creation_with_a_torn_line_is_repaired(root: Path, project: Pa
     cut = data[: len(data) - 10]  # died half-way through its one write
     tmp = leftover(root, project, 21, cut)
     log = project_dir(project, root) / log_name(header(21, project))
+    before = everything(root)
+    dry, dry_summary = reindex([], jobs=1, dry_run=True, creations=[(tmp, log)])
+    assert everything(root) == before
     results, summary = reindex([], jobs=1, creations=[(tmp, log)])
+    assert [dataclasses.replace(r, size=0) for r in dry] == [
+        dataclasses.replace(r, size=0) for r in results
+    ]  # the dry run said what the run did (the run's size is after the repair)
+    assert dry_summary == dataclasses.replace(summary, bytes=dry_summary.bytes)
     (r,) = results
     assert (r.path, r.recovered_from) == (str(log), str(tmp))
     assert r.repaired == len(cut) - cut.rfind(b"\n") - 1 and not r.failed
