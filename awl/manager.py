@@ -695,30 +695,13 @@ class SessionManager:
         self._mm = None  # the mapping would reach past the new end of file
         target = corrupt_path(self._path)
         try:
-            cfd = os.open(
-                target, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
-            )
+            keep_bytes(target, data)
         except OSError as exc:
+            # The log is not touched unless its torn bytes are safe elsewhere.
             raise SessionWriteError(
                 f"{target}: cannot keep the torn last line there ({exc.strerror}); "
                 "the log is left as it is"
             ) from None
-        try:
-            kept = os.fstat(cfd).st_size
-            try:
-                os.fchmod(cfd, 0o600)
-                write_all(cfd, data)
-                os.fsync(cfd)
-            except OSError as exc:
-                # The log is not touched unless its torn bytes are safe elsewhere.
-                with contextlib.suppress(OSError):
-                    os.ftruncate(cfd, kept)
-                raise SessionWriteError(
-                    f"{target}: cannot keep the torn last line there ({exc.strerror}); "
-                    "the log is left as it is"
-                ) from None
-        finally:
-            os.close(cfd)
         try:
             os.ftruncate(self._fd, start)
             if fsync_enabled():
@@ -1037,7 +1020,7 @@ class SessionManager:
             os.fchmod(fd, 0o600)
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             chunks = [head] + [ln for ln, _ in self._pending] + [line]
-            write_all(fd, b"".join(chunks))
+            _write_all(fd, b"".join(chunks))
             if fsync_enabled():
                 os.fsync(fd)
             os.link(tmp, self._path)  # fails if the name exists: never replaces a log
@@ -1076,7 +1059,7 @@ class SessionManager:
         data = b"\n" + line if self._needs_newline else line
         start = self._size
         try:
-            write_all(self._fd, data)
+            _write_all(self._fd, data)
             if fsync_enabled():
                 os.fsync(self._fd)
         except OSError as exc:
@@ -1300,12 +1283,34 @@ def open_log(path: str | os.PathLike[str], flags: int = os.O_RDONLY) -> int:
     return fd
 
 
-def write_all(fd: int, data: bytes) -> None:
-    """Write all of ``data`` to ``fd`` (``os.write`` may write part of it)."""
+def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         n = os.write(fd, view)
         view = view[n:]
+
+
+def keep_bytes(target: Path, data: bytes) -> None:
+    """Append ``data`` to ``target`` (created 0600) and sync it: where bytes
+    that cannot stay in a log are kept (``<file>.corrupt``).
+
+    Raises OSError; on failure ``target`` is cut back to what it held.
+    """
+    cfd = os.open(
+        target, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+    )
+    try:
+        kept = os.fstat(cfd).st_size
+        try:
+            os.fchmod(cfd, 0o600)
+            _write_all(cfd, data)
+            os.fsync(cfd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(cfd, kept)
+            raise
+    finally:
+        os.close(cfd)
 
 
 MAX_HEADER = 1 << 20

@@ -131,25 +131,25 @@ def creations(folder: Path) -> list[tuple[Path, Path]]:
     Normally there is none: one exists only while a session is being created,
     or after a process died doing so (``awl reindex`` settles those).
     """
-    try:
-        names = sorted(os.listdir(folder))
-    except (FileNotFoundError, NotADirectoryError):
-        return []
     out = []
-    for n in names:
+    for n in _names(folder):
         m = _CREATING_RE.match(n)
         if m:
             out.append((folder / n, folder / m.group("log")))
     return out
 
 
-def log_files(folder: Path) -> list[Path]:
-    """The ``*.jsonl`` files of a folder, by name (none if it does not exist)."""
+def _names(folder: Path) -> list[str]:
+    # Sorted, so results come in file-name (creation time) order.
     try:
-        names = sorted(os.listdir(folder))
+        return sorted(os.listdir(folder))
     except (FileNotFoundError, NotADirectoryError):
         return []
-    return [folder / n for n in names if n.endswith(".jsonl")]
+
+
+def log_files(folder: Path) -> list[Path]:
+    """The ``*.jsonl`` files of a folder, by name (none if it does not exist)."""
+    return [folder / n for n in _names(folder) if n.endswith(".jsonl")]
 
 
 def ensure_private_dir(path: Path) -> None:

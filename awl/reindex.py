@@ -31,10 +31,10 @@ from .manager import (
     MAX_HEADER,
     SessionManager,
     fsync_enabled,
+    keep_bytes,
     open_log,
     read_header_fd,
     sync_dir,
-    write_all,
 )
 from .paths import (
     corrupt_path,
@@ -245,14 +245,8 @@ def _keep_in(fd: int, t: str, target: str) -> None:
         st, there = os.fstat(fd), os.lstat(target)
         if (there.st_dev, there.st_ino) != (st.st_dev, st.st_ino):
             # A .corrupt file of an earlier log by that name: add to it, as a
-            # writer's repair does.  Removing t comes after the fsync.
-            data = os.pread(fd, st.st_size, 0)
-            cfd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            try:
-                write_all(cfd, data)
-                os.fsync(cfd)
-            finally:
-                os.close(cfd)
+            # writer's repair does.  Removing t comes after the sync.
+            keep_bytes(Path(target), os.pread(fd, st.st_size, 0))
         # else: linked by a run that died before removing t.
     os.unlink(t)
     _sync_dir(os.path.dirname(target) or ".")

@@ -447,14 +447,14 @@ CHILD = textwrap.dedent(
     out["after"] = m.append_message(Message("user", [Text("after")]))
     # 3. The entry fits but the checkpoint after it does not.
     failed_writes = []
-    real_write_all = M.write_all
+    real_write_all = M._write_all
     def spy(fd, data):
         try:
             real_write_all(fd, data)
         except OSError as e:
             failed_writes.append(bytes(data[:40]))
             raise
-    M.write_all = spy
+    M._write_all = spy
     out["checkpoint"] = None
     for i in range(40):
         data = open(m.path, "rb").read()

@@ -10,12 +10,14 @@ from typing import Any
 
 import orjson
 import pytest
+from click.testing import CliRunner
 
 from awl import Message, Text
+from awl.cli import main
 from awl.index import _CACHE_VERSION as CACHE_VERSION
 from awl.index import CACHE_MIN_BYTES, CACHE_TMP_GRACE, stale_caches, wants_cache
 from awl.manager import SessionManager
-from awl.paths import index_cache_path
+from awl.paths import index_cache_path, project_dir
 from awl.reindex import prune_caches, reindex
 
 from .helpers import HEADER, msg, write_log
@@ -42,6 +44,13 @@ def log_of(tmp_path: Path, name: str, size: int) -> Path:
         parent = eid
         k += 1
     return write_log(tmp_path / "logs" / f"{name}.jsonl", [HEADER, *entries])
+
+
+def cache_use(log: Path) -> str:
+    """How a reader's index came to be: "loaded" from the cache file, or "built"."""
+    with SessionManager.open(log, read_only=True) as r:
+        r.get_branch()
+        return r.stats.cache
 
 
 def test_the_threshold_and_its_override(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -71,9 +80,7 @@ def test_a_big_log_keeps_one_and_reuses_it(tmp_path: Path) -> None:
     with SessionManager.open(big) as m:
         m.build_index()
     assert m.stats.cache_saved and index_cache_path(big).exists()
-    with SessionManager.open(big, read_only=True) as r:
-        r.get_branch()
-        assert r.stats.cache == "loaded"
+    assert cache_use(big) == "loaded"
 
 
 def test_an_old_cache_of_a_small_log_is_never_read(
@@ -210,9 +217,7 @@ def test_stale_caches_are_named_and_pruned(tmp_path: Path, monkeypatch: pytest.M
     )
     assert stale_caches() == []
     monkeypatch.setenv("AWL_INDEX_CACHE_MIN", "0")
-    with SessionManager.open(kept, read_only=True) as r:
-        r.get_branch()
-        assert r.stats.cache == "loaded"  # the live cache still serves its log
+    assert cache_use(kept) == "loaded"  # the live cache still serves its log
 
 
 def test_a_cache_without_its_path_is_not_read(
@@ -225,19 +230,12 @@ def test_a_cache_without_its_path_is_not_read(
     data = cache.read_bytes()
     assert data.endswith(real)
     cache.write_bytes(data[: -len(real)])
-    with SessionManager.open(log, read_only=True) as r:
-        r.get_branch()
-        assert r.stats.cache == "built"
+    assert cache_use(log) == "built"
 
 
 def test_reindex_all_prunes_and_a_dry_run_spares_caches_it_would_rewrite(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from click.testing import CliRunner
-
-    from awl.cli import main
-    from awl.paths import project_dir
-
     monkeypatch.setenv("AWL_INDEX_CACHE_MIN", "0")
     project = tmp_path / "project"
     project.mkdir()
@@ -281,10 +279,6 @@ def test_reindex_all_prunes_and_a_dry_run_spares_caches_it_would_rewrite(
 def test_a_cache_folder_that_cannot_be_read_is_no_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from click.testing import CliRunner
-
-    from awl.cli import main
-
     folder = index_cache_path(tmp_path / "x.jsonl").parent
     folder.parent.mkdir(parents=True)
     folder.symlink_to(folder)  # a loop: listing it fails with ELOOP
@@ -296,10 +290,6 @@ def test_a_cache_folder_that_cannot_be_read_is_no_error(
 def test_a_stale_cache_of_a_log_with_a_non_utf8_path_is_reported_in_json(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from click.testing import CliRunner
-
-    from awl.cli import main
-
     monkeypatch.setenv("AWL_INDEX_CACHE_MIN", "0")
     odd = Path(os.fsdecode(os.fsencode(str(tmp_path)) + b"/caf\xe9"))
     log = log_of(odd, "gone", 20_000)
