@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 import click
 import orjson
 
-from . import __version__
+from . import __version__, _native_loader
 from .errors import AmbiguousSession, AwlError, SessionNotFound
 from .listing import SessionInfo, list_all_sessions, list_sessions, local_time, unique_prefixes
 
@@ -52,15 +52,9 @@ def fail(message: str, *, usage: bool = False) -> NoReturn:
     raise click.ClickException(message)
 
 
-def _scanner_name() -> str:
-    from . import scanner
-
-    simd = scanner.instruction_set() if scanner.IMPLEMENTATION == "native" else None
-    return f"{scanner.IMPLEMENTATION} ({simd})" if simd else scanner.IMPLEMENTATION
-
-
 def _version_message() -> str:
-    return f"awl {__version__} (scanner: {_scanner_name()}, Python {sys.version.split()[0]})"
+    python = sys.version.split()[0]
+    return f"awl {__version__} (scanner: {_native_loader.describe()}, Python {python})"
 
 
 def resolve_session(ref: str, cwd: Path) -> Path:

@@ -16,8 +16,6 @@ Nothing here imports numpy or the index, so ``awl sessions`` starts fast.
 
 from __future__ import annotations
 
-import functools
-import importlib
 import itertools
 import os
 import stat
@@ -30,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from . import _native_loader
 from .conversation import ROLES
 from .errors import FormatError, SessionError
 from .format import (
@@ -187,15 +186,9 @@ def _entry(obj: dict[str, Any]) -> MessageEntry:
     return entry
 
 
-@functools.cache
 def _native() -> Any:
     """The compiled scanner module (no numpy needed), or None: disabled or not built."""
-    if os.environ.get("AWL_NATIVE", "") == "0":
-        return None
-    try:
-        return importlib.import_module("awl._native")
-    except ImportError:
-        return None  # awl.scanner warns about this when it is first used
+    return _native_loader.load()[0]  # awl.scanner warns if it is not built
 
 
 def _summary(

@@ -16,7 +16,6 @@ the fallback.
 
 from __future__ import annotations
 
-import importlib
 import mmap
 import os
 import warnings
@@ -26,6 +25,8 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
+
+from . import _native_loader
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -296,7 +297,7 @@ def available() -> tuple[str, ...]:
     return tuple(_impls)
 
 
-INSTRUCTION_SETS: Final = ("portable", "sse2", "avx2")
+INSTRUCTION_SETS: Final = _native_loader.INSTRUCTION_SETS
 """What the native scanner's string loop can run on, by its level in scanner.h."""
 
 
@@ -564,18 +565,16 @@ class _NativeScanner:
 
 def _load_native(fallback: FallbackScanner) -> _Impl | None:
     """The native implementation, or None if it is disabled or not built."""
-    if os.environ.get("AWL_NATIVE", "") == "0":
-        return None  # explicitly disabled: no warning
-    try:
-        native = importlib.import_module("awl._native")
-    except ImportError as exc:
-        # Import happens once per process, so this warns once.
-        warnings.warn(
-            f"awl: the native scanner is not available ({exc}); using the slower "
-            "pure-Python fallback. Reinstall awl with a working C compiler to build it.",
-            RuntimeWarning,
-            stacklevel=2,
-        )
+    native, why = _native_loader.load()
+    if native is None:
+        if why is not None:
+            # Import happens once per process, so this warns once.
+            warnings.warn(
+                f"awl: the native scanner is not available ({why}); using the slower "
+                "pure-Python fallback. Reinstall awl with a working C compiler to build it.",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         return None
     return _NativeScanner(native, fallback)
 

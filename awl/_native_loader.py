@@ -1,0 +1,40 @@
+"""Finding the compiled scanner (:mod:`awl._native`) without importing numpy.
+
+:mod:`awl.scanner` (the facade, which needs numpy), :mod:`awl.listing` and
+``awl --version`` all decide "native or fallback" here, so they cannot
+disagree, and the quick commands never pay for numpy.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+from types import ModuleType
+from typing import Final
+
+INSTRUCTION_SETS: Final = ("portable", "sse2", "avx2")
+"""Names of ``awl_simd``'s levels, by level."""
+
+
+@functools.cache
+def load() -> tuple[ModuleType | None, ImportError | None]:
+    """The compiled module and why it is missing.
+
+    ``(module, None)``; ``(None, None)`` when ``AWL_NATIVE=0`` disables it;
+    ``(None, error)`` when it is not built.
+    """
+    if os.environ.get("AWL_NATIVE", "") == "0":
+        return None, None
+    try:
+        return importlib.import_module("awl._native"), None
+    except ImportError as exc:
+        return None, exc
+
+
+def describe() -> str:
+    """The implementation the scanner uses: ``"native (avx2)"``, ``"fallback"``..."""
+    module = load()[0]
+    if module is None:
+        return "fallback"
+    return f"native ({INSTRUCTION_SETS[int(module.lib.awl_simd(-1))]})"
