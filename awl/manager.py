@@ -13,8 +13,10 @@ are asked for.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import fcntl
+import functools
 import os
 import re
 import stat
@@ -122,6 +124,43 @@ def sync_dir(folder: str | os.PathLike[str]) -> None:
         os.fsync(dfd)
     finally:
         os.close(dfd)
+
+
+@functools.cache
+def _renameat2() -> Any:
+    """libc's ``renameat2`` (Linux, glibc 2.28 or later), or None."""
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_AT_FDCWD = -100
+_RENAME_NOREPLACE = 1
+# Errors that mean "this kernel or file system cannot do it", not "it failed".
+_NO_RENAMEAT2 = frozenset({errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP})
+
+
+def rename_noreplace(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+    """Give ``src`` the name ``dst`` unless ``dst`` exists (then FileExistsError).
+
+    One atomic ``renameat2(RENAME_NOREPLACE)`` where the kernel and file
+    system have it, so a crash leaves one name or the other, never both.
+    Elsewhere ``link`` then ``unlink``: a crash between the two leaves both
+    names, which ``awl reindex`` settles.
+    """
+    fn = _renameat2()
+    if fn is not None:
+        if fn(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), _RENAME_NOREPLACE) == 0:
+            return
+        err = ctypes.get_errno()
+        if err not in _NO_RENAMEAT2:
+            raise OSError(err, os.strerror(err), os.fspath(src), None, os.fspath(dst))
+    os.link(src, dst)  # fails if the name exists: never replaces a file
+    os.unlink(src)
 
 
 @dataclass(slots=True)
@@ -1008,7 +1047,6 @@ class SessionManager:
         head = serialize_header(self.header)
         ensure_private_dir(self._path.parent)
         tmp = creating_path(self._path, os.getpid())
-        linked = False
         flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
             fd = os.open(tmp, flags, 0o600)
@@ -1023,18 +1061,21 @@ class SessionManager:
             _write_all(fd, b"".join(chunks))
             if fsync_enabled():
                 os.fsync(fd)
-            os.link(tmp, self._path)  # fails if the name exists: never replaces a log
-            linked = True
-            os.unlink(tmp)
+            rename_noreplace(tmp, self._path)  # never replaces a log
             if fsync_enabled():
                 sync_dir(self._path.parent)
         except BaseException as exc:
             # Also on KeyboardInterrupt: no locked, half-made file outlives
             # the attempt in this process.
+            try:
+                st = os.stat(self._path, follow_symlinks=False)
+                placed = os.path.samestat(st, os.fstat(fd))
+            except OSError:
+                placed = False
             os.close(fd)
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            if linked:  # not durable: the session is not claimed to exist
+            if placed:  # not durable: the session is not claimed to exist
                 with contextlib.suppress(OSError):
                     os.unlink(self._path)
             if isinstance(exc, OSError):

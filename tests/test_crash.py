@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -413,13 +413,50 @@ class Fault:
     10 bytes).  ``at=0`` only counts.
     """
 
-    CALLS = ("write", "fsync", "ftruncate", "open", "replace", "unlink", "mkdir", "chmod", "fchmod")
+    CALLS = (
+        "write",
+        "fsync",
+        "ftruncate",
+        "open",
+        "replace",
+        "link",
+        "unlink",
+        "mkdir",
+        "chmod",
+        "fchmod",
+    )
 
     def __init__(self, at: int, how: str) -> None:
         self.at = at
         self.how = how
         self.count = 0
         self.log: list[str] = []
+
+    def wrap(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """``fn``, counted as call ``name``, with the kill at call number ``at``."""
+        real = os
+        fault = self
+
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            fault.count += 1
+            fault.log.append(name)
+            hit = fault.count == fault.at
+            if hit and fault.how == "before":
+                real.kill(real.getpid(), signal.SIGKILL)
+            if hit and fault.how in ("partial", "prefix") and name == "write":
+                fd, data = args[0], memoryview(args[1])
+                keep = len(data) // 2 if fault.how == "partial" else min(10, len(data) - 1)
+                real.write(fd, data[: max(1, keep)])
+                real.kill(real.getpid(), signal.SIGKILL)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                # After the call, whether it returned or raised (an open of
+                # a cache file that is not there yet).
+                if hit:
+                    real.kill(real.getpid(), signal.SIGKILL)
+
+        return wrapped
 
     def install(self) -> None:
         real = os
@@ -428,32 +465,15 @@ class Fault:
         class Proxy:
             def __getattr__(self, name: str) -> Any:
                 attr = getattr(real, name)
-                if name not in Fault.CALLS:
-                    return attr
-
-                def wrapped(*args: Any, **kwargs: Any) -> Any:
-                    fault.count += 1
-                    fault.log.append(name)
-                    hit = fault.count == fault.at
-                    if hit and fault.how == "before":
-                        real.kill(real.getpid(), signal.SIGKILL)
-                    if hit and fault.how in ("partial", "prefix") and name == "write":
-                        fd, data = args[0], memoryview(args[1])
-                        keep = len(data) // 2 if fault.how == "partial" else min(10, len(data) - 1)
-                        real.write(fd, data[: max(1, keep)])
-                        real.kill(real.getpid(), signal.SIGKILL)
-                    try:
-                        return attr(*args, **kwargs)
-                    finally:
-                        # After the call, whether it returned or raised (an
-                        # open of a cache file that is not there yet).
-                        if hit:
-                            real.kill(real.getpid(), signal.SIGKILL)
-
-                return wrapped
+                return fault.wrap(name, attr) if name in Fault.CALLS else attr
 
         for module in (awl.manager, awl.index, awl.paths):
             module.os = Proxy()  # type: ignore[attr-defined]
+        # The new log's rename into place is one call (renameat2), or the
+        # link and unlink that stand in for it (both proxied above).
+        awl.manager.rename_noreplace = self.wrap(  # type: ignore[method-assign]
+            "rename_noreplace", awl.manager.rename_noreplace
+        )
 
 
 def _count_calls(tmp_path: Path, project: Path) -> list[str]:
@@ -510,12 +530,25 @@ def settle_after_crash(root: Path, project: Path) -> list[str]:
         assert not tmp.exists(), f"{tmp.name} is still there"
         if r.recovered_from is not None:
             SessionManager.open(log, read_only=True).close()
-        settled.append("recovered" if r.recovered_from is not None else "removed")
+        if r.recovered_from is not None:
+            settled.append("recovered")
+        else:
+            settled.append("second name" if "second name" in (r.removed or "") else "removed")
     return settled
 
 
+@pytest.fixture(params=["renameat2", "link"])
+def rename_impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A new log goes into place by renameat2, or where that is missing by link and unlink."""
+    if request.param == "renameat2" and awl.manager._renameat2() is None:
+        pytest.skip("renameat2 is not available here")
+    if request.param == "link":
+        monkeypatch.setattr(awl.manager, "_renameat2", lambda: None)
+    return str(request.param)
+
+
 def test_sigkill_at_every_file_system_call(
-    scanner_impl: str, tmp_path: Path, project: Path
+    scanner_impl: str, rename_impl: str, tmp_path: Path, project: Path
 ) -> None:
     points = list(crash_points(tmp_path, project))
     failures: list[str] = []
@@ -538,14 +571,17 @@ def test_sigkill_at_every_file_system_call(
             failures.append(f"kill {how} call {k} ({name}): {type(exc).__name__}: {text}")
         shutil.rmtree(root, ignore_errors=True)
     report(
-        f"crash-points scanner={scanner_impl}: calls={max(k for k, _, _ in points)} "
-        f"kills={len(points)} failures={len(failures)} "
+        f"crash-points scanner={scanner_impl} rename={rename_impl}: "
+        f"calls={max(k for k, _, _ in points)} kills={len(points)} failures={len(failures)} "
         f"creations recovered={settled.count('recovered')} removed={settled.count('removed')} "
+        f"second names removed={settled.count('second name')} "
         f"seconds={time.monotonic() - t0:.1f}"
     )
     assert not failures, "\n".join(failures)
-    # Kills between the header's write and the link leave a creation to recover.
+    # Kills between the header's write and the rename leave a creation to recover.
     assert "recovered" in settled
+    # Only link-then-unlink has a moment when the log has two names.
+    assert ("second name" in settled) == (rename_impl == "link")
 
 
 # ── cut logs ──

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
 import stat
 import subprocess
@@ -13,6 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+import awl.manager
 from awl import (
     AmbiguousSession,
     CorruptSession,
@@ -543,3 +546,67 @@ def test_middle_corruption_with_torn_tail_changes_nothing(tmp_path: Path) -> Non
         SessionManager.open(p)
     assert err.value.line == 2
     assert snapshot(tmp_path) == before
+
+
+# ── putting a new log into place ──
+
+
+@pytest.fixture(params=["renameat2", "link"])
+def renamer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "renameat2" and awl.manager._renameat2() is None:
+        pytest.skip("renameat2 is not available here")
+    if request.param == "link":
+        monkeypatch.setattr(awl.manager, "_renameat2", lambda: None)
+    return str(request.param)
+
+
+def test_rename_noreplace_moves_the_file(tmp_path: Path, renamer: str) -> None:
+    src, dst = tmp_path / "a", tmp_path / "b"
+    src.write_bytes(b"first lines")
+    awl.manager.rename_noreplace(src, dst)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b"]
+    assert dst.read_bytes() == b"first lines"
+
+
+@pytest.mark.parametrize("target", ["file", "symlink", "dangling symlink"])
+def test_rename_noreplace_never_replaces(tmp_path: Path, renamer: str, target: str) -> None:
+    src, dst = tmp_path / "a", tmp_path / "b"
+    src.write_bytes(b"new")
+    if target == "file":
+        dst.write_bytes(b"a log already there")
+    else:
+        other = tmp_path / "other"
+        if target == "symlink":
+            other.write_bytes(b"elsewhere")
+        dst.symlink_to(other)
+    with pytest.raises(FileExistsError):
+        awl.manager.rename_noreplace(src, dst)
+    assert src.read_bytes() == b"new"
+    if target == "file":
+        assert dst.read_bytes() == b"a log already there"
+    else:
+        assert dst.is_symlink()
+
+
+def test_rename_noreplace_without_kernel_support_links(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file system that answers EINVAL (no RENAME_NOREPLACE) gets link and unlink."""
+    calls: list[bytes] = []
+
+    def unsupported(olddir: int, old: bytes, newdir: int, new: bytes, flags: int) -> int:
+        calls.append(new)
+        ctypes.set_errno(errno.EINVAL)
+        return -1
+
+    monkeypatch.setattr(awl.manager, "_renameat2", lambda: unsupported)
+    src, dst = tmp_path / "a", tmp_path / "b"
+    src.write_bytes(b"x")
+    awl.manager.rename_noreplace(src, dst)
+    assert calls == [bytes(dst)] and not src.exists() and dst.read_bytes() == b"x"
+
+
+def test_rename_noreplace_reports_other_errors(tmp_path: Path, renamer: str) -> None:
+    with pytest.raises(FileNotFoundError):
+        awl.manager.rename_noreplace(tmp_path / "missing", tmp_path / "b")
+    assert list(tmp_path.iterdir()) == []

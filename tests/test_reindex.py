@@ -820,17 +820,24 @@ def test_a_creation_settled_by_another_run_meanwhile_is_not_an_error(
     assert log.read_bytes() == first_lines(33, project) and not tmp.exists()
 
 
+@pytest.mark.parametrize("at", ["rename_noreplace", "sync_dir"])
 def test_a_creation_interrupted_in_process_leaves_nothing(
-    project: Path, monkeypatch: pytest.MonkeyPatch
+    project: Path, monkeypatch: pytest.MonkeyPatch, at: str
 ) -> None:
+    """Interrupted before the rename, or after it (the log not yet durable)."""
     import awl.manager
 
+    monkeypatch.setenv("AWL_FSYNC", "1")
     m = SessionManager.create(project, "offline", "echo")
+    real = getattr(awl.manager, at)
 
     def interrupted(*args: Any) -> None:
+        if at == "sync_dir":
+            real(*args)
+            assert m.path.exists()  # in place, but not yet durable
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(awl.manager.os, "link", interrupted)
+    monkeypatch.setattr(awl.manager, at, interrupted)
     with pytest.raises(KeyboardInterrupt):
         m.append_message(Message("user", [Text("hello")]))
     monkeypatch.undo()
