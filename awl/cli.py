@@ -208,7 +208,7 @@ def format_info(info: SessionInfo, short: str, long_format: bool, indent: str = 
 def show(ref: str, as_json: bool) -> None:
     """Print a session's conversation.  Read-only: never trims, locks or writes."""
     from .manager import SessionManager
-    from .transcript import session_document, transcript
+    from .transcript import session_json, transcript
 
     path = Path(ref) if ("/" in ref or ref.endswith(".jsonl")) else resolve_session(ref, Path.cwd())
     if not path.is_file():
@@ -216,7 +216,9 @@ def show(ref: str, as_json: bool) -> None:
     try:
         with SessionManager.open(path, read_only=True) as m:
             if as_json:
-                click.echo(json_text(session_document(m)))
+                for piece in session_json(m):
+                    click.echo(piece, nl=False)
+                click.echo()
             else:
                 for chunk in transcript(m):
                     click.echo(chunk)

@@ -168,6 +168,18 @@ class Conversation(Sequence[Message]):
     def __repr__(self) -> str:
         return f"Conversation({len(self)} messages)"
 
+    def stream(self) -> Iterator[Message]:
+        """Every message in order, without keeping the ones not loaded yet.
+
+        For a single pass over a long conversation (``awl show``): memory holds
+        one message at a time, not the whole branch.
+        """
+        for i, item in enumerate(self._items):
+            if item is None:
+                assert self._loader is not None
+                item = self._loader(i)
+            yield item
+
     @property
     def messages(self) -> list[Message]:
         """All messages, loading any not yet loaded."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
+
 from .conversation import Message, Text, Thinking, ToolResult, ToolUse
 from .format import block_to_json, content_block_to_disk
 from .manager import SessionManager
@@ -12,11 +14,7 @@ from .manager import SessionManager
 _TOOL_OUTPUT_LINES = 20
 
 
-def session_document(m: SessionManager) -> dict[str, Any]:
-    """The session as ``{"id", "cwd", "leafId", "activeProvider", "activeModel", "messages"}``.
-
-    Message content blocks are in the on-disk schema.
-    """
+def _head(m: SessionManager) -> dict[str, Any]:
     provider, model = m.active_model()
     return {
         "id": m.id,
@@ -24,14 +22,34 @@ def session_document(m: SessionManager) -> dict[str, Any]:
         "leafId": m.leaf_id,
         "activeProvider": provider,
         "activeModel": model,
-        "messages": [
-            {
-                "role": msg.role,
-                "content": [block_to_json(content_block_to_disk(b)) for b in msg.content],
-            }
-            for msg in m.rebuild_conversation()
-        ],
     }
+
+
+def _message_json(msg: Message) -> dict[str, Any]:
+    return {
+        "role": msg.role,
+        "content": [block_to_json(content_block_to_disk(b)) for b in msg.content],
+    }
+
+
+def session_document(m: SessionManager) -> dict[str, Any]:
+    """The session as ``{"id", "cwd", "leafId", "activeProvider", "activeModel", "messages"}``.
+
+    Message content blocks are in the on-disk schema.
+    """
+    return _head(m) | {"messages": [_message_json(msg) for msg in m.rebuild_conversation()]}
+
+
+def session_json(m: SessionManager) -> Iterator[bytes]:
+    """:func:`session_document` as compact JSON, in pieces, a message at a time.
+
+    The pieces joined are ``orjson.dumps(session_document(m))``; memory holds
+    one message, so a session of gigabytes prints in constant memory.
+    """
+    yield orjson.dumps(_head(m))[:-1] + b',"messages":['
+    for i, msg in enumerate(m.rebuild_conversation().stream()):
+        yield (b"," if i else b"") + orjson.dumps(_message_json(msg))
+    yield b"]}"
 
 
 def _clip(text: str, lines: int) -> str:
@@ -61,6 +79,6 @@ def transcript(m: SessionManager) -> Iterator[str]:
     """The whole conversation as readable text, message by message."""
     provider, model = m.active_model()
     yield f"session {m.id}  cwd {m.cwd}  model {provider}/{model}  {m.message_count} messages"
-    for msg in m.rebuild_conversation():
+    for msg in m.rebuild_conversation().stream():
         yield ""
         yield render_message(msg)

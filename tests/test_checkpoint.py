@@ -90,6 +90,19 @@ def test_ready_reads_nothing_before_the_checkpoint(project: Path, root: Path) ->
     assert state(SessionManager.open(path, read_only=True)) == replay_state(path)
 
 
+def test_streaming_a_conversation_keeps_nothing(project: Path, root: Path) -> None:
+    """``stream()`` (``awl show``) loads each message once and keeps none of them."""
+    path = big_session(project, root)
+    with SessionManager.open(path, read_only=True) as m:
+        conv = m.rebuild_conversation()
+        conv[3]  # one loaded before: streamed as it is
+        streamed = list(conv.stream())
+        assert conv.loaded_count == 1
+        assert streamed == m.rebuild_conversation().messages
+        assert streamed[3] is conv[3]
+        assert [x.text() for x in streamed] == [x.text() for x in conv]
+
+
 def test_rebuild_uses_the_cache_after_close(project: Path, root: Path) -> None:
     path = big_session(project, root)
     assert index_cache_path(path).exists()

@@ -18,7 +18,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from awl import scanner
+from awl import SessionManager, scanner
 from awl.cli import main
 from awl.paths import corrupt_path, project_dir
 
@@ -360,6 +360,23 @@ def test_show_json_document(rich: Path, here: Path) -> None:
             "messages": [{"role": r, "content": c} for r, c in replay.messages],
         }
         assert all(list(m) == ["role", "content"] for m in doc["messages"])
+
+
+@pytest.mark.parametrize("messages", [RICH, []], ids=["rich", "header only"])
+def test_show_json_pieces_make_the_document(
+    root: Path, here: Path, messages: list[dict[str, Any]]
+) -> None:
+    """``awl show --json`` prints the document a message at a time; joined, it is the same."""
+    from awl.transcript import session_document, session_json
+
+    path = log(root, header(ID_A, "2026-04-25T17:40:15.990Z", here), messages)
+    with SessionManager.open(path, read_only=True) as m:
+        pieces = list(session_json(m))
+        assert len(pieces) == len(messages) + 2
+        assert b"".join(pieces) == orjson.dumps(session_document(m))
+    res = cli("show", "--json", str(path))
+    assert res.exit_code == 0, res.output
+    assert res.output.encode() == b"".join(pieces) + b"\n"
 
 
 def test_show_transcript(rich: Path) -> None:
