@@ -17,6 +17,7 @@ import re
 import stat
 import struct
 import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -397,18 +398,23 @@ def wants_cache(size: int) -> bool:
 
 
 _MAGIC = b"AWLIDX01"
-_HEAD = struct.Struct(
-    "<8sIIQQQQqQ16s16s"
-)  # magic, version, recsize, covered, dev, ino, count, mtime, path length, head, tail hash
+# magic, version, record size, covered, dev, ino, count, mtime, path length,
+# head and tail hash, CRC-32 of the records
+_HEAD = struct.Struct("<8sIIQQQQqQ16s16sI")
 _HEAD_SIZE = 128
-# Version 2 ends with the log's real path (so a cache whose log is gone can
-# be found and removed); version 1 files are never read.
-_CACHE_VERSION = 2
+# Version 2 ended with the log's real path (so a cache whose log is gone can
+# be found and removed); version 3 adds the records' CRC-32, so a record
+# damaged on disk is never believed.  Other versions are never read.
+_CACHE_VERSION = 3
 _SAMPLE = 4096
 
 
 def _hash(buf: LogBytes, start: int, end: int) -> bytes:
     return hashlib.blake2b(buf.view(start, end), digest_size=16).digest()
+
+
+def _crc(records: Records) -> int:
+    return zlib.crc32(np.ascontiguousarray(records).view(np.uint8).data)
 
 
 def _stamp(buf: LogBytes, covered: int) -> tuple[bytes, bytes]:
@@ -445,12 +451,15 @@ def save_cache(index: LogIndex, buf: LogBytes, st: os.stat_result, log_path: Pat
         len(real),
         head_hash,
         tail_hash,
+        _crc(records),
     ).ljust(_HEAD_SIZE, b"\0")
     tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
     try:
         ensure_private_dir(target.parent)
         fd = os.open(
-            tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+            tmp,
+            os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK,
+            0o600,
         )
         try:
             os.fchmod(fd, 0o600)
@@ -481,7 +490,8 @@ def load_cache(buf: LogBytes, st: os.stat_result, size: int, log_path: Path) -> 
         return None  # a small log's cache, left by an older awl, is not read
     target = index_cache_path(log_path)
     try:
-        fd = os.open(target, os.O_RDONLY | os.O_CLOEXEC)
+        # Non-blocking: a FIFO put there must not hang the open of a log.
+        fd = os.open(target, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
         return None
     try:
@@ -493,12 +503,15 @@ def load_cache(buf: LogBytes, st: os.stat_result, size: int, log_path: Path) -> 
 
 
 def _read_cache(fd: int, buf: LogBytes, st: os.stat_result, size: int) -> LogIndex | None:
+    cst = os.fstat(fd)
+    if not stat.S_ISREG(cst.st_mode):
+        return None
     head = os.pread(fd, _HEAD_SIZE, 0)
-    file_size = os.fstat(fd).st_size
+    file_size = cst.st_size
     if len(head) < _HEAD_SIZE:
         return None
-    (magic, version, recsize, covered, dev, ino, count, mtime, path_len, hh, th) = _HEAD.unpack(
-        head[: _HEAD.size]
+    (magic, version, recsize, covered, dev, ino, count, mtime, path_len, hh, th, crc) = (
+        _HEAD.unpack(head[: _HEAD.size])
     )
     if (
         magic != _MAGIC
@@ -521,6 +534,9 @@ def _read_cache(fd: int, buf: LogBytes, st: os.stat_result, size: int) -> LogInd
             records = np.memmap(
                 f, dtype=scanner.INDEX_DTYPE, mode="r", offset=_HEAD_SIZE, shape=(count,)
             )
+        # About 1.7 GB/s: 2 ms for the 64,000 lines of a typical 100 MB log.
+        if _crc(records) != crc:
+            return None
         last_end = int(records["offset"][-1]) + int(records["length"][-1]) + 1
         if last_end != covered or int(records["offset"][0]) != 0:
             return None
@@ -582,7 +598,7 @@ def _stale_reason(p: Path) -> str | None:
         head = os.pread(fd, _HEAD_SIZE, 0)
         if len(head) < _HEAD_SIZE or head[:8] != _MAGIC:
             return "not an index cache"
-        (_, version, recsize, _, dev, ino, count, _, path_len, _, _) = _HEAD.unpack(
+        (_, version, recsize, _, dev, ino, count, _, path_len, _, _, _) = _HEAD.unpack(
             head[: _HEAD.size]
         )
         if version != _CACHE_VERSION:

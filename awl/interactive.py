@@ -6,7 +6,9 @@ for it; without a terminal the loop reads plain lines from stdin.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import sys
 import threading
 from collections.abc import Callable
@@ -49,8 +51,13 @@ def _reader() -> Callable[[str], str]:
     history = session_root().parent / "history"
     try:
         ensure_private_dir(history.parent)
-        fd = os.open(history, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        os.close(fd)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK | os.O_CLOEXEC
+        fd = os.open(history, flags, 0o600)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO would hang the reads
+                raise OSError(errno.EINVAL, "not a regular file")
+        finally:
+            os.close(fd)
         session: PromptSession[str] = PromptSession(history=FileHistory(str(history)))
     except OSError:
         session = PromptSession()

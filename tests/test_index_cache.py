@@ -8,14 +8,23 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 import pytest
 from click.testing import CliRunner
 
-from awl import Message, Text
+from awl import Message, Text, scanner
 from awl.cli import main
 from awl.index import _CACHE_VERSION as CACHE_VERSION
-from awl.index import CACHE_MIN_BYTES, CACHE_TMP_GRACE, stale_caches, wants_cache
+from awl.index import (
+    _HEAD,
+    _HEAD_SIZE,
+    CACHE_MIN_BYTES,
+    CACHE_TMP_GRACE,
+    _crc,
+    stale_caches,
+    wants_cache,
+)
 from awl.manager import SessionManager
 from awl.paths import index_cache_path, project_dir
 from awl.reindex import prune_caches, reindex
@@ -303,3 +312,59 @@ def test_a_stale_cache_of_a_log_with_a_non_utf8_path_is_reported_in_json(
         and "caf\\xe9/logs/gone.jsonl no longer exists" in (entry["pruned"])
     )
     assert not cache.exists()
+
+
+def _state(log: Path) -> tuple[Any, ...]:
+    with SessionManager.open(log, read_only=True) as r:
+        return (r.leaf_id, r.message_count, r.active_model(), r.first_prompt, r.last_activity)
+
+
+@pytest.mark.parametrize("field", ["offset", "length", "id", "parent", "kind"])
+def test_a_damaged_record_is_never_believed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, field: str
+) -> None:
+    """One bit changed in one record: the CRC-32 refuses the cache file."""
+    monkeypatch.setenv("AWL_INDEX_CACHE_MIN", "0")
+    log = log_of(tmp_path, "log", 50_000)
+    cache = _cache_of(log)
+    truth = _state(log)
+    where = scanner.INDEX_DTYPE.fields[field][1]
+    data = bytearray(cache.read_bytes())
+    data[_HEAD_SIZE + 2 * scanner.INDEX_DTYPE.itemsize + where] ^= 1  # the third record
+    cache.write_bytes(bytes(data))
+    assert cache_use(log) == "built"
+    assert _state(log) == truth
+
+
+def test_a_cache_that_lies_consistently_is_dropped_for_a_fresh_scan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record one byte short of its line, under a CRC that matches (a lie no
+    check on the files can see): the open notices, rescans, and a writer
+    replaces the cache file."""
+    monkeypatch.setenv("AWL_INDEX_CACHE_MIN", "0")
+    log = log_of(tmp_path, "log", 50_000)
+    cache = _cache_of(log)  # a writer's open: a checkpoint, then the cache
+    # An entry after the checkpoint: the next open derives its state from the index.
+    with SessionManager.open(log) as m:
+        m.append_message(Message("user", [Text("more")]), provider="openai", model="gpt")
+        m.append_message(Message("assistant", [Text("ok")]), provider="openai", model="gpt")
+    truth = _state(log)
+    data = bytearray(cache.read_bytes())
+    head = list(_HEAD.unpack_from(data))
+    count = head[6]
+    body = slice(_HEAD_SIZE, _HEAD_SIZE + count * scanner.INDEX_DTYPE.itemsize)
+    records = np.frombuffer(bytes(data[body]), dtype=scanner.INDEX_DTYPE).copy()
+    last_user = np.flatnonzero(records["role"] == scanner.ROLE_USER)[-1]
+    assert last_user < count - 1  # not the last line, whose end the cache must match
+    records["length"][last_user] -= 1
+    data[body] = records.tobytes()
+    head[-1] = _crc(records)
+    _HEAD.pack_into(data, 0, *head)
+    cache.write_bytes(bytes(data))
+    with SessionManager.open(log) as m:
+        assert m.stats.cache == "rebuilt"
+        got = (m.leaf_id, m.message_count, m.active_model(), m.first_prompt, m.last_activity)
+        assert got == truth
+    assert cache_use(log) == "loaded"  # the writer saved a true one
+    assert _state(log) == truth
