@@ -169,7 +169,7 @@ class OpenStats:
 
     mode: str = "new"  # "checkpoint", "index" or "new"
     tail_lines: int = 0
-    cache: str = "none"  # "none", "loaded", "built", "extended"
+    cache: str = "none"  # "none", "loaded", "built", "extended", "rebuilt" (the cache lied)
     cache_saved: bool = False  # this open wrote the index cache file
     trimmed: int = 0  # bytes moved to .corrupt (or, for a reader, ignored)
     checkpoints_written: int = 0
@@ -308,12 +308,26 @@ class SessionManager:
     def continue_recent(
         cls, cwd: str | os.PathLike[str], *, session_dir: str | os.PathLike[str] | None = None
     ) -> SessionManager | None:
-        """Open the session of ``cwd`` with the latest activity, or None if it has none."""
-        infos = [i for i in cls.list_sessions(cwd, session_dir=session_dir) if i.error is None]
-        if not infos:
-            return None
-        best = max(infos, key=lambda i: (i.last_activity, i.created, i.path.name))
-        return cls.open(best.path)
+        """Open the session of ``cwd`` with the latest activity, or None if it has none.
+
+        A log that cannot be read, modified after the best readable one (or
+        when none is readable), may be the most recent session: rather than
+        resume an older one, or start anew, without a word, this raises
+        SessionError naming it and why.
+        """
+        infos = cls.list_sessions(cwd, session_dir=session_dir)
+        readable = [i for i in infos if i.error is None]
+        best = max(readable, key=lambda i: (i.last_activity, i.created, i.path.name), default=None)
+        unreadable = [
+            i for i in infos if i.error is not None and (best is None or i.modified > best.modified)
+        ]
+        if unreadable:
+            newest = max(unreadable, key=lambda i: (i.modified, i.path.name))
+            raise SessionError(
+                f"the most recent session here cannot be resumed: {newest.error} "
+                "(awl --resume ID resumes another; awl reindex --verify names each problem)"
+            )
+        return None if best is None else cls.open(best.path)
 
     @classmethod
     def find(
@@ -338,8 +352,10 @@ class SessionManager:
         cwd_text = os.path.abspath(os.fspath(cwd))
         matches = [(sid, p) for sid, p in _session_files(here, cwd_text) if sid.startswith(prefix)]
         if not matches and root.is_dir():
+            # Here too, without the cwd filter: another cwd's folder name can
+            # be the same (encode_cwd maps "/a-b/c" and "/a/b-c" alike).
             for folder in sorted(root.iterdir()):
-                if folder != here and folder.is_dir():
+                if folder.is_dir():
                     matches.extend(
                         (sid, p)
                         for sid, p in _session_files(folder, None)
@@ -436,7 +452,8 @@ class SessionManager:
                 # mmap keeps a dup of the descriptor it maps, and a dup shares
                 # the flock: map through a descriptor of its own so that the
                 # lock ends with close() whatever happens to the mapping.
-                rfd = os.open(self._path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+                rfd = os.open(self._path, flags)
                 try:
                     a, b = os.fstat(rfd), os.fstat(self._fd)
                     if (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino):
@@ -512,18 +529,56 @@ class SessionManager:
             self._line_count = first_line + (len(tail) if tail is not None else 0)
         else:
             self.stats.mode = "index"
-            if cp is None:
-                index, _ = self._ensure_index()
-                rows = np.flatnonzero(index.records["kind"] == scanner.KIND_CHECKPOINT)
-                if len(rows):
-                    cp = self._check_checkpoint(
-                        mm, int(index.records["offset"][rows[-1]]), body, size
-                    )
-            self._state_from_index(cp)
+            self._state_trusting_no_cache(cp, body)
         if not self.read_only:
             if torn is not None:
                 self._trim(torn, self.stats.trimmed)
             self._after_writer_open()
+
+    _DERIVED = (
+        "_line_count",
+        "_entry_count",
+        "_cp_offset",
+        "_cp_end",
+        "_cp_bytes",
+        "_nodes_since_cp",
+        "_leaf",
+        "_message_count",
+        "_recent",
+        "_provider",
+        "_model",
+        "_first_prompt",
+        "_last_activity",
+    )
+
+    def _state_trusting_no_cache(self, cp: tuple[Checkpoint, int] | None, body: int) -> None:
+        """The state from the whole index; one from a cache file that does not fit
+        the log is dropped, and the log scanned afresh (a real problem then
+        raises from the fresh scan)."""
+        saved = {name: getattr(self, name) for name in self._DERIVED}
+
+        def derive() -> None:
+            found = cp
+            if found is None:
+                index, _ = self._ensure_index()
+                rows = np.flatnonzero(index.records["kind"] == scanner.KIND_CHECKPOINT)
+                if len(rows):
+                    off = int(index.records["offset"][rows[-1]])
+                    found = self._check_checkpoint(self._map(), off, body, self._size)
+            self._state_from_index(found)
+
+        index, _ = self._ensure_index()
+        if not index.from_cache:
+            derive()
+            return
+        try:
+            derive()
+        except (CorruptSession, _StaleIndex):
+            for name, value in saved.items():
+                setattr(self, name, value)
+            self._ensure_index(fresh=True)
+            self.stats.cache = "rebuilt"
+            derive()
 
     def _check_checkpoint(
         self, mm: LogMap, off: int, body: int, size: int
@@ -646,7 +701,9 @@ class SessionManager:
         fields = scanner.entry_fields(
             self._map().view(offset, offset + length), trusted=not index.from_cache
         )
-        if fields is None:  # the index said valid: the log changed under us
+        if fields is None:  # the index said valid: a cache that lied, or the log changed
+            if index.from_cache:
+                raise _StaleIndex
             raise CorruptSession(self._path, row + 1, "not a complete JSON object")
         return fields
 
@@ -1045,7 +1102,13 @@ class SessionManager:
         # (only, at worst, a hidden temporary file, which no listing reads).
         # Serialized first: a header that cannot be written leaves no file.
         head = serialize_header(self.header)
-        ensure_private_dir(self._path.parent)
+        try:
+            ensure_private_dir(self._path.parent)
+        except OSError as exc:
+            raise SessionWriteError(
+                f"{exc.filename or self._path.parent}: cannot create the session folder: "
+                f"{exc.strerror}"
+            ) from None
         tmp = creating_path(self._path, os.getpid())
         flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
@@ -1333,15 +1396,24 @@ def _write_all(fd: int, data: bytes) -> None:
 
 def keep_bytes(target: Path, data: bytes) -> None:
     """Append ``data`` to ``target`` (created 0600) and sync it: where bytes
-    that cannot stay in a log are kept (``<file>.corrupt``).
+    that cannot stay in a log are kept (``<file>.corrupt``).  If ``target``
+    does not end in a newline, one is written first, so each piece kept
+    starts a line of its own.
 
     Raises OSError; on failure ``target`` is cut back to what it held.
     """
-    cfd = os.open(
-        target, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
-    )
+    # Read-write and non-blocking: a FIFO there opens at once (a write-only
+    # open would wait for a reader) and is refused below.
+    flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    cfd = os.open(target, flags, 0o600)
     try:
-        kept = os.fstat(cfd).st_size
+        st = os.fstat(cfd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(target))
+        kept = st.st_size
+        if kept and os.pread(cfd, 1, kept - 1) != b"\n":
+            # Kept pieces each start a line: two torn tails stay told apart.
+            data = b"\n" + data
         try:
             os.fchmod(cfd, 0o600)
             _write_all(cfd, data)
@@ -1409,7 +1481,9 @@ def _session_files(folder: Path, cwd: str | None) -> Iterator[tuple[str, Path]]:
         try:
             header = read_header(p)
         except SessionError:
-            if m and cwd is None:
+            # Listed as unreadable, so found by its name's id: opening it
+            # then says what is wrong.
+            if m:
                 yield m.group("id"), p
             continue
         if cwd is not None and header.cwd != cwd:

@@ -447,3 +447,107 @@ def test_checkpoint_whose_leaf_names_no_entry(tmp_path: Path, project: Path, roo
     except CorruptSession:
         pass
     assert not problems, "; ".join(problems)
+
+
+def test_fifos_at_a_logs_cache_and_corrupt_paths_never_hang(project: Path, root: Path) -> None:
+    """A FIFO where the index cache or the ``.corrupt`` file goes: no command waits on it."""
+    from awl import Message, Text
+    from awl.paths import index_cache_path
+
+    with SessionManager.create(project, "offline", "echo", session_dir=root) as m:
+        m.append_message(Message("user", [Text("hello")]))
+        m.append_message(Message("assistant", [Text("hi")]))
+    log = m.path
+    cache = index_cache_path(log)
+    assert cache.exists()  # tests keep a cache for every log (tests/conftest.py)
+    cache.unlink()
+    os.mkfifo(cache)
+    with log.open("ab") as f:
+        f.write(b'{"type":"message","id":"torn')
+    os.mkfifo(corrupt_path(log))
+    before = log.read_bytes()
+    env = dict(os.environ, PYTHONPATH=str(REPO), AWL_SESSION_DIR=str(root))
+    awl = [sys.executable, "-m", "awl.cli"]
+    runs = {
+        "show": ([*awl, "show", str(log)], 0),
+        "sessions": ([*awl, "sessions"], 0),
+        "reindex": ([*awl, "reindex"], 1),
+        "resume": ([*awl, "--resume", "--provider", "offline", "-p", "more"], 1),
+    }
+    for what, (cmd, status) in runs.items():
+        out = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True, timeout=20)
+        assert "Traceback" not in out.stderr, (what, out.stderr)
+        assert out.returncode == status, (what, out.stdout, out.stderr)
+        if status:
+            errors = [x for x in (out.stdout + out.stderr).splitlines() if str(log) in x]
+            assert errors, (what, out.stdout, out.stderr)
+            error = errors[-1]
+            assert f"{corrupt_path(log)}: cannot keep the torn last line there" in error
+            assert "not a regular file" in error
+    assert log.read_bytes() == before  # the torn line stays until it can be kept
+    # The writer open that failed wrote no cache over the FIFO either.
+    assert cache.is_fifo()
+
+
+LONG_NAME = "a" * 300
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "root_is_file", "expected"),
+    [
+        (["-p", b"\xff\xfe bad"], None, False, "the prompt is not valid UTF-8 text"),
+        (["-p", "-"], b"ab\xed\xa0\x80cd", False, "the prompt is not valid UTF-8 text"),
+        (["--model", b"a\xffb", "-p", "hi"], None, False, "--model is not valid UTF-8 text"),
+        (["-p", "hi"], None, True, "cannot create the session folder: Not a directory"),
+        (["show", LONG_NAME + ".jsonl"], None, False, "File name too long"),
+        (["reindex", LONG_NAME], None, False, "File name too long"),
+    ],
+    ids=["prompt", "stdin", "model", "root is a file", "show long name", "reindex long name"],
+)
+def test_bad_arguments_get_one_line(
+    tmp_path: Path,
+    project: Path,
+    args: list[str | bytes],
+    stdin: bytes | None,
+    root_is_file: bool,
+    expected: str,
+) -> None:
+    root = tmp_path / "sessions"
+    if root_is_file:
+        root.write_bytes(b"not a folder")
+    env = dict(os.environ, PYTHONPATH=str(REPO), AWL_SESSION_DIR=str(root))
+    env.pop("ANTHROPIC_API_KEY", None)
+    env.pop("OPENAI_API_KEY", None)
+    out = subprocess.run(
+        [sys.executable, "-m", "awl.cli", *args],
+        cwd=project,
+        env=env,
+        input=stdin or b"",
+        capture_output=True,
+        timeout=CLI_TIMEOUT,
+    )
+    text = (out.stdout + out.stderr).decode("utf-8", "replace")
+    assert "Traceback" not in text, text
+    assert out.returncode in (1, 2), (out.returncode, text)
+    assert any(expected in line for line in text.splitlines()), text
+    assert root.is_file() if root_is_file else not root.exists()  # no session was begun
+
+
+@pytest.mark.usefixtures("scanner_impl")
+def test_text_that_is_not_utf8_is_refused_before_anything_is_written(
+    project: Path, root: Path
+) -> None:
+    from awl import FormatError, Message, Text
+
+    with SessionManager.create(project, "offline", "echo", session_dir=root) as m:
+        with pytest.raises(FormatError, match="not valid UTF-8"):
+            m.append_message(Message("user", [Text("ab\udcffcd")]))
+        assert not m.path.exists()
+        m.append_message(Message("user", [Text("fine")]))
+        size = m.path.stat().st_size
+        with pytest.raises(FormatError, match="not valid UTF-8"):
+            m.append_message(Message("assistant", [Text("\ud800")]))
+        assert m.path.stat().st_size == size
+        m.append_message(Message("assistant", [Text("still fine")]))
+    with SessionManager.open(m.path, read_only=True) as r:
+        assert [x.text() for x in r.rebuild_conversation()] == ["fine", "still fine"]

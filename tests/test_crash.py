@@ -346,7 +346,9 @@ def check_after_crash(t: Tracker, *, full: bool = True) -> None:
     for extra in after[len(kept) :].splitlines():  # a writer may only add checkpoints
         assert orjson.loads(extra)["type"] == "checkpoint"
     if torn:
-        assert corrupt.read_bytes() == (corrupt_before or b"") + torn
+        # Each piece kept starts a line of .corrupt (manager.keep_bytes).
+        sep = b"\n" if corrupt_before and not corrupt_before.endswith(b"\n") else b""
+        assert corrupt.read_bytes() == (corrupt_before or b"") + sep + torn
         t.trimmed_bytes += len(torn)
     else:
         assert (corrupt.read_bytes() if corrupt.exists() else None) == corrupt_before
