@@ -9,6 +9,7 @@ and prompt_toolkit are imported only by the commands that need them, so
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -43,6 +44,15 @@ def json_text(doc: Any, *, indent: bool = False) -> str:
         return json.dumps(
             doc, indent=2 if indent else None, separators=None if indent else (",", ":")
         )
+
+
+def _is_utf8(text: str) -> bool:
+    """False for text holding lone surrogates: bytes that were not UTF-8 in argv or stdin."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def fail(message: str, *, usage: bool = False) -> NoReturn:
@@ -136,6 +146,10 @@ def main(
 
     if prompt == "-":
         prompt = sys.stdin.read()
+    given = {"the prompt": prompt, "--provider": provider, "--model": model, "--base-url": base_url}
+    for what, value in given.items():
+        if value is not None and not _is_utf8(value):
+            fail(f"{what} is not valid UTF-8 text", usage=True)
     try:
         code = agent.run_cli(
             cwd=Path.cwd(),
@@ -211,8 +225,14 @@ def show(ref: str, as_json: bool) -> None:
     from .transcript import session_json, transcript
 
     path = Path(ref) if ("/" in ref or ref.endswith(".jsonl")) else resolve_session(ref, Path.cwd())
-    if not path.is_file():
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
         fail(f"{path}: no such session file", usage=True)
+    except OSError as exc:  # a name too long, a symlink loop...
+        fail(f"{path}: {exc.strerror}", usage=True)
+    if not stat.S_ISREG(mode):
+        fail(f"{path}: not a regular file", usage=True)
     try:
         with SessionManager.open(path, read_only=True) as m:
             if as_json:
@@ -251,7 +271,7 @@ def reindex(
     (hidden .creating files): each is recovered into place or removed. With
     --all it also removes index cache files that no log can use any more.
     """
-    from .reindex import describe, format_bytes, session_paths, unfinished_creations
+    from .reindex import describe, format_bytes, session_paths, size_or_zero, unfinished_creations
     from .reindex import reindex as run
 
     if paths and all_projects:
@@ -260,7 +280,7 @@ def reindex(
     # Given PATHS, only those files are touched.
     creations = [] if paths else unfinished_creations(Path.cwd(), all_projects=all_projects)
     # The bar counts each log's size as it was before the run (a repair shrinks it).
-    before = {os.fspath(p): p.stat().st_size for p in targets if p.exists()}
+    before = {os.fspath(p): size_or_zero(p) for p in targets}
     total = sum(before.values())
     err = sys.stderr
     bar = None

@@ -313,7 +313,14 @@ def serialize_entry(entry: MessageEntry | UnknownEntry | Checkpoint) -> bytes:
         obj["provider"] = entry.provider
         obj["model"] = entry.model
     obj["message"] = message_to_json(entry.message)
-    return orjson.dumps(obj) + b"\n"
+    try:
+        return orjson.dumps(obj) + b"\n"
+    except TypeError:
+        # Lone surrogates: bytes that were not UTF-8 where the text came in
+        # (argv, a pipe), which JSON cannot hold.
+        raise FormatError(
+            "the entry holds text that is not valid UTF-8; nothing was saved"
+        ) from None
 
 
 def serialize_checkpoint(cp: Checkpoint) -> bytes:

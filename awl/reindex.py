@@ -34,6 +34,7 @@ from .manager import (
     keep_bytes,
     open_log,
     read_header_fd,
+    rename_noreplace,
     sync_dir,
 )
 from .paths import (
@@ -223,12 +224,14 @@ def settle_creation(
                 _keep_in(fd, t, target)
             return FileResult(t, removed=f"an unfinished first write, kept in {target}")
         if session_file_name(header.timestamp, header.id) != os.path.basename(lg):
+            names = f"session {header.id} created {header.timestamp}"
             return FileResult(
-                t, st.st_size, error=f"{t}: its header is for session {header.id}; {left}"
+                t,
+                st.st_size,
+                error=f"{t}: its header is for {names}, not {os.path.basename(lg)}; {left}",
             )
         if not dry_run:
-            os.link(t, lg)  # never replaces a file
-            os.unlink(t)
+            rename_noreplace(t, lg)  # never replaces a file
             _sync_dir(os.path.dirname(lg) or ".")
         return FileResult(lg, st.st_size, recovered_from=t)
     except OSError as exc:
@@ -391,7 +394,7 @@ def reindex(
             done(r)
         else:
             done(settled)
-    ordered = sorted(wanted, key=_size_or_zero, reverse=True)
+    ordered = sorted(wanted, key=size_or_zero, reverse=True)
     workers = max(1, jobs if jobs is not None else (os.cpu_count() or 1))
 
     if workers == 1 or len(ordered) <= 1:
@@ -439,7 +442,8 @@ def prune_caches(*, dry_run: bool = False, keep: Iterable[Path] = ()) -> list[Fi
     return out
 
 
-def _size_or_zero(path: str) -> int:
+def size_or_zero(path: str | os.PathLike[str]) -> int:
+    """A file's size, or 0 when it cannot be stat'ed (reported when it is reindexed)."""
     try:
         return os.stat(path).st_size
     except OSError:

@@ -21,6 +21,7 @@ from awl import (
     CorruptSession,
     Message,
     SessionBusy,
+    SessionError,
     SessionManager,
     SessionNotFound,
     Text,
@@ -29,7 +30,7 @@ from awl import (
     ToolUse,
 )
 from awl.format import DiskMessage, DiskText, MessageEntry, UnknownEntry, Usage
-from awl.paths import encode_cwd
+from awl.paths import corrupt_path, encode_cwd
 
 from .helpers import HEADER, chain, line, msg, reference_replay, snapshot, write_log
 
@@ -480,6 +481,53 @@ def test_continue_recent(project: Path, root: Path) -> None:
     recent.close()
 
 
+def test_continue_recent_never_passes_over_a_newer_unreadable_log(
+    project: Path, root: Path
+) -> None:
+    older, newer = make_sessions(project, root, 2)
+    with SessionManager.open(newer.path) as m:  # so that the line broken below is not the last
+        m.append_message(Message("assistant", [Text("an answer")]))
+    data = newer.path.read_bytes()
+    first, rest = data.split(b"\n", 1)
+    newer.path.write_bytes(first + b"\n" + rest.replace(b'"parentId":null', b'"parentId":nul', 1))
+    # Modified after the readable one: it may be the most recent.
+    later = time.time() + 5
+    os.utime(newer.path, (later, later))
+    before = {p: p.read_bytes() for p in (older.path, newer.path)}
+    with pytest.raises(SessionError) as err:
+        SessionManager.continue_recent(project, session_dir=root)
+    text = str(err.value)
+    assert "\n" not in text and str(newer.path) in text and "cannot be resumed" in text
+    assert {p: p.read_bytes() for p in before} == before
+    # Older than the readable one: that one is the most recent, and resumed.
+    earlier = time.time() - 3600
+    os.utime(newer.path, (earlier, earlier))
+    recent = SessionManager.continue_recent(project, session_dir=root)
+    assert recent is not None and recent.id == older.id
+    recent.close()
+    # Nothing readable: refused, not "no session here".
+    older.path.write_bytes(b"garbage\n")
+    with pytest.raises(SessionError, match="cannot be resumed"):
+        SessionManager.continue_recent(project, session_dir=root)
+
+
+def test_find_names_logs_that_cannot_be_read_and_other_cwds_in_a_shared_folder(
+    tmp_path: Path, root: Path
+) -> None:
+    """What the listing shows, an id finds: the open then says what is wrong."""
+    a = tmp_path / "a-b" / "c"
+    b = tmp_path / "a" / "b-c"
+    a.mkdir(parents=True)
+    b.mkdir(parents=True)
+    (ma,) = make_sessions(a, root, 1)
+    assert SessionManager.find(ma.id, b, session_dir=root) == ma.path
+    bad = ma.path.parent / "2026-01-01T00-00-00-000Z_019dc5ba-53f6-71a5-ab8f-b1f8709c2572.jsonl"
+    bad.write_bytes(b"\xef\xbb\xbfnot a header\n")
+    assert SessionManager.find("019dc5ba-53f6-71a5", a, session_dir=root) == bad
+    with pytest.raises(CorruptSession):
+        SessionManager.open(bad, read_only=True)
+
+
 def test_listing_shows_unreadable_logs(project: Path, root: Path) -> None:
     make_sessions(project, root, 1)
     folder = root / encode_cwd(project)
@@ -610,3 +658,17 @@ def test_rename_noreplace_reports_other_errors(tmp_path: Path, renamer: str) -> 
     with pytest.raises(FileNotFoundError):
         awl.manager.rename_noreplace(tmp_path / "missing", tmp_path / "b")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_torn_tails_kept_one_after_another_stay_apart(tmp_path: Path) -> None:
+    """Each torn tail moved to .corrupt starts a line there, even when the one
+    before had no newline (the usual case: a write cut short)."""
+    p = write_log(tmp_path / "s.jsonl", [HEADER, msg("00000001", None, "user", "hi")])
+    good = p.read_bytes()
+    pieces = [b'{"type":"message","id":"AAA', b'{"type":"message","id":"BBB', b'{"broken"}\n']
+    for torn in pieces:
+        with p.open("ab") as f:
+            f.write(torn)
+        SessionManager.open(p).close()
+        assert p.read_bytes().startswith(good)
+    assert corrupt_path(p).read_bytes() == b"\n".join(pieces)

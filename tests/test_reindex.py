@@ -791,7 +791,7 @@ def test_an_unfinished_header_survives_a_settle_that_died_or_an_old_corrupt_file
     assert [r.error for r in results] == [None, None]
     assert not cut.exists() and not cut32.exists()
     assert corrupt_path(log31).read_bytes() == half
-    assert corrupt_path(log32).read_bytes() == b"older torn bytes" + half32
+    assert corrupt_path(log32).read_bytes() == b"older torn bytes\n" + half32
     assert (summary.leftovers, summary.errors) == (2, 0)
 
 
@@ -862,7 +862,8 @@ def test_young_and_locked_creations_are_left_alone(root: Path, project: Path) ->
 @pytest.mark.parametrize(
     ("what", "error"),
     [
-        ("other header", "its header is for session"),
+        ("other header", "its header is for session 019dc5ba-53f6-701c-8000-00000000001c"),
+        ("other timestamp", "created 2026-04-25T17:41:00.000Z, not 2026-04-25T17-40-27"),
         ("bad first line", "the first line is not a session header"),
         ("log exists", "exists and is another file"),
         ("fifo", "not a regular file"),
@@ -882,6 +883,9 @@ def test_creations_awl_did_not_leave_are_reported_and_kept(
     else:
         data = {
             "other header": first_lines(28, project),
+            "other timestamp": first_lines(27, project).replace(
+                b'"2026-04-25T17:40:27.000Z"', b'"2026-04-25T17:41:00.000Z"', 1
+            ),
             "bad first line": b"not json\n" + first_lines(27, project),
             "log exists": first_lines(27, project),
         }[what]
