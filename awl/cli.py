@@ -75,6 +75,8 @@ def resolve_session(ref: str, cwd: Path) -> Path:
         return SessionManager.find(ref, cwd)
     except (SessionNotFound, AmbiguousSession) as exc:
         fail(str(exc), usage=True)
+    except AwlError as exc:
+        fail(str(exc))
 
 
 def short_ids(infos: list[SessionInfo]) -> dict[str, str]:
@@ -150,6 +152,8 @@ def main(
     for what, value in given.items():
         if value is not None and not _is_utf8(value):
             fail(f"{what} is not valid UTF-8 text", usage=True)
+        if value == "" and what != "the prompt":
+            fail(f"{what} needs a value, not an empty string", usage=True)
     try:
         code = agent.run_cli(
             cwd=Path.cwd(),
@@ -276,9 +280,12 @@ def reindex(
 
     if paths and all_projects:
         fail("give PATHS or --all, not both", usage=True)
-    targets = list(paths) if paths else session_paths(Path.cwd(), all_projects=all_projects)
-    # Given PATHS, only those files are touched.
-    creations = [] if paths else unfinished_creations(Path.cwd(), all_projects=all_projects)
+    try:
+        targets = list(paths) if paths else session_paths(Path.cwd(), all_projects=all_projects)
+        # Given PATHS, only those files are touched.
+        creations = [] if paths else unfinished_creations(Path.cwd(), all_projects=all_projects)
+    except AwlError as exc:
+        fail(str(exc))
     # The bar counts each log's size as it was before the run (a repair shrinks it).
     before = {os.fspath(p): size_or_zero(p) for p in targets}
     total = sum(before.values())

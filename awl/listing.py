@@ -381,8 +381,10 @@ def list_all_sessions(
     groups: dict[str, list[SessionInfo]] = {}
     try:
         folders = sorted(p for p in root.iterdir() if p.is_dir())
-    except (FileNotFoundError, NotADirectoryError):
+    except FileNotFoundError:
         return {}
+    except OSError as exc:
+        raise SessionError(f"{root}: cannot list sessions: {exc.strerror}") from None
     for folder in folders:
         for p in log_files(folder):
             info = session_info(p, None)

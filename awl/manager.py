@@ -368,6 +368,9 @@ class SessionManager:
             raise SessionNotFound(f"no session matches {id_or_prefix!r}")
         if len({sid for sid, _ in matches}) > 1:
             raise AmbiguousSession(prefix, sorted(sid for sid, _ in matches))
+        if len(matches) > 1:  # copies of one log: which one to write is not ours to guess
+            files = ", ".join(str(p) for _, p in matches)
+            raise SessionError(f"session {matches[0][0]} is in {len(matches)} files: {files}")
         return matches[0][1]
 
     @classmethod
@@ -579,6 +582,37 @@ class SessionManager:
             self._ensure_index(fresh=True)
             self.stats.cache = "rebuilt"
             derive()
+
+    def checkpoint_disagreement(self) -> tuple[int, str] | None:
+        """For verification: (line, how) the checkpoint this open trusted differs from
+        the log, or None.
+
+        Its leaf, message count and first prompt are derived again from the
+        whole log.  A checkpoint that lies consistently passes every check an
+        open makes, and a writer would carry the lie into the next one.
+        """
+        if self._cp_offset is None or self._fd is None:
+            return None
+        claimed = (self._leaf, self._message_count, self._first_prompt)
+        saved = {name: getattr(self, name) for name in self._DERIVED}
+        try:
+            index, _ = self._ensure_index()
+            self._first_prompt = ""
+            self._state_from_index(None)
+            actual = (self._leaf, self._message_count, self._first_prompt)
+            row = int(np.searchsorted(index.records["offset"], saved["_cp_offset"]))
+        finally:
+            for name, value in saved.items():
+                setattr(self, name, value)
+        if claimed == actual:
+            return None
+        names = ("leaf", "message count", "first prompt")
+        diffs = [
+            f"{name} {c!r}, the log {a!r}"
+            for name, c, a in zip(names, claimed, actual, strict=True)
+            if c != a
+        ]
+        return row + 1, "the checkpoint says " + "; ".join(diffs) + " (a writer would copy it)"
 
     def _check_checkpoint(
         self, mm: LogMap, off: int, body: int, size: int

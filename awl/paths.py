@@ -8,6 +8,8 @@ import os
 import re
 from pathlib import Path
 
+from .errors import SessionError
+
 # A folder name longer than this is shortened with a hash (most file systems
 # allow 255 bytes); the header's cwd stays the truth either way.
 _MAX_DIR_NAME = 240
@@ -143,8 +145,12 @@ def _names(folder: Path) -> list[str]:
     # Sorted, so results come in file-name (creation time) order.
     try:
         return sorted(os.listdir(folder))
-    except (FileNotFoundError, NotADirectoryError):
+    except FileNotFoundError:
         return []
+    except OSError as exc:
+        # A file where a folder should be (the session root, or a project's
+        # folder), or no permission: never answered as "no sessions".
+        raise SessionError(f"{folder}: cannot list sessions: {exc.strerror}") from None
 
 
 def log_files(folder: Path) -> list[Path]:

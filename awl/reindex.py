@@ -121,8 +121,10 @@ def _folders(
     if all_projects:
         try:
             return sorted(p for p in root.iterdir() if p.is_dir())
-        except (FileNotFoundError, NotADirectoryError):
+        except FileNotFoundError:
             return []
+        except OSError as exc:
+            raise SessionError(f"{root}: cannot list sessions: {exc.strerror}") from None
     return [project_dir(cwd or os.getcwd(), root)]
 
 

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import scanner
-from .errors import FormatError
+from .errors import FormatError, SessionError
 from .format import Checkpoint, load_object, parse_object
 from .index import Problems, Records, build_tree, check_lines
 from .logmap import LogMap
-from .manager import open_log
+from .manager import SessionManager, open_log
 
 
 @dataclass(slots=True)
@@ -64,7 +64,21 @@ def verify_log(path: str | os.PathLike[str], *, limit: int = 1000) -> VerifyRepo
             log.close()
     finally:
         os.close(fd)
+    if sink.count == 0:
+        _check_checkpoint_claims(p, sink)
     return _finish(report, sink)
+
+
+def _check_checkpoint_claims(p: Path, sink: Problems) -> None:
+    """What an open trusts the last checkpoint for, against the log itself."""
+    try:
+        with SessionManager.open(p, read_only=True) as m:
+            found = m.checkpoint_disagreement()
+    except SessionError as exc:  # sound line by line, yet an open refuses it
+        sink.report(None, str(exc))
+        return
+    if found is not None:
+        sink.report(*found)
 
 
 def _check_entries(records: Records, log: LogMap, sink: Problems) -> None:

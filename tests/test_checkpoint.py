@@ -185,6 +185,37 @@ def test_a_checkpoint_naming_a_leaf_the_log_lacks(project: Path, root: Path) -> 
         assert state(m) == replay_state(path)
 
 
+@pytest.mark.parametrize("also_count", [False, True], ids=["leaf", "leaf and count"])
+def test_verify_names_a_checkpoint_that_lies_consistently(
+    project: Path, root: Path, also_count: bool
+) -> None:
+    """The last checkpoint drops its last located message and names the one before
+    as the leaf (and, in the second case, lowers its count to match): every
+    check of an open passes, so only verification can tell, and it does."""
+    from awl.verify import verify_log
+
+    path = big_session(project, root)
+    assert verify_log(path).ok
+    raw = path.read_bytes()
+    cp = checkpoints(path)[-1]
+    lie = dict(cp, recent=cp["recent"][:-1], leafId=cp["recent"][-2][3])
+    if also_count:
+        lie["messageCount"] = cp["messageCount"] - 1
+    line = orjson.dumps(cp)
+    at = raw.rindex(line)
+    path.write_bytes(raw[:at] + orjson.dumps(lie) + raw[at + len(line) :])
+    with SessionManager.open(path, read_only=True) as m:
+        assert m.stats.mode == "checkpoint" and m.leaf_id == lie["leafId"]  # believed
+    report = verify_log(path)
+    ((where, problem),) = report.problems
+    assert where == cp["line"] + 1
+    assert problem.startswith(
+        f"the checkpoint says leaf {lie['leafId']!r}, the log {cp['leafId']!r}"
+    )
+    assert ("message count" in problem) == also_count
+    assert path.read_bytes()[at:].startswith(orjson.dumps(lie))  # verification writes nothing
+
+
 def test_log_truncated_before_its_last_checkpoint(project: Path, root: Path) -> None:
     path = big_session(project, root)
     cp = checkpoints(path)[-1]

@@ -528,6 +528,15 @@ def test_find_names_logs_that_cannot_be_read_and_other_cwds_in_a_shared_folder(
         SessionManager.open(bad, read_only=True)
 
 
+def test_find_refuses_to_choose_between_copies_of_a_log(project: Path, root: Path) -> None:
+    (m,) = make_sessions(project, root, 1)
+    copy = m.path.with_name("copy.jsonl")
+    copy.write_bytes(m.path.read_bytes())
+    with pytest.raises(SessionError) as err:
+        SessionManager.find(m.id[:13], project, session_dir=root)
+    assert str(err.value) == f"session {m.id} is in 2 files: {m.path}, {copy}"
+
+
 def test_listing_shows_unreadable_logs(project: Path, root: Path) -> None:
     make_sessions(project, root, 1)
     folder = root / encode_cwd(project)
