@@ -9,6 +9,7 @@ the tools have run.  A crash therefore loses at most the message in flight.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import TextIO
 
 from .conversation import Conversation, Message, Text, ToolResult, ToolUse
+from .errors import AwlError
 from .manager import SessionManager, resume_prefix
 from .providers import Provider, Response, StreamSink, get_provider
 from .tools import Tool, ToolOutput, default_tools, run_tool, tool_specs
@@ -275,7 +277,10 @@ def run_cli(
     finally:
         manager.close()
         if manager.path.exists():
-            err.write(f"awl --resume {resume_prefix(manager)}\n")
+            # Only a hint: a folder that cannot be listed now must not turn
+            # the run (or the error it is ending with) into another failure.
+            with contextlib.suppress(AwlError):
+                err.write(f"awl --resume {resume_prefix(manager)}\n")
 
 
 def _print_turn(agent: Agent, prompt: str) -> int:

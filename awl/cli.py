@@ -46,6 +46,15 @@ def json_text(doc: Any, *, indent: bool = False) -> str:
         )
 
 
+def read_stdin() -> str:
+    """All of stdin as text; bytes that are not UTF-8 become lone surrogates
+    (refused then in one line), whatever the locale's strictness."""
+    raw = getattr(sys.stdin, "buffer", None)
+    if raw is None:  # a text-only stream (tests, embedding)
+        return sys.stdin.read()
+    return bytes(raw.read()).decode("utf-8", "surrogateescape")
+
+
 def _is_utf8(text: str) -> bool:
     """False for text holding lone surrogates: bytes that were not UTF-8 in argv or stdin."""
     try:
@@ -147,7 +156,7 @@ def main(
     from . import agent
 
     if prompt == "-":
-        prompt = sys.stdin.read()
+        prompt = read_stdin()
     given = {"the prompt": prompt, "--provider": provider, "--model": model, "--base-url": base_url}
     for what, value in given.items():
         if value is not None and not _is_utf8(value):
@@ -280,11 +289,14 @@ def reindex(
 
     if paths and all_projects:
         fail("give PATHS or --all, not both", usage=True)
+    unlisted: list[Any] = []  # folders that cannot be listed: errors in the results
     try:
-        targets = list(paths) if paths else session_paths(Path.cwd(), all_projects=all_projects)
+        targets = list(paths)
+        if not paths:
+            targets = session_paths(Path.cwd(), all_projects=all_projects, unlisted=unlisted)
         # Given PATHS, only those files are touched.
         creations = [] if paths else unfinished_creations(Path.cwd(), all_projects=all_projects)
-    except AwlError as exc:
+    except AwlError as exc:  # the root itself cannot be listed
         fail(str(exc))
     # The bar counts each log's size as it was before the run (a repair shrinks it).
     before = {os.fspath(p): size_or_zero(p) for p in targets}
@@ -313,6 +325,7 @@ def reindex(
             on_result=on_result,
             creations=creations,
             prune=all_projects,
+            failed=unlisted,
         )
     finally:
         if bar is not None:

@@ -39,10 +39,17 @@ def _reader() -> Callable[[str], str]:
         def plain(prompt: str) -> str:
             sys.stdout.write(prompt)
             sys.stdout.flush()
-            line = sys.stdin.readline()
+            # Bytes, decoded here: under a strict locale a line that is not
+            # UTF-8 would raise; this way the append refuses it in one line.
+            raw = getattr(sys.stdin, "buffer", None)
+            line = (
+                sys.stdin.readline()
+                if raw is None
+                else raw.readline().decode("utf-8", "surrogateescape")
+            )
             if not line:
                 raise EOFError
-            return line.rstrip("\n")
+            return str(line).rstrip("\n")
 
         return plain
     from prompt_toolkit import PromptSession

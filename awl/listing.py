@@ -365,7 +365,11 @@ def _sorted(infos: Iterable[SessionInfo]) -> list[SessionInfo]:
 def list_sessions(
     cwd: str | os.PathLike[str], *, session_dir: str | os.PathLike[str] | None = None
 ) -> list[SessionInfo]:
-    """The sessions whose header cwd is ``cwd``, oldest first (see :func:`session_info`)."""
+    """The sessions whose header cwd is ``cwd``, oldest first (see :func:`session_info`).
+
+    Raises SessionError when the project's folder (or the root above it)
+    exists but cannot be listed.
+    """
     cwd_text = os.path.abspath(os.fspath(cwd))
     folder = project_dir(cwd_text, session_dir)
     return _sorted(
@@ -376,7 +380,11 @@ def list_sessions(
 def list_all_sessions(
     *, session_dir: str | os.PathLike[str] | None = None
 ) -> dict[str, list[SessionInfo]]:
-    """Every project's sessions, grouped by header cwd (sorted), oldest first in each."""
+    """Every project's sessions, grouped by header cwd (sorted), oldest first in each.
+
+    A project folder that cannot be listed is a group of one line with its
+    ``error``; a root that cannot be listed raises SessionError.
+    """
     root = Path(session_dir) if session_dir is not None else session_root()
     groups: dict[str, list[SessionInfo]] = {}
     try:
@@ -386,7 +394,15 @@ def list_all_sessions(
     except OSError as exc:
         raise SessionError(f"{root}: cannot list sessions: {exc.strerror}") from None
     for folder in folders:
-        for p in log_files(folder):
+        try:
+            logs = log_files(folder)
+        except SessionError as exc:
+            # Shown as one unreadable line; the other projects are listed.
+            groups[f"(unreadable, {folder})"] = [
+                SessionInfo(folder, folder.name, "", "", "", 0, error=str(exc))
+            ]
+            continue
+        for p in logs:
             info = session_info(p, None)
             if info is not None:
                 groups.setdefault(info.cwd or f"(unreadable, in {folder})", []).append(info)

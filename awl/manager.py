@@ -140,8 +140,6 @@ def _renameat2() -> Any:
 
 _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
-# Errors that mean "this kernel or file system cannot do it", not "it failed".
-_NO_RENAMEAT2 = frozenset({errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP})
 
 
 def rename_noreplace(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
@@ -157,8 +155,10 @@ def rename_noreplace(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -
         if fn(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), _RENAME_NOREPLACE) == 0:
             return
         err = ctypes.get_errno()
-        if err not in _NO_RENAMEAT2:
-            raise OSError(err, os.strerror(err), os.fspath(src), None, os.fspath(dst))
+        if err == errno.EEXIST:
+            raise FileExistsError(err, os.strerror(err), os.fspath(src), None, os.fspath(dst))
+        # Anything else (no support, a sandbox refusing the call...): link
+        # and unlink give the real error if there is one.
     os.link(src, dst)  # fails if the name exists: never replaces a file
     os.unlink(src)
 
@@ -310,16 +310,20 @@ class SessionManager:
     ) -> SessionManager | None:
         """Open the session of ``cwd`` with the latest activity, or None if it has none.
 
-        A log that cannot be read, modified after the best readable one (or
-        when none is readable), may be the most recent session: rather than
-        resume an older one, or start anew, without a word, this raises
-        SessionError naming it and why.
+        A log that cannot be read, modified after the best readable one's
+        last activity (or when none is readable), may be the most recent
+        session: rather than resume an older one, or start anew, without a
+        word, this raises SessionError naming it and why.  (Its modification
+        time is all there is to go by; the readable one's is not used, since
+        reindexing or a checkpoint changes it.)
         """
         infos = cls.list_sessions(cwd, session_dir=session_dir)
         readable = [i for i in infos if i.error is None]
         best = max(readable, key=lambda i: (i.last_activity, i.created, i.path.name), default=None)
         unreadable = [
-            i for i in infos if i.error is not None and (best is None or i.modified > best.modified)
+            i
+            for i in infos
+            if i.error is not None and (best is None or i.modified > best.last_activity)
         ]
         if unreadable:
             newest = max(unreadable, key=lambda i: (i.modified, i.path.name))
@@ -341,8 +345,10 @@ class SessionManager:
 
         This cwd's sessions are searched first, then every project's.  Only
         text of an id's characters is accepted, so an argument can never name
-        a path.  Raises SessionNotFound, or AmbiguousSession listing the
-        candidates.
+        a path.  Raises SessionNotFound (saying which folders could not be
+        searched, if any), AmbiguousSession listing the candidates, or
+        SessionError when copies of one log match, or this cwd's folder or
+        the root cannot be listed.
         """
         prefix = id_or_prefix.strip().lower()
         if not _PREFIX_RE.fullmatch(prefix):
@@ -351,21 +357,29 @@ class SessionManager:
         here = project_dir(cwd, root)
         cwd_text = os.path.abspath(os.fspath(cwd))
         matches = [(sid, p) for sid, p in _session_files(here, cwd_text) if sid.startswith(prefix)]
+        unlisted: list[str] = []
         if not matches and root.is_dir():
+            try:
+                folders = sorted(root.iterdir())
+            except OSError as exc:
+                raise SessionError(f"{root}: cannot list sessions: {exc.strerror}") from None
             # Here too, without the cwd filter: another cwd's folder name can
             # be the same (encode_cwd maps "/a-b/c" and "/a/b-c" alike).
-            for folder in sorted(root.iterdir()):
-                if folder.is_dir():
-                    matches.extend(
-                        (sid, p)
-                        for sid, p in _session_files(folder, None)
-                        if sid.startswith(prefix)
-                    )
+            for folder in folders:
+                if not folder.is_dir():
+                    continue
+                try:
+                    found = list(_session_files(folder, None))
+                except SessionError as exc:  # one bad folder does not hide the others
+                    unlisted.append(str(exc))
+                    continue
+                matches.extend((sid, p) for sid, p in found if sid.startswith(prefix))
         exact = [m for m in matches if m[0] == prefix]
         if exact:
             matches = exact
         if not matches:
-            raise SessionNotFound(f"no session matches {id_or_prefix!r}")
+            why = f" ({len(unlisted)} not searched: {unlisted[0]})" if unlisted else ""
+            raise SessionNotFound(f"no session matches {id_or_prefix!r}{why}")
         if len({sid for sid, _ in matches}) > 1:
             raise AmbiguousSession(prefix, sorted(sid for sid, _ in matches))
         if len(matches) > 1:  # copies of one log: which one to write is not ours to guess
@@ -596,7 +610,8 @@ class SessionManager:
         claimed = (self._leaf, self._message_count, self._first_prompt)
         saved = {name: getattr(self, name) for name in self._DERIVED}
         try:
-            index, _ = self._ensure_index()
+            # Fresh: a cache file is what verification must not trust.
+            index, _ = self._ensure_index(fresh=True)
             self._first_prompt = ""
             self._state_from_index(None)
             actual = (self._leaf, self._message_count, self._first_prompt)
@@ -1131,7 +1146,7 @@ class SessionManager:
         self._line_count += 1
 
     def _create_file(self, line: bytes, entry: MessageEntry) -> None:
-        # The first lines are written under a temporary name and linked into
+        # The first lines are written under a temporary name and renamed into
         # place complete, so a crash can leave no empty or torn log behind
         # (only, at worst, a hidden temporary file, which no listing reads).
         # Serialized first: a header that cannot be written leaves no file.

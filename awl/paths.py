@@ -154,7 +154,11 @@ def _names(folder: Path) -> list[str]:
 
 
 def log_files(folder: Path) -> list[Path]:
-    """The ``*.jsonl`` files of a folder, by name (none if it does not exist)."""
+    """The ``*.jsonl`` files of a folder, by name (none if it does not exist).
+
+    Raises SessionError when it exists but cannot be listed (not a
+    directory, no permission).
+    """
     return [folder / n for n in _names(folder) if n.endswith(".jsonl")]
 
 

@@ -8,7 +8,7 @@ left byte-identical.
 
 Before that, what a process that died while creating a session left behind
 (a hidden ``.<log>.<pid>.creating`` file, see :func:`settle_creation`) is
-linked into place as the log it was to become, or removed when it holds
+renamed into place as the log it was to become, or removed when it holds
 nothing, so that the session's first messages are not lost.
 """
 
@@ -133,9 +133,22 @@ def session_paths(
     *,
     all_projects: bool = False,
     session_dir: str | os.PathLike[str] | None = None,
+    unlisted: list[FileResult] | None = None,
 ) -> list[Path]:
-    """The logs of ``cwd``'s project folder, or with ``all_projects`` every log under the root."""
-    return [p for f in _folders(cwd, all_projects, session_dir) for p in log_files(f)]
+    """The logs of ``cwd``'s project folder, or with ``all_projects`` every log under the root.
+
+    A folder that cannot be listed raises SessionError, or, given
+    ``unlisted``, is added there as a result with its error and skipped.
+    """
+    out: list[Path] = []
+    for f in _folders(cwd, all_projects, session_dir):
+        try:
+            out.extend(log_files(f))
+        except SessionError as exc:
+            if unlisted is None:
+                raise
+            unlisted.append(FileResult(str(f), error=str(exc)))
+    return out
 
 
 def unfinished_creations(
@@ -144,8 +157,13 @@ def unfinished_creations(
     all_projects: bool = False,
     session_dir: str | os.PathLike[str] | None = None,
 ) -> list[tuple[Path, Path]]:
-    """``(hidden file, log)`` of each session creation in :func:`session_paths`' folders."""
-    return [c for f in _folders(cwd, all_projects, session_dir) for c in creations(f)]
+    """``(hidden file, log)`` of each session creation in :func:`session_paths`' folders
+    (those that can be listed: :func:`session_paths` reports the others)."""
+    out: list[tuple[Path, Path]] = []
+    for f in _folders(cwd, all_projects, session_dir):
+        with contextlib.suppress(SessionError):
+            out.extend(creations(f))
+    return out
 
 
 CREATION_GRACE = 60.0
@@ -162,13 +180,14 @@ def settle_creation(
 ) -> FileResult | None:
     """Finish or clear a session creation whose process died (see ``SessionManager``).
 
-    A new log is written under a hidden name, locked, synced, then linked
-    into place.  What a dead creator left is settled so that nothing is lost:
+    A new log is written under a hidden name, locked, synced, then renamed
+    into place (``renameat2``, or link and unlink where that is missing).
+    What a dead creator left is settled so that nothing is lost:
 
-    - the log exists and is the same file (it died before removing the
-      hidden name): the hidden name is removed;
+    - the log exists and is the same file (it died between link and unlink):
+      the hidden name is removed;
     - the log does not exist and the file has a complete header for it (it
-      died before linking): it is linked into place, to be reindexed like
+      died before the rename): it is renamed into place, to be reindexed like
       any log (a torn last line is repaired then); its first messages are
       kept;
     - the file is empty: it is removed (nothing was written);
@@ -360,13 +379,15 @@ def reindex(
     on_result: Callable[[FileResult], None] | None = None,
     creations: Sequence[tuple[str | os.PathLike[str], str | os.PathLike[str]]] = (),
     prune: bool = False,
+    failed: Sequence[FileResult] = (),
 ) -> tuple[list[FileResult], Summary]:
     """Reindex many logs, largest first, across ``jobs`` processes (default: the cores).
 
     ``creations`` (from :func:`unfinished_creations`) are settled first; a
     log recovered from one is reindexed with the rest.  With ``prune``, stale
     index cache files (:func:`prune_caches`) are removed last, once the logs'
-    own caches are up to date.
+    own caches are up to date.  ``failed`` (folders :func:`session_paths`
+    could not list) are reported first, as errors.
     """
     wanted = {os.fspath(p) for p in paths}
     results: list[FileResult] = []
@@ -381,6 +402,8 @@ def reindex(
         if on_result is not None:
             on_result(r)
 
+    for r in failed:
+        done(r)
     for tmp, log in creations:
         settled = settle_creation(tmp, log, dry_run=dry_run)
         if settled is None:

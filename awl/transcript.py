@@ -44,8 +44,12 @@ def session_json(m: SessionManager) -> Iterator[bytes]:
     """:func:`session_document` as compact JSON, in pieces, a message at a time.
 
     The pieces joined are ``orjson.dumps(session_document(m))``; memory holds
-    one message, so a session of gigabytes prints in constant memory.
+    one message, so a session of gigabytes prints in constant memory.  Every
+    message is read once before the first piece, so a bad entry raises
+    before anything is written: a script never gets half a document.
     """
+    for msg in m.rebuild_conversation().stream():
+        _message_json(msg)
     yield orjson.dumps(_head(m))[:-1] + b',"messages":['
     for i, msg in enumerate(m.rebuild_conversation().stream()):
         yield (b"," if i else b"") + orjson.dumps(_message_json(msg))

@@ -568,3 +568,61 @@ def test_text_that_is_not_utf8_is_refused_before_anything_is_written(
         m.append_message(Message("assistant", [Text("still fine")]))
     with SessionManager.open(m.path, read_only=True) as r:
         assert [x.text() for x in r.rebuild_conversation()] == ["fine", "still fine"]
+
+
+@pytest.mark.parametrize("how", ["-p -", "interactive"])
+def test_stdin_that_is_not_utf8_under_a_strict_locale(project: Path, root: Path, how: str) -> None:
+    """Under a locale whose stdin decoding is strict (en_US.UTF-8, not C.UTF-8)."""
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(REPO),
+        AWL_SESSION_DIR=str(root),
+        PYTHONIOENCODING="utf-8:strict",
+        PYTHONUTF8="0",
+        LC_ALL="",
+    )
+    env.pop("ANTHROPIC_API_KEY", None)
+    env.pop("OPENAI_API_KEY", None)
+    args = ["-p", "-"] if how == "-p -" else ["--provider", "offline"]
+    out = subprocess.run(
+        [sys.executable, "-m", "awl.cli", *args],
+        cwd=project,
+        env=env,
+        input=b"hi \xff\n" + (b"hello\n" if how == "interactive" else b""),
+        capture_output=True,
+        timeout=CLI_TIMEOUT,
+    )
+    text = (out.stdout + out.stderr).decode("utf-8", "replace")
+    assert "Traceback" not in text, text
+    if how == "-p -":
+        assert out.returncode == 2 and "the prompt is not valid UTF-8 text" in text
+        assert not root.exists()
+    else:  # that line is refused, the next one answered
+        assert out.returncode == 0 and "not valid UTF-8" in text and "You said: hello" in text
+
+
+def test_show_json_prints_nothing_of_a_log_with_a_bad_entry(project: Path, root: Path) -> None:
+    from awl import Message, Text
+
+    with SessionManager.create(project, "offline", "echo", session_dir=root) as m:
+        for i in range(40):  # past the 1% budget: the log ends in a checkpoint
+            m.append_message(Message("user", [Text(f"question {i} " + "x" * 4000)]))
+            m.append_message(Message("assistant", [Text(f"answer {i}")]))
+    data = m.path.read_bytes()
+    assert b'"type":"checkpoint"' in data.splitlines()[-1]
+    # Same length: the checkpoint still fits, so the open trusts it and only
+    # reading the messages finds the bad one.
+    m.path.write_bytes(data.replace(b'"role":"user"', b'"role":"usex"', 1))
+    with SessionManager.open(m.path, read_only=True) as r:
+        assert r.stats.mode == "checkpoint"
+    env = dict(os.environ, PYTHONPATH=str(REPO), AWL_SESSION_DIR=str(root))
+    out = subprocess.run(
+        [sys.executable, "-m", "awl.cli", "show", "--json", str(m.path)],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        timeout=CLI_TIMEOUT,
+    )
+    assert out.returncode == 1 and out.stdout == b"", out.stdout
+    err = out.stderr.decode()
+    assert "Traceback" not in err and "message has no valid role" in err

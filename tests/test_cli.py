@@ -649,3 +649,17 @@ def test_json_output_keeps_paths_that_are_not_utf8(
         doc = json.loads(res.output)
         (entry,) = doc if isinstance(doc, list) else doc["files"]
         assert entry["path"] == str(m.path) and os.path.exists(entry["path"])
+
+
+def test_the_resume_hint_is_best_effort(here: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hint at exit lists the folder; if that fails now, the turn still succeeded."""
+    import awl.agent
+    from awl.errors import SessionError
+
+    def unlistable(manager: object) -> str:
+        raise SessionError("folder: cannot list sessions: Permission denied")
+
+    monkeypatch.setattr(awl.agent, "resume_prefix", unlistable)
+    res = CliRunner().invoke(main, ["--provider", "offline", "-p", "hello"])
+    assert res.exit_code == 0, res.output
+    assert "You said: hello" in res.output and "awl --resume" not in res.output

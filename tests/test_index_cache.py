@@ -368,3 +368,27 @@ def test_a_cache_that_lies_consistently_is_dropped_for_a_fresh_scan(
         assert got == truth
     assert cache_use(log) == "loaded"  # the writer saved a true one
     assert _state(log) == truth
+
+
+def test_verification_trusts_no_cache_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache that lies under a matching CRC (a user message's role changed)
+    makes verification neither fail nor blame the true checkpoint."""
+    from awl.verify import verify_log
+
+    monkeypatch.setenv("AWL_INDEX_CACHE_MIN", "0")
+    log = log_of(tmp_path, "log", 300_000)  # big enough for a checkpoint
+    cache = _cache_of(log)
+    assert b'"type":"checkpoint"' in log.read_bytes().splitlines()[-1]
+    assert verify_log(log).ok
+    data = bytearray(cache.read_bytes())
+    head = list(_HEAD.unpack_from(data))
+    body = slice(_HEAD_SIZE, _HEAD_SIZE + head[6] * scanner.INDEX_DTYPE.itemsize)
+    records = np.frombuffer(bytes(data[body]), dtype=scanner.INDEX_DTYPE).copy()
+    first_user = np.flatnonzero(records["role"] == scanner.ROLE_USER)[0]
+    records["role"][first_user] = scanner.ROLE_ASSISTANT
+    data[body] = records.tobytes()
+    head[-1] = _crc(records)
+    _HEAD.pack_into(data, 0, *head)
+    cache.write_bytes(bytes(data))
+    report = verify_log(log)
+    assert report.ok, report.problems

@@ -499,7 +499,11 @@ def test_continue_recent_never_passes_over_a_newer_unreadable_log(
     text = str(err.value)
     assert "\n" not in text and str(newer.path) in text and "cannot be resumed" in text
     assert {p: p.read_bytes() for p in before} == before
-    # Older than the readable one: that one is the most recent, and resumed.
+    # Reindexing the readable one (its mtime now later) changes nothing to that.
+    os.utime(older.path, (later + 60, later + 60))
+    with pytest.raises(SessionError, match="cannot be resumed"):
+        SessionManager.continue_recent(project, session_dir=root)
+    # Older than the readable one's last activity: that one is the most recent.
     earlier = time.time() - 3600
     os.utime(newer.path, (earlier, earlier))
     recent = SessionManager.continue_recent(project, session_dir=root)
@@ -645,15 +649,17 @@ def test_rename_noreplace_never_replaces(tmp_path: Path, renamer: str, target: s
         assert dst.is_symlink()
 
 
+@pytest.mark.parametrize("code", [errno.EINVAL, errno.ENOSYS, errno.EPERM])
 def test_rename_noreplace_without_kernel_support_links(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int
 ) -> None:
-    """A file system that answers EINVAL (no RENAME_NOREPLACE) gets link and unlink."""
+    """A file system without RENAME_NOREPLACE (EINVAL), an old kernel (ENOSYS) or a
+    sandbox refusing the call (EPERM): link and unlink instead."""
     calls: list[bytes] = []
 
     def unsupported(olddir: int, old: bytes, newdir: int, new: bytes, flags: int) -> int:
         calls.append(new)
-        ctypes.set_errno(errno.EINVAL)
+        ctypes.set_errno(code)
         return -1
 
     monkeypatch.setattr(awl.manager, "_renameat2", lambda: unsupported)
