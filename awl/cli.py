@@ -46,15 +46,6 @@ def json_text(doc: Any, *, indent: bool = False) -> str:
         )
 
 
-def read_stdin() -> str:
-    """All of stdin as text; bytes that are not UTF-8 become lone surrogates
-    (refused then in one line), whatever the locale's strictness."""
-    raw = getattr(sys.stdin, "buffer", None)
-    if raw is None:  # a text-only stream (tests, embedding)
-        return sys.stdin.read()
-    return bytes(raw.read()).decode("utf-8", "surrogateescape")
-
-
 def _is_utf8(text: str) -> bool:
     """False for text holding lone surrogates: bytes that were not UTF-8 in argv or stdin."""
     try:
@@ -154,9 +145,10 @@ def main(
             fail("--resume and --print go before no subcommand", usage=True)
         return
     from . import agent
+    from .interactive import stdin_text
 
     if prompt == "-":
-        prompt = read_stdin()
+        prompt = stdin_text()
     given = {"the prompt": prompt, "--provider": provider, "--model": model, "--base-url": base_url}
     for what, value in given.items():
         if value is not None and not _is_utf8(value):

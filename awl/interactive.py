@@ -32,6 +32,17 @@ HELP = """\
 RESUME_SHOWN = 4
 
 
+def stdin_text(*, line: bool = False) -> str:
+    """All of stdin (or one line) as text, whatever the locale's strictness:
+    bytes that are not UTF-8 become lone surrogates, which awl then refuses
+    in one line instead of a decoding traceback."""
+    raw = getattr(sys.stdin, "buffer", None)
+    if raw is None:  # a text-only stream (tests, embedding)
+        return sys.stdin.readline() if line else sys.stdin.read()
+    data = raw.readline() if line else raw.read()
+    return bytes(data).decode("utf-8", "surrogateescape")
+
+
 def _reader() -> Callable[[str], str]:
     """A function that reads one line with the given prompt; EOFError at the end."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -39,17 +50,10 @@ def _reader() -> Callable[[str], str]:
         def plain(prompt: str) -> str:
             sys.stdout.write(prompt)
             sys.stdout.flush()
-            # Bytes, decoded here: under a strict locale a line that is not
-            # UTF-8 would raise; this way the append refuses it in one line.
-            raw = getattr(sys.stdin, "buffer", None)
-            line = (
-                sys.stdin.readline()
-                if raw is None
-                else raw.readline().decode("utf-8", "surrogateescape")
-            )
+            line = stdin_text(line=True)
             if not line:
                 raise EOFError
-            return str(line).rstrip("\n")
+            return line.rstrip("\n")
 
         return plain
     from prompt_toolkit import PromptSession

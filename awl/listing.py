@@ -41,7 +41,7 @@ from .format import (
     parse_object,
     prompt_words,
 )
-from .paths import SESSION_FILE_RE, log_files, project_dir, session_root
+from .paths import SESSION_FILE_RE, log_files, project_dir, project_folders, session_root
 
 __all__ = [
     "SessionInfo",
@@ -387,13 +387,7 @@ def list_all_sessions(
     """
     root = Path(session_dir) if session_dir is not None else session_root()
     groups: dict[str, list[SessionInfo]] = {}
-    try:
-        folders = sorted(p for p in root.iterdir() if p.is_dir())
-    except FileNotFoundError:
-        return {}
-    except OSError as exc:
-        raise SessionError(f"{root}: cannot list sessions: {exc.strerror}") from None
-    for folder in folders:
+    for folder in project_folders(root):
         try:
             logs = log_files(folder)
         except SessionError as exc:

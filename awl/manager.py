@@ -89,6 +89,7 @@ from .paths import (
     ensure_private_dir,
     log_files,
     project_dir,
+    project_folders,
     session_file_name,
     session_root,
 )
@@ -358,16 +359,10 @@ class SessionManager:
         cwd_text = os.path.abspath(os.fspath(cwd))
         matches = [(sid, p) for sid, p in _session_files(here, cwd_text) if sid.startswith(prefix)]
         unlisted: list[str] = []
-        if not matches and root.is_dir():
-            try:
-                folders = sorted(root.iterdir())
-            except OSError as exc:
-                raise SessionError(f"{root}: cannot list sessions: {exc.strerror}") from None
+        if not matches:
             # Here too, without the cwd filter: another cwd's folder name can
             # be the same (encode_cwd maps "/a-b/c" and "/a/b-c" alike).
-            for folder in folders:
-                if not folder.is_dir():
-                    continue
+            for folder in project_folders(root):
                 try:
                     found = list(_session_files(folder, None))
                 except SessionError as exc:  # one bad folder does not hide the others
@@ -568,13 +563,20 @@ class SessionManager:
         "_last_activity",
     )
 
+    def _derived(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self._DERIVED}
+
+    def _set_derived(self, saved: dict[str, Any]) -> None:
+        for name, value in saved.items():
+            setattr(self, name, value)
+
     def _state_trusting_no_cache(self, cp: tuple[Checkpoint, int] | None, body: int) -> None:
         """The state from the whole index; one from a cache file that does not fit
-        the log is dropped, and the log scanned afresh (a real problem then
-        raises from the fresh scan)."""
-        saved = {name: getattr(self, name) for name in self._DERIVED}
+        the log is dropped, and the log scanned afresh (:meth:`_with_fresh_index`)."""
+        saved = self._derived()
 
         def derive() -> None:
+            self._set_derived(saved)  # a try on a lying cache may have set some
             found = cp
             if found is None:
                 index, _ = self._ensure_index()
@@ -584,18 +586,7 @@ class SessionManager:
                     found = self._check_checkpoint(self._map(), off, body, self._size)
             self._state_from_index(found)
 
-        index, _ = self._ensure_index()
-        if not index.from_cache:
-            derive()
-            return
-        try:
-            derive()
-        except (CorruptSession, _StaleIndex):
-            for name, value in saved.items():
-                setattr(self, name, value)
-            self._ensure_index(fresh=True)
-            self.stats.cache = "rebuilt"
-            derive()
+        self._with_fresh_index(derive)
 
     def checkpoint_disagreement(self) -> tuple[int, str] | None:
         """For verification: (line, how) the checkpoint this open trusted differs from
@@ -608,7 +599,7 @@ class SessionManager:
         if self._cp_offset is None or self._fd is None:
             return None
         claimed = (self._leaf, self._message_count, self._first_prompt)
-        saved = {name: getattr(self, name) for name in self._DERIVED}
+        saved = self._derived()
         try:
             # Fresh: a cache file is what verification must not trust.
             index, _ = self._ensure_index(fresh=True)
@@ -617,8 +608,7 @@ class SessionManager:
             actual = (self._leaf, self._message_count, self._first_prompt)
             row = int(np.searchsorted(index.records["offset"], saved["_cp_offset"]))
         finally:
-            for name, value in saved.items():
-                setattr(self, name, value)
+            self._set_derived(saved)
         if claimed == actual:
             return None
         names = ("leaf", "message count", "first prompt")
@@ -751,8 +741,6 @@ class SessionManager:
             self._map().view(offset, offset + length), trusted=not index.from_cache
         )
         if fields is None:  # the index said valid: a cache that lied, or the log changed
-            if index.from_cache:
-                raise _StaleIndex
             raise CorruptSession(self._path, row + 1, "not a complete JSON object")
         return fields
 
@@ -887,17 +875,24 @@ class SessionManager:
         return entry
 
     def _with_fresh_index(self, fn: Any) -> Any:
-        # A record that does not match the log means the cache lied: rescan once.
+        # A record that does not match the log means the cache lied: rescan
+        # once.  While a cache file's index is in use, any problem found is
+        # taken for such a lie; the fresh scan then says what is real.
         try:
             return fn()
         except _StaleIndex:
-            self._ensure_index(fresh=True)
-            try:
-                return fn()
-            except _StaleIndex:
-                raise CorruptSession(
-                    self._path, None, "an entry does not match the index (was the file changed?)"
-                ) from None
+            pass
+        except CorruptSession:
+            if self._index is None or not self._index.from_cache:
+                raise
+        self._ensure_index(fresh=True)
+        self.stats.cache = "rebuilt"
+        try:
+            return fn()
+        except _StaleIndex:
+            raise CorruptSession(
+                self._path, None, "an entry does not match the index (was the file changed?)"
+            ) from None
 
     # ── tree traversal ──
 

@@ -120,7 +120,7 @@ def _cache_index_dir(xdg_cache_home: str, home: str) -> Path:
 
 
 def creating_path(log: Path, pid: int) -> Path:
-    """The hidden name a new log is written under before it is linked into place."""
+    """The hidden name a new log is written under before it is renamed into place."""
     return log.with_name(f".{log.name}.{pid}.creating")
 
 
@@ -151,6 +151,19 @@ def _names(folder: Path) -> list[str]:
         # A file where a folder should be (the session root, or a project's
         # folder), or no permission: never answered as "no sessions".
         raise SessionError(f"{folder}: cannot list sessions: {exc.strerror}") from None
+
+
+def project_folders(root: Path) -> list[Path]:
+    """The project folders under a session root, by name (none if it does not exist).
+
+    Raises SessionError when the root exists but cannot be listed.
+    """
+    try:
+        return sorted(p for p in root.iterdir() if p.is_dir())
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise SessionError(f"{root}: cannot list sessions: {exc.strerror}") from None
 
 
 def log_files(folder: Path) -> list[Path]:

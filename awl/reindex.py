@@ -43,6 +43,7 @@ from .paths import (
     index_cache_path,
     log_files,
     project_dir,
+    project_folders,
     session_file_name,
     session_root,
 )
@@ -119,12 +120,7 @@ def _folders(
 ) -> list[Path]:
     root = Path(session_dir) if session_dir is not None else session_root()
     if all_projects:
-        try:
-            return sorted(p for p in root.iterdir() if p.is_dir())
-        except FileNotFoundError:
-            return []
-        except OSError as exc:
-            raise SessionError(f"{root}: cannot list sessions: {exc.strerror}") from None
+        return project_folders(root)
     return [project_dir(cwd or os.getcwd(), root)]
 
 
@@ -264,15 +260,15 @@ def settle_creation(
 def _keep_in(fd: int, t: str, target: str) -> None:
     """Move the file ``t`` (open as ``fd``) to ``target``, or append it there."""
     try:
-        os.link(t, target)  # never replaces a file
+        rename_noreplace(t, target)
     except FileExistsError:
         st, there = os.fstat(fd), os.lstat(target)
         if (there.st_dev, there.st_ino) != (st.st_dev, st.st_ino):
             # A .corrupt file of an earlier log by that name: add to it, as a
             # writer's repair does.  Removing t comes after the sync.
             keep_bytes(Path(target), os.pread(fd, st.st_size, 0))
-        # else: linked by a run that died before removing t.
-    os.unlink(t)
+        # else: the second name a run that died between link and unlink left.
+        os.unlink(t)
     _sync_dir(os.path.dirname(target) or ".")
 
 

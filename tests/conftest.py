@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+import awl.manager
 from awl import scanner
 
 pytest_plugins = ["tests.store_fixtures"]
@@ -33,3 +34,14 @@ def index_cache_for_every_log(monkeypatch: pytest.MonkeyPatch) -> None:
     mechanics are exercised everywhere.  Tests of the size threshold itself
     (tests/test_index_cache.py) remove this setting."""
     monkeypatch.setenv("AWL_INDEX_CACHE_MIN", "0")
+
+
+@pytest.fixture(params=["renameat2", "link"])
+def rename_impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A new log goes into place by renameat2, or, where that is missing, by
+    link and unlink (``awl.manager.rename_noreplace``): tests run both ways."""
+    if request.param == "renameat2" and awl.manager._renameat2() is None:
+        pytest.skip("renameat2 is not available here")
+    if request.param == "link":
+        monkeypatch.setattr(awl.manager, "_renameat2", lambda: None)
+    return str(request.param)

@@ -539,16 +539,6 @@ def settle_after_crash(root: Path, project: Path) -> list[str]:
     return settled
 
 
-@pytest.fixture(params=["renameat2", "link"])
-def rename_impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A new log goes into place by renameat2, or where that is missing by link and unlink."""
-    if request.param == "renameat2" and awl.manager._renameat2() is None:
-        pytest.skip("renameat2 is not available here")
-    if request.param == "link":
-        monkeypatch.setattr(awl.manager, "_renameat2", lambda: None)
-    return str(request.param)
-
-
 def test_sigkill_at_every_file_system_call(
     scanner_impl: str, rename_impl: str, tmp_path: Path, project: Path
 ) -> None:

@@ -612,16 +612,7 @@ def test_middle_corruption_with_torn_tail_changes_nothing(tmp_path: Path) -> Non
 # ── putting a new log into place ──
 
 
-@pytest.fixture(params=["renameat2", "link"])
-def renamer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "renameat2" and awl.manager._renameat2() is None:
-        pytest.skip("renameat2 is not available here")
-    if request.param == "link":
-        monkeypatch.setattr(awl.manager, "_renameat2", lambda: None)
-    return str(request.param)
-
-
-def test_rename_noreplace_moves_the_file(tmp_path: Path, renamer: str) -> None:
+def test_rename_noreplace_moves_the_file(tmp_path: Path, rename_impl: str) -> None:
     src, dst = tmp_path / "a", tmp_path / "b"
     src.write_bytes(b"first lines")
     awl.manager.rename_noreplace(src, dst)
@@ -630,7 +621,7 @@ def test_rename_noreplace_moves_the_file(tmp_path: Path, renamer: str) -> None:
 
 
 @pytest.mark.parametrize("target", ["file", "symlink", "dangling symlink"])
-def test_rename_noreplace_never_replaces(tmp_path: Path, renamer: str, target: str) -> None:
+def test_rename_noreplace_never_replaces(tmp_path: Path, rename_impl: str, target: str) -> None:
     src, dst = tmp_path / "a", tmp_path / "b"
     src.write_bytes(b"new")
     if target == "file":
@@ -669,7 +660,7 @@ def test_rename_noreplace_without_kernel_support_links(
     assert calls == [bytes(dst)] and not src.exists() and dst.read_bytes() == b"x"
 
 
-def test_rename_noreplace_reports_other_errors(tmp_path: Path, renamer: str) -> None:
+def test_rename_noreplace_reports_other_errors(tmp_path: Path, rename_impl: str) -> None:
     with pytest.raises(FileNotFoundError):
         awl.manager.rename_noreplace(tmp_path / "missing", tmp_path / "b")
     assert list(tmp_path.iterdir()) == []
