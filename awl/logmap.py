@@ -6,6 +6,12 @@ of a log is ever cut (a torn tail, or an append rolled back), so a reader
 maps every line but the last and reads the last one with ``pread``: nothing
 it touches can vanish under it.  A writer holds the lock, is the only one
 who cuts, and maps the whole file.
+
+A pass over a large log (an index scan, verification, ``awl show``) drops
+the pages it has gone past from this process every :data:`RELEASE_WINDOW`
+bytes (:meth:`LogMap.release`), so that what a command holds does not grow
+with the log: the pages stay in the page cache and come back on the next
+touch without a read.
 """
 
 from __future__ import annotations
@@ -18,6 +24,11 @@ from . import scanner
 from .index import Records
 
 _CHUNK = 1 << 16
+
+RELEASE_WINDOW = 64 << 20
+"""Bytes a forward pass over a log maps before it releases them again."""
+
+_PAGE = mmap.PAGESIZE
 
 
 def _last_line_start(fd: int, size: int) -> int:
@@ -112,15 +123,47 @@ class LogMap:
         return -1
 
     def scan(self, start: int, end: int) -> Records:
-        """Scanner records of the lines in ``[start, end)`` (a line start)."""
+        """Scanner records of the lines in ``[start, end)`` (a line start).
+
+        A range longer than :data:`RELEASE_WINDOW` is scanned a window at a
+        time, each window's pages released once it is scanned.
+        """
         parts = []
         if start < self.split and self._mm is not None:
-            parts.append(scanner.scan(self._mm, start, min(end, self.split)))
+            parts.extend(self._scan_windows(self._mm, start, min(end, self.split)))
         if end > self.split and self._tail:
             tail = scanner.scan(self._tail, max(start, self.split) - self.split, end - self.split)
             tail["offset"] += self.split
             parts.append(tail)
         return parts[0] if len(parts) == 1 else scanner.concat_records(parts)
+
+    def _scan_windows(self, mm: mmap.mmap, start: int, end: int) -> list[Records]:
+        parts = []
+        while end - start > RELEASE_WINDOW:
+            # Windows end at a line start: the scanner starts at one.
+            nl = mm.find(b"\n", start + RELEASE_WINDOW - 1, end)
+            if nl < 0 or nl + 1 >= end:
+                break
+            parts.append(scanner.scan(mm, start, nl + 1))
+            self.release(start, nl + 1)
+            start = nl + 1
+        # The last window stays: an open reads its last lines next.
+        parts.append(scanner.scan(mm, start, end))
+        return parts
+
+    def release(self, start: int, end: int) -> None:
+        """Drop the mapped pages of ``[start, end)`` from this process (a hint).
+
+        Nothing is lost: the file's pages stay in the page cache and are
+        mapped again when touched.  Pages only partly in the range go too.
+        """
+        end = min(end, self.split)
+        if self._mm is None or end <= start or not hasattr(mmap, "MADV_DONTNEED"):
+            return
+        lo = start - start % _PAGE
+        # A hint: a mapping closed meanwhile, or a kernel that refuses, changes nothing.
+        with contextlib.suppress(ValueError, OSError):
+            self._mm.madvise(mmap.MADV_DONTNEED, lo, end - lo)
 
     def find_last(self, type_name: str, start: int, end: int) -> int | None:
         """The offset of the last line in ``[start, end)`` whose type is ``type_name``."""
@@ -133,9 +176,36 @@ class LogMap:
             return scanner.find_last(self._mm, type_name, start, min(end, self.split))
         return None
 
+    def passing(self, start: int = 0) -> Passing:
+        """A tracker for one forward pass from ``start`` that releases what it has passed."""
+        return Passing(self, start)
+
     def close(self) -> None:
         """Unmap (a view still held elsewhere keeps the map alive until it goes)."""
         if self._mm is not None:
             with contextlib.suppress(BufferError):
                 self._mm.close()
             self._mm = None
+
+
+class Passing:
+    """Releases a log's pages behind a pass, a window at a time.
+
+    Call :meth:`at` with each position the pass reads.  The pass may go
+    either way (the active-model walk goes backwards); what lies between
+    the last release and a position a window away is released.
+    """
+
+    def __init__(self, log: LogMap, start: int) -> None:
+        self.log = log
+        self._mark = start
+
+    def at(self, pos: int) -> None:
+        """The pass is about to read at ``pos``."""
+        if pos - self._mark >= RELEASE_WINDOW:
+            self.log.release(self._mark, pos)
+            self._mark = pos
+        elif self._mark - pos >= RELEASE_WINDOW:
+            # Going backwards: what lies after pos was read already.
+            self.log.release(pos, self._mark)
+            self._mark = pos

@@ -81,7 +81,7 @@ from .index import (
     wants_cache,
 )
 from .listing import SessionInfo, list_all_sessions, list_sessions, unique_prefixes
-from .logmap import LogMap
+from .logmap import LogMap, Passing
 from .paths import (
     SESSION_FILE_RE,
     corrupt_path,
@@ -684,10 +684,15 @@ class SessionManager:
         # checkpoint's, else the header's.
         found = False
         users = msg_rows[rec["role"][msg_rows] == scanner.ROLE_USER]
-        for r in users[::-1]:
+        behind: Passing | None = None
+        for k, r in enumerate(users[::-1]):
             row = int(r)
             if on_branch_cp and row < cp_row:
                 break
+            if k:  # a long walk holds a window of the log, not all it has read
+                off = int(rec["offset"][row])
+                behind = behind or self._map().passing(off)
+                behind.at(off)
             # The scanner reads the two fields; the entry (often a large
             # tool result) is not decoded.
             _, provider, model = self._fields_at_row(index, row)
@@ -983,13 +988,20 @@ class SessionManager:
         recent = list(self._recent)
         locs: list[tuple[int, int, int, str]] | None = None
 
+        behind: Passing | None = None
+
         def message(loc: tuple[int, int, int, str]) -> Message:
+            nonlocal behind
             o, n, line, eid = loc
             if eid in self._appended:
                 return disk_message_to_internal(self._appended[eid].message)
             self.stats.parsed.append(o)
+            mm = self._map()
+            if behind is None or behind.log is not mm:
+                behind = mm.passing(o)
+            behind.at(o)  # a pass over the branch (awl show) holds a window, not the log
             try:
-                obj = orjson.loads(self._map().view(o, o + n))
+                obj = orjson.loads(mm.view(o, o + n))
             except orjson.JSONDecodeError:
                 obj = None
             if type(obj) is dict and obj.get("id") == eid:

@@ -90,10 +90,12 @@ def _check_entries(records: Records, log: LogMap, sink: Problems) -> None:
     offsets = records["offset"]
     lengths = records["length"]
     parseable = (kinds != scanner.KIND_INVALID) & (kinds != scanner.KIND_BLANK)
+    behind = log.passing()
     for i in range(len(records)):
         if not parseable[i]:
             continue
         o, n = int(offsets[i]), int(lengths[i])
+        behind.at(o)
         try:
             entry = parse_object(load_object(log.view(o, o + n)))
         except FormatError as exc:
