@@ -11,10 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-import numpy as np
-import numpy.typing as npt
 import orjson
 
+from ._numpy import np, npt
 from .scanner import (
     ENTRY_FIELDS,
     FLAG_ID,

@@ -22,11 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-import numpy as np
-import numpy.typing as npt
 import orjson
 
 from . import scanner
+from ._numpy import np, npt
 from ._scanner_fallback import bad_line_mask
 from .errors import CorruptSession
 from .paths import ensure_private_dir, index_cache_dir, index_cache_path, real_log_path

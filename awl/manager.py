@@ -27,11 +27,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
 import orjson
 
 from . import scanner
+from ._numpy import np, npt
 from .conversation import Conversation, Message
 from .errors import (
     AmbiguousSession,

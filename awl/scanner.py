@@ -23,10 +23,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-import numpy as np
-import numpy.typing as npt
-
 from . import _native_loader
+from ._numpy import np, npt
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor

@@ -11,9 +11,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from . import scanner
+from ._numpy import np
 from .errors import FormatError, SessionError
 from .format import Checkpoint, load_object, parse_object
 from .index import Problems, Records, build_tree, check_lines

@@ -140,3 +140,31 @@ def test_the_check_sees_an_sdk_import(env: dict[str, str], project: Path) -> Non
     assert "anthropic" in modules and "awl.providers.anthropic" in modules
     assert "openai" not in {m.split(".")[0] for m in modules}
     assert "cannot connect" in r.stderr
+
+
+_THREADS = """
+import os
+import awl.manager
+with open("/proc/self/status") as fh:
+    threads = next(int(r.split()[1]) for r in fh if r.startswith("Threads:"))
+print(threads, os.environ.get("OPENBLAS_NUM_THREADS"))
+"""
+
+
+@pytest.mark.skipif(
+    not Path("/proc/self/status").exists() or (os.cpu_count() or 1) < 2,
+    reason="needs /proc, and two cores for OpenBLAS to want a pool",
+)
+def test_numpy_loads_without_a_blas_thread_pool_and_the_environment_is_left_alone(
+    env: dict[str, str],
+) -> None:
+    env.pop("OPENBLAS_NUM_THREADS", None)
+    done = subprocess.run(
+        [sys.executable, "-c", _THREADS], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == ["1", "None"]  # one thread; the variable unset again
+    env["OPENBLAS_NUM_THREADS"] = "2"  # the user's choice is theirs
+    done = subprocess.run(
+        [sys.executable, "-c", _THREADS], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split()[1] == "2"
