@@ -282,6 +282,11 @@ class SessionManager:
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise SessionError(f"{p}: refusing to write through a symbolic link") from None
+            if not read_only and exc.errno in _NOT_WRITABLE and _readable(p):
+                # Another user's log, a read-only mount: say what still works.
+                raise SessionError(
+                    f"{p}: cannot open for writing: {exc.strerror} (reading works: awl show)"
+                ) from None
             raise SessionError(f"{p}: cannot open: {exc.strerror}") from None
         try:
             if not read_only:
@@ -1423,6 +1428,17 @@ class _Ids:
         if self._tree is None:
             self._tree = m._ensure_index(current=False)[1]
         return entry_id in self._tree
+
+
+_NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ETXTBSY)
+
+
+def _readable(path: Path) -> bool:
+    try:
+        os.close(open_log(path))
+    except (OSError, SessionError):
+        return False
+    return True
 
 
 def open_log(path: str | os.PathLike[str], flags: int = os.O_RDONLY) -> int:

@@ -1,0 +1,213 @@
+"""Logs and folders awl may not read or write: another user's, or read-only ones.
+
+The common way to get them is running awl once with ``sudo``: root's logs
+and project folders then sit in the user's store.  Root reads everything,
+so when the tests run as root, awl runs as root without the capabilities
+that override file permissions (``setpriv``: real processes, real checks by
+the kernel) and the files it must not touch are ``nobody``'s.  Run as
+anyone else, the same files are made inaccessible with chmod.  Every command
+must name the file and the reason in one line, carry on with the rest, and
+leave what it could not touch as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from awl.paths import log_files, project_dir
+
+ROOT = os.geteuid() == 0
+NOBODY = 65534
+# Root, minus the capabilities that skip permission checks.
+AS_A_USER = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner,-chown"]
+
+pytestmark = [
+    pytest.mark.skipif(sys.platform != "linux", reason="Linux permissions"),
+    pytest.mark.skipif(ROOT and shutil.which("setpriv") is None, reason="needs setpriv as root"),
+]
+
+
+class Store:
+    """A session store under a folder ``nobody`` can reach, with awl runs as its user."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.root = base / "sessions"
+        self.env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("ANTHROPIC_", "OPENAI_", "AWL_", "PYTEST_"))
+        }
+        self.env.update(
+            AWL_SESSION_DIR=str(self.root),
+            XDG_CACHE_HOME=str(base / "cache"),
+            XDG_DATA_HOME=str(base / "data"),
+            HOME=str(base),
+            AWL_FSYNC="0",
+        )
+
+    def cwd(self, name: str) -> Path:
+        d = self.base / name
+        d.mkdir(exist_ok=True)
+        d.chmod(0o777)
+        return d
+
+    def awl(
+        self, args: list[str], cwd: Path, *, other: bool = False, **env: str
+    ) -> subprocess.CompletedProcess[str]:
+        """Run awl as the store's user, or with ``other`` as the one who may do anything."""
+        prefix = AS_A_USER if ROOT and not other else []
+        done = subprocess.run(
+            [*prefix, sys.executable, "-m", "awl.cli", *args],
+            cwd=cwd,
+            env={**self.env, **env},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert "Traceback" not in done.stderr, done.stderr
+        return done
+
+    def session(self, cwd: Path, prompt: str, *, other: bool = False) -> Path:
+        before = set(self.logs(cwd))
+        done = self.awl(["-p", prompt, "--provider", "offline"], cwd, other=other)
+        assert done.returncode == 0, done.stderr
+        (new,) = set(self.logs(cwd)) - before
+        return new
+
+    def logs(self, cwd: Path) -> list[Path]:
+        folder = project_dir(cwd, self.root)
+        return log_files(folder) if folder.is_dir() else []
+
+
+def deny(path: Path, *, read: bool) -> None:
+    """Make ``path`` not writable (and with ``read`` not readable) for the store's user."""
+    if ROOT:
+        os.chown(path, NOBODY, NOBODY)  # another user's, as after a run with sudo
+        if read:
+            path.chmod(0o700 if path.is_dir() else 0o600)
+        else:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+    else:
+        path.chmod(0 if read else 0o555 if path.is_dir() else 0o444)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    yield Store(tmp_path)
+    for d, _, _ in os.walk(tmp_path):  # a folder of mode 0 cannot be emptied
+        Path(d).chmod(0o700)
+
+
+def one_line_errors(stderr: str) -> list[str]:
+    lines = [ln for ln in stderr.splitlines() if ln and not ln.startswith("awl --resume")]
+    assert all("\n" not in ln for ln in lines)
+    return lines
+
+
+def test_an_unreadable_log_is_listed_with_its_reason(store: Store) -> None:
+    here = store.cwd("p1")
+    store.session(here, "mine")
+    theirs = store.session(here, "theirs", other=True)
+    deny(theirs, read=True)
+    done = store.awl(["sessions", "--long"], here)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 2
+    assert "mine" in lines[0]
+    assert lines[1].endswith(f"unreadable: {theirs}: cannot open: Permission denied")
+
+
+def test_an_unlistable_project_folder_is_one_line_and_the_rest_are_listed(store: Store) -> None:
+    store.session(store.cwd("p1"), "mine")
+    store.session(store.cwd("p2"), "theirs", other=True)
+    folder = project_dir(store.base / "p2", store.root)
+    deny(folder, read=True)
+    done = store.awl(["sessions", "--all", "--long"], store.base)
+    assert done.returncode == 0, done.stderr
+    assert f"  unreadable: {folder}: cannot list sessions: Permission denied" in done.stdout
+    assert "mine" in done.stdout
+    # --json says the same, for the folder as for a log.
+    done = store.awl(["sessions", "--all", "--json"], store.base)
+    assert done.returncode == 0, done.stderr
+    assert f'"error": "{folder}: cannot list sessions: Permission denied"' in done.stdout
+
+
+def test_reindex_names_each_file_it_cannot_touch_and_repairs_the_rest(store: Store) -> None:
+    here = store.cwd("p1")
+    mine = store.session(here, "mine")
+    theirs = store.session(here, "theirs", other=True)
+    store.session(store.cwd("p2"), "their project", other=True)
+    folder = project_dir(store.base / "p2", store.root)
+    with open(mine, "ab") as f:
+        f.write(b'{"type":"message","id":"to')  # a torn tail: needs a writer
+    deny(theirs, read=True)
+    deny(folder, read=True)
+    before = theirs.read_bytes()
+    done = store.awl(["reindex", "--all"], here)
+    assert done.returncode == 1
+    errors = done.stdout.splitlines()  # the report names each problem
+    assert f"{theirs}: cannot open: Permission denied" in errors
+    assert f"{folder}: cannot list sessions: Permission denied" in errors
+    assert "1 repaired" in done.stdout + done.stderr
+    assert "2 with errors" in done.stdout + done.stderr
+    assert mine.read_bytes().endswith(b"\n") and b'"id":"to' not in mine.read_bytes()
+    assert theirs.read_bytes() == before
+
+
+def test_a_log_one_can_read_but_not_write_is_shown_not_resumed(store: Store) -> None:
+    here = store.cwd("p1")
+    theirs = store.session(here, "read only", other=True)
+    deny(theirs, read=False)
+    before = theirs.read_bytes()
+    sid = theirs.name.split("_")[1][:13]
+    done = store.awl(["--resume", sid, "-p", "more", "--provider", "offline"], here)
+    assert done.returncode == 1
+    (error,) = one_line_errors(done.stderr)
+    assert error.endswith(
+        f"{theirs}: cannot open for writing: Permission denied (reading works: awl show)"
+    )
+    shown = store.awl(["show", sid], here)
+    assert shown.returncode == 0, shown.stderr
+    assert "read only" in shown.stdout
+    # Verification reads; the writer's part of reindexing is refused, and said so.
+    done = store.awl(["reindex", "--verify", "--dry-run"], here)
+    assert done.returncode == 0, done.stderr
+    done = store.awl(["reindex", "--verify"], here)
+    assert done.returncode == 1
+    assert f"{theirs}: cannot open for writing" in done.stdout
+    assert theirs.read_bytes() == before
+
+
+def test_a_session_root_one_cannot_write_refuses_a_new_session(store: Store) -> None:
+    store.session(store.cwd("p1"), "mine")
+    deny(store.root, read=False)
+    done = store.awl(["-p", "hello", "--provider", "offline"], store.cwd("p2"))
+    assert done.returncode == 1
+    (error,) = one_line_errors(done.stderr)
+    folder = project_dir(store.base / "p2", store.root)
+    assert error == f"Error: {folder}: cannot create the session folder: Permission denied"
+
+
+def test_an_index_cache_folder_one_cannot_write_only_means_no_cache(store: Store) -> None:
+    here = store.cwd("p1")
+    mine = store.session(here, "mine")
+    cache = store.base / "cache"
+    cache.mkdir(exist_ok=True)
+    deny(cache, read=False)
+    done = store.awl(["reindex"], here, AWL_INDEX_CACHE_MIN="0")
+    assert done.returncode == 0, done.stderr
+    assert "0 index caches written" in done.stdout + done.stderr
+    done = store.awl(
+        ["--resume", "-p", "again", "--provider", "offline"], here, AWL_INDEX_CACHE_MIN="0"
+    )
+    assert done.returncode == 0, done.stderr
+    assert b"again" in mine.read_bytes()
