@@ -518,7 +518,11 @@ class SessionManager:
         # end are ruled out at memory speed (an escaped type that this misses
         # is still found through the index below).
         off = None
-        if start < size and mm.rfind(b'"checkpoint"', start, size) >= 0:
+        if self._last_line is not None and int(self._last_line[1]["kind"][0]) == (
+            scanner.KIND_CHECKPOINT
+        ):
+            off = self._last_line[0]  # where a clean close leaves it: already scanned
+        elif start < size and mm.rfind(b'"checkpoint"', start, size) >= 0:
             off = mm.find_last("checkpoint", start, size)
         if off is not None:
             cp = self._check_checkpoint(mm, off, body, size)
