@@ -254,7 +254,7 @@ def show(ref: str, as_json: bool) -> None:
 
 
 @main.command()
-@click.argument("paths", nargs=-1, type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path())  # str: Path("") would be "."
 @click.option("--all", "all_projects", is_flag=True, help="Every session under the root.")
 @click.option(
     "--verify", is_flag=True, help="Validate every line and the tree; report each problem."
@@ -265,7 +265,7 @@ def show(ref: str, as_json: bool) -> None:
 @click.option("--dry-run", is_flag=True, help="Say what would be done; change nothing.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON document of the results.")
 def reindex(
-    paths: tuple[Path, ...],
+    paths: tuple[str, ...],
     all_projects: bool,
     verify: bool,
     jobs: int | None,
@@ -274,18 +274,29 @@ def reindex(
 ) -> None:
     """Repair torn tails, checkpoint and index this directory's sessions (or PATHS, or --all).
 
-    Without PATHS it also settles session creations whose process died
-    (hidden .creating files): each is recovered into place or removed. With
-    --all it also removes index cache files that no log can use any more.
+    PATHS are log files, or folders standing for their logs. Without PATHS
+    it also settles session creations whose process died (hidden .creating
+    files): each is recovered into place or removed. With --all it also
+    removes index cache files that no log can use any more.
     """
-    from .reindex import describe, format_bytes, session_paths, size_or_zero, unfinished_creations
+    from .reindex import (
+        describe,
+        expand_paths,
+        format_bytes,
+        session_paths,
+        size_or_zero,
+        unfinished_creations,
+    )
     from .reindex import reindex as run
 
     if paths and all_projects:
         fail("give PATHS or --all, not both", usage=True)
     unlisted: list[Any] = []  # folders that cannot be listed: errors in the results
     try:
-        targets = list(paths)
+        try:
+            targets = expand_paths(paths, unlisted=unlisted)
+        except ValueError as exc:
+            fail(f"PATHS: {exc}", usage=True)
         if not paths:
             targets = session_paths(Path.cwd(), all_projects=all_projects, unlisted=unlisted)
         # Given PATHS, only those files are touched.

@@ -147,6 +147,36 @@ def session_paths(
     return out
 
 
+def expand_paths(
+    paths: Iterable[str | os.PathLike[str]], *, unlisted: list[FileResult] | None = None
+) -> list[Path]:
+    """The logs that command-line PATHS name: a file as it is, a folder as its logs.
+
+    A folder that cannot be listed raises SessionError, or, given
+    ``unlisted``, is added there as a result with its error.  An empty
+    path is a ValueError: it would mean the current folder without saying so.
+    """
+    out: list[Path] = []
+    for raw in paths:
+        if not os.fspath(raw):
+            raise ValueError("an empty path")
+        p = Path(raw)
+        try:
+            folder = stat.S_ISDIR(os.stat(p).st_mode)
+        except (OSError, ValueError):
+            folder = False  # reindexing it says what is wrong (missing, too long...)
+        if not folder:
+            out.append(p)
+            continue
+        try:
+            out.extend(log_files(p))
+        except SessionError as exc:
+            if unlisted is None:
+                raise
+            unlisted.append(FileResult(str(p), error=str(exc)))
+    return out
+
+
 def unfinished_creations(
     cwd: str | os.PathLike[str] | None = None,
     *,

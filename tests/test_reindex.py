@@ -614,6 +614,28 @@ def test_cli_scope_cwd_paths_all(
     assert not corrupt_path(here).exists()
 
 
+def test_cli_a_folder_in_paths_stands_for_its_logs(
+    tmp_path: Path, root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = project_dir(project, root)
+    a = hand_log(folder, 11, project, chain(3), tail=TORN)
+    b = hand_log(folder, 12, project, chain(3))
+    (folder / "notes.txt").write_text("not a log")
+    other_cwd = tmp_path / "elsewhere"
+    other = hand_log(project_dir(other_cwd, root), 13, other_cwd, chain(3), tail=TORN)
+    monkeypatch.chdir(tmp_path)
+    doc = orjson.loads(run_cli("--json", str(folder) + "/").output)
+    assert sorted(Path(f["path"]) for f in doc["files"]) == [a, b]
+    assert corrupt_path(a).exists() and not corrupt_path(other).exists()
+    # A folder and a file of another one, together.
+    doc = orjson.loads(run_cli("--json", "--dry-run", str(folder), str(other)).output)
+    assert sorted(Path(f["path"]) for f in doc["files"]) == sorted([a, b, other])
+    # An empty path would quietly mean the current folder.
+    res = CliRunner().invoke(main, ["reindex", ""])
+    assert res.exit_code == 2 and "PATHS: an empty path" in res.output
+    assert "Traceback" not in res.output
+
+
 # ── a real terminal ──
 
 
