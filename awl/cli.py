@@ -207,7 +207,7 @@ def sessions(as_json: bool, all_projects: bool, long_format: bool) -> None:
 
 def format_info(info: SessionInfo, short: str, long_format: bool, indent: str = "") -> str:
     """One listing line in the seed's format: ``019dc5ba  2026-04-25 17:40  14 messages``."""
-    if info.error and not info.created:
+    if info.error and not info.created and info.path.is_dir():
         return f"{indent}unreadable: {info.error}"  # a project folder, not a session
     when = local_time(info.created) if info.created else "????-??-?? ??:??"
     if info.error:

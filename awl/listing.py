@@ -331,15 +331,19 @@ def _full_info(path: Path, cwd: str | None, st: os.stat_result) -> SessionInfo |
                 size=m.size,
             )
     except SessionError as exc:
-        name = SESSION_FILE_RE.match(path.name)
-        sid = name.group("id") if name else path.stem
-        created = ""
-        if name:
-            ts = name.group("ts")
-            created = f"{ts[:10]}T{ts[11:13]}:{ts[14:16]}:{ts[17:19]}.{ts[20:23]}Z"
+        sid, created = _name_info(path)
         return SessionInfo(
             path, sid, cwd or "", created, modified, 0, size=st.st_size, error=str(exc)
         )
+
+
+def _name_info(path: Path) -> tuple[str, str]:
+    """(id, creation time) as a log's file name gives them ("" for a name of another form)."""
+    name = SESSION_FILE_RE.match(path.name)
+    if not name:
+        return path.stem, ""
+    ts = name.group("ts")
+    return name.group("id"), f"{ts[:10]}T{ts[11:13]}:{ts[14:16]}:{ts[17:19]}.{ts[20:23]}Z"
 
 
 def session_info(path: Path, cwd: str | None = None) -> SessionInfo | None:
@@ -354,7 +358,9 @@ def session_info(path: Path, cwd: str | None = None) -> SessionInfo | None:
     try:
         st = path.stat()
     except OSError as exc:
-        return SessionInfo(path, path.stem, cwd or "", "", "", 0, error=exc.strerror)
+        # A dangling symlink, a log removed meanwhile: its name still says which.
+        sid, created = _name_info(path)
+        return SessionInfo(path, sid, cwd or "", created, "", 0, error=f"{path}: {exc.strerror}")
     return _full_info(path, cwd, st)
 
 

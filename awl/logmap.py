@@ -98,7 +98,9 @@ class LogMap:
 
     def byte(self, pos: int) -> int:
         """One byte."""
-        return self.view(pos, pos + 1)[0]
+        if pos < self.split and self._mm is not None:
+            return self._mm[pos]
+        return self._tail[pos - self.split]
 
     def find(self, sub: bytes, start: int = 0, end: int | None = None) -> int:
         """Like bytes.find over the whole log (``sub`` must not span the two parts)."""

@@ -280,7 +280,7 @@ class SessionManager:
         except FileNotFoundError:
             raise SessionNotFound(f"{p}: no such session file") from None
         except OSError as exc:
-            if exc.errno == errno.ELOOP:
+            if exc.errno == errno.ELOOP and not read_only:
                 raise SessionError(f"{p}: refusing to write through a symbolic link") from None
             if not read_only and exc.errno in _NOT_WRITABLE and _readable(p):
                 # Another user's log, a read-only mount: say what still works.
@@ -640,6 +640,13 @@ class SessionManager:
         except FormatError:
             return None
         if not checkpoint_fits(cp, off, body, self.header):
+            return None
+        # The lines it locates must be whole lines, and the last one its leaf:
+        # one moved, swapped or resized since would hand a reader another
+        # entry, and a message count that is not the leaf's.
+        if not all(mm.byte(o - 1) == 0x0A and mm.byte(o + n) == 0x0A for o, n, _, _ in cp.recent):
+            return None
+        if cp.recent and not _holds_id(mm, cp.recent[-1][0], cp.recent[-1][1], cp.recent[-1][3]):
             return None
         self.stats.checkpoint_offset = off
         return cp, end - off
@@ -1432,6 +1439,19 @@ class _Ids:
         if self._tree is None:
             self._tree = m._ensure_index(current=False)[1]
         return entry_id in self._tree
+
+
+def _holds_id(mm: LogMap, offset: int, length: int, entry_id: str) -> bool:
+    """Whether the line at ``offset`` is the message entry with this id."""
+    # How awl writes a message: checked at memory speed.  Any other form is parsed.
+    awl_form = b'{"type":"message","id":' + orjson.dumps(entry_id) + b","
+    if bytes(mm.view(offset, offset + len(awl_form))) == awl_form:
+        return True
+    try:
+        obj = load_object(mm.view(offset, offset + length))
+    except FormatError:
+        return False
+    return obj.get("type") == "message" and obj.get("id") == entry_id
 
 
 _NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ETXTBSY)

@@ -138,19 +138,15 @@ def session_paths(
     """
     out: list[Path] = []
     for f in _folders(cwd, all_projects, session_dir):
-        try:
-            out.extend(log_files(f))
-        except SessionError as exc:
-            if unlisted is None:
-                raise
-            unlisted.append(FileResult(str(f), error=str(exc)))
+        out.extend(_listed(log_files, f, unlisted))
     return out
 
 
 def expand_paths(
     paths: Iterable[str | os.PathLike[str]], *, unlisted: list[FileResult] | None = None
 ) -> list[Path]:
-    """The logs that command-line PATHS name: a file as it is, a folder as its logs.
+    """The logs that command-line PATHS name: a file as it is, a folder as its logs
+    (the session root as every project's).
 
     A folder that cannot be listed raises SessionError, or, given
     ``unlisted``, is added there as a result with its error.  An empty
@@ -168,13 +164,33 @@ def expand_paths(
         if not folder:
             out.append(p)
             continue
-        try:
-            out.extend(log_files(p))
-        except SessionError as exc:
-            if unlisted is None:
-                raise
-            unlisted.append(FileResult(str(p), error=str(exc)))
+        # The session root holds project folders: it stands for their logs.
+        inner = [p]
+        if _same_file(p, session_root()):
+            inner = _listed(project_folders, p, unlisted)
+        for f in inner:
+            out.extend(_listed(log_files, f, unlisted))
     return out
+
+
+def _listed(
+    listing: Callable[[Path], list[Path]], folder: Path, unlisted: list[FileResult] | None
+) -> list[Path]:
+    """``listing(folder)``, or nothing with its error added to ``unlisted`` (or raised)."""
+    try:
+        return listing(folder)
+    except SessionError as exc:
+        if unlisted is None:
+            raise
+        unlisted.append(FileResult(str(folder), error=str(exc)))
+        return []
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def unfinished_creations(
@@ -415,7 +431,7 @@ def reindex(
     own caches are up to date.  ``failed`` (folders :func:`session_paths`
     could not list) are reported first, as errors.
     """
-    wanted = {os.fspath(p) for p in paths}
+    wanted = set(_one_name_each(paths))
     results: list[FileResult] = []
     summary = Summary()
     recovered: dict[str, str] = {}
@@ -468,6 +484,26 @@ def reindex(
             done(r)
     results.sort(key=lambda r: r.path)
     return results, summary
+
+
+def _one_name_each(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
+    """``paths`` with each file once, under the first of its names in sorted order.
+
+    Two workers given one log under two names would fight over its lock, and
+    the summary would count it twice.
+    """
+    seen: set[tuple[int, int]] = set()
+    out = []
+    for p in sorted({os.fspath(p) for p in paths}):
+        try:
+            st = os.stat(p)
+        except (OSError, ValueError):
+            out.append(p)  # reported when it is reindexed
+            continue
+        if (st.st_dev, st.st_ino) not in seen:
+            seen.add((st.st_dev, st.st_ino))
+            out.append(p)
+    return out
 
 
 def prune_caches(*, dry_run: bool = False, keep: Iterable[Path] = ()) -> list[FileResult]:

@@ -168,8 +168,8 @@ def test_inconsistent_checkpoint_is_ignored(project: Path, root: Path) -> None:
 
 
 def test_a_checkpoint_naming_a_leaf_the_log_lacks(project: Path, root: Path) -> None:
-    """Consistent in itself (leafId = the last located id), but no such entry: the
-    first use of the index finds that out, and the log's own leaf is used."""
+    """Consistent in itself (leafId = the last located id), but the located line is
+    another entry: not trusted, the log's own leaf is used."""
     path = big_session(project, root)
     raw = path.read_bytes()
     cp = checkpoints(path)[-1]
@@ -179,9 +179,34 @@ def test_a_checkpoint_naming_a_leaf_the_log_lacks(project: Path, root: Path) -> 
     at = raw.rindex(line)
     path.write_bytes(raw[:at] + line.replace(leaf.encode(), bogus.encode()) + raw[at + len(line) :])
     with SessionManager.open(path, read_only=True) as m:
-        assert m.stats.mode == "checkpoint" and m.leaf_id == bogus  # trusted until checked
+        assert m.stats.mode == "index" and m.leaf_id == leaf
         branch = m.get_branch()
         assert [e.base.id for e in branch][-1] == leaf
+        assert state(m) == replay_state(path)
+
+
+@pytest.mark.parametrize(
+    "swap", [(1, 2), (2, 3), (1, 3)], ids=["leaf, resized", "not the leaf", "leaf, same size"]
+)
+def test_a_checkpoint_whose_lines_moved_is_not_trusted(
+    project: Path, root: Path, swap: tuple[int, int]
+) -> None:
+    """Two entry lines swapped after the checkpoint was written: what it locates
+    are no longer whole lines, or its last one is no longer the leaf, so the
+    log is read instead."""
+    path = big_session(project, root)
+    lines = path.read_bytes().split(b"\n")
+    last = max(i for i, ln in enumerate(lines) if b'"type":"checkpoint"' in ln)
+    # Entries before the checkpoint (last - 1 is the leaf); the file keeps its
+    # length, so the checkpoint's own offset still fits.
+    a, b = last - swap[0], last - swap[1]
+    assert (len(lines[a]) == len(lines[b])) == (swap == (1, 3))
+    lines[a], lines[b] = lines[b], lines[a]
+    path.write_bytes(b"\n".join(lines))
+    with SessionManager.open(path, read_only=True) as m:
+        assert m.stats.mode == "index"
+        count = m.message_count
+        assert len([e for e in m.get_branch() if e.message is not None]) >= count
         assert state(m) == replay_state(path)
 
 

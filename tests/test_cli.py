@@ -20,6 +20,7 @@ from click.testing import CliRunner
 
 from awl import SessionManager, scanner
 from awl.cli import main
+from awl.listing import local_time
 from awl.paths import corrupt_path, project_dir
 
 from .helpers import HEADER, chain, line, msg, reference_replay, snapshot, write_log
@@ -238,6 +239,20 @@ def test_sessions_all_groups_by_cwd(
     assert groups[str(here)] == ["019dc5ba", "019dc5ba", "01a00000"]
     assert groups[str(other)] == ["01b00000"]
     assert groups["/elsewhere"] == ["00000000"]
+
+
+def test_sessions_names_a_log_it_cannot_stat_by_its_file_name(
+    store: dict[str, Path], root: Path, here: Path
+) -> None:
+    folder = project_dir(here, root)
+    # A dangling symlink named like a log: the name still gives the id and date.
+    name = "2026-04-25T17-40-15-990Z_019dc5bd-0000-7000-8000-000000000006.jsonl"
+    (folder / name).symlink_to(root / "gone.jsonl")
+    (folder / "notes.jsonl").write_bytes(b'{"x":1}\n')  # not a log's name
+    rows = cli("sessions").output.splitlines()
+    when = local_time("2026-04-25T17:40:15.990Z")
+    assert f"019dc5bd  {when}  unreadable: {folder / name}: No such file or directory" in rows
+    assert any(r.startswith("notes  ????-??-?? ??:??  unreadable: ") for r in rows)
 
 
 def test_sessions_long_shows_first_prompt(store: dict[str, Path]) -> None:

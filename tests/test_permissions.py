@@ -133,7 +133,8 @@ def test_an_unlistable_project_folder_is_one_line_and_the_rest_are_listed(store:
     deny(folder, read=True)
     done = store.awl(["sessions", "--all", "--long"], store.base)
     assert done.returncode == 0, done.stderr
-    assert f"  unreadable: {folder}: cannot list sessions: Permission denied" in done.stdout
+    expected = f"  unreadable: {folder}: cannot list sessions: Permission denied"
+    assert expected in done.stdout.splitlines()
     assert "mine" in done.stdout
     # --json says the same, for the folder as for a log.
     done = store.awl(["sessions", "--all", "--json"], store.base)

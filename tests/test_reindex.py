@@ -630,6 +630,14 @@ def test_cli_a_folder_in_paths_stands_for_its_logs(
     # A folder and a file of another one, together.
     doc = orjson.loads(run_cli("--json", "--dry-run", str(folder), str(other)).output)
     assert sorted(Path(f["path"]) for f in doc["files"]) == sorted([a, b, other])
+    # One log under several names (its folder, itself, a symlink) is reindexed once.
+    (tmp_path / "link").symlink_to(folder)
+    names = [str(folder), str(tmp_path / "link"), str(a), "./" + os.path.relpath(b)]
+    doc = orjson.loads(run_cli("--json", "--jobs", "2", *names).output)
+    assert doc["summary"]["files"] == 2 and doc["summary"]["busy"] == 0
+    # The session root stands for every project's logs.
+    doc = orjson.loads(run_cli("--json", "--dry-run", str(root)).output)
+    assert sorted(Path(f["path"]) for f in doc["files"]) == sorted([a, b, other])
     # An empty path would quietly mean the current folder.
     res = CliRunner().invoke(main, ["reindex", ""])
     assert res.exit_code == 2 and "PATHS: an empty path" in res.output

@@ -181,6 +181,15 @@ def test_writer_refuses_a_symlink_at_the_session_path(
     assert target.read_bytes() == before
 
 
+def test_a_symlink_loop_is_named_as_such_to_a_reader(tmp_path: Path) -> None:
+    loop = tmp_path / "loop.jsonl"
+    loop.symlink_to(loop)
+    with pytest.raises(SessionError, match="cannot open: Too many levels of symbolic links"):
+        SessionManager.open(loop, read_only=True)
+    with pytest.raises(SessionError, match="refusing to write through a symbolic link"):
+        SessionManager.open(loop)
+
+
 def test_a_symlink_at_the_corrupt_path_is_not_followed(
     tmp_path: Path, project: Path, root: Path
 ) -> None:
