@@ -501,7 +501,32 @@ def load_cache(buf: LogBytes, st: os.stat_result, size: int, log_path: Path) -> 
         os.close(fd)
 
 
-def _read_cache(fd: int, buf: LogBytes, st: os.stat_result, size: int) -> LogIndex | None:
+def cache_covers(buf: LogBytes, st: os.stat_result, size: int, log_path: Path) -> bool:
+    """Whether the log's cache file is for these bytes and covers all ``size`` of them.
+
+    Only the cache's header is read: its records and their CRC are checked
+    when they are used (:func:`load_cache`), not to decide that there is
+    nothing to save, which a writer's close asks each time.
+    """
+    if not wants_cache(size):
+        return False
+    try:
+        fd = os.open(index_cache_path(log_path), os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        head = _read_head(fd, buf, st, size)
+    except (OSError, ValueError):
+        return False
+    finally:
+        os.close(fd)
+    return head is not None and head[0] == size
+
+
+def _read_head(
+    fd: int, buf: LogBytes, st: os.stat_result, size: int
+) -> tuple[int, int, int] | None:
+    """(covered, record count, records' CRC-32) from a cache header that fits the log."""
     cst = os.fstat(fd)
     if not stat.S_ISREG(cst.st_mode):
         return None
@@ -523,6 +548,14 @@ def _read_cache(fd: int, buf: LogBytes, st: os.stat_result, size: int) -> LogInd
         or (hh, th) != _stamp(buf, covered)
     ):
         return None
+    return covered, count, crc
+
+
+def _read_cache(fd: int, buf: LogBytes, st: os.stat_result, size: int) -> LogIndex | None:
+    head = _read_head(fd, buf, st, size)
+    if head is None:
+        return None
+    covered, count, crc = head
     if count == 0:
         records: Records = np.zeros(0, dtype=scanner.INDEX_DTYPE)
     else:

@@ -13,6 +13,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
+import awl.index
 from awl import Message, Text, scanner
 from awl.cli import main
 from awl.index import _CACHE_VERSION as CACHE_VERSION
@@ -334,6 +335,37 @@ def test_a_damaged_record_is_never_believed(
     cache.write_bytes(bytes(data))
     assert cache_use(log) == "built"
     assert _state(log) == truth
+
+
+def test_a_writers_close_reads_no_records_of_a_current_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Resume and quit: the cache's header says it covers the log, so its records
+    (and their CRC-32, O(lines)) are not read, only a reindex checks them."""
+    monkeypatch.setenv("AWL_INDEX_CACHE_MIN", "0")
+    log = log_of(tmp_path, "log", 500_000)  # big enough for a checkpoint
+    cache = _cache_of(log)
+    crcs: list[int] = []
+    real_crc = awl.index._crc
+
+    def counting_crc(records: Any) -> int:
+        crcs.append(len(records))
+        return real_crc(records)
+
+    monkeypatch.setattr(awl.index, "_crc", counting_crc)
+    before = cache.stat().st_mtime_ns
+    with SessionManager.open(log) as m:
+        assert m.stats.mode == "checkpoint"
+    assert crcs == [] and cache.stat().st_mtime_ns == before
+    # A damaged record is not seen by a close, and is by a reindex, which rewrites it.
+    data = bytearray(cache.read_bytes())
+    data[_HEAD_SIZE + 3] ^= 1
+    cache.write_bytes(bytes(data))
+    SessionManager.open(log).close()
+    assert cache.read_bytes() == bytes(data)
+    (result,), _ = reindex([log], jobs=1)
+    assert result.cache_written and crcs
+    assert cache.read_bytes() != bytes(data) and cache_use(log) == "loaded"
 
 
 def test_a_cache_that_lies_consistently_is_dropped_for_a_fresh_scan(
