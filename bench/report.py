@@ -239,6 +239,50 @@ def measure_resume(
             )
 
 
+def _writer_checker(path: Path, cache_home: Path) -> Callable[[], None]:
+    def run() -> None:
+        with _gen.awl_env(XDG_CACHE_HOME=cache_home):
+            SessionManager.open(path).close()
+
+    return run
+
+
+def measure_writer(rep: Report, sizes: list[int], repeats: int, work: Path) -> None:
+    """Resume and quit as ``awl --resume`` does: a writer's open and close, largest vs smallest.
+
+    Copies of the two logs, each closed once first (that close writes the index
+    cache, as a user's first quit does); then only the lock, the checks and the
+    close's look at the cache are left.  A close that reads the whole cache
+    (as one did, checking the CRC-32 of every record) grows with the log.
+    """
+    if len(sizes) < 2:
+        return
+    cache_home = work / "writer-cache"
+    fns: dict[str, tuple[Callable[[], Any], int]] = {}
+    labels = {}
+    for end, size in (("small", sizes[0]), ("big", sizes[-1])):
+        path = work / f"writer-{end}.jsonl"
+        shutil.copyfile(_gen.generate(size, 0, checkpointed=True).path, path)
+        run = _writer_checker(path, cache_home)
+        run()
+        _gen.warm(path)
+        fns[end] = (run, max(1, LIGHT_REPEATS // repeats))
+        labels[end] = _gen.size_label(size)
+    side = interleaved(fns, repeats)
+    t_small, t_big = side["small"], side["big"]
+    rep.add(
+        Row(
+            "resume and quit (a writer's open and close), with cache: largest vs smallest log",
+            f"{labels['big']} vs {labels['small']}",
+            fmt_time(t_big),
+            f"{labels['small']}: {fmt_time(t_small)}",
+            f"{fmt_ratio(t_big / t_small)} the time",
+            "≤ 1.5x",
+            t_big / t_small <= 1.5,
+        )
+    )
+
+
 def measure_cold(rep: Report, large: int, repeats: int, empty_cache: Path) -> None:
     """Cold open to ready of the large log without checkpoint or cache, vs naive."""
     log = _gen.generate(large, 0)
@@ -689,7 +733,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--skip",
         default="",
-        help="comma separated: cold,conversation,first,append,checkpoint,rss,cli",
+        help="comma separated: cold,writer,conversation,first,append,checkpoint,rss,cli",
     )
     args = ap.parse_args(argv)
     if args.sizes:
@@ -716,6 +760,8 @@ def main(argv: list[str] | None = None) -> int:
         if "cold" not in skip:
             measure_cold(rep, large, args.repeats, empty)
         measure_resume(rep, sizes, args.repeats, empty, large)
+        if "writer" not in skip:
+            measure_writer(rep, sizes, args.repeats, work)
         if "conversation" not in skip:
             measure_conversation(rep, large, args.repeats, empty)
         if "first" not in skip:
