@@ -293,11 +293,12 @@ def reindex(
         fail("give PATHS or --all, not both", usage=True)
     unlisted: list[Any] = []  # folders that cannot be listed: errors in the results
     try:
-        try:
-            targets = expand_paths(paths, unlisted=unlisted)
-        except ValueError as exc:
-            fail(f"PATHS: {exc}", usage=True)
-        if not paths:
+        if paths:
+            try:
+                targets = expand_paths(paths, unlisted=unlisted)
+            except ValueError as exc:
+                fail(f"PATHS: {exc}", usage=True)
+        else:
             targets = session_paths(Path.cwd(), all_projects=all_projects, unlisted=unlisted)
         # Given PATHS, only those files are touched.
         creations = [] if paths else unfinished_creations(Path.cwd(), all_projects=all_projects)

@@ -18,9 +18,10 @@ import stat
 import struct
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import orjson
 
@@ -396,6 +397,8 @@ def wants_cache(size: int) -> bool:
     return size >= CACHE_MIN_BYTES
 
 
+_T = TypeVar("_T")
+
 _MAGIC = b"AWLIDX01"
 # magic, version, record size, covered, dev, ino, count, mtime, path length,
 # head and tail hash, CRC-32 of the records
@@ -487,18 +490,7 @@ def load_cache(buf: LogBytes, st: os.stat_result, size: int, log_path: Path) -> 
     """
     if not wants_cache(size):
         return None  # a small log's cache, left by an older awl, is not read
-    target = index_cache_path(log_path)
-    try:
-        # Non-blocking: a FIFO put there must not hang the open of a log.
-        fd = os.open(target, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        return _read_cache(fd, buf, st, size)
-    except (OSError, ValueError):
-        return None
-    finally:
-        os.close(fd)
+    return _with_cache_file(log_path, lambda fd: _read_cache(fd, buf, st, size))
 
 
 def cache_covers(buf: LogBytes, st: os.stat_result, size: int, log_path: Path) -> bool:
@@ -510,17 +502,23 @@ def cache_covers(buf: LogBytes, st: os.stat_result, size: int, log_path: Path) -
     """
     if not wants_cache(size):
         return False
+    head = _with_cache_file(log_path, lambda fd: _read_head(fd, buf, st, size))
+    return head is not None and head[0] == size
+
+
+def _with_cache_file(log_path: Path, read: Callable[[int], _T | None]) -> _T | None:
+    """``read(fd)`` of the log's cache file; None when it is missing or unreadable."""
     try:
+        # Non-blocking: a FIFO put there must not hang the open of a log.
         fd = os.open(index_cache_path(log_path), os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
-        return False
+        return None
     try:
-        head = _read_head(fd, buf, st, size)
+        return read(fd)
     except (OSError, ValueError):
-        return False
+        return None
     finally:
         os.close(fd)
-    return head is not None and head[0] == size
 
 
 def _read_head(

@@ -26,7 +26,7 @@ from .index import Records
 _CHUNK = 1 << 16
 
 RELEASE_WINDOW = 64 << 20
-"""Bytes a forward pass over a log maps before it releases them again."""
+"""Bytes a pass over a log maps before it releases them again."""
 
 _PAGE = mmap.PAGESIZE
 
@@ -179,7 +179,7 @@ class LogMap:
         return None
 
     def passing(self, start: int = 0) -> Passing:
-        """A tracker for one forward pass from ``start`` that releases what it has passed."""
+        """A tracker for one pass from ``start`` (either way) that releases what it has passed."""
         return Passing(self, start)
 
     def close(self) -> None:

@@ -431,7 +431,7 @@ def reindex(
     own caches are up to date.  ``failed`` (folders :func:`session_paths`
     could not list) are reported first, as errors.
     """
-    wanted = set(_one_name_each(paths))
+    sizes = _one_name_each(paths)
     results: list[FileResult] = []
     summary = Summary()
     recovered: dict[str, str] = {}
@@ -452,7 +452,7 @@ def reindex(
             continue
         if settled.recovered_from is not None and not dry_run:
             recovered[settled.path] = settled.recovered_from
-            wanted.add(settled.path)
+            sizes[settled.path] = size_or_zero(settled.path)
         elif settled.recovered_from is not None:
             # Say what reindexing the recovered log would do: it is the same
             # file, still under its hidden name.
@@ -461,7 +461,7 @@ def reindex(
             done(r)
         else:
             done(settled)
-    ordered = sorted(wanted, key=size_or_zero, reverse=True)
+    ordered = sorted(sizes, key=sizes.__getitem__, reverse=True)
     workers = max(1, jobs if jobs is not None else (os.cpu_count() or 1))
 
     if workers == 1 or len(ordered) <= 1:
@@ -486,23 +486,24 @@ def reindex(
     return results, summary
 
 
-def _one_name_each(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
-    """``paths`` with each file once, under the first of its names in sorted order.
+def _one_name_each(paths: Iterable[str | os.PathLike[str]]) -> dict[str, int]:
+    """Each file of ``paths`` once, under the first of its names in sorted order,
+    with its size (0 when it cannot be stat'ed: reindexing it says why).
 
     Two workers given one log under two names would fight over its lock, and
     the summary would count it twice.
     """
     seen: set[tuple[int, int]] = set()
-    out = []
+    out: dict[str, int] = {}
     for p in sorted({os.fspath(p) for p in paths}):
         try:
             st = os.stat(p)
         except (OSError, ValueError):
-            out.append(p)  # reported when it is reindexed
+            out[p] = 0
             continue
         if (st.st_dev, st.st_ino) not in seen:
             seen.add((st.st_dev, st.st_ino))
-            out.append(p)
+            out[p] = st.st_size
     return out
 
 
