@@ -216,6 +216,22 @@ class FallbackScanner:
             model if isinstance(model, str) else None,
         )
 
+    def find(self, mv: memoryview, needle: bytes, start: int, end: int) -> int:
+        """See :func:`awl.scanner.find`."""
+        # In pieces that overlap by the needle's length less one, so that
+        # no large range is copied at once and no match is cut in two.
+        step = max(1 << 20, 2 * len(needle))
+        pos = start
+        while pos < end:
+            stop = min(end, pos + step + len(needle) - 1)
+            hit = bytes(mv[pos:stop]).find(needle)
+            if hit >= 0:
+                return pos + hit
+            if stop == end:
+                break
+            pos += step
+        return start if not needle and start == end else -1
+
     def line_type_is(self, mv: memoryview, start: int, end: int, type_name: str) -> bool:
         """True if ``mv[start:end]`` is a valid object whose type is ``type_name``."""
         obj = load(mv[start:end])

@@ -113,6 +113,21 @@ class LogMap:
         hit = self._tail.find(sub, lo - self.split, end - self.split)
         return hit + self.split if hit >= 0 else -1
 
+    def contains(self, sub: bytes, start: int = 0, end: int | None = None) -> bool:
+        """Whether ``sub`` occurs in ``[start, end)`` (``sub`` must not span the two
+        parts: a line never does); a search at memory speed (:func:`scanner.find`)."""
+        end = self.size if end is None else end
+        if (
+            start < self.split
+            and self._mm is not None
+            and scanner.find(self._mm, sub, start, min(end, self.split)) >= 0
+        ):
+            return True
+        if end > self.split:
+            lo = max(start, self.split) - self.split
+            return scanner.find(self._tail, sub, lo, end - self.split) >= 0
+        return False
+
     def rfind(self, sub: bytes, start: int = 0, end: int | None = None) -> int:
         """Like bytes.rfind over the whole log."""
         end = self.size if end is None else end

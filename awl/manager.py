@@ -523,7 +523,7 @@ class SessionManager:
             scanner.KIND_CHECKPOINT
         ):
             off = self._last_line[0]  # where a clean close leaves it: already scanned
-        elif start < size and mm.rfind(b'"checkpoint"', start, size) >= 0:
+        elif start < size and mm.contains(b'"checkpoint"', start, size):
             off = mm.find_last("checkpoint", start, size)
         if off is not None:
             cp = self._check_checkpoint(mm, off, body, size)

@@ -1248,6 +1248,16 @@ int awl_entry_fields(const uint8_t *buf, size_t len, size_t start, size_t end,
 
 #define AWL_NEEDLE_MAX 256
 
+int64_t awl_find(const uint8_t *buf, size_t len, size_t start, size_t end,
+                 const uint8_t *needle, size_t n)
+{
+    const uint8_t *hit;
+    if (end > len || start > end)
+        return -1;
+    hit = find_bytes(buf + start, end - start, needle, n);
+    return hit ? (int64_t)(hit - buf) : -1;
+}
+
 int64_t awl_find_last(const uint8_t *buf, size_t len, size_t start, size_t end,
                       const uint8_t *type, size_t type_len, int *uncertain)
 {

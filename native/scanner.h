@@ -85,6 +85,13 @@ int awl_validate(const uint8_t *buf, size_t len, size_t start, size_t end);
 size_t awl_scan(const uint8_t *buf, size_t len, size_t pos, size_t end,
                 awl_record *out, size_t cap, size_t *next_pos);
 
+/* The offset of the first occurrence of the n bytes at needle in
+ * [start, end), or -1 (also for a bad range).  An empty needle is found at
+ * start.  (Python's bytes.find runs a skip search that is slow on JSON;
+ * this is memmem.) */
+int64_t awl_find(const uint8_t *buf, size_t len, size_t start, size_t end,
+                 const uint8_t *needle, size_t n);
+
 /* Scanning backward, the start offset of the last line in [start, end)
  * (start a line start) that is a valid JSON object whose top-level "type"
  * (last occurrence) equals the type_len bytes at type (UTF-8, unescaped).

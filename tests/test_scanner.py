@@ -569,6 +569,34 @@ def test_find_last(scanner_impl: str) -> None:
     assert scanner.find_last(b"", "message") is None
 
 
+@given(
+    hay=st.binary(max_size=300) | st.text(alphabet='"ckptoin\\\n', max_size=300).map(str.encode),
+    needle=st.sampled_from([b'"checkpoint"', b"c", b"", b'"', b"\n", b"point", b"oo"])
+    | st.binary(),
+    bounds=st.tuples(st.integers(0, 310), st.integers(0, 310)),
+)
+@fuzz(300)
+def test_find_is_bytes_find(hay: bytes, needle: bytes, bounds: tuple[int, int]) -> None:
+    lo, hi = sorted(bounds)
+    if hi > len(hay):
+        with pytest.raises(ValueError):
+            scanner.find(hay, needle, lo, hi)
+        return
+    assert same(each(scanner.find, hay, needle, lo, hi)) == hay.find(needle, lo, hi)
+
+
+def test_find_across_the_fallbacks_pieces(scanner_impl: str) -> None:
+    # The fallback searches a megabyte at a time: a match on the seam is found.
+    step = 1 << 20
+    for at in (0, step - 12, step - 6, step - 1, step, 2 * step - 3):
+        buf = bytearray(b"x" * (2 * step + 50))
+        buf[at : at + 12] = b'"checkpoint"'
+        assert scanner.find(buf, b'"checkpoint"') == at
+        assert scanner.find(buf, b'"checkpoint"', at + 1) == -1
+        assert scanner.find(buf, b'"checkpoint"', 0, at + 11) == -1
+    assert scanner.find(mmap.mmap(-1, 100), b"\0\0", 98) == 98
+
+
 def test_huge_inputs() -> None:
     big = C.corpus()[-4:]
     for line in big:
