@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import functools
 import importlib
-import os
 from types import ModuleType
 from typing import Final
+
+from .environment import native_disabled
 
 INSTRUCTION_SETS: Final = ("portable", "sse2", "avx2")
 """Names of ``awl_simd``'s levels, by level."""
@@ -24,7 +25,7 @@ def load() -> tuple[ModuleType | None, ImportError | None]:
     ``(module, None)``; ``(None, None)`` when ``AWL_NATIVE=0`` disables it;
     ``(None, error)`` when it is not built.
     """
-    if os.environ.get("AWL_NATIVE", "") == "0":
+    if native_disabled():
         return None, None
     try:
         return importlib.import_module("awl._native"), None

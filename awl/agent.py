@@ -10,7 +10,6 @@ the tools have run.  A crash therefore loses at most the message in flight.
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import TextIO
 
 from .conversation import Conversation, Message, Text, ToolResult, ToolUse
+from .environment import verbose
 from .errors import AwlError
 from .manager import SessionManager, resume_prefix
 from .providers import Provider, Response, StreamSink, get_provider
@@ -284,7 +284,7 @@ def run_cli(
 
 
 def _print_turn(agent: Agent, prompt: str) -> int:
-    sink = TerminalSink(sys.stderr, show_thinking=False) if os.environ.get("AWL_VERBOSE") else None
+    sink = TerminalSink(sys.stderr, show_thinking=False) if verbose() else None
     from .providers import NullSink
 
     result = agent.run_turn(prompt, sink or NullSink(), on_tool=_note_tool)

@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 import click
 import orjson
 
-from . import __version__, _native_loader
+from . import __version__, _native_loader, environment
 from .errors import AmbiguousSession, AwlError, SessionNotFound
 from .listing import SessionInfo, list_all_sessions, list_sessions, local_time, unique_prefixes
 
@@ -77,6 +77,11 @@ def resolve_session(ref: str, cwd: Path) -> Path:
         fail(str(exc), usage=True)
     except AwlError as exc:
         fail(str(exc))
+
+
+def count(n: int, one: str, many: str | None = None) -> str:
+    """``"1 file"``, ``"2 files"``: a number and its noun."""
+    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 def short_ids(infos: list[SessionInfo]) -> dict[str, str]:
@@ -140,6 +145,9 @@ def main(
     if version:
         click.echo(_version_message())
         return
+    bad = environment.problems()
+    if bad:
+        fail("; ".join(bad))
     if ctx.invoked_subcommand is not None:
         if resume is not None or prompt is not None:
             fail("--resume and --print go before no subcommand", usage=True)
@@ -309,13 +317,30 @@ def reindex(
     total = sum(before.values())
     err = sys.stderr
     bar = None
+    done = {"files": 0, "bytes": 0}
+
+    def progress(_: object) -> str:
+        return (
+            f"{done['files']}/{len(before)} files, "
+            f"{format_bytes(done['bytes'])} of {format_bytes(total)}"
+        )
+
     if err.isatty() and not as_json and targets:
-        bar = click.progressbar(length=max(total, 1), label="reindex", file=err, show_pos=False)
+        bar = click.progressbar(
+            length=max(total, 1),
+            label="reindex",
+            file=err,
+            show_pos=False,
+            show_eta=False,
+            item_show_func=progress,
+        )
         bar.__enter__()
 
     def on_result(r: Any) -> None:
-        if bar is not None:
-            bar.update(before.get(r.path, 0))
+        if bar is not None and r.path in before:
+            done["files"] += 1
+            done["bytes"] += before[r.path]
+            bar.update(before[r.path], r)
         if not as_json:
             for text in describe(r, dry_run=dry_run):
                 if bar is not None:
@@ -362,13 +387,22 @@ def reindex(
     else:
         would = "would be " if dry_run else ""
         click.echo(
-            f"{summary.files} files, {format_bytes(summary.bytes)}, {summary.entries} entries: "
+            f"{count(summary.files, 'file')}, {format_bytes(summary.bytes)}, "
+            f"{count(summary.entries, 'entry', 'entries')}: "
             f"{summary.repaired} {would}repaired, {summary.checkpointed} {would}checkpointed, "
-            f"{summary.caches} index caches {would}written, {summary.busy} skipped as busy, "
-            f"{summary.errors} with errors"
+            f"{count(summary.caches, 'index cache')} {would}written, "
+            f"{summary.busy} skipped as busy, {summary.errors} with errors"
             + (f", {summary.recovered} {would}recovered" if summary.recovered else "")
-            + (f", {summary.leftovers} leftovers {would}removed" if summary.leftovers else "")
-            + (f", {summary.pruned} stale index caches {would}removed" if summary.pruned else "")
+            + (
+                f", {count(summary.leftovers, 'leftover')} {would}removed"
+                if summary.leftovers
+                else ""
+            )
+            + (
+                f", {count(summary.pruned, 'stale index cache')} {would}removed"
+                if summary.pruned
+                else ""
+            )
         )
     if summary.errors:
         raise SystemExit(1)

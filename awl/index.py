@@ -28,6 +28,7 @@ import orjson
 from . import scanner
 from ._numpy import np, npt
 from ._scanner_fallback import bad_line_mask
+from .environment import index_cache_min
 from .errors import CorruptSession
 from .paths import ensure_private_dir, index_cache_dir, index_cache_path, real_log_path
 
@@ -391,10 +392,7 @@ def wants_cache(size: int) -> bool:
 
     ``$AWL_INDEX_CACHE_MIN`` (bytes) overrides :data:`CACHE_MIN_BYTES`.
     """
-    value = os.environ.get("AWL_INDEX_CACHE_MIN")
-    if value is not None and value.isdigit():
-        return size >= int(value)
-    return size >= CACHE_MIN_BYTES
+    return size >= index_cache_min(CACHE_MIN_BYTES)
 
 
 _T = TypeVar("_T")

@@ -32,6 +32,7 @@ import orjson
 from . import scanner
 from ._numpy import np, npt
 from .conversation import Conversation, Message
+from .environment import fsync_enabled
 from .errors import (
     AmbiguousSession,
     CorruptSession,
@@ -111,11 +112,6 @@ CHECKPOINT_SPACING = 200
 """During a session, a checkpoint follows at least this many times its own size of log."""
 
 _PREFIX_RE = re.compile(r"[0-9a-f][0-9a-f-]{0,35}")
-
-
-def fsync_enabled() -> bool:
-    """Whether writes are synced to disk (``AWL_FSYNC=0``: not, for tests and benchmarks)."""
-    return os.environ.get("AWL_FSYNC", "1") not in ("0", "false", "no", "off")
 
 
 def sync_dir(folder: str | os.PathLike[str]) -> None:

@@ -24,13 +24,13 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .environment import fsync_enabled
 from .errors import CorruptSession, SessionBusy, SessionError
 from .index import load_cache, stale_caches, wants_cache
 from .logmap import LogMap
 from .manager import (
     MAX_HEADER,
     SessionManager,
-    fsync_enabled,
     keep_bytes,
     open_log,
     read_header_fd,
@@ -353,7 +353,9 @@ def reindex_file(
     p = os.fspath(Path(path))  # as reported: "./x" as "x", "a//b" as "a/b"
     result = FileResult(p)
     try:
-        result.size = os.stat(p).st_size
+        st = os.stat(p)
+        # A folder or device named like a log is an error, not bytes reindexed.
+        result.size = st.st_size if stat.S_ISREG(st.st_mode) else 0
         # Verifying and a dry run read without the lock: look first, so that
         # a log in use is skipped (a writer's open below finds out itself).
         if (verify or dry_run) and _is_busy(p):

@@ -274,7 +274,7 @@ def test_reindex_all_prunes_and_a_dry_run_spares_caches_it_would_rewrite(
     assert f"{gone_cache}: would remove a stale index cache (its log {gone} no longer exists)" in (
         res.output
     )
-    assert str(cache) not in res.output and "1 stale index caches would be removed" in res.output
+    assert str(cache) not in res.output and "1 stale index cache would be removed" in res.output
     assert gone_cache.exists() and cache.read_bytes() == before
 
     res = runner.invoke(main, ["reindex", "--all", "--json"], catch_exceptions=False)

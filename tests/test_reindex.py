@@ -23,8 +23,15 @@ from click.testing import CliRunner
 
 from awl import Message, SessionManager, Text
 from awl.cli import main
-from awl.paths import corrupt_path, creating_path, creations, index_cache_path, project_dir
-from awl.reindex import FileResult, Summary, describe, reindex, reindex_file
+from awl.paths import (
+    corrupt_path,
+    creating_path,
+    creations,
+    index_cache_path,
+    log_files,
+    project_dir,
+)
+from awl.reindex import FileResult, Summary, describe, format_bytes, reindex, reindex_file
 
 from .helpers import HEADER, chain, line, msg, snapshot, write_log
 
@@ -404,6 +411,22 @@ def test_every_checkpoint_written_is_reported(tmp_path: Path, root: Path, projec
     assert not reindex_file(p).checkpointed
 
 
+def test_a_folder_or_fifo_named_like_a_log_is_an_error_of_no_bytes(
+    root: Path, project: Path
+) -> None:
+    folder = project_dir(project, root)
+    real = hand_log(folder, 1, project, chain(2))
+    (folder / log_name(header(2, project))).mkdir()
+    os.mkfifo(folder / log_name(header(3, project)))
+    results, summary = reindex([*log_files(folder)], jobs=1)
+    by_name = {Path(r.path).name: r for r in results}
+    assert by_name[real.name].error is None
+    odd = [by_name[log_name(header(n, project))] for n in (2, 3)]
+    assert [r.size for r in odd] == [0, 0] and all(r.error for r in odd), odd
+    assert "Is a directory" in str(odd[0].error) and "not a regular file" in str(odd[1].error)
+    assert (summary.files, summary.errors, summary.bytes) == (3, 2, real.stat().st_size)
+
+
 def test_missing_final_newline_is_kept(tmp_path: Path) -> None:
     p = hand_log(tmp_path / "logs", 6, tmp_path, big_chain())
     data = p.read_bytes()
@@ -651,6 +674,7 @@ def test_progress_bar_on_a_terminal_only(tmp_path: Path, root: Path, project: Pa
     pexpect = pytest.importorskip("pexpect")
     s = build_store(root, project)
     s.corrupt.unlink()
+    total = format_bytes(sum(p.stat().st_size for p in log_files(s.folder)))
     bar = re.compile(r"reindex\s+\[[#-]+\]\s+\d+%")
     child = pexpect.spawn(
         sys.executable,
@@ -666,6 +690,9 @@ def test_progress_bar_on_a_terminal_only(tmp_path: Path, root: Path, project: Pa
     assert child.exitstatus == 0, shown
     assert bar.search(shown), shown
     assert "5 files" in shown
+    # Files and bytes beside the bar, up to all of them.
+    assert re.search(r"\] +\d+% +0/5 files, 0 B of " + re.escape(total), shown), shown
+    assert re.search(r"\] +100% +5/5 files, " + re.escape(f"{total} of {total}"), shown), shown
 
     s2 = build_store(tmp_path / "root2", project)
     s2.corrupt.unlink()
@@ -736,7 +763,7 @@ def test_creation_that_died_before_linking_is_recovered(
     assert not tmp.exists()
     assert log.read_bytes() == data  # small: no checkpoint, nothing else added
     assert f"{log}: recover the session from {tmp.name}" in res.output
-    assert "1 files" in res.output and "1 recovered" in res.output
+    assert "1 file," in res.output and "1 recovered" in res.output
     with SessionManager.open(log, read_only=True) as m:
         assert m.leaf_id == "00000002" and m.message_count == 2
         assert m.first_prompt == "the first prompt, which must not be lost"
@@ -945,7 +972,7 @@ def test_dry_run_says_what_it_would_settle(
     assert everything(root) == before
     assert f"would recover the session from {tmp.name}" in res.output
     assert f"{empty}: would remove a session creation's leftover" in res.output
-    assert "1 would be recovered, 1 leftovers would be removed" in res.output
+    assert "1 would be recovered, 1 leftover would be removed" in res.output
     doc = orjson.loads(run_cli("--json").output)
     assert everything(root) != before
     assert [f["recoveredFrom"] for f in doc["files"] if f["recoveredFrom"]] == [str(tmp)]

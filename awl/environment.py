@@ -1,0 +1,73 @@
+"""The environment variables that tune awl: read in one place, and checked.
+
+========================  ==============================================
+``AWL_FSYNC``             ``0`` skips the fsync after each append (default ``1``)
+``AWL_INDEX_CACHE_MIN``   bytes from which a log keeps an index cache file
+``AWL_NATIVE``            ``0`` forces the pure-Python scanner
+``AWL_VERBOSE``           ``1`` shows a ``-p`` turn's progress on stderr
+========================  ==============================================
+
+The switches take ``1``/``0``, ``true``/``false``, ``yes``/``no`` or
+``on``/``off``, in any case.  The session and cache folders
+(``AWL_SESSION_DIR``, ``XDG_DATA_HOME``, ``XDG_CACHE_HOME``) are
+:mod:`awl.paths`'s.
+
+A library call given a value it cannot read keeps the safe default (fsync
+stays on, the threshold stays 1 MiB, the native scanner stays in use); the
+``awl`` command refuses to start and names the variable (:func:`problems`),
+so that a typo never silently means something else.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["fsync_enabled", "index_cache_min", "native_disabled", "problems", "verbose"]
+
+_ON = ("1", "true", "yes", "on")
+_OFF = ("0", "false", "no", "off")
+_SWITCHES = ("AWL_FSYNC", "AWL_NATIVE", "AWL_VERBOSE")
+
+
+def _switch(name: str) -> bool | None:
+    """The switch's value; None when unset, empty or unreadable."""
+    value = os.environ.get(name, "").strip().lower()
+    if value in _ON:
+        return True
+    if value in _OFF:
+        return False
+    return None
+
+
+def fsync_enabled() -> bool:
+    """Whether appends are synced to disk (``AWL_FSYNC=0``: not, for tests and benchmarks)."""
+    return _switch("AWL_FSYNC") is not False
+
+
+def native_disabled() -> bool:
+    """Whether ``AWL_NATIVE=0`` asks for the pure-Python scanner."""
+    return _switch("AWL_NATIVE") is False
+
+
+def verbose() -> bool:
+    """Whether ``AWL_VERBOSE=1`` asks a ``-p`` turn to show its progress."""
+    return _switch("AWL_VERBOSE") is True
+
+
+def index_cache_min(default: int) -> int:
+    """``$AWL_INDEX_CACHE_MIN`` as a number of bytes, else ``default``."""
+    value = os.environ.get("AWL_INDEX_CACHE_MIN", "").strip()
+    return int(value) if value.isascii() and value.isdigit() else default
+
+
+def problems() -> list[str]:
+    """One line for each variable above that is set to something it cannot mean."""
+    found = []
+    for name in _SWITCHES:
+        value = os.environ.get(name, "")
+        if value.strip() and _switch(name) is None:
+            found.append(f"{name}={value!r} is not a switch: 1 or 0 (true/false, yes/no, on/off)")
+    value = os.environ.get("AWL_INDEX_CACHE_MIN", "")
+    if value.strip() and index_cache_min(-1) < 0:
+        found.append(f"AWL_INDEX_CACHE_MIN={value!r} is not a number of bytes (e.g. 1048576)")
+    return found

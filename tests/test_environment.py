@@ -1,0 +1,112 @@
+"""awl.environment: the tuning variables, their safe defaults, and the CLI's refusal of a typo."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from awl import environment
+from awl.cli import main
+from awl.index import CACHE_MIN_BYTES, wants_cache
+
+from .test_cli import child_env
+
+VARS = ("AWL_FSYNC", "AWL_NATIVE", "AWL_VERBOSE", "AWL_INDEX_CACHE_MIN")
+
+
+@pytest.fixture(autouse=True)
+def clean(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in VARS:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.mark.parametrize(
+    ("value", "on"),
+    [
+        (None, True),
+        ("", True),
+        ("1", True),
+        ("0", False),
+        ("false", False),
+        ("FALSE", False),
+        (" Off ", False),
+        ("no", False),
+        ("yes", True),
+        ("On", True),
+        ("maybe", True),  # unreadable: the library keeps the safe default
+        ("2", True),
+    ],
+)
+def test_fsync_switch(monkeypatch: pytest.MonkeyPatch, value: str | None, on: bool) -> None:
+    if value is not None:
+        monkeypatch.setenv("AWL_FSYNC", value)
+    assert environment.fsync_enabled() is on
+
+
+def test_the_other_switches_default_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert not environment.native_disabled() and not environment.verbose()
+    monkeypatch.setenv("AWL_NATIVE", "Off")
+    monkeypatch.setenv("AWL_VERBOSE", "true")
+    assert environment.native_disabled() and environment.verbose()
+    # AWL_VERBOSE=0 used to mean verbose: any non-empty value did.
+    monkeypatch.setenv("AWL_VERBOSE", "0")
+    monkeypatch.setenv("AWL_NATIVE", "nope")
+    assert not environment.verbose() and not environment.native_disabled()
+
+
+def test_cache_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert environment.index_cache_min(7) == 7
+    assert wants_cache(CACHE_MIN_BYTES) and not wants_cache(CACHE_MIN_BYTES - 1)
+    monkeypatch.setenv("AWL_INDEX_CACHE_MIN", " 4096 ")
+    assert environment.index_cache_min(7) == 4096 and wants_cache(4096) and not wants_cache(4095)
+    for bad in ("1M", "-1", "1e6", "٣"):  # the last is an Arabic-Indic digit: isdigit() says yes
+        monkeypatch.setenv("AWL_INDEX_CACHE_MIN", bad)
+        assert environment.index_cache_min(7) == 7
+        assert wants_cache(CACHE_MIN_BYTES) and not wants_cache(CACHE_MIN_BYTES - 1)
+
+
+def test_problems_name_each_bad_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert environment.problems() == []
+    for name in ("AWL_FSYNC", "AWL_NATIVE", "AWL_VERBOSE"):
+        monkeypatch.setenv(name, "ON")
+    monkeypatch.setenv("AWL_INDEX_CACHE_MIN", "0")
+    assert environment.problems() == []
+    monkeypatch.setenv("AWL_FSYNC", "fasle")
+    monkeypatch.setenv("AWL_INDEX_CACHE_MIN", "1M")
+    assert environment.problems() == [
+        "AWL_FSYNC='fasle' is not a switch: 1 or 0 (true/false, yes/no, on/off)",
+        "AWL_INDEX_CACHE_MIN='1M' is not a number of bytes (e.g. 1048576)",
+    ]
+
+
+def test_the_cli_refuses_a_typo_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("AWL_SESSION_DIR", str(tmp_path / "sessions"))
+    monkeypatch.setenv("AWL_INDEX_CACHE_MIN", "1M")
+    for args in (["sessions"], ["reindex", "--all"], ["-p", "hi", "--provider", "offline"]):
+        res = CliRunner().invoke(main, args)
+        assert res.exit_code == 1, (args, res.output)
+        assert res.output == (
+            "Error: AWL_INDEX_CACHE_MIN='1M' is not a number of bytes (e.g. 1048576)\n"
+        )
+    assert not (tmp_path / "sessions").exists()  # nothing was started
+    # --version still answers: it is what one runs to find out what is wrong.
+    assert CliRunner().invoke(main, ["--version"]).exit_code == 0
+
+
+def test_native_off_in_a_real_process() -> None:
+    # Read when the scanner is first imported, so only a fresh process shows it.
+    out = subprocess.run(
+        [sys.executable, "-c", "from awl import scanner; print(scanner.IMPLEMENTATION)"],
+        env=child_env(AWL_NATIVE="off"),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "fallback"
