@@ -282,7 +282,9 @@ def reindex(
 ) -> None:
     """Repair torn tails, checkpoint and index this directory's sessions (or PATHS, or --all).
 
-    PATHS are log files, or folders standing for their logs. Without PATHS
+    PATHS are log files, or folders standing for their logs; a folder with
+    none of its own (the session root, a copy of a store) stands for the
+    logs of its folders, and one with none at all is an error. Without PATHS
     it also settles session creations whose process died (hidden .creating
     files): each is recovered into place or removed. With --all it also
     removes index cache files that no log can use any more.

@@ -145,12 +145,14 @@ def session_paths(
 def expand_paths(
     paths: Iterable[str | os.PathLike[str]], *, unlisted: list[FileResult] | None = None
 ) -> list[Path]:
-    """The logs that command-line PATHS name: a file as it is, a folder as its logs
-    (the session root as every project's).
+    """The logs that command-line PATHS name: a file as it is, a folder as its logs.
 
-    A folder that cannot be listed raises SessionError, or, given
-    ``unlisted``, is added there as a result with its error.  An empty
-    path is a ValueError: it would mean the current folder without saying so.
+    The session root, and any folder with no logs of its own (a copy of a
+    store, laid out like the root), stands for the logs of its folders.  A
+    folder that cannot be listed, or in which there are no logs at all,
+    raises SessionError, or, given ``unlisted``, is added there as a result
+    with its error.  An empty path is a ValueError: it would mean the
+    current folder without saying so.
     """
     out: list[Path] = []
     for raw in paths:
@@ -164,12 +166,19 @@ def expand_paths(
         if not folder:
             out.append(p)
             continue
-        # The session root holds project folders: it stands for their logs.
-        inner = [p]
-        if _same_file(p, session_root()):
-            inner = _listed(project_folders, p, unlisted)
-        for f in inner:
-            out.extend(_listed(log_files, f, unlisted))
+        errors: list[FileResult] = []
+        logs = [] if _same_file(p, session_root()) else _listed(log_files, p, errors)
+        if not logs and not errors:
+            for f in _listed(project_folders, p, errors):
+                logs.extend(_listed(log_files, f, errors))
+        if not logs and not errors:
+            none = f"{p}: no session logs in it, nor in its folders"
+            errors.append(FileResult(str(p), error=none))
+        if errors and unlisted is None:
+            raise SessionError(str(errors[0].error))
+        out.extend(logs)
+        if unlisted is not None:
+            unlisted.extend(errors)
     return out
 
 

@@ -23,6 +23,7 @@ from click.testing import CliRunner
 
 from awl import Message, SessionManager, Text
 from awl.cli import main
+from awl.errors import SessionError
 from awl.paths import (
     corrupt_path,
     creating_path,
@@ -31,7 +32,15 @@ from awl.paths import (
     log_files,
     project_dir,
 )
-from awl.reindex import FileResult, Summary, describe, format_bytes, reindex, reindex_file
+from awl.reindex import (
+    FileResult,
+    Summary,
+    describe,
+    expand_paths,
+    format_bytes,
+    reindex,
+    reindex_file,
+)
 
 from .helpers import HEADER, chain, line, msg, snapshot, write_log
 
@@ -665,6 +674,22 @@ def test_cli_a_folder_in_paths_stands_for_its_logs(
     res = CliRunner().invoke(main, ["reindex", ""])
     assert res.exit_code == 2 and "PATHS: an empty path" in res.output
     assert "Traceback" not in res.output
+    # A copy of the store, which is not the root, stands for its projects' logs too.
+    copy = tmp_path / "backup"
+    shutil.copytree(root, copy)
+    doc = orjson.loads(run_cli("--json", "--dry-run", str(copy)).output)
+    assert sorted(Path(f["path"]) for f in doc["files"]) == sorted(
+        copy / p.relative_to(root) for p in (a, b, other)
+    )
+    # A folder with no logs, nor any in its folders, is named as such, not a quiet no-op.
+    (tmp_path / "empty" / "sub").mkdir(parents=True)
+    (tmp_path / "empty" / "notes.jsonl.txt").write_text("")
+    res = CliRunner().invoke(main, ["reindex", str(tmp_path / "empty"), str(b)])
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    assert f"{tmp_path / 'empty'}: no session logs in it, nor in its folders\n" in res.output
+    assert "2 files" in res.output and "1 with errors" in res.output
+    with pytest.raises(SessionError, match="no session logs in it"):
+        expand_paths([tmp_path / "empty"])
 
 
 # ── a real terminal ──
