@@ -62,6 +62,13 @@ def fail(message: str, *, usage: bool = False) -> NoReturn:
     raise click.ClickException(message)
 
 
+def refuse_bad_environment() -> None:
+    """Stop, naming it, if a variable of :mod:`awl.environment` holds what it cannot mean."""
+    bad = environment.problems()
+    if bad:
+        fail("; ".join(bad))
+
+
 def _version_message() -> str:
     python = sys.version.split()[0]
     return f"awl {__version__} (scanner: {_native_loader.describe()}, Python {python})"
@@ -145,13 +152,11 @@ def main(
     if version:
         click.echo(_version_message())
         return
-    bad = environment.problems()
-    if bad:
-        fail("; ".join(bad))
     if ctx.invoked_subcommand is not None:
         if resume is not None or prompt is not None:
             fail("--resume and --print go before no subcommand", usage=True)
         return
+    refuse_bad_environment()
     from . import agent
     from .interactive import stdin_text
 
@@ -177,6 +182,17 @@ def main(
     except AwlError as exc:
         fail(str(exc))
     ctx.exit(code)
+
+
+class _Command(click.Command):
+    """A subcommand that checks the environment once its own ``--help`` is out of the way."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        refuse_bad_environment()
+        return super().invoke(ctx)
+
+
+main.command_class = _Command
 
 
 @main.command()
@@ -293,8 +309,8 @@ def reindex(
         describe,
         expand_paths,
         format_bytes,
+        one_name_each,
         session_paths,
-        size_or_zero,
         unfinished_creations,
     )
     from .reindex import reindex as run
@@ -315,7 +331,7 @@ def reindex(
     except AwlError as exc:  # the root itself cannot be listed
         fail(str(exc))
     # The bar counts each log's size as it was before the run (a repair shrinks it).
-    before = {os.fspath(p): size_or_zero(p) for p in targets}
+    before = one_name_each(targets)  # as the run counts them: each file once
     total = sum(before.values())
     err = sys.stderr
     bar = None
@@ -369,6 +385,7 @@ def reindex(
             "files": [
                 {
                     "path": r.path,
+                    "folder": r.folder,
                     "size": r.size,
                     "entries": r.entries,
                     "repaired": r.repaired,

@@ -117,6 +117,8 @@ class LogMap:
         """Whether ``sub`` occurs in ``[start, end)`` (``sub`` must not span the two
         parts: a line never does); a search at memory speed (:func:`scanner.find`)."""
         end = self.size if end is None else end
+        if not sub:
+            return start <= end
         if (
             start < self.split
             and self._mm is not None

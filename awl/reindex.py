@@ -70,6 +70,8 @@ class FileResult:
     removed: str | None = None
     # A stale index cache file (path is the cache's): why it was removed.
     pruned: str | None = None
+    # A folder, not a log: one that cannot be listed or holds no logs (error).
+    folder: bool = False
 
     @property
     def failed(self) -> bool:
@@ -97,6 +99,9 @@ class Summary:
         """Count one file's result."""
         if r.removed is not None:
             self.leftovers += 1
+            return
+        if r.folder:
+            self.errors += 1  # a folder's error, not a file reindexed
             return
         if r.pruned is not None:
             self.pruned += 0 if r.error else 1
@@ -155,25 +160,30 @@ def expand_paths(
     current folder without saying so.
     """
     out: list[Path] = []
+    folders: set[tuple[int, int]] = set()
     for raw in paths:
         if not os.fspath(raw):
             raise ValueError("an empty path")
         p = Path(raw)
         try:
-            folder = stat.S_ISDIR(os.stat(p).st_mode)
+            st = os.stat(p)
         except (OSError, ValueError):
-            folder = False  # reindexing it says what is wrong (missing, too long...)
-        if not folder:
+            st = None  # reindexing it says what is wrong (missing, too long...)
+        if st is None or not stat.S_ISDIR(st.st_mode):
             out.append(p)
             continue
+        if (st.st_dev, st.st_ino) in folders:
+            continue  # its logs are in already (their names are made unique later)
+        folders.add((st.st_dev, st.st_ino))
         errors: list[FileResult] = []
-        logs = [] if _same_file(p, session_root()) else _listed(log_files, p, errors)
+        root = _same_file(p, session_root())
+        logs = [] if root else _listed(log_files, p, errors)
         if not logs and not errors:
             for f in _listed(project_folders, p, errors):
                 logs.extend(_listed(log_files, f, errors))
-        if not logs and not errors:
+        if not logs and not errors and not root:  # an empty store is not an error
             none = f"{p}: no session logs in it, nor in its folders"
-            errors.append(FileResult(str(p), error=none))
+            errors.append(FileResult(str(p), error=none, folder=True))
         if errors and unlisted is None:
             raise SessionError(str(errors[0].error))
         out.extend(logs)
@@ -191,7 +201,7 @@ def _listed(
     except SessionError as exc:
         if unlisted is None:
             raise
-        unlisted.append(FileResult(str(folder), error=str(exc)))
+        unlisted.append(FileResult(str(folder), error=str(exc), folder=True))
         return []
 
 
@@ -442,7 +452,7 @@ def reindex(
     own caches are up to date.  ``failed`` (folders :func:`session_paths`
     could not list) are reported first, as errors.
     """
-    sizes = _one_name_each(paths)
+    sizes = one_name_each(paths)
     results: list[FileResult] = []
     summary = Summary()
     recovered: dict[str, str] = {}
@@ -497,9 +507,10 @@ def reindex(
     return results, summary
 
 
-def _one_name_each(paths: Iterable[str | os.PathLike[str]]) -> dict[str, int]:
+def one_name_each(paths: Iterable[str | os.PathLike[str]]) -> dict[str, int]:
     """Each file of ``paths`` once, under the first of its names in sorted order,
-    with its size (0 when it cannot be stat'ed: reindexing it says why).
+    with its size (0 when it is not a regular file or cannot be stat'ed:
+    reindexing it says why).
 
     Two workers given one log under two names would fight over its lock, and
     the summary would count it twice.
@@ -514,7 +525,7 @@ def _one_name_each(paths: Iterable[str | os.PathLike[str]]) -> dict[str, int]:
             continue
         if (st.st_dev, st.st_ino) not in seen:
             seen.add((st.st_dev, st.st_ino))
-            out[p] = st.st_size
+            out[p] = st.st_size if stat.S_ISREG(st.st_mode) else 0
     return out
 
 
@@ -542,11 +553,13 @@ def prune_caches(*, dry_run: bool = False, keep: Iterable[Path] = ()) -> list[Fi
 
 
 def size_or_zero(path: str | os.PathLike[str]) -> int:
-    """A file's size, or 0 when it cannot be stat'ed (reported when it is reindexed)."""
+    """A file's size, or 0 when it is not a regular file or cannot be stat'ed
+    (reported when it is reindexed)."""
     try:
-        return os.stat(path).st_size
-    except OSError:
+        st = os.stat(path)
+    except (OSError, ValueError):
         return 0
+    return st.st_size if stat.S_ISREG(st.st_mode) else 0
 
 
 def describe(r: FileResult, *, dry_run: bool = False) -> Iterable[str]:

@@ -253,8 +253,9 @@ def find_last(
 def find(buf: BufferLike, needle: bytes, start: int = 0, end: int | None = None) -> int:
     """Offset of the first occurrence of ``needle`` in ``buf[start:end]``, or -1.
 
-    Like ``bytes.find``, but at memory speed: CPython's skip search crawls
-    through JSON, where a needle's first and last bytes (quotes) are common.
+    ``bytes.find`` at memory speed (CPython's skip search crawls through
+    JSON, where a needle's first and last bytes, quotes, are common), except
+    that a range outside the buffer raises ValueError, as everywhere here.
     """
     with _bytes_view(buf) as mv:
         lo, hi = _range(mv, start, end)
@@ -559,7 +560,8 @@ class _NativeScanner:
     def find(self, mv: memoryview, needle: bytes, start: int, end: int) -> int:
         """See :func:`find`."""
         with self._ffi.from_buffer("uint8_t[]", mv) as src:
-            return int(self._lib.awl_find(src, mv.nbytes, start, end, needle, len(needle)))
+            want = needle if type(needle) is bytes else bytes(needle)  # cffi takes bytes only
+            return int(self._lib.awl_find(src, mv.nbytes, start, end, want, len(want)))
 
     def entry_fields(
         self, mv: memoryview, start: int, end: int, trusted: bool

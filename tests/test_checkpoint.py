@@ -90,6 +90,22 @@ def test_ready_reads_nothing_before_the_checkpoint(project: Path, root: Path) ->
     assert state(SessionManager.open(path, read_only=True)) == replay_state(path)
 
 
+@pytest.mark.parametrize("read_only", [True, False])
+def test_a_checkpoint_followed_by_lines_that_are_not_entries_is_found(
+    project: Path, root: Path, read_only: bool
+) -> None:
+    """The byte search near the end finds it: no index of the whole log is built."""
+    path = big_session(project, root)
+    cp_offset = checkpoints(path)[-1]["offset"]
+    with path.open("ab") as f:  # a later tool's lines: no id, so no tree node
+        f.write(b'{"type":"x-note","text":"after"}\n' * 3)
+    with SessionManager.open(path, read_only=read_only) as m:
+        assert (m.stats.mode, m.stats.checkpoint_offset) == ("checkpoint", cp_offset)
+        assert m.stats.tail_lines == 3 and m.stats.cache == "none"
+        assert m.message_count == 81
+    assert state(SessionManager.open(path, read_only=True)) == replay_state(path)
+
+
 def test_streaming_a_conversation_keeps_nothing(project: Path, root: Path) -> None:
     """``stream()`` (``awl show``) loads each message once and keeps none of them."""
     path = big_session(project, root)

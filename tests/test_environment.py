@@ -95,8 +95,11 @@ def test_the_cli_refuses_a_typo_in_one_line(
             "Error: AWL_INDEX_CACHE_MIN='1M' is not a number of bytes (e.g. 1048576)\n"
         )
     assert not (tmp_path / "sessions").exists()  # nothing was started
-    # --version still answers: it is what one runs to find out what is wrong.
+    # --version and every --help still answer: they are how one finds out what is wrong.
     assert CliRunner().invoke(main, ["--version"]).exit_code == 0
+    for args in (["--help"], ["reindex", "--help"], ["sessions", "-h"], ["show", "--help"]):
+        res = CliRunner().invoke(main, args)
+        assert res.exit_code == 0 and "Usage:" in res.output, (args, res.output)
 
 
 def test_native_off_in_a_real_process() -> None:

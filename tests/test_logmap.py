@@ -190,3 +190,27 @@ def test_a_pass_over_a_big_log_holds_a_window_not_the_log(tmp_path: Path, what: 
     grew = int(done.stdout)
     # Windows of 1 MB; what a pass allocates (records, one message) is small.
     assert grew < size_kib // 4, (grew, size_kib)
+
+
+@pytest.mark.usefixtures("scanner_impl")
+def test_contains_in_either_part_and_not_across(tmp_path: Path) -> None:
+    data = b'{"a":"checkpoint"}\n{"b":1}\n{"c":"last checkpoint"}'
+    path = tmp_path / "log"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        log = LogMap.for_reader(fd, len(data))  # the last line is read, the rest mapped
+        split = data.rindex(b"\n") + 1
+        assert log.split == split
+        for lo in range(len(data) + 1):
+            for hi in range(lo, len(data) + 1):
+                # (a needle that spans the split would hold a newline: never looked for)
+                for needle in (b"checkpoint", b"1}", b"}\n", b"\n", b"", b"last"):
+                    assert log.contains(needle, lo, hi) == (data.find(needle, lo, hi) >= 0), (
+                        needle,
+                        lo,
+                        hi,
+                    )
+        log.close()
+    finally:
+        os.close(fd)

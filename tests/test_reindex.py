@@ -38,8 +38,10 @@ from awl.reindex import (
     describe,
     expand_paths,
     format_bytes,
+    one_name_each,
     reindex,
     reindex_file,
+    size_or_zero,
 )
 
 from .helpers import HEADER, chain, line, msg, snapshot, write_log
@@ -434,6 +436,11 @@ def test_a_folder_or_fifo_named_like_a_log_is_an_error_of_no_bytes(
     assert [r.size for r in odd] == [0, 0] and all(r.error for r in odd), odd
     assert "Is a directory" in str(odd[0].error) and "not a regular file" in str(odd[1].error)
     assert (summary.files, summary.errors, summary.bytes) == (3, 2, real.stat().st_size)
+    # What the progress bar counts: each file once, the odd ones as 0 bytes.
+    names = [*log_files(folder), folder / ".." / folder.name / real.name]
+    counted = one_name_each(names)
+    assert len(counted) == 3 and sorted(counted.values()) == [0, 0, real.stat().st_size]
+    assert size_or_zero(folder) == 0 and size_or_zero(real) == real.stat().st_size
 
 
 def test_missing_final_newline_is_kept(tmp_path: Path) -> None:
@@ -684,12 +691,26 @@ def test_cli_a_folder_in_paths_stands_for_its_logs(
     # A folder with no logs, nor any in its folders, is named as such, not a quiet no-op.
     (tmp_path / "empty" / "sub").mkdir(parents=True)
     (tmp_path / "empty" / "notes.jsonl.txt").write_text("")
-    res = CliRunner().invoke(main, ["reindex", str(tmp_path / "empty"), str(b)])
+    empty = tmp_path / "empty"
+    res = CliRunner().invoke(main, ["reindex", str(empty), str(b), str(empty) + "/", "./empty"])
     assert res.exit_code == 1 and "Traceback" not in res.output
-    assert f"{tmp_path / 'empty'}: no session logs in it, nor in its folders\n" in res.output
-    assert "2 files" in res.output and "1 with errors" in res.output
+    # Named once however often it is given, and counted as an error, not as a file.
+    assert res.output.count("no session logs") == 1, res.output
+    assert f"{empty}: no session logs in it, nor in its folders\n" in res.output
+    assert res.output.endswith(
+        f"1 file, {format_bytes(b.stat().st_size)}, 3 entries: 0 repaired, 0 checkpointed, "
+        "0 index caches written, 0 skipped as busy, 1 with errors\n"
+    ), res.output
+    doc = orjson.loads(run_cli("--json", str(empty)).output)
+    assert [(f["path"], f["folder"]) for f in doc["files"]] == [(str(empty), True)]
+    assert (doc["summary"]["files"], doc["summary"]["errors"]) == (0, 1)
     with pytest.raises(SessionError, match="no session logs in it"):
-        expand_paths([tmp_path / "empty"])
+        expand_paths([empty])
+    # An empty store is not an error: the root says what --all says.
+    monkeypatch.setenv("AWL_SESSION_DIR", str(tmp_path / "new-root"))
+    (tmp_path / "new-root").mkdir()
+    res = CliRunner().invoke(main, ["reindex", str(tmp_path / "new-root")])
+    assert res.exit_code == 0 and res.output.startswith("0 files, 0 B"), res.output
 
 
 # ── a real terminal ──
@@ -750,6 +771,25 @@ def test_progress_bar_reaches_100_percent(tmp_path: Path, root: Path, project: P
     child.close()
     percents = re.findall(r"reindex\s+\[[#-]+\]\s+(\d+)%", child.before)
     assert percents and percents[-1] == "100", child.before
+
+
+def test_progress_bar_counts_a_log_named_twice_once(root: Path, project: Path) -> None:
+    pexpect = pytest.importorskip("pexpect")
+    log = hand_log(project_dir(project, root), 14, project, chain(3))
+    size = format_bytes(log.stat().st_size)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "awl.cli", "reindex", "--dry-run", str(log), os.path.relpath(log, project)],
+        env=child_env(),
+        cwd=str(project),
+        encoding="utf-8",
+        timeout=30,
+    )
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, child.before
+    assert re.search(rf"\] +100% +1/1 files, {re.escape(size)} of {re.escape(size)}", child.before)
+    assert "1 file, " in child.before
 
 
 # ── session creations a crash left behind ──
