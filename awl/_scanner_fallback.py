@@ -218,6 +218,8 @@ class FallbackScanner:
 
     def find(self, mv: memoryview, needle: bytes, start: int, end: int) -> int:
         """See :func:`awl.scanner.find`."""
+        if not needle:
+            return start
         # In pieces that overlap by the needle's length less one, so that
         # no large range is copied at once and no match is cut in two.
         step = max(1 << 20, 2 * len(needle))
@@ -230,7 +232,7 @@ class FallbackScanner:
             if stop == end:
                 break
             pos += step
-        return start if not needle and start == end else -1
+        return -1
 
     def line_type_is(self, mv: memoryview, start: int, end: int, type_name: str) -> bool:
         """True if ``mv[start:end]`` is a valid object whose type is ``type_name``."""

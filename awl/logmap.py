@@ -46,6 +46,13 @@ def _last_line_start(fd: int, size: int) -> int:
     return 0
 
 
+def _find(buf: mmap.mmap | bytes, sub: bytes, start: int, end: int) -> int:
+    # A byte is found with memchr either way; a longer needle with memmem
+    # (scanner.find), as CPython's skip search crawls through JSON, where
+    # the needle's first and last bytes, quotes, are everywhere.
+    return buf.find(sub, start, end) if len(sub) <= 1 else scanner.find(buf, sub, start, end)
+
+
 def _pread_all(fd: int, n: int, offset: int) -> bytes:
     parts = []
     while n > 0:
@@ -103,32 +110,18 @@ class LogMap:
         return self._tail[pos - self.split]
 
     def find(self, sub: bytes, start: int = 0, end: int | None = None) -> int:
-        """Like bytes.find over the whole log (``sub`` must not span the two parts)."""
-        end = self.size if end is None else end
+        """Like bytes.find over the whole log (``sub`` must not span the two parts:
+        a line never does)."""
+        end = min(self.size, self.size if end is None else end)
+        if start > end:
+            return -1
         if start < self.split and self._mm is not None:
-            hit = self._mm.find(sub, start, min(end, self.split))
+            hit = _find(self._mm, sub, start, min(end, self.split))
             if hit >= 0 or end <= self.split:
                 return hit
         lo = max(start, self.split)
-        hit = self._tail.find(sub, lo - self.split, end - self.split)
+        hit = _find(self._tail, sub, lo - self.split, end - self.split)
         return hit + self.split if hit >= 0 else -1
-
-    def contains(self, sub: bytes, start: int = 0, end: int | None = None) -> bool:
-        """Whether ``sub`` occurs in ``[start, end)`` (``sub`` must not span the two
-        parts: a line never does); a search at memory speed (:func:`scanner.find`)."""
-        end = self.size if end is None else end
-        if not sub:
-            return start <= end
-        if (
-            start < self.split
-            and self._mm is not None
-            and scanner.find(self._mm, sub, start, min(end, self.split)) >= 0
-        ):
-            return True
-        if end > self.split:
-            lo = max(start, self.split) - self.split
-            return scanner.find(self._tail, sub, lo, end - self.split) >= 0
-        return False
 
     def rfind(self, sub: bytes, start: int = 0, end: int | None = None) -> int:
         """Like bytes.rfind over the whole log."""

@@ -519,7 +519,7 @@ class SessionManager:
             scanner.KIND_CHECKPOINT
         ):
             off = self._last_line[0]  # where a clean close leaves it: already scanned
-        elif start < size and mm.contains(b'"checkpoint"', start, size):
+        elif start < size and mm.find(b'"checkpoint"', start, size) >= 0:
             off = mm.find_last("checkpoint", start, size)
         if off is not None:
             cp = self._check_checkpoint(mm, off, body, size)

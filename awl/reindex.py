@@ -372,9 +372,7 @@ def reindex_file(
     p = os.fspath(Path(path))  # as reported: "./x" as "x", "a//b" as "a/b"
     result = FileResult(p)
     try:
-        st = os.stat(p)
-        # A folder or device named like a log is an error, not bytes reindexed.
-        result.size = st.st_size if stat.S_ISREG(st.st_mode) else 0
+        result.size = _log_bytes(os.stat(p))
         # Verifying and a dry run read without the lock: look first, so that
         # a log in use is skipped (a writer's open below finds out itself).
         if (verify or dry_run) and _is_busy(p):
@@ -525,7 +523,7 @@ def one_name_each(paths: Iterable[str | os.PathLike[str]]) -> dict[str, int]:
             continue
         if (st.st_dev, st.st_ino) not in seen:
             seen.add((st.st_dev, st.st_ino))
-            out[p] = st.st_size if stat.S_ISREG(st.st_mode) else 0
+            out[p] = _log_bytes(st)
     return out
 
 
@@ -556,9 +554,13 @@ def size_or_zero(path: str | os.PathLike[str]) -> int:
     """A file's size, or 0 when it is not a regular file or cannot be stat'ed
     (reported when it is reindexed)."""
     try:
-        st = os.stat(path)
+        return _log_bytes(os.stat(path))
     except (OSError, ValueError):
         return 0
+
+
+def _log_bytes(st: os.stat_result) -> int:
+    # A folder or device named like a log is an error, not bytes reindexed.
     return st.st_size if stat.S_ISREG(st.st_mode) else 0
 
 

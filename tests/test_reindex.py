@@ -716,15 +716,12 @@ def test_cli_a_folder_in_paths_stands_for_its_logs(
 # ── a real terminal ──
 
 
-def test_progress_bar_on_a_terminal_only(tmp_path: Path, root: Path, project: Path) -> None:
+def on_a_terminal(project: Path, *args: str) -> tuple[int | None, str]:
+    """``awl reindex ARGS`` in ``project`` on a pseudo-terminal: (exit status, what it showed)."""
     pexpect = pytest.importorskip("pexpect")
-    s = build_store(root, project)
-    s.corrupt.unlink()
-    total = format_bytes(sum(p.stat().st_size for p in log_files(s.folder)))
-    bar = re.compile(r"reindex\s+\[[#-]+\]\s+\d+%")
     child = pexpect.spawn(
         sys.executable,
-        ["-m", "awl.cli", "reindex", "--all"],
+        ["-m", "awl.cli", "reindex", *args],
         env=child_env(),
         cwd=str(project),
         encoding="utf-8",
@@ -732,8 +729,16 @@ def test_progress_bar_on_a_terminal_only(tmp_path: Path, root: Path, project: Pa
     )
     child.expect(pexpect.EOF)
     child.close()
-    shown = child.before
-    assert child.exitstatus == 0, shown
+    return child.exitstatus, str(child.before)
+
+
+def test_progress_bar_on_a_terminal_only(tmp_path: Path, root: Path, project: Path) -> None:
+    s = build_store(root, project)
+    s.corrupt.unlink()
+    total = format_bytes(sum(p.stat().st_size for p in log_files(s.folder)))
+    bar = re.compile(r"reindex\s+\[[#-]+\]\s+\d+%")
+    status, shown = on_a_terminal(project, "--all")
+    assert status == 0, shown
     assert bar.search(shown), shown
     assert "5 files" in shown
     # Files and bytes beside the bar, up to all of them.
@@ -757,39 +762,19 @@ def test_progress_bar_on_a_terminal_only(tmp_path: Path, root: Path, project: Pa
 
 def test_progress_bar_reaches_100_percent(tmp_path: Path, root: Path, project: Path) -> None:
     """The bar's total is the logs' sizes before; repairs must not leave it short of 100%."""
-    pexpect = pytest.importorskip("pexpect")
     hand_log(project_dir(project, root), 13, project, chain(3), tail=TORN)
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "awl.cli", "reindex"],
-        env=child_env(),
-        cwd=str(project),
-        encoding="utf-8",
-        timeout=30,
-    )
-    child.expect(pexpect.EOF)
-    child.close()
-    percents = re.findall(r"reindex\s+\[[#-]+\]\s+(\d+)%", child.before)
-    assert percents and percents[-1] == "100", child.before
+    _, shown = on_a_terminal(project)
+    percents = re.findall(r"reindex\s+\[[#-]+\]\s+(\d+)%", shown)
+    assert percents and percents[-1] == "100", shown
 
 
 def test_progress_bar_counts_a_log_named_twice_once(root: Path, project: Path) -> None:
-    pexpect = pytest.importorskip("pexpect")
     log = hand_log(project_dir(project, root), 14, project, chain(3))
     size = format_bytes(log.stat().st_size)
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "awl.cli", "reindex", "--dry-run", str(log), os.path.relpath(log, project)],
-        env=child_env(),
-        cwd=str(project),
-        encoding="utf-8",
-        timeout=30,
-    )
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0, child.before
-    assert re.search(rf"\] +100% +1/1 files, {re.escape(size)} of {re.escape(size)}", child.before)
-    assert "1 file, " in child.before
+    status, shown = on_a_terminal(project, "--dry-run", str(log), os.path.relpath(log, project))
+    assert status == 0, shown
+    assert re.search(rf"\] +100% +1/1 files, {re.escape(size)} of {re.escape(size)}", shown)
+    assert "1 file, " in shown
 
 
 # ── session creations a crash left behind ──
