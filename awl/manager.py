@@ -1476,9 +1476,14 @@ def open_log(path: str | os.PathLike[str], flags: int = os.O_RDONLY) -> int:
     """Open a log file, refusing anything but a regular file without blocking on it.
 
     O_NONBLOCK keeps a FIFO named like a log from hanging the open; it is
-    cleared again once the file is known to be regular.
+    cleared again once the file is known to be regular.  A folder is "not a
+    regular file" whether it is opened for reading (which succeeds) or for
+    writing (EISDIR), so every command names it the same way.
     """
-    fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC)
+    except IsADirectoryError:
+        raise SessionError(f"{os.fspath(path)}: not a regular file") from None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise SessionError(f"{os.fspath(path)}: not a regular file")
