@@ -39,7 +39,7 @@ from anthropic.types import (
 from awl.conversation import Message, Text, ToolResult, ToolUse
 from awl.providers.base import (
     CANCELLED,
-    Provider,
+    HostedProvider,
     ProviderError,
     Response,
     StopReason,
@@ -68,11 +68,13 @@ _STOP_REASONS: dict[str, StopReason] = {
 ContentParam = TextBlockParam | ToolUseBlockParam | ToolResultBlockParam
 
 
-class AnthropicProvider(Provider):
+class AnthropicProvider(HostedProvider):
     """Claude through the Messages API with ``stream=True``."""
 
     name: ClassVar[str] = "anthropic"
+    default_host: ClassVar[str] = "api.anthropic.com"
     default_model: ClassVar[str] = "claude-sonnet-4-6"
+    _client: anthropic.Anthropic
 
     def __init__(
         self,
@@ -161,13 +163,6 @@ class AnthropicProvider(Provider):
             if stream is not None:
                 with contextlib.suppress(Exception):  # closing must not turn a result into a crash
                     stream.close()
-
-    def close(self) -> None:
-        """Close the SDK client's connection pool."""
-        self._client.close()
-
-    def _where(self) -> str:
-        return self.base_url or "api.anthropic.com"
 
 
 class _Run:

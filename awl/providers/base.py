@@ -127,6 +127,30 @@ class Provider(ABC):
         self.close()
 
 
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+class HostedProvider(Provider):
+    """A provider that talks to an HTTP API through its official SDK client.
+
+    Subclasses set ``default_host`` (named in errors when no base URL is
+    set), ``base_url`` and ``_client`` in ``__init__``.
+    """
+
+    default_host: ClassVar[str]
+    base_url: str | None
+    _client: _Closable
+
+    def close(self) -> None:
+        """Close the SDK client's connection pool."""
+        self._client.close()
+
+    def _where(self) -> str:
+        """Where requests go, for error messages."""
+        return self.base_url or self.default_host
+
+
 # --- helpers shared by the providers -------------------------------------------------
 
 

@@ -38,7 +38,7 @@ from openai.types.chat.chat_completion_chunk import ChoiceDelta
 from awl.conversation import Message, Text, ToolResult, ToolUse
 from awl.providers.base import (
     CANCELLED,
-    Provider,
+    HostedProvider,
     ProviderError,
     Response,
     StopReason,
@@ -67,11 +67,13 @@ _TEXT = "text"
 _THINKING = "thinking"
 
 
-class OpenAIProvider(Provider):
+class OpenAIProvider(HostedProvider):
     """Chat Completions with ``stream=True`` and usage in the last chunk."""
 
     name: ClassVar[str] = "openai"
+    default_host: ClassVar[str] = "api.openai.com"
     default_model: ClassVar[str] = "gpt-5.5"
+    _client: openai.OpenAI
 
     def __init__(
         self,
@@ -160,13 +162,6 @@ class OpenAIProvider(Provider):
             if stream is not None:
                 with contextlib.suppress(Exception):  # closing must not turn a result into a crash
                     stream.close()
-
-    def close(self) -> None:
-        """Close the SDK client's connection pool."""
-        self._client.close()
-
-    def _where(self) -> str:
-        return self.base_url or "api.openai.com"
 
 
 class _Run:
