@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Container
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import orjson
 
@@ -468,7 +468,8 @@ _CP_COUNTS = ("offset", "line", "messageCount", "entryCount", "checkpointBytes")
 def parse_checkpoint(obj: dict[str, Any]) -> Checkpoint:
     """A checkpoint from its JSON object; any inconsistency is a FormatError."""
     what = "a checkpoint"
-    if obj.get("version") != CHECKPOINT_VERSION:
+    version = obj.get("version")
+    if type(version) is not int or version != CHECKPOINT_VERSION:  # not True, not 1.0
         raise FormatError(f"unsupported checkpoint version {obj.get('version')!r}")
     recent_raw = obj.get("recent")
     if not isinstance(recent_raw, list):
@@ -574,6 +575,91 @@ def checkpoint_fits(cp: Checkpoint, offset: int, body: int, header: SessionHeade
         and (not cp.recent or cp.recent[-1][3] == cp.leaf_id)
         and (cp.message_count == 0) == (not cp.recent)
     )
+
+
+class LogReader(Protocol):
+    """Random access to a log's bytes by offset (:class:`awl.logmap.LogMap`, or
+    the few reads a listing makes)."""
+
+    def byte(self, pos: int) -> int:
+        """The byte at ``pos``."""
+        ...
+
+    def find(self, sub: bytes, start: int, end: int) -> int:
+        """The offset of ``sub`` in ``[start, end)``, or -1."""
+        ...
+
+    def view(self, start: int, end: int) -> bytes | memoryview:
+        """The bytes ``[start, end)``."""
+        ...
+
+
+def holds_message(log: LogReader, offset: int, length: int, entry_id: str) -> bool:
+    """Whether the line at ``offset`` is the message entry with this id."""
+    # How awl writes a message: checked at memory speed.  Any other form is parsed.
+    awl_form = b'{"type":"message","id":' + orjson.dumps(entry_id) + b","
+    if length > len(awl_form) and bytes(log.view(offset, offset + len(awl_form))) == awl_form:
+        return True
+    try:
+        obj = load_object(log.view(offset, offset + length))
+    except FormatError:
+        return False
+    return obj.get("type") == "message" and obj.get("id") == entry_id
+
+
+def checkpoint_locates(cp: Checkpoint, log: LogReader) -> bool:
+    """Whether a fitting checkpoint's (:func:`checkpoint_fits`) leaf is where it says.
+
+    Its ``recent`` locations must be in file order, none empty; the last
+    must be one whole line holding the leaf's message, and only checkpoint
+    lines may come between it and this checkpoint (the leaf is the last entry
+    of the tree).  A checkpoint believed past a leaf it misplaces would make
+    a writer hang the next message off the wrong entry, and the messages
+    after it would drop out of the conversation.  An open and a listing make
+    these same checks, so they believe the same checkpoints; the other
+    locations are checked by the open as it takes them
+    (:func:`whole_lines_from`) and again by whoever reads them.
+    """
+    after = 0  # where the next location may start
+    for o, n, _line, _id in cp.recent:
+        if n == 0 or o < after:
+            return False
+        after = o + n + 1
+    if not cp.recent:
+        return True
+    o, n, _line, leaf = cp.recent[-1]
+    if o < 1 or log.byte(o - 1) != 0x0A or log.byte(o + n) != 0x0A:
+        return False
+    if not holds_message(log, o, n, leaf):
+        return False
+    pos = after
+    while pos < cp.offset:
+        end = log.find(b"\n", pos, cp.offset)
+        if end < 0:
+            return False
+        try:
+            if load_object(log.view(pos, end)).get("type") != "checkpoint":
+                return False
+        except FormatError:
+            return False
+        pos = end + 1
+    return True
+
+
+def whole_lines_from(
+    recent: list[tuple[int, int, int, str]], log: LogReader
+) -> list[tuple[int, int, int, str]]:
+    """The last of ``recent`` back to the first that is not a whole line (a
+    newline before and after it): lines moved or resized since the checkpoint
+    are not taken for messages, and not copied into the next checkpoint.
+    The messages left out are found through the index when they are read."""
+    k = len(recent)
+    while k:
+        o, n, _line, _id = recent[k - 1]
+        if log.byte(o - 1) != 0x0A or log.byte(o + n) != 0x0A:
+            break
+        k -= 1
+    return recent[k:]
 
 
 def load_object(line: bytes | bytearray | memoryview) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from .format import (
     MessageEntry,
     SessionHeader,
     checkpoint_fits,
+    checkpoint_locates,
     format_timestamp,
     parse_checkpoint,
     parse_header,
@@ -87,6 +88,49 @@ def _pread_exact(fd: int, n: int, offset: int) -> bytes:
     if len(data) != n:
         raise _Doubt  # the file changed under us
     return data
+
+
+class _Reads:
+    """A log's bytes for :func:`awl.format.checkpoint_locates`: from the tail
+    already read, else small preads; a long way to read is a doubt."""
+
+    LIMIT = 64 * 1024  # beyond this the full open is cheaper than reading
+
+    def __init__(self, fd: int, size: int, tail_at: int, tail: bytes) -> None:
+        self.fd, self.size, self.tail_at, self.tail = fd, size, tail_at, tail
+        self.pages: dict[int, bytes] = {}
+
+    def view(self, start: int, end: int) -> bytes:
+        """The bytes ``[start, end)``; raises _Doubt past the file or :attr:`LIMIT`."""
+        if start < 0 or end > self.size or start > end:
+            raise _Doubt
+        if start >= self.tail_at:
+            return self.tail[start - self.tail_at : end - self.tail_at]
+        if end - start > self.LIMIT:
+            raise _Doubt
+        if start >> 12 == (end - 1) >> 12:  # the leaf's first bytes: its page
+            self.byte(start)
+            at = start & ~4095
+            return self.pages[start >> 12][start - at : end - at]
+        return _pread_exact(self.fd, end - start, start)
+
+    def byte(self, pos: int) -> int:
+        """The byte at ``pos``, from a page read once: the boundaries of
+        neighbouring lines often share one, and reading 4 KB costs what
+        reading 1 byte does."""
+        k = pos - self.tail_at
+        if k >= 0:
+            return self.tail[k]  # IndexError past the end: the caller checked
+        page = self.pages.get(pos >> 12)
+        if page is None:
+            lo = pos & ~4095
+            page = self.pages[pos >> 12] = _pread_exact(self.fd, min(4096, self.size - lo), lo)
+        return page[pos & 4095]
+
+    def find(self, sub: bytes, start: int, end: int) -> int:
+        """The offset of ``sub`` in ``[start, end)``, or -1."""
+        i = self.view(start, end).find(sub)
+        return start + i if i >= 0 else -1
 
 
 def _load(line: bytes) -> dict[str, Any]:
@@ -152,6 +196,10 @@ def _quick_info_fd(fd: int, path: Path, cwd: str | None) -> SessionInfo:
         except FormatError:
             raise _Doubt from None
         if not checkpoint_fits(cp, last_at, body, header):
+            raise _Doubt
+        # The open's checks, on the same bytes: a checkpoint it would not
+        # believe must not be believed here either.
+        if not checkpoint_locates(cp, _Reads(fd, size, tail_at, tail)):
             raise _Doubt
         count, prompt, activity = cp.message_count, cp.first_prompt, cp.last_activity
     elif size > SMALL_LOG:

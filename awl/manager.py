@@ -54,6 +54,7 @@ from .format import (
     UnknownEntry,
     Usage,
     checkpoint_fits,
+    checkpoint_locates,
     disk_message_to_internal,
     first_words,
     format_timestamp,
@@ -69,6 +70,7 @@ from .format import (
     serialize_entry,
     serialize_header,
     uuid7,
+    whole_lines_from,
 )
 from .index import (
     SLOW_KEY_BASE,
@@ -597,26 +599,51 @@ class SessionManager:
         """For verification: (line, how) the checkpoint this open trusted differs from
         the log, or None.
 
-        Its leaf, message count and first prompt are derived again from the
-        whole log.  A checkpoint that lies consistently passes every check an
-        open makes, and a writer would carry the lie into the next one.
+        Everything the open took from it (the leaf, the message count, the
+        first prompt, the recent messages' locations, the active model, the
+        entry count, the last activity) is derived again from the whole log.
+        A checkpoint that lies consistently passes every check an open makes,
+        and a writer would carry the lie into the next one.
         """
         if self._cp_offset is None or self._fd is None:
             return None
-        claimed = (self._leaf, self._message_count, self._first_prompt)
+        names = (
+            "leaf",
+            "message count",
+            "first prompt",
+            "recent messages at",
+            "active model",
+            "entry count",
+            "last activity",
+        )
+
+        def believed() -> tuple[Any, ...]:
+            return (
+                self._leaf,
+                self._message_count,
+                self._first_prompt,
+                [(o, n) for o, n, _, _ in self._recent],
+                (self._provider, self._model),
+                self._entry_count,
+                self._last_activity,
+            )
+
+        claimed = believed()
         saved = self._derived()
         try:
             # Fresh: a cache file is what verification must not trust.
             index, _ = self._ensure_index(fresh=True)
+            # What the derivation below sets only when the log has it.
             self._first_prompt = ""
+            self._provider, self._model = self.header.provider, self.header.model
+            self._last_activity = self.header.timestamp
             self._state_from_index(None)
-            actual = (self._leaf, self._message_count, self._first_prompt)
+            actual = believed()
             row = int(np.searchsorted(index.records["offset"], saved["_cp_offset"]))
         finally:
             self._set_derived(saved)
         if claimed == actual:
             return None
-        names = ("leaf", "message count", "first prompt")
         diffs = [
             f"{name} {c!r}, the log {a!r}"
             for name, c, a in zip(names, claimed, actual, strict=True)
@@ -638,12 +665,7 @@ class SessionManager:
             return None
         if not checkpoint_fits(cp, off, body, self.header):
             return None
-        # The lines it locates must be whole lines, and the last one its leaf:
-        # one moved, swapped or resized since would hand a reader another
-        # entry, and a message count that is not the leaf's.
-        if not all(mm.byte(o - 1) == 0x0A and mm.byte(o + n) == 0x0A for o, n, _, _ in cp.recent):
-            return None
-        if cp.recent and not _holds_id(mm, cp.recent[-1][0], cp.recent[-1][1], cp.recent[-1][3]):
+        if not checkpoint_locates(cp, mm):
             return None
         self.stats.checkpoint_offset = off
         return cp, end - off
@@ -655,7 +677,8 @@ class SessionManager:
         self._entry_count = cp.entry_count
         self._first_prompt = cp.first_prompt
         self._last_activity = cp.last_activity
-        self._recent = list(cp.recent)
+        assert self._mm is not None
+        self._recent = whole_lines_from(list(cp.recent), self._mm)
         self._cp_offset = cp.offset
         self._cp_end = cp.offset + cp_len + 1
         self._cp_bytes = cp.checkpoint_bytes + cp_len + 1
@@ -845,7 +868,7 @@ class SessionManager:
         self._mm = None  # the mapping would reach past the new end of file
         target = corrupt_path(self._path)
         try:
-            keep_bytes(target, data)
+            keep_bytes(target, data, source=self._fd)
         except OSError as exc:
             # The log is not touched unless its torn bytes are safe elsewhere.
             raise SessionWriteError(
@@ -1038,7 +1061,9 @@ class SessionManager:
             nonlocal locs
             k = i - (count - len(recent))
             if k >= 0:
-                with contextlib.suppress(_StaleIndex):
+                # A located line that is not that entry is the checkpoint's
+                # error, not the log's: the index says what is there.
+                with contextlib.suppress(_StaleIndex, CorruptSession):
                     return message(recent[k])
 
             def again() -> Message:
@@ -1064,7 +1089,12 @@ class SessionManager:
             return [e for e in self.get_branch() if isinstance(e, MessageEntry)][-n:]
         out: list[MessageEntry] = []
         for loc in self._recent[-n:]:
-            entry = self._with_fresh_index(lambda loc=loc: self._located(loc))
+            try:
+                entry = self._located(loc)
+            except (_StaleIndex, CorruptSession):
+                # Not the entry the checkpoint located: read the branch instead,
+                # which reports the log's own corruption, if that is what it is.
+                return [e for e in self.get_branch() if isinstance(e, MessageEntry)][-n:]
             if isinstance(entry, MessageEntry):
                 out.append(entry)
         return out
@@ -1448,19 +1478,6 @@ class _Ids:
         return entry_id in self._tree
 
 
-def _holds_id(mm: LogMap, offset: int, length: int, entry_id: str) -> bool:
-    """Whether the line at ``offset`` is the message entry with this id."""
-    # How awl writes a message: checked at memory speed.  Any other form is parsed.
-    awl_form = b'{"type":"message","id":' + orjson.dumps(entry_id) + b","
-    if bytes(mm.view(offset, offset + len(awl_form))) == awl_form:
-        return True
-    try:
-        obj = load_object(mm.view(offset, offset + length))
-    except FormatError:
-        return False
-    return obj.get("type") == "message" and obj.get("id") == entry_id
-
-
 _NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ETXTBSY)
 
 
@@ -1501,11 +1518,12 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def keep_bytes(target: Path, data: bytes) -> None:
+def keep_bytes(target: Path, data: bytes, *, source: int | None = None) -> None:
     """Append ``data`` to ``target`` (created 0600) and sync it: where bytes
     that cannot stay in a log are kept (``<file>.corrupt``).  If ``target``
     does not end in a newline, one is written first, so each piece kept
-    starts a line of its own.
+    starts a line of its own.  ``source``, the descriptor of the file the
+    bytes come from, must not be ``target`` itself (a hard link).
 
     Raises OSError; on failure ``target`` is cut back to what it held.
     """
@@ -1517,6 +1535,9 @@ def keep_bytes(target: Path, data: bytes) -> None:
         st = os.fstat(cfd)
         if not stat.S_ISREG(st.st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(target))
+        if source is not None and os.path.samestat(st, os.fstat(source)):
+            # Appended there, the bytes would be cut off again with the tail.
+            raise OSError(errno.EINVAL, "it is a hard link to the log itself", str(target))
         kept = st.st_size
         if kept and os.pread(cfd, 1, kept - 1) != b"\n":
             # Kept pieces each start a line: two torn tails stay told apart.

@@ -14,7 +14,14 @@ from pathlib import Path
 from . import scanner
 from ._numpy import np
 from .errors import FormatError, SessionError
-from .format import Checkpoint, load_object, parse_object
+from .format import (
+    Checkpoint,
+    SessionHeader,
+    checkpoint_fits,
+    checkpoint_locates,
+    load_object,
+    parse_object,
+)
 from .index import Problems, Records, build_tree, check_lines
 from .logmap import LogMap
 from .manager import SessionManager, open_log
@@ -90,6 +97,9 @@ def _check_entries(records: Records, log: LogMap, sink: Problems) -> None:
     lengths = records["length"]
     parseable = (kinds != scanner.KIND_INVALID) & (kinds != scanner.KIND_BLANK)
     behind = log.passing()
+    header: SessionHeader | None = None
+    named = {line for line, _ in sink.found}  # lines the line check reported
+    body = int(offsets[1]) if len(records) > 1 else 0  # where the header line ends
     for i in range(len(records)):
         if not parseable[i]:
             continue
@@ -98,13 +108,33 @@ def _check_entries(records: Records, log: LogMap, sink: Problems) -> None:
         try:
             entry = parse_object(load_object(log.view(o, o + n)))
         except FormatError as exc:
-            sink.report(i + 1, str(exc))
+            if i + 1 not in named:  # the same fault in other words adds nothing
+                sink.report(i + 1, str(exc))
             continue
-        if isinstance(entry, Checkpoint) and (entry.offset != o or entry.line != i):
+        if i == 0 and isinstance(entry, SessionHeader):
+            header = entry
+        if not isinstance(entry, Checkpoint):
+            continue
+        if entry.offset != o:
             sink.report(
                 i + 1,
-                f"checkpoint records offset {entry.offset} and line {entry.line + 1} "
-                f"but is at offset {o}, line {i + 1} (readers ignore it)",
+                f"checkpoint records offset {entry.offset} but is at offset {o} "
+                "(readers ignore it)",
+            )
+        elif entry.line != i:
+            # The offset fits, so readers believe it, and count the lines
+            # after it from its number: a writer would copy the error on.
+            sink.report(
+                i + 1,
+                f"checkpoint records line {entry.line + 1} but is line {i + 1} "
+                "(readers number the lines after it from it)",
+            )
+        elif header is not None and not (
+            checkpoint_fits(entry, o, body, header) and checkpoint_locates(entry, log)
+        ):
+            sink.report(
+                i + 1,
+                "checkpoint does not match the lines before it (readers ignore it)",
             )
 
 

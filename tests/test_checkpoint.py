@@ -207,9 +207,11 @@ def test_a_checkpoint_naming_a_leaf_the_log_lacks(project: Path, root: Path) -> 
 def test_a_checkpoint_whose_lines_moved_is_not_trusted(
     project: Path, root: Path, swap: tuple[int, int]
 ) -> None:
-    """Two entry lines swapped after the checkpoint was written: what it locates
-    are no longer whole lines, or its last one is no longer the leaf, so the
-    log is read instead."""
+    """Two entry lines swapped after the checkpoint was written.  When the leaf's
+    line moved, the checkpoint is not believed and the log is read instead;
+    when only lines before it moved, its counts stand, but the locations that
+    are no longer whole lines are not taken (those messages are read through
+    the index), nor copied into the next checkpoint."""
     path = big_session(project, root)
     lines = path.read_bytes().split(b"\n")
     last = max(i for i, ln in enumerate(lines) if b'"type":"checkpoint"' in ln)
@@ -220,41 +222,155 @@ def test_a_checkpoint_whose_lines_moved_is_not_trusted(
     lines[a], lines[b] = lines[b], lines[a]
     path.write_bytes(b"\n".join(lines))
     with SessionManager.open(path, read_only=True) as m:
-        assert m.stats.mode == "index"
+        assert m.stats.mode == ("checkpoint" if swap == (2, 3) else "index")
+        if swap == (2, 3):
+            assert [loc[3] for loc in m._recent] == [checkpoints(path)[-1]["recent"][-1][3]]
         count = m.message_count
         assert len([e for e in m.get_branch() if e.message is not None]) >= count
         assert state(m) == replay_state(path)
 
 
+def _rewrite_last_checkpoint(path: Path, **changes: Any) -> tuple[dict[str, Any], int]:
+    """Replace the last checkpoint line by one with ``changes``; (the original, its offset)."""
+    raw = path.read_bytes()
+    cp = checkpoints(path)[-1]
+    line = orjson.dumps(cp)
+    at = raw.rindex(line)
+    path.write_bytes(raw[:at] + orjson.dumps(dict(cp, **changes)) + raw[at + len(line) :])
+    return cp, at
+
+
 @pytest.mark.parametrize("also_count", [False, True], ids=["leaf", "leaf and count"])
-def test_verify_names_a_checkpoint_that_lies_consistently(
+def test_a_checkpoint_naming_an_earlier_leaf_is_not_believed(
     project: Path, root: Path, also_count: bool
 ) -> None:
     """The last checkpoint drops its last located message and names the one before
-    as the leaf (and, in the second case, lowers its count to match): every
-    check of an open passes, so only verification can tell, and it does."""
+    as the leaf (and lowers its count to match): every location still checks
+    out, but the real leaf lies between it and the checkpoint.  Believed, it
+    would make a writer hang the next message off the wrong one, and the
+    messages after it would drop out of the conversation."""
+    from awl.verify import verify_log
+
+    path = big_session(project, root)
+    before = replay_state(path)
+    cp = checkpoints(path)[-1]
+    changes: dict[str, Any] = {"recent": cp["recent"][:-1], "leafId": cp["recent"][-2][3]}
+    if also_count:
+        changes["messageCount"] = cp["messageCount"] - 1
+    _rewrite_last_checkpoint(path, **changes)
+    with SessionManager.open(path, read_only=True) as m:
+        assert m.stats.mode == "index" and m.leaf_id == cp["leafId"]
+        assert state(m) == before
+    report = verify_log(path)
+    assert report.problems == [
+        (cp["line"] + 1, "checkpoint does not match the lines before it (readers ignore it)")
+    ]
+    with SessionManager.open(path) as m:  # a writer: the next message follows the real leaf
+        m.append_message(Message("user", [Text("next")]))
+    assert [t for _, t in replay_state(path)[3]][-1] == [{"type": "text", "text": "next"}]
+    assert len(replay_state(path)[3]) == len(before[3]) + 1
+
+
+@pytest.mark.parametrize(
+    ("field", "lie", "named"),
+    [
+        ("firstPrompt", "a prompt never typed", "first prompt"),
+        ("lastActivity", "2099-01-01T00:00:00.000Z", "last activity"),
+        ("model", "another-model", "active model"),
+        ("entryCount", 1000, "entry count"),
+    ],
+)
+def test_verify_names_a_checkpoint_that_lies_consistently(
+    project: Path, root: Path, field: str, lie: Any, named: str
+) -> None:
+    """A lie no check of an open can see: the open believes it, so only
+    verification can tell, and it names what differs."""
     from awl.verify import verify_log
 
     path = big_session(project, root)
     assert verify_log(path).ok
-    raw = path.read_bytes()
-    cp = checkpoints(path)[-1]
-    lie = dict(cp, recent=cp["recent"][:-1], leafId=cp["recent"][-2][3])
-    if also_count:
-        lie["messageCount"] = cp["messageCount"] - 1
-    line = orjson.dumps(cp)
-    at = raw.rindex(line)
-    path.write_bytes(raw[:at] + orjson.dumps(lie) + raw[at + len(line) :])
+    cp, at = _rewrite_last_checkpoint(path, **{field: lie})
     with SessionManager.open(path, read_only=True) as m:
-        assert m.stats.mode == "checkpoint" and m.leaf_id == lie["leafId"]  # believed
+        assert m.stats.mode == "checkpoint"  # believed
     report = verify_log(path)
     ((where, problem),) = report.problems
     assert where == cp["line"] + 1
-    assert problem.startswith(
-        f"the checkpoint says leaf {lie['leafId']!r}, the log {cp['leafId']!r}"
-    )
-    assert ("message count" in problem) == also_count
-    assert path.read_bytes()[at:].startswith(orjson.dumps(lie))  # verification writes nothing
+    assert problem.startswith(f"the checkpoint says {named} "), problem
+    assert problem.endswith("(a writer would copy it)")
+    assert path.read_bytes()[at:].startswith(orjson.dumps(dict(cp, **{field: lie})))
+
+
+@pytest.mark.parametrize(
+    "how", ["two lines as one", "an empty line", "out of order", "one message twice"]
+)
+def test_a_checkpoint_locating_lines_wrongly_is_not_believed_or_is_caught(
+    project: Path, root: Path, how: str
+) -> None:
+    """Recent locations that are not one whole message each, in branch order:
+    the open does not believe them, or (two whole lines as one, which only a
+    parse can tell) its reader finds out and reads the log instead; either
+    way every reader says what the log says, and verification names it."""
+    from awl.verify import verify_log
+
+    path = big_session(project, root)
+    before = replay_state(path)
+    raw = path.read_bytes()
+    cp = checkpoints(path)[-1]
+    rec = [list(r) for r in cp["recent"]]
+    if how == "two lines as one":
+        # The first located message and the line before it, as one.
+        o = raw.rindex(b"\n", 0, rec[0][0] - 1) + 1
+        rec[0] = [o, rec[0][0] + rec[0][1] - o, rec[0][2], rec[0][3]]
+    elif how == "an empty line":
+        rec[-3] = [rec[-3][0], 0, rec[-3][2], rec[-3][3]]
+    elif how == "out of order":
+        rec[-3], rec[-2] = rec[-2], rec[-3]
+    else:
+        rec = [rec[-1]] * len(rec)
+    _rewrite_last_checkpoint(path, recent=rec)
+    with SessionManager.open(path, read_only=True) as m:
+        assert (m.stats.mode == "checkpoint") == (how == "two lines as one")
+        assert state(m) == before
+        assert [e.base.id for e in m.recent_entries()] == [r[3] for r in cp["recent"]]
+    listed = SessionManager.list_sessions(project, session_dir=root)
+    assert [i.message_count for i in listed] == [len(before[3])]
+    assert not verify_log(path).ok
+    assert raw.count(b"\n") == path.read_bytes().count(b"\n")
+
+
+@pytest.mark.parametrize("field", ["offset", "line"])
+def test_verify_says_whether_readers_believe_a_misplaced_checkpoint(
+    project: Path, root: Path, field: str
+) -> None:
+    """A wrong offset makes readers ignore a checkpoint; a wrong line number they
+    believe (they cannot count the lines before it without reading them)."""
+    from awl.verify import verify_log
+
+    path = big_session(project, root)
+    cp, _ = _rewrite_last_checkpoint(path, **{field: 9999})
+    with SessionManager.open(path, read_only=True) as m:
+        assert (m.stats.mode == "checkpoint") == (field == "line")
+    ((where, problem),) = verify_log(path).problems
+    assert where == cp["line"] + 1
+    if field == "offset":
+        assert problem == f"checkpoint records offset 9999 but is at offset {cp['offset']} " + (
+            "(readers ignore it)"
+        )
+    else:
+        assert problem == f"checkpoint records line 10000 but is line {cp['line'] + 1} " + (
+            "(readers number the lines after it from it)"
+        )
+
+
+@pytest.mark.parametrize("version", [True, 1.0, "1"])
+def test_a_checkpoint_version_must_be_the_integer(
+    project: Path, root: Path, version: object
+) -> None:
+    """``True == 1`` and ``1.0 == 1`` in Python; neither is the format's version."""
+    path = big_session(project, root)
+    _rewrite_last_checkpoint(path, version=version)
+    with SessionManager.open(path, read_only=True) as m:
+        assert m.stats.mode == "index"
 
 
 def test_log_truncated_before_its_last_checkpoint(project: Path, root: Path) -> None:

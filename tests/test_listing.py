@@ -129,6 +129,56 @@ def test_a_moved_checkpoint_is_not_trusted(tmp_path: Path) -> None:
     assert got is not None and got.message_count == 301 and got == full(b, str(tmp_path))
 
 
+@pytest.mark.parametrize(
+    "how",
+    [
+        "locations overlap",
+        "the leaf not last",
+        "the leaf line too long",
+        "an earlier one cut short",
+    ],
+)
+def test_the_listing_believes_a_checkpoint_exactly_when_the_open_does(
+    tmp_path: Path, how: str
+) -> None:
+    """The open's checks of what a checkpoint locates are the listing's too
+    (one function): a forged count, prompt and time in a checkpoint whose
+    leaf does not hold up are never shown; one whose leaf holds up is
+    believed by both (an earlier location that is no whole line is only not
+    taken for a message by the open: verification names the lie)."""
+    p = write(log_path(tmp_path), [header(tmp_path), *chain(300, 2000)])
+    SessionManager.open(p).close()
+    raw = p.read_bytes()
+    old = raw.rsplit(b"\n", 2)[-2]
+    cp = orjson.loads(old)
+    rec = [list(r) for r in cp["recent"]]
+    if how == "locations overlap":
+        rec[0][0] += 1
+    elif how == "the leaf not last":
+        rec = rec[:-1]
+    elif how == "the leaf line too long":
+        rec[-1][1] += 1  # runs into the checkpoint line's first byte
+    else:
+        rec[3][1] -= 1
+    forged = dict(
+        cp,
+        recent=rec,
+        leafId=rec[-1][3],
+        messageCount=len(rec),
+        firstPrompt="FORGED PROMPT",
+        lastActivity="2099-01-01T00:00:00.000Z",
+    )
+    p.write_bytes(raw[: raw.rindex(old)] + orjson.dumps(forged) + b"\n")
+    got = session_info(p, str(tmp_path))
+    assert got is not None and got == full(p, str(tmp_path))
+    if how == "an earlier one cut short":
+        assert quick(p, str(tmp_path)) == got
+        assert (got.message_count, got.first_prompt) == (8, "FORGED PROMPT")
+    else:
+        assert quick(p, str(tmp_path)) is None
+        assert (got.message_count, got.first_prompt[:6]) == (300, "turn 0")
+
+
 def test_unreadable_and_foreign_logs(tmp_path: Path) -> None:
     other = write(log_path(tmp_path, "o"), [header("/elsewhere"), *chain(3)])
     assert session_info(other, str(tmp_path)) is None

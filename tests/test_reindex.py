@@ -506,6 +506,16 @@ def test_verify_reports_tree_problems(tmp_path: Path, damage: str, where: int, w
     assert p.read_bytes() == data
 
 
+def test_verify_names_a_line_once(tmp_path: Path) -> None:
+    """The line check and the schema check both see an entry without a parent:
+    one report, not the same fault twice in other words."""
+    c = chain(4)
+    del c[2]["parentId"]
+    p = hand_log(tmp_path / "logs", 10, tmp_path, c)
+    r = reindex_file(p, verify=True)
+    assert [ln for ln, _ in r.problems] == [4], r.problems
+
+
 def test_verify_torn_tail_is_not_an_error_and_is_repaired(tmp_path: Path) -> None:
     p = hand_log(tmp_path / "logs", 9, tmp_path, big_chain(), tail=TORN)
     data = p.read_bytes()

@@ -217,6 +217,27 @@ def test_a_symlink_at_the_corrupt_path_is_not_followed(
     one_line(out)
 
 
+def test_a_hard_link_to_the_log_at_the_corrupt_path_loses_nothing(
+    project: Path, root: Path
+) -> None:
+    """Appended to the log's own inode, the torn bytes would be cut off again with the tail."""
+    m = SessionManager.create(project, "offline", "echo", session_dir=root)
+    m.append_message(Message("user", [Text("hi")]))
+    m.close()
+    p = m.path
+    with open(p, "ab") as f:
+        f.write(b'{"type":"mes')
+    os.link(p, corrupt_path(p))
+    before = p.read_bytes()
+    with pytest.raises(SessionError, match="it is a hard link to the log itself"):
+        SessionManager.open(p)
+    assert p.read_bytes() == before
+    out = awl("--resume", m.id, "-p", "hello", cwd=project)
+    assert out.returncode == 1 and "hard link to the log itself" in out.stderr, out.stderr
+    one_line(out)
+    assert p.read_bytes() == before
+
+
 def test_creation_refuses_a_planted_symlink(tmp_path: Path, project: Path, root: Path) -> None:
     """Someone plants a symlink where a new session's file will be made: O_EXCL|O_NOFOLLOW."""
     m = SessionManager.create(project, "offline", "echo", session_dir=root)

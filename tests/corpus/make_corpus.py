@@ -588,7 +588,13 @@ CASES: dict[str, tuple[bytes, dict[str, Any]]] = {
                 "prev": None,
             }
         ),
-        ok(3, "00000003", T3, why="a checkpoint copied from another log is ignored"),
+        ok(
+            3,
+            "00000003",
+            T3,
+            why="a checkpoint copied from another log is ignored (verify reports it)",
+            verify=1,
+        ),
     ),
     "checkpoint_bad_schema": (
         GOOD + ln({"type": "checkpoint", "version": 1, "offset": len(GOOD)}),
