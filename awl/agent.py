@@ -10,6 +10,7 @@ the tools have run.  A crash therefore loses at most the message in flight.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -19,10 +20,11 @@ from typing import TextIO
 
 from .conversation import Conversation, Message, Text, ToolResult, ToolUse
 from .environment import verbose
-from .errors import AwlError
-from .manager import SessionManager, resume_prefix
+from .errors import AwlError, SessionError
+from .manager import SessionManager, open_log, read_header_fd, resume_prefix
 from .providers import Provider, Response, StreamSink, get_provider
 from .tools import Tool, ToolOutput, default_tools, run_tool, tool_specs
+from .transcript import visible
 
 MAX_TOOL_ROUNDS = 50
 """A turn stops after this many tool rounds (a model stuck in a loop)."""
@@ -222,10 +224,17 @@ class TerminalSink:
 
 
 def open_session(
-    cwd: Path, resume: str | None, provider: str | None, model: str | None
+    cwd: Path,
+    resume: str | None,
+    provider: str | None,
+    model: str | None,
+    *,
+    base_url: str | None = None,
 ) -> tuple[SessionManager, bool]:
     """The session to run: a new one, the most recent of ``cwd``, or the one named.
 
+    A new session without ``model`` gets the provider's default, the
+    provider being made with ``base_url`` (a local server needs no key).
     Returns (manager, resumed).
     """
     from .providers import default_provider_name, get_provider
@@ -236,12 +245,46 @@ def open_session(
             if recent is not None:
                 return recent, True
         else:
-            return SessionManager.open(SessionManager.find(resume, cwd)), True
+            path = SessionManager.find(resume, cwd)
+            # The tools run in the session's directory: a session whose
+            # directory is gone is refused before its log is touched.
+            # (continue_recent's sessions are this directory's own.)
+            recorded = _recorded_cwd(path)
+            if recorded is not None:
+                check_session_dir(recorded)
+            return SessionManager.open(path), True
     name = provider or default_provider_name()
-    chosen = model or get_provider(name).default_model
-    manager = SessionManager.create(cwd, name, chosen)
+    if model is None:
+        with get_provider(name, base_url=base_url) as made:  # a missing key fails here
+            model = made.default_model
+    manager = SessionManager.create(cwd, name, model)
     manager.append_message(Message("system", [Text(SYSTEM_PROMPT.format(cwd=cwd))]))
     return manager, False
+
+
+def _recorded_cwd(path: Path) -> str | None:
+    """The header cwd of the log at ``path``; None when it cannot be read (the
+    writer's open that follows says why)."""
+    try:
+        fd = open_log(path)
+    except (OSError, SessionError):
+        return None
+    try:
+        return read_header_fd(fd, path).cwd
+    except (OSError, SessionError):
+        return None
+    finally:
+        os.close(fd)
+
+
+def check_session_dir(cwd: str) -> None:
+    """Raise SessionError unless ``cwd``, a session's recorded directory, is a directory."""
+    if not os.path.isdir(cwd):
+        what = "is not a directory" if os.path.lexists(cwd) else "no longer exists"
+        raise SessionError(
+            f"cannot resume: the session's directory {visible(cwd, one_line=True)} {what} "
+            "(its tools would run there; awl show still reads the session)"
+        )
 
 
 def run_cli(
@@ -257,9 +300,15 @@ def run_cli(
     from .providers import default_provider_name
 
     err = sys.stderr
-    manager, resumed = open_session(cwd, resume, provider, model)
+    manager, resumed = open_session(cwd, resume, provider, model, base_url=base_url)
     try:
-        agent = Agent(manager, base_url=base_url, cwd=cwd)
+        # A resumed session's tools run where its header and system prompt
+        # say it works, whichever directory it is resumed from.
+        tools_dir = Path(manager.cwd) if resumed else cwd
+        agent = Agent(manager, base_url=base_url, cwd=tools_dir)
+        if resumed and not _same_dir(tools_dir, cwd):
+            where = visible(manager.cwd, one_line=True)
+            err.write(f"awl: tools run in the session's directory, {where}\n")
         if resumed and (provider or model):
             agent.switch_model(provider or agent.provider_name, model)
         agent.provider()
@@ -281,6 +330,13 @@ def run_cli(
             # the run (or the error it is ending with) into another failure.
             with contextlib.suppress(AwlError):
                 err.write(f"awl --resume {resume_prefix(manager)}\n")
+
+
+def _same_dir(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
 
 
 def _print_turn(agent: Agent, prompt: str) -> int:

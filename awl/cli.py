@@ -8,11 +8,13 @@ and prompt_toolkit are imported only by the commands that need them, so
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import stat
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO, cast
 
 import click
 import orjson
@@ -69,6 +71,16 @@ def refuse_bad_environment() -> None:
         fail("; ".join(bad))
 
 
+def current_dir() -> Path:
+    """The current directory, or a one-line error when it cannot be known (removed)."""
+    try:
+        return Path.cwd()
+    except FileNotFoundError:
+        fail("the current directory no longer exists (cd to another one)")
+    except OSError as exc:  # a parent that cannot be searched
+        fail(f"cannot tell the current directory: {exc.strerror} (cd to another one)")
+
+
 def _version_message() -> str:
     python = sys.version.split()[0]
     return f"awl {__version__} (scanner: {_native_loader.describe()}, Python {python})"
@@ -112,7 +124,122 @@ def info_json(info: SessionInfo) -> dict[str, Any]:
     }
 
 
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+class OutputError(Exception):
+    """Standard output could not be written (a full disk, an I/O error): not a broken pipe."""
+
+
+class _Output:
+    """A stream (standard output, or its binary buffer) whose failed writes raise
+    :class:`OutputError`, so that they are told apart from the library's own I/O.
+    A broken pipe stays an OSError: click ends quietly on it (``awl show | head``)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def _guard(self, call: Any, *args: Any) -> Any:
+        try:
+            return call(*args)
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                raise
+            raise OutputError(exc.strerror or str(exc)) from None
+
+    def write(self, data: Any) -> int:
+        """Write, or raise OutputError."""
+        return int(self._guard(self._stream.write, data))
+
+    def writelines(self, lines: Any) -> None:
+        """Write each, or raise OutputError."""
+        self._guard(self._stream.writelines, lines)
+
+    def flush(self) -> None:
+        """Flush, or raise OutputError."""
+        self._guard(self._stream.flush)
+
+    @property
+    def buffer(self) -> _Output:
+        """The binary stream beneath, guarded too (click writes bytes there)."""
+        return _Output(self._stream.buffer)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _occupy_closed_std_fds() -> None:
+    """Put /dev/null on each of the descriptors 0, 1 and 2 that was closed at start.
+
+    Else the next file opened (a session log) would get that number, and
+    whatever is meant for standard output or error would be written into it.
+    A closed stderr gets a stream on /dev/null, so that error lines have
+    somewhere to go; ``sys.stdin`` and ``sys.stdout`` stay None, which
+    :func:`main` and the commands that read stdin refuse.
+    """
+    for fd, mode in ((0, os.O_RDONLY), (1, os.O_WRONLY), (2, os.O_WRONLY)):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        null = os.open(os.devnull, mode)
+        if null != fd:
+            os.dup2(null, fd)  # inheritable: the bash tool's commands get it too
+            os.close(null)
+        else:
+            os.set_inheritable(fd, True)
+    if sys.stderr is None:
+        sys.stderr = open(2, "w", errors="backslashreplace", closefd=False)  # noqa: SIM115
+
+
+def _discard_output(stream: Any) -> None:
+    # What could not be written stays buffered, and the flush at exit would
+    # fail again with a traceback: from now on it goes to /dev/null.
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, stream.fileno())
+        os.close(null)
+
+
+class _Main(click.Group):
+    """The ``awl`` group: one line, not a traceback, when the standard streams fail."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the command with standard output guarded (see :class:`_Output`)."""
+        _occupy_closed_std_fds()
+        if sys.stdout is None:  # closed at start: nothing awl did could be seen
+            click.echo("Error: cannot write output: standard output is closed", err=True)
+            sys.exit(1)
+        real = sys.stdout
+        guarded = cast(TextIO, _Output(real))
+        sys.stdout = guarded
+        try:
+            try:
+                return super().main(*args, **kwargs)
+            finally:
+                # Writes without a flush (the -p answer) would otherwise fail
+                # at exit, after the status is decided.  Not after click has
+                # replaced stdout for a broken pipe.
+                if sys.stdout is guarded:
+                    guarded.flush()
+        except OutputError as exc:
+            _discard_output(real)
+            with contextlib.suppress(OSError):
+                click.echo(f"Error: cannot write output: {exc}", err=True)
+            sys.exit(1)
+        except OSError as exc:
+            if exc.errno != errno.EPIPE:
+                raise
+            _discard_output(real)  # a broken pipe found by the last flush: quiet, as click's
+            sys.exit(1)
+        finally:
+            if sys.stdout is guarded:
+                sys.stdout = real
+
+
+@click.group(
+    cls=_Main,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.option(
     "--resume",
     "resume",
@@ -153,15 +280,35 @@ def main(
         click.echo(_version_message())
         return
     if ctx.invoked_subcommand is not None:
-        if resume is not None or prompt is not None:
-            fail("--resume and --print go before no subcommand", usage=True)
+        # Options of a session run would be silently ignored by a command.
+        session_options = {
+            "--resume": resume,
+            "--print": prompt,
+            "--provider": provider,
+            "--model": model,
+            "--base-url": base_url,
+        }
+        named = [name for name, value in session_options.items() if value is not None]
+        if named:
+            verb = "is" if len(named) == 1 else "are"
+            fail(
+                f"{', '.join(named)} {verb} for running a session, "
+                f"not for awl {ctx.invoked_subcommand}",
+                usage=True,
+            )
         return
     refuse_bad_environment()
+    here = current_dir()
     from . import agent
     from .interactive import stdin_text
+    from .providers import InvalidBaseURL
 
     if prompt == "-":
+        if sys.stdin is None:
+            fail("-p -: standard input is closed, so there is no prompt to read")
         prompt = stdin_text()
+    elif prompt is None and sys.stdin is None:
+        fail("standard input is closed, so there are no prompts to read (give one with -p)")
     given = {"the prompt": prompt, "--provider": provider, "--model": model, "--base-url": base_url}
     for what, value in given.items():
         if value is not None and not _is_utf8(value):
@@ -170,7 +317,7 @@ def main(
             fail(f"{what} needs a value, not an empty string", usage=True)
     try:
         code = agent.run_cli(
-            cwd=Path.cwd(),
+            cwd=here,
             resume=resume,
             prompt=prompt,
             provider=provider,
@@ -179,6 +326,10 @@ def main(
         )
     except (SessionNotFound, AmbiguousSession) as exc:
         fail(str(exc), usage=True)
+    except InvalidBaseURL as exc:
+        if exc.variable is None:  # --base-url's
+            fail(f"--base-url {exc}", usage=True)
+        fail(str(exc))
     except AwlError as exc:
         fail(str(exc))
     ctx.exit(code)
@@ -209,7 +360,7 @@ def sessions(as_json: bool, all_projects: bool, long_format: bool) -> None:
         if all_projects:
             groups = list_all_sessions()
         else:
-            cwd = os.path.abspath(os.getcwd())
+            cwd = os.fspath(current_dir())
             groups = {cwd: list_sessions(cwd)}
     except AwlError as exc:
         fail(str(exc))
@@ -217,12 +368,14 @@ def sessions(as_json: bool, all_projects: bool, long_format: bool) -> None:
         out = [info_json(i) for infos in groups.values() for i in infos]
         click.echo(json_text(out, indent=True))
         return
+    from .transcript import visible
+
     every = [i for infos in groups.values() for i in infos]
     short = short_ids(every)
     lines: list[str] = []
     for cwd, infos in groups.items():
         if all_projects:
-            lines.append(cwd)
+            lines.append(visible(cwd, one_line=True))
         indent = "  " if all_projects else ""
         lines.extend(format_info(i, short[i.id], long_format, indent) for i in infos)
     if lines:
@@ -230,7 +383,17 @@ def sessions(as_json: bool, all_projects: bool, long_format: bool) -> None:
 
 
 def format_info(info: SessionInfo, short: str, long_format: bool, indent: str = "") -> str:
-    """One listing line in the seed's format: ``019dc5ba  2026-04-25 17:40  14 messages``."""
+    """One listing line in the seed's format: ``019dc5ba  2026-04-25 17:40  14 messages``.
+
+    Control characters (in a first prompt, an error's file name) are shown
+    as escapes: the line is for a terminal.
+    """
+    from .transcript import visible
+
+    return visible(_info_line(info, short, long_format, indent), one_line=True)
+
+
+def _info_line(info: SessionInfo, short: str, long_format: bool, indent: str) -> str:
     if info.error and not info.created and info.path.is_dir():
         return f"{indent}unreadable: {info.error}"  # a project folder, not a session
     when = local_time(info.created) if info.created else "????-??-?? ??:??"
@@ -255,7 +418,9 @@ def show(ref: str, as_json: bool) -> None:
     from .manager import SessionManager
     from .transcript import session_json, transcript
 
-    path = Path(ref) if ("/" in ref or ref.endswith(".jsonl")) else resolve_session(ref, Path.cwd())
+    path = (
+        Path(ref) if ("/" in ref or ref.endswith(".jsonl")) else resolve_session(ref, current_dir())
+    )
     try:
         mode = path.stat().st_mode
     except (FileNotFoundError, NotADirectoryError):
@@ -325,9 +490,11 @@ def reindex(
             except ValueError as exc:
                 fail(f"PATHS: {exc}", usage=True)
         else:
-            targets = session_paths(Path.cwd(), all_projects=all_projects, unlisted=unlisted)
+            # --all needs no current directory (it may have been removed).
+            here = None if all_projects else current_dir()
+            targets = session_paths(here, all_projects=all_projects, unlisted=unlisted)
         # Given PATHS, only those files are touched.
-        creations = [] if paths else unfinished_creations(Path.cwd(), all_projects=all_projects)
+        creations = [] if paths else unfinished_creations(here, all_projects=all_projects)
     except AwlError as exc:  # the root itself cannot be listed
         fail(str(exc))
     # The bar counts each log's size as it was before the run (a repair shrinks it).

@@ -9,7 +9,7 @@
 
 The switches take ``1``/``0``, ``true``/``false``, ``yes``/``no`` or
 ``on``/``off``, in any case.  The session and cache folders
-(``AWL_SESSION_DIR``, ``XDG_DATA_HOME``, ``XDG_CACHE_HOME``) are
+(``AWL_SESSION_DIR``, ``XDG_DATA_HOME``, ``XDG_CACHE_HOME``, ``XDG_STATE_HOME``) are
 :mod:`awl.paths`'s.
 
 A library call given a value it cannot read keeps the safe default (fsync

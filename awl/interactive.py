@@ -18,10 +18,10 @@ from .agent import Agent, TerminalSink, TurnResult, open_tool_uses
 from .conversation import ToolUse
 from .errors import AwlError
 from .format import disk_message_to_internal
-from .paths import ensure_private_dir, session_root
+from .paths import ensure_private_dir, history_path
 from .providers import ProviderError
 from .tools import ToolOutput
-from .transcript import render_message
+from .transcript import render_message, visible
 
 HELP = """\
 /model PROVIDER [MODEL]  switch provider/model from the next message on
@@ -59,7 +59,9 @@ def _reader() -> Callable[[str], str]:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.history import FileHistory
 
-    history = session_root().parent / "history"
+    # Never beside the sessions: with AWL_SESSION_DIR=/tmp/sessions that would
+    # be /tmp/history, which every user of the machine can read and replace.
+    history = history_path()
     try:
         ensure_private_dir(history.parent)
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK | os.O_CLOEXEC
@@ -83,13 +85,13 @@ def show_resume(agent: Agent) -> None:
     """Show where a resumed session stopped."""
     m = agent.manager
     out = sys.stdout
-    model = f"{agent.provider_name}/{agent.model}"
+    model = visible(f"{agent.provider_name}/{agent.model}", one_line=True)
     out.write(f"resumed session {m.id[:8]} ({m.message_count} messages, {model})\n")
     for entry in m.recent_entries(RESUME_SHOWN):
         out.write(render_message(disk_message_to_internal(entry.message), full=False) + "\n")
     pending = open_tool_uses(agent.conversation)
     if pending:
-        names = ", ".join(t.name for t in pending)
+        names = visible(", ".join(t.name for t in pending), one_line=True)
         out.write(
             f"(the last turn stopped after asking for {len(pending)} tool call(s) ({names}); "
             "they were not run, and will be answered as interrupted with your next message)\n"

@@ -1,4 +1,4 @@
-"""Where sessions and caches live on disk, and how their names are made."""
+"""Where sessions, caches and the prompt history live on disk, and how their names are made."""
 
 from __future__ import annotations
 
@@ -33,16 +33,29 @@ def session_root() -> Path:
 
     ``$AWL_SESSION_DIR`` if set, else ``$XDG_DATA_HOME/awl/sessions`` (with
     ``~/.local/share`` when XDG_DATA_HOME is unset, empty or relative).
+    Raises SessionError when it is relative and the current directory is gone.
     """
     override = os.environ.get("AWL_SESSION_DIR", "")
     if override:
-        return Path(os.path.abspath(override))
+        try:
+            return Path(os.path.abspath(override))
+        except FileNotFoundError:  # relative, and the current directory was removed
+            raise SessionError(
+                f"AWL_SESSION_DIR={override!r} is relative to the current directory, "
+                "which no longer exists (cd to another one)"
+            ) from None
     return _xdg_dir("XDG_DATA_HOME", ".local/share") / "awl" / "sessions"
 
 
 def cache_root() -> Path:
     """``$XDG_CACHE_HOME/awl`` (``~/.cache/awl`` by default)."""
     return _xdg_dir("XDG_CACHE_HOME", ".cache") / "awl"
+
+
+def history_path() -> Path:
+    """The interactive prompt history: ``$XDG_STATE_HOME/awl/history``
+    (``~/.local/state/awl/history`` by default), in a folder of the user's own."""
+    return _xdg_dir("XDG_STATE_HOME", ".local/state") / "awl" / "history"
 
 
 def encode_cwd(cwd: str | os.PathLike[str]) -> str:

@@ -15,6 +15,7 @@ nothing, so that the session's first messages are not lost.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import stat
@@ -408,7 +409,18 @@ def reindex_file(
 
 
 def _dry_run(p: str, result: FileResult) -> None:
+    # A reader's open takes what a writer's refuses: ask first what the real
+    # run's would say, so that a dry run predicts its errors too.
+    refused = _writer_open_error(p)
+    if refused is not None:
+        result.error = refused
+        return
     with SessionManager.open(p, read_only=True) as m:
+        if m.stats.trimmed:
+            refused = _keep_error(m.path)
+            if refused is not None:
+                result.error = refused
+                return
         result.repaired = m.stats.trimmed
         result.checkpointed = m.needs_checkpoint()
         result.entries = m.entry_count
@@ -424,6 +436,50 @@ def _dry_run(p: str, result: FileResult) -> None:
                 log.close()
         finally:
             os.close(fd)
+
+
+def _writer_open_error(p: str) -> str | None:
+    """``SessionManager.open``'s refusal of a log that is a symbolic link, which
+    a reader's open follows; None otherwise.  Found by opening it with the
+    writer's flags and closing it at once: nothing is written."""
+    path = Path(os.path.abspath(p))
+    try:
+        os.close(open_log(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW))
+    except (OSError, SessionError) as exc:
+        if isinstance(exc, OSError) and exc.errno == errno.ELOOP:
+            return f"{path}: refusing to write through a symbolic link"
+    # Anything else is left to the reader's open (a log one may read but not
+    # write still passes a dry run: tests/test_permissions.py expects that).
+    return None
+
+
+def _keep_error(log: Path) -> str | None:
+    """Why a writer could not keep the log's torn last line in ``<log>.corrupt``
+    (``keep_bytes``' checks), in the words of the real run; None when it could.
+    The file is opened without creating it, and nothing is written."""
+    target = corrupt_path(log)
+    flags = os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    try:
+        try:
+            fd = os.open(target, flags)
+        except FileNotFoundError:
+            if os.access(target.parent, os.W_OK | os.X_OK):
+                return None  # it would be created
+            raise OSError(errno.EACCES, os.strerror(errno.EACCES)) from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise OSError(errno.EINVAL, "not a regular file")
+            if os.path.samestat(st, os.stat(log)):
+                raise OSError(errno.EINVAL, "it is a hard link to the log itself")
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        return (
+            f"{target}: cannot keep the torn last line there ({exc.strerror}); "
+            "the log is left as it is"
+        )
+    return None
 
 
 def _work(args: tuple[str, bool, bool]) -> FileResult:

@@ -2,16 +2,39 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from .conversation import Message, Text, Thinking, ToolResult, ToolUse
 from .format import block_to_json, content_block_to_disk
-from .manager import SessionManager
+
+if TYPE_CHECKING:  # not imported at run time: `awl sessions` uses visible() and starts fast
+    from .manager import SessionManager
 
 _TOOL_OUTPUT_LINES = 20
+
+# C0 and C1 control characters and DEL: a terminal acts on them (clears the
+# screen, sets the title), so text from a log never reaches it raw.
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROLS_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    c = match.group()
+    return _NAMED.get(c) or f"\\x{ord(c):02x}"
+
+
+def visible(text: str, *, one_line: bool = False) -> str:
+    """``text`` for a terminal: control characters shown as escapes (``\\x1b``, ``\\r``).
+
+    Newline and tab are kept, unless ``one_line`` (a heading, a listing
+    line), which shows them as ``\\n`` and ``\\t`` too.
+    """
+    return (_CONTROLS_ONE_LINE if one_line else _CONTROLS).sub(_escape, text)
 
 
 def _head(m: SessionManager) -> dict[str, Any]:
@@ -64,7 +87,7 @@ def _clip(text: str, lines: int) -> str:
 
 
 def render_message(msg: Message, *, full: bool = True) -> str:
-    """One message as readable text."""
+    """One message as readable text, control characters shown (:func:`visible`)."""
     out = [f"── {msg.role} ──"]
     for b in msg.content:
         if isinstance(b, Thinking):
@@ -76,13 +99,14 @@ def render_message(msg: Message, *, full: bool = True) -> str:
         elif isinstance(b, ToolResult):
             body = b.content if full else _clip(b.content, _TOOL_OUTPUT_LINES)
             out.append(f"[tool result]\n{body}")
-    return "\n".join(out)
+    return visible("\n".join(out))
 
 
 def transcript(m: SessionManager) -> Iterator[str]:
-    """The whole conversation as readable text, message by message."""
+    """The whole conversation as readable text, message by message (see :func:`visible`)."""
     provider, model = m.active_model()
-    yield f"session {m.id}  cwd {m.cwd}  model {provider}/{model}  {m.message_count} messages"
+    head = f"session {m.id}  cwd {m.cwd}  model {provider}/{model}  {m.message_count} messages"
+    yield visible(head, one_line=True)
     for msg in m.rebuild_conversation().stream():
         yield ""
         yield render_message(msg)

@@ -678,3 +678,90 @@ def test_the_resume_hint_is_best_effort(here: Path, monkeypatch: pytest.MonkeyPa
     res = CliRunner().invoke(main, ["--provider", "offline", "-p", "hello"])
     assert res.exit_code == 0, res.output
     assert "You said: hello" in res.output and "awl --resume" not in res.output
+
+
+# ── control characters from a log reach no terminal raw ──
+
+RAW = "\u001b[2J\u001b]0;pwned\u0007"
+SHOWN = "\\x1b[2J\\x1b]0;pwned\\x07"
+
+
+def test_show_and_listings_show_control_characters_as_escapes(root: Path, here: Path) -> None:
+    odd = f"{here}/x\ny\u009b"
+    path = log(
+        root,
+        header(ID_A, "2026-04-25T17:40:15.990Z", odd),
+        [
+            msg("00000001", None, "user", f"hi {RAW} there\r!", model=f"m{RAW}"),
+            msg("00000002", "00000001", "assistant", "a\tb\nc\u007f"),
+        ],
+    )
+    show = CliRunner().invoke(main, ["show", str(path)], color=True)
+    assert show.exit_code == 0, show.output
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", show.output), repr(show.output)
+    lines = show.output.splitlines()
+    assert lines[0] == (
+        f"session {ID_A}  cwd {here}/x\\ny\\x9b  model anthropic/m{SHOWN}  2 messages"
+    )
+    assert f"hi {SHOWN} there\\r!" in lines
+    assert "a\tb" in lines and "c\\x7f" in lines  # newline and tab kept as they are
+
+    doc = orjson.loads(cli("show", "--json", str(path)).output)  # --json: the text as it is
+    assert (doc["cwd"], doc["activeModel"]) == (odd, f"m{RAW}")
+    assert doc["messages"][0]["content"][0]["text"] == f"hi {RAW} there\r!"
+
+    listing = CliRunner().invoke(main, ["sessions", "--all", "--long"], color=True)
+    assert listing.exit_code == 0, listing.output
+    heading, line = listing.output.splitlines()
+    assert heading == f"{here}/x\\ny\\x9b"
+    assert line.endswith(f"  hi {SHOWN} there !")  # first_words folded the \r
+
+
+def test_the_resume_preview_shows_control_characters_as_escapes(root: Path, here: Path) -> None:
+    log(
+        root,
+        header(ID_A, "2026-04-25T17:40:15.990Z", here),
+        [
+            msg("00000001", None, "user", f"hi {RAW}"),
+            msg("00000002", "00000001", "assistant", "ok"),
+        ],
+    )
+    env = child_env(AWL_FSYNC="0")
+    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
+        env.pop(key, None)
+    r = subprocess.run(
+        [sys.executable, "-m", "awl.cli", "--resume", "--provider", "offline"],
+        cwd=here,
+        env=env,
+        input="/quit\n",
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    assert r.returncode == 0, r.stderr
+    assert f"hi {SHOWN}" in r.stdout.splitlines()
+    assert "\x1b" not in r.stdout and "\x07" not in r.stdout
+
+
+@pytest.mark.parametrize(
+    ("options", "names"),
+    [
+        (["--provider", "bogus"], "--provider is"),
+        (["--model", "m"], "--model is"),
+        (["--base-url", "http://[::1"], "--base-url is"),
+        (["--resume", "01", "-p", "x"], "--resume, --print are"),
+        (["--provider", "offline", "--model", "echo"], "--provider, --model are"),
+    ],
+    ids=" ".join,
+)
+@pytest.mark.parametrize("command", [["sessions"], ["show", ID_A], ["reindex"]], ids=" ".join)
+def test_session_options_before_a_command_are_refused(
+    store: dict[str, Path], root: Path, options: list[str], names: str, command: list[str]
+) -> None:
+    before = snapshot(root)
+    res = cli(*options, *command)
+    assert (res.exit_code, res.stdout) == (2, ""), res.output
+    assert res.stderr.splitlines() == [
+        f"Error: {names} for running a session, not for awl {command[0]}"
+    ]
+    assert snapshot(root) == before

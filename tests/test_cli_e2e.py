@@ -10,6 +10,7 @@ import json
 import os
 import re
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -49,6 +50,7 @@ def env(tmp_path: Path) -> dict[str, str]:
         AWL_SESSION_DIR=str(tmp_path / "sessions"),
         XDG_CACHE_HOME=str(tmp_path / "cache"),
         XDG_DATA_HOME=str(tmp_path / "data"),
+        XDG_STATE_HOME=str(tmp_path / "state"),
         AWL_FSYNC="0",
         PROMPT_TOOLKIT_NO_CPR="1",
         TERM="xterm",
@@ -265,6 +267,20 @@ def test_quit_before_any_prompt_leaves_nothing(term: Any, root: Path) -> None:
     assert (status, sig) == (0, None)
     assert "awl --resume" not in rest
     assert session_files(root) == []
+
+
+def test_the_prompt_history_is_private_and_apart_from_the_sessions(
+    term: Any, root: Path, tmp_path: Path
+) -> None:
+    t = term()
+    t.line("remember this line")
+    t.expect("You said: remember this line")
+    t.quit()
+    history = tmp_path / "state" / "awl" / "history"
+    assert "remember this line" in history.read_text()
+    assert stat.S_IMODE(history.stat().st_mode) == 0o600
+    assert stat.S_IMODE(history.parent.stat().st_mode) == 0o700
+    assert not (root.parent / "history").exists()  # beside the sessions, as it was
 
 
 def test_ctrl_d_resume_prefix_and_sessions(
@@ -572,4 +588,179 @@ def test_unknown_provider(env: dict[str, str], root: Path, project: Path) -> Non
     r = run(["--provider", "nosuch", "-p", "x"], env, project)
     assert r.returncode not in (0, None)
     assert len(r.stderr.splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert not root.exists() or session_files(root) == []
+
+
+# ── resuming from another directory ──
+
+
+def test_a_resumed_session_runs_its_tools_in_its_own_directory(
+    env: dict[str, str], root: Path, tmp_path: Path
+) -> None:
+    a, b = (tmp_path / "A").resolve(), (tmp_path / "B").resolve()
+    a.mkdir()
+    b.mkdir()
+    assert run(["-p", "hi"], env, a).returncode == 0
+    sid = check_log(session_files(root)[0]).header["id"]
+    notice = f"awl: tools run in the session's directory, {a}"
+
+    r = run(["--resume", sid[:13], "-p", "run: pwd"], env, b)
+    assert (r.returncode, r.stdout) == (0, f"The tool returned:\n{a}\n"), r.stderr
+    assert notice in r.stderr.splitlines()
+
+    r = run(["--resume", sid[:13], "-p", "run: pwd"], env, a)  # from its own: no notice
+    assert (r.returncode, r.stdout) == (0, f"The tool returned:\n{a}\n"), r.stderr
+    assert "tools run in" not in r.stderr
+
+
+@pytest.mark.parametrize("gone", ["removed", "a file"])
+def test_a_session_whose_directory_is_gone_is_not_resumed(
+    env: dict[str, str], root: Path, tmp_path: Path, gone: str
+) -> None:
+    a, b = (tmp_path / "A").resolve(), (tmp_path / "B").resolve()
+    a.mkdir()
+    b.mkdir()
+    assert run(["-p", "hi"], env, a).returncode == 0
+    sid = check_log(session_files(root)[0]).header["id"]
+    a.rmdir()
+    if gone == "a file":
+        a.write_text("")
+    before = snapshot(root)
+    r = run(["--resume", sid[:13], "-p", "run: pwd"], env, b)
+    assert r.returncode == 1 and r.stdout == "", r.stderr
+    what = "no longer exists" if gone == "removed" else "is not a directory"
+    assert r.stderr.splitlines() == [
+        f"Error: cannot resume: the session's directory {a} {what} "
+        "(its tools would run there; awl show still reads the session)"
+    ]
+    assert snapshot(root) == before
+
+
+# ── a current directory that was removed ──
+
+
+def run_in_a_removed_directory(
+    args: list[str], env: dict[str, str], tmp_path: Path
+) -> subprocess.CompletedProcess[str]:
+    script = 'mkdir gone && cd gone && rmdir ../gone && exec "$@"'
+    return subprocess.run(
+        ["sh", "-c", script, "sh", *AWL, *args],
+        env=env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["sessions"], ["reindex"], ["-p", "hi"], ["--resume", "-p", "hi"], ["show", "01"], []],
+    ids=" ".join,
+)
+def test_commands_that_need_the_current_directory_say_it_is_gone(
+    env: dict[str, str], root: Path, project: Path, tmp_path: Path, args: list[str]
+) -> None:
+    assert run(["-p", "one"], env, project).returncode == 0
+    before = snapshot(root)
+    r = run_in_a_removed_directory(args, env, tmp_path)
+    assert (r.returncode, r.stdout) == (1, ""), r.stderr
+    assert r.stderr.splitlines() == [
+        "Error: the current directory no longer exists (cd to another one)"
+    ]
+    assert snapshot(root) == before
+
+
+def test_a_relative_session_dir_without_a_current_directory_is_one_line(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    env["AWL_SESSION_DIR"] = "sessions"
+    for args in (["sessions", "--all"], ["reindex", "--all"]):
+        r = run_in_a_removed_directory(args, env, tmp_path)
+        assert (r.returncode, r.stdout) == (1, ""), r.stderr
+        assert r.stderr.splitlines() == [
+            "Error: AWL_SESSION_DIR='sessions' is relative to the current directory, "
+            "which no longer exists (cd to another one)"
+        ]
+
+
+def test_commands_that_do_not_need_the_current_directory_work_without_one(
+    env: dict[str, str], root: Path, project: Path, tmp_path: Path
+) -> None:
+    assert run(["-p", "one"], env, project).returncode == 0
+    (log,) = session_files(root)
+    for args in (
+        ["sessions", "--all"],
+        ["reindex", "--all"],
+        ["reindex", "--all", "--dry-run"],
+        ["reindex", str(log)],
+        ["show", str(log)],
+        ["show", "--json", str(log)],
+    ):
+        r = run_in_a_removed_directory(args, env, tmp_path)
+        assert r.returncode == 0 and "Error" not in r.stderr, (args, r.stderr)
+        assert r.stdout, args
+
+
+# ── base URLs ──
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("source", ["--base-url", "variable"])
+def test_a_base_url_that_is_no_url_is_one_line(
+    env: dict[str, str], root: Path, project: Path, provider: str, source: str
+) -> None:
+    url = "http://[::1"
+    variable = f"{provider.upper()}_BASE_URL"
+    if provider == "anthropic":
+        env["ANTHROPIC_API_KEY"] = "fake"
+    args = ["--provider", provider, "--model", "m", "-p", "hi"]
+    if source == "--base-url":
+        args[:0] = ["--base-url", url]
+    else:
+        env[variable] = url
+    r = run(args, env, project)
+    assert r.stdout == ""
+    if source == "--base-url":
+        assert r.returncode == 2
+        expected = f"Error: --base-url '{url}' is not a valid URL (Invalid port: ':1')"
+    else:
+        assert r.returncode == 1
+        expected = f"Error: {variable}='{url}' is not a valid URL (Invalid port: ':1')"
+    assert r.stderr.splitlines() == [expected]
+    assert not root.exists() or session_files(root) == []
+
+
+def test_a_new_session_on_a_local_server_needs_no_key_nor_model(
+    env: dict[str, str], root: Path, project: Path
+) -> None:
+    """--base-url counts when the default model is chosen (it once asked for OPENAI_API_KEY)."""
+    from awl.providers.openai import OpenAIProvider
+    from tests.servers import openai_server as oa
+    from tests.servers import serve
+
+    with serve() as server:
+        server.queue(oa.text_reply("local answer"))
+        r = run(
+            ["--provider", "openai", "--base-url", server.url + "/v1", "-p", "hi"], env, project
+        )
+        assert (r.returncode, r.stdout) == (0, "local answer\n"), r.stderr
+        assert server.requests[0].body["model"] == OpenAIProvider.default_model
+    log = one_log(root, project)
+    assert (log.header["provider"], log.header["model"]) == ("openai", OpenAIProvider.default_model)
+
+
+@pytest.mark.parametrize("value", ["abc", "inf", "1e308", "nan"])
+def test_an_offline_delay_that_cannot_be_slept_is_one_line(
+    env: dict[str, str], root: Path, project: Path, value: str
+) -> None:
+    env["AWL_OFFLINE_DELAY"] = value
+    for args in (["-p", "hi"], ["--model", "echo", "-p", "hi"]):
+        r = run(args, env, project)
+        assert (r.returncode, r.stdout) == (1, ""), r.stderr
+        assert r.stderr.splitlines() == [
+            f"Error: AWL_OFFLINE_DELAY must be a number of seconds from 0 to 3600, not {value!r}"
+        ]
     assert not root.exists() or session_files(root) == []

@@ -113,3 +113,17 @@ def test_native_off_in_a_real_process() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "fallback"
+
+
+def test_the_prompt_history_lives_under_xdg_state_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from awl.paths import history_path
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("AWL_SESSION_DIR", str(tmp_path / "sessions"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    assert history_path() == tmp_path / "state" / "awl" / "history"
+    for unset in ("", "relative/state"):  # the XDG spec: a relative value is ignored
+        monkeypatch.setenv("XDG_STATE_HOME", unset)
+        assert history_path() == tmp_path / "home" / ".local" / "state" / "awl" / "history"

@@ -148,10 +148,21 @@ def test_keyboard_interrupt_returns_partial() -> None:
     )
 
 
-def test_bad_delay_env_raises(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AWL_OFFLINE_DELAY", "soon")
-    with pytest.raises(ProviderError, match="AWL_OFFLINE_DELAY"):
+@pytest.mark.parametrize("value", ["soon", "inf", "-inf", "1e308", "nan", "-1", "3601"])
+def test_bad_delay_env_raises(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("AWL_OFFLINE_DELAY", value)
+    with pytest.raises(ProviderError) as err:
         get_provider("offline")
+    assert str(err.value) == (
+        f"AWL_OFFLINE_DELAY must be a number of seconds from 0 to 3600, not {value!r}"
+    )
+
+
+@pytest.mark.parametrize(("value", "delay"), [("0", 0.0), (" 0.25 ", 0.25), ("3600", 3600.0)])
+def test_good_delay_env_is_taken(monkeypatch: pytest.MonkeyPatch, value: str, delay: float) -> None:
+    monkeypatch.setenv("AWL_OFFLINE_DELAY", value)
+    provider = get_provider("offline")
+    assert isinstance(provider, OfflineProvider) and provider.delay == delay
 
 
 def test_get_provider_and_names() -> None:

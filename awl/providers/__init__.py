@@ -11,6 +11,7 @@ import os
 
 from awl.providers.base import (
     CANCELLED,
+    InvalidBaseURL,
     NullSink,
     Provider,
     ProviderError,
@@ -24,6 +25,7 @@ from awl.providers.base import (
 __all__ = [
     "CANCELLED",
     "PROVIDER_NAMES",
+    "InvalidBaseURL",
     "NullSink",
     "Provider",
     "ProviderError",
@@ -44,7 +46,8 @@ def get_provider(name: str, *, base_url: str | None = None) -> Provider:
 
     ``base_url`` overrides the provider's base-URL variable (``ANTHROPIC_BASE_URL``,
     ``OPENAI_BASE_URL``); the offline provider ignores it. Raises
-    :class:`ProviderError` for an unknown name, a missing API key or a missing SDK.
+    :class:`ProviderError` for an unknown name, a missing API key or a missing SDK,
+    and :class:`InvalidBaseURL` for a base URL that is not one.
     """
     if name == "offline":
         from awl.providers.offline import OfflineProvider

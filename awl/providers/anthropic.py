@@ -40,6 +40,7 @@ from awl.conversation import Message, Text, ToolResult, ToolUse
 from awl.providers.base import (
     CANCELLED,
     HostedProvider,
+    InvalidBaseURL,
     ProviderError,
     Response,
     StopReason,
@@ -48,6 +49,7 @@ from awl.providers.base import (
     ToolSpec,
     Usage,
     describe_api_error,
+    is_invalid_url,
     one_line,
     stream_failure,
     system_text,
@@ -105,9 +107,15 @@ class AnthropicProvider(HostedProvider):
             )
         # No SDK retries: the agent shows the error and the user decides; a
         # silent retry loop on 429/529 would look like a hang.
-        self._client = anthropic.Anthropic(
-            api_key=api_key, base_url=self.base_url, max_retries=0, timeout=timeout
-        )
+        try:
+            self._client = anthropic.Anthropic(
+                api_key=api_key, base_url=self.base_url, max_retries=0, timeout=timeout
+            )
+        except Exception as exc:
+            if self.base_url is None or not is_invalid_url(exc):
+                raise
+            source = None if base_url else "ANTHROPIC_BASE_URL"
+            raise InvalidBaseURL(self.base_url, source, str(exc)) from None
 
     def complete(
         self,

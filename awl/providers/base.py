@@ -94,6 +94,27 @@ class ProviderError(AwlError):
     """A configuration problem found before any request (missing key, unknown provider)."""
 
 
+class InvalidBaseURL(ProviderError):
+    """A base URL the HTTP client cannot parse.
+
+    ``variable`` names the environment variable it came from, or is None
+    when it was given as an argument (``--base-url``).
+    """
+
+    def __init__(self, url: str, variable: str | None, detail: str) -> None:
+        self.url = url
+        self.variable = variable
+        shown = one_line(repr(url), 200)
+        where = f"{variable}={shown}" if variable else shown
+        super().__init__(f"{where} is not a valid URL ({one_line(detail)})")
+
+
+def is_invalid_url(exc: BaseException) -> bool:
+    """Whether ``exc`` is the HTTP stack refusing a URL (httpx's ``InvalidURL``, by name:
+    the SDKs bundle their own httpx)."""
+    return any(c.__name__ == "InvalidURL" for c in type(exc).__mro__)
+
+
 class Provider(ABC):
     """A model API. Subclasses set ``name`` and ``default_model`` and implement ``complete``."""
 

@@ -37,6 +37,8 @@ from awl.providers.base import (
 
 RUN_PREFIX = "run: "
 CHUNKS = 4
+MAX_DELAY = 3600.0
+"""The longest ``AWL_OFFLINE_DELAY`` accepted, in seconds."""
 
 
 class _Cancelled(Exception):
@@ -56,7 +58,14 @@ class OfflineProvider(Provider):
             try:
                 delay = float(raw) if raw else 0.0
             except ValueError:
-                raise ProviderError(f"AWL_OFFLINE_DELAY must be a number, not {raw!r}") from None
+                delay = math.nan
+            # inf would overflow the sleep mid-turn, and nan or an hour between
+            # chunks can only be a mistake.
+            if not 0.0 <= delay <= MAX_DELAY:
+                raise ProviderError(
+                    f"AWL_OFFLINE_DELAY must be a number of seconds from 0 to {MAX_DELAY:g}, "
+                    f"not {raw!r}"
+                )
         self.delay = max(0.0, delay)
 
     def complete(

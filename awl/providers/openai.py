@@ -39,6 +39,7 @@ from awl.conversation import Message, Text, ToolResult, ToolUse
 from awl.providers.base import (
     CANCELLED,
     HostedProvider,
+    InvalidBaseURL,
     ProviderError,
     Response,
     StopReason,
@@ -47,6 +48,7 @@ from awl.providers.base import (
     ToolSpec,
     Usage,
     describe_api_error,
+    is_invalid_url,
     one_line,
     stream_failure,
 )
@@ -103,9 +105,15 @@ class OpenAIProvider(HostedProvider):
             except ValueError:
                 raise ProviderError(f"AWL_MAX_TOKENS must be an integer, not {raw_max!r}") from None
         # No SDK retries: errors go to the user at once instead of a silent wait.
-        self._client = openai.OpenAI(
-            api_key=api_key, base_url=self.base_url, max_retries=0, timeout=timeout
-        )
+        try:
+            self._client = openai.OpenAI(
+                api_key=api_key, base_url=self.base_url, max_retries=0, timeout=timeout
+            )
+        except Exception as exc:
+            if self.base_url is None or not is_invalid_url(exc):
+                raise
+            source = None if base_url else "OPENAI_BASE_URL"
+            raise InvalidBaseURL(self.base_url, source, str(exc)) from None
 
     def complete(
         self,

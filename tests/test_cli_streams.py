@@ -1,0 +1,190 @@
+"""``awl`` when its standard streams fail: output that cannot be written, streams closed at start.
+
+Each case is a real process whose descriptors are set up by a shell (``>&-``)
+or by opening ``/dev/full``; each must end in one line on stderr and a
+status, never a traceback, and must not leave a session it could not use.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import snapshot
+
+AWL = [sys.executable, "-m", "awl.cli"]
+REPO = Path(__file__).resolve().parent.parent
+TIMEOUT = 20
+FULL = "Error: cannot write output: No space left on device"
+CLOSED_OUT = "Error: cannot write output: standard output is closed"
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    """Isolated folders, no API keys: the offline provider."""
+    e = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("ANTHROPIC_", "OPENAI_", "AWL_", "PYTEST_"))
+    }
+    e.update(
+        AWL_SESSION_DIR=str(tmp_path / "sessions"),
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+        XDG_DATA_HOME=str(tmp_path / "data"),
+        XDG_STATE_HOME=str(tmp_path / "state"),
+        HOME=str(tmp_path / "home"),
+        AWL_FSYNC="0",
+        PYTHONPATH=str(REPO),
+    )
+    return e
+
+
+def awl(
+    args: list[str],
+    env: dict[str, str],
+    cwd: Path,
+    *,
+    redirect: str = "",
+    stdin: str | None = None,
+    stdout: int | None = subprocess.PIPE,
+) -> subprocess.CompletedProcess[str]:
+    """awl with ``redirect`` (e.g. ``>&-``) applied by a shell before it starts."""
+    return subprocess.run(
+        ["sh", "-c", f'exec "$@" {redirect}', "sh", *AWL, *args],
+        env=env,
+        cwd=cwd,
+        input=stdin,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+
+
+@pytest.fixture
+def session(env: dict[str, str], project: Path) -> str:
+    """The id of a session of ``project`` with one turn."""
+    r = awl(["-p", "hello"], env, project)
+    assert r.returncode == 0, r.stderr
+    (name,) = os.listdir(next((Path(env["AWL_SESSION_DIR"])).iterdir()))
+    return name.split("_")[1].removesuffix(".jsonl")
+
+
+def no_traceback(r: subprocess.CompletedProcess[str]) -> list[str]:
+    assert "Traceback" not in r.stderr, r.stderr
+    return r.stderr.splitlines()
+
+
+# ── output that cannot be written ──
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize(
+    "args",
+    [["sessions"], ["show", "ID"], ["show", "--json", "ID"], ["reindex"], ["--version"]],
+    ids=" ".join,
+)
+def test_a_full_disk_on_stdout_is_one_line(
+    env: dict[str, str], project: Path, session: str, args: list[str]
+) -> None:
+    args = [session if a == "ID" else a for a in args]
+    with open("/dev/full", "w") as full:
+        r = awl(args, env, project, stdout=full.fileno())
+    assert r.returncode == 1
+    assert no_traceback(r) == [FULL]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_turn_whose_answer_cannot_be_written_fails_but_is_saved(
+    env: dict[str, str], root: Path, project: Path, session: str
+) -> None:
+    with open("/dev/full", "w") as full:
+        r = awl(["--resume", "-p", "second"], env, project, stdout=full.fileno())
+    assert r.returncode == 1
+    assert no_traceback(r)[-1] == FULL
+    shown = awl(["show", session], env, project)
+    assert "You said: second" in shown.stdout
+
+
+def test_a_closed_pipe_still_ends_quietly(env: dict[str, str], project: Path, session: str) -> None:
+    """A reader that stops early (``awl show ID | head -c1``): status 1, nothing on stderr."""
+    for args in (["show", session], ["show", "--json", session], ["--resume", "-p", "x" * 99999]):
+        p = subprocess.Popen(
+            [*AWL, *args],
+            env=env,
+            cwd=project,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert p.stdout is not None and p.stderr is not None
+        p.stdout.close()
+        err = p.stderr.read()
+        assert p.wait(TIMEOUT) == 1, err
+        assert "Traceback" not in err and "Error" not in err, err
+
+
+# ── streams closed at start ──
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["sessions"], ["show", "--json", "ID"], ["-p", "hi"], ["--version"], [], ["reindex"]],
+    ids=" ".join,
+)
+def test_a_closed_stdout_is_an_error_before_any_work(
+    env: dict[str, str], root: Path, project: Path, session: str, args: list[str]
+) -> None:
+    args = [session if a == "ID" else a for a in args]
+    before = snapshot(root)
+    r = awl(args, env, project, redirect=">&-", stdin="hi\n")
+    assert r.returncode == 1
+    assert no_traceback(r) == [CLOSED_OUT]
+    assert snapshot(root) == before
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["-p", "-"], "Error: -p -: standard input is closed, so there is no prompt to read"),
+        (
+            [],
+            "Error: standard input is closed, so there are no prompts to read (give one with -p)",
+        ),
+    ],
+    ids=["-p -", "interactive"],
+)
+def test_a_closed_stdin_is_an_error_where_it_is_read(
+    env: dict[str, str], root: Path, project: Path, args: list[str], line: str
+) -> None:
+    r = awl(args, env, project, redirect="<&-")
+    assert (r.returncode, r.stdout) == (1, "")
+    assert no_traceback(r) == [line]
+    assert not root.exists()
+
+
+def test_a_closed_stdin_is_no_matter_where_it_is_not_read(
+    env: dict[str, str], project: Path
+) -> None:
+    """-p PROMPT and the listing never read it."""
+    r = awl(["-p", "run: wc -c"], env, project, redirect="<&-")
+    assert (r.returncode, r.stdout) == (0, "The tool returned:\n0\n"), r.stderr
+    assert awl(["sessions"], env, project, redirect="<&-").returncode == 0
+
+
+def test_a_closed_stderr_breaks_nothing(env: dict[str, str], root: Path, project: Path) -> None:
+    r = awl(["-p", "hi"], env, project, redirect="2>&-")
+    assert (r.returncode, r.stdout, r.stderr) == (0, "You said: hi\n", "")
+    r = awl(["--resume", "-p", "run: echo out; echo err >&2"], env, project, redirect="2>&-")
+    assert (r.returncode, r.stdout) == (0, "The tool returned:\nout\nerr\n")
+    r = awl(["--provider", "nosuch", "-p", "x"], env, project, redirect="2>&-")
+    assert (r.returncode, r.stdout, r.stderr) == (1, "", "")
+    r = awl(["sessions"], env, project, redirect="2>&-")
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == 1
