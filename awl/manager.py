@@ -280,7 +280,7 @@ class SessionManager:
             raise SessionNotFound(f"{p}: no such session file") from None
         except OSError as exc:
             if exc.errno == errno.ELOOP and not read_only:
-                raise SessionError(f"{p}: refusing to write through a symbolic link") from None
+                raise SessionError(symlink_refusal(p)) from None
             if not read_only and exc.errno in _NOT_WRITABLE and _readable(p):
                 # Another user's log, a read-only mount: say what still works.
                 raise SessionError(
@@ -871,10 +871,7 @@ class SessionManager:
             keep_bytes(target, data, source=self._fd)
         except OSError as exc:
             # The log is not touched unless its torn bytes are safe elsewhere.
-            raise SessionWriteError(
-                f"{target}: cannot keep the torn last line there ({exc.strerror}); "
-                "the log is left as it is"
-            ) from None
+            raise SessionWriteError(cannot_keep(target, exc)) from None
         try:
             os.ftruncate(self._fd, start)
             if fsync_enabled():
@@ -1518,6 +1515,46 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
+def symlink_refusal(path: str | os.PathLike[str]) -> str:
+    """A writer's refusal of a log that is a symbolic link."""
+    return f"{os.fspath(path)}: refusing to write through a symbolic link"
+
+
+def cannot_keep(target: Path, exc: OSError) -> str:
+    """Why a writer leaves a log with a torn tail as it is: ``exc`` from :func:`keep_bytes`."""
+    return (
+        f"{target}: cannot keep the torn last line there ({exc.strerror}); the log is left as it is"
+    )
+
+
+def _check_keep_target(st: os.stat_result, source: os.stat_result | None, target: Path) -> None:
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError(errno.EINVAL, "not a regular file", str(target))
+    if source is not None and os.path.samestat(st, source):
+        # Appended there, the bytes would be cut off again with the tail.
+        raise OSError(errno.EINVAL, "it is a hard link to the log itself", str(target))
+
+
+def keep_problem(target: Path, source: os.stat_result) -> str | None:
+    """What :func:`keep_bytes` would refuse about ``target`` (in :func:`cannot_keep`'s
+    words), or None: for a dry run, which neither creates nor writes it."""
+    flags = os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    try:
+        try:
+            fd = os.open(target, flags)
+        except FileNotFoundError:
+            if os.access(target.parent, os.W_OK | os.X_OK):
+                return None  # it would be created
+            raise OSError(errno.EACCES, os.strerror(errno.EACCES)) from None
+        try:
+            _check_keep_target(os.fstat(fd), source, target)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        return cannot_keep(target, exc)
+    return None
+
+
 def keep_bytes(target: Path, data: bytes, *, source: int | None = None) -> None:
     """Append ``data`` to ``target`` (created 0600) and sync it: where bytes
     that cannot stay in a log are kept (``<file>.corrupt``).  If ``target``
@@ -1533,11 +1570,7 @@ def keep_bytes(target: Path, data: bytes, *, source: int | None = None) -> None:
     cfd = os.open(target, flags, 0o600)
     try:
         st = os.fstat(cfd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(target))
-        if source is not None and os.path.samestat(st, os.fstat(source)):
-            # Appended there, the bytes would be cut off again with the tail.
-            raise OSError(errno.EINVAL, "it is a hard link to the log itself", str(target))
+        _check_keep_target(st, None if source is None else os.fstat(source), target)
         kept = st.st_size
         if kept and os.pread(cfd, 1, kept - 1) != b"\n":
             # Kept pieces each start a line: two torn tails stay told apart.

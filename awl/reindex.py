@@ -33,9 +33,11 @@ from .manager import (
     MAX_HEADER,
     SessionManager,
     keep_bytes,
+    keep_problem,
     open_log,
     read_header_fd,
     rename_noreplace,
+    symlink_refusal,
     sync_dir,
 )
 from .paths import (
@@ -417,7 +419,7 @@ def _dry_run(p: str, result: FileResult) -> None:
         return
     with SessionManager.open(p, read_only=True) as m:
         if m.stats.trimmed:
-            refused = _keep_error(m.path)
+            refused = keep_problem(corrupt_path(m.path), os.stat(m.path))
             if refused is not None:
                 result.error = refused
                 return
@@ -447,38 +449,9 @@ def _writer_open_error(p: str) -> str | None:
         os.close(open_log(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW))
     except (OSError, SessionError) as exc:
         if isinstance(exc, OSError) and exc.errno == errno.ELOOP:
-            return f"{path}: refusing to write through a symbolic link"
+            return symlink_refusal(path)
     # Anything else is left to the reader's open (a log one may read but not
     # write still passes a dry run: tests/test_permissions.py expects that).
-    return None
-
-
-def _keep_error(log: Path) -> str | None:
-    """Why a writer could not keep the log's torn last line in ``<log>.corrupt``
-    (``keep_bytes``' checks), in the words of the real run; None when it could.
-    The file is opened without creating it, and nothing is written."""
-    target = corrupt_path(log)
-    flags = os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-    try:
-        try:
-            fd = os.open(target, flags)
-        except FileNotFoundError:
-            if os.access(target.parent, os.W_OK | os.X_OK):
-                return None  # it would be created
-            raise OSError(errno.EACCES, os.strerror(errno.EACCES)) from None
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise OSError(errno.EINVAL, "not a regular file")
-            if os.path.samestat(st, os.stat(log)):
-                raise OSError(errno.EINVAL, "it is a hard link to the log itself")
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        return (
-            f"{target}: cannot keep the torn last line there ({exc.strerror}); "
-            "the log is left as it is"
-        )
     return None
 
 
