@@ -607,43 +607,59 @@ def holds_message(log: LogReader, offset: int, length: int, entry_id: str) -> bo
     return obj.get("type") == "message" and obj.get("id") == entry_id
 
 
-def checkpoint_locates(cp: Checkpoint, log: LogReader) -> bool:
+def checkpoint_locates(cp: Checkpoint, log: LogReader, body: int) -> bool:
     """Whether a fitting checkpoint's (:func:`checkpoint_fits`) leaf is where it says.
 
     Its ``recent`` locations must be in file order, none empty; the last
-    must be one whole line holding the leaf's message, and only checkpoint
-    lines may come between it and this checkpoint (the leaf is the last entry
-    of the tree).  A checkpoint believed past a leaf it misplaces would make
-    a writer hang the next message off the wrong entry, and the messages
-    after it would drop out of the conversation.  An open and a listing make
-    these same checks, so they believe the same checkpoints; the other
-    locations are checked by the open as it takes them
-    (:func:`whole_lines_from`) and again by whoever reads them.
+    must be one whole line (a newline before and after it, none inside)
+    holding the leaf's message, and no tree entry may come between it and
+    this checkpoint (the leaf is the last entry of the tree).  A checkpoint
+    without recent messages must have no entries at all, and none may come
+    between the header (``body`` is where it ends) and the checkpoint.  A
+    checkpoint believed past a leaf it misplaces would make a writer hang
+    the next message off the wrong entry, and the messages after it would
+    drop out of the conversation.  An open and a listing make these same
+    checks, so they believe the same checkpoints; the other locations are
+    checked by the open as it takes them (:func:`whole_lines_from`) and
+    again by whoever reads them.
     """
     after = 0  # where the next location may start
     for o, n, _line, _id in cp.recent:
         if n == 0 or o < after:
             return False
         after = o + n + 1
-    if not cp.recent:
-        return True
-    o, n, _line, leaf = cp.recent[-1]
-    if o < 1 or log.byte(o - 1) != 0x0A or log.byte(o + n) != 0x0A:
-        return False
-    if not holds_message(log, o, n, leaf):
-        return False
-    pos = after
+    if cp.recent:
+        o, n, _line, leaf = cp.recent[-1]
+        if o < 1 or log.byte(o - 1) != 0x0A or log.byte(o + n) != 0x0A:
+            return False
+        if log.find(b"\n", o, o + n) >= 0 or not holds_message(log, o, n, leaf):
+            return False
+        pos = after
+    elif cp.entry_count or cp.leaf_id is not None:
+        return False  # a leaf no location vouches for
+    else:
+        pos = body
     while pos < cp.offset:
         end = log.find(b"\n", pos, cp.offset)
-        if end < 0:
-            return False
-        try:
-            if load_object(log.view(pos, end)).get("type") != "checkpoint":
-                return False
-        except FormatError:
+        if end < 0 or not _outside_tree(log.view(pos, end)):
             return False
         pos = end + 1
     return True
+
+
+def _outside_tree(line: bytes | memoryview) -> bool:
+    """Whether a line is sound and no tree entry: blank, a checkpoint, or an
+    entry of another type without an ``id`` (as the scanner tells nodes)."""
+    if not bytes(line).strip(b" \t\r"):
+        return True
+    try:
+        obj = load_object(line)
+    except FormatError:
+        return False
+    kind = obj.get("type")
+    if kind == "checkpoint":
+        return True
+    return isinstance(kind, str) and kind not in ("message", "session") and "id" not in obj
 
 
 def whole_lines_from(

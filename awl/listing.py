@@ -94,7 +94,7 @@ class _Reads:
     """A log's bytes for :func:`awl.format.checkpoint_locates`: from the tail
     already read, else small preads; a long way to read is a doubt."""
 
-    LIMIT = 64 * 1024  # beyond this the full open is cheaper than reading
+    LIMIT = 256 * 1024  # a leaf longer than this: the full open is cheaper
 
     def __init__(self, fd: int, size: int, tail_at: int, tail: bytes) -> None:
         self.fd, self.size, self.tail_at, self.tail = fd, size, tail_at, tail
@@ -199,7 +199,7 @@ def _quick_info_fd(fd: int, path: Path, cwd: str | None) -> SessionInfo:
             raise _Doubt
         # The open's checks, on the same bytes: a checkpoint it would not
         # believe must not be believed here either.
-        if not checkpoint_locates(cp, _Reads(fd, size, tail_at, tail)):
+        if not checkpoint_locates(cp, _Reads(fd, size, tail_at, tail), body):
             raise _Doubt
         count, prompt, activity = cp.message_count, cp.first_prompt, cp.last_activity
     elif size > SMALL_LOG:

@@ -665,7 +665,7 @@ class SessionManager:
             return None
         if not checkpoint_fits(cp, off, body, self.header):
             return None
-        if not checkpoint_locates(cp, mm):
+        if not checkpoint_locates(cp, mm, body):
             return None
         self.stats.checkpoint_offset = off
         return cp, end - off

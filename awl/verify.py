@@ -130,7 +130,7 @@ def _check_entries(records: Records, log: LogMap, sink: Problems) -> None:
                 "(readers number the lines after it from it)",
             )
         elif header is not None and not (
-            checkpoint_fits(entry, o, body, header) and checkpoint_locates(entry, log)
+            checkpoint_fits(entry, o, body, header) and checkpoint_locates(entry, log, body)
         ):
             sink.report(
                 i + 1,

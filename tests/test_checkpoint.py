@@ -271,6 +271,69 @@ def test_a_checkpoint_naming_an_earlier_leaf_is_not_believed(
     assert len(replay_state(path)[3]) == len(before[3]) + 1
 
 
+@pytest.mark.parametrize("how", ["leaf and the next line as one", "no messages, a leaf", "none"])
+def test_a_checkpoint_hiding_entries_after_its_leaf_is_not_believed(
+    project: Path, root: Path, how: str
+) -> None:
+    """Checkpoints that would let entries after the leaf drop out: the leaf's
+    location runs over the next message (its start holds the leaf's id), or
+    there are no located messages at all, with a leaf or none."""
+    from awl.verify import verify_log
+
+    path = big_session(project, root)
+    before = replay_state(path)
+    raw = path.read_bytes()
+    cp = checkpoints(path)[-1]
+    rec = [list(r) for r in cp["recent"]]
+    if how == "leaf and the next line as one":
+        # The leaf is now the message before the last; its location runs to the end.
+        last = rec.pop()
+        rec[-1][1] = last[0] + last[1] - rec[-1][0]
+        changes: dict[str, Any] = {"recent": rec, "leafId": rec[-1][3]}
+        changes["messageCount"] = cp["messageCount"] - 1
+    elif how == "no messages, a leaf":
+        changes = {"recent": [], "messageCount": 0, "entryCount": 1, "leafId": rec[0][3]}
+    else:
+        changes = {"recent": [], "messageCount": 0, "entryCount": 0, "leafId": None}
+    _rewrite_last_checkpoint(path, **changes)
+    with SessionManager.open(path, read_only=True) as m:
+        assert m.stats.mode == "index" and state(m) == before
+    assert [i.message_count for i in SessionManager.list_sessions(project, session_dir=root)] == [
+        len(before[3])
+    ]
+    assert not verify_log(path).ok
+    with SessionManager.open(path) as m:  # a writer: nothing drops out
+        m.append_message(Message("user", [Text("next")]))
+    after = replay_state(path)
+    assert after[3][:-1] == before[3] and len(after[3]) == len(before[3]) + 1
+    assert path.read_bytes().startswith(raw[: raw.rindex(orjson.dumps(cp))])
+
+
+@pytest.mark.parametrize("extra", [b"\n", b"   \n", b'{"type":"note","text":"by another tool"}\n'])
+def test_lines_outside_the_tree_after_the_leaf_keep_the_checkpoint_believed(
+    project: Path, root: Path, extra: bytes
+) -> None:
+    """A blank line or another tool's entry without an id after the last message
+    is no tree entry: the checkpoint a writer puts after it is believed by the
+    next open, and verification finds nothing wrong."""
+    from awl.verify import verify_log
+
+    path = big_session(project, root)
+    count = checkpoints(path)[-1]["messageCount"]
+    # Without its checkpoints (as an older awl left it), then the extra line.
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(ln for ln in lines if b'"type":"checkpoint"' not in ln) + extra)
+    with SessionManager.open(path) as w:
+        assert w.stats.mode == "index"
+    last = orjson.loads(path.read_bytes().splitlines()[-1])
+    assert last["type"] == "checkpoint" and last["messageCount"] == count
+    with SessionManager.open(path, read_only=True) as r:
+        assert r.stats.mode == "checkpoint" and r.message_count == count
+    with SessionManager.open(path) as w:
+        assert w.stats.mode == "checkpoint" and w.stats.checkpoints_written == 0
+    assert verify_log(path).ok
+
+
 @pytest.mark.parametrize(
     ("field", "lie", "named"),
     [
