@@ -18,7 +18,8 @@ _TOOL_OUTPUT_LINES = 20
 
 # C0 and C1 control characters and DEL: a terminal acts on them (clears the
 # screen, sets the title), so text from a log never reaches it raw.
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# A carriage return before a newline is how CRLF text ends its lines: kept.
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n)")
 _CONTROLS_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 

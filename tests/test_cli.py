@@ -765,3 +765,13 @@ def test_session_options_before_a_command_are_refused(
         f"Error: {names} for running a session, not for awl {command[0]}"
     ]
     assert snapshot(root) == before
+
+
+def test_visible_keeps_crlf_line_ends_and_escapes_a_lone_carriage_return() -> None:
+    """Tool output with CRLF line ends reads as it is; a lone CR (which would
+    overwrite the line on a terminal) and escapes are shown."""
+    from awl.transcript import visible
+
+    assert visible("one\r\ntwo\rX\x1b[2J\tend\n") == "one\r\ntwo\\rX\\x1b[2J\tend\n"
+    assert visible("one\r\ntwo\t", one_line=True) == "one\\r\\ntwo\\t"
+    assert visible("é — 日本語 🙂\u00a0") == "é — 日本語 🙂\u00a0"

@@ -59,8 +59,8 @@ class OfflineProvider(Provider):
                 delay = float(raw) if raw else 0.0
             except ValueError:
                 delay = math.nan
-            # inf would overflow the sleep mid-turn, and nan or an hour between
-            # chunks can only be a mistake.
+            # inf would overflow the sleep mid-turn, and nan, a negative delay
+            # or more than an hour between chunks can only be a mistake.
             if not 0.0 <= delay <= MAX_DELAY:
                 raise ProviderError(
                     f"AWL_OFFLINE_DELAY must be a number of seconds from 0 to {MAX_DELAY:g}, "
