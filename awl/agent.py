@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from .conversation import Conversation, Message, Text, ToolResult, ToolUse
+from .conversation import Conversation, Message, Text, Thinking, ToolResult, ToolUse
 from .environment import verbose
 from .errors import AwlError, SessionError
 from .manager import SessionManager, open_log, read_header_fd, resume_prefix
@@ -97,16 +98,18 @@ class Agent:
     def switch_model(self, provider: str, model: str | None = None) -> None:
         """Use another provider/model from the next user message on.
 
-        The provider is made first, so a missing key fails here and leaves
-        the current provider and model in place.
+        Without ``model``, the same provider keeps its model and another one
+        starts with its default.  The provider is made first, so a missing
+        key fails here and leaves the current provider and model in place.
         """
         if self._provider is not None and self._provider.name == provider:
             made = self._provider
         else:
             made = get_provider(provider, base_url=self.base_url)
+        same = provider == self.provider_name
         self._provider = made
         self.provider_name = provider
-        self.model = model or made.default_model
+        self.model = model or (self.model if same else made.default_model)
 
     # ── a turn ──
 
@@ -145,7 +148,9 @@ class Agent:
                 if on_tool is not None:
                     on_tool(use, output)
                 results.append(ToolResult(use.id, output.content))
-            self._append(Message("user", list(results)))
+            # Not the user's own prompt: bytes they typed that are not UTF-8
+            # are refused, for them to see; a tool's output is kept.
+            self._append(storable(Message("user", list(results))))
             if cancel is not None and cancel.is_set():
                 return TurnResult("", "error", "cancelled", rounds)
             if rounds >= MAX_TOOL_ROUNDS:
@@ -156,7 +161,7 @@ class Agent:
         self.conversation.append(message)
 
     def _append_response(self, response: Response) -> None:
-        message = response.message()
+        message = storable(response.message())
         if not message.content:
             return  # nothing arrived: an empty assistant message would be refused by the APIs
         self.manager.append_message(
@@ -167,6 +172,42 @@ class Agent:
             usage=response.usage,
         )
         self.conversation.append(message)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _whole(text: str) -> str:
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def storable(message: Message) -> Message:
+    """``message`` with each lone surrogate replaced by U+FFFD.
+
+    Half a character (a model streaming ``\\ud83d`` without its pair, a file
+    name that is not UTF-8 in a tool's output) cannot be written as JSON:
+    the log would refuse the whole message, and lose the rest with it.
+    """
+    blocks = message.content
+    if not any(_LONE_SURROGATE.search(t) for b in blocks for t in _texts(b)):
+        return message
+    out: list[Text | Thinking | ToolUse | ToolResult] = []
+    for b in blocks:
+        if isinstance(b, Text | Thinking):
+            out.append(type(b)(_whole(b.text)))
+        elif isinstance(b, ToolUse):
+            out.append(ToolUse(_whole(b.id), _whole(b.name), _whole(b.input)))
+        else:
+            out.append(ToolResult(_whole(b.tool_use_id), _whole(b.content)))
+    return Message(message.role, list(out))
+
+
+def _texts(block: Text | Thinking | ToolUse | ToolResult) -> tuple[str, ...]:
+    if isinstance(block, Text | Thinking):
+        return (block.text,)
+    if isinstance(block, ToolUse):
+        return (block.id, block.name, block.input)
+    return (block.tool_use_id, block.content)
 
 
 def _final_text(response: Response) -> str:
@@ -278,9 +319,15 @@ def _recorded_cwd(path: Path) -> str | None:
 
 
 def check_session_dir(cwd: str) -> None:
-    """Raise SessionError unless ``cwd``, a session's recorded directory, is a directory."""
-    if not os.path.isdir(cwd):
+    """Raise SessionError unless ``cwd``, a session's recorded directory, is a directory
+    named by an absolute path (a relative one, from another tool, would mean a
+    different directory depending on where awl runs)."""
+    what = None
+    if not os.path.isabs(cwd):
+        what = "is not an absolute path"
+    elif not os.path.isdir(cwd):
         what = "is not a directory" if os.path.lexists(cwd) else "no longer exists"
+    if what is not None:
         raise SessionError(
             f"cannot resume: the session's directory {visible(cwd, one_line=True)} {what} "
             "(its tools would run there; awl show still reads the session)"

@@ -23,6 +23,7 @@ from awl.agent import INTERRUPTED_RESULT, SYSTEM_PROMPT, Agent, open_session
 from awl.conversation import Text, ToolResult, ToolUse
 from awl.manager import SessionManager
 from awl.paths import encode_cwd, session_file_name
+from awl.providers.offline import OfflineProvider
 from tests.helpers import line, write_log
 from tests.servers import FakeServer, Reply, serve
 from tests.servers import anthropic_server as sse
@@ -593,6 +594,53 @@ def test_http_error_is_reported_and_the_session_continues(
         "assistant",
     ]
     assert texts(log.entries[-1]["message"]) == "Back again."
+
+
+def test_storable_replaces_lone_surrogates_in_every_block() -> None:
+    """A tool's output naming a file that is not UTF-8 (surrogate escapes), a
+    tool call's input: each block kept, the half characters as U+FFFD."""
+    from awl.agent import storable
+    from awl.conversation import Message, Thinking
+
+    bad = Message(
+        "user",
+        [ToolResult("t\udc80", "wrote out\udc80.txt"), Text("a\ud83d"), Thinking("\udfff")],
+    )
+    good = storable(bad)
+    assert good.content == [
+        ToolResult("t\ufffd", "wrote out\ufffd.txt"),
+        Text("a\ufffd"),
+        Thinking("\ufffd"),
+    ]
+    call = Message("assistant", [ToolUse("c1", "write", '{"path": "out\udc80"}')])
+    assert storable(call).content == [ToolUse("c1", "write", '{"path": "out\ufffd"}')]
+    fine = Message("assistant", [Text("é 🙂")])
+    assert storable(fine) is fine
+
+
+def test_switching_to_the_same_provider_keeps_the_model(agents: Agents, script: Script) -> None:
+    """`awl --resume --provider P` of a session already on P (say, with a
+    --base-url) kept P but reset the model to P's default, and sent it."""
+    agent = agents.new(script)
+    agent.switch_model(script.name)
+    assert (agent.provider_name, agent.model) == (script.name, script.model)
+    agent.switch_model("offline")
+    assert (agent.provider_name, agent.model) == ("offline", OfflineProvider.default_model)
+
+
+def test_half_a_character_in_a_reply_does_not_lose_the_reply(
+    agents: Agents, server: FakeServer, script: Script, root: Path, project: Path
+) -> None:
+    """A model that streams a lone surrogate (half an emoji): JSON cannot hold
+    it, and the log refused the whole reply; it is saved with U+FFFD instead."""
+    agent = agents.new(script)
+    server.queue(script.text("smile \ud83d please"))
+    result = agent.run_turn("hello", Sink())
+    assert result.stop_reason == "stop" and result.error is None
+    agents.close(agent)
+    *_, assistant = only_log(root, project).entries
+    assert assistant["message"]["content"] == [{"type": "text", "text": "smile \ufffd please"}]
+    assert agent.conversation[-1].text() == "smile \ufffd please"
 
 
 @pytest.mark.parametrize("how", ["cut", "error_event"])

@@ -613,6 +613,28 @@ def test_a_resumed_session_runs_its_tools_in_its_own_directory(
     assert "tools run in" not in r.stderr
 
 
+def test_a_session_whose_directory_is_relative_is_not_resumed(
+    env: dict[str, str], root: Path, tmp_path: Path
+) -> None:
+    """A header cwd that is not absolute (another tool's log) would run the tools
+    somewhere that depends on where awl is started: refused, nothing written."""
+    a = (tmp_path / "A").resolve()
+    a.mkdir()
+    assert run(["-p", "hi"], env, a).returncode == 0
+    log = session_files(root)[0]
+    sid = check_log(log).header["id"]
+    data = log.read_bytes()
+    log.write_bytes(data.replace(json.dumps(str(a)).encode(), b'"A"', 1))
+    before = snapshot(root)
+    r = run(["--resume", sid[:13], "-p", "run: pwd"], env, tmp_path)  # where ./A exists
+    assert r.returncode == 1 and r.stdout == "", r.stderr
+    assert r.stderr.splitlines() == [
+        "Error: cannot resume: the session's directory A is not an absolute path "
+        "(its tools would run there; awl show still reads the session)"
+    ]
+    assert snapshot(root) == before
+
+
 @pytest.mark.parametrize("gone", ["removed", "a file"])
 def test_a_session_whose_directory_is_gone_is_not_resumed(
     env: dict[str, str], root: Path, tmp_path: Path, gone: str

@@ -150,6 +150,19 @@ def test_bash_timeout_from_constructor_and_env(
     assert BashTool().timeout == 120.0
 
 
+@pytest.mark.parametrize("timeout", ["NaN", "Infinity", "1e300", "0", "-1", "86401"])
+def test_bash_refuses_a_timeout_it_cannot_keep(tmp_path: Path, timeout: str) -> None:
+    """NaN never timed out; inf and 1e300 overflowed the deadline after the
+    command had run, and its output was lost: refused before it runs."""
+    marker = tmp_path / "ran"
+    out = run_tool(
+        [BashTool()], "bash", f'{{"command": "touch {marker}", "timeout": {timeout}}}', tmp_path
+    )
+    assert out.is_error
+    assert "timeout must be a number of seconds above 0, up to 86400" in out.content
+    assert not marker.exists()
+
+
 def test_bash_background_process_holding_pipe_is_bounded(tmp_path: Path) -> None:
     # The shell exits at once but a child keeps stdout open.
     start = time.monotonic()

@@ -14,6 +14,8 @@ from typing import Any, ClassVar
 from awl.tools.base import Tool, ToolError, ToolOutput
 
 DEFAULT_TIMEOUT = 120.0
+MAX_TIMEOUT = 24 * 3600.0
+"""The longest timeout a command may be given (a day); more, inf and NaN are refused."""
 DEFAULT_MAX_OUTPUT = 30_000
 _READ_SIZE = 65536
 # After the kill, how long to wait for the pipe to drain: a process that left
@@ -53,8 +55,10 @@ class BashTool(Tool):
         """Run the command; see the class docstring."""
         command: str = args["command"]
         timeout = float(args.get("timeout", self.timeout))
-        if timeout <= 0:
-            raise ToolError("timeout must be positive")
+        # NaN would never time out, and inf or 1e300 overflow the deadline
+        # after the command ran, losing its output.
+        if not 0 < timeout <= MAX_TIMEOUT:
+            raise ToolError(f"timeout must be a number of seconds above 0, up to {MAX_TIMEOUT:g}")
         if not command.strip():
             raise ToolError("command is empty")
         if not cwd.is_dir():
