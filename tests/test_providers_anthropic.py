@@ -243,7 +243,7 @@ def test_thinking_budget_and_max_tokens_from_env(
     monkeypatch.setenv("AWL_MAX_TOKENS", "4096")
     monkeypatch.setenv("AWL_THINKING_BUDGET", "2048")
     provider = closing(AnthropicProvider(base_url=server.url, timeout=5.0))
-    server.queue(sse.text_reply(), sse.text_reply())
+    server.queue(sse.text_reply(), sse.text_reply(), sse.text_reply())
     provider.complete("m", user("think"), [], Sink())
     body = server.requests[0].body
     assert body["max_tokens"] == 4096
@@ -256,6 +256,13 @@ def test_thinking_budget_and_max_tokens_from_env(
     ]
     provider.complete("m", history, TOOLS, Sink())
     assert "thinking" not in server.requests[1].body
+    # A prompt after a tool round whose answer never came (an error, a cancel,
+    # a resume) is sent merged into the results: still no thinking, or the API
+    # refuses the request, and every later one (the session would be stuck).
+    provider.complete("m", [*history, *user("go on")], TOOLS, Sink())
+    body = server.requests[2].body
+    assert [b["type"] for b in body["messages"][-1]["content"]] == ["tool_result", "text"]
+    assert "thinking" not in body
 
 
 @pytest.mark.parametrize(

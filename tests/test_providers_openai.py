@@ -6,7 +6,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import pytest
 
@@ -208,6 +208,37 @@ def test_parallel_tool_calls_assembled_by_index(
         {"path": "x.py"},
     ]
     assert sink.events == [("text", "Sure."), ("tool_use", "bash"), ("tool_use", "read")]
+
+
+@pytest.mark.parametrize("index", ["none", "both 0"])
+def test_whole_tool_calls_without_distinct_indexes_stay_apart(
+    server: FakeServer, provider: OpenAIProvider, index: str
+) -> None:
+    """Servers that send each call whole, without an index or all at index 0
+    (Gemini's OpenAI adapter and others), tell them apart by id: they were
+    merged into one call with both argument strings, and the second was lost."""
+
+    def call(call_id: str, command: str) -> bytes:
+        item: dict[str, Any] = {
+            "id": call_id,
+            "type": "function",
+            "function": {"name": "bash", "arguments": json.dumps({"command": command})},
+        }
+        if index != "none":
+            item["index"] = 0
+        return oa.chunk({"tool_calls": [item]})
+
+    server.queue(
+        oa.stream(
+            oa.role(), call("a1", "echo one"), call("a2", "echo two"), oa.finish("tool_calls")
+        )
+    )
+    r = provider.complete("m", user("go"), TOOLS, Sink())
+    assert r.stop_reason == "toolUse", r.error
+    assert [(c.id, json.loads(c.input)) for c in r.content if isinstance(c, ToolUse)] == [
+        ("a1", {"command": "echo one"}),
+        ("a2", {"command": "echo two"}),
+    ]
 
 
 def test_tool_call_without_id_gets_one(server: FakeServer, provider: OpenAIProvider) -> None:

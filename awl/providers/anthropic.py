@@ -135,14 +135,15 @@ class AnthropicProvider(HostedProvider):
             kwargs["system"] = system
         if tools:
             kwargs["tools"] = [_tool_param(t) for t in tools]
-        if self.thinking_budget is not None and not _continues_tool_use(messages):
+        params = to_message_params(messages)
+        if self.thinking_budget is not None and not _continues_tool_use(params):
             kwargs["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
         stream: anthropic.Stream[RawMessageStreamEvent] | None = None
         try:
             stream = self._client.messages.create(
                 model=model,
                 max_tokens=self.max_tokens,
-                messages=to_message_params(messages),
+                messages=params,
                 stream=True,
                 **kwargs,
             )
@@ -320,9 +321,16 @@ def _tool_param(tool: ToolSpec) -> ToolParam:
     return {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}
 
 
-def _continues_tool_use(messages: Sequence[Message]) -> bool:
-    """Whether the request answers tool calls (its last message holds tool results)."""
-    return bool(messages) and any(isinstance(b, ToolResult) for b in messages[-1].content)
+def _continues_tool_use(params: list[MessageParam]) -> bool:
+    """Whether the request answers tool calls: its last message, as sent, holds
+    tool results.  As sent: a prompt typed after a tool round that was never
+    answered (an error, a cancel, a resume) is merged into that message."""
+    if not params or params[-1]["role"] != "user":
+        return False
+    content = params[-1]["content"]
+    return not isinstance(content, str) and any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+    )
 
 
 def _env_int(name: str, default: int) -> int:

@@ -181,7 +181,9 @@ class _Run:
         self.blocks = StreamAssembler(sink)
         self.usage: Usage | None = None
         self.stop_reason: StopReason | None = None
-        self.tool_keys: list[tuple[str, int]] = []
+        self.tool_keys: list[tuple[str, int, int]] = []
+        # index -> (key, id) of the call open at that index
+        self.open_calls: dict[int, tuple[tuple[str, int, int], str]] = {}
 
     def handle(self, chunk: ChatCompletionChunk) -> None:
         if not self.model_seen and getattr(chunk, "model", None):
@@ -211,14 +213,23 @@ class _Run:
         if delta.content:
             self.blocks.text(_TEXT, delta.content)
         for call in delta.tool_calls or []:
-            key = ("tool", call.index)
+            # Calls are told apart by index; servers that send each call whole
+            # without one (Gemini's adapter and others) by their ids: a new id
+            # where a call with another id is open starts a new call.
+            index = call.index if isinstance(call.index, int) else -1
             fn = call.function
             name = fn.name if fn is not None else None
-            if self.blocks.tool(key) is None:
+            open_call = self.open_calls.get(index)
+            if open_call is None or (call.id and open_call[1] and call.id != open_call[1]):
+                key = ("tool", index, len(self.tool_keys))
                 self.blocks.start_tool(key, call.id or "", name or "")
                 self.tool_keys.append(key)
+                self.open_calls[index] = (key, call.id or "")
             else:
+                key = open_call[0]
                 self.blocks.update_tool(key, call.id, name)
+                if call.id and not open_call[1]:
+                    self.open_calls[index] = (key, call.id)
             if fn is not None and fn.arguments:
                 self.blocks.tool_input(key, fn.arguments)
 
