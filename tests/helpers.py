@@ -36,6 +36,25 @@ class Sink:
         self.events.append(("tool_use", name))
 
 
+def awl_env(base: Path, **extra: str) -> dict[str, str]:
+    """The environment of an awl process in a test: this one's without API keys
+    or awl's and pytest's variables, awl's folders under ``base``, then ``extra``."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("ANTHROPIC_", "OPENAI_", "AWL_", "PYTEST_"))
+    }
+    env.update(
+        AWL_SESSION_DIR=str(base / "sessions"),
+        XDG_CACHE_HOME=str(base / "cache"),
+        XDG_DATA_HOME=str(base / "data"),
+        XDG_STATE_HOME=str(base / "state"),
+        AWL_FSYNC="0",
+    )
+    env.update(extra)
+    return env
+
+
 def line(obj: dict[str, Any]) -> bytes:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
 

@@ -230,6 +230,14 @@ def test_a_checkpoint_whose_lines_moved_is_not_trusted(
         assert state(m) == replay_state(path)
 
 
+def _forgery_start(
+    project: Path, root: Path
+) -> tuple[Path, tuple[Any, ...], bytes, dict[str, Any]]:
+    """A checkpointed session to forge: its path, replayed state, bytes and last checkpoint."""
+    path = big_session(project, root)
+    return path, replay_state(path), path.read_bytes(), checkpoints(path)[-1]
+
+
 def _rewrite_last_checkpoint(path: Path, **changes: Any) -> tuple[dict[str, Any], int]:
     """Replace the last checkpoint line by one with ``changes``; (the original, its offset)."""
     raw = path.read_bytes()
@@ -280,10 +288,7 @@ def test_a_checkpoint_hiding_entries_after_its_leaf_is_not_believed(
     there are no located messages at all, with a leaf or none."""
     from awl.verify import verify_log
 
-    path = big_session(project, root)
-    before = replay_state(path)
-    raw = path.read_bytes()
-    cp = checkpoints(path)[-1]
+    path, before, raw, cp = _forgery_start(project, root)
     rec = [list(r) for r in cp["recent"]]
     if how == "leaf and the next line as one":
         # The leaf is now the message before the last; its location runs to the end.
@@ -375,10 +380,7 @@ def test_a_checkpoint_locating_lines_wrongly_is_not_believed_or_is_caught(
     way every reader says what the log says, and verification names it."""
     from awl.verify import verify_log
 
-    path = big_session(project, root)
-    before = replay_state(path)
-    raw = path.read_bytes()
-    cp = checkpoints(path)[-1]
+    path, before, raw, cp = _forgery_start(project, root)
     rec = [list(r) for r in cp["recent"]]
     if how == "two lines as one":
         # The first located message and the line before it, as one.

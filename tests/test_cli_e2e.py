@@ -22,7 +22,7 @@ import pexpect
 import pytest
 
 from awl.agent import INTERRUPTED_RESULT
-from tests.helpers import snapshot
+from tests.helpers import awl_env, snapshot
 from tests.test_agent import Log, check_log, session_files, texts
 
 AWL = [sys.executable, "-m", "awl.cli"]
@@ -41,22 +41,7 @@ def plain(text: str) -> str:
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     """The environment of every awl process: isolated folders, no API keys."""
-    e = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("ANTHROPIC_", "OPENAI_", "AWL_", "PYTEST_"))
-    }
-    e.update(
-        AWL_SESSION_DIR=str(tmp_path / "sessions"),
-        XDG_CACHE_HOME=str(tmp_path / "cache"),
-        XDG_DATA_HOME=str(tmp_path / "data"),
-        XDG_STATE_HOME=str(tmp_path / "state"),
-        AWL_FSYNC="0",
-        PROMPT_TOOLKIT_NO_CPR="1",
-        TERM="xterm",
-        PYTHONUNBUFFERED="1",
-    )
-    return e
+    return awl_env(tmp_path, PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm", PYTHONUNBUFFERED="1")
 
 
 def run(

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import snapshot
+from tests.helpers import awl_env, snapshot
 
 AWL = [sys.executable, "-m", "awl.cli"]
 REPO = Path(__file__).resolve().parent.parent
@@ -26,21 +26,7 @@ CLOSED_OUT = "Error: cannot write output: standard output is closed"
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     """Isolated folders, no API keys: the offline provider."""
-    e = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("ANTHROPIC_", "OPENAI_", "AWL_", "PYTEST_"))
-    }
-    e.update(
-        AWL_SESSION_DIR=str(tmp_path / "sessions"),
-        XDG_CACHE_HOME=str(tmp_path / "cache"),
-        XDG_DATA_HOME=str(tmp_path / "data"),
-        XDG_STATE_HOME=str(tmp_path / "state"),
-        HOME=str(tmp_path / "home"),
-        AWL_FSYNC="0",
-        PYTHONPATH=str(REPO),
-    )
-    return e
+    return awl_env(tmp_path, HOME=str(tmp_path / "home"), PYTHONPATH=str(REPO))
 
 
 def awl(

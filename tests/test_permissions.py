@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from awl.paths import log_files, project_dir
+from tests.helpers import awl_env
 
 ROOT = os.geteuid() == 0
 NOBODY = 65534
@@ -40,18 +41,7 @@ class Store:
     def __init__(self, base: Path) -> None:
         self.base = base
         self.root = base / "sessions"
-        self.env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("ANTHROPIC_", "OPENAI_", "AWL_", "PYTEST_"))
-        }
-        self.env.update(
-            AWL_SESSION_DIR=str(self.root),
-            XDG_CACHE_HOME=str(base / "cache"),
-            XDG_DATA_HOME=str(base / "data"),
-            HOME=str(base),
-            AWL_FSYNC="0",
-        )
+        self.env = awl_env(base, HOME=str(base))
 
     def cwd(self, name: str) -> Path:
         d = self.base / name

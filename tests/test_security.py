@@ -190,15 +190,20 @@ def test_a_symlink_loop_is_named_as_such_to_a_reader(tmp_path: Path) -> None:
         SessionManager.open(loop)
 
 
-def test_a_symlink_at_the_corrupt_path_is_not_followed(
-    tmp_path: Path, project: Path, root: Path
-) -> None:
+def _torn_session(project: Path, root: Path) -> tuple[SessionManager, Path]:
+    """A closed session whose log ends in a torn line: a writer's open will want .corrupt."""
     m = SessionManager.create(project, "offline", "echo", session_dir=root)
     m.append_message(Message("user", [Text("hi")]))
     m.close()
-    p = m.path
-    with open(p, "ab") as f:
-        f.write(b'{"type":"mes')  # a torn tail: a writer's open will want .corrupt
+    with open(m.path, "ab") as f:
+        f.write(b'{"type":"mes')
+    return m, m.path
+
+
+def test_a_symlink_at_the_corrupt_path_is_not_followed(
+    tmp_path: Path, project: Path, root: Path
+) -> None:
+    m, p = _torn_session(project, root)
     victim = tmp_path / "victim"
     victim.write_bytes(b"precious\n")
     corrupt_path(p).symlink_to(victim)
@@ -221,12 +226,7 @@ def test_a_hard_link_to_the_log_at_the_corrupt_path_loses_nothing(
     project: Path, root: Path
 ) -> None:
     """Appended to the log's own inode, the torn bytes would be cut off again with the tail."""
-    m = SessionManager.create(project, "offline", "echo", session_dir=root)
-    m.append_message(Message("user", [Text("hi")]))
-    m.close()
-    p = m.path
-    with open(p, "ab") as f:
-        f.write(b'{"type":"mes')
+    m, p = _torn_session(project, root)
     os.link(p, corrupt_path(p))
     before = p.read_bytes()
     with pytest.raises(SessionError, match="it is a hard link to the log itself"):

@@ -40,7 +40,6 @@ from awl.conversation import Message, Text, ToolResult, ToolUse
 from awl.providers.base import (
     CANCELLED,
     HostedProvider,
-    InvalidBaseURL,
     ProviderError,
     Response,
     StopReason,
@@ -49,7 +48,6 @@ from awl.providers.base import (
     ToolSpec,
     Usage,
     describe_api_error,
-    is_invalid_url,
     one_line,
     stream_failure,
     system_text,
@@ -74,6 +72,7 @@ class AnthropicProvider(HostedProvider):
     """Claude through the Messages API with ``stream=True``."""
 
     name: ClassVar[str] = "anthropic"
+    base_url_variable: ClassVar[str] = "ANTHROPIC_BASE_URL"
     default_host: ClassVar[str] = "api.anthropic.com"
     default_model: ClassVar[str] = "claude-sonnet-4-6"
     _client: anthropic.Anthropic
@@ -107,15 +106,12 @@ class AnthropicProvider(HostedProvider):
             )
         # No SDK retries: the agent shows the error and the user decides; a
         # silent retry loop on 429/529 would look like a hang.
-        try:
-            self._client = anthropic.Anthropic(
+        self._client = self._connect(
+            lambda: anthropic.Anthropic(
                 api_key=api_key, base_url=self.base_url, max_retries=0, timeout=timeout
-            )
-        except Exception as exc:
-            if self.base_url is None or not is_invalid_url(exc):
-                raise
-            source = None if base_url else "ANTHROPIC_BASE_URL"
-            raise InvalidBaseURL(self.base_url, source, str(exc)) from None
+            ),
+            given=base_url,
+        )
 
     def complete(
         self,

@@ -16,9 +16,9 @@ import json
 import threading
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, Self
+from typing import Any, ClassVar, Protocol, Self, TypeVar
 
 from awl.conversation import ContentBlock, Message, Text, Thinking, ToolUse
 from awl.errors import AwlError
@@ -152,16 +152,32 @@ class _Closable(Protocol):
     def close(self) -> None: ...
 
 
+_Client = TypeVar("_Client")
+
+
 class HostedProvider(Provider):
     """A provider that talks to an HTTP API through its official SDK client.
 
     Subclasses set ``default_host`` (named in errors when no base URL is
-    set), ``base_url`` and ``_client`` in ``__init__``.
+    set) and ``base_url_variable``, and in ``__init__`` ``base_url`` and
+    ``_client`` (made through :meth:`_connect`).
     """
 
     default_host: ClassVar[str]
+    base_url_variable: ClassVar[str]
     base_url: str | None
     _client: _Closable
+
+    def _connect(self, make: Callable[[], _Client], *, given: str | None) -> _Client:
+        """``make()`` the SDK client; a base URL it cannot parse is
+        :class:`InvalidBaseURL`, naming the variable unless it was ``given``."""
+        try:
+            return make()
+        except Exception as exc:
+            if self.base_url is None or not is_invalid_url(exc):
+                raise
+            source = None if given else self.base_url_variable
+            raise InvalidBaseURL(self.base_url, source, str(exc)) from None
 
     def close(self) -> None:
         """Close the SDK client's connection pool."""

@@ -39,7 +39,6 @@ from awl.conversation import Message, Text, ToolResult, ToolUse
 from awl.providers.base import (
     CANCELLED,
     HostedProvider,
-    InvalidBaseURL,
     ProviderError,
     Response,
     StopReason,
@@ -48,7 +47,6 @@ from awl.providers.base import (
     ToolSpec,
     Usage,
     describe_api_error,
-    is_invalid_url,
     one_line,
     stream_failure,
 )
@@ -73,6 +71,7 @@ class OpenAIProvider(HostedProvider):
     """Chat Completions with ``stream=True`` and usage in the last chunk."""
 
     name: ClassVar[str] = "openai"
+    base_url_variable: ClassVar[str] = "OPENAI_BASE_URL"
     default_host: ClassVar[str] = "api.openai.com"
     default_model: ClassVar[str] = "gpt-5.5"
     _client: openai.OpenAI
@@ -105,15 +104,12 @@ class OpenAIProvider(HostedProvider):
             except ValueError:
                 raise ProviderError(f"AWL_MAX_TOKENS must be an integer, not {raw_max!r}") from None
         # No SDK retries: errors go to the user at once instead of a silent wait.
-        try:
-            self._client = openai.OpenAI(
+        self._client = self._connect(
+            lambda: openai.OpenAI(
                 api_key=api_key, base_url=self.base_url, max_retries=0, timeout=timeout
-            )
-        except Exception as exc:
-            if self.base_url is None or not is_invalid_url(exc):
-                raise
-            source = None if base_url else "OPENAI_BASE_URL"
-            raise InvalidBaseURL(self.base_url, source, str(exc)) from None
+            ),
+            given=base_url,
+        )
 
     def complete(
         self,

@@ -1,0 +1,35 @@
+"""awl.providers.base.HostedProvider: what both SDK providers share."""
+
+from __future__ import annotations
+
+import pytest
+
+from awl.providers import InvalidBaseURL, ProviderError, get_provider
+
+
+@pytest.mark.parametrize("url", ["http://[::1", "http://a:b:c/v1", "http://\x1bx"])
+@pytest.mark.parametrize(
+    ("name", "variable", "key"),
+    [
+        ("anthropic", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"),
+        ("openai", "OPENAI_BASE_URL", "OPENAI_API_KEY"),
+    ],
+)
+def test_a_base_url_that_is_no_url_is_refused_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, url: str, name: str, variable: str, key: str
+) -> None:
+    """The SDK's client refuses it with httpx's InvalidURL (a traceback before):
+    one line, naming the variable when it came from the environment."""
+    monkeypatch.setenv(key, "sk-test")
+    monkeypatch.delenv(variable, raising=False)
+    with pytest.raises(InvalidBaseURL) as given:
+        get_provider(name, base_url=url)
+    assert (given.value.url, given.value.variable) == (url, None)
+    assert str(given.value).startswith(f"{url!r} is not a valid URL (")
+    monkeypatch.setenv(variable, url)
+    with pytest.raises(InvalidBaseURL) as from_env:
+        get_provider(name)
+    assert (from_env.value.url, from_env.value.variable) == (url, variable)
+    assert str(from_env.value).startswith(f"{variable}={url!r} is not a valid URL (")
+    assert "\n" not in str(from_env.value)
+    assert isinstance(from_env.value, ProviderError)
