@@ -3,8 +3,14 @@
 Each message is appended to the session as soon as it is assembled: the user
 prompt before the request is sent (stamped with the provider and model it
 goes to), the assistant message when its stream ends (kept, with stopReason
-``error``, when the stream fails or is cancelled), and the tool results when
-the tools have run.  A crash therefore loses at most the message in flight.
+``error``, when the stream fails or is cancelled), and each tool result as
+its call ends.  A crash therefore loses at most the message in flight.
+
+A tool round's results are one user message.  While a round runs, the
+results so far are saved as user messages of their own; the whole round's
+message then replaces them on the branch (they stay in the log, off it).  A
+crash in the middle leaves the results so far on the branch, and the resume
+answers the calls that never ran.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from typing import TextIO
 from .conversation import Conversation, Message, Text, Thinking, ToolResult, ToolUse
 from .environment import verbose
 from .errors import AwlError, SessionError
-from .manager import SessionManager, open_log, read_header_fd, resume_prefix
+from .manager import MAX_REPLACED, SessionManager, open_log, read_header_fd, resume_prefix
 from .providers import Provider, Response, StreamSink, get_provider
 from .tools import Tool, ToolOutput, default_tools, run_tool, tool_specs
 from .transcript import visible
@@ -34,12 +40,30 @@ INTERRUPTED_RESULT = (
     "interrupted: the previous awl session ended before this tool call ran; it was not run. "
     "Ask the user before running it again."
 )
+"""The answer, on resume, to a tool call of a round cut short after the one in flight."""
+
+INTERRUPTED_IN_FLIGHT = (
+    "interrupted: the previous awl session ended before this tool call's result was saved; "
+    "it may have run, in part or in whole. Check its effects before running it again."
+)
+"""The answer, on resume, to the first unanswered tool call of a round cut short.
+
+Calls run one at a time and each result is saved before the next call
+starts, so only this one can have been running when the session ended."""
 
 SYSTEM_PROMPT = (
     "You are awl, a coding agent working in the directory {cwd}. You can run shell commands "
     "with the bash tool and read, write and edit files with the read, write and edit tools. "
     "Be concise; show your work through tool calls."
 )
+
+
+@dataclass(slots=True)
+class _Saved:
+    """What of a tool round's results is saved so far, ahead of the round's message."""
+
+    messages: int = 0  # user messages of partial results at the end of the branch
+    results: int = 0  # results they hold
 
 
 @dataclass(slots=True)
@@ -53,13 +77,28 @@ class TurnResult:
 
 
 def open_tool_uses(conversation: Conversation) -> list[ToolUse]:
-    """Tool calls of the last assistant message that have no result after them."""
-    if not len(conversation):
-        return []
-    last = conversation[len(conversation) - 1]
-    if last.role != "assistant":
-        return []
-    return last.tool_uses()
+    """Tool calls of the last assistant message that have no result after them.
+
+    Only tool results may follow it (a round cut short by a crash leaves the
+    results that were saved as their calls ended).
+    """
+    answered: set[str] = set()
+    for i in range(len(conversation) - 1, -1, -1):
+        message = conversation[i]
+        if message.role == "assistant":
+            return [u for u in message.tool_uses() if u.id not in answered]
+        if not _only_results(message):
+            return []
+        answered.update(b.tool_use_id for b in message.content if isinstance(b, ToolResult))
+    return []
+
+
+def _only_results(message: Message) -> bool:
+    return (
+        message.role == "user"
+        and bool(message.content)
+        and all(isinstance(b, ToolResult) for b in message.content)
+    )
 
 
 class Agent:
@@ -124,7 +163,8 @@ class Agent:
         """Send ``prompt`` and run tool rounds until the model stops."""
         provider = self.provider()
         content: list[Text | ToolResult] = [
-            ToolResult(t.id, INTERRUPTED_RESULT) for t in open_tool_uses(self.conversation)
+            ToolResult(t.id, INTERRUPTED_RESULT if k else INTERRUPTED_IN_FLIGHT)
+            for k, t in enumerate(open_tool_uses(self.conversation))
         ]
         content.append(Text(prompt))
         self._append(Message("user", list(content)))
@@ -140,7 +180,8 @@ class Agent:
                 )
             rounds += 1
             results: list[ToolResult] = []
-            for use in uses:
+            saved = _Saved()
+            for k, use in enumerate(uses):
                 if cancel is not None and cancel.is_set():
                     output = ToolOutput("cancelled by the user before it ran", is_error=True)
                 else:
@@ -148,17 +189,50 @@ class Agent:
                 if on_tool is not None:
                     on_tool(use, output)
                 results.append(ToolResult(use.id, output.content))
-            # Not the user's own prompt: bytes they typed that are not UTF-8
-            # are refused, for them to see; a tool's output is kept.
-            self._append(storable(Message("user", list(results))))
+                if k + 1 < len(uses):
+                    self._save_partial(results, saved)
+            self._save_round(results, saved)
             if cancel is not None and cancel.is_set():
                 return TurnResult("", "error", "cancelled", rounds)
             if rounds >= MAX_TOOL_ROUNDS:
                 return TurnResult("", "error", f"stopped after {rounds} tool rounds", rounds)
 
-    def _append(self, message: Message) -> None:
-        self.manager.append_message(message, provider=self.provider_name, model=self.model)
-        self.conversation.append(message)
+    def _save_partial(self, results: list[ToolResult], saved: _Saved) -> None:
+        """Save a round's results so far: the newest as a message of its own, or,
+        once MAX_REPLACED such messages are on the branch, all of them as one in
+        their place (so that the round's message can always replace them)."""
+        if saved.messages == MAX_REPLACED:
+            with contextlib.suppress(ValueError):  # see _save_round
+                self._append(storable(Message("user", list(results))), replacing=saved.messages)
+                saved.messages, saved.results = 1, len(results)
+                return
+        self._append(storable(Message("user", list(results[saved.results :]))))
+        saved.messages += 1
+        saved.results = len(results)
+
+    def _save_round(self, results: list[ToolResult], saved: _Saved) -> None:
+        """Save a round's message in place of its results saved so far."""
+        # Not the user's own prompt: bytes they typed that are not UTF-8
+        # are refused, for them to see; a tool's output is kept.
+        if saved.messages:
+            try:
+                self._append(storable(Message("user", list(results))), replacing=saved.messages)
+                return
+            except ValueError:
+                # They cannot be replaced (the session was re-derived from
+                # the log meanwhile): the rest follows them, which the
+                # providers send as one message.
+                results = results[saved.results :]
+        self._append(storable(Message("user", list(results))))
+
+    def _append(self, message: Message, *, replacing: int = 0) -> None:
+        self.manager.append_message(
+            message, provider=self.provider_name, model=self.model, replacing=replacing
+        )
+        if replacing:
+            self.conversation.replace_tail(replacing, message)
+        else:
+            self.conversation.append(message)
 
     def _append_response(self, response: Response) -> None:
         message = storable(response.message())

@@ -193,3 +193,10 @@ class Conversation(Sequence[Message]):
     def append(self, message: Message) -> None:
         """Add a message at the end."""
         self._items.append(message)
+
+    def replace_tail(self, count: int, message: Message) -> None:
+        """Put ``message`` in place of the last ``count`` messages."""
+        if not 0 <= count <= len(self._items):
+            raise ValueError(f"cannot replace {count} of {len(self._items)} messages")
+        del self._items[len(self._items) - count :]
+        self._items.append(message)

@@ -92,9 +92,11 @@ def show_resume(agent: Agent) -> None:
     pending = open_tool_uses(agent.conversation)
     if pending:
         names = visible(", ".join(t.name for t in pending), one_line=True)
+        others = "; any after it did not run" if len(pending) > 1 else ""
         out.write(
-            f"(the last turn stopped after asking for {len(pending)} tool call(s) ({names}); "
-            "they were not run, and will be answered as interrupted with your next message)\n"
+            f"(the last turn ended with {len(pending)} tool call(s) unanswered ({names}): "
+            f"the first may have run, in part or in whole{others}. They are answered as "
+            "interrupted with your next message)\n"
         )
     out.flush()
 

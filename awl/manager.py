@@ -46,6 +46,7 @@ from .format import (
     RECENT,
     Checkpoint,
     DiskMessage,
+    DiskToolResult,
     EntryBase,
     FileEntry,
     MessageEntry,
@@ -112,6 +113,14 @@ index, which a log with entries after its checkpoint needs anyway."""
 
 CHECKPOINT_SPACING = 200
 """During a session, a checkpoint follows at least this many times its own size of log."""
+
+MAX_REPLACED = RECENT - 1
+"""The most messages one appended message may replace (``append_message``'s ``replacing``)."""
+
+# Locations of the branch's last messages kept in memory: the RECENT a
+# checkpoint records, and still RECENT after MAX_REPLACED of them leave the
+# branch (a checkpoint with fewer would disagree with the log).
+_RECENT_KEPT = RECENT + MAX_REPLACED + 1
 
 _PREFIX_RE = re.compile(r"[0-9a-f][0-9a-f-]{0,35}")
 
@@ -622,7 +631,7 @@ class SessionManager:
                 self._leaf,
                 self._message_count,
                 self._first_prompt,
-                [(o, n) for o, n, _, _ in self._recent],
+                [(o, n) for o, n, _, _ in self._recent[-RECENT:]],
                 (self._provider, self._model),
                 self._entry_count,
                 self._last_activity,
@@ -1112,6 +1121,7 @@ class SessionManager:
         model: str | None = None,
         stop_reason: str | None = None,
         usage: Usage | None = None,
+        replacing: int = 0,
     ) -> str:
         """Append a message as a child of the leaf; returns the new entry id.
 
@@ -1120,8 +1130,18 @@ class SessionManager:
         :class:`Message` they, ``stop_reason`` and ``usage`` go into the
         entry's message metadata.  The entry is on disk (fsync'd unless
         ``AWL_FSYNC=0``) when this returns; on failure nothing of it is.
+
+        ``replacing`` (up to :data:`MAX_REPLACED`) makes a user message
+        take the place of the last messages of the branch, user messages
+        holding only tool results that this manager appended (a tool
+        round's results saved as each call ended, see :mod:`awl.agent`):
+        its parent is the message before them, they leave the branch and
+        stay in the log.
         """
         self._check_writable()
+        parent = self._leaf
+        if replacing:
+            parent = self._replaced_parent(replacing, message.role)
         if isinstance(message, Message):
             disk = message_to_disk(
                 message, provider=provider, model=model, stop_reason=stop_reason, usage=usage
@@ -1133,7 +1153,7 @@ class SessionManager:
             stamp_provider = provider or self._provider
             stamp_model = model or self._model
         entry = MessageEntry(
-            base=EntryBase(new_entry_id(self._id_container()), self._leaf, format_timestamp()),
+            base=EntryBase(new_entry_id(self._id_container()), parent, format_timestamp()),
             message=disk,
             provider=stamp_provider,
             model=stamp_model,
@@ -1147,6 +1167,9 @@ class SessionManager:
             self._create_file(line, entry)
         else:
             offset = self._write(line)
+            if replacing:
+                self._message_count -= replacing
+                del self._recent[-replacing:]
             self._note(entry)
             self._place(entry.base.id, offset, len(line) - 1)
         if self._fd is not None:
@@ -1155,6 +1178,23 @@ class SessionManager:
             with contextlib.suppress(SessionWriteError):
                 self._maybe_checkpoint(closing=False)
         return entry.base.id
+
+    def _replaced_parent(self, replacing: int, role: str) -> str:
+        """The parent of a message replacing the last ``replacing`` of the branch
+        (see :meth:`append_message`); ValueError when they may not be replaced."""
+        kept = len(self._recent) - replacing  # the parent and the messages before it
+        wanted = max(1, min(RECENT, self._message_count - replacing))
+        if not 0 < replacing <= MAX_REPLACED or kept < wanted:
+            raise ValueError(f"cannot replace {replacing} messages of the branch")
+        if self._fd is None or role != "user":
+            raise ValueError("only a user message of a saved session replaces tool results")
+        for _o, _n, _line, eid in self._recent[-replacing:]:
+            entry = self._appended.get(eid)
+            if entry is None or entry.message.role != "user" or not entry.message.content:
+                raise ValueError(f"{eid} is not a tool-results message appended by this session")
+            if not all(isinstance(b, DiskToolResult) for b in entry.message.content):
+                raise ValueError(f"{eid} holds more than tool results")
+        return self._recent[-replacing - 1][3]
 
     def _id_container(self) -> _Ids:
         return _Ids(self)
@@ -1188,7 +1228,7 @@ class SessionManager:
     def _place(self, eid: str, offset: int, length: int) -> None:
         """Record where an appended message's line is (it is the next line of the file)."""
         self._recent.append((offset, length, self._line_count, eid))
-        del self._recent[:-RECENT]
+        del self._recent[:-_RECENT_KEPT]
         self._line_count += 1
 
     def _create_file(self, line: bytes, entry: MessageEntry) -> None:
@@ -1305,7 +1345,7 @@ class SessionManager:
             entry_count=self._entry_count,
             last_activity=self._last_activity,
             first_prompt=self._first_prompt,
-            recent=list(self._recent),
+            recent=self._recent[-RECENT:],
             checkpoint_bytes=self._cp_bytes,
             prev=self._cp_offset,
         )

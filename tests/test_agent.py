@@ -19,7 +19,14 @@ from typing import Any
 
 import pytest
 
-from awl.agent import INTERRUPTED_RESULT, SYSTEM_PROMPT, Agent, open_session
+from awl.agent import (
+    INTERRUPTED_IN_FLIGHT,
+    INTERRUPTED_RESULT,
+    SYSTEM_PROMPT,
+    Agent,
+    open_session,
+    open_tool_uses,
+)
 from awl.conversation import Text, ToolResult, ToolUse
 from awl.manager import SessionManager
 from awl.paths import encode_cwd, session_file_name
@@ -75,9 +82,15 @@ class Log:
     path: Path
     header: dict[str, Any]
     entries: list[dict[str, Any]]  # message entries, checkpoints left out
+    branch: list[dict[str, Any]]  # the entries from the root to the leaf
 
     def messages(self) -> list[dict[str, Any]]:
         return [e["message"] for e in self.entries]
+
+    def replaced(self) -> list[dict[str, Any]]:
+        """Entries off the branch: a tool round's results saved as each call ended."""
+        on = {e["id"] for e in self.branch}
+        return [e for e in self.entries if e["id"] not in on]
 
     def by_role(self, role: str) -> list[dict[str, Any]]:
         return [e for e in self.entries if e["message"]["role"] == role]
@@ -115,7 +128,7 @@ def check_log(path: Path, *, cwd: Path | None = None) -> Log:
 
     entries: list[dict[str, Any]] = []
     seen: set[str] = set()
-    parent: str | None = None
+    branch: list[dict[str, Any]] = []
     last_time = created
     for n, obj in enumerate(objs[1:], start=1):
         where = f"{path.name}:{n}"
@@ -132,8 +145,7 @@ def check_log(path: Path, *, cwd: Path | None = None) -> Log:
         assert ENTRY_ID_RE.fullmatch(obj["id"]), f"{where}: id {obj['id']!r}"
         assert obj["id"] not in seen, f"{where}: duplicate id"
         seen.add(obj["id"])
-        assert obj["parentId"] == parent, f"{where}: parentId {obj['parentId']!r} != {parent!r}"
-        parent = obj["id"]
+        _check_parent(obj, branch, where)
         t = _timestamp_ms(obj["timestamp"])
         assert t >= last_time, f"{where}: timestamp goes backwards"
         last_time = t
@@ -168,21 +180,75 @@ def check_log(path: Path, *, cwd: Path | None = None) -> Log:
                 assert uses, f"{where}: stopReason toolUse without a toolUse block"
             if message["stopReason"] in ("stop", "length"):
                 assert not uses, f"{where}: toolUse blocks with stopReason stop"
-        if role == "user" and entries:
-            # Tool results answer exactly the calls of the message before, in order, first.
-            before = entries[-1]["message"]
-            asked = [b["id"] for b in before["content"] if b["type"] == "toolUse"]
-            if before["role"] != "assistant":
-                asked = []
-            answered = [b["toolUseId"] for b in content if b["type"] == "toolResult"]
-            assert answered == asked, f"{where}: results for {answered}, calls were {asked}"
-            kinds = [b["type"] for b in content]
-            assert kinds == sorted(kinds, key=lambda k: k != "toolResult"), (
-                f"{where}: tool results after text"
-            )
+        if role == "user" and branch:
+            _check_results(obj, branch, where)
+        if role == "assistant" and branch:
+            asked, answered, _ = _round(branch)
+            assert answered == asked, f"{where}: a request with calls {asked} unanswered"
         entries.append(obj)
+        branch.append(obj)
     assert entries, "no message entries"
-    return Log(path, header, entries)
+    return Log(path, header, entries, branch)
+
+
+def _only_results(entry: dict[str, Any]) -> bool:
+    content = entry["message"]["content"]
+    return entry["message"]["role"] == "user" and all(b["type"] == "toolResult" for b in content)
+
+
+def _check_parent(obj: dict[str, Any], branch: list[dict[str, Any]], where: str) -> None:
+    """An entry follows the leaf; or, a tool round's message, replaces the
+    results saved as its calls ended (1 to 7 messages of tool results only)."""
+    leaf = branch[-1]["id"] if branch else None
+    if obj["parentId"] == leaf:
+        return
+    ids = [e["id"] for e in branch]
+    assert obj["parentId"] in ids, f"{where}: parentId {obj['parentId']!r} is not on the branch"
+    k = ids.index(obj["parentId"])
+    replaced = branch[k + 1 :]
+    assert branch[k]["message"]["role"] == "assistant", f"{where}: replaces after a non-assistant"
+    assert obj["message"]["role"] == "user", f"{where}: a {obj['message']['role']} replaces"
+    assert 1 <= len(replaced) <= 7 and all(_only_results(e) for e in replaced), (
+        f"{where}: replaces {len(replaced)} entries that are not only tool results"
+    )
+    # The round's message holds every result it replaces, as saved.
+    saved = [b for e in replaced for b in e["message"]["content"]]
+    assert obj["message"]["content"][: len(saved)] == saved, f"{where}: results changed"
+    del branch[k + 1 :]
+
+
+def _round(branch: list[dict[str, Any]]) -> tuple[list[str], list[str], bool]:
+    """(calls of the branch's last assistant message, results after it, whether
+    only tool results follow it)."""
+    answered: list[str] = []
+    for e in reversed(branch):
+        if e["message"]["role"] == "assistant":
+            asked = [b["id"] for b in e["message"]["content"] if b["type"] == "toolUse"]
+            return asked, answered, True
+        if not _only_results(e):
+            return [], [], False
+        results = [b["toolUseId"] for b in e["message"]["content"] if b["type"] == "toolResult"]
+        answered[:0] = results
+    return [], [], False
+
+
+def _check_results(obj: dict[str, Any], branch: list[dict[str, Any]], where: str) -> None:
+    """Tool results come first, and answer the calls of the last assistant
+    message in order, going on from the results saved before them."""
+    content = obj["message"]["content"]
+    asked, before, round_open = _round(branch)
+    answered = [b["toolUseId"] for b in content if b["type"] == "toolResult"]
+    if not round_open:
+        assert not answered, f"{where}: results for {answered} with no calls open"
+    else:
+        expected = asked[len(before) : len(before) + len(answered)]
+        assert answered == expected, f"{where}: results for {answered}, calls left {expected}"
+        if any(b["type"] != "toolResult" for b in content):  # a prompt: the round is over
+            assert before + answered == asked, f"{where}: a prompt with calls unanswered"
+    kinds = [b["type"] for b in content]
+    assert kinds == sorted(kinds, key=lambda k: k != "toolResult"), (
+        f"{where}: tool results after text"
+    )
 
 
 def texts(message: dict[str, Any], kind: str = "text") -> str:
@@ -240,6 +306,10 @@ class Script:
         raise NotImplementedError
 
     def tool(self, call_id: str, command: str) -> Reply:
+        return self.tools((call_id, command))
+
+    def tools(self, *calls: tuple[str, str]) -> Reply:
+        """Some text, then a bash call per (id, command), in one reply."""
         raise NotImplementedError
 
     def cut(self, *parts: str) -> Reply:
@@ -270,12 +340,15 @@ class AnthropicScript(Script):
     def text(self, answer: str) -> Reply:
         return sse.text_reply(answer)
 
-    def tool(self, call_id: str, command: str) -> Reply:
-        args = json.dumps({"command": command})
+    def tools(self, *calls: tuple[str, str]) -> Reply:
+        blocks = []
+        for k, (call_id, command) in enumerate(calls, start=1):
+            args = json.dumps({"command": command})
+            blocks.append(sse.tool_block(k, call_id, "bash", args[:7], args[7:]))
         return sse.stream(
             sse.message_start(),
             sse.text_block(0, "Running it."),
-            sse.tool_block(1, call_id, "bash", args[:7], args[7:]),
+            *blocks,
             sse.message_delta("tool_use"),
             sse.message_stop(),
         )
@@ -323,12 +396,15 @@ class OpenAIScript(Script):
     def text(self, answer: str) -> Reply:
         return oa.text_reply(answer)
 
-    def tool(self, call_id: str, command: str) -> Reply:
-        args = json.dumps({"command": command})
+    def tools(self, *calls: tuple[str, str]) -> Reply:
+        chunks = []
+        for k, (call_id, command) in enumerate(calls):
+            args = json.dumps({"command": command})
+            chunks.append(oa.tool_call(k, call_id, "bash", args[:7], args[7:]))
         return oa.stream(
             oa.role(),
             oa.text("Running it."),
-            oa.tool_call(0, call_id, "bash", args[:7], args[7:]),
+            *chunks,
             oa.finish("tool_calls"),
             oa.usage(),
             oa.DONE,
@@ -736,6 +812,116 @@ def test_cancel_mid_stream_keeps_what_arrived(
     assert cancelled["stopReason"] == "error"
 
 
+# ── a round of several calls: each result saved as its call ends ──
+
+
+def _branch_results(path: Path) -> list[str]:
+    """The tool results at the end of the branch of the log at ``path``, as a
+    reader (no lock) sees it now."""
+    with SessionManager.open(path, read_only=True) as m:
+        conversation = m.rebuild_conversation()
+        out: list[str] = []
+        for message in reversed(list(conversation)):
+            if message.role != "user":
+                break
+            out[:0] = [b.content for b in message.content if isinstance(b, ToolResult)]
+        return out
+
+
+@pytest.mark.parametrize("calls", [3, 11])
+def test_a_round_of_calls_is_saved_call_by_call_then_as_one_message(
+    agents: Agents, server: FakeServer, script: Script, root: Path, project: Path, calls: int
+) -> None:
+    agent = agents.new(script)
+    uses = [(f"call_{k}", f"echo out{k}") for k in range(calls)]
+    server.queue(script.tools(*uses), script.text("All ran."))
+    seen: list[list[str]] = []
+
+    def before_saved(use: ToolUse, _output: object) -> None:
+        # A call has ended: what the log holds then is every result before it.
+        seen.append(_branch_results(agent.manager.path))
+
+    result = agent.run_turn("run them", Sink(), on_tool=before_saved)
+    assert (result.text, result.rounds) == ("All ran.", 1)
+    outputs = [f"out{k}" for k in range(calls)]
+    assert seen == [outputs[:k] for k in range(calls)]
+
+    # The request after the round carries every result, in order, once.
+    results = [i for i in sent(script.name, server.requests[1].body) if i[1] == "tool_result"]
+    pairs = zip(uses, outputs, strict=True)
+    assert results == [("user", "tool_result", cid, out) for (cid, _), out in pairs]
+    in_memory = list(agent.conversation)
+    agents.close(agent)
+
+    log = only_log(root, project)
+    assert [e["message"]["role"] for e in log.branch] == [
+        "system", "user", "assistant", "user", "assistant",
+    ]  # fmt: skip
+    round_message = log.branch[3]["message"]["content"]
+    assert [b["toolUseId"] for b in round_message] == [cid for cid, _ in uses]
+    # The results saved call by call stay in the log, off the branch.
+    replaced = log.replaced()
+    assert replaced and all(_only_tool_results(e) for e in replaced)
+    saved = [b["toolUseId"] for e in replaced for b in e["message"]["content"]]
+    assert set(saved) == {cid for cid, _ in uses[:-1]}
+
+    # Everything that reads the log sees the one round.
+    with SessionManager.open(log.path, read_only=True) as m:
+        assert m.message_count == 5
+        assert list(m.rebuild_conversation()) == in_memory
+        assert m.checkpoint_disagreement() is None
+    from awl.listing import list_sessions
+    from awl.verify import verify_log
+
+    (info,) = list_sessions(project)
+    assert info.message_count == 5
+    assert verify_log(log.path).ok
+
+
+def _only_tool_results(entry: dict[str, Any]) -> bool:
+    content = entry["message"]["content"]
+    return entry["message"]["role"] == "user" and all(b["type"] == "toolResult" for b in content)
+
+
+def test_a_round_cut_short_is_answered_after_its_saved_results(
+    agents: Agents, server: FakeServer, script: Script, root: Path, project: Path
+) -> None:
+    # The log a crash during the second of three calls leaves: the first
+    # call's result saved after the request, the others not.
+    path = _crashed_log(
+        project, script, [("call_a", "touch A_RAN"), ("call_b", "x"), ("call_c", "y")]
+    )
+    entry = {
+        "type": "message",
+        "id": "aaaa0004",
+        "parentId": "aaaa0003",
+        "timestamp": "2026-04-25T17:40:17.000Z",
+        "provider": script.name,
+        "model": script.model,
+        "message": {
+            "role": "user",
+            "content": [{"type": "toolResult", "toolUseId": "call_a", "content": "made A"}],
+        },
+    }
+    with path.open("ab") as f:
+        f.write(line(entry))
+    agent = agents.reopen(path)
+    assert [u.id for u in open_tool_uses(agent.conversation)] == ["call_b", "call_c"]
+    server.queue(script.text("Understood."))
+    agent.run_turn("what happened?", Sink())
+    (req,) = server.requests
+    assert sent(script.name, req.body)[-4:] == [
+        ("user", "tool_result", "call_a", "made A"),
+        ("user", "tool_result", "call_b", INTERRUPTED_IN_FLIGHT),
+        ("user", "tool_result", "call_c", INTERRUPTED_RESULT),
+        ("user", "text", "what happened?"),
+    ]
+    agents.close(agent)
+    log = check_log(path, cwd=project)
+    assert [e["id"] for e in log.branch][:4] == ["aaaa0001", "aaaa0002", "aaaa0003", "aaaa0004"]
+    assert log.branch[4]["message"]["content"][-1] == {"type": "text", "text": "what happened?"}
+
+
 # ── tool calls left open by a crash ──
 
 
@@ -811,7 +997,7 @@ def test_open_tool_calls_after_a_crash_are_answered_as_interrupted(
         ("assistant", "text", "Running them."),
         ("assistant", "tool_use", "call_a", "bash", {"command": "touch A_RAN"}),
         ("assistant", "tool_use", "call_b", "bash", {"command": "touch B_RAN"}),
-        ("user", "tool_result", "call_a", INTERRUPTED_RESULT),
+        ("user", "tool_result", "call_a", INTERRUPTED_IN_FLIGHT),
         ("user", "tool_result", "call_b", INTERRUPTED_RESULT),
         ("user", "text", "what happened?"),
     ]
@@ -822,11 +1008,12 @@ def test_open_tool_calls_after_a_crash_are_answered_as_interrupted(
     assert answer["parentId"] == "aaaa0003"
     assert (answer["provider"], answer["model"]) == (script.name, script.model)
     assert answer["message"]["content"] == [
-        {"type": "toolResult", "toolUseId": "call_a", "content": INTERRUPTED_RESULT},
+        {"type": "toolResult", "toolUseId": "call_a", "content": INTERRUPTED_IN_FLIGHT},
         {"type": "toolResult", "toolUseId": "call_b", "content": INTERRUPTED_RESULT},
         {"type": "text", "text": "what happened?"},
     ]
     assert INTERRUPTED_RESULT.startswith("interrupted")
+    assert INTERRUPTED_IN_FLIGHT.startswith("interrupted")
     assert texts(log.entries[4]["message"]) == "Understood."
 
     # Answered once: the next turn adds no more interrupted results.

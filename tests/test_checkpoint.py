@@ -495,6 +495,9 @@ ops = st.lists(
         st.tuples(st.just("user"), st.integers(0, 3000)),
         st.tuples(st.just("assistant"), st.integers(0, 3000)),
         st.tuples(st.just("tool"), st.integers(0, 500)),
+        # A tool round whose results were saved call by call: the round's
+        # message replaces that many messages of results.
+        st.tuples(st.just("round"), st.integers(1, manager_mod.MAX_REPLACED)),
         st.tuples(st.just("model"), st.sampled_from(["anthropic", "openai", "offline"])),
         st.tuples(st.just("checkpoint"), st.just(0)),
         st.tuples(st.just("reopen"), st.just(0)),
@@ -546,6 +549,23 @@ def test_checkpoint_plus_tail_equals_full_replay(
                 provider=provider,
                 model=provider + "-m",
             )
+        elif op == "round":
+            ids = [f"r{k}" for k in range(arg + 1)]
+            m.append_message(
+                Message("assistant", [ToolUse(i, "bash", "{}") for i in ids]),
+                stop_reason="toolUse",
+            )
+            for i in ids[:-1]:
+                m.append_message(
+                    Message("user", [ToolResult(i, i * 300)]), provider=provider, model="m"
+                )
+            m.append_message(
+                Message("user", [ToolResult(i, i * 300) for i in ids]),
+                provider=provider,
+                model="m",
+                replacing=arg,
+            )
+            assert state(m) == replay_state(m.path)
         elif op == "model":
             provider = arg
         elif op == "checkpoint":
@@ -583,3 +603,4 @@ def test_checkpoint_plus_tail_equals_full_replay(
     for read_only in (True, False, True):
         with SessionManager.open(path, read_only=read_only) as r:
             assert state(r) == expect
+            assert r.checkpoint_disagreement() is None

@@ -21,7 +21,7 @@ from typing import Any
 import pexpect
 import pytest
 
-from awl.agent import INTERRUPTED_RESULT
+from awl.agent import INTERRUPTED_IN_FLIGHT, INTERRUPTED_RESULT
 from tests.helpers import awl_env, snapshot
 from tests.test_agent import Log, check_log, session_files, texts
 
@@ -440,7 +440,7 @@ def test_kill_9_mid_tool_then_resume(term: Any, root: Path, project: Path) -> No
         t = term("--resume")
         t.expect("resumed session")
         t.expect("[tool call bash")
-        t.expect("they were not run, and will be answered as interrupted")
+        t.expect("the first may have run, in part or in whole. They are answered as")
         t.line("carry on")
         t.expect("The tool returned:\ninterrupted: the previous awl session ended")
         t.line("one more")
@@ -456,7 +456,7 @@ def test_kill_9_mid_tool_then_resume(term: Any, root: Path, project: Path) -> No
     answer = log.entries[3]
     assert answer["parentId"] == log.entries[2]["id"]
     assert answer["message"]["content"] == [
-        {"type": "toolResult", "toolUseId": tool_id, "content": INTERRUPTED_RESULT},
+        {"type": "toolResult", "toolUseId": tool_id, "content": INTERRUPTED_IN_FLIGHT},
         {"type": "text", "text": "carry on"},
     ]
     assert texts(log.entries[4]["message"]).startswith("The tool returned:\ninterrupted")
@@ -494,6 +494,35 @@ def test_print_mode(env: dict[str, str], root: Path, project: Path) -> None:
     log = one_log(root, project)
     assert roles(log)[-4:] == ["user", "assistant", "user", "assistant"]
     assert log.messages()[-2]["content"][0]["content"] == "42XYZ"
+
+
+def test_kill_9_during_the_second_call_of_a_round_keeps_the_first_result(
+    env: dict[str, str], root: Path, project: Path
+) -> None:
+    # The second call kills awl itself (bash's parent) with SIGKILL.
+    prompt = "run: echo first ran; touch A_RAN\nrun: kill -9 $PPID\nrun: touch C_RAN"
+    r = run(["-p", prompt], env, project)
+    assert r.returncode == -signal.SIGKILL, r.stderr
+    assert (project / "A_RAN").exists() and not (project / "C_RAN").exists()
+    log = one_log(root, project)
+    calls = [b["id"] for b in log.branch[2]["message"]["content"] if b["type"] == "toolUse"]
+    assert len(calls) == 3
+    (saved,) = log.branch[3:]
+    assert saved["message"]["content"] == [
+        {"type": "toolResult", "toolUseId": calls[0], "content": "first ran"}
+    ]
+
+    r = run(["--resume", "-p", "what happened?"], env, project)
+    assert r.returncode == 0, r.stderr
+    assert not (project / "C_RAN").exists()
+    log = one_log(root, project)
+    answer = log.branch[4]["message"]["content"]
+    assert answer == [
+        {"type": "toolResult", "toolUseId": calls[1], "content": INTERRUPTED_IN_FLIGHT},
+        {"type": "toolResult", "toolUseId": calls[2], "content": INTERRUPTED_RESULT},
+        {"type": "text", "text": "what happened?"},
+    ]
+    assert roles(log) == ["system", "user", "assistant", "user", "user", "assistant"]
 
 
 def test_print_resume_with_nothing_to_resume_starts_a_new_session(

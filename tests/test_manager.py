@@ -678,3 +678,76 @@ def test_torn_tails_kept_one_after_another_stay_apart(tmp_path: Path) -> None:
         SessionManager.open(p).close()
         assert p.read_bytes().startswith(good)
     assert corrupt_path(p).read_bytes() == b"\n".join(pieces)
+
+
+# ── a tool round's message replacing its results saved call by call ──
+
+
+def _round_so_far(m: SessionManager, calls: int, saved: int) -> None:
+    m.append_message(
+        Message("assistant", [ToolUse(f"t{k}", "bash", "{}") for k in range(calls)]),
+        stop_reason="toolUse",
+    )
+    for k in range(saved):
+        m.append_message(Message("user", [ToolResult(f"t{k}", f"out {k}")]))
+
+
+def _whole_round(calls: int) -> Message:
+    return Message("user", [ToolResult(f"t{k}", f"out {k}") for k in range(calls)])
+
+
+def test_a_round_replaces_its_saved_results_on_the_branch(project: Path, root: Path) -> None:
+    m = new_session(project, root)
+    m.append_message(Message("user", [Text("go")]))
+    _round_so_far(m, 3, 2)
+    assert m.message_count == 4
+    eid = m.append_message(_whole_round(3), replacing=2)
+    assert (m.leaf_id, m.message_count) == (eid, 3)
+    m.close()
+    objs = entries_of(m.path)
+    assert [o["parentId"] for o in objs][-3:] == [objs[1]["id"], objs[2]["id"], objs[1]["id"]]
+    replay = reference_replay(m.path)
+    assert [role for role, _ in replay.messages] == ["user", "assistant", "user"]
+    with SessionManager.open(m.path, read_only=True) as r:
+        assert (r.leaf_id, r.message_count) == (eid, 3)
+        assert list(r.rebuild_conversation())[-1] == _whole_round(3)
+        assert r.checkpoint_disagreement() is None
+
+
+@pytest.mark.parametrize(
+    "case", ["prompt", "assistant", "too many", "the whole branch", "before this open", "new"]
+)
+def test_replacing_what_is_not_a_rounds_saved_results_is_refused(
+    project: Path, root: Path, case: str
+) -> None:
+    m = new_session(project, root)
+    if case == "new":  # nothing saved yet
+        with pytest.raises(ValueError):
+            m.append_message(_whole_round(1), replacing=1)
+        assert not m.path.exists()
+        return
+    first = [ToolResult("t0", "out")] if case == "the whole branch" else [Text("go")]
+    m.append_message(Message("user", list(first)))  # the first message replaces nothing
+    replacing, message = 1, _whole_round(1)
+    if case == "prompt":
+        m.append_message(Message("user", [ToolResult("t0", "out"), Text("and a prompt")]))
+    elif case == "assistant":
+        _round_so_far(m, 1, 1)
+        message = Message("assistant", [Text("no")])
+    elif case == "too many":
+        _round_so_far(m, 9, 8)
+        replacing, message = 8, _whole_round(9)
+    elif case == "the whole branch":
+        pass
+    else:
+        _round_so_far(m, 2, 1)
+        path = m.path
+        m.close()
+        m = SessionManager.open(path)
+        replacing, message = 1, _whole_round(2)
+    before = m.path.read_bytes()
+    count = m.message_count
+    with pytest.raises(ValueError):
+        m.append_message(message, replacing=replacing)
+    assert m.path.read_bytes() == before and m.message_count == count
+    m.close()

@@ -3,7 +3,8 @@
 For the last user message it streams a short Thinking block, then:
 
 * ``run: <command>`` -> a ``bash`` tool call with input ``{"command": "<command>"}``
-  and stop reason ``toolUse`` (if a ``bash`` tool is offered);
+  and stop reason ``toolUse`` (if a ``bash`` tool is offered); a prompt of
+  several lines that all start with ``run: `` -> one call per line;
 * tool results -> a text reply quoting each result's output verbatim;
 * anything else -> ``You said: <prompt>``.
 
@@ -90,14 +91,15 @@ class OfflineProvider(Provider):
                 self._stream(content, Text, reply, sink.text, cancel)
                 stop = "stop"
             elif prompt.startswith(RUN_PREFIX) and any(t.name == "bash" for t in tools):
-                command = prompt[len(RUN_PREFIX) :]
                 self._stream(
                     content, Thinking, "The user wants a command run.", sink.thinking, cancel
                 )
-                self._pause(cancel)
-                sink.tool_use("bash")
-                call_input = orjson.dumps({"command": command}).decode()
-                content.append(ToolUse(f"toolu_offline_{len(messages)}", "bash", call_input))
+                for k, command in enumerate(_commands(prompt)):
+                    self._pause(cancel)
+                    sink.tool_use("bash")
+                    call_input = orjson.dumps({"command": command}).decode()
+                    call_id = f"toolu_offline_{len(messages)}" + (f"_{k}" if k else "")
+                    content.append(ToolUse(call_id, "bash", call_input))
                 stop = "toolUse"
             else:
                 self._stream(content, Thinking, "Echoing the prompt.", sink.thinking, cancel)
@@ -138,6 +140,15 @@ class OfflineProvider(Provider):
     def _usage(input_chars: int, content: list[ContentBlock]) -> Usage:
         out = sum(len(_block_chars(b)) for b in content)
         return Usage(math.ceil(input_chars / 4), math.ceil(out / 4))
+
+
+def _commands(prompt: str) -> list[str]:
+    """The commands of a ``run:`` prompt: one per line when every line is a
+    ``run:`` line, else the whole rest of the prompt (a multi-line script)."""
+    lines = prompt.split("\n")
+    if len(lines) > 1 and all(line.startswith(RUN_PREFIX) for line in lines):
+        return [line[len(RUN_PREFIX) :] for line in lines]
+    return [prompt[len(RUN_PREFIX) :]]
 
 
 def _chunks(text: str, n: int) -> Iterator[str]:
