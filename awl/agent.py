@@ -51,6 +51,9 @@ INTERRUPTED_IN_FLIGHT = (
 Calls run one at a time and each result is saved before the next call
 starts, so only this one can have been running when the session ended."""
 
+CUT_OFF = "the reply was cut off at the model's output limit (AWL_MAX_TOKENS sets it)"
+"""A turn's error when the reply stopped at the output limit: saved, but not whole."""
+
 SYSTEM_PROMPT = (
     "You are awl, a coding agent working in the directory {cwd}. You can run shell commands "
     "with the bash tool and read, write and edit files with the read, write and edit tools. "
@@ -175,9 +178,12 @@ class Agent:
             self._append_response(response)
             uses = [b for b in response.content if isinstance(b, ToolUse)]
             if response.stop_reason != "toolUse" or not uses:
-                return TurnResult(
-                    _final_text(response), response.stop_reason, response.error, rounds
-                )
+                # A reply cut at the output limit is saved as it came, but a
+                # script reading `awl -p` must not take it for a whole one.
+                error = response.error
+                if error is None and response.stop_reason == "length":
+                    error = CUT_OFF
+                return TurnResult(_final_text(response), response.stop_reason, error, rounds)
             rounds += 1
             results: list[ToolResult] = []
             saved = _Saved()

@@ -254,7 +254,10 @@ class _Main(click.Group):
     "--print",
     "prompt",
     metavar="PROMPT",
-    help="Run one turn non-interactively ('-' reads stdin).",
+    help=(
+        "Run one turn non-interactively ('-' reads stdin); exit 1 if it ends in an error "
+        "(a cut-off reply is one)."
+    ),
 )
 @click.option(
     "--provider",

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from awl.agent import (
+    CUT_OFF,
     INTERRUPTED_IN_FLIGHT,
     INTERRUPTED_RESULT,
     SYSTEM_PROMPT,
@@ -316,6 +317,10 @@ class Script:
         """Text parts, then the socket closes mid-body."""
         raise NotImplementedError
 
+    def at_limit(self, answer: str) -> Reply:
+        """A whole reply that stops at the output limit."""
+        raise NotImplementedError
+
     def cut_in_tool(self, text: str, call_id: str, fragment: str) -> Reply:
         """Text, the start of a tool call, then the socket closes."""
         raise NotImplementedError
@@ -352,6 +357,9 @@ class AnthropicScript(Script):
             sse.message_delta("tool_use"),
             sse.message_stop(),
         )
+
+    def at_limit(self, answer: str) -> Reply:
+        return sse.text_reply(answer, stop_reason="max_tokens")
 
     def _partial(self, *parts: str) -> list[bytes]:
         return [sse.message_start(), *sse.text_block(0, *parts, stop=False)]
@@ -409,6 +417,9 @@ class OpenAIScript(Script):
             oa.usage(),
             oa.DONE,
         )
+
+    def at_limit(self, answer: str) -> Reply:
+        return oa.stream(oa.role(), oa.text(answer), oa.finish("length"), oa.usage(), oa.DONE)
 
     def cut(self, *parts: str) -> Reply:
         chunks = [oa.role(), *oa.text(*parts)]
@@ -785,6 +796,23 @@ def test_cut_inside_a_tool_call_drops_the_call_and_runs_nothing(
     ]
     agents.close(agent)
     check_log(log.path, cwd=project)
+
+
+def test_a_reply_cut_at_the_output_limit_is_saved_and_said(
+    agents: Agents, server: FakeServer, script: Script, root: Path, project: Path
+) -> None:
+    agent = agents.new(script)
+    server.queue(script.at_limit("The first half of"))
+    result = agent.run_turn("write a lot", Sink())
+    assert (result.text, result.stop_reason, result.error) == (
+        "The first half of",
+        "length",
+        CUT_OFF,
+    )
+    agents.close(agent)
+    log = only_log(root, project)
+    assert log.entries[-1]["message"]["stopReason"] == "length"
+    assert texts(log.entries[-1]["message"]) == "The first half of"
 
 
 def test_cancel_mid_stream_keeps_what_arrived(

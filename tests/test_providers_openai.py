@@ -117,7 +117,8 @@ def test_request_maps_system_tools_history_and_tool_results(
                 Thinking("hmm"),
                 Text("Looking."),
                 ToolUse("call_1", "bash", '{"command": "ls"}'),
-                ToolUse("call_2", "read", '{"path": "a.t'),  # raw, even when malformed
+                ToolUse("call_2", "read", '{"path": "a.t'),  # malformed: sent as {}
+                ToolUse("call_3", "bash", "[1]"),  # not an object: sent as {}
             ],
         ),
         Message(
@@ -126,6 +127,7 @@ def test_request_maps_system_tools_history_and_tool_results(
                 ToolResult("call_1", "a.txt"),
                 Text("and also"),
                 ToolResult("call_2", "error: bad JSON"),
+                ToolResult("call_3", "error: not an object"),
                 Text("then stop"),
             ],
         ),
@@ -161,13 +163,19 @@ def test_request_maps_system_tools_history_and_tool_results(
                 {
                     "id": "call_2",
                     "type": "function",
-                    "function": {"name": "read", "arguments": '{"path": "a.t'},
+                    "function": {"name": "read", "arguments": "{}"},
+                },
+                {
+                    "id": "call_3",
+                    "type": "function",
+                    "function": {"name": "bash", "arguments": "{}"},
                 },
             ],
         },
         {"role": "tool", "tool_call_id": "call_1", "content": "a.txt"},
         {"role": "user", "content": "and also"},
         {"role": "tool", "tool_call_id": "call_2", "content": "error: bad JSON"},
+        {"role": "tool", "tool_call_id": "call_3", "content": "error: not an object"},
         {"role": "user", "content": "then stop"},
         {"role": "user", "content": "thanks"},
     ]
@@ -286,6 +294,19 @@ def test_finish_reason_mapping(
 ) -> None:
     server.queue(oa.stream(oa.role(), oa.text("x"), oa.finish(api), oa.DONE))
     assert provider.complete("m", user("x"), [], Sink()).stop_reason == ours
+
+
+@pytest.mark.parametrize("reason", ["stop", "length", "tool_calls"])
+def test_tool_calls_that_end_with_stop_are_run(
+    server: FakeServer, provider: OpenAIProvider, reason: str
+) -> None:
+    """Some compatible servers end a reply holding tool calls with ``stop``:
+    the calls were left unanswered. ``length`` may have cut one: not run."""
+    call = oa.tool_call(0, "call_A", "bash", '{"command": "ls"}')
+    server.queue(oa.stream(oa.role(), call, oa.finish(reason), oa.DONE))
+    r = provider.complete("m", user("go"), TOOLS, Sink())
+    assert r.stop_reason == ("length" if reason == "length" else "toolUse"), r.error
+    assert [c.id for c in r.content if isinstance(c, ToolUse)] == ["call_A"]
 
 
 def test_usage_chunk_with_null_choices(server: FakeServer, provider: OpenAIProvider) -> None:

@@ -6,8 +6,15 @@ Request mapping:
 * a user message's ``Text`` blocks -> ``user`` messages and each ``ToolResult``
   -> its own ``tool``-role message, in the order the blocks appear;
 * an assistant message -> one ``assistant`` message with its text and
-  ``tool_calls`` (``arguments`` is the raw JSON string awl stored);
+  ``tool_calls`` (``arguments`` is the raw JSON string awl stored when it is
+  a JSON object, else ``{}``: vLLM and other servers decode the arguments of
+  past calls and refuse the whole request over one that does not parse, and
+  the call was answered with the error already);
 * ``Thinking`` is not sent back: Chat Completions has no field for it.
+
+A reply that ends with ``finish_reason: "stop"`` but holds tool calls (some
+compatible servers say ``stop`` whatever the reply) ends with ``toolUse``:
+its calls are run, not left unanswered.
 
 Reasoning streamed by local servers as ``delta.reasoning_content`` (llama.cpp,
 vLLM, DeepSeek) or ``delta.reasoning`` (Ollama, OpenRouter) becomes a
@@ -21,6 +28,7 @@ servers need no key), ``OPENAI_BASE_URL``, ``AWL_MAX_TOKENS`` (sent as
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import threading
 from collections.abc import Sequence
@@ -195,6 +203,8 @@ class _Run:
                 self._delta(choice.delta)
             if choice.finish_reason is not None:
                 self.stop_reason = _STOP_REASONS.get(choice.finish_reason, "stop")
+                if choice.finish_reason == "stop" and self.tool_keys:
+                    self.stop_reason = "toolUse"
                 # Chat Completions has no per-call "done" event: the finish
                 # reason is what says every argument string is complete.
                 for key in self.tool_keys:
@@ -272,7 +282,7 @@ def to_message_params(messages: Sequence[Message]) -> list[ChatCompletionMessage
                 {
                     "id": b.id,
                     "type": "function",
-                    "function": {"name": b.name, "arguments": b.input},
+                    "function": {"name": b.name, "arguments": _past_arguments(b.input)},
                 }
                 for b in message.content
                 if isinstance(b, ToolUse)
@@ -284,6 +294,15 @@ def to_message_params(messages: Sequence[Message]) -> list[ChatCompletionMessage
             else:
                 out.append({"role": "assistant", "content": text})
     return out
+
+
+def _past_arguments(raw: str) -> str:
+    """The ``arguments`` of a past call as sent back (see the module docstring)."""
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return "{}"
+    return raw if isinstance(value, dict) else "{}"
 
 
 def _tool_param(tool: ToolSpec) -> ChatCompletionFunctionToolParam:
