@@ -85,15 +85,21 @@ def open_tool_uses(conversation: Conversation) -> list[ToolUse]:
     Only tool results may follow it (a round cut short by a crash leaves the
     results that were saved as their calls ended).
     """
+    return _open_round(conversation)[1]
+
+
+def _open_round(conversation: Conversation) -> tuple[int, list[ToolUse]]:
+    """(messages after the last assistant message, its calls without a result)."""
     answered: set[str] = set()
     for i in range(len(conversation) - 1, -1, -1):
         message = conversation[i]
         if message.role == "assistant":
-            return [u for u in message.tool_uses() if u.id not in answered]
+            uses = [u for u in message.tool_uses() if u.id not in answered]
+            return len(conversation) - 1 - i, uses
         if not _only_results(message):
-            return []
+            return 0, []
         answered.update(b.tool_use_id for b in message.content if isinstance(b, ToolResult))
-    return []
+    return 0, []
 
 
 def _only_results(message: Message) -> bool:
@@ -165,9 +171,10 @@ class Agent:
     ) -> TurnResult:
         """Send ``prompt`` and run tool rounds until the model stops."""
         provider = self.provider()
+        pending, started = self.open_calls()
         content: list[Text | ToolResult] = [
-            ToolResult(t.id, INTERRUPTED_RESULT if k else INTERRUPTED_IN_FLIGHT)
-            for k, t in enumerate(open_tool_uses(self.conversation))
+            ToolResult(t.id, INTERRUPTED_IN_FLIGHT if started and not k else INTERRUPTED_RESULT)
+            for k, t in enumerate(pending)
         ]
         content.append(Text(prompt))
         self._append(Message("user", list(content)))
@@ -202,6 +209,22 @@ class Agent:
                 return TurnResult("", "error", "cancelled", rounds)
             if rounds >= MAX_TOOL_ROUNDS:
                 return TurnResult("", "error", f"stopped after {rounds} tool rounds", rounds)
+
+    def open_calls(self) -> tuple[list[ToolUse], bool]:
+        """The calls of the last tool round left without a result, and whether the
+        first of them may have run.
+
+        Calls run only after a reply that ended asking for them (stop reason
+        ``toolUse``), one at a time, each result saved before the next call
+        starts; a cancelled, failed or cut-off reply runs none of its calls.
+        """
+        after, pending = _open_round(self.conversation)
+        if not pending:
+            return [], False
+        entries = self.manager.recent_entries(after + 1)
+        asked = entries[0].message if len(entries) == after + 1 else None
+        started = asked is None or (asked.role == "assistant" and asked.stop_reason == "toolUse")
+        return pending, started
 
     def _save_partial(self, results: list[ToolResult], saved: _Saved) -> None:
         """Save a round's results so far: the newest as a message of its own, or,

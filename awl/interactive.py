@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from .agent import Agent, TerminalSink, TurnResult, open_tool_uses
+from .agent import Agent, TerminalSink, TurnResult
 from .conversation import ToolUse
 from .errors import AwlError
 from .format import disk_message_to_internal
@@ -89,14 +89,17 @@ def show_resume(agent: Agent) -> None:
     out.write(f"resumed session {m.id[:8]} ({m.message_count} messages, {model})\n")
     for entry in m.recent_entries(RESUME_SHOWN):
         out.write(render_message(disk_message_to_internal(entry.message), full=False) + "\n")
-    pending = open_tool_uses(agent.conversation)
+    pending, started = agent.open_calls()
     if pending:
         names = visible(", ".join(t.name for t in pending), one_line=True)
-        others = "; any after it did not run" if len(pending) > 1 else ""
+        if started:
+            others = "; any after it did not run" if len(pending) > 1 else ""
+            ran = f"the first may have run, in part or in whole{others}"
+        else:
+            ran = "none of them ran"
         out.write(
             f"(the last turn ended with {len(pending)} tool call(s) unanswered ({names}): "
-            f"the first may have run, in part or in whole{others}. They are answered as "
-            "interrupted with your next message)\n"
+            f"{ran}. They are answered as interrupted with your next message)\n"
         )
     out.flush()
 

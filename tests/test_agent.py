@@ -953,7 +953,9 @@ def test_a_round_cut_short_is_answered_after_its_saved_results(
 # ── tool calls left open by a crash ──
 
 
-def _crashed_log(project: Path, script: Script, uses: list[tuple[str, str]]) -> Path:
+def _crashed_log(
+    project: Path, script: Script, uses: list[tuple[str, str]], stop_reason: str = "toolUse"
+) -> Path:
     """A log whose last entry asks for tool calls that never ran (built by hand)."""
     header = {
         "type": "session",
@@ -975,7 +977,7 @@ def _crashed_log(project: Path, script: Script, uses: list[tuple[str, str]]) -> 
         "content": [{"type": "text", "text": "Running them."}, *calls],
         "provider": script.name,
         "model": script.model,
-        "stopReason": "toolUse",
+        "stopReason": stop_reason,
         "usage": {"input": 10, "output": 5},
     }
     user = {"role": "user", "content": [{"type": "text", "text": "make the files"}]}
@@ -1051,6 +1053,28 @@ def test_open_tool_calls_after_a_crash_are_answered_as_interrupted(
     agents.close(agent)
     log = check_log(path, cwd=project)
     assert log.entries[5]["message"]["content"] == [{"type": "text", "text": "and now?"}]
+
+
+def test_calls_of_a_reply_that_never_finished_are_answered_as_not_run(
+    agents: Agents, server: FakeServer, script: Script, project: Path
+) -> None:
+    """A cancelled or failed reply runs none of its calls: none of them "may
+    have run", as the first call of a round cut short may."""
+    path = _crashed_log(project, script, [("call_a", "x"), ("call_b", "y")], stop_reason="error")
+    agent = agents.reopen(path)
+    assert ([u.id for u in agent.open_calls()[0]], agent.open_calls()[1]) == (
+        ["call_a", "call_b"],
+        False,
+    )
+    server.queue(script.text("Understood."))
+    agent.run_turn("what happened?", Sink())
+    (req,) = server.requests
+    assert sent(script.name, req.body)[-3:] == [
+        ("user", "tool_result", "call_a", INTERRUPTED_RESULT),
+        ("user", "tool_result", "call_b", INTERRUPTED_RESULT),
+        ("user", "text", "what happened?"),
+    ]
+    agents.close(agent)
 
 
 def test_conversation_of_a_resumed_agent_matches_the_log(

@@ -119,6 +119,7 @@ def test_request_maps_system_tools_history_and_tool_results(
                 ToolUse("call_1", "bash", '{"command": "ls"}'),
                 ToolUse("call_2", "read", '{"path": "a.t'),  # malformed: sent as {}
                 ToolUse("call_3", "bash", "[1]"),  # not an object: sent as {}
+                ToolUse("call_4", "bash", '{"a": NaN}'),  # not JSON: sent as {}
             ],
         ),
         Message(
@@ -128,6 +129,7 @@ def test_request_maps_system_tools_history_and_tool_results(
                 Text("and also"),
                 ToolResult("call_2", "error: bad JSON"),
                 ToolResult("call_3", "error: not an object"),
+                ToolResult("call_4", "error: bad JSON"),
                 Text("then stop"),
             ],
         ),
@@ -170,12 +172,18 @@ def test_request_maps_system_tools_history_and_tool_results(
                     "type": "function",
                     "function": {"name": "bash", "arguments": "{}"},
                 },
+                {
+                    "id": "call_4",
+                    "type": "function",
+                    "function": {"name": "bash", "arguments": "{}"},
+                },
             ],
         },
         {"role": "tool", "tool_call_id": "call_1", "content": "a.txt"},
         {"role": "user", "content": "and also"},
         {"role": "tool", "tool_call_id": "call_2", "content": "error: bad JSON"},
         {"role": "tool", "tool_call_id": "call_3", "content": "error: not an object"},
+        {"role": "tool", "tool_call_id": "call_4", "content": "error: bad JSON"},
         {"role": "user", "content": "then stop"},
         {"role": "user", "content": "thanks"},
     ]
@@ -296,16 +304,18 @@ def test_finish_reason_mapping(
     assert provider.complete("m", user("x"), [], Sink()).stop_reason == ours
 
 
-@pytest.mark.parametrize("reason", ["stop", "length", "tool_calls"])
+@pytest.mark.parametrize("reason", ["stop", "eos", "length", "content_filter", "tool_calls"])
 def test_tool_calls_that_end_with_stop_are_run(
     server: FakeServer, provider: OpenAIProvider, reason: str
 ) -> None:
-    """Some compatible servers end a reply holding tool calls with ``stop``:
-    the calls were left unanswered. ``length`` may have cut one: not run."""
+    """Some compatible servers end a reply holding tool calls with ``stop`` or
+    a word of their own: the calls were left unanswered. A cut or filtered
+    reply's calls are not run."""
     call = oa.tool_call(0, "call_A", "bash", '{"command": "ls"}')
     server.queue(oa.stream(oa.role(), call, oa.finish(reason), oa.DONE))
     r = provider.complete("m", user("go"), TOOLS, Sink())
-    assert r.stop_reason == ("length" if reason == "length" else "toolUse"), r.error
+    expected = {"length": "length", "content_filter": "stop"}.get(reason, "toolUse")
+    assert r.stop_reason == expected, r.error
     assert [c.id for c in r.content if isinstance(c, ToolUse)] == ["call_A"]
 
 

@@ -12,9 +12,10 @@ Request mapping:
   the call was answered with the error already);
 * ``Thinking`` is not sent back: Chat Completions has no field for it.
 
-A reply that ends with ``finish_reason: "stop"`` but holds tool calls (some
-compatible servers say ``stop`` whatever the reply) ends with ``toolUse``:
-its calls are run, not left unanswered.
+A reply that holds tool calls ends with ``toolUse`` whatever its
+``finish_reason`` (some compatible servers say ``stop``, or a word of their
+own), unless it was cut (``length``) or filtered (``content_filter``): its
+calls are run, not left unanswered.
 
 Reasoning streamed by local servers as ``delta.reasoning_content`` (llama.cpp,
 vLLM, DeepSeek) or ``delta.reasoning`` (Ollama, OpenRouter) becomes a
@@ -28,13 +29,13 @@ servers need no key), ``OPENAI_BASE_URL``, ``AWL_MAX_TOKENS`` (sent as
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import threading
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import openai
+import orjson
 from openai.types.chat import (
     ChatCompletionChunk,
     ChatCompletionFunctionToolParam,
@@ -203,7 +204,9 @@ class _Run:
                 self._delta(choice.delta)
             if choice.finish_reason is not None:
                 self.stop_reason = _STOP_REASONS.get(choice.finish_reason, "stop")
-                if choice.finish_reason == "stop" and self.tool_keys:
+                # Some servers end a reply with calls with "stop" or a word of
+                # their own; a reply cut or filtered is not run.
+                if self.tool_keys and choice.finish_reason not in ("length", "content_filter"):
                     self.stop_reason = "toolUse"
                 # Chat Completions has no per-call "done" event: the finish
                 # reason is what says every argument string is complete.
@@ -299,8 +302,8 @@ def to_message_params(messages: Sequence[Message]) -> list[ChatCompletionMessage
 def _past_arguments(raw: str) -> str:
     """The ``arguments`` of a past call as sent back (see the module docstring)."""
     try:
-        value = json.loads(raw)
-    except ValueError:
+        value = orjson.loads(raw)  # strict: NaN and Infinity are not JSON either
+    except orjson.JSONDecodeError:
         return "{}"
     return raw if isinstance(value, dict) else "{}"
 
