@@ -243,6 +243,33 @@ def test_read_default_limit_and_caps(tmp_path: Path) -> None:
     assert "characters cut" in fat and len(fat) < 30_100
 
 
+@pytest.mark.parametrize("skipped", [False, True])
+def test_read_never_holds_a_long_line_whole(tmp_path: Path, skipped: bool) -> None:
+    """A one-line file of 64 MB (a minified bundle, a log) is read in bounded
+    pieces, whether the line is shown (cut) or skipped by ``offset``."""
+    import tracemalloc
+
+    multibyte = "é" * 3000  # 6,000 bytes: the cut falls inside a character
+    with (tmp_path / "one-line.js").open("w", encoding="utf-8") as f:
+        f.write(multibyte)
+        for _ in range(64):
+            f.write("x" * (1 << 20))
+        f.write("\r\nafter\n")
+    tracemalloc.start()
+    try:
+        out = read(tmp_path, path="one-line.js", offset=2 if skipped else 1)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 << 20, f"{peak} bytes held at once"
+    if skipped:
+        assert out.content == "     2\tafter"
+    else:
+        assert out.content == (
+            f"     1\t{multibyte[:2000]} [... line cut at 2000 chars]\n     2\tafter"
+        )
+
+
 @pytest.mark.parametrize(
     ("setup", "message"),
     [

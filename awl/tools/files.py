@@ -5,8 +5,9 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, BinaryIO, ClassVar
 
 from awl.tools.base import Tool, ToolError, ToolOutput, cap_text, resolve_path
 
@@ -15,6 +16,26 @@ MAX_LINE_CHARS = 2000
 MAX_READ_CHARS = 30_000
 # Bytes sniffed for NUL to tell binary files from text.
 _SNIFF_BYTES = 8192
+# Bytes of a line kept: enough for MAX_LINE_CHARS characters of up to 4 bytes
+# each, and one more, so that a line cut here is also cut in characters.
+_LINE_BYTES = 4 * MAX_LINE_CHARS + 4
+_SKIP_CHUNK = 1 << 16
+
+
+def _bounded_lines(f: BinaryIO) -> Iterator[tuple[bytes, bool]]:
+    """Each line of ``f`` as (its first _LINE_BYTES bytes, whether it was longer).
+
+    The rest of a long line is read and dropped in chunks: a minified bundle
+    or a one-line log of gigabytes is never held in memory whole.
+    """
+    while head := f.readline(_LINE_BYTES):
+        cut = False
+        if not head.endswith(b"\n") and len(head) == _LINE_BYTES:
+            while rest := f.readline(_SKIP_CHUNK):
+                cut = cut or rest not in (b"\n", b"\r\n")
+                if rest.endswith(b"\n"):
+                    break
+        yield head, cut
 
 
 class ReadTool(Tool):
@@ -54,14 +75,14 @@ class ReadTool(Tool):
                 raise ToolError(f"{path} looks like a binary file (it contains NUL bytes)")
             f.seek(0)
             # Lines are read lazily: a window into a huge log costs only the window.
-            for number, raw in enumerate(f, start=1):
+            for number, (raw, cut) in enumerate(_bounded_lines(f), start=1):
                 if number < offset:
                     continue
                 if len(lines) == limit:
                     more = True
                     break
                 line = raw.decode("utf-8", "replace").rstrip("\r\n")
-                if len(line) > MAX_LINE_CHARS:
+                if cut or len(line) > MAX_LINE_CHARS:
                     line = line[:MAX_LINE_CHARS] + f" [... line cut at {MAX_LINE_CHARS} chars]"
                 lines.append(f"{number:6}\t{line}")
         if not lines:
