@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import time
 from pathlib import Path
@@ -171,6 +172,25 @@ def test_bash_background_process_holding_pipe_is_bounded(tmp_path: Path) -> None
     assert out.content == (
         "bg\n[exit status 0; background processes still holding the output after 0.5 s were killed]"
     )
+
+
+def test_bash_does_not_wait_for_a_process_that_left_the_group(tmp_path: Path) -> None:
+    """A daemon started with setsid keeps the output pipe open, and no kill of
+    the command's group reaches it: the tool answered only at its timeout,
+    saying the process was killed. It now answers once the group is empty,
+    and says what was left running."""
+    out = bash("setsid sleep 30 & echo $! > pid; echo started", tmp_path, timeout=20)
+    pid = int((tmp_path / "pid").read_text())
+    try:
+        assert out.content == (
+            "started\n[exit status 0; a process that left the command's process group "
+            "(setsid, a daemon) still holds the output; it was left running and its output "
+            "is not read]"
+        )
+        assert not out.is_error
+        os.kill(pid, 0)  # left running, as it asked
+    finally:
+        os.kill(pid, signal.SIGKILL)
 
 
 def test_bash_output_is_capped_head_and_tail(tmp_path: Path) -> None:

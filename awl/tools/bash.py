@@ -21,6 +21,8 @@ _READ_SIZE = 65536
 # After the kill, how long to wait for the pipe to drain: a process that left
 # the group (setsid) could hold it open for ever.
 _DRAIN_SECONDS = 2.0
+# How often, once the shell has exited, to look for processes left in its group.
+_GROUP_POLL = 0.05
 
 
 class BashTool(Tool):
@@ -79,21 +81,23 @@ class BashTool(Tool):
         reader = threading.Thread(target=capture.run, name="awl-bash-reader", daemon=True)
         reader.start()
         deadline = time.monotonic() + timeout
-        timed_out = background = False
+        timed_out = background = detached = False
         try:
             try:
                 proc.wait(timeout=timeout)
                 # Background children may hold the pipe open after the shell
                 # exits; they are in the group, so the same deadline bounds them.
-                reader.join(timeout=max(0.0, deadline - time.monotonic()))
-                timed_out = background = reader.is_alive()
+                detached = _wait_for_group(proc.pid, reader, deadline)
+                timed_out = background = reader.is_alive() and not detached
             except subprocess.TimeoutExpired:
                 timed_out = True
         finally:
             # Also reached on KeyboardInterrupt: never leave the command running.
             if timed_out or proc.poll() is None or reader.is_alive():
                 _kill_group(proc)
-            reader.join(timeout=_DRAIN_SECONDS)
+            # Nothing left in the group to kill: a detached holder would only
+            # make the drain wait its full time.
+            reader.join(timeout=0.0 if detached else _DRAIN_SECONDS)
             if not reader.is_alive():
                 proc.stdout.close()
             # else: a process that left the group (setsid) still holds the pipe;
@@ -101,7 +105,13 @@ class BashTool(Tool):
             proc.wait()
         text = capture.text(self.max_output)
         notes: list[str] = []
-        if background:
+        if detached:
+            notes.append(
+                f"[exit status {proc.returncode}; a process that left the command's process "
+                "group (setsid, a daemon) still holds the output; it was left running and its "
+                "output is not read]"
+            )
+        elif background:
             notes.append(
                 f"[exit status {proc.returncode}; background processes still holding the output "
                 f"after {timeout:g} s were killed]"
@@ -163,6 +173,28 @@ class _Capture:
         # approximate for binary output (a replacement character is 3 bytes).
         cut = max(0, self.total - len(head.encode()) - len(tail.encode()))
         return f"{head}\n[... output cut: {cut} of {self.total} bytes not shown ...]\n{tail}"
+
+
+def _wait_for_group(pgid: int, reader: threading.Thread, deadline: float) -> bool:
+    """After the shell has exited, wait until its output ends or ``deadline``.
+
+    Returns True early when the pipe is still open but no process is left in
+    the command's group: whatever holds it left the group (``setsid``, a
+    daemon), the deadline would not end it and a kill of the group would not
+    reach it.
+    """
+    while True:
+        reader.join(timeout=max(0.0, min(_GROUP_POLL, deadline - time.monotonic())))
+        if not reader.is_alive() or time.monotonic() >= deadline:
+            return False
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            # The group is empty; give the pipe a last moment to drain.
+            reader.join(timeout=_GROUP_POLL)
+            return reader.is_alive()
+        except PermissionError:
+            pass  # someone else's process took the id: treat the group as alive
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
