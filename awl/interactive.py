@@ -112,7 +112,9 @@ def _run_with_cancel(agent: Agent, prompt: str, sink: TerminalSink) -> TurnResul
     def on_tool(use: ToolUse, output: ToolOutput) -> None:
         sink.end()
         head = output.content if len(output.content) < 2000 else output.content[:2000] + " …"
-        sys.stdout.write(f"[{use.name}{' error' if output.is_error else ''}]\n{head}\n")
+        name = visible(use.name, one_line=True)
+        # A command's output may hold escape sequences (a file it printed).
+        sys.stdout.write(f"[{name}{' error' if output.is_error else ''}]\n{visible(head)}\n")
         sys.stdout.flush()
 
     def work() -> None:

@@ -6,6 +6,7 @@ Every scenario's log is checked field by field against docs/format.md by
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -25,6 +26,7 @@ from awl.agent import (
     INTERRUPTED_RESULT,
     SYSTEM_PROMPT,
     Agent,
+    TerminalSink,
     open_session,
     open_tool_uses,
 )
@@ -838,6 +840,17 @@ def test_cancel_mid_stream_keeps_what_arrived(
     cancelled = log.entries[2]["message"]
     assert cancelled["content"] == [{"type": "text", "text": "one "}]
     assert cancelled["stopReason"] == "error"
+
+
+def test_terminal_sink_escapes_control_characters_across_deltas() -> None:
+    out = io.StringIO()
+    sink = TerminalSink(out)
+    for delta in ["a\x1b[2J", "b\r", "\nc\r", "d\x07\r"]:
+        sink.text(delta)
+    sink.tool_use("ba\x1bsh")
+    sink.end()
+    # CRLF is kept even when a delta ends between its two characters.
+    assert out.getvalue() == "a\\x1b[2Jb\r\nc\\rd\\x07\\r\n[calling ba\\x1bsh]\n"
 
 
 # ── a round of several calls: each result saved as its call ends ──

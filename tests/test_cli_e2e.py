@@ -6,6 +6,7 @@ Each scenario's log is then checked field by field with :func:`check_log`.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import re
@@ -228,6 +229,28 @@ def test_converse_tool_model_session_help_quit(term: Any, root: Path, project: P
     assert texts(e[7]["message"]) == "after the switch"
     assert (e[8]["message"]["provider"], e[8]["message"]["model"]) == ("offline", "other")
     assert texts(e[8]["message"]) == "You said: after the switch"
+
+
+def test_escape_sequences_from_a_tool_or_the_model_never_reach_the_terminal(
+    term: Any, root: Path, project: Path
+) -> None:
+    """A file holding escape sequences, printed by a command: its output and
+    the reply quoting it are shown escaped, live, as `awl show` shows them."""
+    (project / "evil.txt").write_bytes(b"title\x1b]0;pwned\x07 clear\x1b[2J end\n")
+    t = term()
+    raw = io.StringIO()
+    t.child.logfile_read = raw
+    t.line("run: cat evil.txt")
+    shown = "title\\x1b]0;pwned\\x07 clear\\x1b[2J end"
+    t.expect(f"[bash]\n{shown}\n")
+    t.expect(f"The tool returned:\n{shown}")
+    t.quit()
+    assert "\x1b]0;pwned" not in raw.getvalue() and "\x1b[2J" not in raw.getvalue()
+    # Stored as it came: only the display escapes it.
+    log = one_log(root, project)
+    assert log.branch[3]["message"]["content"][0]["content"] == (
+        "title\x1b]0;pwned\x07 clear\x1b[2J end"
+    )
 
 
 def test_failed_model_switch_keeps_the_previous_model(term: Any, root: Path, project: Path) -> None:
