@@ -231,28 +231,22 @@ class Agent:
         once MAX_REPLACED such messages are on the branch, all of them as one in
         their place (so that the round's message can always replace them)."""
         if saved.messages == MAX_REPLACED:
-            with contextlib.suppress(ValueError):  # see _save_round
-                self._append(storable(Message("user", list(results))), replacing=saved.messages)
-                saved.messages, saved.results = 1, len(results)
-                return
-        self._append(storable(Message("user", list(results[saved.results :]))))
-        saved.messages += 1
+            self._append(storable(Message("user", list(results))), replacing=saved.messages)
+            saved.messages = 1
+        else:
+            self._append(storable(Message("user", list(results[saved.results :]))))
+            saved.messages += 1
         saved.results = len(results)
 
     def _save_round(self, results: list[ToolResult], saved: _Saved) -> None:
-        """Save a round's message in place of its results saved so far."""
+        """Save a round's message in place of its results saved so far.
+
+        They were all appended by this session, at most MAX_REPLACED of them,
+        which is all ``append_message`` asks of what it replaces.
+        """
         # Not the user's own prompt: bytes they typed that are not UTF-8
         # are refused, for them to see; a tool's output is kept.
-        if saved.messages:
-            try:
-                self._append(storable(Message("user", list(results))), replacing=saved.messages)
-                return
-            except ValueError:
-                # They cannot be replaced (the session was re-derived from
-                # the log meanwhile): the rest follows them, which the
-                # providers send as one message.
-                results = results[saved.results :]
-        self._append(storable(Message("user", list(results))))
+        self._append(storable(Message("user", list(results))), replacing=saved.messages)
 
     def _append(self, message: Message, *, replacing: int = 0) -> None:
         self.manager.append_message(

@@ -902,7 +902,7 @@ def test_a_round_of_calls_is_saved_call_by_call_then_as_one_message(
     assert [b["toolUseId"] for b in round_message] == [cid for cid, _ in uses]
     # The results saved call by call stay in the log, off the branch.
     replaced = log.replaced()
-    assert replaced and all(_only_tool_results(e) for e in replaced)
+    assert replaced and all(_only_results(e) for e in replaced)
     saved = [b["toolUseId"] for e in replaced for b in e["message"]["content"]]
     assert set(saved) == {cid for cid, _ in uses[:-1]}
 
@@ -917,11 +917,6 @@ def test_a_round_of_calls_is_saved_call_by_call_then_as_one_message(
     (info,) = list_sessions(project)
     assert info.message_count == 5
     assert verify_log(log.path).ok
-
-
-def _only_tool_results(entry: dict[str, Any]) -> bool:
-    content = entry["message"]["content"]
-    return entry["message"]["role"] == "user" and all(b["type"] == "toolResult" for b in content)
 
 
 def test_a_round_cut_short_is_answered_after_its_saved_results(

@@ -157,26 +157,13 @@ def test_request_maps_system_tools_history_and_tool_results(
             "role": "assistant",
             "content": "Looking.",
             "tool_calls": [
-                {
-                    "id": "call_1",
-                    "type": "function",
-                    "function": {"name": "bash", "arguments": '{"command": "ls"}'},
-                },
-                {
-                    "id": "call_2",
-                    "type": "function",
-                    "function": {"name": "read", "arguments": "{}"},
-                },
-                {
-                    "id": "call_3",
-                    "type": "function",
-                    "function": {"name": "bash", "arguments": "{}"},
-                },
-                {
-                    "id": "call_4",
-                    "type": "function",
-                    "function": {"name": "bash", "arguments": "{}"},
-                },
+                {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+                for cid, name, args in [
+                    ("call_1", "bash", '{"command": "ls"}'),
+                    ("call_2", "read", "{}"),
+                    ("call_3", "bash", "{}"),
+                    ("call_4", "bash", "{}"),
+                ]
             ],
         },
         {"role": "tool", "tool_call_id": "call_1", "content": "a.txt"},

@@ -22,20 +22,18 @@ _LINE_BYTES = 4 * MAX_LINE_CHARS + 4
 _SKIP_CHUNK = 1 << 16
 
 
-def _bounded_lines(f: BinaryIO) -> Iterator[tuple[bytes, bool]]:
-    """Each line of ``f`` as (its first _LINE_BYTES bytes, whether it was longer).
+def _bounded_lines(f: BinaryIO) -> Iterator[bytes]:
+    """The first _LINE_BYTES bytes of each line of ``f``.
 
     The rest of a long line is read and dropped in chunks: a minified bundle
     or a one-line log of gigabytes is never held in memory whole.
     """
     while head := f.readline(_LINE_BYTES):
-        cut = False
         if not head.endswith(b"\n") and len(head) == _LINE_BYTES:
             while rest := f.readline(_SKIP_CHUNK):
-                cut = cut or rest not in (b"\n", b"\r\n")
                 if rest.endswith(b"\n"):
                     break
-        yield head, cut
+        yield head
 
 
 class ReadTool(Tool):
@@ -75,14 +73,14 @@ class ReadTool(Tool):
                 raise ToolError(f"{path} looks like a binary file (it contains NUL bytes)")
             f.seek(0)
             # Lines are read lazily: a window into a huge log costs only the window.
-            for number, (raw, cut) in enumerate(_bounded_lines(f), start=1):
+            for number, raw in enumerate(_bounded_lines(f), start=1):
                 if number < offset:
                     continue
                 if len(lines) == limit:
                     more = True
                     break
                 line = raw.decode("utf-8", "replace").rstrip("\r\n")
-                if cut or len(line) > MAX_LINE_CHARS:
+                if len(line) > MAX_LINE_CHARS:
                     line = line[:MAX_LINE_CHARS] + f" [... line cut at {MAX_LINE_CHARS} chars]"
                 lines.append(f"{number:6}\t{line}")
         if not lines:
