@@ -524,6 +524,8 @@ def reindex(
         )
         bar.__enter__()
 
+    out = sys.stdout
+
     def on_result(r: Any) -> None:
         if bar is not None and r.path in before:
             done["files"] += 1
@@ -533,7 +535,11 @@ def reindex(
             for text in describe(r, dry_run=dry_run):
                 if bar is not None:
                     err.write("\n")
-                click.echo(text)
+                # Through the stream's own buffering (a line at a time on a
+                # terminal): click.echo flushes every line, and with a line
+                # for nearly every log that was 20 ms of CPU on a 2,000-log
+                # store, taken from the workers on a two-core machine.
+                out.write(text + "\n")
 
     try:
         results, summary = run(

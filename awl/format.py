@@ -38,10 +38,17 @@ STOP_REASONS: tuple[StopReason, ...] = ("stop", "length", "toolUse", "error")
 # ── ids and timestamps ──
 
 
+_second: tuple[int, str] = (-1, "")  # the last second formatted: strftime is most of the cost
+
+
 def format_timestamp(t: float | None = None) -> str:
     """ISO 8601 UTC with milliseconds and ``Z``: ``2026-04-25T17:40:15.990Z``."""
+    global _second
     ms = int((time.time() if t is None else t) * 1000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
+    sec, cached = ms // 1000, _second  # one read: another thread may replace it
+    if cached[0] != sec:
+        cached = _second = (sec, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec)))
+    return f"{cached[1]}.{ms % 1000:03d}Z"
 
 
 _last_uuid = 0

@@ -698,15 +698,16 @@ class SessionManager:
         self._entry_count = len(tree)
         rec = index.records
         kinds = rec["kind"]
-        cps = np.flatnonzero(kinds == scanner.KIND_CHECKPOINT)
         if cp is not None:
             checkpoint, cp_len = cp
             self._cp_offset = checkpoint.offset
             self._cp_end = checkpoint.offset + cp_len + 1
             self._cp_bytes = checkpoint.checkpoint_bytes + cp_len + 1
-        elif len(cps):
+        else:
             # Checkpoints that were not usable still count against the budget.
-            self._cp_bytes = int(rec["length"][cps].sum()) + len(cps)
+            cps = np.flatnonzero(kinds == scanner.KIND_CHECKPOINT)
+            if len(cps):
+                self._cp_bytes = int(rec["length"][cps].sum()) + len(cps)
         if not len(tree):
             self._nodes_since_cp = 0
             return
@@ -721,8 +722,11 @@ class SessionManager:
             pos = tree.pos_of(cp[0].leaf_id)
             if pos is not None:
                 cp_row = int(tree.rows[pos])
-        after = cp[0].offset if cp is not None else -1
-        self._nodes_since_cp = int(np.count_nonzero(rec["offset"][tree.rows] > after))
+        self._nodes_since_cp = (
+            int(np.count_nonzero(rec["offset"][tree.rows] > cp[0].offset))
+            if cp is not None
+            else len(tree)
+        )
         on_branch_cp = cp is not None and cp_row >= 0 and bool(np.any(branch_rows == cp_row))
         # Active model: the last user message on the branch, else the
         # checkpoint's, else the header's.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import orjson
 import pytest
 from hypothesis import given, settings
@@ -295,6 +297,17 @@ def test_thinking_streams_appends() -> None:
     t.append("d")
     assert t.text == "abcd"
     assert Message("assistant", [t, Text("x")]).text() == "x"
+
+
+@settings(max_examples=300)
+@given(st.lists(st.integers(min_value=0, max_value=4_102_444_800_000), min_size=1, max_size=8))
+def test_format_timestamp_keeps_each_second_right(times_ms: list[int]) -> None:
+    # The formatted second is remembered between calls: moving on, back, or
+    # staying within one second must each give the time asked for.
+    for t in [ms / 1000 for ms in times_ms + times_ms[::-1]]:
+        ms = int(t * 1000)  # as format_timestamp rounds (down)
+        want = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
+        assert format_timestamp(t) == want
 
 
 def test_ids_and_timestamps() -> None:
