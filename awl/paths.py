@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import re
 from pathlib import Path
@@ -69,6 +68,8 @@ def encode_cwd(cwd: str | os.PathLike[str]) -> str:
     text = os.path.abspath(os.fspath(cwd))
     name = "--" + text.lstrip("/").replace("/", "-") + "--"
     if len(name.encode("utf-8", "surrogateescape")) > _MAX_DIR_NAME:
+        import hashlib  # here: its OpenSSL binding is 3 ms of every start-up
+
         digest = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
         head = name.encode("utf-8", "surrogateescape")[: _MAX_DIR_NAME - 20]
         name = head.decode("utf-8", "ignore") + "-" + digest + "--"
@@ -114,6 +115,8 @@ def index_cache_path(log: str | os.PathLike[str], real: bytes | None = None) -> 
 
     ``real`` is :func:`real_log_path` of the log, when the caller has it.
     """
+    import hashlib  # imported by the index anyway; not by a listing
+
     text = real_log_path(log) if real is None else real
     return index_cache_dir() / (hashlib.sha256(text).hexdigest()[:32] + ".idx")
 

@@ -81,6 +81,8 @@ def test_light_commands_import_no_sdk(
     # Listing reads headers and checkpoints (awl.listing): nothing of the index.
     # --version asks the compiled module itself which scanner runs.
     assert not modules & {"numpy", "cffi", "awl.manager", "awl.index", "awl.scanner"}
+    # hashlib loads OpenSSL (3 ms): only a cache file's name, or a very long cwd, needs it.
+    assert "hashlib" not in modules
 
 
 def test_listing_a_checkpointed_log_imports_no_numpy(
