@@ -235,6 +235,12 @@ class _Main(click.Group):
                 sys.stdout = real
 
 
+# What a bare --resume gives: no argument can hold a NUL byte, so an empty
+# --resume '' (a script's unset variable) is told apart and refused, instead
+# of quietly continuing the most recent session.
+_MOST_RECENT = "\0"
+
+
 @click.group(
     cls=_Main,
     invoke_without_command=True,
@@ -244,7 +250,7 @@ class _Main(click.Group):
     "--resume",
     "resume",
     is_flag=False,
-    flag_value="",
+    flag_value=_MOST_RECENT,
     default=None,
     metavar="[ID]",
     help="Resume the most recent session of this directory, or the one with this id or prefix.",
@@ -300,6 +306,8 @@ def main(
                 usage=True,
             )
         return
+    if resume == "":
+        fail("--resume needs an id or prefix, not an empty string", usage=True)
     refuse_bad_environment()
     here = current_dir()
     from . import agent
@@ -321,7 +329,7 @@ def main(
     try:
         code = agent.run_cli(
             cwd=here,
-            resume=resume,
+            resume="" if resume == _MOST_RECENT else resume,
             prompt=prompt,
             provider=provider,
             model=model,

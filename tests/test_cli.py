@@ -767,6 +767,24 @@ def test_session_options_before_a_command_are_refused(
     assert snapshot(root) == before
 
 
+@pytest.mark.parametrize("given", [["--resume", ""], ["--resume="]], ids=" ".join)
+def test_an_empty_resume_id_is_refused_not_taken_for_the_most_recent(
+    store: dict[str, Path], root: Path, given: list[str]
+) -> None:
+    """A script's ``awl --resume "$ID"`` with ID unset must not continue another session."""
+    before = snapshot(root)
+    res = cli(*given, "--provider", "offline", "-p", "x")
+    assert (res.exit_code, res.stdout) == (2, ""), res.output
+    assert res.stderr.splitlines()[-1] == (
+        "Error: --resume needs an id or prefix, not an empty string"
+    )
+    assert snapshot(root) == before
+    # Control: without a value it is the most recent session (C), continued.
+    res = cli("--resume", "--provider", "offline", "-p", "x")
+    assert res.exit_code == 0, res.output
+    assert store["C"].stat().st_size > len(before[str(store["C"].relative_to(root))])
+
+
 def test_visible_keeps_crlf_line_ends_and_escapes_a_lone_carriage_return() -> None:
     """Tool output with CRLF line ends reads as it is; a lone CR (which would
     overwrite the line on a terminal) and escapes are shown."""
