@@ -114,6 +114,14 @@ def test_bash_reports_exit_status(tmp_path: Path) -> None:
 
 def test_bash_no_output(tmp_path: Path) -> None:
     assert bash("true", tmp_path).content == "(no output)"
+    assert bash("printf '\\n\\r\\n'", tmp_path).content == "(only empty lines)"
+
+
+def test_bash_drops_the_last_line_end_lf_or_crlf_and_keeps_the_rest(tmp_path: Path) -> None:
+    assert bash("printf 'a\\r\\nb\\r\\n\\r\\n'", tmp_path).content == "a\r\nb"
+    assert bash("printf 'a\\r\\nb\\r\\n'; exit 3", tmp_path).content == "a\r\nb\n[exit status 3]"
+    # A carriage return that ends no line is the command's output (a progress bar).
+    assert bash("printf '50%%\\r100%%\\r'", tmp_path).content == "50%\r100%\r"
 
 
 def test_bash_stdin_is_devnull(tmp_path: Path) -> None:

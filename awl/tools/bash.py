@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -18,6 +19,7 @@ MAX_TIMEOUT = 24 * 3600.0
 """The longest timeout a command may be given (a day); more, inf and NaN are refused."""
 DEFAULT_MAX_OUTPUT = 30_000
 _READ_SIZE = 65536
+_LINE_ENDS = re.compile(r"(?:\r?\n)+\Z")  # trailing line ends, LF or CRLF
 # After the kill, how long to wait for the pipe to drain: a process that left
 # the group (setsid) could hold it open for ever.
 _DRAIN_SECONDS = 2.0
@@ -122,9 +124,13 @@ class BashTool(Tool):
             notes.append(f"[killed by signal {-proc.returncode}]")
         elif proc.returncode != 0:
             notes.append(f"[exit status {proc.returncode}]")
+        # The last line's ending, LF or CRLF (Windows tools, some CLIs), is not
+        # output; a carriage return that ends no line (a progress bar) is.
+        printed = bool(text)
+        text = _LINE_ENDS.sub("", text)
         if not text and not notes:
-            text = "(no output)"
-        body = "\n".join(part for part in (text.rstrip("\n"), *notes) if part)
+            text = "(only empty lines)" if printed else "(no output)"
+        body = "\n".join(part for part in (text, *notes) if part)
         return ToolOutput(body, is_error=timed_out)
 
 
