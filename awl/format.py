@@ -38,7 +38,8 @@ STOP_REASONS: tuple[StopReason, ...] = ("stop", "length", "toolUse", "error")
 # ── ids and timestamps ──
 
 
-_second: tuple[int, str] = (-1, "")  # the last second formatted: strftime is most of the cost
+# The last second formatted (strftime is most of the cost); None is no second.
+_second: tuple[int | None, str] = (None, "")
 
 
 def format_timestamp(t: float | None = None) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import orjson
@@ -299,8 +301,24 @@ def test_thinking_streams_appends() -> None:
     assert Message("assistant", [t, Text("x")]).text() == "x"
 
 
+def test_format_timestamp_right_from_the_first_call_of_a_process() -> None:
+    # The remembered second starts as no second: a time in [-1, 0) (a file's
+    # mtime can be anything) once came out as ".500Z".
+    code = "from awl.format import format_timestamp as f; print(f(-0.5), f(0.25))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out == ["1969-12-31T23:59:59.500Z", "1970-01-01T00:00:00.250Z"]
+
+
 @settings(max_examples=300)
-@given(st.lists(st.integers(min_value=0, max_value=4_102_444_800_000), min_size=1, max_size=8))
+@given(
+    st.lists(
+        st.integers(min_value=-2_208_988_800_000, max_value=4_102_444_800_000),
+        min_size=1,
+        max_size=8,
+    )
+)
 def test_format_timestamp_keeps_each_second_right(times_ms: list[int]) -> None:
     # The formatted second is remembered between calls: moving on, back, or
     # staying within one second must each give the time asked for.

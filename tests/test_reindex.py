@@ -602,6 +602,34 @@ def test_cli_text_output(
     assert "[" not in res.output.replace(str(tmp_path), "")  # no progress bar off a terminal
 
 
+def test_cli_reports_each_log_before_reindexing_the_next(
+    root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each log's lines are flushed before the next log is touched, so that a pipe
+    keeps step with the progress bar and a run killed midway has reported every
+    repair it made (standard output is block-buffered on a pipe)."""
+    import awl.reindex
+
+    monkeypatch.chdir(project)
+    folder = project_dir(project, root)
+    logs = [hand_log(folder, n, project, chain(3), tail=TORN) for n in (1, 2, 3)]
+    flushed: dict[str, bytes] = {}
+    real = awl.reindex.reindex_file
+
+    def reindex_file(path: Any, **kw: Any) -> Any:
+        # What has reached the stream beneath sys.stdout (CliRunner's bytes).
+        flushed[os.fspath(path)] = sys.stdout.buffer.getvalue()
+        return real(path, **kw)
+
+    monkeypatch.setattr(awl.reindex, "reindex_file", reindex_file)
+    res = run_cli("--jobs", "1", *map(str, logs))
+    assert res.exit_code == 0, res.output
+    repaired = [f"{p}: move a torn last line ({len(TORN)} bytes) to .corrupt" for p in logs]
+    assert [ln for ln in res.output.splitlines() if "torn" in ln] == repaired
+    for k, p in enumerate(logs):  # logs go largest first; these are the same size: by name
+        assert flushed[str(p)].decode().count("move a torn last line") == k, flushed
+
+
 def test_cli_dry_run(
     tmp_path: Path, root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import stat
 import time
@@ -11,6 +12,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from awl.providers import ToolSpec
 from awl.tools import (
@@ -24,6 +27,7 @@ from awl.tools import (
     run_tool,
     tool_specs,
 )
+from awl.tools.bash import _without_line_ends
 
 
 def j(**kw: Any) -> str:
@@ -115,6 +119,13 @@ def test_bash_reports_exit_status(tmp_path: Path) -> None:
 def test_bash_no_output(tmp_path: Path) -> None:
     assert bash("true", tmp_path).content == "(no output)"
     assert bash("printf '\\n\\r\\n'", tmp_path).content == "(only empty lines)"
+
+
+@given(st.text(alphabet="ab\r\n", max_size=12))
+def test_bash_line_end_stripping_matches_its_definition(text: str) -> None:
+    # The definition, as a regex; the tool loops from the end instead, as this
+    # regex is tried from every position of a long run of empty lines.
+    assert _without_line_ends(text) == re.sub(r"(?:\r?\n)+\Z", "", text)
 
 
 def test_bash_drops_the_last_line_end_lf_or_crlf_and_keeps_the_rest(tmp_path: Path) -> None:

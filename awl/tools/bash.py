@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 import subprocess
 import threading
@@ -19,7 +18,6 @@ MAX_TIMEOUT = 24 * 3600.0
 """The longest timeout a command may be given (a day); more, inf and NaN are refused."""
 DEFAULT_MAX_OUTPUT = 30_000
 _READ_SIZE = 65536
-_LINE_ENDS = re.compile(r"(?:\r?\n)+\Z")  # trailing line ends, LF or CRLF
 # After the kill, how long to wait for the pipe to drain: a process that left
 # the group (setsid) could hold it open for ever.
 _DRAIN_SECONDS = 2.0
@@ -127,11 +125,21 @@ class BashTool(Tool):
         # The last line's ending, LF or CRLF (Windows tools, some CLIs), is not
         # output; a carriage return that ends no line (a progress bar) is.
         printed = bool(text)
-        text = _LINE_ENDS.sub("", text)
+        text = _without_line_ends(text)
         if not text and not notes:
             text = "(only empty lines)" if printed else "(no output)"
         body = "\n".join(part for part in (text, *notes) if part)
         return ToolOutput(body, is_error=timed_out)
+
+
+def _without_line_ends(text: str) -> str:
+    """``text`` without its trailing line ends, LF or CRLF (a lone CR stays: a
+    progress bar's).  A loop from the end: a regex anchored at the end is
+    tried from every position of a long run of empty lines."""
+    end = len(text)
+    while end and text[end - 1] == "\n":
+        end -= 2 if end > 1 and text[end - 2] == "\r" else 1
+    return text[:end]
 
 
 class _Capture:
