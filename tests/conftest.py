@@ -36,6 +36,15 @@ def index_cache_for_every_log(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWL_INDEX_CACHE_MIN", "0")
 
 
+@pytest.fixture(autouse=True)
+def buffered_like_a_user(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Child processes run with Python's usual buffering, as a user's awl does:
+    a PYTHONUNBUFFERED=1 in the environment of the test run would hide every
+    line that a buffered stream holds back.  Tests that need it (a terminal
+    read byte by byte) set it themselves."""
+    monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)
+
+
 @pytest.fixture(params=["renameat2", "link"])
 def rename_impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """A new log goes into place by renameat2, or, where that is missing, by
