@@ -561,6 +561,7 @@ def reindex(
             creations=creations,
             prune=all_projects,
             failed=unlisted,
+            sizes=before,
         )
     finally:
         if bar is not None:

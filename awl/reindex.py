@@ -20,7 +20,7 @@ import fcntl
 import os
 import stat
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -470,6 +470,7 @@ def reindex(
     creations: Sequence[tuple[str | os.PathLike[str], str | os.PathLike[str]]] = (),
     prune: bool = False,
     failed: Sequence[FileResult] = (),
+    sizes: Mapping[str, int] | None = None,
 ) -> tuple[list[FileResult], Summary]:
     """Reindex many logs, largest first, across ``jobs`` processes (default: the cores).
 
@@ -477,9 +478,11 @@ def reindex(
     log recovered from one is reindexed with the rest.  With ``prune``, stale
     index cache files (:func:`prune_caches`) are removed last, once the logs'
     own caches are up to date.  ``failed`` (folders :func:`session_paths`
-    could not list) are reported first, as errors.
+    could not list) are reported first, as errors.  ``sizes`` is
+    :func:`one_name_each` of ``paths`` when the caller has it already (a
+    progress bar needs it first): a store is not stat'ed twice.
     """
-    sizes = one_name_each(paths)
+    sizes = dict(sizes) if sizes is not None else one_name_each(paths)
     results: list[FileResult] = []
     summary = Summary()
     recovered: dict[str, str] = {}

@@ -630,6 +630,30 @@ def test_cli_reports_each_log_before_reindexing_the_next(
         assert flushed[str(p)].decode().count("move a torn last line") == k, flushed
 
 
+def test_cli_sizes_the_store_once(
+    root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sizes the progress bar counts are the run's own: a store of thousands
+    of logs (on a network file system, a stat each) is not stat'ed twice."""
+    import awl.reindex
+
+    monkeypatch.chdir(project)
+    folder = project_dir(project, root)
+    logs = [hand_log(folder, n, project, chain(3), tail=TORN) for n in (1, 2)]
+    calls: list[list[str]] = []
+    real = awl.reindex.one_name_each
+
+    def one_name_each(paths: Any) -> dict[str, int]:
+        calls.append(sorted(map(os.fspath, paths)))
+        return real(paths)
+
+    monkeypatch.setattr(awl.reindex, "one_name_each", one_name_each)
+    res = run_cli("--jobs", "1")
+    assert res.exit_code == 0, res.output
+    assert calls == [sorted(map(str, logs))]
+    assert "2 files" in res.output.splitlines()[-1]
+
+
 def test_cli_dry_run(
     tmp_path: Path, root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
