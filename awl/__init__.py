@@ -2,8 +2,8 @@
 
 The public API is re-exported here; everything else lives in modules named
 for what they hold (``awl.format``, ``awl.manager``, ``awl.index`` ...).
-:class:`SessionManager` is imported on first use: it brings numpy and the
-index, which ``awl sessions`` and ``awl --help`` do not need.
+:class:`SessionManager` and :class:`SessionInfo` are imported on first use:
+importing ``awl`` needs only the standard library.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from .errors import (
     SessionNotFound,
     SessionWriteError,
 )
-from .listing import SessionInfo
 
 if _typing.TYPE_CHECKING:
+    from .listing import SessionInfo
     from .manager import SessionManager
 
 __version__ = "0.1.0"
@@ -59,12 +59,22 @@ __all__ = [
 
 
 def __getattr__(name: str) -> _typing.Any:
+    # Imported on first use: importing awl itself needs nothing but the
+    # standard library, so that the entry point (awl.__main__) can name a
+    # missing dependency in one line.
+    value: object
     if name == "SessionManager":
         from .manager import SessionManager
 
-        globals()[name] = SessionManager
-        return SessionManager
-    raise AttributeError(f"module 'awl' has no attribute {name!r}")
+        value = SessionManager
+    elif name == "SessionInfo":
+        from .listing import SessionInfo
+
+        value = SessionInfo
+    else:
+        raise AttributeError(f"module 'awl' has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:

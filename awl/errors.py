@@ -56,3 +56,20 @@ class AmbiguousSession(SessionError):
 
 class SessionWriteError(SessionError):
     """An append could not be written; the log holds no part of it."""
+
+
+# The distributions awl depends on, by the top-level name they are imported as.
+DEPENDENCIES = ("anthropic", "cffi", "click", "numpy", "openai", "orjson", "prompt_toolkit")
+
+
+def missing_dependency(exc: ImportError) -> str | None:
+    """The one line for a dependency of awl that cannot be imported, or None when
+    ``exc`` is about another module.  Only a broken environment gets here: a
+    package removed after awl was installed, or an install that skipped them."""
+    top = (exc.name or "").split(".")[0]
+    if top not in DEPENDENCIES:
+        return None
+    return (
+        f"the Python package {top!r} is missing from this environment, and awl needs it; "
+        "reinstall awl (pip install --force-reinstall awl, or pipx reinstall awl)"
+    )

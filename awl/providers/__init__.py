@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+from awl.errors import missing_dependency
 from awl.providers.base import (
     CANCELLED,
     InvalidBaseURL,
@@ -82,6 +83,5 @@ def default_provider_name() -> str:
 
 
 def _missing_sdk(package: str, exc: ImportError) -> str:
-    return (
-        f"the {package} SDK is not installed ({exc}); install it with: pip install 'awl[providers]'"
-    )
+    # A dependency of awl: missing only from a broken environment.
+    return missing_dependency(exc) or f"the {package} SDK cannot be imported: {exc}"

@@ -1,0 +1,31 @@
+"""The ``awl`` command's entry point (also ``python -m awl``).
+
+Importing the ``awl`` package needs only the standard library, so a broken
+environment — a dependency removed or never installed beside awl — ends in
+one line naming the fix instead of a traceback, wherever the import happens
+(at start-up, or when a command first needs an SDK or the terminal UI).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from awl.errors import missing_dependency
+
+
+def main() -> None:
+    """Run the CLI; a missing dependency is one line on stderr and exit status 1."""
+    try:
+        from awl.cli import main as cli
+
+        cli()
+    except ModuleNotFoundError as exc:
+        line = missing_dependency(exc)
+        if line is None:
+            raise
+        sys.stderr.write(f"awl: {line}\n")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
