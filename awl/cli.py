@@ -391,6 +391,11 @@ def sessions(as_json: bool, all_projects: bool, long_format: bool) -> None:
         lines.extend(format_info(i, short[i.id], long_format, indent) for i in infos)
     if lines:
         click.echo("\n".join(lines))  # one write: a thousand echo calls add up
+    else:
+        # On stderr: a script reading stdout sees an empty listing, as before.
+        where = "under the session root" if all_projects else "for this directory"
+        hint = "" if all_projects else " (awl sessions --all lists every project's)"
+        click.echo(f"no sessions {where}{hint}", err=True)
 
 
 def format_info(info: SessionInfo, short: str, long_format: bool, indent: str = "") -> str:

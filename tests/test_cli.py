@@ -290,9 +290,20 @@ def test_sessions_lists_an_unreadable_log(store: dict[str, Path], root: Path, he
     assert bad.read_bytes() == data
 
 
-def test_sessions_none() -> None:
+def test_sessions_none_says_so_on_stderr_only() -> None:
     res = cli("sessions")
-    assert (res.exit_code, res.output) == (0, "")
+    assert (res.exit_code, res.stdout) == (0, "")
+    assert (
+        res.stderr == "no sessions for this directory (awl sessions --all lists every project's)\n"
+    )
+    res = cli("sessions", "--all")
+    assert (res.exit_code, res.stdout, res.stderr) == (
+        0,
+        "",
+        "no sessions under the session root\n",
+    )
+    res = cli("sessions", "--json")  # a script's listing: an empty array, nothing more
+    assert (res.exit_code, res.stdout, res.stderr) == (0, "[]\n", "")
 
 
 def test_sessions_real_process(store: dict[str, Path], here: Path) -> None:
