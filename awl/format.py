@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Container
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -28,6 +27,7 @@ from .conversation import (
     ToolUse,
 )
 from .errors import FormatError
+from .ids import ID_SPACE
 
 FORMAT_VERSION = 1
 CHECKPOINT_VERSION = 1
@@ -89,19 +89,6 @@ def _next_in_ms(value: int) -> int:
     rand_a, rand_b = (counter >> 62) & 0xFFF, counter & ((1 << 62) - 1)
     head = value >> 80 << 80
     return head | (0x7 << 76) | (rand_a << 64) | (0b10 << 62) | rand_b
-
-
-def new_entry_id(existing: Container[str] = ()) -> str:
-    """Eight lowercase hex characters from a CSPRNG, redrawn on a clash."""
-    while True:
-        candidate = os.urandom(4).hex()  # the CSPRNG secrets uses, without its import
-        if candidate not in existing:
-            return candidate
-
-
-def is_hex_id(value: str) -> bool:
-    """Whether ``value`` is an id of the form awl writes (8 lowercase hex)."""
-    return len(value) == 8 and all(c in "0123456789abcdef" for c in value)
 
 
 # ── on-disk types ──
@@ -244,6 +231,8 @@ class Checkpoint:
     recent: list[tuple[int, int, int, str]]
     checkpoint_bytes: int
     prev: int | None
+    # The id numbers no entry before it uses (see awl.ids); None: not recorded.
+    free_ids: tuple[int, int] | None = None
     version: int = CHECKPOINT_VERSION
 
     @property
@@ -352,6 +341,8 @@ def serialize_checkpoint(cp: Checkpoint) -> bytes:
         "checkpointBytes": cp.checkpoint_bytes,
         "prev": cp.prev,
     }
+    if cp.free_ids is not None:
+        obj["freeIds"] = list(cp.free_ids)
     return orjson.dumps(obj) + b"\n"
 
 
@@ -505,6 +496,16 @@ def parse_checkpoint(obj: dict[str, Any]) -> Checkpoint:
     leaf = obj.get("leafId")
     if leaf is not None and not isinstance(leaf, str):
         raise FormatError("checkpoint 'leafId' must be a string or null")
+    free_ids = obj.get("freeIds")
+    if free_ids is not None:
+        if (
+            type(free_ids) is not list
+            or len(free_ids) != 2
+            or not all(type(v) is int for v in free_ids)
+            or not 0 <= free_ids[0] <= free_ids[1] <= ID_SPACE
+        ):
+            raise FormatError("checkpoint 'freeIds' must be [lo, hi] with 0 <= lo <= hi <= 2**32")
+        free_ids = (free_ids[0], free_ids[1])
     g = obj.get
     strs: list[Any] = [g(k) for k in _CP_STRINGS]
     ints: list[Any] = [g(k) for k in _CP_COUNTS]
@@ -531,6 +532,7 @@ def parse_checkpoint(obj: dict[str, Any]) -> Checkpoint:
         recent=recent,
         checkpoint_bytes=checkpoint_bytes,
         prev=prev,
+        free_ids=free_ids,
     )
 
 

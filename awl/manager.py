@@ -62,7 +62,6 @@ from .format import (
     load_object,
     message_from_object,
     message_to_disk,
-    new_entry_id,
     parse_checkpoint,
     parse_header,
     parse_object,
@@ -73,6 +72,7 @@ from .format import (
     uuid7,
     whole_lines_from,
 )
+from .ids import IdPermutation, IdWindow
 from .index import (
     SLOW_KEY_BASE,
     LogIndex,
@@ -228,6 +228,9 @@ class SessionManager:
         self._cp_bytes = 0
         self._nodes_since_cp = 0
         self._cp_len_guess = 0  # length of the last checkpoint line built
+        # The id numbers still free (awl.ids): known from a new session, a
+        # checkpoint or the index; None until one of them is at hand.
+        self._ids: IdWindow | None = None
         self._broken = False  # a failed write left bytes that could not be removed
         self._closed = False
 
@@ -268,7 +271,9 @@ class SessionManager:
             model=model,
         )
         path = project_dir(header.cwd, session_dir) / session_file_name(now, sid)
-        return cls(path, header, read_only=False)
+        self = cls(path, header, read_only=False)
+        self._ids = IdWindow(IdPermutation(sid))  # nothing is used yet
+        return self
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, read_only: bool = False) -> SessionManager:
@@ -577,6 +582,7 @@ class SessionManager:
         "_model",
         "_first_prompt",
         "_last_activity",
+        "_ids",
     )
 
     def _derived(self) -> dict[str, Any]:
@@ -638,10 +644,11 @@ class SessionManager:
             )
 
         claimed = believed()
+        window = self._ids.bounds() if self._ids is not None else None
         saved = self._derived()
         try:
             # Fresh: a cache file is what verification must not trust.
-            index, _ = self._ensure_index(fresh=True)
+            index, tree = self._ensure_index(fresh=True)
             # What the derivation below sets only when the log has it.
             self._first_prompt = ""
             self._provider, self._model = self.header.provider, self.header.model
@@ -651,13 +658,21 @@ class SessionManager:
             row = int(np.searchsorted(index.records["offset"], saved["_cp_offset"]))
         finally:
             self._set_derived(saved)
-        if claimed == actual:
-            return None
         diffs = [
             f"{name} {c!r}, the log {a!r}"
             for name, c, a in zip(names, claimed, actual, strict=True)
             if c != a
         ]
+        if window is not None:
+            # Every id, those after the checkpoint included: the open moved the
+            # window past the ones it found there.
+            keys = tree.keys[tree.keys < SLOW_KEY_BASE]
+            numbers = IdPermutation(self.header.id).numbers_of(keys)
+            used = int(np.count_nonzero((numbers >= window[0]) & (numbers < window[1])))
+            if used:
+                diffs.append(f"ids {list(window)} are free, the log uses {used} of them")
+        if not diffs:
+            return None
         return row + 1, "the checkpoint says " + "; ".join(diffs) + " (a writer would copy it)"
 
     def _check_checkpoint(
@@ -691,6 +706,8 @@ class SessionManager:
         self._cp_offset = cp.offset
         self._cp_end = cp.offset + cp_len + 1
         self._cp_bytes = cp.checkpoint_bytes + cp_len + 1
+        if cp.free_ids is not None:
+            self._ids = IdWindow(IdPermutation(self.header.id), *cp.free_ids)
 
     def _state_from_index(self, cp: tuple[Checkpoint, int] | None) -> None:
         index, tree = self._ensure_index()
@@ -727,6 +744,11 @@ class SessionManager:
             if cp is not None
             else len(tree)
         )
+        if cp is not None and cp[0].free_ids is not None:
+            # The checkpoint's window, less the ids of the entries after it.
+            self._ids = IdWindow(IdPermutation(self.header.id), *cp[0].free_ids)
+            after = tree.keys[rec["offset"][tree.rows] > cp[0].offset]
+            self._ids.skip(after[after < SLOW_KEY_BASE].tolist())
         on_branch_cp = cp is not None and cp_row >= 0 and bool(np.any(branch_rows == cp_row))
         # Active model: the last user message on the branch, else the
         # checkpoint's, else the header's.
@@ -870,6 +892,7 @@ class SessionManager:
             self._first_prompt = ""
             self._provider, self._model = self.header.provider, self.header.model
             self._cp_offset, self._cp_end, self._cp_bytes = None, 0, 0
+            self._ids = None  # the checkpoint's window is no more believed than its leaf
             self.stats.mode = "index"
             self._state_from_index(None)
         return index, tree
@@ -1157,7 +1180,7 @@ class SessionManager:
             stamp_provider = provider or self._provider
             stamp_model = model or self._model
         entry = MessageEntry(
-            base=EntryBase(new_entry_id(self._id_container()), parent, format_timestamp()),
+            base=EntryBase(self._draw_id(), parent, format_timestamp()),
             message=disk,
             provider=stamp_provider,
             model=stamp_model,
@@ -1200,8 +1223,18 @@ class SessionManager:
                 raise ValueError(f"{eid} holds more than tool results")
         return self._recent[-replacing - 1][3]
 
-    def _id_container(self) -> _Ids:
-        return _Ids(self)
+    def _draw_id(self) -> str:
+        """A fresh entry id: from the free window, found from the index only when
+        no checkpoint recorded it (a log of an older awl or another tool) or it
+        is used up, both once in a long while."""
+        if self._ids is None or not len(self._ids):
+            self._ids = self._window_from_index()
+        return self._ids.draw()
+
+    def _window_from_index(self) -> IdWindow:
+        _, tree = self._ensure_index()
+        keys = tree.keys[tree.keys < SLOW_KEY_BASE]  # only hex ids can equal a drawn one
+        return IdWindow.around(IdPermutation(self.header.id), keys)
 
     def _check_writable(self) -> None:
         if self._closed:
@@ -1352,6 +1385,7 @@ class SessionManager:
             recent=self._recent[-RECENT:],
             checkpoint_bytes=self._cp_bytes,
             prev=self._cp_offset,
+            free_ids=self._free_ids(),
         )
         line = serialize_checkpoint(cp)
         self._cp_len_guess = len(line)
@@ -1362,6 +1396,13 @@ class SessionManager:
         if self._cp_bytes + len(line) > CHECKPOINT_BUDGET * (self._size + len(line)):
             return None
         return line
+
+    def _free_ids(self) -> tuple[int, int] | None:
+        """The window a checkpoint records: the one in use, else one found from an
+        index already in memory (a log opened through its index); None otherwise."""
+        if self._ids is None and self._index is not None:
+            self._ids = self._window_from_index()
+        return None if self._ids is None else self._ids.bounds()
 
     def _maybe_checkpoint(self, *, closing: bool) -> bool:
         if self.read_only or self._broken:
@@ -1457,6 +1498,25 @@ class SessionManager:
 
     # ── closing ──
 
+    def _cache_on_close(self) -> None:
+        """Save the index cache when that costs no pass over the log, or when the
+        next open needs an index anyway.
+
+        An index in memory (this process built or loaded it) is extended by
+        what was appended, and saved if it changed.  Without one, a log that
+        ends on a checkpoint opens without an index, so none is made: a
+        resume and quit of a large log stays as cheap as of a small one.  A
+        log with entries after its last checkpoint (the budget refused one)
+        is indexed now, as its next open would be.
+        """
+        if self._index is not None:
+            if self._index_dirty or self._index.size < self._size:
+                self._save_index()
+            return
+        if self._cp_offset is not None and not self._nodes_since_cp:
+            return
+        self._refresh_cache(trust_header=True)
+
     def close(self) -> None:
         """Write a final checkpoint and the index cache (writers), release the lock."""
         if self._closed:
@@ -1469,7 +1529,7 @@ class SessionManager:
                 with contextlib.suppress(SessionWriteError):
                     self._maybe_checkpoint(closing=True)
                 with contextlib.suppress(SessionError, OSError):
-                    self._refresh_cache(trust_header=True)
+                    self._cache_on_close()
         finally:
             self._index = None
             if self._mm is not None:
@@ -1499,24 +1559,6 @@ class SessionManager:
     def __repr__(self) -> str:
         mode = "read-only" if self.read_only else "writer"
         return f"<SessionManager {self.id} {mode} {self._path}>"
-
-
-class _Ids:
-    """The ids in use: the index's (when the file has entries) and this process's."""
-
-    def __init__(self, manager: SessionManager) -> None:
-        self._m = manager
-        self._tree: Tree | None = None
-
-    def __contains__(self, entry_id: object) -> bool:
-        m = self._m
-        if entry_id in m._appended:  # this process's ids, written or still pending
-            return True
-        if m._fd is None:
-            return False
-        if self._tree is None:
-            self._tree = m._ensure_index(current=False)[1]
-        return entry_id in self._tree
 
 
 _NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ETXTBSY)

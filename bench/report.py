@@ -283,6 +283,76 @@ def measure_writer(rep: Report, sizes: list[int], repeats: int, work: Path) -> N
     )
 
 
+class _Restored:
+    """A log put back as it was after each call: its bytes cut to the original size
+    and its mtime restored, so its index cache stays valid and no call sees the
+    growth (or the spent checkpoint budget) of the ones before."""
+
+    def __init__(self, path: Path) -> None:
+        st = path.stat()
+        self.path, self.size, self.times = path, st.st_size, (st.st_atime_ns, st.st_mtime_ns)
+
+    def __call__(self) -> None:
+        os.truncate(self.path, self.size)
+        os.utime(self.path, ns=self.times)
+
+
+def _resume_append_quit(path: Path, cache_home: Path) -> Callable[[], None]:
+    message = _gen.message_1k()
+
+    def run() -> None:
+        with _gen.awl_env(XDG_CACHE_HOME=cache_home):
+            m = SessionManager.open(path)
+            m.append_message(message)
+            m.close()
+            assert m.stats.cache == "none", m.stats  # neither loaded nor built
+
+    return run
+
+
+def measure_resume_append_quit(rep: Report, sizes: list[int], repeats: int, work: Path) -> None:
+    """Resume, first prompt and quit as ``awl --resume`` then a prompt then /quit:
+    a writer's open, one append, the close; largest vs smallest log, with and
+    without the index cache (a new machine, a cleaned cache folder)."""
+    if len(sizes) < 2:
+        return
+    for cached in (True, False):
+        cache_home = work / f"raq-cache-{cached}"
+        times: dict[str, list[float]] = {"small": [], "big": []}
+        runs: dict[str, tuple[Callable[[], None], _Restored]] = {}
+        labels = {}
+        for end, size in (("small", sizes[0]), ("big", sizes[-1])):
+            path = work / f"raq-{end}-{cached}.jsonl"
+            shutil.copyfile(_gen.generate(size, 0, checkpointed=True).path, path)
+            if cached:
+                # What awl reindex leaves.
+                with _gen.awl_env(XDG_CACHE_HOME=cache_home), SessionManager.open(path) as m:
+                    m.build_index()
+            runs[end] = (_resume_append_quit(path, cache_home), _Restored(path))
+            _gen.warm(path)
+            labels[end] = _gen.size_label(size)
+        for _ in range(repeats * 8):
+            for end, (run, restore) in runs.items():
+                t0 = time.perf_counter()
+                run()
+                times[end].append(time.perf_counter() - t0)
+                restore()
+        t_small = statistics.median(times["small"])
+        t_big = statistics.median(times["big"])
+        rep.add(
+            Row(
+                "resume, first append and quit (writer open, append 1 KB, close), "
+                f"{'with' if cached else 'without'} the index cache: largest vs smallest log",
+                f"{labels['big']} vs {labels['small']}",
+                fmt_time(t_big),
+                f"{labels['small']}: {fmt_time(t_small)}",
+                f"{fmt_ratio(t_big / t_small)} the time",
+                "≤ 1.5x",
+                t_big / t_small <= 1.5,
+            )
+        )
+
+
 def measure_cold(rep: Report, large: int, repeats: int, empty_cache: Path) -> None:
     """Cold open to ready of the large log without checkpoint or cache, vs naive."""
     log = _gen.generate(large, 0)
@@ -762,6 +832,7 @@ def main(argv: list[str] | None = None) -> int:
         measure_resume(rep, sizes, args.repeats, empty, large)
         if "writer" not in skip:
             measure_writer(rep, sizes, args.repeats, work)
+            measure_resume_append_quit(rep, sizes, args.repeats, work)
         if "conversation" not in skip:
             measure_conversation(rep, large, args.repeats, empty)
         if "first" not in skip:

@@ -40,6 +40,15 @@ def big_session(project: Path, root: Path, n: int = 80, size: int = 2000) -> Pat
     return m.path
 
 
+def with_cache(path: Path) -> Path:
+    """What ``awl reindex`` does to a log: a writer's open that saves its index cache
+    (a session's own close saves none when the log ends on its checkpoint)."""
+    with SessionManager.open(path) as m:
+        assert m.build_index()
+    assert index_cache_path(path).exists()
+    return path
+
+
 def checkpoints(path: Path) -> list[dict[str, Any]]:
     return [
         o for o in map(orjson.loads, path.read_bytes().splitlines()) if o["type"] == "checkpoint"
@@ -119,9 +128,8 @@ def test_streaming_a_conversation_keeps_nothing(project: Path, root: Path) -> No
         assert [x.text() for x in streamed] == [x.text() for x in conv]
 
 
-def test_rebuild_uses_the_cache_after_close(project: Path, root: Path) -> None:
-    path = big_session(project, root)
-    assert index_cache_path(path).exists()
+def test_rebuild_uses_the_cache_reindex_wrote(project: Path, root: Path) -> None:
+    path = with_cache(big_session(project, root))
     with SessionManager.open(path, read_only=True) as m:
         list(m.rebuild_conversation())
         assert m.stats.cache == "loaded"
@@ -130,7 +138,7 @@ def test_rebuild_uses_the_cache_after_close(project: Path, root: Path) -> None:
 
 @pytest.mark.parametrize("damage", ["delete", "garbage", "truncate", "other-log"])
 def test_bad_cache_is_never_trusted(project: Path, root: Path, damage: str) -> None:
-    path = big_session(project, root)
+    path = with_cache(big_session(project, root))
     cache = index_cache_path(path)
     if damage == "delete":
         cache.unlink()
@@ -139,7 +147,7 @@ def test_bad_cache_is_never_trusted(project: Path, root: Path, damage: str) -> N
     elif damage == "truncate":
         cache.write_bytes(cache.read_bytes()[:-40])
     else:
-        other = big_session(project, root, n=40)
+        other = with_cache(big_session(project, root, n=40))
         shutil.copy(index_cache_path(other), cache)
     with SessionManager.open(path, read_only=True) as m:
         assert state(m) == replay_state(path)
@@ -147,7 +155,7 @@ def test_bad_cache_is_never_trusted(project: Path, root: Path, damage: str) -> N
 
 
 def test_same_size_rewrite_in_place_is_detected(project: Path, root: Path) -> None:
-    path = big_session(project, root)
+    path = with_cache(big_session(project, root))
     st_before = path.stat()
     raw = path.read_bytes()
     # Rename one entry in the middle (and its child's parentId): same size,
@@ -346,6 +354,7 @@ def test_lines_outside_the_tree_after_the_leaf_keep_the_checkpoint_believed(
         ("lastActivity", "2099-01-01T00:00:00.000Z", "last activity"),
         ("model", "another-model", "active model"),
         ("entryCount", 1000, "entry count"),
+        ("freeIds", [0, 2**32], "ids"),  # would let a writer draw an id the log has
     ],
 )
 def test_verify_names_a_checkpoint_that_lies_consistently(
@@ -604,3 +613,118 @@ def test_checkpoint_plus_tail_equals_full_replay(
         with SessionManager.open(path, read_only=read_only) as r:
             assert state(r) == expect
             assert r.checkpoint_disagreement() is None
+
+
+# ── resume, first append and quit: no step reads the whole log ──
+
+LARGE = 20_000  # 2.4 MB: the 1% budget leaves room for a checkpoint at each close
+
+
+def _resume_append_quit(path: Path) -> tuple[str, str, str]:
+    with SessionManager.open(path) as m:
+        assert m.stats.mode == "checkpoint"
+        eid = m.append_message(Message("user", [Text("one more")]))
+        cache_after_append = m.stats.cache
+    return eid, cache_after_append, m.stats.cache
+
+
+@pytest.mark.parametrize("cached", [False, True], ids=["no-cache", "cache"])
+def test_resume_first_append_and_quit_never_index_the_log(
+    project: Path, root: Path, cached: bool
+) -> None:
+    """The id comes from the checkpoint's free window, and the close makes no
+    index: none is in memory, and the log ends on the checkpoint it writes."""
+    path = big_session(project, root, size=LARGE)
+    if cached:
+        with_cache(path)
+    cache = index_cache_path(path)
+    before = cache.read_bytes() if cached else None
+    ids_before = {
+        o["id"] for o in map(orjson.loads, path.read_bytes().splitlines()[1:]) if "id" in o
+    }
+    eid, after_append, after_close = _resume_append_quit(path)
+    assert (after_append, after_close) == ("none", "none")  # no cache read, no index built
+    assert eid not in ids_before
+    assert (cache.read_bytes() if cached else None) == before  # not rewritten, not made
+    with SessionManager.open(path, read_only=True) as m:
+        assert m.stats.mode == "checkpoint" and m.leaf_id == eid
+        if cached:
+            list(m.rebuild_conversation())
+            assert m.stats.cache == "extended"  # the old cache still serves, extended
+        assert state(m) == replay_state(path)
+    assert checkpoints(path)[-1]["freeIds"][0] > checkpoints(path)[-2]["freeIds"][0]
+
+
+def test_a_close_that_leaves_entries_after_the_last_checkpoint_saves_the_index(
+    project: Path, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The next open needs an index then: the close makes it, as that open would."""
+    path = big_session(project, root, size=LARGE)
+    monkeypatch.setattr(manager_mod, "CHECKPOINT_BUDGET", 0.0)  # no room for another one
+    with SessionManager.open(path) as m:
+        m.append_message(Message("user", [Text("after the last checkpoint")]))
+    assert m.stats.cache == "built" and m.stats.cache_saved
+    with SessionManager.open(path, read_only=True) as m:
+        assert (m.stats.mode, m.stats.cache) == ("index", "loaded")
+
+
+def _raw_ids(path: Path) -> list[str]:
+    return [o["id"] for o in map(orjson.loads, path.read_bytes().splitlines()[1:]) if "id" in o]
+
+
+def test_entries_that_take_the_next_ids_are_stepped_over(project: Path, root: Path) -> None:
+    """Another writer's entries after the checkpoint holding exactly the ids awl
+    would draw next: the resume skips them, and the log stays free of duplicates."""
+    from awl.ids import IdPermutation
+
+    path = big_session(project, root, size=LARGE)
+    cp = checkpoints(path)[-1]
+    lo, _hi = cp["freeIds"]
+    perm = IdPermutation(cp["sessionId"])
+    parent = cp["leafId"]
+    with path.open("ab") as f:
+        for n in (lo, lo + 1, lo + 2):
+            eid = perm.id_of(n)
+            f.write(line({"type": "x-note", "id": eid, "parentId": parent, "timestamp": ""}))
+            parent = eid
+    with SessionManager.open(path) as m:
+        drawn = [m.append_message(Message("user", [Text(f"p{i}")])) for i in range(5)]
+    ids = _raw_ids(path)
+    assert len(ids) == len(set(ids)) and not {perm.id_of(n) for n in (lo, lo + 1, lo + 2)} & set(
+        drawn
+    )
+    with SessionManager.open(path, read_only=True) as m:
+        assert state(m) == replay_state(path)
+
+
+def test_a_checkpoint_without_a_window_costs_one_index_then_none(project: Path, root: Path) -> None:
+    """A log whose last checkpoint records no free ids (an older awl's): the first
+    append finds the window from the index once; the close records it."""
+    path = big_session(project, root, size=LARGE)
+    raw = path.read_bytes().splitlines(keepends=True)
+    last = orjson.loads(raw[-1])
+    del last["freeIds"]
+    path.write_bytes(b"".join(raw[:-1]) + orjson.dumps(last) + b"\n")
+    ids_before = set(_raw_ids(path))
+    with SessionManager.open(path) as m:
+        assert m.stats.mode == "checkpoint"
+        eid = m.append_message(Message("user", [Text("x")]))
+        assert m.stats.cache == "built"
+    assert eid not in ids_before and "freeIds" in checkpoints(path)[-1]
+    _, after_append, after_close = _resume_append_quit(path)
+    assert (after_append, after_close) == ("none", "none")
+
+
+@pytest.mark.parametrize("bad", [[1], [5, 4], [0, 2**32 + 1], ["0", 1], [-1, 3], None])
+def test_a_checkpoint_with_a_bad_window_is_not_believed(
+    project: Path, root: Path, bad: Any
+) -> None:
+    path = big_session(project, root, size=LARGE)
+    raw = path.read_bytes().splitlines(keepends=True)
+    last = orjson.loads(raw[-1])
+    last["freeIds"] = bad
+    path.write_bytes(b"".join(raw[:-1]) + orjson.dumps(last) + b"\n")
+    with SessionManager.open(path, read_only=True) as m:
+        # null is "not recorded"; anything else malformed makes it no checkpoint.
+        assert m.stats.mode == ("checkpoint" if bad is None else "index")
+        assert state(m) == replay_state(path)

@@ -30,6 +30,7 @@ import pytest
 
 import awl.manager
 from awl import AwlError, Message, SessionError, SessionManager, SessionWriteError, Text
+from awl.ids import IdWindow
 from awl.paths import corrupt_path
 
 from .helpers import HEADER, chain, reference_replay, write_log
@@ -120,14 +121,14 @@ def faulty(monkeypatch: pytest.MonkeyPatch) -> FaultyOS:
 def drawn_ids(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every entry id the manager draws (to ask for the one a failed append had)."""
     ids: list[str] = []
-    real = awl.manager.new_entry_id
+    real = IdWindow.draw
 
-    def spy(existing: Any = ()) -> str:
-        eid = real(existing)
+    def spy(self: IdWindow) -> str:
+        eid = real(self)
         ids.append(eid)
         return eid
 
-    monkeypatch.setattr(awl.manager, "new_entry_id", spy)
+    monkeypatch.setattr(IdWindow, "draw", spy)
     return ids
 
 
@@ -400,12 +401,13 @@ CHILD = textwrap.dedent(
     os.environ["AWL_FSYNC"] = "1"
     import awl.manager as M
     from awl import Message, SessionManager, SessionWriteError, Text
+    from awl.ids import IdWindow
     ids = []
-    real = M.new_entry_id
-    def spy(existing=()):
-        ids.append(real(existing))
+    real = IdWindow.draw
+    def spy(self):
+        ids.append(real(self))
         return ids[-1]
-    M.new_entry_id = spy
+    IdWindow.draw = spy
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     def limit(n):
         resource.setrlimit(resource.RLIMIT_FSIZE, (n, hard))

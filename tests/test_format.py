@@ -31,8 +31,6 @@ from awl.format import (
     disk_block_to_internal,
     first_words,
     format_timestamp,
-    is_hex_id,
-    new_entry_id,
     parse_line,
     serialize_entry,
     serialize_header,
@@ -335,11 +333,6 @@ def test_ids_and_timestamps() -> None:
     assert u[14] == "7" and u[19] in "89ab" and u == u.lower() and len(u) == 36
     assert u.startswith("019dc5ba-53f6")  # the seed's example id has this time prefix
     assert uuid7(1) < uuid7(2)
-    eid = new_entry_id()
-    assert is_hex_id(eid)
-    taken = {f"{i:08x}" for i in range(10)}
-    assert new_entry_id(taken) not in taken
-    assert not is_hex_id("A1B2C3D4") and not is_hex_id("s1s2s3s4")
 
 
 def _first_words_by_definition(text: str) -> str:

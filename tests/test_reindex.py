@@ -93,7 +93,8 @@ def big_chain(count: int = 40) -> list[dict[str, Any]]:
 
 
 def managed_log(project: Path, root: Path, turns: int = 40) -> Path:
-    """A log written by SessionManager: system + ``turns`` messages, > 70 KB, closed."""
+    """A log written by SessionManager: system + ``turns`` messages, > 70 KB, closed,
+    then reindexed once."""
     m = SessionManager.create(project, "anthropic", "claude", session_dir=root)
     m.append_message(Message("system", [Text("sys")]))
     for i in range(turns):
@@ -106,6 +107,10 @@ def managed_log(project: Path, root: Path, turns: int = 40) -> Path:
                 model="claude",
             )
     m.close()
+    # A session's own close leaves no index cache (its log ends on a
+    # checkpoint); a reindexed one has it: "nothing to do".
+    with SessionManager.open(m.path) as again:
+        again.build_index()
     return m.path
 
 
