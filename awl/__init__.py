@@ -1,7 +1,9 @@
 """awl: a coding-agent command line whose heart is a fast, crash-proof session store.
 
-The public API is re-exported here; everything else lives in modules named
-for what they hold (``awl.format``, ``awl.manager``, ``awl.index`` ...).
+The public API is re-exported here.  The packages beneath show the
+architecture (``docs/architecture.md``): :mod:`awl.store` (the session
+logs), :mod:`awl.agent` (the loop), :mod:`awl.providers` and
+:mod:`awl.tools`, :mod:`awl.ui` (what a person sees) and :mod:`awl.cli`.
 :class:`SessionManager` and :class:`SessionInfo` are imported on first use:
 importing ``awl`` needs only the standard library.
 """
@@ -31,10 +33,9 @@ from .errors import (
 )
 
 if _typing.TYPE_CHECKING:
-    from .listing import SessionInfo
-    from .manager import SessionManager
+    from .store import SessionInfo, SessionManager
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = [
     "AmbiguousSession",
@@ -62,17 +63,11 @@ def __getattr__(name: str) -> _typing.Any:
     # Imported on first use: importing awl itself needs nothing but the
     # standard library, so that the entry point (awl.__main__) can name a
     # missing dependency in one line.
-    value: object
-    if name == "SessionManager":
-        from .manager import SessionManager
-
-        value = SessionManager
-    elif name == "SessionInfo":
-        from .listing import SessionInfo
-
-        value = SessionInfo
-    else:
+    if name not in ("SessionManager", "SessionInfo"):
         raise AttributeError(f"module 'awl' has no attribute {name!r}")
+    from . import store
+
+    value = getattr(store, name)
     globals()[name] = value
     return value
 

@@ -1,18 +1,41 @@
-"""The in-memory conversation: messages of role and content, nothing else.
+"""The in-memory conversation: messages of role and content, and the few types
+a provider exchange shares with the agent and the store.
 
 Provider metadata (which model answered, usage, stop reason, timestamps)
-lives in the session layer (:mod:`awl.format`, :mod:`awl.manager`); the
-Conversation holds only what a provider request needs.
+lives in the session layer (:mod:`awl.store`); the Conversation holds only
+what a provider request needs.  Providers and tools depend on this module,
+never on the on-disk format.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, overload
+from typing import Any, Literal, overload
 
 Role = Literal["system", "user", "assistant"]
 ROLES: tuple[Role, ...] = ("system", "user", "assistant")
+
+StopReason = Literal["stop", "length", "toolUse", "error"]
+"""Why a model stopped, in the names the session log records."""
+STOP_REASONS: tuple[StopReason, ...] = ("stop", "length", "toolUse", "error")
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts of one response."""
+
+    input: int
+    output: int
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool as offered to the model: name, description and JSON schema of its input."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
 
 
 class TextualBlock:

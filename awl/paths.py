@@ -189,20 +189,3 @@ def log_files(folder: Path) -> list[Path]:
     directory, no permission).
     """
     return [folder / n for n in _names(folder) if n.endswith(".jsonl")]
-
-
-def ensure_private_dir(path: Path) -> None:
-    """Create ``path`` and missing parents as 0700, whatever the umask."""
-    missing: list[Path] = []
-    p = path
-    while not p.exists():
-        missing.append(p)
-        if p.parent == p:
-            break
-        p = p.parent
-    for d in reversed(missing):
-        try:
-            os.mkdir(d, 0o700)
-        except FileExistsError:
-            continue
-        os.chmod(d, 0o700)

@@ -567,7 +567,7 @@ def checkpoint_fraction(path: Path) -> tuple[int, int, float]:
     """(checkpoint lines, their bytes with newlines, fraction of the log's bytes)."""
     import mmap
 
-    from awl import scanner
+    from awl.store import scanner
 
     with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         rec = scanner.scan(mm)
@@ -587,7 +587,7 @@ def write_through_awl(source: Path, target_dir: Path, limit: int | None = None) 
     Uses whatever ``AWL_FSYNC`` and ``XDG_CACHE_HOME`` are set to.
     """
     from awl import SessionManager
-    from awl.format import MessageEntry, SessionHeader, parse_line
+    from awl.store import MessageEntry, SessionHeader, parse_line
 
     with open(source, "rb") as fh:
         header = parse_line(fh.readline())

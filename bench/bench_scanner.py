@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from awl import scanner
+from awl.store import scanner
 from bench import _gen
 
 IMPLS = [

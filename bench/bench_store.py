@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from awl import SessionManager, scanner
+from awl import SessionManager
+from awl.store import scanner
 from bench import _gen
 from bench._naive import naive_replay
 

@@ -31,8 +31,9 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from awl import SessionManager, scanner  # noqa: E402
+from awl import SessionManager  # noqa: E402
 from awl.paths import project_dir, session_file_name  # noqa: E402
+from awl.store import scanner  # noqa: E402
 
 SESSION = "019c1f0d-bd00-7e14-b787-f64842545209"
 CREATED = "2026-02-02T15:52:00.000Z"

@@ -31,8 +31,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from awl import SessionManager, scanner  # noqa: E402
+from awl import SessionManager  # noqa: E402
 from awl.paths import project_dir, session_file_name  # noqa: E402
+from awl.store import scanner  # noqa: E402
 from bench import _gen  # noqa: E402
 from bench._naive import naive_replay  # noqa: E402
 

@@ -37,8 +37,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from awl import scanner  # noqa: E402
 from awl.paths import encode_cwd  # noqa: E402
+from awl.store import scanner  # noqa: E402
 from bench import _gen  # noqa: E402
 from bench._naive import naive_replay  # noqa: E402
 
@@ -134,7 +134,7 @@ def one_round(
         naive_runs.append(run([sys.executable, "-c", naive_code], env))
 
     os.environ.update(env)
-    from awl.listing import list_sessions
+    from awl.store import list_sessions
 
     list_runs, naive_in_runs = [], []
     for _ in range(2):

@@ -6,8 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-import awl.manager
-from awl import scanner
+from awl.store import Env, scanner, use_env
 
 pytest_plugins = ["tests.store_fixtures"]
 
@@ -46,11 +45,12 @@ def buffered_like_a_user(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(params=["renameat2", "link"])
-def rename_impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+def rename_impl(request: pytest.FixtureRequest) -> Iterator[str]:
     """A new log goes into place by renameat2, or, where that is missing, by
-    link and unlink (``awl.manager.rename_noreplace``): tests run both ways."""
-    if request.param == "renameat2" and awl.manager._renameat2() is None:
+    link and unlink (``Env.rename_noreplace``): tests run both ways, through
+    the process's default Env."""
+    env = Env(renameat2=request.param == "renameat2")
+    if request.param == "renameat2" and not env.renames_atomically:
         pytest.skip("renameat2 is not available here")
-    if request.param == "link":
-        monkeypatch.setattr(awl.manager, "_renameat2", lambda: None)
-    return str(request.param)
+    with use_env(env):
+        yield str(request.param)

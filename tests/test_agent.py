@@ -20,20 +20,20 @@ from typing import Any
 
 import pytest
 
+from awl import SessionManager
 from awl.agent import (
     CUT_OFF,
     INTERRUPTED_IN_FLIGHT,
     INTERRUPTED_RESULT,
     SYSTEM_PROMPT,
     Agent,
-    TerminalSink,
     open_session,
     open_tool_uses,
 )
 from awl.conversation import Text, ToolResult, ToolUse
-from awl.manager import SessionManager
 from awl.paths import encode_cwd, session_file_name
 from awl.providers.offline import OfflineProvider
+from awl.ui import TerminalSink
 from tests.helpers import line, write_log
 from tests.servers import FakeServer, Reply, serve
 from tests.servers import anthropic_server as sse
@@ -911,8 +911,7 @@ def test_a_round_of_calls_is_saved_call_by_call_then_as_one_message(
         assert m.message_count == 5
         assert list(m.rebuild_conversation()) == in_memory
         assert m.checkpoint_disagreement() is None
-    from awl.listing import list_sessions
-    from awl.verify import verify_log
+    from awl.store import list_sessions, verify_log
 
     (info,) = list_sessions(project)
     assert info.message_count == 5

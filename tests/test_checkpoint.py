@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import awl.manager as manager_mod
 from awl import CorruptSession, Message, SessionManager, Text, ToolResult, ToolUse
-from awl.format import block_to_json, content_block_to_disk
 from awl.paths import cache_root, index_cache_path
+from awl.store import MAX_REPLACED, CheckpointPolicy, block_to_json, content_block_to_disk
 
 from .helpers import line, msg, reference_replay
 
@@ -84,11 +82,23 @@ def test_checkpoints_written_and_within_budget(project: Path, root: Path) -> Non
 
 
 def test_ready_reads_nothing_before_the_checkpoint(project: Path, root: Path) -> None:
+    """Every line before the checkpoint but the ones it locates is made garbage
+    (same length, so its offsets still fit): an open that read any of them
+    would refuse the log; it reads only the checkpoint and the lines it names."""
     path = big_session(project, root)
-    cp_offset = checkpoints(path)[-1]["offset"]
+    assert state(SessionManager.open(path, read_only=True)) == replay_state(path)
+    cp = checkpoints(path)[-1]
+    located = {o for o, _n, _line, _id in cp["recent"]}
+    raw = path.read_bytes()
+    lines = raw.split(b"\n")
+    offset, out = 0, []
+    for k, ln in enumerate(lines):
+        keep = k == 0 or offset in located or offset >= cp["offset"]
+        out.append(ln if keep else b"x" * len(ln))
+        offset += len(ln) + 1
+    path.write_bytes(b"\n".join(out))
     with SessionManager.open(path, read_only=True) as m:
-        assert m.stats.mode == "checkpoint"
-        assert m.stats.parsed == [cp_offset]
+        assert m.stats.mode == "checkpoint" and m.stats.checkpoint_offset == cp["offset"]
         assert m.message_count == 81
         assert m.active_model() == ("anthropic", "claude")
         recent = m.recent_entries(4)
@@ -96,7 +106,6 @@ def test_ready_reads_nothing_before_the_checkpoint(project: Path, root: Path) ->
         conv = m.rebuild_conversation()
         assert conv.loaded_count == 0
         assert conv[80].text().startswith("reply 79")
-    assert state(SessionManager.open(path, read_only=True)) == replay_state(path)
 
 
 @pytest.mark.parametrize("read_only", [True, False])
@@ -232,7 +241,7 @@ def test_a_checkpoint_whose_lines_moved_is_not_trusted(
     with SessionManager.open(path, read_only=True) as m:
         assert m.stats.mode == ("checkpoint" if swap == (2, 3) else "index")
         if swap == (2, 3):
-            assert [loc[3] for loc in m._recent] == [checkpoints(path)[-1]["recent"][-1][3]]
+            assert [loc.id for loc in m.state.recent] == [checkpoints(path)[-1]["recent"][-1][3]]
         count = m.message_count
         assert len([e for e in m.get_branch() if e.message is not None]) >= count
         assert state(m) == replay_state(path)
@@ -265,7 +274,7 @@ def test_a_checkpoint_naming_an_earlier_leaf_is_not_believed(
     out, but the real leaf lies between it and the checkpoint.  Believed, it
     would make a writer hang the next message off the wrong one, and the
     messages after it would drop out of the conversation."""
-    from awl.verify import verify_log
+    from awl.store import verify_log
 
     path = big_session(project, root)
     before = replay_state(path)
@@ -294,7 +303,7 @@ def test_a_checkpoint_hiding_entries_after_its_leaf_is_not_believed(
     """Checkpoints that would let entries after the leaf drop out: the leaf's
     location runs over the next message (its start holds the leaf's id), or
     there are no located messages at all, with a leaf or none."""
-    from awl.verify import verify_log
+    from awl.store import verify_log
 
     path, before, raw, cp = _forgery_start(project, root)
     rec = [list(r) for r in cp["recent"]]
@@ -329,7 +338,7 @@ def test_lines_outside_the_tree_after_the_leaf_keep_the_checkpoint_believed(
     """A blank line or another tool's entry without an id after the last message
     is no tree entry: the checkpoint a writer puts after it is believed by the
     next open, and verification finds nothing wrong."""
-    from awl.verify import verify_log
+    from awl.store import verify_log
 
     path = big_session(project, root)
     count = checkpoints(path)[-1]["messageCount"]
@@ -362,7 +371,7 @@ def test_verify_names_a_checkpoint_that_lies_consistently(
 ) -> None:
     """A lie no check of an open can see: the open believes it, so only
     verification can tell, and it names what differs."""
-    from awl.verify import verify_log
+    from awl.store import verify_log
 
     path = big_session(project, root)
     assert verify_log(path).ok
@@ -387,7 +396,7 @@ def test_a_checkpoint_locating_lines_wrongly_is_not_believed_or_is_caught(
     the open does not believe them, or (two whole lines as one, which only a
     parse can tell) its reader finds out and reads the log instead; either
     way every reader says what the log says, and verification names it."""
-    from awl.verify import verify_log
+    from awl.store import verify_log
 
     path, before, raw, cp = _forgery_start(project, root)
     rec = [list(r) for r in cp["recent"]]
@@ -418,7 +427,7 @@ def test_verify_says_whether_readers_believe_a_misplaced_checkpoint(
 ) -> None:
     """A wrong offset makes readers ignore a checkpoint; a wrong line number they
     believe (they cannot count the lines before it without reading them)."""
-    from awl.verify import verify_log
+    from awl.store import verify_log
 
     path = big_session(project, root)
     cp, _ = _rewrite_last_checkpoint(path, **{field: 9999})
@@ -506,7 +515,7 @@ ops = st.lists(
         st.tuples(st.just("tool"), st.integers(0, 500)),
         # A tool round whose results were saved call by call: the round's
         # message replaces that many messages of results.
-        st.tuples(st.just("round"), st.integers(1, manager_mod.MAX_REPLACED)),
+        st.tuples(st.just("round"), st.integers(1, MAX_REPLACED)),
         st.tuples(st.just("model"), st.sampled_from(["anthropic", "openai", "offline"])),
         st.tuples(st.just("checkpoint"), st.just(0)),
         st.tuples(st.just("reopen"), st.just(0)),
@@ -517,14 +526,9 @@ ops = st.lists(
 )
 
 
-@pytest.fixture
-def eager_checkpoints(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(manager_mod, "CHECKPOINT_MIN_TAIL", 512)
-    monkeypatch.setattr(manager_mod, "CHECKPOINT_BUDGET", 1.0)
-    monkeypatch.setattr(manager_mod, "CHECKPOINT_SPACING", 0)
-    # A short search window: checkpoints further back are found through the index.
-    monkeypatch.setattr(manager_mod, "CHECKPOINT_SEARCH", 2048)
-    yield
+# Checkpoints at every turn, and a short search window: checkpoints further
+# back are found through the index.
+EAGER = CheckpointPolicy(min_tail=512, budget=1.0, spacing=0, search=2048)
 
 
 @settings(
@@ -533,13 +537,12 @@ def eager_checkpoints(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 @given(ops=ops, cut=st.one_of(st.none(), st.floats(0.0, 1.0)), data=st.data())
 def test_checkpoint_plus_tail_equals_full_replay(
     tmp_path: Path,
-    eager_checkpoints: None,
     ops: list[tuple[str, Any]],
     cut: float | None,
     data: st.DataObject,
 ) -> None:
     root = tmp_path / f"s{os.urandom(4).hex()}"
-    m = SessionManager.create(tmp_path, "anthropic", "claude", session_dir=root)
+    m = SessionManager.create(tmp_path, "anthropic", "claude", session_dir=root, checkpoints=EAGER)
     provider = "anthropic"
     m.append_message(Message("user", [Text("first")]))
     for op, arg in ops:
@@ -582,7 +585,7 @@ def test_checkpoint_plus_tail_equals_full_replay(
         elif op == "reopen":
             path = m.path
             m.close()
-            m = SessionManager.open(path)
+            m = SessionManager.open(path, checkpoints=EAGER)
             assert state(m) == replay_state(path)
         elif op == "cache":
             cache = index_cache_path(m.path)
@@ -600,9 +603,8 @@ def test_checkpoint_plus_tail_equals_full_replay(
         m.close()
     else:
         m.__del__()  # a crash: no final checkpoint, no cache
-        m._fd = None
     expect = replay_state(path)
-    assert state(SessionManager.open(path, read_only=True)) == expect
+    assert state(SessionManager.open(path, read_only=True, checkpoints=EAGER)) == expect
     if cut is not None:
         raw = path.read_bytes()
         header_len = raw.index(b"\n") + 1
@@ -610,7 +612,7 @@ def test_checkpoint_plus_tail_equals_full_replay(
         path.write_bytes(raw[:at])
         expect = replay_state(path)
     for read_only in (True, False, True):
-        with SessionManager.open(path, read_only=read_only) as r:
+        with SessionManager.open(path, read_only=read_only, checkpoints=EAGER) as r:
             assert state(r) == expect
             assert r.checkpoint_disagreement() is None
 
@@ -656,12 +658,12 @@ def test_resume_first_append_and_quit_never_index_the_log(
 
 
 def test_a_close_that_leaves_entries_after_the_last_checkpoint_saves_the_index(
-    project: Path, root: Path, monkeypatch: pytest.MonkeyPatch
+    project: Path, root: Path
 ) -> None:
     """The next open needs an index then: the close makes it, as that open would."""
     path = big_session(project, root, size=LARGE)
-    monkeypatch.setattr(manager_mod, "CHECKPOINT_BUDGET", 0.0)  # no room for another one
-    with SessionManager.open(path) as m:
+    no_room = CheckpointPolicy(budget=0.0)  # no room for another checkpoint
+    with SessionManager.open(path, checkpoints=no_room) as m:
         m.append_message(Message("user", [Text("after the last checkpoint")]))
     assert m.stats.cache == "built" and m.stats.cache_saved
     with SessionManager.open(path, read_only=True) as m:
@@ -675,7 +677,7 @@ def _raw_ids(path: Path) -> list[str]:
 def test_entries_that_take_the_next_ids_are_stepped_over(project: Path, root: Path) -> None:
     """Another writer's entries after the checkpoint holding exactly the ids awl
     would draw next: the resume skips them, and the log stays free of duplicates."""
-    from awl.ids import IdPermutation
+    from awl.store._ids import IdPermutation
 
     path = big_session(project, root, size=LARGE)
     cp = checkpoints(path)[-1]

@@ -18,10 +18,11 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from awl import SessionManager, scanner
+from awl import SessionManager
 from awl.cli import main
-from awl.listing import local_time
 from awl.paths import corrupt_path, project_dir
+from awl.store import scanner
+from awl.ui import local_time
 
 from .helpers import HEADER, chain, line, msg, reference_replay, snapshot, write_log
 
@@ -393,7 +394,7 @@ def test_show_json_pieces_make_the_document(
     root: Path, here: Path, messages: list[dict[str, Any]]
 ) -> None:
     """``awl show --json`` prints the document a message at a time; joined, it is the same."""
-    from awl.transcript import session_document, session_json
+    from awl.ui import session_document, session_json
 
     path = log(root, header(ID_A, "2026-04-25T17:40:15.990Z", here), messages)
     with SessionManager.open(path, read_only=True) as m:
@@ -631,7 +632,11 @@ def importtime(args: list[str], cwd: Path) -> str:
 
 @pytest.mark.parametrize(
     ("args", "loads"),
-    [(["sessions"], "awl.listing"), (["show", "019dc5ba"], "awl.manager"), (["--help"], "awl")],
+    [
+        (["sessions"], "awl.store._listing"),
+        (["show", "019dc5ba"], "awl.store._logfile"),
+        (["--help"], "awl"),
+    ],
 )
 def test_fast_commands_import_no_sdk(rich: Path, here: Path, args: list[str], loads: str) -> None:
     stderr = importtime(args, here)
@@ -679,13 +684,13 @@ def test_json_output_keeps_paths_that_are_not_utf8(
 
 def test_the_resume_hint_is_best_effort(here: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The hint at exit lists the folder; if that fails now, the turn still succeeded."""
-    import awl.agent
+    import awl.cli._run
     from awl.errors import SessionError
 
-    def unlistable(manager: object) -> str:
+    def unlistable(session_id: str, path: Path) -> str:
         raise SessionError("folder: cannot list sessions: Permission denied")
 
-    monkeypatch.setattr(awl.agent, "resume_prefix", unlistable)
+    monkeypatch.setattr(awl.cli._run, "resume_prefix", unlistable)
     res = CliRunner().invoke(main, ["--provider", "offline", "-p", "hello"])
     assert res.exit_code == 0, res.output
     assert "You said: hello" in res.output and "awl --resume" not in res.output
@@ -799,7 +804,7 @@ def test_an_empty_resume_id_is_refused_not_taken_for_the_most_recent(
 def test_visible_keeps_crlf_line_ends_and_escapes_a_lone_carriage_return() -> None:
     """Tool output with CRLF line ends reads as it is; a lone CR (which would
     overwrite the line on a terminal) and escapes are shown."""
-    from awl.transcript import visible
+    from awl.ui import visible
 
     assert visible("one\r\ntwo\rX\x1b[2J\tend\n") == "one\r\ntwo\\rX\\x1b[2J\tend\n"
     assert visible("one\r\ntwo\t", one_line=True) == "one\\r\\ntwo\\t"

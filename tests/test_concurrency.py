@@ -32,7 +32,7 @@ import orjson
 
 from awl import Message, SessionManager, Text
 from awl.paths import corrupt_path
-from awl.reindex import reindex, reindex_file
+from awl.store import reindex, reindex_file
 
 from .helpers import reference_replay, snapshot
 
@@ -272,7 +272,7 @@ READER = """
 import hashlib, json, os, random, sys
 import orjson
 from awl import SessionManager
-from awl.format import block_to_json, content_block_to_disk
+from awl.store import block_to_json, content_block_to_disk
 path, cwd, stop = sys.argv[1], sys.argv[2], sys.argv[3]
 rnd = random.Random()
 def digest(m):

@@ -4,14 +4,17 @@ Two ways to make writes fail:
 
 * a real limit: a child process with ``RLIMIT_FSIZE`` (SIGXFSZ ignored, so
   ``write`` returns short and then fails with EFBIG) appends through the API;
-* in process: ``os`` as seen by ``awl.manager`` is replaced by a wrapper
-  whose ``write`` writes part of its bytes for real and then raises
-  ENOSPC/EIO (or whose ``fsync``/``ftruncate`` raise).
+* in process: the store's file-system seam (:class:`awl.store.Env`) is a
+  :class:`FaultyEnv` whose ``write`` writes part of its bytes for real and
+  then raises ENOSPC/EIO (or whose ``fsync``/``ftruncate`` raise).
 
 In every case the append raises :class:`awl.SessionWriteError` naming the
 file and the error, the session does not claim the entry, the log holds no
 part of it (or only a torn tail the next open trims), and the next append
 after the condition clears works and replays correctly.
+
+The id of the entry a failed append tried to save is read from the bytes the
+store handed to ``Env.write`` (see :func:`attempted_id`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import stat
 import subprocess
 import sys
 import textwrap
@@ -28,10 +32,9 @@ from typing import Any
 
 import pytest
 
-import awl.manager
 from awl import AwlError, Message, SessionError, SessionManager, SessionWriteError, Text
-from awl.ids import IdWindow
 from awl.paths import corrupt_path
+from awl.store import Env, SessionState
 
 from .helpers import HEADER, chain, reference_replay, write_log
 
@@ -39,23 +42,26 @@ pytestmark = pytest.mark.usefixtures("scanner_impl")
 
 REPO = Path(__file__).resolve().parents[1]
 
+Action = tuple[str, int, int]
+Rule = Callable[[tuple[Any, ...]], Action | None]
 
-class FaultyOS:
-    """``os`` for awl.manager, with scripted failures of write, fsync and ftruncate.
 
-    ``plan`` maps a call name to a function deciding, per call, what happens:
-    it returns None (call through) or an action tuple.
+class FaultyEnv(Env):
+    """The store's file-system seam, with scripted failures of write, fsync and ftruncate.
+
+    ``rules`` maps a call name to a function deciding, per call, what happens:
+    it returns None (call through) or an action tuple ``(how, errno, keep)``.
+    Every write's bytes are recorded in ``written``, whether it failed or not.
     """
 
     def __init__(self) -> None:
-        self.rules: dict[str, Callable[[tuple[Any, ...]], tuple[str, int, int] | None]] = {}
+        super().__init__()
+        self.rules: dict[str, Rule] = {}
         self.calls: dict[str, int] = {}
         self.fired = 0
+        self.written: list[bytes] = []
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(os, name)
-
-    def _rule(self, name: str, args: tuple[Any, ...]) -> tuple[str, int, int] | None:
+    def _rule(self, name: str, args: tuple[Any, ...]) -> Action | None:
         self.calls[name] = self.calls.get(name, 0) + 1
         rule = self.rules.get(name)
         action = rule(args) if rule else None
@@ -63,39 +69,55 @@ class FaultyOS:
             self.fired += 1
         return action
 
-    def write(self, fd: int, data: Any) -> int:
+    def write(self, fd: int, data: bytes | memoryview) -> int:
+        self.written.append(bytes(data))
         action = self._rule("write", (fd, data))
         if action is None:
-            return os.write(fd, data)
+            return super().write(fd, data)
         how, code, keep = action
         view = memoryview(data)
         keep = min(keep, len(view))
         if how == "short":  # the kernel wrote part of it and says so; the next write fails
-            n = os.write(fd, view[:keep])
+            n = super().write(fd, view[:keep])
             self.rules["write"] = once(("raise", code, 0))
             return n
         if keep:
-            os.write(fd, view[:keep])  # a real partial write, then the error
+            super().write(fd, view[:keep])  # a real partial write, then the error
         raise OSError(code, os.strerror(code))
 
     def fsync(self, fd: int) -> None:
         action = self._rule("fsync", (fd,))
         if action is None:
-            return os.fsync(fd)
+            return super().fsync(fd)
         raise OSError(action[1], os.strerror(action[1]))
 
     def ftruncate(self, fd: int, length: int) -> None:
         action = self._rule("ftruncate", (fd, length))
         if action is None:
-            return os.ftruncate(fd, length)
+            return super().ftruncate(fd, length)
         raise OSError(action[1], os.strerror(action[1]))
 
 
-def once(action: tuple[str, int, int]) -> Callable[[tuple[Any, ...]], tuple[str, int, int] | None]:
+def attempted_id(env: FaultyEnv) -> str:
+    """The id of the last message entry the store tried to write, from the bytes
+    it gave ``Env.write`` (the whole line is in the first write of it)."""
+    for data in reversed(env.written):
+        for ln in reversed(data.split(b"\n")):
+            try:
+                obj = json.loads(ln)
+            except ValueError:
+                continue  # part of a line, or not a line at all (an index cache)
+            if isinstance(obj, dict) and obj.get("type") == "message":
+                return str(obj["id"])
+    raise AssertionError("the store never tried to write a message entry")
+
+
+def once(action: Action, when: Callable[[tuple[Any, ...]], bool] | None = None) -> Rule:
+    """``action`` for the first call (that ``when`` accepts), then nothing."""
     fired = [False]
 
-    def rule(_args: tuple[Any, ...]) -> tuple[str, int, int] | None:
-        if fired[0]:
+    def rule(args: tuple[Any, ...]) -> Action | None:
+        if fired[0] or (when is not None and not when(args)):
             return None
         fired[0] = True
         return action
@@ -103,37 +125,38 @@ def once(action: tuple[str, int, int]) -> Callable[[tuple[Any, ...]], tuple[str,
     return rule
 
 
-def always(
-    action: tuple[str, int, int],
-) -> Callable[[tuple[Any, ...]], tuple[str, int, int] | None]:
+def always(action: Action) -> Rule:
     return lambda _args: action
 
 
-@pytest.fixture
-def faulty(monkeypatch: pytest.MonkeyPatch) -> FaultyOS:
-    monkeypatch.setenv("AWL_FSYNC", "1")  # the fsync paths too
-    f = FaultyOS()
-    monkeypatch.setattr(awl.manager, "os", f)
-    return f
+def on_regular_file(args: tuple[Any, ...]) -> bool:
+    """The call is on a descriptor of a regular file (a log), not of a folder."""
+    return stat.S_ISREG(os.fstat(args[0]).st_mode)
+
+
+def on_folder_of(log: Path) -> Callable[[tuple[Any, ...]], bool]:
+    """The call is on a descriptor of the folder that holds ``log``."""
+
+    def check(args: tuple[Any, ...]) -> bool:
+        try:
+            folder = os.stat(log.parent)
+        except FileNotFoundError:  # a folder made before it (its name is synced too)
+            return False
+        return os.path.samestat(os.fstat(args[0]), folder)
+
+    return check
 
 
 @pytest.fixture
-def drawn_ids(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every entry id the manager draws (to ask for the one a failed append had)."""
-    ids: list[str] = []
-    real = IdWindow.draw
-
-    def spy(self: IdWindow) -> str:
-        eid = real(self)
-        ids.append(eid)
-        return eid
-
-    monkeypatch.setattr(IdWindow, "draw", spy)
-    return ids
+def faulty(monkeypatch: pytest.MonkeyPatch) -> FaultyEnv:
+    monkeypatch.setenv("AWL_FSYNC", "1")  # the fsync paths too (Env.fsync skips them at 0)
+    return FaultyEnv()
 
 
-def started(project: Path, root: Path) -> SessionManager:
-    m = SessionManager.create(project, "anthropic", "claude-sonnet-4-20250514", session_dir=root)
+def started(project: Path, root: Path, env: Env) -> SessionManager:
+    m = SessionManager.create(
+        project, "anthropic", "claude-sonnet-4-20250514", session_dir=root, env=env
+    )
     m.append_message(Message("system", [Text("sys")]))
     m.append_message(Message("user", [Text("first prompt")]))
     m.append_message(Message("assistant", [Text("first answer")]), provider="anthropic", model="m")
@@ -148,8 +171,7 @@ def assert_clean_failure(
     m: SessionManager,
     err: pytest.ExceptionInfo[SessionWriteError],
     code: int,
-    leaf: str | None,
-    count: int,
+    state: SessionState,
     failed_id: str,
     before: bytes,
 ) -> bytes:
@@ -157,7 +179,8 @@ def assert_clean_failure(
     text = str(err.value)
     assert str(m.path) in text and os.strerror(code) in text, text
     assert "\n" not in text
-    assert m.leaf_id == leaf and m.message_count == count
+    assert m.leaf_id == state.leaf and m.message_count == state.message_count
+    assert m.state == state, "a failed append changed the session's state"
     assert m.get_entry(failed_id) is None
     after = m.path.read_bytes()
     assert after.startswith(before)
@@ -177,16 +200,16 @@ WRITE_FAILURES = [
 
 @pytest.mark.parametrize("action", WRITE_FAILURES)
 def test_failed_append_leaves_no_partial_line(
-    action: tuple[str, int, int], faulty: FaultyOS, drawn_ids: list[str], project: Path, root: Path
+    action: Action, faulty: FaultyEnv, project: Path, root: Path
 ) -> None:
-    m = started(project, root)
+    m = started(project, root, faulty)
     before = m.path.read_bytes()
-    leaf, count = m.leaf_id, m.message_count
+    state = m.state
     faulty.rules["write"] = once(action)
     with pytest.raises(SessionWriteError) as err:
         m.append_message(Message("user", [Text("lost " * 1000)]))
     assert faulty.fired
-    tail = assert_clean_failure(m, err, action[1], leaf, count, drawn_ids[-1], before)
+    tail = assert_clean_failure(m, err, action[1], state, attempted_id(faulty), before)
     assert tail == b""  # truncated back: byte-identical
     new = m.append_message(Message("user", [Text("after the disk was freed")]))
     m.close()
@@ -198,15 +221,17 @@ def test_failed_append_leaves_no_partial_line(
 
 @pytest.mark.parametrize("code", [errno.EIO, errno.ENOSPC])
 def test_failed_fsync_rolls_the_entry_back(
-    code: int, faulty: FaultyOS, drawn_ids: list[str], project: Path, root: Path
+    code: int, faulty: FaultyEnv, project: Path, root: Path
 ) -> None:
-    m = started(project, root)
+    m = started(project, root, faulty)
     before = m.path.read_bytes()
-    leaf, count = m.leaf_id, m.message_count
+    state = m.state
     faulty.rules["fsync"] = once(("raise", code, 0))
     with pytest.raises(SessionWriteError) as err:
         m.append_message(Message("assistant", [Text("not durable")]))
-    assert assert_clean_failure(m, err, code, leaf, count, drawn_ids[-1], before) == b""
+    assert faulty.fired
+    failed = attempted_id(faulty)
+    assert assert_clean_failure(m, err, code, state, failed, before) == b""
     new = m.append_message(Message("assistant", [Text("durable")]))
     m.close()
     assert texts(m.path) == ["sys", "first prompt", "first answer", "durable"]
@@ -214,21 +239,23 @@ def test_failed_fsync_rolls_the_entry_back(
 
 
 def test_failed_write_whose_rollback_also_fails(
-    faulty: FaultyOS, drawn_ids: list[str], project: Path, root: Path
+    faulty: FaultyEnv, project: Path, root: Path
 ) -> None:
     """EIO on the write *and* on the truncate back: a torn tail stays in the file.
 
     The docs promise the next open trims it; the session that is still open
     must not glue its next entry onto it either.
     """
-    m = started(project, root)
+    m = started(project, root, faulty)
     before = m.path.read_bytes()
-    leaf, count = m.leaf_id, m.message_count
+    state = m.state
+    leaf = m.leaf_id
     faulty.rules["write"] = once(("raise", errno.EIO, 500))
     faulty.rules["ftruncate"] = once(("raise", errno.EIO, 0))
     with pytest.raises(SessionWriteError) as err:
         m.append_message(Message("user", [Text("torn " * 400)]))
-    tail = assert_clean_failure(m, err, errno.EIO, leaf, count, drawn_ids[-1], before)
+    assert faulty.fired == 2
+    tail = assert_clean_failure(m, err, errno.EIO, state, attempted_id(faulty), before)
     assert len(tail) == 500
     # The condition clears; the session goes on (or refuses clearly), and the log must replay.
     try:
@@ -247,31 +274,29 @@ def test_failed_write_whose_rollback_also_fails(
     assert got == ["sys", "first prompt", "first answer"] + (["next"] if new else [])
 
 
-def test_failed_checkpoint_after_an_entry(
-    faulty: FaultyOS, drawn_ids: list[str], project: Path, root: Path
-) -> None:
+def test_failed_checkpoint_after_an_entry(faulty: FaultyEnv, project: Path, root: Path) -> None:
     """The disk fills exactly when the checkpoint that follows an entry is written.
 
     Either the append succeeded (the entry is on disk and claimed) or it
     failed (it is neither): never an exception for an entry that was saved.
     """
-    m = started(project, root)
+    m = started(project, root, faulty)
 
-    def checkpoint_write(args: tuple[Any, ...]) -> tuple[str, int, int] | None:
+    def checkpoint_write(args: tuple[Any, ...]) -> Action | None:
         data = bytes(args[1][:40])
         return ("raise", errno.ENOSPC, 0) if b'"type":"checkpoint"' in data else None
 
     faulty.rules["write"] = checkpoint_write
-    outcome = None
+    outcome: tuple[Any, ...] | None = None
     for i in range(40):
         before = m.path.read_bytes()
-        leaf, count = m.leaf_id, m.message_count
+        state = m.state
         try:
             eid = m.append_message(
                 Message("user" if i % 2 else "assistant", [Text(f"{i} " + "z" * 20_000)])
             )
         except SessionWriteError as exc:
-            outcome = ("raised", str(exc), drawn_ids[-1], leaf, count, before)
+            outcome = ("raised", str(exc), attempted_id(faulty), state, before)
             break
         if faulty.fired:
             outcome = ("returned", eid)
@@ -279,11 +304,12 @@ def test_failed_checkpoint_after_an_entry(
     assert outcome is not None, "no checkpoint was ever due"
     faulty.rules.clear()
     if outcome[0] == "raised":
-        _, text, failed, leaf, count, before = outcome
+        _, text, failed, state, before = outcome
         assert os.strerror(errno.ENOSPC) in text
-        assert m.leaf_id == leaf and m.message_count == count, (
+        assert m.leaf_id == state.leaf and m.message_count == state.message_count, (
             "a failed append is claimed by the session"
         )
+        assert m.state == state
         assert m.get_entry(failed) is None
         assert m.path.read_bytes() == before, "a failed append left its entry in the log"
     else:
@@ -303,38 +329,37 @@ def test_failed_checkpoint_after_an_entry(
     ],
 )
 def test_failed_creation_leaves_no_file(
-    fault: tuple[str, tuple[str, int, int]],
-    faulty: FaultyOS,
-    drawn_ids: list[str],
-    project: Path,
-    root: Path,
+    fault: tuple[str, Action], faulty: FaultyEnv, project: Path, root: Path
 ) -> None:
-    m = SessionManager.create(project, "anthropic", "claude-sonnet-4-20250514", session_dir=root)
+    m = SessionManager.create(
+        project, "anthropic", "claude-sonnet-4-20250514", session_dir=root, env=faulty
+    )
     sys_id = m.append_message(Message("system", [Text("sys")]))
     name, action = fault
-    faulty.rules[name] = once(action)
+    # The new log's own write or fsync (the folders made for it are synced too).
+    faulty.rules[name] = once(action, on_regular_file)
     with pytest.raises(SessionWriteError) as err:
         m.append_message(Message("user", [Text("hello")]))
+    assert faulty.fired
     assert str(m.path) in str(err.value) and os.strerror(action[1]) in str(err.value)
     assert not m.path.exists()
-    assert m.leaf_id == sys_id and m.message_count == 1 and m.get_entry(drawn_ids[-1]) is None
+    assert m.leaf_id == sys_id and m.message_count == 1
+    assert m.get_entry(attempted_id(faulty)) is None
     new = m.append_message(Message("user", [Text("hello again")]))
     m.close()
     assert reference_replay(m.path).branch_ids == [sys_id, new]
     assert texts(m.path) == ["sys", "hello again"]
 
 
-def test_failed_directory_fsync_at_creation(faulty: FaultyOS, project: Path, root: Path) -> None:
-    m = SessionManager.create(project, "anthropic", "claude-sonnet-4-20250514", session_dir=root)
-    calls = {"n": 0}
-
-    def second(_args: tuple[Any, ...]) -> tuple[str, int, int] | None:
-        calls["n"] += 1
-        return ("raise", errno.EIO, 0) if calls["n"] == 2 else None  # the folder's fsync
-
-    faulty.rules["fsync"] = second
+def test_failed_directory_fsync_at_creation(faulty: FaultyEnv, project: Path, root: Path) -> None:
+    """The fsync of the log's folder after the rename fails: the log is not claimed."""
+    m = SessionManager.create(
+        project, "anthropic", "claude-sonnet-4-20250514", session_dir=root, env=faulty
+    )
+    faulty.rules["fsync"] = once(("raise", errno.EIO, 0), on_folder_of(m.path))
     with pytest.raises(SessionWriteError):
         m.append_message(Message("user", [Text("hello")]))
+    assert faulty.fired
     assert not m.path.exists()
     faulty.rules.clear()
     m.append_message(Message("user", [Text("hello again")]))
@@ -343,38 +368,39 @@ def test_failed_directory_fsync_at_creation(faulty: FaultyOS, project: Path, roo
 
 
 def test_failed_checkpoint_at_close_is_harmless(
-    faulty: FaultyOS, project: Path, root: Path
+    faulty: FaultyEnv, project: Path, root: Path
 ) -> None:
-    m = started(project, root)
+    m = started(project, root, faulty)
     for i in range(12):  # enough for a checkpoint to be due at close
         m.append_message(Message("assistant", [Text(f"{i}" + "y" * 9000)]))
     before = m.path.read_bytes()
     faulty.rules["write"] = always(("raise", errno.ENOSPC, 40))
     m.close()  # never raises
+    assert faulty.fired
     assert m.path.read_bytes() == before
     faulty.rules.clear()
     with SessionManager.open(m.path) as again:
         assert again.message_count == 15
 
 
-def test_writer_open_cannot_save_torn_tail(faulty: FaultyOS, tmp_path: Path) -> None:
+def test_writer_open_cannot_save_torn_tail(faulty: FaultyEnv, tmp_path: Path) -> None:
     """A writer's open must move a torn tail to .corrupt: when that fails, it fails clearly."""
     torn = b'{"type":"message","id":"0000000'
     p = write_log(tmp_path / "s.jsonl", [HEADER, *chain(3)], tail=torn)
     before = p.read_bytes()
     faulty.rules["write"] = always(("raise", errno.ENOSPC, 5))
     with pytest.raises(AwlError) as err:
-        SessionManager.open(p).close()
+        SessionManager.open(p, env=faulty).close()
     assert isinstance(err.value, SessionError), f"{type(err.value).__name__}: {err.value}"
     assert os.strerror(errno.ENOSPC) in str(err.value)
     assert p.read_bytes() == before  # the torn tail is still there, not lost
     faulty.rules.clear()
-    with SessionManager.open(p) as m:
+    with SessionManager.open(p, env=faulty) as m:
         assert m.leaf_id == "00000003" and m.stats.trimmed == len(torn)
     assert corrupt_path(p).read_bytes().endswith(torn)
 
 
-def test_writer_open_checkpoint_fails(faulty: FaultyOS, tmp_path: Path) -> None:
+def test_writer_open_checkpoint_fails(faulty: FaultyEnv, tmp_path: Path) -> None:
     """A log big enough that a writer's open adds a checkpoint, on a full disk."""
     objs = [HEADER, *chain(40)]
     for o in objs[1:]:
@@ -383,12 +409,13 @@ def test_writer_open_checkpoint_fails(faulty: FaultyOS, tmp_path: Path) -> None:
     before = p.read_bytes()
     faulty.rules["write"] = always(("raise", errno.ENOSPC, 100))
     try:
-        SessionManager.open(p).close()
+        SessionManager.open(p, env=faulty).close()
     except SessionError as exc:
         assert os.strerror(errno.ENOSPC) in str(exc)
+    assert faulty.fired
     assert p.read_bytes() == before
     faulty.rules.clear()
-    with SessionManager.open(p) as m:  # the lock was released
+    with SessionManager.open(p, env=faulty) as m:  # the lock was released
         assert m.leaf_id == f"{40:08x}"
 
 
@@ -399,15 +426,46 @@ CHILD = textwrap.dedent(
     import json, os, resource, signal, sys
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     os.environ["AWL_FSYNC"] = "1"
-    import awl.manager as M
     from awl import Message, SessionManager, SessionWriteError, Text
-    from awl.ids import IdWindow
-    ids = []
-    real = IdWindow.draw
-    def spy(self):
-        ids.append(real(self))
-        return ids[-1]
-    IdWindow.draw = spy
+    from awl.store import Env
+
+    class Recorder(Env):
+        # What the store writes, through its file-system seam: every write's
+        # bytes, and the first bytes of each whole write (the rest of a short
+        # write continues it) that failed.
+
+        def __init__(self):
+            super().__init__()
+            self.written, self.failed = [], []
+            self.head, self.rest = b"", 0
+
+        def write(self, fd, data):
+            data = bytes(data)
+            if len(data) != self.rest:  # not what a short write left to write
+                self.head = data[:40]
+            self.written.append(data)
+            try:
+                n = super().write(fd, data)
+            except OSError:
+                self.failed.append(self.head)
+                self.rest = 0
+                raise
+            self.rest = len(data) - n
+            return n
+
+        def attempted_id(self):
+            # The id of the last message entry the store tried to write.
+            for data in reversed(self.written):
+                for ln in reversed(data.split(b"\n")):
+                    try:
+                        obj = json.loads(ln)
+                    except ValueError:
+                        continue
+                    if isinstance(obj, dict) and obj.get("type") == "message":
+                        return obj["id"]
+            raise AssertionError("no message entry was written")
+
+    rec = Recorder()
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     def limit(n):
         resource.setrlimit(resource.RLIMIT_FSIZE, (n, hard))
@@ -417,7 +475,9 @@ CHILD = textwrap.dedent(
         return {"leaf": m.leaf_id, "count": m.message_count}
     out = {}
     root, cwd = sys.argv[1], sys.argv[2]
-    m = SessionManager.create(cwd, "anthropic", "claude-sonnet-4-20250514", session_dir=root)
+    m = SessionManager.create(
+        cwd, "anthropic", "claude-sonnet-4-20250514", session_dir=root, env=rec
+    )
     out["sys"] = m.append_message(Message("system", [Text("sys")]))
     # 1. The file's creation fails: the header and first entry do not fit.
     limit(100)
@@ -426,10 +486,11 @@ CHILD = textwrap.dedent(
         out["create"] = "no error"
     except SessionWriteError as e:
         out["create"] = str(e)
-    out["create_failed_id"] = ids[-1]
+    failed_id = rec.attempted_id()
+    out["create_failed_id"] = failed_id
     out["create_exists"] = os.path.exists(m.path)
     out["create_state"] = state(m)
-    out["create_entry"] = m.get_entry(ids[-1]) is not None
+    out["create_entry"] = m.get_entry(failed_id) is not None
     unlimit()
     out["first"] = m.append_message(Message("user", [Text("first")]))
     m.append_message(Message("assistant", [Text("answer")]))
@@ -442,21 +503,12 @@ CHILD = textwrap.dedent(
         out["append"] = "no error"
     except SessionWriteError as e:
         out["append"] = str(e)
-    out["append_entry"] = m.get_entry(ids[-1]) is not None
+    out["append_entry"] = m.get_entry(rec.attempted_id()) is not None
     out["append_state_same"] = state(m) == st0
     unlimit()
     out["append_identical"] = open(m.path, "rb").read() == before
     out["after"] = m.append_message(Message("user", [Text("after")]))
     # 3. The entry fits but the checkpoint after it does not.
-    failed_writes = []
-    real_write_all = M._write_all
-    def spy(fd, data):
-        try:
-            real_write_all(fd, data)
-        except OSError as e:
-            failed_writes.append(bytes(data[:40]))
-            raise
-    M._write_all = spy
     out["checkpoint"] = None
     for i in range(40):
         data = open(m.path, "rb").read()
@@ -469,14 +521,14 @@ CHILD = textwrap.dedent(
         except SessionWriteError as e:
             err = str(e)
         unlimit()
-        if any(b'"type":"checkpoint"' in w for w in failed_writes):
+        if any(b'"type":"checkpoint"' in w for w in rec.failed):
             after = open(m.path, "rb").read()
             out["checkpoint"] = {
                 "error": err,
                 "returned": eid,
                 "claimed": state(m) != st0,
                 "leaf": m.leaf_id,
-                "on_disk": ids[-1].encode() in after,
+                "on_disk": rec.attempted_id().encode() in after,
                 "identical": after == data,
                 "only_the_entry": after.startswith(data) and after[len(data):].count(b"\n") == 1
                 and b'"type":"checkpoint"' not in after[len(data):],

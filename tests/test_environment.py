@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from awl import environment
 from awl.cli import main
-from awl.index import CACHE_MIN_BYTES, wants_cache
+from awl.store._index_cache import CACHE_MIN_BYTES, wants_cache
 
 from .test_cli import child_env
 
@@ -105,7 +105,7 @@ def test_the_cli_refuses_a_typo_in_one_line(
 def test_native_off_in_a_real_process() -> None:
     # Read when the scanner is first imported, so only a fresh process shows it.
     out = subprocess.run(
-        [sys.executable, "-c", "from awl import scanner; print(scanner.IMPLEMENTATION)"],
+        [sys.executable, "-c", "from awl.store import scanner; print(scanner.IMPLEMENTATION)"],
         env=child_env(AWL_NATIVE="off"),
         capture_output=True,
         text=True,

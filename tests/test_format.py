@@ -5,16 +5,16 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from typing import Any
 
 import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from awl.conversation import Message, Text, Thinking, ToolResult, ToolUse
+from awl.conversation import Message, Text, Thinking, ToolResult, ToolUse, Usage
 from awl.errors import FormatError
-from awl.format import (
-    FIRST_PROMPT_CHARS,
+from awl.store import (
     Checkpoint,
     DiskMessage,
     DiskText,
@@ -23,19 +23,19 @@ from awl.format import (
     DiskToolUse,
     DiskUnknownBlock,
     EntryBase,
+    Location,
     MessageEntry,
     SessionHeader,
     UnknownEntry,
-    Usage,
     content_block_to_disk,
-    disk_block_to_internal,
-    first_words,
     format_timestamp,
     parse_line,
     serialize_entry,
     serialize_header,
     uuid7,
 )
+from awl.store._codec import disk_block_to_internal
+from awl.store._state import FIRST_PROMPT_CHARS, first_words
 
 HEADER = SessionHeader(
     id="019dc5ba-53f6-71a5-ab8f-b1f8709c2572",
@@ -181,9 +181,10 @@ def test_checkpoint_round_trip() -> None:
         entry_count=4,
         last_activity="2026-04-25T14:00:03.000Z",
         first_prompt="What files",
-        recent=[(200, 100, 2, "a1b2c3d4")],
+        recent=(Location(200, 100, 2, "a1b2c3d4"),),
         checkpoint_bytes=0,
         prev=None,
+        free_ids=(4, 2**32),
     )
     line = serialize_entry(cp)
     obj = orjson.loads(line)
@@ -302,7 +303,7 @@ def test_thinking_streams_appends() -> None:
 def test_format_timestamp_right_from_the_first_call_of_a_process() -> None:
     # The remembered second starts as no second: a time in [-1, 0) (a file's
     # mtime can be anything) once came out as ".500Z".
-    code = "from awl.format import format_timestamp as f; print(f(-0.5), f(0.25))"
+    code = "from awl.store import format_timestamp as f; print(f(-0.5), f(0.25))"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.split()
@@ -357,3 +358,82 @@ def test_first_words_folds_like_the_whole_text(parts: list[str]) -> None:
     # what folding the whole text gives, whatever the white space.
     text = "".join(parts)
     assert first_words(text) == _first_words_by_definition(text)
+
+
+# ── the rebuild's fast path accepts exactly what the parser accepts ──
+
+_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-2, 3),
+    st.floats(allow_nan=False, allow_infinity=False, width=16),
+    st.text(max_size=4),
+    st.just(""),
+    st.lists(st.none(), max_size=1),
+    st.dictionaries(st.text(max_size=2), st.none(), max_size=1),
+)
+_BLOCKS = [
+    {"type": "text", "text": "hi"},
+    {"type": "thinking", "thinking": "hm"},
+    {"type": "toolUse", "id": "t1", "name": "bash", "input": "{}"},
+    {"type": "toolResult", "toolUseId": "t1", "content": "ok"},
+    {"type": "image", "data": "..."},
+]
+
+
+@st.composite
+def _near_valid_entries(draw: st.DrawFn) -> dict[str, Any]:
+    """A valid message entry, then a few of its fields (at any depth) replaced by
+    random values or removed: the inputs where the two paths could disagree."""
+    role = draw(st.sampled_from(["system", "user", "assistant"]))
+    message: dict[str, Any] = {
+        "role": role,
+        "content": [dict(b) for b in draw(st.lists(st.sampled_from(_BLOCKS), max_size=3))],
+    }
+    if role == "assistant":
+        message |= {"provider": "p", "model": "m", "stopReason": "stop"}
+        message["usage"] = {"input": 1, "output": 2}
+    obj: dict[str, Any] = {
+        "type": "message",
+        "id": "a1b2c3d4",
+        "parentId": None,
+        "timestamp": "2026-04-25T14:00:00.000Z",
+        "message": message,
+    }
+    if role == "user":
+        obj |= {"provider": "p", "model": "m"}
+    for _ in range(draw(st.integers(0, 3))):
+        # Pick a container (the entry, its message, usage, a block) and a key.
+        places: list[dict[str, Any]] = [obj]
+        if isinstance(obj.get("message"), dict):
+            m = obj["message"]
+            places.append(m)
+            if isinstance(m.get("usage"), dict):
+                places.append(m["usage"])
+            if isinstance(m.get("content"), list):
+                places.extend(b for b in m["content"] if isinstance(b, dict))
+        place = draw(st.sampled_from(places))
+        key = draw(st.sampled_from([*sorted(place), "type", "id", "role"]))
+        if draw(st.booleans()):
+            place.pop(key, None)
+        else:
+            place[key] = draw(_values)
+    return obj
+
+
+@settings(max_examples=3000, deadline=None)
+@given(obj=_near_valid_entries())
+def test_the_fast_path_and_the_parser_accept_the_same_entries(obj: dict[str, Any]) -> None:
+    """``message_from_object`` (a rebuild's fast path) gives a message exactly when
+    ``parse_object`` gives a message entry, and the same message."""
+    from awl.store._codec import disk_message_to_internal, message_from_object, parse_object
+
+    fast = message_from_object(obj)
+    try:
+        entry = parse_object(obj)
+    except FormatError:
+        entry = None
+    if isinstance(entry, MessageEntry):
+        assert fast == disk_message_to_internal(entry.message)
+    else:
+        assert fast is None

@@ -1,6 +1,6 @@
 """Fuzzing: the parser, the native validator and the indexer never fail in the wrong way.
 
-* ``awl.format.parse_line`` / ``parse_object`` on random bytes, on mutated
+* ``awl.store.parse_line`` / ``parse_object`` on random bytes, on mutated
   real lines and on generated objects of the schema's shape: only
   ``FormatError`` may come out.
 * The native validator against orjson (the oracle): the same verdict.
@@ -41,17 +41,10 @@ from awl import (
     Thinking,
     ToolResult,
     ToolUse,
-    scanner,
-)
-from awl.format import (
-    DiskUnknownBlock,
-    block_to_json,
-    content_block_to_disk,
-    parse_block,
-    parse_line,
-    parse_object,
 )
 from awl.paths import corrupt_path
+from awl.store import DiskUnknownBlock, block_to_json, content_block_to_disk, parse_line, scanner
+from awl.store._codec import parse_block, parse_object
 
 from .helpers import Replay, reference_replay
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from awl.ids import ID_SPACE, IdPermutation, IdWindow, largest_gap
+from awl.store._ids import ID_SPACE, IdPermutation, IdWindow, largest_gap
 
 SID = "019dc5ba-53f6-71a5-ab8f-b1f8709c2572"
 

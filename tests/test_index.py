@@ -1,4 +1,4 @@
-"""awl.index: building the line index, and the record copies it relies on."""
+"""awl.store._index: building the line index, and the record copies it relies on."""
 
 from __future__ import annotations
 
@@ -10,12 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from awl import scanner
-from awl._scanner_fallback import bad_line_mask
+from awl import SessionManager
 from awl.errors import CorruptSession
-from awl.index import LogIndex, Problems, build_tree, check_lines
-from awl.logmap import LogMap
-from awl.manager import SessionManager
+from awl.store import scanner
+from awl.store._index import LogIndex
+from awl.store._lines import Problems, check_lines
+from awl.store._logmap import LogMap
+from awl.store._scanner_fallback import bad_line_mask
+from awl.store._tree import build_tree
 
 from .helpers import HEADER, msg, write_log
 

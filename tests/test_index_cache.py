@@ -13,11 +13,13 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-import awl.index
-from awl import Message, Text, scanner
+import awl.store._index_cache as index_cache
+from awl import Message, SessionManager, Text
 from awl.cli import main
-from awl.index import _CACHE_VERSION as CACHE_VERSION
-from awl.index import (
+from awl.paths import index_cache_path, project_dir
+from awl.store import prune_caches, reindex, scanner
+from awl.store._index_cache import _CACHE_VERSION as CACHE_VERSION
+from awl.store._index_cache import (
     _HEAD,
     _HEAD_SIZE,
     CACHE_MIN_BYTES,
@@ -26,9 +28,6 @@ from awl.index import (
     stale_caches,
     wants_cache,
 )
-from awl.manager import SessionManager
-from awl.paths import index_cache_path, project_dir
-from awl.reindex import prune_caches, reindex
 
 from .helpers import HEADER, msg, write_log
 
@@ -346,13 +345,13 @@ def test_a_writers_close_reads_no_records_of_a_current_cache(
     log = log_of(tmp_path, "log", 500_000)  # big enough for a checkpoint
     cache = _cache_of(log)
     crcs: list[int] = []
-    real_crc = awl.index._crc
+    real_crc = index_cache._crc
 
     def counting_crc(records: Any) -> int:
         crcs.append(len(records))
         return real_crc(records)
 
-    monkeypatch.setattr(awl.index, "_crc", counting_crc)
+    monkeypatch.setattr(index_cache, "_crc", counting_crc)
     before = cache.stat().st_mtime_ns
     with SessionManager.open(log) as m:
         assert m.stats.mode == "checkpoint"
@@ -405,7 +404,7 @@ def test_a_cache_that_lies_consistently_is_dropped_for_a_fresh_scan(
 def test_verification_trusts_no_cache_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A cache that lies under a matching CRC (a user message's role changed)
     makes verification neither fail nor blame the true checkpoint."""
-    from awl.verify import verify_log
+    from awl.store import verify_log
 
     monkeypatch.setenv("AWL_INDEX_CACHE_MIN", "0")
     log = log_of(tmp_path, "log", 300_000)  # big enough for a checkpoint

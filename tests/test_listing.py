@@ -1,4 +1,4 @@
-"""awl.listing: the quick listing path gives exactly what a read-only open gives."""
+"""awl.store._listing: the quick listing path gives exactly what a read-only open gives."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from awl import listing
-from awl import manager as manager_module
+import awl.store._listing as listing
+from awl import SessionManager
 from awl.conversation import Message, Text
-from awl.listing import SMALL_LOG, SessionInfo, session_info
-from awl.manager import SessionManager
+from awl.store import CheckpointPolicy
+from awl.store._listing import SMALL_LOG, SessionInfo, session_info
 from tests.helpers import HEADER, line, msg
 
 pytestmark = pytest.mark.usefixtures("scanner_impl", "small_log_replay")
@@ -282,15 +282,13 @@ def test_quick_listing_equals_the_full_open(
     p.write_bytes(data)
     if checkpoint != "none":
         # Checkpoints on tiny logs, which the 1% budget otherwise rules out.
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(manager_module, "CHECKPOINT_BUDGET", 1.0)
-            try:
-                with SessionManager.open(p) as m:
-                    if checkpoint == "writer+tail" and m.entry_count:
-                        m.checkpoint()
-                        m.append_message(Message("user", [Text("after")]), provider="p", model="m")
-            except Exception:
-                pass  # a log the writer refuses stays as it was
+        try:
+            with SessionManager.open(p, checkpoints=CheckpointPolicy(budget=1.0)) as m:
+                if checkpoint == "writer+tail" and m.entry_count:
+                    m.checkpoint()
+                    m.append_message(Message("user", [Text("after")]), provider="p", model="m")
+        except Exception:
+            pass  # a log the writer refuses stays as it was
         if checkpoint == "writer+damage":
             raw = p.read_bytes()
             p.write_bytes(raw.replace(b'"messageCount":', b'"messageCount":1'))
@@ -380,7 +378,7 @@ def test_a_small_log_whose_last_line_is_long(tmp_path: Path) -> None:
 
 @given(st.lists(st.text("0123456789abcdef-", min_size=1, max_size=14), max_size=30))
 def test_unique_prefixes_are_the_shortest_unshared(ids: list[str]) -> None:
-    from awl.listing import unique_prefixes
+    from awl.store import unique_prefixes
 
     got = unique_prefixes(ids)
     assert set(got) == set(ids)

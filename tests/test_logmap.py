@@ -1,4 +1,4 @@
-"""awl.logmap: a log's bytes as an open sees them, and passes that release what they read."""
+"""awl.store._logmap: a log's bytes as an open sees them, and passes that release what they read."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import awl.logmap
-from awl import scanner
-from awl.logmap import LogMap
+import awl.store._logmap as logmap
+from awl.store import scanner
+from awl.store._logmap import LogMap
 
 from .helpers import HEADER, chain, line, msg
 
@@ -61,8 +61,8 @@ def test_windowed_scan_gives_the_records_of_one_scan(
     path = tmp_path_factory.mktemp("w") / "log.jsonl"
     path.write_bytes(data)
     expected = scanner.scan(data, 0, len(data))
-    saved = awl.logmap.RELEASE_WINDOW
-    awl.logmap.RELEASE_WINDOW = window
+    saved = logmap.RELEASE_WINDOW
+    logmap.RELEASE_WINDOW = window
     fd = os.open(path, os.O_RDONLY)
     try:
         log = LogMap.for_reader(fd, len(data)) if reader else LogMap.whole(fd, len(data))
@@ -73,7 +73,7 @@ def test_windowed_scan_gives_the_records_of_one_scan(
             log.close()
     finally:
         os.close(fd)
-        awl.logmap.RELEASE_WINDOW = saved
+        logmap.RELEASE_WINDOW = saved
 
 
 def test_release_drops_the_pages_and_keeps_the_bytes(tmp_path: Path) -> None:
@@ -116,8 +116,8 @@ def test_a_pass_releases_behind_it_either_way(tmp_path: Path) -> None:
     data = _log_bytes([4000] * 2000)
     path.write_bytes(data)
     fd = os.open(path, os.O_RDONLY)
-    saved = awl.logmap.RELEASE_WINDOW
-    awl.logmap.RELEASE_WINDOW = 1 << 20
+    saved = logmap.RELEASE_WINDOW
+    logmap.RELEASE_WINDOW = 1 << 20
     try:
         log = LogMap.whole(fd, len(data))
         for direction in (1, -1):
@@ -131,18 +131,18 @@ def test_a_pass_releases_behind_it_either_way(tmp_path: Path) -> None:
             assert peak <= 2 * 1024 + 64, direction  # about a window, never the 8 MB
         log.close()
     finally:
-        awl.logmap.RELEASE_WINDOW = saved
+        logmap.RELEASE_WINDOW = saved
         os.close(fd)
 
 
 _CHILD = textwrap.dedent(
     """
     import sys
-    import awl.logmap
-    awl.logmap.RELEASE_WINDOW = 1 << 20
+    import awl.store._logmap as logmap
+    logmap.RELEASE_WINDOW = 1 << 20
     from awl import SessionManager
-    from awl.reindex import reindex_file
-    from awl.verify import verify_log
+    from awl.store import reindex_file
+    from awl.store import verify_log
 
     def peak():
         with open("/proc/self/status") as fh:

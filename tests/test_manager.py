@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
-import errno
 import os
 import stat
 import subprocess
@@ -15,7 +13,6 @@ from pathlib import Path
 import orjson
 import pytest
 
-import awl.manager
 from awl import (
     AmbiguousSession,
     CorruptSession,
@@ -29,8 +26,9 @@ from awl import (
     ToolResult,
     ToolUse,
 )
-from awl.format import DiskMessage, DiskText, MessageEntry, UnknownEntry, Usage
+from awl.conversation import Usage
 from awl.paths import corrupt_path, encode_cwd
+from awl.store import DiskMessage, DiskText, MessageEntry, UnknownEntry
 
 from .helpers import HEADER, chain, line, msg, reference_replay, snapshot, write_log
 
@@ -607,63 +605,6 @@ def test_middle_corruption_with_torn_tail_changes_nothing(tmp_path: Path) -> Non
         SessionManager.open(p)
     assert err.value.line == 2
     assert snapshot(tmp_path) == before
-
-
-# ── putting a new log into place ──
-
-
-def test_rename_noreplace_moves_the_file(tmp_path: Path, rename_impl: str) -> None:
-    src, dst = tmp_path / "a", tmp_path / "b"
-    src.write_bytes(b"first lines")
-    awl.manager.rename_noreplace(src, dst)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["b"]
-    assert dst.read_bytes() == b"first lines"
-
-
-@pytest.mark.parametrize("target", ["file", "symlink", "dangling symlink"])
-def test_rename_noreplace_never_replaces(tmp_path: Path, rename_impl: str, target: str) -> None:
-    src, dst = tmp_path / "a", tmp_path / "b"
-    src.write_bytes(b"new")
-    if target == "file":
-        dst.write_bytes(b"a log already there")
-    else:
-        other = tmp_path / "other"
-        if target == "symlink":
-            other.write_bytes(b"elsewhere")
-        dst.symlink_to(other)
-    with pytest.raises(FileExistsError):
-        awl.manager.rename_noreplace(src, dst)
-    assert src.read_bytes() == b"new"
-    if target == "file":
-        assert dst.read_bytes() == b"a log already there"
-    else:
-        assert dst.is_symlink()
-
-
-@pytest.mark.parametrize("code", [errno.EINVAL, errno.ENOSYS, errno.EPERM])
-def test_rename_noreplace_without_kernel_support_links(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int
-) -> None:
-    """A file system without RENAME_NOREPLACE (EINVAL), an old kernel (ENOSYS) or a
-    sandbox refusing the call (EPERM): link and unlink instead."""
-    calls: list[bytes] = []
-
-    def unsupported(olddir: int, old: bytes, newdir: int, new: bytes, flags: int) -> int:
-        calls.append(new)
-        ctypes.set_errno(code)
-        return -1
-
-    monkeypatch.setattr(awl.manager, "_renameat2", lambda: unsupported)
-    src, dst = tmp_path / "a", tmp_path / "b"
-    src.write_bytes(b"x")
-    awl.manager.rename_noreplace(src, dst)
-    assert calls == [bytes(dst)] and not src.exists() and dst.read_bytes() == b"x"
-
-
-def test_rename_noreplace_reports_other_errors(tmp_path: Path, rename_impl: str) -> None:
-    with pytest.raises(FileNotFoundError):
-        awl.manager.rename_noreplace(tmp_path / "missing", tmp_path / "b")
-    assert list(tmp_path.iterdir()) == []
 
 
 def test_torn_tails_kept_one_after_another_stay_apart(tmp_path: Path) -> None:

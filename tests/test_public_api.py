@@ -118,3 +118,52 @@ def test_public_members_are_documented(name: str) -> None:
         if inspect.isfunction(func) and not (func.__doc__ or "").strip():
             missing.append(attr)
     assert missing == [], f"undocumented members of awl.{name}: {missing}"
+
+
+# ── each package's public names ──
+
+PACKAGES = ["awl.store", "awl.agent", "awl.ui", "awl.cli", "awl.providers", "awl.tools"]
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_a_package_exports_exactly_its_all(package: str) -> None:
+    """``__all__`` is sorted, every name in it resolves, and no other public name is
+    defined at the package's top (its modules are private, ``_named``)."""
+    module = importlib.import_module(package)
+    names = list(module.__all__)
+    assert names == sorted(names, key=lambda n: (not n.isupper(), n)) or names == sorted(names)
+    for name in names:
+        assert getattr(module, name) is not None, f"{package}.{name}"
+    homes = getattr(module, "_HOMES", None)
+    if homes is not None:  # a lazy package: its table and its __all__ agree
+        assert sorted(homes) == sorted(names)
+    public = {
+        n
+        for n, v in vars(module).items()
+        if not n.startswith("_")
+        and not (isinstance(v, types.ModuleType) and n not in names)
+        and type(v).__name__ != "_Feature"
+        and n not in {"annotations", "TYPE_CHECKING", "exports"}
+    }
+    assert public <= set(names), sorted(public - set(names))
+
+
+@pytest.mark.parametrize("package", ["awl.store", "awl.agent", "awl.ui", "awl.cli"])
+def test_a_package_has_only_private_modules(package: str) -> None:
+    """Behaviour is found from file names; the public face is the package's ``__all__``
+    (``awl.store.scanner``, a module of functions and constants, is the one public module)."""
+    folder = Path(importlib.import_module(package).__file__ or "").parent
+    modules = {p.stem for p in folder.glob("*.py")} - {"__init__", "__main__"}
+    public = {m for m in modules if not m.startswith("_")}
+    assert public <= {"scanner"}, public
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_every_public_name_is_documented(package: str) -> None:
+    module = importlib.import_module(package)
+    missing = []
+    for name in module.__all__:
+        obj = getattr(module, name)
+        if (inspect.isclass(obj) or inspect.isfunction(obj)) and not (obj.__doc__ or "").strip():
+            missing.append(name)
+    assert missing == [], f"undocumented in {package}: {missing}"

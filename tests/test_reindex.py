@@ -21,8 +21,12 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
+import awl.store
+import awl.store._reindex as reindex_module
 from awl import Message, SessionManager, Text
 from awl.cli import main
+from awl.cli._progress import format_bytes
+from awl.cli._reindex import describe
 from awl.errors import SessionError
 from awl.paths import (
     corrupt_path,
@@ -32,17 +36,17 @@ from awl.paths import (
     log_files,
     project_dir,
 )
-from awl.reindex import (
+from awl.store import (
+    Env,
     FileResult,
-    Summary,
-    describe,
     expand_paths,
-    format_bytes,
     one_name_each,
     reindex,
     reindex_file,
-    size_or_zero,
+    use_env,
 )
+from awl.store import ReindexSummary as Summary
+from awl.store._reindex import size_or_zero
 
 from .helpers import HEADER, chain, line, msg, snapshot, write_log
 
@@ -613,20 +617,18 @@ def test_cli_reports_each_log_before_reindexing_the_next(
     """Each log's lines are flushed before the next log is touched, so that a pipe
     keeps step with the progress bar and a run killed midway has reported every
     repair it made (standard output is block-buffered on a pipe)."""
-    import awl.reindex
-
     monkeypatch.chdir(project)
     folder = project_dir(project, root)
     logs = [hand_log(folder, n, project, chain(3), tail=TORN) for n in (1, 2, 3)]
     flushed: dict[str, bytes] = {}
-    real = awl.reindex.reindex_file
+    real = reindex_module.reindex_file
 
     def reindex_file(path: Any, **kw: Any) -> Any:
         # What has reached the stream beneath sys.stdout (CliRunner's bytes).
         flushed[os.fspath(path)] = sys.stdout.buffer.getvalue()
         return real(path, **kw)
 
-    monkeypatch.setattr(awl.reindex, "reindex_file", reindex_file)
+    monkeypatch.setattr(reindex_module, "reindex_file", reindex_file)
     res = run_cli("--jobs", "1", *map(str, logs))
     assert res.exit_code == 0, res.output
     repaired = [f"{p}: move a torn last line ({len(TORN)} bytes) to .corrupt" for p in logs]
@@ -640,19 +642,19 @@ def test_cli_sizes_the_store_once(
 ) -> None:
     """The sizes the progress bar counts are the run's own: a store of thousands
     of logs (on a network file system, a stat each) is not stat'ed twice."""
-    import awl.reindex
-
     monkeypatch.chdir(project)
     folder = project_dir(project, root)
     logs = [hand_log(folder, n, project, chain(3), tail=TORN) for n in (1, 2)]
     calls: list[list[str]] = []
-    real = awl.reindex.one_name_each
+    real = reindex_module.one_name_each
 
     def one_name_each(paths: Any) -> dict[str, int]:
         calls.append(sorted(map(os.fspath, paths)))
         return real(paths)
 
-    monkeypatch.setattr(awl.reindex, "one_name_each", one_name_each)
+    # The command's and the library's: together, once.
+    monkeypatch.setattr(awl.store, "one_name_each", one_name_each)
+    monkeypatch.setattr(reindex_module, "one_name_each", one_name_each)
     res = run_cli("--jobs", "1")
     assert res.exit_code == 0, res.output
     assert calls == [sorted(map(str, logs))]
@@ -973,23 +975,21 @@ def test_an_unfinished_header_survives_a_settle_that_died_or_an_old_corrupt_file
 def test_a_creation_settled_by_another_run_meanwhile_is_not_an_error(
     root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import awl.reindex
-
     folder = project_dir(project, root)
     tmp = leftover(root, project, 33, first_lines(33, project))
     log = folder / log_name(header(33, project))
-    real_flock = fcntl.flock
     other_run: list[FileResult | None] = []
 
-    def flock_after_another_run(fd: int, op: int) -> None:
-        # The other run settles the file between this run's open and its lock.
-        if not other_run:
-            monkeypatch.setattr(awl.reindex.fcntl, "flock", real_flock)
-            other_run.append(awl.reindex.settle_creation(tmp, log))
-        real_flock(fd, op)
+    class AnotherRunFirst(Env):
+        def flock(self, fd: int, operation: int) -> None:
+            # The other run settles the file between this run's open and its lock.
+            if not other_run:
+                with use_env(Env()):
+                    other_run.append(reindex_module.settle_creation(tmp, log))
+            super().flock(fd, operation)
 
-    monkeypatch.setattr(awl.reindex.fcntl, "flock", flock_after_another_run)
-    assert awl.reindex.settle_creation(tmp, log) is None
+    with use_env(AnotherRunFirst()):
+        assert reindex_module.settle_creation(tmp, log) is None
     (first,) = other_run
     assert first is not None and first.recovered_from == str(tmp) and first.error is None
     assert log.read_bytes() == first_lines(33, project) and not tmp.exists()
@@ -1000,22 +1000,22 @@ def test_a_creation_interrupted_in_process_leaves_nothing(
     project: Path, monkeypatch: pytest.MonkeyPatch, at: str
 ) -> None:
     """Interrupted before the rename, or after it (the log not yet durable)."""
-    import awl.manager
-
     monkeypatch.setenv("AWL_FSYNC", "1")
-    m = SessionManager.create(project, "offline", "echo")
-    real = getattr(awl.manager, at)
 
-    def interrupted(*args: Any) -> None:
-        if at == "sync_dir":
-            real(*args)
-            assert m.path.exists()  # in place, but not yet durable
-        raise KeyboardInterrupt
+    class Interrupted(Env):
+        def rename_noreplace(self, src: Any, dst: Any) -> None:
+            if at == "rename_noreplace":
+                raise KeyboardInterrupt
+            super().rename_noreplace(src, dst)
 
-    monkeypatch.setattr(awl.manager, at, interrupted)
+        def sync_dir(self, folder: Any) -> None:
+            super().sync_dir(folder)
+            if at == "sync_dir" and m.path.exists():
+                raise KeyboardInterrupt  # in place, but not yet durable
+
+    m = SessionManager.create(project, "offline", "echo", env=Interrupted())
     with pytest.raises(KeyboardInterrupt):
         m.append_message(Message("user", [Text("hello")]))
-    monkeypatch.undo()
     assert not m.path.exists() and creations(m.path.parent) == []
 
 

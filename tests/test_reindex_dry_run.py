@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from awl.cli import main
 from awl.paths import corrupt_path
-from awl.reindex import reindex
+from awl.store import reindex
 
 from .helpers import HEADER, chain, snapshot, write_log
 

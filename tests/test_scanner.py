@@ -25,7 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from awl import scanner
+import awl.store._scanner_native as scanner_native
+from awl.store import scanner
 from tests.native import corpus as C
 
 IMPLS = scanner.available()
@@ -246,7 +247,7 @@ def _run_python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
 
 def test_awl_native_0_forces_fallback_without_warning() -> None:
     r = _run_python(
-        "import awl.scanner as s; print(s.IMPLEMENTATION, s.available())", AWL_NATIVE="0"
+        "import awl.store.scanner as s; print(s.IMPLEMENTATION, s.available())", AWL_NATIVE="0"
     )
     assert r.stdout.split()[0] == "fallback"
     assert "native" not in r.stdout.split(None, 1)[1]
@@ -257,7 +258,7 @@ def test_missing_native_warns_once() -> None:
     # sys.modules[name] = None makes `import awl._native` raise ImportError.
     code = (
         "import sys; sys.modules['awl._native'] = None\n"
-        "import awl.scanner as s, importlib\n"
+        "import awl.store.scanner as s, importlib\n"
         "print(s.IMPLEMENTATION, s.validate(b'{}'))\n"
     )
     r = _run_python(code)
@@ -924,8 +925,8 @@ def test_parallel_halves_give_the_same_records(monkeypatch: pytest.MonkeyPatch) 
     with scanner.use("fallback"):
         expected_scan = scanner.scan(buf)
         expected_starts = scanner.line_starts(buf)
-    monkeypatch.setattr(scanner, "_PARALLEL_MIN", 1024)
-    monkeypatch.setattr(scanner, "_CORES", 2)
+    monkeypatch.setattr(scanner_native, "_PARALLEL_MIN", 1024)
+    monkeypatch.setattr(scanner_native, "_CORES", 2)
     with scanner.use("native"):
         for start in (0, int(expected_starts[10])):
             got = scanner.scan(buf, start)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from awl.errors import missing_dependency
+from awl.errors import missing_dependency as _missing_dependency
 from awl.providers.base import (
     CANCELLED,
     InvalidBaseURL,
@@ -84,4 +84,4 @@ def default_provider_name() -> str:
 
 def _missing_sdk(package: str, exc: ImportError) -> str:
     # A dependency of awl: missing only from a broken environment.
-    return missing_dependency(exc) or f"the {package} SDK cannot be imported: {exc}"
+    return _missing_dependency(exc) or f"the {package} SDK cannot be imported: {exc}"

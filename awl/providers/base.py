@@ -18,25 +18,17 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, Self, TypeVar
+from typing import ClassVar, Protocol, Self, TypeVar
 
+from awl.conversation import STOP_REASONS as STOP_REASONS
 from awl.conversation import ContentBlock, Message, Text, Thinking, ToolUse
+from awl.conversation import StopReason as StopReason
+from awl.conversation import ToolSpec as ToolSpec
+from awl.conversation import Usage as Usage
 from awl.errors import AwlError
-from awl.format import STOP_REASONS as STOP_REASONS  # the on-disk names
-from awl.format import StopReason as StopReason
-from awl.format import Usage as Usage  # one Usage type: the on-disk one
 
 CANCELLED = "cancelled"
 """The ``Response.error`` of a turn stopped by ``cancel`` or Ctrl-C."""
-
-
-@dataclass(frozen=True, slots=True)
-class ToolSpec:
-    """A tool as offered to the model: name, description and JSON schema of its input."""
-
-    name: str
-    description: str
-    input_schema: dict[str, Any]
 
 
 class StreamSink(Protocol):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from awl.providers.base import ToolSpec
+from awl.conversation import ToolSpec
 
 
 @dataclass(frozen=True, slots=True)

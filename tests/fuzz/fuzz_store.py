@@ -2,7 +2,7 @@
 
 Each input is tried three ways:
 
-1. ``awl.format.parse_line`` on its first line: only ``FormatError`` may come out;
+1. ``awl.store.parse_line`` on its first line: only ``FormatError`` may come out;
 2. the native validator on each line agrees with orjson;
 3. written as a log and opened read-only: it loads (and its conversation
    rebuilds, or raises CorruptSession when a bad entry is read) or raises
@@ -32,7 +32,7 @@ with atheris.instrument_imports(include=["awl"]):
     import orjson
 
     from awl import CorruptSession, FormatError, Message, SessionManager, Text, scanner
-    from awl.format import parse_line
+    from awl.store import parse_line
 
 WORK = Path(tempfile.mkdtemp(prefix="awl-atheris-"))
 os.environ["AWL_FSYNC"] = "0"

@@ -21,7 +21,7 @@ import mmap
 import os
 
 from . import scanner
-from .index import Records
+from ._scanner_abi import Records
 
 _CHUNK = 1 << 16
 
@@ -53,6 +53,22 @@ def _find(buf: mmap.mmap | bytes, sub: bytes, start: int, end: int) -> int:
     return buf.find(sub, start, end) if len(sub) <= 1 else scanner.find(buf, sub, start, end)
 
 
+def _may_be_whole(fd: int, start: int, end: int) -> bool:
+    """Whether ``[start, end)`` can be one JSON object: its last byte that is not
+    white space is ``}`` (read backwards, a chunk at a time)."""
+    pos = end
+    while pos > start:
+        lo = max(start, pos - _CHUNK)
+        raw = os.pread(fd, pos - lo, lo)
+        if len(raw) < pos - lo:
+            return True  # the file shrank under us: read what is there, as before
+        chunk = raw.rstrip(_JSON_SPACE)
+        if chunk:
+            return chunk.endswith(b"}")
+        pos = lo
+    return False
+
+
 def _pread_all(fd: int, n: int, offset: int) -> bytes:
     parts = []
     while n > 0:
@@ -65,22 +81,42 @@ def _pread_all(fd: int, n: int, offset: int) -> bytes:
     return b"".join(parts)
 
 
-class LogMap:
-    """``[0, split)`` memory-mapped, ``[split, size)`` held as bytes read with pread."""
+TAIL_READ_LIMIT = 1 << 20
+"""A reader reads a last line longer than this only when it can be whole."""
 
-    def __init__(self, mm: mmap.mmap | None, split: int, tail: bytes = b"") -> None:
+_JSON_SPACE = b" \t\r\n"
+
+
+class LogMap:
+    """``[0, split)`` memory-mapped, ``[split, size)`` held as bytes read with pread.
+
+    ``cut`` counts bytes after ``size`` a reader left unread: a last line
+    that cannot be a complete JSON object (a torn tail, which a writer's
+    open would trim), however long, costs a reader no memory.
+    """
+
+    def __init__(self, mm: mmap.mmap | None, split: int, tail: bytes = b"", cut: int = 0) -> None:
         self._mm = mm
         self.split = split
         self._tail = tail
         self.size = split + len(tail)
+        self.cut = cut
 
     @classmethod
     def for_reader(cls, fd: int, size: int) -> LogMap:
-        """Map all but the last line of ``fd``'s first ``size`` bytes."""
+        """Map all but the last line of ``fd``'s first ``size`` bytes.
+
+        The last line is read with pread unless it is long and cannot be a
+        complete object, which must end with ``}`` (then followed only by
+        JSON white space): its bytes are left out, and counted in ``cut``.
+        """
         split = _last_line_start(fd, size) if size else 0
+        cut = 0
+        if size - split > TAIL_READ_LIMIT and not _may_be_whole(fd, split, size):
+            cut, size = size - split, split
         tail = _pread_all(fd, size - split, split)
         mm = mmap.mmap(fd, split, access=mmap.ACCESS_READ) if split else None
-        return cls(mm, split, tail)
+        return cls(mm, split, tail, cut)
 
     @classmethod
     def whole(cls, fd: int, size: int) -> LogMap:

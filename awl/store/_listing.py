@@ -8,7 +8,7 @@ the log, it holds everything a listing shows.  A small log that has no
 checkpoint (the 1% budget keeps them off logs under about 100 KB) is read whole
 and its few lines parsed.  Anything else — a torn tail, entries after the
 checkpoint, an unusual entry, any doubt — is answered by opening the log
-read-only as :class:`awl.manager.SessionManager` does, which is the
+read-only as :class:`awl.store.SessionManager` does, which is the
 authority: the quick path only ever gives the answer that open would give.
 
 Nothing here imports numpy or the index, so ``awl sessions`` starts fast.
@@ -16,42 +16,24 @@ Nothing here imports numpy or the index, so ``awl sessions`` starts fast.
 
 from __future__ import annotations
 
-import itertools
 import os
 import stat
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from ..conversation import ROLES
+from ..errors import FormatError, SessionError
+from ..paths import SESSION_FILE_RE, log_files, project_dir, project_folders, session_root
 from . import _native_loader
-from .conversation import ROLES
-from .errors import FormatError, SessionError
-from .format import (
-    MessageEntry,
-    SessionHeader,
-    checkpoint_fits,
-    checkpoint_locates,
-    format_timestamp,
-    parse_checkpoint,
-    parse_header,
-    parse_object,
-    prompt_words,
-)
-from .paths import SESSION_FILE_RE, log_files, project_dir, project_folders, session_root
-
-__all__ = [
-    "SessionInfo",
-    "list_all_sessions",
-    "list_sessions",
-    "local_time",
-    "session_info",
-    "unique_prefixes",
-]
+from ._checkpoint import checkpoint_fits, checkpoint_locates
+from ._clock import format_timestamp
+from ._codec import parse_checkpoint, parse_header, parse_object
+from ._entries import MessageEntry, SessionHeader
+from ._state import prompt_words
 
 SMALL_LOG = 256 * 1024
 """A log up to this size without a checkpoint at its end is read whole and parsed."""
@@ -78,6 +60,21 @@ class SessionInfo:
     size: int = 0
     error: str | None = None
 
+    def as_json(self) -> dict[str, Any]:
+        """The line as a JSON object (``awl sessions --json``)."""
+        return {
+            "id": self.id,
+            "path": str(self.path),
+            "cwd": self.cwd,
+            "created": self.created,
+            "modified": self.modified,
+            "lastActivity": self.last_activity,
+            "messageCount": self.message_count,
+            "firstPrompt": self.first_prompt,
+            "size": self.size,
+            "error": self.error,
+        }
+
 
 class _Doubt(Exception):
     """The quick path cannot answer for this log; the full open must."""
@@ -91,7 +88,7 @@ def _pread_exact(fd: int, n: int, offset: int) -> bytes:
 
 
 class _Reads:
-    """A log's bytes for :func:`awl.format.checkpoint_locates`: from the tail
+    """A log's bytes for :func:`awl.store._checkpoint.checkpoint_locates`: from the tail
     already read, else small preads; a long way to read is a doubt."""
 
     LIMIT = 256 * 1024  # a leaf longer than this: the full open is cheaper
@@ -360,29 +357,30 @@ def _replay_small(data: bytes, body: int, header: SessionHeader) -> tuple[int, s
 
 
 def _full_info(path: Path, cwd: str | None, st: os.stat_result) -> SessionInfo | None:
-    from .manager import SessionManager  # numpy and the index: only when needed
-
     modified = format_timestamp(st.st_mtime)
     try:
-        with SessionManager.open(path, read_only=True) as m:
-            if cwd is not None and m.cwd != cwd:
-                return None
-            return SessionInfo(
-                path=path,
-                id=m.id,
-                cwd=m.cwd,
-                created=m.header.timestamp,
-                modified=modified,
-                message_count=m.message_count,
-                first_prompt=m.first_prompt,
-                last_activity=m.last_activity,
-                size=m.size,
-            )
+        # numpy and the index: only for the logs the quick path doubts.
+        from ._recovery import read_state
+
+        header, state, size = read_state(path)
     except SessionError as exc:
         sid, created = _name_info(path)
         return SessionInfo(
             path, sid, cwd or "", created, modified, 0, size=st.st_size, error=str(exc)
         )
+    if cwd is not None and header.cwd != cwd:
+        return None
+    return SessionInfo(
+        path=path,
+        id=header.id,
+        cwd=header.cwd,
+        created=header.timestamp,
+        modified=modified,
+        message_count=state.message_count,
+        first_prompt=state.first_prompt,
+        last_activity=state.last_activity,
+        size=size,
+    )
 
 
 def _name_info(path: Path) -> tuple[str, str]:
@@ -455,41 +453,3 @@ def list_all_sessions(
             if info is not None:
                 groups.setdefault(info.cwd or f"(unreadable, in {folder})", []).append(info)
     return {cwd: _sorted(infos) for cwd, infos in sorted(groups.items())}
-
-
-def _common_prefix(a: str, b: str) -> int:
-    """Length of the longest common prefix (slices compare in C: a listing has thousands)."""
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def unique_prefixes(ids: list[str], minimum: int = 8) -> dict[str, str]:
-    """The shortest prefix of each id that no other id shares, at least ``minimum`` long."""
-    ordered = sorted(set(ids))
-    # In sorted order an id shares the most with a neighbour.
-    shared = [_common_prefix(a, b) for a, b in itertools.pairwise(ordered)]
-    out: dict[str, str] = {}
-    for k, sid in enumerate(ordered):
-        n = minimum
-        if k:
-            n = max(n, shared[k - 1] + 1)
-        if k < len(shared):
-            n = max(n, shared[k] + 1)
-        out[sid] = sid[: min(n, len(sid))]
-    return out
-
-
-def local_time(timestamp: str) -> str:
-    """``YYYY-MM-DD HH:MM`` in local time, from an ISO timestamp."""
-    try:
-        when = datetime.fromisoformat(timestamp)  # "Z" is understood from Python 3.11
-    except ValueError:
-        return "????-??-?? ??:??"
-    # A naive time is taken as local, as datetime.astimezone() would.
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(when.timestamp()))

@@ -1,4 +1,4 @@
-"""Entry ids that are unique in their log without reading the log's other ids.
+"""Session ids (UUIDv7), and entry ids unique in their log without reading the others.
 
 An entry id is 8 lowercase hex digits, random-looking (the format's rule),
 and must differ from every other tree entry's id in the log.  Checking a
@@ -19,6 +19,9 @@ between the numbers of the log's ids, found once from the index.
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 import zlib
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -133,3 +136,44 @@ class IdWindow:
     def bounds(self) -> tuple[int, int]:
         """``(lo, hi)`` as a checkpoint records it."""
         return self.lo, self.hi
+
+
+# ── session ids ──
+
+_last_uuid = 0
+_uuid_lock = threading.Lock()
+
+
+def uuid7(t: float | None = None) -> str:
+    """A UUIDv7 string, lowercase: 48 bits of Unix milliseconds, then random bits.
+
+    Ids therefore sort by creation time, as do the file names made from them.
+    Within one process they are strictly increasing: an id made in the same
+    millisecond as the one before is that one plus one (RFC 9562's counter
+    method), so sessions created back to back still list in order.
+    """
+    global _last_uuid
+    ms = int((time.time() if t is None else t) * 1000)
+    rand = int.from_bytes(os.urandom(10), "big")
+    value = (ms & ((1 << 48) - 1)) << 80
+    value |= 0x7 << 76  # version
+    value |= ((rand >> 62) & 0xFFF) << 64  # rand_a
+    value |= 0b10 << 62  # variant
+    value |= rand & ((1 << 62) - 1)  # rand_b
+    with _uuid_lock:
+        if value <= _last_uuid and (_last_uuid >> 80) == (value >> 80):
+            value = _next_in_ms(_last_uuid)
+        _last_uuid = value
+    h = f"{value:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def _next_in_ms(value: int) -> int:
+    # Increment the 74 random bits (rand_a then rand_b), skipping the fixed
+    # version and variant bits; a wrap would need 2^74 ids in a millisecond.
+    rand_a = (value >> 64) & 0xFFF
+    rand_b = value & ((1 << 62) - 1)
+    counter = ((rand_a << 62) | rand_b) + 1
+    rand_a, rand_b = (counter >> 62) & 0xFFF, counter & ((1 << 62) - 1)
+    head = value >> 80 << 80
+    return head | (0x7 << 76) | (rand_a << 64) | (0b10 << 62) | rand_b

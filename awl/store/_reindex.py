@@ -25,22 +25,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .environment import fsync_enabled
-from .errors import CorruptSession, SessionBusy, SessionError
-from .index import load_cache, stale_caches, wants_cache
-from .logmap import LogMap
-from .manager import (
-    MAX_HEADER,
-    SessionManager,
-    keep_bytes,
-    keep_problem,
-    open_log,
-    read_header_fd,
-    rename_noreplace,
-    symlink_refusal,
-    sync_dir,
-)
-from .paths import (
+from ..errors import CorruptSession, SessionBusy, SessionError
+from ..paths import (
     corrupt_path,
     creations,
     index_cache_path,
@@ -50,7 +36,12 @@ from .paths import (
     session_file_name,
     session_root,
 )
-from .verify import verify_log
+from ._fs import Env, default_env, keep_bytes, open_regular
+from ._index_cache import load_cache, stale_caches, wants_cache
+from ._logfile import MAX_HEADER, keep_problem, read_header_fd, symlink_refusal
+from ._logmap import LogMap
+from ._session import SessionManager
+from ._verify import verify_log
 
 
 @dataclass(slots=True)
@@ -81,9 +72,28 @@ class FileResult:
         """The log has an error (corruption, unreadable)."""
         return self.error is not None or self.problem_count > 0
 
+    def as_json(self) -> dict[str, object]:
+        """The result as a JSON object (``awl reindex --json``)."""
+        return {
+            "path": self.path,
+            "folder": self.folder,
+            "size": self.size,
+            "entries": self.entries,
+            "repaired": self.repaired,
+            "checkpointed": self.checkpointed,
+            "cacheWritten": self.cache_written,
+            "busy": self.busy,
+            "error": self.error,
+            "problems": [{"line": line, "problem": text} for line, text in self.problems],
+            "problemCount": self.problem_count,
+            "recoveredFrom": self.recovered_from,
+            "removed": self.removed,
+            "pruned": self.pruned,
+        }
+
 
 @dataclass(slots=True)
-class Summary:
+class ReindexSummary:
     """Totals over a reindex run."""
 
     files: int = 0
@@ -119,6 +129,41 @@ class Summary:
         self.caches += 1 if r.cache_written else 0
         self.busy += 1 if r.busy else 0
         self.errors += 1 if r.failed else 0
+
+
+@dataclass(slots=True)
+class ReindexPlan:
+    """What a reindex run covers: the logs, unfinished creations to settle, and
+    folders that could not be listed (reported as errors)."""
+
+    targets: list[Path]
+    creations: list[tuple[Path, Path]]
+    unlisted: list[FileResult]
+
+
+def plan_reindex(
+    paths: Sequence[str | os.PathLike[str]] = (),
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    all_projects: bool = False,
+    session_dir: str | os.PathLike[str] | None = None,
+) -> ReindexPlan:
+    """The logs ``paths`` name (:func:`expand_paths`), else ``cwd``'s project's, or
+    with ``all_projects`` every project's, with the unfinished creations of their
+    folders (none when ``paths`` are given: only those files are touched).
+
+    Raises ValueError for an empty path, SessionError when the root cannot be listed.
+    """
+    unlisted: list[FileResult] = []
+    if paths:
+        targets = expand_paths(paths, unlisted=unlisted)
+        creations: list[tuple[Path, Path]] = []
+    else:
+        targets = session_paths(
+            cwd, all_projects=all_projects, session_dir=session_dir, unlisted=unlisted
+        )
+        creations = unfinished_creations(cwd, all_projects=all_projects, session_dir=session_dir)
+    return ReindexPlan(targets, creations, unlisted)
 
 
 def _folders(
@@ -263,21 +308,22 @@ def settle_creation(
     (a session being created now) or younger than :data:`CREATION_GRACE`.
     """
     t, lg = os.fspath(tmp), os.fspath(log)
+    env = default_env()
     try:
         if time.time() - os.lstat(t).st_mtime < CREATION_GRACE:
             return None
         # O_NONBLOCK: a FIFO under that name must not hang the run.
-        fd = os.open(t, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = env.open(t, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
     except OSError as exc:
         return FileResult(t, error=f"{t}: cannot open: {exc.strerror}")
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            env.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return None  # its creator is alive
-        st = os.fstat(fd)
+        st = env.fstat(fd)
         left = "unfinished session creation left as it is"
         try:
             now = os.lstat(t)
@@ -293,20 +339,20 @@ def settle_creation(
             other = None
         if other is not None:
             if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
-                return _remove(t, f"a second name of {lg}", dry_run)
+                return _remove(env, t, f"a second name of {lg}", dry_run)
             return FileResult(t, st.st_size, error=f"{t}: {lg} exists and is another file; {left}")
         if st.st_size == 0:
-            return _remove(t, "empty: its process died before writing", dry_run)
+            return _remove(env, t, "empty: its process died before writing", dry_run)
         try:
-            header = read_header_fd(fd, Path(t))
+            header = read_header_fd(fd, Path(t), env)
         except CorruptSession as exc:
-            if b"\n" in os.pread(fd, MAX_HEADER + 1, 0):
+            if b"\n" in env.pread(fd, MAX_HEADER + 1, 0):
                 return FileResult(t, st.st_size, error=f"{exc}; {left}")
             # Not even the header line is whole: it died in its first write.
             # Kept where a torn line's bytes go, under the log's name.
             target = os.fspath(corrupt_path(lg))
             if not dry_run:
-                _keep_in(fd, t, target)
+                _keep_in(env, fd, t, target)
             return FileResult(t, removed=f"an unfinished first write, kept in {target}")
         if session_file_name(header.timestamp, header.id) != os.path.basename(lg):
             names = f"session {header.id} created {header.timestamp}"
@@ -316,56 +362,56 @@ def settle_creation(
                 error=f"{t}: its header is for {names}, not {os.path.basename(lg)}; {left}",
             )
         if not dry_run:
-            rename_noreplace(t, lg)  # never replaces a file
-            _sync_dir(os.path.dirname(lg) or ".")
+            env.rename_noreplace(t, lg)  # never replaces a file
+            _sync_dir(env, os.path.dirname(lg) or ".")
         return FileResult(lg, st.st_size, recovered_from=t)
     except OSError as exc:
         return FileResult(t, error=f"{t}: cannot settle: {exc.strerror}; {left}")
     finally:
-        os.close(fd)
+        env.close(fd)
 
 
-def _keep_in(fd: int, t: str, target: str) -> None:
+def _keep_in(env: Env, fd: int, t: str, target: str) -> None:
     """Move the file ``t`` (open as ``fd``) to ``target``, or append it there."""
     try:
-        rename_noreplace(t, target)
+        env.rename_noreplace(t, target)
     except FileExistsError:
-        st, there = os.fstat(fd), os.lstat(target)
+        st, there = env.fstat(fd), os.lstat(target)
         if (there.st_dev, there.st_ino) != (st.st_dev, st.st_ino):
             # A .corrupt file of an earlier log by that name: add to it, as a
             # writer's repair does.  Removing t comes after the sync.
-            keep_bytes(Path(target), os.pread(fd, st.st_size, 0))
+            keep_bytes(env, Path(target), fd, 0, st.st_size)
         # else: the second name a run that died between link and unlink left.
-        os.unlink(t)
-    _sync_dir(os.path.dirname(target) or ".")
+        env.unlink(t)
+    _sync_dir(env, os.path.dirname(target) or ".")
 
 
-def _remove(path: str, why: str, dry_run: bool) -> FileResult:
+def _remove(env: Env, path: str, why: str, dry_run: bool) -> FileResult:
     if not dry_run:
-        os.unlink(path)
-        _sync_dir(os.path.dirname(path) or ".")
+        env.unlink(path)
+        _sync_dir(env, os.path.dirname(path) or ".")
     return FileResult(path, removed=why)
 
 
-def _sync_dir(folder: str) -> None:
+def _sync_dir(env: Env, folder: str) -> None:
     # Done already; a folder that cannot be synced is no reason to report failure.
-    if fsync_enabled():
-        with contextlib.suppress(OSError):
-            sync_dir(folder)
+    with contextlib.suppress(OSError):
+        env.sync_dir(folder)
 
 
 def _is_busy(path: str) -> bool:
     # Probe the writers' lock without waiting; released at once.
-    fd = open_log(path)
+    env = default_env()
+    fd = open_regular(env, path)
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            env.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return True
-        fcntl.flock(fd, fcntl.LOCK_UN)
+        env.flock(fd, fcntl.LOCK_UN)
         return False
     finally:
-        os.close(fd)
+        env.close(fd)
 
 
 def reindex_file(
@@ -426,7 +472,7 @@ def _dry_run(p: str, result: FileResult) -> None:
         result.repaired = m.stats.trimmed
         result.checkpointed = m.needs_checkpoint()
         result.entries = m.entry_count
-        fd = open_log(p)
+        fd = open_regular(default_env(), p)
         try:
             log = LogMap.for_reader(fd, m.size)
             try:
@@ -446,7 +492,7 @@ def _writer_open_error(p: str) -> str | None:
     writer's flags and closing it at once: nothing is written."""
     path = Path(os.path.abspath(p))
     try:
-        os.close(open_log(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW))
+        os.close(open_regular(default_env(), path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW))
     except (OSError, SessionError) as exc:
         if isinstance(exc, OSError) and exc.errno == errno.ELOOP:
             return symlink_refusal(path)
@@ -471,7 +517,7 @@ def reindex(
     prune: bool = False,
     failed: Sequence[FileResult] = (),
     sizes: Mapping[str, int] | None = None,
-) -> tuple[list[FileResult], Summary]:
+) -> tuple[list[FileResult], ReindexSummary]:
     """Reindex many logs, largest first, across ``jobs`` processes (default: the cores).
 
     ``creations`` (from :func:`unfinished_creations`) are settled first; a
@@ -484,7 +530,7 @@ def reindex(
     """
     sizes = dict(sizes) if sizes is not None else one_name_each(paths)
     results: list[FileResult] = []
-    summary = Summary()
+    summary = ReindexSummary()
     recovered: dict[str, str] = {}
 
     def done(r: FileResult) -> None:
@@ -560,7 +606,7 @@ def one_name_each(paths: Iterable[str | os.PathLike[str]]) -> dict[str, int]:
 
 
 def prune_caches(*, dry_run: bool = False, keep: Iterable[Path] = ()) -> list[FileResult]:
-    """Remove the index cache files no log can use (:func:`awl.index.stale_caches`).
+    """Remove the index cache files no log can use (:func:`awl.store._index_cache.stale_caches`).
 
     A cache is only a cache: at worst a writer saving one at the same moment
     loses it, and the log is scanned again on its next open.
@@ -594,39 +640,3 @@ def size_or_zero(path: str | os.PathLike[str]) -> int:
 def _log_bytes(st: os.stat_result) -> int:
     # A folder or device named like a log is an error, not bytes reindexed.
     return st.st_size if stat.S_ISREG(st.st_mode) else 0
-
-
-def describe(r: FileResult, *, dry_run: bool = False) -> Iterable[str]:
-    """The lines a person reads about one log (nothing for a log with nothing to say)."""
-    if r.busy:
-        yield f"{r.path}: skipped: open in another awl process"
-    if r.error:
-        yield r.error
-    for line, problem in r.problems:
-        yield f"{r.path}:{line}: {problem}" if line is not None else f"{r.path}: {problem}"
-    if r.problem_count > len(r.problems):
-        yield f"{r.path}: … and {r.problem_count - len(r.problems)} more problems"
-    verb = "would " if dry_run else ""
-    if r.removed is not None:
-        yield f"{r.path}: {verb}remove a session creation's leftover ({r.removed})"
-    if r.pruned is not None and not r.error:
-        yield f"{r.path}: {verb}remove a stale index cache ({r.pruned})"
-    if r.recovered_from is not None:
-        yield (
-            f"{r.path}: {verb}recover the session from {os.path.basename(r.recovered_from)} "
-            "(its process died while creating it)"
-        )
-    if r.repaired:
-        yield f"{r.path}: {verb}move a torn last line ({r.repaired} bytes) to .corrupt"
-    if r.checkpointed:
-        yield f"{r.path}: {verb}add a checkpoint"
-
-
-def format_bytes(n: int) -> str:
-    """A byte count for people."""
-    size = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1000 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1000
-    return f"{n} B"

@@ -2,40 +2,19 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .conversation import Message, Text, Thinking, ToolResult, ToolUse
-from .format import block_to_json, content_block_to_disk
+from ..conversation import Message, Text, Thinking, ToolResult, ToolUse
+from ..store import block_to_json, content_block_to_disk
+from ._text import visible
 
-if TYPE_CHECKING:  # not imported at run time: `awl sessions` uses visible() and starts fast
-    from .manager import SessionManager
+if TYPE_CHECKING:
+    from ..store import SessionManager
 
 _TOOL_OUTPUT_LINES = 20
-
-# C0 and C1 control characters and DEL: a terminal acts on them (clears the
-# screen, sets the title), so text from a log never reaches it raw.
-# A carriage return before a newline is how CRLF text ends its lines: kept.
-_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n)")
-_CONTROLS_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
-
-
-def _escape(match: re.Match[str]) -> str:
-    c = match.group()
-    return _NAMED.get(c) or f"\\x{ord(c):02x}"
-
-
-def visible(text: str, *, one_line: bool = False) -> str:
-    """``text`` for a terminal: control characters shown as escapes (``\\x1b``, ``\\r``).
-
-    Newline and tab are kept, unless ``one_line`` (a heading, a listing
-    line), which shows them as ``\\n`` and ``\\t`` too.
-    """
-    return (_CONTROLS_ONE_LINE if one_line else _CONTROLS).sub(_escape, text)
 
 
 def _head(m: SessionManager) -> dict[str, Any]:

@@ -1,8 +1,12 @@
-"""Verification of a whole log: every line, the tree, every entry's schema.
+"""Verification of a whole log: every line, the tree, every entry's schema, and
+what the last checkpoint claims.
 
 Unlike an open, which stops at the first problem and trusts what a
 checkpoint summarizes, verification reads everything and reports every
-problem it finds with its line number.  It never writes.
+problem it finds with its line number.  A checkpoint's claims are checked
+as a difference: the state an open believed, against the state derived
+afresh from the whole log (:func:`checkpoint_disagreement`).  It never
+writes, and never reads a cache file.
 """
 
 from __future__ import annotations
@@ -11,20 +15,24 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import FormatError, SessionError
 from . import scanner
+from ._checkpoint import checkpoint_fits, checkpoint_locates
+from ._codec import load_object, parse_object
+from ._derive import from_index
+from ._entries import RECENT, Checkpoint, SessionHeader
+from ._fs import default_env, open_regular
+from ._ids import IdPermutation
+from ._index import LogIndex
+from ._index_keeper import IndexKeeper
+from ._lines import Problems, check_lines
+from ._logfile import LogFile
+from ._logmap import LogMap
 from ._numpy import np
-from .errors import FormatError, SessionError
-from .format import (
-    Checkpoint,
-    SessionHeader,
-    checkpoint_fits,
-    checkpoint_locates,
-    load_object,
-    parse_object,
-)
-from .index import Problems, Records, build_tree, check_lines
-from .logmap import LogMap
-from .manager import SessionManager, open_log
+from ._recovery import recover
+from ._scanner_abi import Records
+from ._state import SessionState
+from ._tree import SLOW_KEY_BASE, build_tree
 
 
 @dataclass(slots=True)
@@ -50,7 +58,8 @@ def verify_log(path: str | os.PathLike[str], *, limit: int = 1000) -> VerifyRepo
     p = Path(path)
     report = VerifyReport(p)
     sink = Problems(p, collect=True, limit=limit)
-    fd = open_log(p)
+    env = default_env()
+    fd = open_regular(env, p)
     try:
         size = os.fstat(fd).st_size
         report.size = size
@@ -73,7 +82,7 @@ def verify_log(path: str | os.PathLike[str], *, limit: int = 1000) -> VerifyRepo
         finally:
             log.close()
     finally:
-        os.close(fd)
+        env.close(fd)
     if sink.count == 0 and has_checkpoint:  # without one, an open trusts nothing
         _check_checkpoint_claims(p, sink)
     return _finish(report, sink)
@@ -82,13 +91,70 @@ def verify_log(path: str | os.PathLike[str], *, limit: int = 1000) -> VerifyRepo
 def _check_checkpoint_claims(p: Path, sink: Problems) -> None:
     """What an open trusts the last checkpoint for, against the log itself."""
     try:
-        with SessionManager.open(p, read_only=True) as m:
-            found = m.checkpoint_disagreement()
+        log = LogFile.open(p, read_only=True, env=default_env())
+        try:
+            found = recover(log, IndexKeeper(p, log.env))
+            disagreement = checkpoint_disagreement(log, found.state)
+        finally:
+            log.close()
     except SessionError as exc:  # sound line by line, yet an open refuses it
         sink.report(None, str(exc))
         return
-    if found is not None:
-        sink.report(*found)
+    if disagreement is not None:
+        sink.report(*disagreement)
+
+
+_CLAIMS = (
+    ("leaf", lambda s: s.leaf),
+    ("message count", lambda s: s.message_count),
+    ("first prompt", lambda s: s.first_prompt),
+    ("recent messages at", lambda s: [(o, n) for o, n, _, _ in s.recent[-RECENT:]]),
+    ("active model", lambda s: (s.provider, s.model)),
+    ("entry count", lambda s: s.entry_count),
+    ("last activity", lambda s: s.last_activity),
+)
+
+
+def checkpoint_disagreement(log: LogFile, believed: SessionState) -> tuple[int, str] | None:
+    """(line, how) the state an open ``believed`` from its last checkpoint differs
+    from the state of the whole log, or None (also when it believed none).
+
+    Everything an open takes from a checkpoint (the leaf, the message count,
+    the first prompt, the recent messages' locations, the active model, the
+    entry count, the last activity, the free id window) is derived again
+    from a fresh scan of the whole log: a checkpoint that lies consistently
+    passes every check an open makes, and a writer would carry the lie into
+    the next one.
+    """
+    if believed.mark.offset is None or log.fd is None:
+        return None
+    mm = log.map()
+    # Fresh: a cache file is what verification must not trust.
+    keeper = IndexKeeper(log.path, log.env)
+    index, tree = keeper.fresh(mm, log.fd, log.size)
+    actual = from_index(log.header, index, tree, mm, log.path, None)
+    diffs = [
+        f"{name} {claim(believed)!r}, the log {claim(actual)!r}"
+        for name, claim in _CLAIMS
+        if claim(believed) != claim(actual)
+    ]
+    if believed.free_ids is not None:
+        # Every id, those after the checkpoint included: the open moved the
+        # window past the ones it found there.
+        lo, hi = believed.free_ids
+        keys = tree.keys[tree.keys < SLOW_KEY_BASE]
+        numbers = IdPermutation(log.header.id).numbers_of(keys)
+        used = int(np.count_nonzero((numbers >= lo) & (numbers < hi)))
+        if used:
+            diffs.append(f"ids {[lo, hi]} are free, the log uses {used} of them")
+    if not diffs:
+        return None
+    row = _row_of(index, believed.mark.offset)
+    return row + 1, "the checkpoint says " + "; ".join(diffs) + " (a writer would copy it)"
+
+
+def _row_of(index: LogIndex, offset: int) -> int:
+    return int(np.searchsorted(index.records["offset"], offset))
 
 
 def _check_entries(records: Records, log: LogMap, sink: Problems) -> None:

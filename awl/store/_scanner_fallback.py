@@ -3,7 +3,7 @@
 Line starts come from numpy (one vectorised comparison); validity and fields
 come from ``orjson.loads`` per line, so this implementation is right by
 construction: orjson *is* the definition of a valid line.  Ranges reaching
-here are already checked by :mod:`awl.scanner`.
+here are already checked by :mod:`awl.store.scanner`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any, Final
 import orjson
 
 from ._numpy import np, npt
-from .scanner import (
+from ._scanner_abi import (
     ENTRY_FIELDS,
     FLAG_ID,
     FLAG_ID_HEX,
@@ -164,7 +164,7 @@ class FallbackScanner:
     def link_tree(
         self, records: npt.NDArray[Any]
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
-        """No shortcut here: :func:`awl.index.build_tree` links the tree itself."""
+        """No shortcut here: :func:`awl.store._tree.build_tree` links the tree itself."""
         return None
 
     def first_bad_line(self, records: npt.NDArray[Any], header: bool) -> int | None:

@@ -1,6 +1,6 @@
 """Finding the compiled scanner (:mod:`awl._native`) without importing numpy.
 
-:mod:`awl.scanner` (the facade, which needs numpy), :mod:`awl.listing` and
+:mod:`awl.store.scanner` (the facade, which needs numpy), the listing and
 ``awl --version`` all decide "native or fallback" here, so they cannot
 disagree, and the quick commands never pay for numpy.
 """
@@ -12,7 +12,7 @@ import importlib
 from types import ModuleType
 from typing import Final
 
-from .environment import native_disabled
+from ..environment import native_disabled
 
 INSTRUCTION_SETS: Final = ("portable", "sse2", "avx2")
 """Names of ``awl_simd``'s levels, by level."""
@@ -33,7 +33,7 @@ def load() -> tuple[ModuleType | None, ImportError | None]:
         return None, exc
 
 
-def describe() -> str:
+def scanner_description() -> str:
     """The implementation the scanner uses: ``"native (avx2)"``, ``"fallback"``..."""
     module = load()[0]
     if module is None:

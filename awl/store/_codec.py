@@ -1,248 +1,50 @@
-"""The on-disk format: entry types, their JSON lines, and block conversion.
+"""Lines of a log as JSON, and entries to and from the in-memory Conversation.
 
 One JSON object per line, compact, UTF-8 as is, each line ended by ``\\n``.
-The first line is a :class:`SessionHeader`; the rest are entries.  Keys are
-written in a fixed order (see ``docs/format.md``).  orjson does every dump
-and load.
+Keys are written in a fixed order (``docs/format.md``).  orjson does every
+dump and load.  Parsing checks the schema and raises :class:`FormatError`
+naming what is wrong; :func:`message_from_object` is the fast path of a
+rebuild, straight from a loaded object to a Conversation message, and
+accepts exactly what :func:`parse_object` accepts (a property test holds
+the two equal).
 """
 
 from __future__ import annotations
 
-import os
-import threading
-import time
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any
 
 import orjson
 
-from .conversation import (
+from ..conversation import (
     ROLES,
     ContentBlock,
     Message,
-    Role,
     Text,
     Thinking,
     ToolResult,
     ToolUse,
+    Usage,
 )
-from .errors import FormatError
-from .ids import ID_SPACE
-
-FORMAT_VERSION = 1
-CHECKPOINT_VERSION = 1
-StopReason = Literal["stop", "length", "toolUse", "error"]
-STOP_REASONS: tuple[StopReason, ...] = ("stop", "length", "toolUse", "error")
-
-
-# ── ids and timestamps ──
-
-
-# The last second formatted (strftime is most of the cost); None is no second.
-_second: tuple[int | None, str] = (None, "")
-
-
-def format_timestamp(t: float | None = None) -> str:
-    """ISO 8601 UTC with milliseconds and ``Z``: ``2026-04-25T17:40:15.990Z``."""
-    global _second
-    ms = int((time.time() if t is None else t) * 1000)
-    sec, cached = ms // 1000, _second  # one read: another thread may replace it
-    if cached[0] != sec:
-        cached = _second = (sec, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec)))
-    return f"{cached[1]}.{ms % 1000:03d}Z"
-
-
-_last_uuid = 0
-_uuid_lock = threading.Lock()
-
-
-def uuid7(t: float | None = None) -> str:
-    """A UUIDv7 string, lowercase: 48 bits of Unix milliseconds, then random bits.
-
-    Ids therefore sort by creation time, as do the file names made from them.
-    Within one process they are strictly increasing: an id made in the same
-    millisecond as the one before is that one plus one (RFC 9562's counter
-    method), so sessions created back to back still list in order.
-    """
-    global _last_uuid
-    ms = int((time.time() if t is None else t) * 1000)
-    rand = int.from_bytes(os.urandom(10), "big")
-    value = (ms & ((1 << 48) - 1)) << 80
-    value |= 0x7 << 76  # version
-    value |= ((rand >> 62) & 0xFFF) << 64  # rand_a
-    value |= 0b10 << 62  # variant
-    value |= rand & ((1 << 62) - 1)  # rand_b
-    with _uuid_lock:
-        if value <= _last_uuid and (_last_uuid >> 80) == (value >> 80):
-            value = _next_in_ms(_last_uuid)
-        _last_uuid = value
-    h = f"{value:032x}"
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
-
-
-def _next_in_ms(value: int) -> int:
-    # Increment the 74 random bits (rand_a then rand_b), skipping the fixed
-    # version and variant bits; a wrap would need 2^74 ids in a millisecond.
-    rand_a = (value >> 64) & 0xFFF
-    rand_b = value & ((1 << 62) - 1)
-    counter = ((rand_a << 62) | rand_b) + 1
-    rand_a, rand_b = (counter >> 62) & 0xFFF, counter & ((1 << 62) - 1)
-    head = value >> 80 << 80
-    return head | (0x7 << 76) | (rand_a << 64) | (0b10 << 62) | rand_b
-
-
-# ── on-disk types ──
-
-
-@dataclass(frozen=True, slots=True)
-class SessionHeader:
-    """The first line of a log: metadata, not a tree node."""
-
-    id: str
-    timestamp: str
-    cwd: str
-    provider: str
-    model: str
-    version: int = FORMAT_VERSION
-
-
-@dataclass(frozen=True, slots=True)
-class EntryBase:
-    """What every tree entry has."""
-
-    id: str
-    parent_id: str | None
-    timestamp: str
-
-
-@dataclass(frozen=True, slots=True)
-class DiskText:
-    """``{"type":"text","text":...}``"""
-
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class DiskThinking:
-    """``{"type":"thinking","thinking":...}``"""
-
-    thinking: str
-
-
-@dataclass(frozen=True, slots=True)
-class DiskToolUse:
-    """``{"type":"toolUse","id":...,"name":...,"input":"<raw JSON>"}``"""
-
-    id: str
-    name: str
-    input: str
-
-
-@dataclass(frozen=True, slots=True)
-class DiskToolResult:
-    """``{"type":"toolResult","toolUseId":...,"content":...}``"""
-
-    tool_use_id: str
-    content: str
-
-
-@dataclass(frozen=True, slots=True)
-class DiskUnknownBlock:
-    """A block of a type this version does not know: kept on disk, not sent to models."""
-
-    raw: dict[str, Any]
-
-
-DiskContentBlock = DiskText | DiskThinking | DiskToolUse | DiskToolResult | DiskUnknownBlock
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """Token counts of one response."""
-
-    input: int
-    output: int
-
-
-@dataclass(frozen=True, slots=True)
-class DiskMessage:
-    """The ``message`` field of a message entry."""
-
-    role: Role
-    content: list[DiskContentBlock] = field(default_factory=list)
-    # Assistant-only metadata; None on system and user messages.
-    provider: str | None = None
-    model: str | None = None
-    stop_reason: str | None = None
-    usage: Usage | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class MessageEntry:
-    """A message in the conversation tree.
-
-    ``provider``/``model`` are set on user messages only: the provider and
-    model the request was sent to.
-    """
-
-    base: EntryBase
-    message: DiskMessage
-    provider: str | None = None
-    model: str | None = None
-
-    @property
-    def type(self) -> str:
-        return "message"
-
-
-@dataclass(frozen=True, slots=True)
-class UnknownEntry:
-    """An entry type this version does not know, kept as it is.
-
-    With an ``id`` it is an opaque tree node (children may point at it);
-    without one it is skipped.  It is never rewritten.
-    """
-
-    type: str
-    raw: dict[str, Any]
-    base: EntryBase | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Checkpoint:
-    """A summary of the state at a point in the log; not a tree node.
-
-    Resume takes its state and replays only the lines after it.  Fields are
-    described in ``docs/format.md``.
-    """
-
-    timestamp: str
-    offset: int
-    line: int
-    session_id: str
-    created: str
-    leaf_id: str | None
-    provider: str
-    model: str
-    message_count: int
-    entry_count: int
-    last_activity: str
-    first_prompt: str
-    recent: list[tuple[int, int, int, str]]
-    checkpoint_bytes: int
-    prev: int | None
-    # The id numbers no entry before it uses (see awl.ids); None: not recorded.
-    free_ids: tuple[int, int] | None = None
-    version: int = CHECKPOINT_VERSION
-
-    @property
-    def type(self) -> str:
-        return "checkpoint"
-
-
-SessionEntry = MessageEntry | UnknownEntry
-FileEntry = SessionHeader | MessageEntry | UnknownEntry | Checkpoint
-
+from ..errors import FormatError
+from ._entries import (
+    CHECKPOINT_VERSION,
+    FORMAT_VERSION,
+    Checkpoint,
+    DiskContentBlock,
+    DiskMessage,
+    DiskText,
+    DiskThinking,
+    DiskToolResult,
+    DiskToolUse,
+    DiskUnknownBlock,
+    EntryBase,
+    FileEntry,
+    Location,
+    MessageEntry,
+    SessionHeader,
+    UnknownEntry,
+)
+from ._ids import ID_SPACE
 
 # ── serialization ──
 
@@ -473,7 +275,7 @@ def parse_checkpoint(obj: dict[str, Any]) -> Checkpoint:
     recent_raw = obj.get("recent")
     if not isinstance(recent_raw, list):
         raise FormatError("a checkpoint needs a 'recent' list")
-    recent: list[tuple[int, int, int, str]] = []
+    recent: list[Location] = []
     for item in recent_raw:
         # type() is not isinstance(): bool is an int subclass and not an offset.
         if type(item) is not list or len(item) != 4:
@@ -489,7 +291,7 @@ def parse_checkpoint(obj: dict[str, Any]) -> Checkpoint:
             or type(eid) is not str
         ):
             raise FormatError("checkpoint 'recent' items must be [offset, length, line, id]")
-        recent.append((o, n, line, eid))
+        recent.append(Location(o, n, line, eid))
     prev = obj.get("prev")
     if prev is not None and (not isinstance(prev, int) or isinstance(prev, bool) or prev < 0):
         raise FormatError("checkpoint 'prev' must be an offset or null")
@@ -529,163 +331,11 @@ def parse_checkpoint(obj: dict[str, Any]) -> Checkpoint:
         entry_count=entry_count,
         last_activity=last_activity,
         first_prompt=first_prompt,
-        recent=recent,
+        recent=tuple(recent),
         checkpoint_bytes=checkpoint_bytes,
         prev=prev,
         free_ids=free_ids,
     )
-
-
-RECENT = 8
-"""How many of the last branch messages a checkpoint locates, for display."""
-
-FIRST_PROMPT_CHARS = 120
-"""How much of the first prompt a checkpoint and a listing keep."""
-
-
-def first_words(text: str) -> str:
-    """The opening words of a prompt, white space folded, cut to :data:`FIRST_PROMPT_CHARS`."""
-    # Folding a prefix gives a prefix of the folded whole: a long prompt (a
-    # pasted file) need not be split in full when its start is long enough.
-    head = text[: 4 * FIRST_PROMPT_CHARS]
-    words = " ".join(head.split())
-    if len(words) <= FIRST_PROMPT_CHARS and len(head) < len(text):
-        words = " ".join(text.split())
-    if len(words) <= FIRST_PROMPT_CHARS:
-        return words
-    return words[: FIRST_PROMPT_CHARS - 1].rstrip() + "…"
-
-
-def prompt_words(message: DiskMessage) -> str:
-    """:func:`first_words` of a message's visible text ("" when it has none: a tool result)."""
-    return first_words(disk_message_to_internal(message).text())
-
-
-def checkpoint_fits(cp: Checkpoint, offset: int, body: int, header: SessionHeader) -> bool:
-    """Whether a checkpoint read at ``offset`` can be trusted for the log it is in.
-
-    ``body`` is where the header line ends (the first entry's offset).  A
-    checkpoint copied from another log, moved, or naming lines it cannot
-    have seen is not trusted: the caller then derives the state from the log.
-    """
-    return (
-        cp.offset == offset
-        and cp.session_id == header.id
-        and cp.created == header.timestamp
-        and cp.line >= 1
-        and cp.message_count <= cp.entry_count
-        and len(cp.recent) <= min(cp.message_count, RECENT)
-        and (cp.leaf_id is None) == (cp.entry_count == 0)
-        and all(o >= body and o + n < offset for o, n, _line, _id in cp.recent)
-        and (cp.prev is None or cp.prev < offset)
-        and cp.checkpoint_bytes <= offset
-        # The leaf of an awl log is its last message: a leafId that is not
-        # the last located message is not trusted (forward-compatible leaves
-        # of other types just take the index path).
-        and (not cp.recent or cp.recent[-1][3] == cp.leaf_id)
-        and (cp.message_count == 0) == (not cp.recent)
-    )
-
-
-class LogReader(Protocol):
-    """Random access to a log's bytes by offset (:class:`awl.logmap.LogMap`, or
-    the few reads a listing makes)."""
-
-    def byte(self, pos: int) -> int:
-        """The byte at ``pos``."""
-        ...
-
-    def find(self, sub: bytes, start: int, end: int) -> int:
-        """The offset of ``sub`` in ``[start, end)``, or -1."""
-        ...
-
-    def view(self, start: int, end: int) -> bytes | memoryview:
-        """The bytes ``[start, end)``."""
-        ...
-
-
-def holds_message(log: LogReader, offset: int, length: int, entry_id: str) -> bool:
-    """Whether the line at ``offset`` is the message entry with this id."""
-    # How awl writes a message: checked at memory speed.  Any other form is parsed.
-    awl_form = b'{"type":"message","id":' + orjson.dumps(entry_id) + b","
-    if length > len(awl_form) and bytes(log.view(offset, offset + len(awl_form))) == awl_form:
-        return True
-    try:
-        obj = load_object(log.view(offset, offset + length))
-    except FormatError:
-        return False
-    return obj.get("type") == "message" and obj.get("id") == entry_id
-
-
-def checkpoint_locates(cp: Checkpoint, log: LogReader, body: int) -> bool:
-    """Whether a fitting checkpoint's (:func:`checkpoint_fits`) leaf is where it says.
-
-    Its ``recent`` locations must be in file order, none empty; the last
-    must be one whole line (a newline before and after it, none inside)
-    holding the leaf's message, and no tree entry may come between it and
-    this checkpoint (the leaf is the last entry of the tree).  A checkpoint
-    without recent messages must have no entries at all, and none may come
-    between the header (``body`` is where it ends) and the checkpoint.  A
-    checkpoint believed past a leaf it misplaces would make a writer hang
-    the next message off the wrong entry, and the messages after it would
-    drop out of the conversation.  An open and a listing make these same
-    checks, so they believe the same checkpoints; the other locations are
-    checked by the open as it takes them (:func:`whole_lines_from`) and
-    again by whoever reads them.
-    """
-    after = 0  # where the next location may start
-    for o, n, _line, _id in cp.recent:
-        if n == 0 or o < after:
-            return False
-        after = o + n + 1
-    if cp.recent:
-        o, n, _line, leaf = cp.recent[-1]
-        if o < 1 or log.byte(o - 1) != 0x0A or log.byte(o + n) != 0x0A:
-            return False
-        if log.find(b"\n", o, o + n) >= 0 or not holds_message(log, o, n, leaf):
-            return False
-        pos = after
-    elif cp.entry_count or cp.leaf_id is not None:
-        return False  # a leaf no location vouches for
-    else:
-        pos = body
-    while pos < cp.offset:
-        end = log.find(b"\n", pos, cp.offset)
-        if end < 0 or not _outside_tree(log.view(pos, end)):
-            return False
-        pos = end + 1
-    return True
-
-
-def _outside_tree(line: bytes | memoryview) -> bool:
-    """Whether a line is sound and no tree entry: blank, a checkpoint, or an
-    entry of another type without an ``id`` (as the scanner tells nodes)."""
-    if not bytes(line).strip(b" \t\r"):
-        return True
-    try:
-        obj = load_object(line)
-    except FormatError:
-        return False
-    kind = obj.get("type")
-    if kind == "checkpoint":
-        return True
-    return isinstance(kind, str) and kind not in ("message", "session") and "id" not in obj
-
-
-def whole_lines_from(
-    recent: list[tuple[int, int, int, str]], log: LogReader
-) -> list[tuple[int, int, int, str]]:
-    """The last of ``recent`` back to the first that is not a whole line (a
-    newline before and after it): lines moved or resized since the checkpoint
-    are not taken for messages, and not copied into the next checkpoint.
-    The messages left out are found through the index when they are read."""
-    k = len(recent)
-    while k:
-        o, n, _line, _id = recent[k - 1]
-        if log.byte(o - 1) != 0x0A or log.byte(o + n) != 0x0A:
-            break
-        k -= 1
-    return recent[k:]
 
 
 def load_object(line: bytes | bytearray | memoryview) -> dict[str, Any]:
@@ -724,7 +374,7 @@ def parse_line(line: bytes | bytearray | memoryview) -> FileEntry:
     return parse_object(load_object(line))
 
 
-# ── block conversion ──
+# ── to and from the Conversation ──
 
 
 def content_block_to_disk(block: ContentBlock) -> DiskContentBlock:

@@ -14,14 +14,16 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from .agent import Agent, TerminalSink, TurnResult
-from .conversation import ToolUse
-from .errors import AwlError
-from .format import disk_message_to_internal
-from .paths import ensure_private_dir, history_path
-from .providers import ProviderError
-from .tools import ToolOutput
-from .transcript import render_message, visible
+from ..agent import Agent, TurnResult
+from ..conversation import ToolUse
+from ..errors import AwlError
+from ..paths import history_path
+from ..providers import ProviderError
+from ..store import default_env, disk_message_to_internal, make_private_dirs
+from ..tools import ToolOutput
+from ._terminal import TerminalSink, stdin_text
+from ._text import visible
+from ._transcript import render_message
 
 HELP = """\
 /model PROVIDER [MODEL]  switch provider/model from the next message on
@@ -30,17 +32,6 @@ HELP = """\
 /quit                    leave (Ctrl+D too); Ctrl+C cancels a streaming reply"""
 
 RESUME_SHOWN = 4
-
-
-def stdin_text(*, line: bool = False) -> str:
-    """All of stdin (or one line) as text, whatever the locale's strictness:
-    bytes that are not UTF-8 become lone surrogates, which awl then refuses
-    in one line instead of a decoding traceback."""
-    raw = getattr(sys.stdin, "buffer", None)
-    if raw is None:  # a text-only stream (tests, embedding)
-        return sys.stdin.readline() if line else sys.stdin.read()
-    data = raw.readline() if line else raw.read()
-    return bytes(data).decode("utf-8", "surrogateescape")
 
 
 def _reader() -> Callable[[str], str]:
@@ -63,7 +54,7 @@ def _reader() -> Callable[[str], str]:
     # be /tmp/history, which every user of the machine can read and replace.
     history = history_path()
     try:
-        ensure_private_dir(history.parent)
+        make_private_dirs(default_env(), history.parent)
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK | os.O_CLOEXEC
         fd = os.open(history, flags, 0o600)
         try:
@@ -176,7 +167,7 @@ def interactive_loop(agent: Agent, *, resumed: bool) -> int:
         try:
             result = _run_with_cancel(agent, line, sink)
         except (AwlError, ProviderError) as exc:
-            sys.stdout.write(f"awl: {exc}\n")
+            sys.stdout.write(f"awl: {visible(str(exc), one_line=True)}\n")
             continue
         if result is not None and result.error:
             sys.stdout.write(f"awl: {result.error}\n")
@@ -202,7 +193,7 @@ def handle_command(agent: Agent, text: str) -> bool:
                 agent.switch_model(parts[1], parts[2] if len(parts) == 3 else None)
                 out.write(f"now using {agent.provider_name}/{agent.model}\n")
             except (ProviderError, AwlError) as exc:
-                out.write(f"awl: {exc}\n")
+                out.write(f"awl: {visible(str(exc), one_line=True)}\n")
     else:
         out.write(f"unknown command {name}; /help lists them\n")
     out.flush()

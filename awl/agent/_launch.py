@@ -1,0 +1,76 @@
+"""Which session an agent runs: a new one, the most recent of a directory, or one
+named by id — and whether a resumed one can run where it says it works."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..conversation import Message, Text
+from ..errors import SessionError
+from ..store import SessionManager, find_session, read_header
+from ._loop import SYSTEM_PROMPT
+
+
+def open_session(
+    cwd: Path,
+    resume: str | None,
+    provider: str | None,
+    model: str | None,
+    *,
+    base_url: str | None = None,
+) -> tuple[SessionManager, bool]:
+    """The session to run: a new one, the most recent of ``cwd``, or the one named.
+
+    A new session without ``model`` gets the provider's default, the
+    provider being made with ``base_url`` (a local server needs no key).
+    Returns (manager, resumed).
+    """
+    from ..providers import default_provider_name, get_provider
+
+    if resume is not None:
+        if resume == "":
+            recent = SessionManager.continue_recent(cwd)
+            if recent is not None:
+                return recent, True
+        else:
+            path = find_session(resume, cwd)
+            # The tools run in the session's directory: a session whose
+            # directory is gone is refused before its log is touched.
+            # (continue_recent's sessions are this directory's own.)
+            recorded = _recorded_cwd(path)
+            if recorded is not None:
+                check_session_dir(recorded)
+            return SessionManager.open(path), True
+    name = provider or default_provider_name()
+    if model is None:
+        with get_provider(name, base_url=base_url) as made:  # a missing key fails here
+            model = made.default_model
+    manager = SessionManager.create(cwd, name, model)
+    manager.append_message(Message("system", [Text(SYSTEM_PROMPT.format(cwd=cwd))]))
+    return manager, False
+
+
+def _recorded_cwd(path: Path) -> str | None:
+    """The header cwd of the log at ``path``; None when it cannot be read (the
+    writer's open that follows says why)."""
+    try:
+        return read_header(path).cwd
+    except (OSError, SessionError):
+        return None
+
+
+def check_session_dir(cwd: str) -> None:
+    """Raise SessionError unless ``cwd``, a session's recorded directory, is a directory
+    named by an absolute path (a relative one, from another tool, would mean a
+    different directory depending on where awl runs)."""
+    what = None
+    if not os.path.isabs(cwd):
+        what = "is not an absolute path"
+    elif not os.path.isdir(cwd):
+        what = "is not a directory" if os.path.lexists(cwd) else "no longer exists"
+    if what is not None:
+        raise SessionError(
+            f"cannot resume: the session's directory {cwd} {what} "
+            "(its tools would run there; awl show still reads the session)"
+        )

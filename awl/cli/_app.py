@@ -1,0 +1,188 @@
+"""The ``awl`` group: running a session, and the options every command shares.
+
+Each command lives in a module of its own (:mod:`._sessions`, :mod:`._show`,
+:mod:`._reindex`...) and is a few lines over a library call; every error
+reaches the user as one line.  Provider SDKs, numpy and prompt_toolkit are
+imported only by the commands that need them, so ``awl sessions`` and
+``awl --help`` start fast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import sys
+from typing import Any, TextIO, cast
+
+import click
+
+from ..errors import AmbiguousSession, AwlError, SessionNotFound
+from ._common import (
+    GuardedOutput,
+    OutputError,
+    current_dir,
+    discard_output,
+    fail,
+    is_utf8,
+    occupy_closed_std_fds,
+    refuse_bad_environment,
+    version_message,
+)
+
+
+class _Main(click.Group):
+    """The ``awl`` group: one line, not a traceback, when the standard streams fail."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the command with standard output guarded (see :class:`_Output`)."""
+        occupy_closed_std_fds()
+        if sys.stdout is None:  # closed at start: nothing awl did could be seen
+            click.echo("Error: cannot write output: standard output is closed", err=True)
+            sys.exit(1)
+        real = sys.stdout
+        guarded = cast(TextIO, GuardedOutput(real))
+        sys.stdout = guarded
+        try:
+            try:
+                return super().main(*args, **kwargs)
+            finally:
+                # Writes without a flush (the -p answer) would otherwise fail
+                # at exit, after the status is decided.  Not after click has
+                # replaced stdout for a broken pipe.
+                if sys.stdout is guarded:
+                    guarded.flush()
+        except OutputError as exc:
+            discard_output(real)
+            with contextlib.suppress(OSError):
+                click.echo(f"Error: cannot write output: {exc}", err=True)
+            sys.exit(1)
+        except OSError as exc:
+            if exc.errno != errno.EPIPE:
+                raise
+            discard_output(real)  # a broken pipe found by the last flush: quiet, as click's
+            sys.exit(1)
+        finally:
+            if sys.stdout is guarded:
+                sys.stdout = real
+
+
+# What a bare --resume gives: no argument can hold a NUL byte, so an empty
+# --resume '' (a script's unset variable) is told apart and refused, instead
+# of quietly continuing the most recent session.
+_MOST_RECENT = "\0"
+
+
+@click.group(
+    cls=_Main,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+@click.option(
+    "--resume",
+    "resume",
+    is_flag=False,
+    flag_value=_MOST_RECENT,
+    default=None,
+    metavar="[ID]",
+    help="Resume the most recent session of this directory, or the one with this id or prefix.",
+)
+@click.option(
+    "-p",
+    "--print",
+    "prompt",
+    metavar="PROMPT",
+    help=(
+        "Run one turn non-interactively ('-' reads stdin); exit 1 if it ends in an error "
+        "(a cut-off reply is one)."
+    ),
+)
+@click.option(
+    "--provider",
+    help="Provider for a new session (anthropic, openai, offline); on resume, switches.",
+)
+@click.option(
+    "--model", help="Model for a new session; on resume, switches from the next message on."
+)
+@click.option("--base-url", help="API base URL (e.g. an OpenAI-compatible local server).")
+@click.option("--version", is_flag=True, help="Show the version and which scanner is active.")
+@click.pass_context
+def main(
+    ctx: click.Context,
+    resume: str | None,
+    prompt: str | None,
+    provider: str | None,
+    model: str | None,
+    base_url: str | None,
+    version: bool,
+) -> None:
+    """awl: a coding agent whose every event is saved, and which resumes where it stopped."""
+    if version:
+        click.echo(version_message())
+        return
+    if ctx.invoked_subcommand is not None:
+        # Options of a session run would be silently ignored by a command.
+        session_options = {
+            "--resume": resume,
+            "--print": prompt,
+            "--provider": provider,
+            "--model": model,
+            "--base-url": base_url,
+        }
+        named = [name for name, value in session_options.items() if value is not None]
+        if named:
+            verb = "is" if len(named) == 1 else "are"
+            fail(
+                f"{', '.join(named)} {verb} for running a session, "
+                f"not for awl {ctx.invoked_subcommand}",
+                usage=True,
+            )
+        return
+    if resume == "":
+        fail("--resume needs an id or prefix, not an empty string", usage=True)
+    refuse_bad_environment()
+    here = current_dir()
+    from ..providers import InvalidBaseURL
+    from ..ui import stdin_text
+    from ._run import run_session
+
+    if prompt == "-":
+        if sys.stdin is None:
+            fail("-p -: standard input is closed, so there is no prompt to read")
+        prompt = stdin_text()
+    elif prompt is None and sys.stdin is None:
+        fail("standard input is closed, so there are no prompts to read (give one with -p)")
+    given = {"the prompt": prompt, "--provider": provider, "--model": model, "--base-url": base_url}
+    for what, value in given.items():
+        if value is not None and not is_utf8(value):
+            fail(f"{what} is not valid UTF-8 text", usage=True)
+        if value == "" and what != "the prompt":
+            fail(f"{what} needs a value, not an empty string", usage=True)
+    try:
+        code = run_session(
+            cwd=here,
+            resume="" if resume == _MOST_RECENT else resume,
+            prompt=prompt,
+            provider=provider,
+            model=model,
+            base_url=base_url,
+        )
+    except (SessionNotFound, AmbiguousSession) as exc:
+        fail(str(exc), usage=True)
+    except InvalidBaseURL as exc:
+        if exc.variable is None:  # --base-url's
+            fail(f"--base-url {exc}", usage=True)
+        fail(str(exc))
+    except AwlError as exc:
+        fail(str(exc))
+    ctx.exit(code)
+
+
+class _Command(click.Command):
+    """A subcommand that checks the environment once its own ``--help`` is out of the way."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        refuse_bad_environment()
+        return super().invoke(ctx)
+
+
+main.command_class = _Command

@@ -1,0 +1,178 @@
+"""What every command shares: one-line errors, guarded output, JSON text."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+import orjson
+
+from .. import environment
+from .._version import __version__
+from ..errors import AmbiguousSession, AwlError, SessionNotFound
+from ..store import find_session, scanner_description
+from ..ui import visible
+
+
+class UsageFailure(click.ClickException):
+    """An error that exits with status 2, like click's usage errors."""
+
+    exit_code = 2
+
+
+def json_text(doc: Any, *, indent: bool = False) -> str:
+    """``doc`` as JSON text for ``--json``.
+
+    A path that is not valid UTF-8 (a session root under such a folder)
+    holds lone surrogates, which orjson refuses: then the standard library
+    writes them as ``\\udcXX`` escapes, which ``json.loads`` gives back as
+    the same str (``os.fsencode`` turns it into the real path).
+    """
+    try:
+        return orjson.dumps(doc, option=orjson.OPT_INDENT_2 if indent else 0).decode()
+    except TypeError:
+        import json
+
+        return json.dumps(
+            doc, indent=2 if indent else None, separators=None if indent else (",", ":")
+        )
+
+
+def is_utf8(text: str) -> bool:
+    """False for text holding lone surrogates: bytes that were not UTF-8 in argv or stdin."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def fail(message: str, *, usage: bool = False) -> NoReturn:
+    """Stop with a one-line error (status 2 for lookups and usage, 1 otherwise).
+
+    Control characters (a path or a cwd from a log) are shown as escapes:
+    the line is for a terminal, and one line.
+    """
+    line = visible(message, one_line=True)
+    if usage:
+        raise UsageFailure(line)
+    raise click.ClickException(line)
+
+
+def refuse_bad_environment() -> None:
+    """Stop, naming it, if a variable of :mod:`awl.environment` holds what it cannot mean."""
+    bad = environment.problems()
+    if bad:
+        fail("; ".join(bad))
+
+
+def current_dir() -> Path:
+    """The current directory, or a one-line error when it cannot be known (removed)."""
+    try:
+        return Path.cwd()
+    except FileNotFoundError:
+        fail("the current directory no longer exists (cd to another one)")
+    except OSError as exc:  # a parent that cannot be searched
+        fail(f"cannot tell the current directory: {exc.strerror} (cd to another one)")
+
+
+def version_message() -> str:
+    """What ``awl --version`` says: the version, the scanner in use, the Python."""
+    python = sys.version.split()[0]
+    return f"awl {__version__} (scanner: {scanner_description()}, Python {python})"
+
+
+def resolve_session(ref: str, cwd: Path) -> Path:
+    """A session path from an id or a unique id prefix (SessionNotFound, AmbiguousSession
+    and their kin as one-line errors)."""
+    try:
+        return find_session(ref, cwd)
+    except (SessionNotFound, AmbiguousSession) as exc:
+        fail(str(exc), usage=True)
+    except AwlError as exc:
+        fail(str(exc))
+
+
+def count(n: int, one: str, many: str | None = None) -> str:
+    """``"1 file"``, ``"2 files"``: a number and its noun."""
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
+class OutputError(Exception):
+    """Standard output could not be written (a full disk, an I/O error): not a broken pipe."""
+
+
+class GuardedOutput:
+    """A stream (standard output, or its binary buffer) whose failed writes raise
+    :class:`OutputError`, so that they are told apart from the library's own I/O.
+    A broken pipe stays an OSError: click ends quietly on it (``awl show | head``)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def _guard(self, call: Any, *args: Any) -> Any:
+        try:
+            return call(*args)
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                raise
+            raise OutputError(exc.strerror or str(exc)) from None
+
+    def write(self, data: Any) -> int:
+        """Write, or raise OutputError."""
+        return int(self._guard(self._stream.write, data))
+
+    def writelines(self, lines: Any) -> None:
+        """Write each, or raise OutputError."""
+        self._guard(self._stream.writelines, lines)
+
+    def flush(self) -> None:
+        """Flush, or raise OutputError."""
+        self._guard(self._stream.flush)
+
+    @property
+    def buffer(self) -> GuardedOutput:
+        """The binary stream beneath, guarded too (click writes bytes there)."""
+        return GuardedOutput(self._stream.buffer)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def occupy_closed_std_fds() -> None:
+    """Put /dev/null on each of the descriptors 0, 1 and 2 that was closed at start.
+
+    Else the next file opened (a session log) would get that number, and
+    whatever is meant for standard output or error would be written into it.
+    A closed stderr gets a stream on /dev/null, so that error lines have
+    somewhere to go; ``sys.stdin`` and ``sys.stdout`` stay None, which
+    :func:`main` and the commands that read stdin refuse.
+    """
+    for fd, mode in ((0, os.O_RDONLY), (1, os.O_WRONLY), (2, os.O_WRONLY)):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        null = os.open(os.devnull, mode)
+        if null != fd:
+            os.dup2(null, fd)  # inheritable: the bash tool's commands get it too
+            os.close(null)
+        else:
+            os.set_inheritable(fd, True)
+    if sys.stderr is None:
+        sys.stderr = open(2, "w", errors="backslashreplace", closefd=False)  # noqa: SIM115
+
+
+def discard_output(stream: Any) -> None:
+    # What could not be written stays buffered, and the flush at exit would
+    # fail again with a traceback: from now on it goes to /dev/null.
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, stream.fileno())
+        os.close(null)

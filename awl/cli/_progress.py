@@ -1,0 +1,78 @@
+"""A progress bar for bulk commands: on a terminal's stderr only, never in a pipe."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+
+
+def format_bytes(n: int) -> str:
+    """A byte count for people."""
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    return f"{n} B"
+
+
+class Progress:
+    """Files and bytes done of a known total; :meth:`done` after each file.
+
+    Lines written between updates (:meth:`say`) start on a line of their
+    own, so the bar and a report never share one.
+    """
+
+    def __init__(self, bar: Any, files: int, total: int) -> None:
+        self._bar = bar
+        self.files, self.total = files, total
+        self.done_files = self.done_bytes = 0
+
+    def _label(self, _: object) -> str:
+        return (
+            f"{self.done_files}/{self.files} files, "
+            f"{format_bytes(self.done_bytes)} of {format_bytes(self.total)}"
+        )
+
+    def done(self, size: int) -> None:
+        """One more file of ``size`` bytes is done."""
+        self.done_files += 1
+        self.done_bytes += size
+        if self._bar is not None:
+            self._bar.update(size)
+
+    def say(self, lines: list[str]) -> None:
+        """Write ``lines`` to stdout (flushed: a pipe keeps step with the bar)."""
+        out = sys.stdout
+        for text in lines:
+            if self._bar is not None:
+                sys.stderr.write("\n")
+            # Not click.echo: its checks of the stream on each line add up
+            # on a store of thousands of logs.
+            out.write(text + "\n")
+        out.flush()
+
+
+@contextmanager
+def progress(label: str, files: int, total: int, *, quiet: bool = False) -> Iterator[Progress]:
+    """A :class:`Progress`, drawn as a bar when stderr is a terminal and not ``quiet``."""
+    show = sys.stderr.isatty() and not quiet and files > 0
+    if not show:
+        yield Progress(None, files, total)
+        return
+    holder: list[Progress] = []
+    bar: Any = click.progressbar(
+        length=max(total, 1),
+        label=label,
+        file=sys.stderr,
+        show_pos=False,
+        show_eta=False,
+        item_show_func=lambda item: holder[0]._label(item) if holder else "",
+    )
+    holder.append(Progress(bar, files, total))  # before the bar's first drawing
+    with bar:
+        yield holder[0]

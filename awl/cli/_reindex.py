@@ -1,0 +1,135 @@
+"""``awl reindex``: repair, checkpoint and index logs; verify them; prune stale caches."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import click
+
+from ..errors import AwlError
+from ._app import main
+from ._common import count, current_dir, fail, json_text
+from ._progress import format_bytes, progress
+
+if TYPE_CHECKING:  # numpy and the index: only once the command runs
+    from ..store import FileResult, ReindexSummary
+
+
+@main.command("reindex")
+@click.argument("paths", nargs=-1, type=click.Path())  # str: Path("") would be "."
+@click.option("--all", "all_projects", is_flag=True, help="Every session under the root.")
+@click.option(
+    "--verify", is_flag=True, help="Validate every line and the tree; report each problem."
+)
+@click.option(
+    "--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: the cores)."
+)
+@click.option("--dry-run", is_flag=True, help="Say what would be done; change nothing.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document of the results.")
+def reindex_command(
+    paths: tuple[str, ...],
+    all_projects: bool,
+    verify: bool,
+    jobs: int | None,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Repair torn tails, checkpoint and index this directory's sessions (or PATHS, or --all).
+
+    PATHS are log files, or folders standing for their logs; a folder with
+    none of its own (the session root, a copy of a store) stands for the
+    logs of its folders, and one with none at all is an error. Without PATHS
+    it also settles session creations whose process died (hidden .creating
+    files): each is recovered into place or removed. With --all it also
+    removes index cache files that no log can use any more.
+    """
+    from ..store import one_name_each, plan_reindex, reindex
+
+    if paths and all_projects:
+        fail("give PATHS or --all, not both", usage=True)
+    try:
+        # --all needs no current directory (it may have been removed).
+        cwd = None if paths or all_projects else current_dir()
+        plan = plan_reindex(paths, cwd=cwd, all_projects=all_projects)
+    except ValueError as exc:
+        fail(f"PATHS: {exc}", usage=True)
+    except AwlError as exc:  # the root itself cannot be listed
+        fail(str(exc))
+    # The bar counts each log's size as it was before the run (a repair shrinks it).
+    before = one_name_each(plan.targets)  # as the run counts them: each file once
+    with progress("reindex", len(before), sum(before.values()), quiet=as_json) as bar:
+
+        def on_result(r: FileResult) -> None:
+            if r.path in before:
+                bar.done(before[r.path])
+            if not as_json:
+                bar.say(list(describe(r, dry_run=dry_run)))
+
+        results, summary = reindex(
+            plan.targets,
+            verify=verify,
+            dry_run=dry_run,
+            jobs=jobs,
+            on_result=on_result,
+            creations=plan.creations,
+            prune=all_projects,
+            failed=plan.unlisted,
+            sizes=before,
+        )
+    if as_json:
+        doc = {
+            "summary": {k: getattr(summary, k) for k in summary.__slots__},
+            "files": [r.as_json() for r in results],
+        }
+        click.echo(json_text(doc, indent=True))
+    else:
+        click.echo(summary_line(summary, dry_run=dry_run))
+    if summary.errors:
+        raise SystemExit(1)
+
+
+def summary_line(summary: ReindexSummary, *, dry_run: bool = False) -> str:
+    """The last line of a reindex run."""
+    would = "would be " if dry_run else ""
+    return (
+        f"{count(summary.files, 'file')}, {format_bytes(summary.bytes)}, "
+        f"{count(summary.entries, 'entry', 'entries')}: "
+        f"{summary.repaired} {would}repaired, {summary.checkpointed} {would}checkpointed, "
+        f"{count(summary.caches, 'index cache')} {would}written, "
+        f"{summary.busy} skipped as busy, {summary.errors} with errors"
+        + (f", {summary.recovered} {would}recovered" if summary.recovered else "")
+        + (f", {count(summary.leftovers, 'leftover')} {would}removed" if summary.leftovers else "")
+        + (
+            f", {count(summary.pruned, 'stale index cache')} {would}removed"
+            if summary.pruned
+            else ""
+        )
+    )
+
+
+def describe(r: FileResult, *, dry_run: bool = False) -> Iterable[str]:
+    """The lines a person reads about one log (nothing for a log with nothing to say)."""
+    if r.busy:
+        yield f"{r.path}: skipped: open in another awl process"
+    if r.error:
+        yield r.error
+    for line, problem in r.problems:
+        yield f"{r.path}:{line}: {problem}" if line is not None else f"{r.path}: {problem}"
+    if r.problem_count > len(r.problems):
+        yield f"{r.path}: … and {r.problem_count - len(r.problems)} more problems"
+    verb = "would " if dry_run else ""
+    if r.removed is not None:
+        yield f"{r.path}: {verb}remove a session creation's leftover ({r.removed})"
+    if r.pruned is not None and not r.error:
+        yield f"{r.path}: {verb}remove a stale index cache ({r.pruned})"
+    if r.recovered_from is not None:
+        yield (
+            f"{r.path}: {verb}recover the session from {os.path.basename(r.recovered_from)} "
+            "(its process died while creating it)"
+        )
+    if r.repaired:
+        yield f"{r.path}: {verb}move a torn last line ({r.repaired} bytes) to .corrupt"
+    if r.checkpointed:
+        yield f"{r.path}: {verb}add a checkpoint"

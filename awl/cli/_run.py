@@ -1,0 +1,85 @@
+"""Running a session from the command line: ``awl``, ``awl -p``, ``awl --resume``."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+
+from ..agent import Agent, open_session
+from ..conversation import ToolUse
+from ..environment import verbose
+from ..errors import AwlError
+from ..providers import NullSink, default_provider_name
+from ..store import resume_prefix
+from ..tools import ToolOutput
+from ..ui import TerminalSink, visible
+
+
+def run_session(
+    *,
+    cwd: Path,
+    resume: str | None,
+    prompt: str | None,
+    provider: str | None,
+    model: str | None,
+    base_url: str | None,
+) -> int:
+    """``awl``: open or create the session, run one turn (``-p``) or the interactive loop;
+    returns the exit status."""
+
+    err = sys.stderr
+    manager, resumed = open_session(cwd, resume, provider, model, base_url=base_url)
+    try:
+        # A resumed session's tools run where its header and system prompt
+        # say it works, whichever directory it is resumed from.
+        tools_dir = Path(manager.cwd) if resumed else cwd
+        agent = Agent(manager, base_url=base_url, cwd=tools_dir)
+        if resumed and not _same_dir(tools_dir, cwd):
+            where = visible(manager.cwd, one_line=True)
+            err.write(f"awl: tools run in the session's directory, {where}\n")
+        if resumed and (provider or model):
+            agent.switch_model(provider or agent.provider_name, model)
+        agent.provider()
+        if not resumed and provider is None and default_provider_name() == "offline":
+            err.write(
+                "awl: no ANTHROPIC_API_KEY or OPENAI_API_KEY set; using the offline provider\n"
+            )
+        if resume == "" and not resumed:
+            err.write("awl: no session to resume in this directory; starting a new one\n")
+        if prompt is not None:
+            return _print_turn(agent, prompt)
+        from ..ui import interactive_loop
+
+        return interactive_loop(agent, resumed=resumed)
+    finally:
+        manager.close()
+        if manager.path.exists():
+            # Only a hint: a folder that cannot be listed now must not turn
+            # the run (or the error it is ending with) into another failure.
+            with contextlib.suppress(AwlError):
+                err.write(f"awl --resume {resume_prefix(manager.id, manager.path)}\n")
+
+
+def _same_dir(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
+
+
+def _print_turn(agent: Agent, prompt: str) -> int:
+    sink = TerminalSink(sys.stderr, show_thinking=False) if verbose() else None
+    result = agent.run_turn(prompt, sink or NullSink(), on_tool=_note_tool)
+    if result.text:
+        sys.stdout.write(result.text + ("" if result.text.endswith("\n") else "\n"))
+    if result.error:
+        sys.stderr.write(f"awl: {result.error}\n")
+        return 1
+    return 0
+
+
+def _note_tool(use: ToolUse, output: ToolOutput) -> None:
+    status = "error" if output.is_error else "ok"
+    sys.stderr.write(f"[{visible(use.name, one_line=True)}: {status}]\n")

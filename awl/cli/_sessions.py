@@ -1,0 +1,76 @@
+"""``awl sessions``: list a directory's sessions, or every project's."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from ..errors import AwlError
+from ..store import SessionInfo, list_all_sessions, list_sessions, unique_prefixes
+from ..ui import local_time, visible
+from ._app import main
+from ._common import current_dir, fail, json_text
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="One JSON array, for scripts.")
+@click.option(
+    "--all", "all_projects", is_flag=True, help="Every project's sessions, grouped by cwd."
+)
+@click.option(
+    "--long", "long_format", is_flag=True, help="Add the modified time and the first prompt."
+)
+def sessions(as_json: bool, all_projects: bool, long_format: bool) -> None:
+    """List the sessions of this directory, oldest first."""
+    try:
+        if all_projects:
+            groups = list_all_sessions()
+        else:
+            cwd = os.fspath(current_dir())
+            groups = {cwd: list_sessions(cwd)}
+    except AwlError as exc:
+        fail(str(exc))
+    if as_json:
+        out = [i.as_json() for infos in groups.values() for i in infos]
+        click.echo(json_text(out, indent=True))
+        return
+    every = [i for infos in groups.values() for i in infos]
+    short = unique_prefixes([i.id for i in every])
+    lines: list[str] = []
+    for cwd, infos in groups.items():
+        if all_projects:
+            lines.append(visible(cwd, one_line=True))
+        indent = "  " if all_projects else ""
+        lines.extend(format_info(i, short[i.id], long_format, indent) for i in infos)
+    if lines:
+        click.echo("\n".join(lines))  # one write: a thousand echo calls add up
+    else:
+        # On stderr: a script reading stdout sees an empty listing, as before.
+        where = "under the session root" if all_projects else "for this directory"
+        hint = "" if all_projects else " (awl sessions --all lists every project's)"
+        click.echo(f"no sessions {where}{hint}", err=True)
+
+
+def format_info(info: SessionInfo, short: str, long_format: bool, indent: str = "") -> str:
+    """One listing line in the seed's format: ``019dc5ba  2026-04-25 17:40  14 messages``.
+
+    Control characters (in a first prompt, an error's file name) are shown
+    as escapes: the line is for a terminal.
+    """
+    return visible(_info_line(info, short, long_format, indent), one_line=True)
+
+
+def _info_line(info: SessionInfo, short: str, long_format: bool, indent: str) -> str:
+    if info.error and not info.created and info.path.is_dir():
+        return f"{indent}unreadable: {info.error}"  # a project folder, not a session
+    when = local_time(info.created) if info.created else "????-??-?? ??:??"
+    if info.error:
+        return f"{indent}{short}  {when}  unreadable: {info.error}"
+    noun = "message" if info.message_count == 1 else "messages"
+    text = f"{indent}{short}  {when}  {info.message_count} {noun}"
+    if long_format:
+        text += f"  (modified {local_time(info.modified)})"
+        if info.first_prompt:
+            text += f"  {info.first_prompt}"
+    return text

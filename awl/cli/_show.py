@@ -1,0 +1,46 @@
+"""``awl show``: print a session's conversation, as text or as one JSON document."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import click
+
+from ..errors import AwlError
+from ._app import main
+from ._common import current_dir, fail, resolve_session
+
+
+@main.command()
+@click.argument("ref", metavar="ID|PREFIX|PATH")
+@click.option(
+    "--json", "as_json", is_flag=True, help="One JSON document of the rebuilt conversation."
+)
+def show(ref: str, as_json: bool) -> None:
+    """Print a session's conversation.  Read-only: never trims, locks or writes."""
+    from ..store import SessionManager
+    from ..ui import session_json, transcript
+
+    path = (
+        Path(ref) if ("/" in ref or ref.endswith(".jsonl")) else resolve_session(ref, current_dir())
+    )
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        fail(f"{path}: no such session file", usage=True)
+    except OSError as exc:  # a name too long, a symlink loop...
+        fail(f"{path}: {exc.strerror}", usage=True)
+    if not stat.S_ISREG(mode):
+        fail(f"{path}: not a regular file", usage=True)
+    try:
+        with SessionManager.open(path, read_only=True) as m:
+            if as_json:
+                for piece in session_json(m):
+                    click.echo(piece, nl=False)
+                click.echo()
+            else:
+                for chunk in transcript(m):
+                    click.echo(chunk)
+    except AwlError as exc:
+        fail(str(exc))

@@ -1,0 +1,152 @@
+"""Finding sessions: by id or prefix, the most recent of a directory, and the
+shortest prefix that names one.
+
+Nothing here opens a log as a session: headers and listings are enough.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..errors import AmbiguousSession, SessionError, SessionNotFound
+from ..paths import SESSION_FILE_RE, log_files, project_dir, project_folders, session_root
+from ._listing import list_sessions
+
+_PREFIX_RE = re.compile(r"[0-9a-f][0-9a-f-]{0,35}")
+
+
+def session_files(folder: Path, cwd: str | None) -> Iterator[tuple[str, Path]]:
+    """(session id, path) of the logs in a folder; with ``cwd``, only that cwd's."""
+    from ._logfile import read_header  # the header check needs the scanner
+
+    for p in log_files(folder):
+        m = SESSION_FILE_RE.match(p.name)
+        try:
+            header = read_header(p)
+        except SessionError:
+            # Listed as unreadable, so found by its name's id: opening it
+            # then says what is wrong.
+            if m:
+                yield m.group("id"), p
+            continue
+        if cwd is not None and header.cwd != cwd:
+            continue
+        yield header.id, p
+
+
+def find_session(
+    id_or_prefix: str,
+    cwd: str | os.PathLike[str],
+    *,
+    session_dir: str | os.PathLike[str] | None = None,
+) -> Path:
+    """The log whose session id is or starts with ``id_or_prefix``.
+
+    This cwd's sessions are searched first, then every project's.  Only
+    text of an id's characters is accepted, so an argument can never name
+    a path.  Raises SessionNotFound (saying which folders could not be
+    searched, if any), AmbiguousSession listing the candidates, or
+    SessionError when copies of one log match, or this cwd's folder or the
+    root cannot be listed.
+    """
+    prefix = id_or_prefix.strip().lower()
+    if not _PREFIX_RE.fullmatch(prefix):
+        raise SessionNotFound(f"{id_or_prefix!r} is not a session id or prefix")
+    root = Path(session_dir) if session_dir is not None else session_root()
+    here = project_dir(cwd, root)
+    cwd_text = os.path.abspath(os.fspath(cwd))
+    matches = [(sid, p) for sid, p in session_files(here, cwd_text) if sid.startswith(prefix)]
+    unlisted: list[str] = []
+    if not matches:
+        # Here too, without the cwd filter: another cwd's folder name can
+        # be the same (encode_cwd maps "/a-b/c" and "/a/b-c" alike).
+        for folder in project_folders(root):
+            try:
+                found = list(session_files(folder, None))
+            except SessionError as exc:  # one bad folder does not hide the others
+                unlisted.append(str(exc))
+                continue
+            matches.extend((sid, p) for sid, p in found if sid.startswith(prefix))
+    exact = [m for m in matches if m[0] == prefix]
+    if exact:
+        matches = exact
+    if not matches:
+        why = f" ({len(unlisted)} not searched: {unlisted[0]})" if unlisted else ""
+        raise SessionNotFound(f"no session matches {id_or_prefix!r}{why}")
+    if len({sid for sid, _ in matches}) > 1:
+        raise AmbiguousSession(prefix, sorted(sid for sid, _ in matches))
+    if len(matches) > 1:  # copies of one log: which one to write is not ours to guess
+        files = ", ".join(str(p) for _, p in matches)
+        raise SessionError(f"session {matches[0][0]} is in {len(matches)} files: {files}")
+    return matches[0][1]
+
+
+def most_recent(
+    cwd: str | os.PathLike[str], *, session_dir: str | os.PathLike[str] | None = None
+) -> Path | None:
+    """The log of ``cwd``'s session with the latest activity, or None if it has none.
+
+    A log that cannot be read, modified after the best readable one's last
+    activity (or when none is readable), may be the most recent session:
+    rather than name an older one, or none, without a word, this raises
+    SessionError naming it and why.  (Its modification time is all there
+    is to go by; the readable one's is not used, since reindexing or a
+    checkpoint changes it.)
+    """
+    infos = list_sessions(cwd, session_dir=session_dir)
+    readable = [i for i in infos if i.error is None]
+    best = max(readable, key=lambda i: (i.last_activity, i.created, i.path.name), default=None)
+    unreadable = [
+        i
+        for i in infos
+        if i.error is not None and (best is None or i.modified > best.last_activity)
+    ]
+    if unreadable:
+        newest = max(unreadable, key=lambda i: (i.modified, i.path.name))
+        raise SessionError(
+            f"the most recent session here cannot be resumed: {newest.error} "
+            "(awl --resume ID resumes another; awl reindex --verify names each problem)"
+        )
+    return None if best is None else best.path
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """Length of the longest common prefix (slices compare in C: a listing has thousands)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def unique_prefixes(ids: list[str], minimum: int = 8) -> dict[str, str]:
+    """The shortest prefix of each id that no other id shares, at least ``minimum`` long."""
+    ordered = sorted(set(ids))
+    # In sorted order an id shares the most with a neighbour.
+    shared = [_common_prefix(a, b) for a, b in itertools.pairwise(ordered)]
+    out: dict[str, str] = {}
+    for k, sid in enumerate(ordered):
+        n = minimum
+        if k:
+            n = max(n, shared[k - 1] + 1)
+        if k < len(shared):
+            n = max(n, shared[k] + 1)
+        out[sid] = sid[: min(n, len(sid))]
+    return out
+
+
+def resume_prefix(session_id: str, path: Path) -> str:
+    """The id prefix that ``awl --resume`` needs for a session, from its folder's file names."""
+    ids = [session_id]
+    for p in log_files(path.parent):
+        m = SESSION_FILE_RE.match(p.name)
+        if m:
+            ids.append(m.group("id"))
+    return unique_prefixes(ids)[session_id]

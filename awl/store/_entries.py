@@ -1,0 +1,171 @@
+"""The on-disk types: what each line of a session log holds.
+
+They are the schema of the file, separate from the in-memory Conversation
+(:mod:`awl.conversation`): they carry what a provider request does not need
+(ids, timestamps, the provider and model of each request and response,
+usage, stop reasons), and keep what this version does not know as it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from ..conversation import Role, Usage
+
+FORMAT_VERSION = 1
+CHECKPOINT_VERSION = 1
+
+RECENT = 8
+"""How many of the last branch messages a checkpoint locates, for display."""
+
+
+class Location(NamedTuple):
+    """Where a message entry's line is: what a checkpoint's ``recent`` records."""
+
+    offset: int
+    length: int  # without the newline
+    line: int  # 0-based line index
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class SessionHeader:
+    """The first line of a log: metadata, not a tree node."""
+
+    id: str
+    timestamp: str
+    cwd: str
+    provider: str
+    model: str
+    version: int = FORMAT_VERSION
+
+
+@dataclass(frozen=True, slots=True)
+class EntryBase:
+    """What every tree entry has."""
+
+    id: str
+    parent_id: str | None
+    timestamp: str
+
+
+@dataclass(frozen=True, slots=True)
+class DiskText:
+    """``{"type":"text","text":...}``"""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class DiskThinking:
+    """``{"type":"thinking","thinking":...}``"""
+
+    thinking: str
+
+
+@dataclass(frozen=True, slots=True)
+class DiskToolUse:
+    """``{"type":"toolUse","id":...,"name":...,"input":"<raw JSON>"}``"""
+
+    id: str
+    name: str
+    input: str
+
+
+@dataclass(frozen=True, slots=True)
+class DiskToolResult:
+    """``{"type":"toolResult","toolUseId":...,"content":...}``"""
+
+    tool_use_id: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class DiskUnknownBlock:
+    """A block of a type this version does not know: kept on disk, not sent to models."""
+
+    raw: dict[str, Any]
+
+
+DiskContentBlock = DiskText | DiskThinking | DiskToolUse | DiskToolResult | DiskUnknownBlock
+
+
+@dataclass(frozen=True, slots=True)
+class DiskMessage:
+    """The ``message`` field of a message entry."""
+
+    role: Role
+    content: list[DiskContentBlock] = field(default_factory=list)
+    # Assistant-only metadata; None on system and user messages.
+    provider: str | None = None
+    model: str | None = None
+    stop_reason: str | None = None
+    usage: Usage | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MessageEntry:
+    """A message in the conversation tree.
+
+    ``provider``/``model`` are set on user messages only: the provider and
+    model the request was sent to.
+    """
+
+    base: EntryBase
+    message: DiskMessage
+    provider: str | None = None
+    model: str | None = None
+
+    @property
+    def type(self) -> str:
+        return "message"
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownEntry:
+    """An entry type this version does not know, kept as it is.
+
+    With an ``id`` it is an opaque tree node (children may point at it);
+    without one it is skipped.  It is never rewritten.
+    """
+
+    type: str
+    raw: dict[str, Any]
+    base: EntryBase | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """A summary of the state at a point in the log; not a tree node.
+
+    Resume takes its state and replays only the lines after it.  Fields are
+    described in ``docs/format.md``.
+    """
+
+    timestamp: str
+    offset: int
+    line: int
+    session_id: str
+    created: str
+    leaf_id: str | None
+    provider: str
+    model: str
+    message_count: int
+    entry_count: int
+    last_activity: str
+    first_prompt: str
+    recent: tuple[Location, ...]
+    checkpoint_bytes: int
+    prev: int | None
+    # The id numbers no entry before it uses (see awl.ids); None: not recorded.
+    free_ids: tuple[int, int] | None = None
+    version: int = CHECKPOINT_VERSION
+
+    @property
+    def type(self) -> str:
+        return "checkpoint"
+
+
+SessionEntry = MessageEntry | UnknownEntry
+FileEntry = SessionHeader | MessageEntry | UnknownEntry | Checkpoint

@@ -1,0 +1,364 @@
+"""One log file, open: the lock, the header, the bytes, appends and cuts.
+
+The durability contract of a log (``docs/reliability.md``, "Durability"):
+
+- An append is one write of a whole line on an ``O_APPEND`` descriptor
+  (looping on short writes), then an fsync; if either fails the file is cut
+  back to its size before the line, so no part of it stays.  If even the
+  cut fails, the log file refuses further appends (the torn bytes stay
+  last, where the next open trims them).
+- A new log is written whole under a hidden name, synced, renamed into
+  place without ever replacing a file, and its folder synced: a crash
+  leaves no log, or the complete first lines, never an empty or torn log.
+  Every folder made for it has its name synced in its parent first.
+- A torn last line is cut off only once its bytes are durable in
+  ``<log>.corrupt`` (whose name is synced in its folder when new); keeping
+  them is idempotent, so a repair interrupted between the two steps adds
+  no second copy when it runs again.
+- A writer holds an exclusive ``flock`` until it closes; a reader takes no
+  lock and writes nothing.  Nothing is written through a symbolic link.
+
+Every call that can fail goes through the :class:`~awl.store._fs.Env`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+from pathlib import Path
+
+from ..errors import (
+    CorruptSession,
+    FormatError,
+    SessionBusy,
+    SessionError,
+    SessionNotFound,
+    SessionWriteError,
+)
+from ..paths import corrupt_path, creating_path
+from . import scanner
+from ._codec import load_object, parse_header, serialize_header
+from ._entries import SessionHeader
+from ._fs import (
+    Env,
+    check_keep_target,
+    default_env,
+    keep_bytes,
+    make_private_dirs,
+    open_regular,
+    write_all,
+)
+from ._logmap import LogMap
+
+MAX_HEADER = 1 << 20
+"""A first line longer than this is not a header (it is not read further)."""
+
+_NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ETXTBSY)
+
+
+def symlink_refusal(path: str | os.PathLike[str]) -> str:
+    """A writer's refusal of a log that is a symbolic link."""
+    return f"{os.fspath(path)}: refusing to write through a symbolic link"
+
+
+def cannot_keep(target: Path, exc: OSError) -> str:
+    """Why a writer leaves a log with a torn tail as it is: ``exc`` from keeping its bytes."""
+    return (
+        f"{target}: cannot keep the torn last line there ({exc.strerror}); the log is left as it is"
+    )
+
+
+def keep_problem(target: Path, source: os.stat_result) -> str | None:
+    """What keeping a torn tail in ``target`` would refuse (in :func:`cannot_keep`'s
+    words), or None: for a dry run, which neither creates nor writes it."""
+    flags = os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    try:
+        try:
+            fd = os.open(target, flags)
+        except FileNotFoundError:
+            if os.access(target.parent, os.W_OK | os.X_OK):
+                return None  # it would be created
+            raise OSError(errno.EACCES, os.strerror(errno.EACCES)) from None
+        try:
+            check_keep_target(os.fstat(fd), source, target)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        return cannot_keep(target, exc)
+    return None
+
+
+def read_header_fd(fd: int, path: Path, env: Env) -> SessionHeader:
+    """The header of the log open at ``fd`` (``path`` names it in errors)."""
+    head = bytearray()
+    want = 4096  # a header is a few hundred bytes; longer first lines read on
+    while len(head) <= MAX_HEADER:
+        chunk = env.pread(fd, want, len(head))
+        want = 65536
+        if not chunk:
+            break
+        head += chunk
+        if b"\n" in chunk:
+            break
+    if not head:
+        raise CorruptSession(path, None, "empty file, not a session log")
+    end = head.find(b"\n")
+    if end < 0 and len(head) > MAX_HEADER:
+        raise CorruptSession(path, 1, "the first line is not a session header (over 1 MiB long)")
+    line = bytes(head[: end if end >= 0 else len(head)])
+    if not scanner.validate(line):
+        raise CorruptSession(
+            path, 1, "the first line is not a session header (not a complete JSON object)"
+        )
+    try:
+        obj = load_object(line)
+        if obj.get("type") != "session":
+            raise FormatError("the first line is not a session header")
+        return parse_header(obj)
+    except FormatError as exc:
+        raise CorruptSession(path, 1, str(exc)) from None
+
+
+class LogFile:
+    """An open log: made by :meth:`open` or :meth:`create`, ended by :meth:`close`.
+
+    ``size`` is the bytes that count: a torn tail an open found is not
+    among them, before and after :meth:`trim`.
+    """
+
+    def __init__(
+        self, path: Path, header: SessionHeader, fd: int, env: Env, *, read_only: bool
+    ) -> None:
+        self.path = path
+        self.header = header
+        self.env = env
+        self.read_only = read_only
+        self.fd: int | None = fd
+        self.size = 0
+        self.needs_newline = False  # the last line has no newline: the next append adds one
+        self.broken = False  # a failed append could not be cut back
+        self._map: LogMap | None = None
+
+    # ── opening ──
+
+    @classmethod
+    def open(cls, path: Path, *, read_only: bool, env: Env) -> LogFile:
+        """Open the log at ``path`` and read its header.
+
+        A writer takes the lock (:class:`SessionBusy` if another process has
+        it) and refuses a symbolic link; a reader takes no lock.
+        """
+        flags = os.O_CLOEXEC | (
+            os.O_RDONLY if read_only else os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW
+        )
+        try:
+            fd = open_regular(env, path, flags)
+        except FileNotFoundError:
+            raise SessionNotFound(f"{path}: no such session file") from None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP and not read_only:
+                raise SessionError(symlink_refusal(path)) from None
+            if not read_only and exc.errno in _NOT_WRITABLE and _readable(path, env):
+                # Another user's log, a read-only mount: say what still works.
+                raise SessionError(
+                    f"{path}: cannot open for writing: {exc.strerror} (reading works: awl show)"
+                ) from None
+            raise SessionError(f"{path}: cannot open: {exc.strerror}") from None
+        try:
+            if not read_only:
+                try:
+                    env.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    raise SessionBusy(path) from None
+            header = read_header_fd(fd, path, env)
+            log = cls(path, header, fd, env, read_only=read_only)
+            log.size = env.fstat(fd).st_size
+        except BaseException:
+            env.close(fd)
+            raise
+        return log
+
+    @classmethod
+    def create(cls, path: Path, header: SessionHeader, body: bytes, env: Env) -> LogFile:
+        """Create the log at ``path`` holding ``header`` then ``body`` (whole lines).
+
+        Written under a hidden name, synced and renamed into place without
+        replacing a file; on any failure nothing is left.  Raises
+        SessionWriteError.  Serialized first: a header that cannot be
+        written leaves no file.
+        """
+        data = serialize_header(header) + body
+        try:
+            make_private_dirs(env, path.parent)
+        except OSError as exc:
+            raise SessionWriteError(
+                f"{exc.filename or path.parent}: cannot create the session folder: {exc.strerror}"
+            ) from None
+        tmp = creating_path(path, os.getpid())
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            fd = env.open(tmp, flags, 0o600)
+        except OSError as exc:
+            raise SessionWriteError(f"{path}: cannot create session file: {exc.strerror}") from None
+        try:
+            env.fchmod(fd, 0o600)
+            env.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            write_all(env, fd, data)
+            env.fsync(fd)
+            env.rename_noreplace(tmp, path)  # never replaces a log
+            env.sync_dir(path.parent)
+        except BaseException as exc:
+            # Also on KeyboardInterrupt: no locked, half-made file outlives
+            # the attempt in this process.
+            try:
+                placed = os.path.samestat(os.stat(path, follow_symlinks=False), os.fstat(fd))
+            except OSError:
+                placed = False
+            env.close(fd)
+            with contextlib.suppress(OSError):
+                env.unlink(tmp)
+            if placed:  # not durable: the session is not claimed to exist
+                with contextlib.suppress(OSError):
+                    env.unlink(path)
+            if isinstance(exc, OSError):
+                raise SessionWriteError(
+                    f"{path}: could not write session: {exc.strerror}"
+                ) from None
+            raise
+        log = cls(path, header, fd, env, read_only=False)
+        log.size = len(data)
+        return log
+
+    # ── reading ──
+
+    def map(self) -> LogMap:
+        """The log's bytes up to :attr:`size` (mapped again after appends)."""
+        if self._map is None or len(self._map) < self.size:
+            assert self.fd is not None
+            if self.read_only:
+                # Every line but the last is mapped: see awl.store._logmap.
+                self._map = LogMap.for_reader(self.fd, self.size)
+            else:
+                # mmap keeps a dup of the descriptor it maps, and a dup shares
+                # the flock: map through a descriptor of its own so that the
+                # lock ends with close() whatever happens to the mapping.
+                flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+                rfd = self.env.open(self.path, flags)
+                try:
+                    a, b = self.env.fstat(rfd), self.env.fstat(self.fd)
+                    if (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino):
+                        raise SessionError(f"{self.path}: the file was replaced while open")
+                    self._map = LogMap.whole(rfd, self.size)
+                finally:
+                    self.env.close(rfd)
+        return self._map
+
+    # ── writing ──
+
+    def check_writable(self) -> None:
+        """Raise SessionError unless this log can take an append."""
+        if self.fd is None:
+            raise SessionError(f"{self.path}: session is closed")
+        if self.read_only:
+            raise SessionError(f"{self.path}: session is open read-only")
+        if self.broken:
+            raise SessionWriteError(
+                f"{self.path}: a failed write could not be undone; "
+                "reopen the session (the torn line is trimmed then)"
+            )
+
+    def append(self, line: bytes) -> int:
+        """Append one line (``\\n`` included) and sync it; returns its offset.
+
+        On failure nothing of it stays (see the module's docstring) and
+        SessionWriteError is raised.
+        """
+        self.check_writable()
+        assert self.fd is not None
+        data = b"\n" + line if self.needs_newline else line
+        start = self.size
+        try:
+            write_all(self.env, self.fd, data)
+            self.env.fsync(self.fd)
+        except OSError as exc:
+            # Leave no part of the entry behind.  If even that fails, the torn
+            # bytes stay last in the file, where the next open trims them: this
+            # log must not take appends after them, so it refuses to go on.
+            try:
+                self.env.ftruncate(self.fd, start)
+            except OSError:
+                self.broken = True
+            raise SessionWriteError(
+                f"{self.path}: could not append entry: {exc.strerror}"
+            ) from None
+        self.needs_newline = False
+        self.size = start + len(data)
+        return self.size - len(line)
+
+    def trim(self, start: int, end: int) -> None:
+        """Move a torn last line ``[start, end)`` to ``<log>.corrupt``, then cut it off.
+
+        The log is not touched unless the bytes are durable there; raises
+        SessionWriteError when they cannot be kept or the log not cut.
+        """
+        assert self.fd is not None and not self.read_only
+        self.close_map()  # the mapping would reach past the new end of file
+        target = corrupt_path(self.path)
+        try:
+            keep_bytes(self.env, target, self.fd, start, end)
+        except OSError as exc:
+            raise SessionWriteError(cannot_keep(target, exc)) from None
+        try:
+            self.env.ftruncate(self.fd, start)
+            self.env.fsync(self.fd)
+        except OSError as exc:
+            raise SessionWriteError(
+                f"{self.path}: cannot trim the torn last line ({exc.strerror}); "
+                f"its bytes are also in {target}"
+            ) from None
+
+    # ── closing ──
+
+    def close_map(self) -> None:
+        """Unmap the log (it is mapped again when next read)."""
+        if self._map is not None:
+            self._map.close()
+            self._map = None
+
+    def close(self) -> None:
+        """Unmap and close (which releases the lock)."""
+        self.close_map()
+        if self.fd is not None:
+            fd, self.fd = self.fd, None
+            self.env.close(fd)
+
+    def forget(self) -> None:
+        """Close the descriptor without the Env (a manager the garbage collector ends)."""
+        if self.fd is not None:
+            fd, self.fd = self.fd, None
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def _readable(path: Path, env: Env) -> bool:
+    try:
+        env.close(open_regular(env, path))
+    except (OSError, SessionError):
+        return False
+    return True
+
+
+def read_header(path: str | os.PathLike[str], env: Env | None = None) -> SessionHeader:
+    """The header of a log, reading only its first line."""
+    e = env or default_env()
+    p = Path(path)
+    try:
+        fd = open_regular(e, p)
+    except OSError as exc:
+        raise SessionError(f"{p}: cannot open: {exc.strerror}") from None
+    try:
+        return read_header_fd(fd, p, e)
+    finally:
+        e.close(fd)

@@ -1,0 +1,689 @@
+"""SessionManager: one session, open for writing or reading — a facade.
+
+It composes the store's units and holds what ties them together: the
+:class:`~._logfile.LogFile` (lock, bytes, appends), the
+:class:`~._state.SessionState` (a value, replaced on each append or
+checkpoint), the :class:`~._index_keeper.IndexKeeper` (the one path to a
+current index), and the entries this process appended.  Opening is
+:func:`~._recovery.recover`; reading entries is :mod:`._reader`; when to
+checkpoint is :class:`~._checkpoint.CheckpointPolicy`; lookups are
+:mod:`._catalog` and :mod:`._listing`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import TypeVar
+
+from ..conversation import Conversation, Message, Usage
+from ..errors import CorruptSession, SessionError, SessionWriteError
+from ..paths import project_dir, session_file_name
+from ._catalog import find_session, most_recent
+from ._checkpoint import CheckpointPolicy
+from ._clock import format_timestamp
+from ._codec import disk_message_to_internal, message_to_disk, serialize_entry
+from ._derive import free_window
+from ._entries import (
+    RECENT,
+    DiskMessage,
+    DiskToolResult,
+    EntryBase,
+    Location,
+    MessageEntry,
+    SessionEntry,
+    SessionHeader,
+)
+from ._fs import Env, default_env
+from ._ids import IdPermutation, IdWindow, uuid7
+from ._index import LogIndex
+from ._index_keeper import IndexKeeper
+from ._listing import SessionInfo, list_all_sessions, list_sessions
+from ._logfile import LogFile
+from ._logmap import Passing
+from ._reader import StaleIndex, branch_messages, entry_at, locations, message_at
+from ._recovery import recover
+from ._state import MAX_REPLACED, SessionState
+from ._tree import Tree
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class OpenStats:
+    """How an open became ready and what it did (reindex reports it; tests read it)."""
+
+    mode: str = "new"  # "checkpoint", "index" or "new"
+    tail_lines: int = 0  # lines read after the checkpoint believed
+    cache: str = "none"  # "none", "loaded", "built", "extended", "rebuilt" (the cache lied)
+    cache_saved: bool = False  # this manager wrote the index cache file
+    trimmed: int = 0  # bytes moved to .corrupt (or, for a reader, ignored)
+    checkpoints_written: int = 0
+    checkpoint_offset: int | None = None  # the checkpoint an open believed
+
+
+class SessionManager:
+    """An open session: its log, tree and state.
+
+    Make one with :meth:`create`, :meth:`open` or :meth:`continue_recent`.
+    A writer holds an exclusive lock on the file until :meth:`close`.
+    ``env`` is the file-system seam (:class:`awl.store.Env`) and
+    ``checkpoints`` the checkpoint policy, both defaults unless given.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        header: SessionHeader,
+        state: SessionState,
+        *,
+        read_only: bool,
+        env: Env,
+        checkpoints: CheckpointPolicy,
+        log: LogFile | None = None,
+    ) -> None:
+        self._path = path
+        self.header = header
+        self.read_only = read_only
+        self._env = env
+        self._policy = checkpoints
+        self._log = log
+        self._state = state
+        self._keeper = IndexKeeper(path, env)
+        self._pending: list[tuple[bytes, MessageEntry]] = []  # before the file exists
+        self._mine: dict[str, MessageEntry] = {}  # entries this process appended
+        self._mode = "new"
+        self._tail_lines = 0
+        self._trimmed = 0
+        self._checkpoint_offset: int | None = None
+        self._written = 0  # checkpoints written
+        self._closed = False
+
+    # ── creation ──
+
+    @classmethod
+    def create(
+        cls,
+        cwd: str | os.PathLike[str],
+        provider: str,
+        model: str,
+        *,
+        session_dir: str | os.PathLike[str] | None = None,
+        env: Env | None = None,
+        checkpoints: CheckpointPolicy | None = None,
+    ) -> SessionManager:
+        """A new session for ``cwd``.  Nothing is written until the first user message.
+
+        Raises :class:`SessionError` when ``cwd`` is not valid UTF-8.
+        """
+        where = os.path.abspath(os.fspath(cwd))
+        try:
+            where.encode("utf-8")
+        except UnicodeEncodeError:
+            # The header records the cwd as JSON text, which has no room for
+            # undecodable bytes: refuse before anything is written.
+            shown = where.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            raise SessionError(
+                f"{shown}: the directory's name is not valid UTF-8, which a session log "
+                "cannot record; run awl from a directory with a UTF-8 name"
+            ) from None
+        t = time.time()
+        now = format_timestamp(t)
+        sid = uuid7(t)
+        header = SessionHeader(id=sid, timestamp=now, cwd=where, provider=provider, model=model)
+        path = project_dir(header.cwd, session_dir) / session_file_name(now, sid)
+        state = SessionState.of_header(header, free_ids=IdWindow(IdPermutation(sid)).bounds())
+        return cls(
+            path,
+            header,
+            state,
+            read_only=False,
+            env=env or default_env(),
+            checkpoints=checkpoints or CheckpointPolicy(),
+        )
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        read_only: bool = False,
+        env: Env | None = None,
+        checkpoints: CheckpointPolicy | None = None,
+    ) -> SessionManager:
+        """Open an existing log and become ready.
+
+        A writer takes the lock (:class:`SessionBusy` if another process has
+        it), trims a torn last line into ``<file>.corrupt`` and may append a
+        checkpoint.  ``read_only`` takes no lock and never writes anything.
+        Raises :class:`CorruptSession` for a log it will not guess at.
+        """
+        p = Path(os.path.abspath(os.fspath(path)))
+        e = env or default_env()
+        log = LogFile.open(p, read_only=read_only, env=e)
+        try:
+            self = cls(
+                p,
+                log.header,
+                SessionState.of_header(log.header),
+                read_only=read_only,
+                env=e,
+                checkpoints=checkpoints or CheckpointPolicy(),
+                log=log,
+            )
+            found = recover(log, self._keeper, self._policy.search)
+            self._state, self._mode, self._tail_lines = found.state, found.mode, found.tail_lines
+            self._trimmed = found.torn
+            if found.checkpoint is not None:
+                self._checkpoint_offset = found.checkpoint[0].offset
+            if not read_only:
+                if found.torn_at is not None:
+                    log.trim(found.torn_at, found.torn_at + found.torn)
+                self._after_writer_open()
+        except BaseException:
+            log.close()
+            raise
+        return self
+
+    def _after_writer_open(self) -> None:
+        # A log without a recent checkpoint (an older awl's, another tool's,
+        # or one cut short by a crash) gets one now, so the next open is fast.
+        self._checkpoint(closing=True)
+        if self._keeper.dirty:
+            assert self._log is not None and self._log.fd is not None
+            self._keeper.save(self._log.map(), self._log.fd, self._log.size)
+
+    @classmethod
+    def continue_recent(
+        cls, cwd: str | os.PathLike[str], *, session_dir: str | os.PathLike[str] | None = None
+    ) -> SessionManager | None:
+        """Open the session of ``cwd`` with the latest activity, or None if it has none
+        (see :func:`awl.store.most_recent` for a log that cannot be read)."""
+        path = most_recent(cwd, session_dir=session_dir)
+        return None if path is None else cls.open(path)
+
+    @classmethod
+    def find(
+        cls,
+        id_or_prefix: str,
+        cwd: str | os.PathLike[str],
+        *,
+        session_dir: str | os.PathLike[str] | None = None,
+    ) -> Path:
+        """The log whose session id is or starts with ``id_or_prefix`` (see
+        :func:`awl.store.find_session`)."""
+        return find_session(id_or_prefix, cwd, session_dir=session_dir)
+
+    @classmethod
+    def list_sessions(
+        cls, cwd: str | os.PathLike[str], *, session_dir: str | os.PathLike[str] | None = None
+    ) -> list[SessionInfo]:
+        """The sessions whose header cwd is ``cwd``, oldest first (see
+        :func:`awl.store.list_sessions`)."""
+        return list_sessions(cwd, session_dir=session_dir)
+
+    @classmethod
+    def list_all_sessions(
+        cls, *, session_dir: str | os.PathLike[str] | None = None
+    ) -> dict[str, list[SessionInfo]]:
+        """Every project's sessions, grouped by header cwd (:func:`awl.store.list_all_sessions`)."""
+        return list_all_sessions(session_dir=session_dir)
+
+    # ── properties ──
+
+    @property
+    def path(self) -> Path:
+        """The log's path (it may not exist yet for a new session)."""
+        return self._path
+
+    @property
+    def id(self) -> str:
+        """The session id."""
+        return self.header.id
+
+    @property
+    def cwd(self) -> str:
+        """The working directory the session belongs to."""
+        return self.header.cwd
+
+    @property
+    def state(self) -> SessionState:
+        """The session's state as this manager knows it now (a value: later appends
+        make a new one)."""
+        return self._state
+
+    @property
+    def leaf_id(self) -> str | None:
+        """The id of the current leaf (the last tree entry), or None."""
+        return self._state.leaf
+
+    @property
+    def message_count(self) -> int:
+        """Message entries on the branch from the root to the leaf."""
+        return self._state.message_count
+
+    @property
+    def entry_count(self) -> int:
+        """Tree entries in the log."""
+        return self._state.entry_count
+
+    @property
+    def first_prompt(self) -> str:
+        """The opening words of the first user prompt on the branch."""
+        return self._state.first_prompt
+
+    @property
+    def last_activity(self) -> str:
+        """The timestamp of the leaf entry (the header's when there is none)."""
+        return self._state.last_activity
+
+    @property
+    def size(self) -> int:
+        """Bytes of the log that count."""
+        return 0 if self._log is None else self._log.size
+
+    @property
+    def stats(self) -> OpenStats:
+        """How the open became ready and what this manager did since."""
+        return OpenStats(
+            mode=self._mode,
+            tail_lines=self._tail_lines,
+            cache=self._keeper.cache,
+            cache_saved=self._keeper.saved,
+            trimmed=self._trimmed,
+            checkpoints_written=self._written,
+            checkpoint_offset=self._checkpoint_offset,
+        )
+
+    def active_model(self) -> tuple[str, str]:
+        """(provider, model) of the last user message on the branch, else the header's."""
+        return self._state.provider, self._state.model
+
+    # ── the index ──
+
+    def _indexed(self, fn: Callable[[LogIndex, Tree], _T]) -> _T:
+        """``fn(index, tree)`` over a current index of the whole log (see
+        :meth:`IndexKeeper.use`); the state's leaf must be in it."""
+        log = self._log
+        if log is None or log.fd is None:
+            raise SessionError("the session has no log on disk yet")
+        leaf = self._state.leaf
+
+        def checked(index: LogIndex, tree: Tree) -> _T:
+            if leaf is not None and leaf not in self._mine and leaf not in tree:
+                raise StaleIndex  # the leaf a checkpoint located is always in a true index
+            return fn(index, tree)
+
+        return self._keeper.use(log.map(), log.fd, log.size, checked)
+
+    def build_index(self) -> bool:
+        """Make the index cache match the whole log (a writer's job; a reader only indexes).
+
+        Returns True when the cache file was (re)written.
+        """
+        if self.read_only or self._log is None or self._log.fd is None:
+            self._indexed(lambda index, tree: None)
+            return False
+        return self._keeper.refresh(
+            self._log.map(), self._log.fd, self._log.size, trust_header=False
+        )
+
+    # ── reading entries ──
+
+    def _location_entry(self, loc: Location) -> SessionEntry:
+        if loc.id in self._mine:
+            return self._mine[loc.id]
+        assert self._log is not None
+        return entry_at(self._log.map(), loc, self._path)
+
+    def get_entry(self, entry_id: str) -> SessionEntry | None:
+        """The tree entry with this id, or None."""
+        if entry_id in self._mine:
+            return self._mine[entry_id]
+        if self._log is None:
+            return None
+
+        def look(index: LogIndex, tree: Tree) -> SessionEntry | None:
+            pos = tree.pos_of(entry_id)
+            if pos is None:
+                return None
+            rows = tree.rows[pos : pos + 1]
+            return self._location_entry(locations(index, tree, rows)[0])
+
+        return self._indexed(look)
+
+    def get_branch(self, from_id: str | None = None) -> list[SessionEntry]:
+        """The entries from the root to ``from_id`` (default: the leaf), root first."""
+        start = from_id if from_id is not None else self._state.leaf
+        if start is None:
+            return []
+        if self._log is None:
+            entries = [e for _, e in self._pending]
+            ids = [e.base.id for e in entries]
+            if start not in ids:
+                raise KeyError(start)
+            return list(entries[: ids.index(start) + 1])
+
+        def walk(index: LogIndex, tree: Tree) -> list[SessionEntry]:
+            pos = tree.pos_of(start)
+            if pos is None:
+                raise KeyError(start)
+            branch = tree.branch(pos)
+            return [self._location_entry(loc) for loc in locations(index, tree, tree.rows[branch])]
+
+        return self._indexed(walk)
+
+    def rebuild_conversation(self) -> Conversation:
+        """The Conversation of the branch, materialized lazily.
+
+        Messages are parsed from the mapped log on first access; the last few
+        are found through the checkpoint, the rest through the index.
+        """
+        if self._log is None:
+            return Conversation(disk_message_to_internal(e.message) for _, e in self._pending)
+        state = self._state
+        count, recent, leaf = state.message_count, state.recent, state.leaf
+        found: dict[int, list[Location]] = {}  # the branch's locations, by index (id())
+        behind: Passing | None = None  # a pass over the branch holds a window, not all it read
+
+        def message(loc: Location) -> Message:
+            nonlocal behind
+            mine = self._mine.get(loc.id)
+            if mine is not None:
+                return disk_message_to_internal(mine.message)
+            assert self._log is not None
+            log = self._log.map()
+            if behind is None or behind.log is not log:
+                behind = log.passing(loc.offset)
+            behind.at(loc.offset)
+            return message_at(log, loc, self._path)
+
+        def via_index(i: int) -> Message:
+            def read(index: LogIndex, tree: Tree) -> Message:
+                locs = found.get(id(index))
+                if locs is None:
+                    found.clear()
+                    locs = found[id(index)] = branch_messages(index, tree, leaf)
+                if len(locs) < count:
+                    raise StaleIndex
+                return message(locs[i])
+
+            return self._indexed(read)
+
+        def load(i: int) -> Message:
+            k = i - (count - len(recent))
+            if k >= 0:
+                # A located line that is not that entry is the checkpoint's
+                # error, not the log's: the index says what is there.
+                with contextlib.suppress(StaleIndex, CorruptSession):
+                    return message(recent[k])
+            return via_index(i)
+
+        return Conversation(lazy_count=count, loader=load)
+
+    def recent_entries(self, n: int = RECENT) -> list[MessageEntry]:
+        """The last ``n`` message entries of the branch (through the checkpoint when it can)."""
+        if self._log is None:
+            return [e for _, e in self._pending][-n:]
+        if n <= 0:
+            return []
+        recent = self._state.recent
+        if n > len(recent) and len(recent) < self._state.message_count:
+            return self._branch_messages()[-n:]
+        out: list[MessageEntry] = []
+        for loc in recent[-n:]:
+            try:
+                entry = self._location_entry(loc)
+            except (StaleIndex, CorruptSession):
+                # Not the entry the checkpoint located: read the branch instead,
+                # which reports the log's own corruption, if that is what it is.
+                return self._branch_messages()[-n:]
+            if isinstance(entry, MessageEntry):
+                out.append(entry)
+        return out
+
+    def _branch_messages(self) -> list[MessageEntry]:
+        return [e for e in self.get_branch() if isinstance(e, MessageEntry)]
+
+    # ── appending ──
+
+    def append_message(
+        self,
+        message: Message | DiskMessage,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        stop_reason: str | None = None,
+        usage: Usage | None = None,
+        replacing: int = 0,
+    ) -> str:
+        """Append a message as a child of the leaf; returns the new entry id.
+
+        A user message is stamped with ``provider``/``model`` (default: the
+        active model), which become the active model.  For an assistant
+        :class:`Message` they, ``stop_reason`` and ``usage`` go into the
+        entry's message metadata.  The entry is on disk (fsync'd unless
+        ``AWL_FSYNC=0``) when this returns; on failure nothing of it is.
+
+        ``replacing`` (up to :data:`MAX_REPLACED`) makes a user message
+        take the place of the last messages of the branch, user messages
+        holding only tool results that this manager appended (a tool
+        round's results saved as each call ended, see :mod:`awl.agent`):
+        its parent is the message before them, they leave the branch and
+        stay in the log.
+        """
+        self._check_writable()
+        state = self._state
+        parent = self._replaced_parent(replacing, message.role) if replacing else state.leaf
+        if isinstance(message, Message):
+            disk = message_to_disk(
+                message, provider=provider, model=model, stop_reason=stop_reason, usage=usage
+            )
+        else:
+            disk = message
+        stamp_provider = stamp_model = None
+        if disk.role == "user":
+            stamp_provider = provider or state.provider
+            stamp_model = model or state.model
+        window = self._id_window()
+        entry = MessageEntry(
+            base=EntryBase(window.draw(), parent, format_timestamp()),
+            message=disk,
+            provider=stamp_provider,
+            model=stamp_model,
+        )
+        line = serialize_entry(entry)
+        if self._log is None and disk.role != "user":
+            # Nothing touches the disk before the first user message.
+            self._pending.append((line, entry))
+            self._state = state.appended(entry, None, free_ids=window.bounds())
+        elif self._log is None:
+            self._create(line, entry, window.bounds())
+        else:
+            offset = self._log.append(line)
+            at = Location(offset, len(line) - 1, state.line_count, entry.base.id)
+            self._state = state.appended(entry, at, replacing=replacing, free_ids=window.bounds())
+        self._mine[entry.base.id] = entry
+        # The entry is saved; a checkpoint is an optimization, and one that
+        # fails to write (disk full) must not fail the append.
+        with contextlib.suppress(SessionWriteError):
+            self._checkpoint(closing=False)
+        return entry.base.id
+
+    def _id_window(self) -> IdWindow:
+        """The free id window to draw from: the state's, or, where no checkpoint
+        recorded one (a log of an older awl or another tool) or it is used up,
+        the widest gap of the log's ids, found from the index (once in a long while)."""
+        bounds = self._state.free_ids
+        if bounds is None or bounds[0] >= bounds[1]:
+            bounds = self._indexed(lambda index, tree: free_window(self.header, tree))
+        return IdWindow(IdPermutation(self.header.id), *bounds)
+
+    def _replaced_parent(self, replacing: int, role: str) -> str:
+        """The parent of a message replacing the last ``replacing`` of the branch
+        (see :meth:`append_message`); ValueError when they may not be replaced."""
+        state = self._state
+        kept = len(state.recent) - replacing  # the parent and the messages before it
+        wanted = max(1, min(RECENT, state.message_count - replacing))
+        if not 0 < replacing <= MAX_REPLACED or kept < wanted:
+            raise ValueError(f"cannot replace {replacing} messages of the branch")
+        if self._log is None or role != "user":
+            raise ValueError("only a user message of a saved session replaces tool results")
+        for loc in state.recent[-replacing:]:
+            entry = self._mine.get(loc.id)
+            if entry is None or entry.message.role != "user" or not entry.message.content:
+                raise ValueError(f"{loc.id} is not a tool-results message appended by this session")
+            if not all(isinstance(b, DiskToolResult) for b in entry.message.content):
+                raise ValueError(f"{loc.id} holds more than tool results")
+        return state.recent[-replacing - 1].id
+
+    def _check_writable(self) -> None:
+        if self._closed:
+            raise SessionError(f"{self._path}: session is closed")
+        if self.read_only:
+            raise SessionError(f"{self._path}: session is open read-only")
+        if self._log is not None:
+            self._log.check_writable()
+
+    def _create(self, line: bytes, entry: MessageEntry, free_ids: tuple[int, int]) -> None:
+        """Write the new log: the header, the messages held back, and ``entry``."""
+        pending = [*self._pending, (line, entry)]
+        self._log = LogFile.create(
+            self._path, self.header, b"".join(ln for ln, _ in pending), self._env
+        )
+        state = self._state.appended(entry, None, free_ids=free_ids)
+        offset = self._log.size - sum(len(ln) for ln, _ in pending)
+        placed = []
+        for n, (ln, e) in enumerate(pending):
+            placed.append(Location(offset, len(ln) - 1, n + 1, e.base.id))
+            offset += len(ln)
+        self._state = state.placed(tuple(placed), len(pending) + 1)
+        self._pending.clear()
+        self._mode = "new"
+
+    # ── checkpoints ──
+
+    def checkpoint(self) -> bool:
+        """Write a checkpoint now if there are entries since the last one and the budget allows."""
+        self._check_writable()
+        return self._checkpoint(closing=True)
+
+    def needs_checkpoint(self) -> bool:
+        """Whether opening and closing this log as a writer would add a checkpoint.
+
+        That is: tree entries follow the last usable checkpoint (or there is
+        none), and one more fits in the 1% budget.
+        """
+        return self._checkpoint_line(closing=True) is not None
+
+    def _checkpoint_line(self, *, closing: bool) -> tuple[bytes, SessionState] | None:
+        """The checkpoint line the policy says to write now, and the state it records."""
+        log = self._log
+        if log is None:
+            return None
+        state = self._state
+        if state.free_ids is None and self._keeper.index is not None:
+            # An index already in memory (a log opened through it) gives the
+            # id window for free; the checkpoint then records it.
+            bounds = self._indexed(lambda index, tree: free_window(self.header, tree))
+            state = state.with_free_ids(bounds)
+        line = self._policy.line(
+            state,
+            self.header,
+            log.size,
+            closing=closing,
+            timestamp=format_timestamp(),
+            newline_first=log.needs_newline,
+        )
+        return None if line is None else (line, state)
+
+    def _checkpoint(self, *, closing: bool) -> bool:
+        log = self._log
+        if self.read_only or log is None or log.broken:
+            return False
+        planned = self._checkpoint_line(closing=closing)
+        if planned is None:
+            return False
+        line, state = planned
+        offset = log.append(line)
+        self._state = state.checkpointed(offset, len(line))
+        self._written += 1
+        return True
+
+    def checkpoint_disagreement(self) -> tuple[int, str] | None:
+        """For verification: (line, how) the checkpoint this open believed differs from
+        the log, or None (see :func:`awl.store.checkpoint_disagreement`)."""
+        from ._verify import checkpoint_disagreement
+
+        if self._log is None or self._log.fd is None:
+            return None
+        return checkpoint_disagreement(self._log, self._state)
+
+    # ── closing ──
+
+    def close(self) -> None:
+        """Write a final checkpoint (writers), save the index cache when that is
+        cheap or needed, and release the lock."""
+        if self._closed:
+            return
+        self._closed = True
+        log = self._log
+        if log is None or log.fd is None:
+            return
+        try:
+            if not self.read_only and not log.broken:
+                with contextlib.suppress(SessionWriteError):
+                    self._checkpoint(closing=True)
+                with contextlib.suppress(SessionError, OSError):
+                    self._cache_on_close(log)
+        finally:
+            self._keeper.drop()
+            log.close()
+
+    def _cache_on_close(self, log: LogFile) -> None:
+        """Save the index cache when that costs no pass over the log, or when the
+        next open needs an index anyway.
+
+        An index in memory (this process built or loaded it) is extended by
+        what was appended, and saved if it changed.  Without one, a log that
+        ends on a checkpoint opens without an index, so none is made: a
+        resume and quit of a large log stays as cheap as of a small one.  A
+        log with entries after its last checkpoint (the budget refused one)
+        is indexed now, as its next open would be.
+        """
+        assert log.fd is not None
+        index = self._keeper.index
+        if index is not None:
+            if self._keeper.dirty or index.size < log.size:
+                self._keeper.save(log.map(), log.fd, log.size)
+            return
+        mark = self._state.mark
+        if mark.offset is not None and not mark.nodes_since:
+            return
+        self._keeper.refresh(log.map(), log.fd, log.size, trust_header=True)
+
+    def __enter__(self) -> SessionManager:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        # A forgotten manager must not keep the lock; no checkpoint here.
+        log = getattr(self, "_log", None)
+        if log is not None:
+            log.forget()
+
+    def __repr__(self) -> str:
+        mode = "read-only" if self.read_only else "writer"
+        return f"<SessionManager {self.id} {mode} {self._path}>"

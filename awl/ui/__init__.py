@@ -1,0 +1,50 @@
+"""What a person sees: the interactive session, streamed replies, transcripts.
+
+Text from a log or a model never reaches a terminal raw (:func:`visible`).
+Names are imported on first use: a listing needs :func:`visible`, not the
+interactive loop and prompt_toolkit.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import exports
+
+if TYPE_CHECKING:
+    from ._repl import HELP, handle_command, interactive_loop, show_resume
+    from ._terminal import TerminalSink, stdin_text
+    from ._text import local_time, visible
+    from ._transcript import render_message, session_document, session_json, transcript
+
+_HOMES = {
+    "HELP": "_repl",
+    "handle_command": "_repl",
+    "interactive_loop": "_repl",
+    "show_resume": "_repl",
+    "TerminalSink": "_terminal",
+    "stdin_text": "_terminal",
+    "local_time": "_text",
+    "visible": "_text",
+    "render_message": "_transcript",
+    "session_document": "_transcript",
+    "session_json": "_transcript",
+    "transcript": "_transcript",
+}
+
+__all__ = [
+    "HELP",
+    "TerminalSink",
+    "handle_command",
+    "interactive_loop",
+    "local_time",
+    "render_message",
+    "session_document",
+    "session_json",
+    "show_resume",
+    "stdin_text",
+    "transcript",
+    "visible",
+]
+
+__getattr__, __dir__ = exports(__name__, _HOMES, globals())

@@ -1,0 +1,86 @@
+"""The terminal side of a turn: streaming a reply as it arrives, and reading input."""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from ._text import visible
+
+
+def stdin_text(*, line: bool = False) -> str:
+    """All of stdin (or one line) as text, whatever the locale's strictness:
+    bytes that are not UTF-8 become lone surrogates, which awl then refuses
+    in one line instead of a decoding traceback."""
+    raw = getattr(sys.stdin, "buffer", None)
+    if raw is None:  # a text-only stream (tests, embedding)
+        return sys.stdin.readline() if line else sys.stdin.read()
+    data = raw.readline() if line else raw.read()
+    return bytes(data).decode("utf-8", "surrogateescape")
+
+
+class TerminalSink:
+    """Streams text to a terminal as it arrives; thinking dimmed on a tty.
+
+    What the model sends is shown with its control characters escaped
+    (:func:`awl.ui.visible`), as a stored message is: a reply that
+    quotes a file holding escape sequences must not retitle, clear or
+    reprogram the user's terminal.
+    """
+
+    def __init__(self, out: TextIO, *, show_thinking: bool = True) -> None:
+        self.out = out
+        self.show_thinking = show_thinking
+        self._tty = out.isatty()
+        self._mode = ""
+        # A carriage return that ends a delta: whether it is half of a CRLF
+        # (kept) or alone (escaped) is known only from the next character.
+        self._held = ""
+
+    def _switch(self, mode: str) -> None:
+        if mode != self._mode:
+            self._flush_held()
+            if self._mode:
+                self.out.write("\n")
+            if self._tty:
+                self.out.write("\x1b[2m" if mode == "thinking" else "\x1b[0m")
+            self._mode = mode
+
+    def _write(self, delta: str) -> None:
+        text = self._held + delta
+        self._held = "\r" if text.endswith("\r") else ""
+        self.out.write(visible(text[: len(text) - len(self._held)]))
+        self.out.flush()
+
+    def _flush_held(self) -> None:
+        if self._held:
+            self.out.write(visible(self._held))
+            self._held = ""
+
+    def text(self, delta: str) -> None:
+        """Show visible text."""
+        self._switch("text")
+        self._write(delta)
+
+    def thinking(self, delta: str) -> None:
+        """Show reasoning, dimmed."""
+        if not self.show_thinking:
+            return
+        self._switch("thinking")
+        self._write(delta)
+
+    def tool_use(self, name: str) -> None:
+        """Say that a tool call has started."""
+        self._switch("tool")
+        self.out.write(f"[calling {visible(name, one_line=True)}]")
+        self.out.flush()
+
+    def end(self) -> None:
+        """Finish the current line."""
+        self._flush_held()
+        if self._mode:
+            if self._tty:
+                self.out.write("\x1b[0m")
+            self.out.write("\n")
+            self.out.flush()
+        self._mode = ""

@@ -1,0 +1,38 @@
+"""Text made safe and short for a terminal: control characters escaped, times local."""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import datetime
+
+# C0 and C1 control characters and DEL: a terminal acts on them (clears the
+# screen, sets the title), so text from a log never reaches it raw.
+# A carriage return before a newline is how CRLF text ends its lines: kept.
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n)")
+_CONTROLS_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    c = match.group()
+    return _NAMED.get(c) or f"\\x{ord(c):02x}"
+
+
+def visible(text: str, *, one_line: bool = False) -> str:
+    """``text`` for a terminal: control characters shown as escapes (``\\x1b``, ``\\r``).
+
+    Newline and tab are kept, unless ``one_line`` (a heading, a listing
+    line), which shows them as ``\\n`` and ``\\t`` too.
+    """
+    return (_CONTROLS_ONE_LINE if one_line else _CONTROLS).sub(_escape, text)
+
+
+def local_time(timestamp: str) -> str:
+    """``YYYY-MM-DD HH:MM`` in local time, from an ISO timestamp."""
+    try:
+        when = datetime.fromisoformat(timestamp)  # "Z" is understood from Python 3.11
+    except ValueError:
+        return "????-??-?? ??:??"
+    # A naive time is taken as local, as datetime.astimezone() would.
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(when.timestamp()))
