@@ -20,6 +20,7 @@ from typing import Protocol
 import orjson
 
 from ..errors import FormatError
+from ._clock import format_timestamp
 from ._codec import load_object, parse_checkpoint, serialize_checkpoint
 from ._entries import RECENT, Checkpoint, Location, SessionHeader
 from ._state import SessionState
@@ -203,11 +204,12 @@ class CheckpointPolicy:
         size: int,
         *,
         closing: bool,
-        timestamp: str,
         newline_first: bool = False,
+        timestamp: str | None = None,
     ) -> bytes | None:
         """The checkpoint line to write now at the end of a log of ``size`` bytes
-        in ``state`` (after a newline when ``newline_first``), or None."""
+        in ``state`` (after a newline when ``newline_first``), or None;
+        ``timestamp`` defaults to now."""
         mark = state.mark
         if not state.entry_count or (not mark.nodes_since and mark.offset is not None):
             return None
@@ -216,7 +218,7 @@ class CheckpointPolicy:
             return None
         line = serialize_checkpoint(
             Checkpoint(
-                timestamp=timestamp,
+                timestamp=format_timestamp() if timestamp is None else timestamp,
                 offset=size + (1 if newline_first else 0),
                 line=state.line_count,
                 session_id=header.id,

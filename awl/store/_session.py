@@ -40,7 +40,7 @@ from ._entries import (
     SessionHeader,
 )
 from ._fs import Env, default_env
-from ._ids import IdPermutation, IdWindow, uuid7
+from ._ids import ID_SPACE, IdPermutation, uuid7
 from ._index import LogIndex
 from ._index_keeper import IndexKeeper
 from ._listing import SessionInfo, list_all_sessions, list_sessions
@@ -102,6 +102,7 @@ class SessionManager:
         self._trimmed = 0
         self._checkpoint_offset: int | None = None
         self._written = 0  # checkpoints written
+        self._ids = IdPermutation(header.id)  # id numbers <-> ids (awl.store._ids)
         self._closed = False
 
     # ── creation ──
@@ -137,7 +138,7 @@ class SessionManager:
         sid = uuid7(t)
         header = SessionHeader(id=sid, timestamp=now, cwd=where, provider=provider, model=model)
         path = project_dir(header.cwd, session_dir) / session_file_name(now, sid)
-        state = SessionState.of_header(header, free_ids=IdWindow(IdPermutation(sid)).bounds())
+        state = SessionState.of_header(header, free_ids=(0, ID_SPACE))  # nothing is used yet
         return cls(
             path,
             header,
@@ -388,7 +389,7 @@ class SessionManager:
             return Conversation(disk_message_to_internal(e.message) for _, e in self._pending)
         state = self._state
         count, recent, leaf = state.message_count, state.recent, state.leaf
-        found: dict[int, list[Location]] = {}  # the branch's locations, by index (id())
+        locs: list[Location] | None = None  # the branch's messages, once the index was asked
         behind: Passing | None = None  # a pass over the branch holds a window, not all it read
 
         def message(loc: Location) -> Message:
@@ -403,17 +404,15 @@ class SessionManager:
             behind.at(loc.offset)
             return message_at(log, loc, self._path)
 
-        def via_index(i: int) -> Message:
-            def read(index: LogIndex, tree: Tree) -> Message:
-                locs = found.get(id(index))
-                if locs is None:
-                    found.clear()
-                    locs = found[id(index)] = branch_messages(index, tree, leaf)
+        def read(i: int) -> Callable[[LogIndex, Tree], Message]:
+            def at(index: LogIndex, tree: Tree) -> Message:
+                nonlocal locs
+                locs = branch_messages(index, tree, leaf)
                 if len(locs) < count:
                     raise StaleIndex
                 return message(locs[i])
 
-            return self._indexed(read)
+            return at
 
         def load(i: int) -> Message:
             k = i - (count - len(recent))
@@ -422,7 +421,11 @@ class SessionManager:
                 # error, not the log's: the index says what is there.
                 with contextlib.suppress(StaleIndex, CorruptSession):
                     return message(recent[k])
-            return via_index(i)
+            if locs is not None:
+                # The branch located once: the rest of a pass costs a parse each.
+                with contextlib.suppress(StaleIndex):
+                    return message(locs[i])
+            return self._indexed(read(i))
 
         return Conversation(lazy_count=count, loader=load)
 
@@ -490,24 +493,25 @@ class SessionManager:
         if disk.role == "user":
             stamp_provider = provider or state.provider
             stamp_model = model or state.model
-        window = self._id_window()
+        lo, hi = self._free_ids()
         entry = MessageEntry(
-            base=EntryBase(window.draw(), parent, format_timestamp()),
+            base=EntryBase(self._ids.id_of(lo), parent, format_timestamp()),
             message=disk,
             provider=stamp_provider,
             model=stamp_model,
         )
+        left = (lo + 1, hi)
         line = serialize_entry(entry)
         if self._log is None and disk.role != "user":
             # Nothing touches the disk before the first user message.
             self._pending.append((line, entry))
-            self._state = state.appended(entry, None, free_ids=window.bounds())
+            self._state = state.appended(entry, None, free_ids=left)
         elif self._log is None:
-            self._create(line, entry, window.bounds())
+            self._create(line, entry, left)
         else:
             offset = self._log.append(line)
             at = Location(offset, len(line) - 1, state.line_count, entry.base.id)
-            self._state = state.appended(entry, at, replacing=replacing, free_ids=window.bounds())
+            self._state = state.appended(entry, at, replacing=replacing, free_ids=left)
         self._mine[entry.base.id] = entry
         # The entry is saved; a checkpoint is an optimization, and one that
         # fails to write (disk full) must not fail the append.
@@ -515,14 +519,14 @@ class SessionManager:
             self._checkpoint(closing=False)
         return entry.base.id
 
-    def _id_window(self) -> IdWindow:
+    def _free_ids(self) -> tuple[int, int]:
         """The free id window to draw from: the state's, or, where no checkpoint
         recorded one (a log of an older awl or another tool) or it is used up,
         the widest gap of the log's ids, found from the index (once in a long while)."""
         bounds = self._state.free_ids
         if bounds is None or bounds[0] >= bounds[1]:
             bounds = self._indexed(lambda index, tree: free_window(self.header, tree))
-        return IdWindow(IdPermutation(self.header.id), *bounds)
+        return bounds
 
     def _replaced_parent(self, replacing: int, role: str) -> str:
         """The parent of a message replacing the last ``replacing`` of the branch
@@ -597,7 +601,6 @@ class SessionManager:
             self.header,
             log.size,
             closing=closing,
-            timestamp=format_timestamp(),
             newline_first=log.needs_newline,
         )
         return None if line is None else (line, state)

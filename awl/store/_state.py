@@ -112,19 +112,21 @@ class SessionState:
         if at is not None:
             recent = (*recent, at)[-RECENT_KEPT:]
             lines += 1
-        return replace(
-            self,
-            provider=provider,
-            model=model,
-            leaf=entry.base.id,
-            message_count=self.message_count + 1 - replacing,
-            entry_count=self.entry_count + 1,
-            line_count=lines,
-            first_prompt=first,
-            last_activity=entry.base.timestamp,
-            recent=recent,
-            mark=replace(self.mark, nodes_since=self.mark.nodes_since + 1),
-            free_ids=free_ids if free_ids is not None else self.free_ids,
+        mark = self.mark
+        # Built directly, not with dataclasses.replace: an append makes one,
+        # and replace's field-by-field checks cost more than the rest of it.
+        return SessionState(
+            provider,
+            model,
+            entry.base.timestamp,
+            entry.base.id,
+            self.message_count + 1 - replacing,
+            self.entry_count + 1,
+            lines,
+            first,
+            recent,
+            CheckpointMark(mark.offset, mark.end, mark.bytes, mark.nodes_since + 1),
+            free_ids if free_ids is not None else self.free_ids,
         )
 
     def placed(self, locations: tuple[Location, ...], lines: int) -> SessionState:
