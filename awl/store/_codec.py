@@ -112,6 +112,8 @@ def serialize_entry(entry: MessageEntry | UnknownEntry | Checkpoint) -> bytes:
         obj["provider"] = entry.provider
         obj["model"] = entry.model
     obj["message"] = message_to_json(entry.message)
+    for key, value in entry.extra.items():
+        obj.setdefault(key, value)  # never in place of a member of the format
     try:
         return orjson.dumps(obj) + b"\n"
     except TypeError:
@@ -349,17 +351,24 @@ def load_object(line: bytes | bytearray | memoryview) -> dict[str, Any]:
     return obj
 
 
+_MESSAGE_MEMBERS = frozenset(
+    ("type", "id", "parentId", "timestamp", "provider", "model", "message")
+)
+
+
 def parse_object(obj: dict[str, Any]) -> FileEntry:
     """A header or entry from an already loaded JSON object."""
     kind = obj.get("type")
     if kind == "session":
         return parse_header(obj)
     if kind == "message":
+        extra = {k: v for k, v in obj.items() if k not in _MESSAGE_MEMBERS}
         return MessageEntry(
             base=parse_base(obj, "a message entry"),
             message=parse_message(obj.get("message")),
             provider=_opt_str(obj, "provider", "a message entry"),
             model=_opt_str(obj, "model", "a message entry"),
+            extra=extra,
         )
     if kind == "checkpoint":
         return parse_checkpoint(obj)

@@ -116,6 +116,9 @@ class MessageEntry:
     message: DiskMessage
     provider: str | None = None
     model: str | None = None
+    # Other top-level members, kept as they are (written after ``message``):
+    # what an imported message carried that awl's model has no field for.
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def type(self) -> str:
@@ -169,3 +172,25 @@ class Checkpoint:
 
 SessionEntry = MessageEntry | UnknownEntry
 FileEntry = SessionHeader | MessageEntry | UnknownEntry | Checkpoint
+
+
+@dataclass(frozen=True, slots=True)
+class NewEntry:
+    """An entry to append with :meth:`awl.store.SessionManager.append_entries`.
+
+    ``parent`` is an entry already in the log (its id), one earlier in the
+    same batch (its index there), or None for a root.  A message entry has
+    ``message`` (and, for a user message, the ``provider``/``model`` it was
+    sent to); any other is of ``type`` with ``fields`` as its members, a
+    tree node unless ``node`` is False (then it has no id and no parent).
+    ``fields`` of a message entry are kept beside it (``MessageEntry.extra``).
+    """
+
+    timestamp: str
+    parent: str | int | None = None
+    message: DiskMessage | None = None
+    provider: str | None = None
+    model: str | None = None
+    type: str = "message"
+    fields: dict[str, Any] = field(default_factory=dict)
+    node: bool = True

@@ -15,20 +15,21 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ..conversation import Conversation, Message, Usage
 from ..errors import CorruptSession, SessionError, SessionWriteError
 from ..paths import project_dir, session_file_name
+from . import scanner
 from ._catalog import find_session, most_recent
 from ._checkpoint import CheckpointPolicy
 from ._clock import format_timestamp
 from ._codec import disk_message_to_internal, message_to_disk, serialize_entry
-from ._derive import free_window
+from ._derive import free_window, from_index
 from ._entries import (
     RECENT,
     DiskMessage,
@@ -36,8 +37,10 @@ from ._entries import (
     EntryBase,
     Location,
     MessageEntry,
+    NewEntry,
     SessionEntry,
     SessionHeader,
+    UnknownEntry,
 )
 from ._fs import Env, default_env
 from ._ids import ID_SPACE, IdPermutation, uuid7
@@ -45,8 +48,8 @@ from ._index import LogIndex
 from ._index_keeper import IndexKeeper
 from ._listing import SessionInfo, list_all_sessions, list_sessions
 from ._logfile import LogFile
-from ._logmap import Passing
-from ._reader import StaleIndex, branch_messages, entry_at, locations, message_at
+from ._logmap import LogMap, Passing
+from ._reader import StaleIndex, branch_messages, entry_at, locations, message_at, parse_at
 from ._recovery import recover
 from ._state import MAX_REPLACED, SessionState
 from ._tree import Tree
@@ -117,10 +120,15 @@ class SessionManager:
         session_dir: str | os.PathLike[str] | None = None,
         env: Env | None = None,
         checkpoints: CheckpointPolicy | None = None,
+        session_id: str | None = None,
+        created: str | None = None,
     ) -> SessionManager:
-        """A new session for ``cwd``.  Nothing is written until the first user message.
+        """A new session for ``cwd``.  Nothing is written until the first user message
+        (or :meth:`append_entries`).
 
-        Raises :class:`SessionError` when ``cwd`` is not valid UTF-8.
+        ``session_id`` and ``created`` (an ISO timestamp) default to a new
+        UUIDv7 and now: an import gives its source's.  Raises
+        :class:`SessionError` when ``cwd`` is not valid UTF-8.
         """
         where = os.path.abspath(os.fspath(cwd))
         try:
@@ -134,8 +142,8 @@ class SessionManager:
                 "cannot record; run awl from a directory with a UTF-8 name"
             ) from None
         t = time.time()
-        now = format_timestamp(t)
-        sid = uuid7(t)
+        now = created if created is not None else format_timestamp(t)
+        sid = session_id if session_id is not None else uuid7(t)
         header = SessionHeader(id=sid, timestamp=now, cwd=where, provider=provider, model=model)
         path = project_dir(header.cwd, session_dir) / session_file_name(now, sid)
         state = SessionState.of_header(header, free_ids=(0, ID_SPACE))  # nothing is used yet
@@ -519,6 +527,74 @@ class SessionManager:
             self._checkpoint(closing=False)
         return entry.base.id
 
+    def append_entries(self, entries: Sequence[NewEntry]) -> list[str | None]:
+        """Append a batch of entries whose parents are given (see :class:`NewEntry`);
+        returns each one's id (None for an entry outside the tree).
+
+        The batch is one write: on disk whole, or not at all.  The last tree
+        entry of the batch becomes the leaf.  The state is then derived from
+        the index, a pass over the log: this is how a tree is written at
+        once (an import), not how a conversation grows.
+        """
+        self._check_writable()
+        lo, hi = self._free_ids()
+        ids: list[str | None] = []
+        lines: list[bytes] = []
+        for entry in entries:
+            parent = entry.parent
+            if isinstance(parent, int):
+                if not 0 <= parent < len(ids) or ids[parent] is None:
+                    raise ValueError(f"entry {len(ids)}: parent {parent} is no earlier tree entry")
+                parent = ids[parent]
+            eid = None
+            if entry.node or entry.message is not None:
+                if lo >= hi:
+                    lo, hi = self._indexed(lambda index, tree: free_window(self.header, tree))
+                eid, lo = self._ids.id_of(lo), lo + 1
+            lines.append(serialize_entry(_entry_of(entry, eid, parent)))
+            ids.append(eid)
+        body = b"".join(lines)
+        if self._log is None:
+            self._log = LogFile.create(
+                self._path, self.header, b"".join(ln for ln, _ in self._pending) + body, self._env
+            )
+            self._pending.clear()
+        elif body:
+            self._log.append(body)
+        if body:
+            self._state = self._indexed(
+                lambda index, tree: from_index(
+                    self.header, index, tree, self._log_map(), self._path
+                ).with_free_ids((lo, hi))
+            )
+        return ids
+
+    def entries(self) -> Iterator[tuple[int, SessionEntry]]:
+        """Every entry of the log after the header, in file order, with its 0-based line
+        (checkpoints and blank lines left out; entries outside the tree included)."""
+        log = self._log
+        if log is None:
+            for n, (_, pending) in enumerate(self._pending):
+                yield n + 1, pending
+            return
+        index, _ = self._indexed(lambda index, tree: (index, tree))
+        rec = index.records
+        kinds = rec["kind"].tolist()
+        offsets, lengths = rec["offset"].tolist(), rec["length"].tolist()
+        mm = log.map()
+        behind = mm.passing()
+        for row in range(1, len(kinds)):
+            if kinds[row] not in (scanner.KIND_MESSAGE, scanner.KIND_OTHER):
+                continue
+            behind.at(offsets[row])
+            entry = parse_at(mm, offsets[row], lengths[row], row, self._path)
+            if isinstance(entry, MessageEntry | UnknownEntry):
+                yield row, entry
+
+    def _log_map(self) -> LogMap:
+        assert self._log is not None
+        return self._log.map()
+
     def _free_ids(self) -> tuple[int, int]:
         """The free id window to draw from: the state's, or, where no checkpoint
         recorded one (a log of an older awl or another tool) or it is used up,
@@ -690,3 +766,24 @@ class SessionManager:
     def __repr__(self) -> str:
         mode = "read-only" if self.read_only else "writer"
         return f"<SessionManager {self.id} {mode} {self._path}>"
+
+
+def _entry_of(entry: NewEntry, eid: str | None, parent: str | None) -> MessageEntry | UnknownEntry:
+    """The entry a :class:`NewEntry` stands for, with its id and its parent's."""
+    if entry.message is not None:
+        return MessageEntry(
+            base=EntryBase(eid or "", parent, entry.timestamp),
+            message=entry.message,
+            provider=entry.provider,
+            model=entry.model,
+            extra=entry.fields,
+        )
+    raw: dict[str, Any] = {"type": entry.type}
+    base = None
+    if eid is not None:
+        raw |= {"id": eid, "parentId": parent}
+        base = EntryBase(eid, parent, entry.timestamp)
+    raw["timestamp"] = entry.timestamp
+    for key, value in entry.fields.items():
+        raw.setdefault(key, value)
+    return UnknownEntry(entry.type, raw, base)

@@ -1,0 +1,90 @@
+"""Appending a tree at once (``SessionManager.append_entries``): what an import writes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from awl import Message, SessionManager, Text
+from awl.store import DiskMessage, DiskText, MessageEntry, NewEntry, UnknownEntry, verify_log
+
+from .helpers import reference_replay
+
+pytestmark = pytest.mark.usefixtures("scanner_impl")
+
+T = "2026-01-02T03:04:05.000Z"
+
+
+def _msg(role: str, text: str) -> DiskMessage:
+    return DiskMessage(role, [DiskText(text)])  # type: ignore[arg-type]
+
+
+def test_a_tree_with_branches_and_opaque_entries(tmp_path: Path) -> None:
+    m = SessionManager.create(
+        tmp_path,
+        "anthropic",
+        "claude",
+        session_dir=tmp_path / "s",
+        session_id="019dc5ba-53f6-71a5-ab8f-b1f8709c2572",
+        created=T,
+    )
+    ids = m.append_entries(
+        [
+            NewEntry(T, None, _msg("user", "first"), "anthropic", "claude"),
+            NewEntry(T, 0, _msg("assistant", "answer one")),
+            NewEntry(T, 0, _msg("assistant", "answer two"), fields={"x-source": {"id": "u2"}}),
+            NewEntry(T, 2, type="x-label", fields={"label": "kept"}),
+            NewEntry(T, type="x-note", fields={"text": "not in the tree"}, node=False),
+            NewEntry(T, 3, _msg("user", "on the second branch"), "openai", "gpt"),
+        ]
+    )
+    assert ids[4] is None and len({i for i in ids if i}) == 5
+    assert m.leaf_id == ids[5] and m.message_count == 3  # first, answer two, the last
+    assert m.active_model() == ("openai", "gpt") and m.first_prompt == "first"
+    m.close()
+    assert m.path.name.startswith("2026-01-02T03-04-05-000Z_019dc5ba")
+    lines = [orjson.loads(x) for x in m.path.read_bytes().splitlines()]
+    assert lines[0]["timestamp"] == T and lines[0]["id"] == "019dc5ba-53f6-71a5-ab8f-b1f8709c2572"
+    assert lines[3]["x-source"] == {"id": "u2"} and lines[3]["parentId"] == ids[0]
+    assert lines[5] == {"type": "x-note", "timestamp": T, "text": "not in the tree"}
+    assert verify_log(m.path).ok
+    with SessionManager.open(m.path, read_only=True) as r:
+        replay = reference_replay(m.path)
+        assert (r.leaf_id, r.active_model()) == (replay.leaf, replay.active)
+        assert r.message_count == len(replay.messages)
+        assert [x.text() for x in r.rebuild_conversation()] == [
+            "first",
+            "answer two",
+            "on the second branch",
+        ]
+        got = list(r.entries())
+        assert [type(e).__name__ for _, e in got] == ["MessageEntry"] * 3 + ["UnknownEntry"] * 2 + [
+            "MessageEntry"
+        ]
+        third = got[2][1]
+        assert isinstance(third, MessageEntry) and third.extra == {"x-source": {"id": "u2"}}
+        assert isinstance(got[4][1], UnknownEntry) and got[4][1].base is None
+
+
+def test_a_later_batch_hangs_off_an_existing_entry_and_a_plain_append_follows(
+    tmp_path: Path,
+) -> None:
+    m = SessionManager.create(tmp_path, "offline", "echo", session_dir=tmp_path / "s")
+    (root,) = m.append_entries([NewEntry(T, None, _msg("user", "hi"), "offline", "echo")])
+    m.close()
+    with SessionManager.open(m.path) as w:
+        (again,) = w.append_entries([NewEntry(T, root, _msg("assistant", "hello"))])
+        eid = w.append_message(Message("user", [Text("next")]))
+        assert w.state.leaf == eid and w.message_count == 3
+        entry = w.get_entry(eid)
+        assert isinstance(entry, MessageEntry) and entry.base.parent_id == again
+    assert verify_log(m.path).ok
+
+
+def test_a_parent_that_is_no_earlier_tree_entry_is_refused(tmp_path: Path) -> None:
+    m = SessionManager.create(tmp_path, "offline", "echo", session_dir=tmp_path / "s")
+    with pytest.raises(ValueError, match="parent 1"):
+        m.append_entries([NewEntry(T, 1, _msg("user", "hi"), "offline", "echo")])
+    assert not m.path.exists()
