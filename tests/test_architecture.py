@@ -31,7 +31,8 @@ ALLOWED = {
     "awl.tools": set(),
     "awl.agent": {"awl.store", "awl.providers", "awl.tools"},
     "awl.ui": {"awl.store", "awl.agent", "awl.providers", "awl.tools"},
-    "awl.cli": {"awl.store", "awl.agent", "awl.providers", "awl.tools", "awl.ui"},
+    "awl.importers": {"awl.store"},
+    "awl.cli": {"awl.store", "awl.agent", "awl.providers", "awl.tools", "awl.ui", "awl.importers"},
 }
 
 # The store's units, lowest first: each imports only units of lower rank.

@@ -122,7 +122,15 @@ def test_public_members_are_documented(name: str) -> None:
 
 # ── each package's public names ──
 
-PACKAGES = ["awl.store", "awl.agent", "awl.ui", "awl.cli", "awl.providers", "awl.tools"]
+PACKAGES = [
+    "awl.store",
+    "awl.agent",
+    "awl.ui",
+    "awl.cli",
+    "awl.providers",
+    "awl.tools",
+    "awl.importers",
+]
 
 
 @pytest.mark.parametrize("package", PACKAGES)

@@ -7,7 +7,7 @@ Each command is a module of its own, a few lines over a library call:
 
 from __future__ import annotations
 
-from . import _reindex, _sessions, _show  # noqa: F401  (each adds its command to main)
+from . import _import, _reindex, _sessions, _show  # noqa: F401  (each adds its command to main)
 from ._app import main
 
 __all__ = ["main"]

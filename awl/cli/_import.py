@@ -1,0 +1,104 @@
+"""``awl import``: other agents' sessions (pi, Claude Code, Codex) as awl sessions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import click
+
+from ._app import main
+from ._common import count, fail, json_text
+from ._progress import format_bytes, progress
+
+if TYPE_CHECKING:  # the importers: only once the command runs
+    from ..importers import ImportResult, ImportSummary
+
+
+@main.command("import")
+@click.argument("paths", nargs=-1, type=click.Path())  # str: Path("") would be "."
+@click.option(
+    "--from",
+    "fmt",
+    type=click.Choice(["pi", "claude", "codex"]),
+    help="The sessions' format (default: recognised from each file's content).",
+)
+@click.option(
+    "--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: the cores)."
+)
+@click.option("--dry-run", is_flag=True, help="Say what would be imported; write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per source session.")
+def import_command(
+    paths: tuple[str, ...], fmt: str | None, jobs: int | None, dry_run: bool, as_json: bool
+) -> None:
+    """Import pi, Claude Code or Codex sessions (PATHS: files, or folders of any depth).
+
+    Without PATHS, the tool's own store (~/.pi/agent/sessions, ~/.claude/projects,
+    $CODEX_HOME/sessions), or with no --from every one of them that exists. Each
+    source session becomes an awl session in its own working directory's
+    project (awl sessions, awl --resume and awl show find it). Importing again
+    changes nothing, and adds only what a source gained since; sources are
+    never written. Exit status 1 when a session could not be imported.
+    """
+    from ..agent import SYSTEM_PROMPT
+    from ..importers import import_sessions, plan_import
+
+    try:
+        plan = plan_import(paths, fmt=fmt)
+    except ValueError as exc:
+        fail(f"PATHS: {exc}", usage=True)
+    sizes = {s.path: s.size for s in plan.sources}
+    total = len(plan.sources)
+    with progress("import", total, sum(sizes.values()), quiet=as_json) as bar:
+
+        def on_result(r: ImportResult) -> None:
+            if r.source in sizes:
+                bar.done(sizes[r.source])
+            if as_json:
+                bar.say([json_text(r.as_json())])
+            else:
+                bar.say(list(describe(r)))
+
+        _, summary = import_sessions(
+            plan.sources,
+            jobs=jobs,
+            dry_run=dry_run,
+            system_prompt=SYSTEM_PROMPT,
+            on_result=on_result,
+            problems=plan.problems,
+        )
+    click.echo(summary_line(summary, dry_run=dry_run), err=as_json)
+    if summary.failed:
+        raise SystemExit(1)
+
+
+def summary_line(summary: ImportSummary, *, dry_run: bool = False) -> str:
+    """The last line of an import run."""
+    would = "would be " if dry_run else ""
+    skipped = f"{count(summary.skipped, 'line')} skipped"
+    if summary.reasons:
+        skipped += (
+            " (" + ", ".join(f"{n} {why}" for why, n in sorted(summary.reasons.items())) + ")"
+        )
+    return (
+        f"{count(summary.sessions, 'session')}, {format_bytes(summary.bytes)}: "
+        f"{summary.imported} {would}imported, {summary.updated} {would}updated, "
+        f"{summary.unchanged} unchanged; {skipped}; "
+        f"{count(summary.errors, 'error')}"
+        + (f", {count(summary.conflicts, 'conflict')}" if summary.conflicts else "")
+        + (f", {summary.busy} skipped as busy" if summary.busy else "")
+        + (f", {summary.empty} with nothing to import" if summary.empty else "")
+        + (f", {count(summary.refused, 'file')} not a session" if summary.refused else "")
+    )
+
+
+def describe(r: ImportResult) -> Iterable[str]:
+    """The lines a person reads about one source session (nothing when all went well)."""
+    if r.error:
+        yield r.error
+    for file, line, why in r.skipped:
+        where = r.source if not file else f"{r.source} ({file})"
+        yield f"{where}:{line}: skipped: {why}"
+    for name, n in sorted(r.unrecognised.items()):
+        kept = f"{count(n, 'line')} of a kind not recognised ({name}), kept as opaque entries"
+        yield f"{r.source}: {kept}"

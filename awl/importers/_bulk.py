@@ -1,0 +1,375 @@
+"""Many source sessions: finding them under the paths given (or the tools' own
+stores), importing them across worker processes, and the totals.
+
+Each source session is imported on its own (:func:`import_source`), in a
+pool of worker processes, largest first, so memory per worker is bounded
+by one batch of the session at hand, and a store of thousands of sessions
+uses every core.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ._run import ImportResult, SourceSpec, import_source
+from ._source import FORMATS
+
+_SUBAGENTS = "subagents"
+
+
+def default_store(fmt: str) -> Path:
+    """Where ``fmt``'s tool keeps its sessions, as its own settings say.
+
+    pi: ``$PI_CODING_AGENT_SESSION_DIR``, else ``$PI_CODING_AGENT_DIR/sessions``
+    (``~/.pi/agent/sessions``); Claude Code: ``$CLAUDE_CONFIG_DIR/projects``
+    (``~/.claude/projects``); Codex: ``$CODEX_HOME/sessions`` (``~/.codex/sessions``).
+    """
+    env = os.environ
+    home = Path.home()
+    if fmt == "pi":
+        if env.get("PI_CODING_AGENT_SESSION_DIR"):
+            return Path(env["PI_CODING_AGENT_SESSION_DIR"])
+        return Path(env.get("PI_CODING_AGENT_DIR") or home / ".pi" / "agent") / "sessions"
+    if fmt == "claude":
+        return Path(env.get("CLAUDE_CONFIG_DIR") or home / ".claude") / "projects"
+    if fmt == "codex":
+        return Path(env.get("CODEX_HOME") or home / ".codex") / "sessions"
+    raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
+
+
+@dataclass(slots=True)
+class ImportPlan:
+    """What an import run covers: the source sessions, and paths that gave none
+    (missing, unreadable, a compressed file), reported as results."""
+
+    sources: list[SourceSpec] = field(default_factory=list)
+    problems: list[ImportResult] = field(default_factory=list)
+
+
+def plan_import(
+    paths: Sequence[str | os.PathLike[str]] = (), *, fmt: str | None = None
+) -> ImportPlan:
+    """The source sessions that ``paths`` name: a file as a session, a folder as every
+    session under it (any depth).  With no paths, ``fmt``'s default store, or
+    every default store that exists.
+
+    A Claude Code session's subagent transcripts (``<session>/subagents/``, or
+    ``agent-*.jsonl`` beside it naming it) go with it, not as sessions of their
+    own.  Raises ValueError for an empty path or an unknown format.
+    """
+    if fmt is not None and fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
+    plan = ImportPlan()
+    seen: set[tuple[int, int]] = set()
+    if not paths:
+        stores = [default_store(fmt)] if fmt else [default_store(f) for f in FORMATS]
+        found = [s for s in stores if s.is_dir()]
+        if not found:
+            names = ", ".join(str(s) for s in stores)
+            plan.problems.append(
+                ImportResult(names, fmt, "error", error=f"no sessions to import: no {names}")
+            )
+        for store in found:
+            _folder(store, fmt, plan, seen)
+        return plan
+    for raw in paths:
+        if not os.fspath(raw):
+            raise ValueError("an empty path")
+        p = Path(raw)
+        try:
+            st = os.stat(p)
+        except OSError as exc:
+            plan.problems.append(
+                ImportResult(
+                    str(p), fmt, "error", error=f"{p}: {exc.strerror or exc}", explicit=True
+                )
+            )
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            _folder(p, fmt, plan, seen)
+        else:
+            _file(p, fmt, plan, seen)
+    return plan
+
+
+def _file(p: Path, fmt: str | None, plan: ImportPlan, seen: set[tuple[int, int]]) -> None:
+    """A file named on the command line: a session, or a subagent's transcript (its
+    session is imported instead, when it is there)."""
+    if p.name.endswith(".zst"):
+        plan.problems.append(_compressed(p, explicit=True))
+        return
+    owner = _session_of_agent(p)
+    main = owner if owner is not None else p
+    extras = _claude_extras(main, None) if fmt in (None, "claude") else ()
+    _add(plan, seen, main, fmt, extras, explicit=True)
+
+
+def _folder(top: Path, fmt: str | None, plan: ImportPlan, seen: set[tuple[int, int]]) -> None:
+    for folder, dirs, names in os.walk(top, onerror=lambda exc: _unlisted(plan, exc)):
+        dirs.sort()
+        here = Path(folder)
+        if _SUBAGENTS in here.parts and _owner_of_subagents(here) is not None:
+            continue  # a session's subagents: taken with the session
+        logs = sorted(n for n in names if n.endswith(".jsonl"))
+        owners = _agent_owners(here, logs) if fmt in (None, "claude") else {}
+        for name in logs:
+            if name in owners:
+                continue
+            p = here / name
+            extras = _claude_extras(p, owners) if fmt in (None, "claude") else ()
+            _add(plan, seen, p, fmt, extras, explicit=False)
+        for name in sorted(n for n in names if n.endswith(".jsonl.zst")):
+            if name[: -len(".zst")] not in names:  # the plain file wins (as in Codex)
+                plan.problems.append(_compressed(here / name, explicit=False))
+
+
+def _unlisted(plan: ImportPlan, exc: OSError) -> None:
+    where = exc.filename or "?"
+    plan.problems.append(
+        ImportResult(str(where), None, "error", error=f"{where}: cannot list: {exc.strerror}")
+    )
+
+
+def _compressed(p: Path, *, explicit: bool) -> ImportResult:
+    return ImportResult(
+        str(p),
+        "codex",
+        "error",
+        error=f"{p}: a compressed rollout; decompress it (zstd -d) and import the .jsonl",
+        explicit=explicit,
+    )
+
+
+def _add(
+    plan: ImportPlan,
+    seen: set[tuple[int, int]],
+    p: Path,
+    fmt: str | None,
+    extras: tuple[str, ...],
+    *,
+    explicit: bool,
+) -> None:
+    try:
+        st = os.stat(p)
+    except OSError as exc:
+        plan.problems.append(
+            ImportResult(
+                str(p), fmt, "error", error=f"{p}: {exc.strerror or exc}", explicit=explicit
+            )
+        )
+        return
+    if (st.st_dev, st.st_ino) in seen:
+        return
+    seen.add((st.st_dev, st.st_ino))
+    size = st.st_size if stat.S_ISREG(st.st_mode) else 0
+    for rel in extras:
+        with contextlib.suppress(OSError):
+            size += os.stat(p.parent / rel).st_size
+    plan.sources.append(SourceSpec(str(p), fmt, extras, explicit, size))
+
+
+def _first_object(p: Path) -> dict[str, Any] | None:
+    try:
+        with open(p, "rb") as f:
+            line = f.readline(1 << 20)
+        obj = orjson.loads(line)
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _agent_owners(folder: Path, logs: list[str]) -> dict[str, str]:
+    """Claude Code 2.0's subagent files (``agent-<id>.jsonl`` beside the sessions):
+    each one's session file, when it is in this folder."""
+    out: dict[str, str] = {}
+    present = set(logs)
+    for name in logs:
+        if not name.startswith("agent-"):
+            continue
+        obj = _first_object(folder / name)
+        sid = obj.get("sessionId") if obj is not None else None
+        if isinstance(sid, str) and f"{sid}.jsonl" in present and f"{sid}.jsonl" != name:
+            out[name] = f"{sid}.jsonl"
+    return out
+
+
+def _owner_of_subagents(folder: Path) -> Path | None:
+    """The session file whose ``subagents`` folder ``folder`` is in, if it is there."""
+    parts = folder.parts
+    i = len(parts) - 1 - parts[::-1].index(_SUBAGENTS)
+    session_dir = Path(*parts[:i])
+    owner = session_dir.parent / f"{session_dir.name}.jsonl"
+    return owner if owner.is_file() else None
+
+
+def _session_of_agent(p: Path) -> Path | None:
+    """The session file a subagent transcript named on its own belongs to, if any."""
+    if not p.name.startswith("agent-"):
+        return None
+    if _SUBAGENTS in p.parent.parts:
+        return _owner_of_subagents(p.parent)
+    obj = _first_object(p)
+    sid = obj.get("sessionId") if obj is not None else None
+    if isinstance(sid, str):
+        owner = p.parent / f"{sid}.jsonl"
+        return owner if owner.is_file() and owner != p else None
+    return None
+
+
+def _claude_extras(main: Path, owners: dict[str, str] | None) -> tuple[str, ...]:
+    """Files that belong to a Claude Code session: its subagents' transcripts and
+    their ``.meta.json``, in ``<session>/subagents/`` (any depth) or beside it."""
+    if not main.name.endswith(".jsonl"):
+        return ()
+    stem = main.name[: -len(".jsonl")]
+    out: list[str] = []
+    sub = main.parent / stem / _SUBAGENTS
+    if sub.is_dir():
+        for folder, dirs, names in os.walk(sub):
+            dirs.sort()
+            for name in sorted(names):
+                if name.endswith((".jsonl", ".meta.json")):
+                    out.append(os.path.relpath(os.path.join(folder, name), main.parent))
+    if owners is None:
+        try:
+            names = sorted(n for n in os.listdir(main.parent) if n.endswith(".jsonl"))
+        except OSError:
+            names = []
+        owners = _agent_owners(main.parent, names)
+    out.extend(sorted(n for n, owner in owners.items() if owner == main.name))
+    return tuple(out)
+
+
+@dataclass(slots=True)
+class ImportSummary:
+    """Totals over an import run."""
+
+    sessions: int = 0
+    bytes: int = 0
+    entries: int = 0
+    imported: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    conflicts: int = 0
+    busy: int = 0
+    errors: int = 0
+    refused: int = 0  # files found in a folder that are no session log (not errors)
+    empty: int = 0
+    skipped: int = 0  # source lines skipped
+    reasons: dict[str, int] = field(default_factory=dict)  # why, how many lines
+    unrecognised: dict[str, int] = field(default_factory=dict)
+    duplicates: int = 0
+
+    def add(self, r: ImportResult) -> None:
+        """Count one source session's result."""
+        self.sessions += 1
+        self.bytes += r.bytes
+        self.entries += r.entries
+        if r.status == "imported":
+            self.imported += 1
+        elif r.status == "updated":
+            self.updated += 1
+        elif r.status == "unchanged":
+            self.unchanged += 1
+        elif r.status == "conflict":
+            self.conflicts += 1
+        elif r.status == "busy":
+            self.busy += 1
+        elif r.status == "empty":
+            self.empty += 1
+        elif r.status == "refused" and not r.explicit:
+            self.refused += 1
+        else:
+            self.errors += 1
+        self.skipped += len(r.skipped)
+        for _, _, why in r.skipped:
+            kind = why.split(" (", 1)[0]
+            self.reasons[kind] = self.reasons.get(kind, 0) + 1
+        for name, n in r.unrecognised.items():
+            self.unrecognised[name] = self.unrecognised.get(name, 0) + n
+        self.duplicates += r.duplicates
+
+    @property
+    def failed(self) -> bool:
+        """Some session could not be imported, or conflicts with its earlier import."""
+        return self.errors > 0 or self.conflicts > 0
+
+    def as_json(self) -> dict[str, Any]:
+        """The totals as a JSON object."""
+        return {
+            "sessions": self.sessions,
+            "bytes": self.bytes,
+            "entries": self.entries,
+            "imported": self.imported,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "conflicts": self.conflicts,
+            "busy": self.busy,
+            "errors": self.errors,
+            "refused": self.refused,
+            "empty": self.empty,
+            "skipped": self.skipped,
+            "reasons": self.reasons,
+            "unrecognised": self.unrecognised,
+            "duplicates": self.duplicates,
+        }
+
+
+def _work(args: tuple[SourceSpec, str | None, bool, str | None]) -> ImportResult:
+    spec, session_dir, dry_run, system_prompt = args
+    return import_source(
+        spec, session_dir=session_dir, dry_run=dry_run, system_prompt=system_prompt
+    )
+
+
+def import_sessions(
+    sources: Iterable[SourceSpec],
+    *,
+    jobs: int | None = None,
+    dry_run: bool = False,
+    session_dir: str | os.PathLike[str] | None = None,
+    system_prompt: str | None = None,
+    on_result: Callable[[ImportResult], None] | None = None,
+    problems: Sequence[ImportResult] = (),
+) -> tuple[list[ImportResult], ImportSummary]:
+    """Import every source session, largest first, across ``jobs`` worker processes
+    (default: the cores); ``on_result`` sees each result as it comes.  ``problems``
+    (from :func:`plan_import`) are reported first.  Returns the results, in source
+    order, and the totals."""
+    results: list[ImportResult] = []
+    summary = ImportSummary()
+
+    def done(r: ImportResult) -> None:
+        results.append(r)
+        summary.add(r)
+        if on_result is not None:
+            on_result(r)
+
+    for r in problems:
+        done(r)
+    ordered = sorted(sources, key=lambda s: s.size, reverse=True)
+    where = os.fspath(session_dir) if session_dir is not None else None
+    tasks = [(s, where, dry_run, system_prompt) for s in ordered]
+    workers = max(1, jobs if jobs is not None else (os.cpu_count() or 1))
+    if workers == 1 or len(tasks) <= 1:
+        for t in tasks:
+            done(_work(t))
+    else:
+        workers = min(workers, len(tasks))
+        # Small sessions go in small batches: a message per session costs more
+        # than a small session's import.
+        chunk = max(1, min(16, len(tasks) // (workers * 8)))
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            for r in pool.map(_work, tasks, chunksize=chunk):
+                done(r)
+    results.sort(key=lambda r: r.source)
+    return results, summary

@@ -1,0 +1,478 @@
+"""Claude Code sessions (``~/.claude/projects/<project>/<session>.jsonl``).
+
+Lines of the conversation chain (``uuid``/``parentUuid``) become tree
+entries; a compaction boundary hangs under the line it logically follows, so
+the chain goes on across it.  A reply Claude Code wrote as one line per
+content block (one ``message.id``, usage repeated and growing) is one
+assistant message; tool-result lines answering it are one user message, as
+awl's own rounds are.  Injected user lines (``isMeta``, compaction summaries,
+command echoes and outputs, ``<system-reminder>`` context, interruption
+notes) and the other chain lines (``system``, ``progress``, ``attachment``)
+are opaque tree nodes; metadata lines (titles, snapshots, queue operations)
+are opaque entries outside the tree; a subagent's lines, in the session's
+file (Claude Code 1.x) or in files of their own, are ``x-claude-subagent``
+entries outside the tree.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from ..conversation import Usage
+from ..store import DiskContentBlock, DiskText, DiskThinking, DiskToolResult, DiskToolUse
+from ._build import (
+    Converter,
+    Planned,
+    SourceInfo,
+    count,
+    json_text,
+    opaque,
+    opaque_block,
+    tagged,
+    timestamp_of,
+    type_name,
+    without,
+)
+
+PROVIDER = "anthropic"  # Claude Code speaks the Messages API; a gateway is not recorded
+SYNTHETIC = "<synthetic>"  # replies Claude Code made up itself (errors, "No response requested.")
+CHAIN = frozenset(("user", "assistant", "system", "progress", "attachment"))
+OTHER_TYPES = frozenset(
+    (
+        "summary",
+        "file-history-snapshot",
+        "queue-operation",
+        "custom-title",
+        "ai-title",
+        "agent-name",
+        "permission-mode",
+        "last-prompt",
+        "pr-link",
+        "tag",
+        "agent-setting",
+        "worktree-state",
+        "turn_end",
+    )
+)
+INJECTED_PREFIXES = (
+    "[Request interrupted by user",
+    "Caveat: The messages below were generated",
+    "Base directory for this skill:",
+)
+STOP_REASONS = {
+    "end_turn": "stop",
+    "tool_use": "toolUse",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "stop_sequence": "stop",
+    "refusal": "stop",
+    "pause_turn": "stop",
+}
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def info(objs: list[tuple[int, dict[str, Any]]], path: str) -> SourceInfo | str:
+    """The session id, start and cwd from a Claude Code file's first lines."""
+    stem = os.path.basename(path)
+    stem = stem[: -len(".jsonl")] if stem.endswith(".jsonl") else stem
+    chain = next(
+        (o for _, o in objs if o.get("type") in CHAIN and isinstance(o.get("cwd"), str)), None
+    )
+    if chain is None:
+        return "it holds no conversation (only metadata lines)"
+    start = next(
+        (t for _, o in objs if (t := timestamp_of(o.get("timestamp"), ""))),
+        "",
+    )
+    if not start:
+        return "its lines carry no timestamp"
+    sid = chain.get("sessionId")
+    if _UUID.fullmatch(stem) or not isinstance(sid, str) or not sid:
+        sid = stem  # a file is a session; copies made by a resume reuse the old id
+    model = None
+    for _, o in objs:
+        m = o.get("message")
+        if o.get("type") == "assistant" and isinstance(m, dict):
+            name = m.get("model")
+            if isinstance(name, str) and name and name != SYNTHETIC:
+                model = name
+                break
+    return SourceInfo(sid, start, chain["cwd"], PROVIDER if model else None, model)
+
+
+class ClaudeConverter(Converter):
+    """See the module docstring."""
+
+    format = "claude"
+
+    def __init__(self, builder: Any, info: SourceInfo) -> None:
+        super().__init__(builder, info)
+        self.alias: dict[str, str] = {}  # a chain line's uuid -> the key of its entry
+        self.reply: Planned | None = None  # the open reply (more of its blocks may follow)
+        self.reply_id: Any = None
+        self.best = -1  # the reply's largest output count so far
+        self.results: Planned | None = None  # the open tool-results message
+        self.side: bool | None = None  # whether the file's own conversation is a sidechain
+        self.ts = info.start
+        self.last: str | None = None  # the entry holding the last chain line
+        self.repeated: list[int] = []  # lines left out as repeats of an earlier line
+        # The reply open when a batch or an import ended (message id, key, output
+        # count): its next blocks, if they come, are the rest of it.
+        self.cut: tuple[Any, str, int] | None = None
+        self.cut_results: str | None = None  # the same, for the open tool results
+        self.redirect: dict[str, str] = {}  # a reply's first part -> its rest
+
+    # ── dispatch ──
+
+    def feed(self, obj: dict[str, Any], line: int) -> None:
+        """See :meth:`Converter.feed`."""
+        b = self.b
+        kind = obj.get("type")
+        ts = self.ts = timestamp_of(obj.get("timestamp"), self.ts)
+        uuid = obj.get("uuid")
+        if kind not in CHAIN or not isinstance(uuid, str) or not uuid:
+            name = f"x-claude-{type_name(kind)}"
+            if kind not in OTHER_TYPES:
+                b.unrecognised_type(name if kind not in CHAIN else f"{name} (no uuid)")
+            opaque(b, name, obj, line, ts)
+            return
+        side = obj.get("isSidechain") is True
+        if self.side is None:
+            self.side = side
+        if side and not self.side:
+            # A subagent's line in the session's own file (Claude Code 1.x).
+            opaque(b, "x-claude-subagent", obj, line, ts)
+            return
+        if uuid in self.alias:
+            # A line written again (a resume that replayed the history): taken once.
+            if b.live:
+                self.repeated.append(line)
+                b.duplicates += 1
+            return
+        p = obj.get("parentUuid")
+        logical = obj.get("logicalParentUuid")
+        if p is None and isinstance(logical, str) and logical in self.alias:
+            # A compaction boundary: the chain goes on across it.  (A boundary whose
+            # logical parent comes later, in a preserved segment, stays a root.)
+            p = logical
+        parent = self._parent(p, line)
+        if kind == "assistant" and isinstance(obj.get("message"), dict):
+            self._assistant(obj, uuid, parent, ts, line)
+        elif kind == "user" and isinstance(obj.get("message"), dict):
+            self._user(obj, uuid, parent, ts, line)
+        else:
+            if kind in ("user", "assistant"):
+                b.unrecognised_type(f"x-claude-{kind} (no message)")
+            opaque(b, f"x-claude-{kind}", obj, line, ts, key=uuid, parent=parent)
+            self.alias[uuid] = uuid
+        self.last = self.alias[uuid]
+
+    def _parent(self, p: Any, line: int) -> str | None:
+        if p is None:
+            return None
+        key = self.alias.get(p) if isinstance(p, str) else None
+        if key is not None and key in self.redirect:
+            key = self.redirect[key]
+        if key is None:
+            if self.b.live:
+                self.b.notes.append(
+                    f"line {line}: parent {p} not found; hung under the entry before"
+                )
+            return self.b.last_key
+        return key
+
+    def boundary(self, obj: dict[str, Any]) -> bool:
+        """Whether a batch may end before ``obj``: a prompt, which ends the open reply
+        and results anyway, with no prompt waiting for its answer."""
+        if self.b.pending_users or obj.get("type") != "user" or obj.get("isSidechain") is True:
+            return False
+        m = obj.get("message")
+        content = m.get("content") if isinstance(m, dict) else None
+        return not _has_results(content) and not _injected(obj, content)
+
+    def flush(self) -> None:
+        """See :meth:`Converter.flush`."""
+        reply = self.reply
+        cut = (self.reply_id, reply.key or "", self.best) if reply is not None else None
+        results = self.results.key if self.results is not None else None
+        self._close()
+        self.cut, self.cut_results = cut, results
+
+    def safe(self) -> bool:
+        """See :meth:`Converter.safe`."""
+        return self.reply is None and self.results is None and not self.b.pending_users
+
+    def leaf(self) -> str | None:
+        """See :meth:`Converter.leaf`."""
+        return self.last
+
+    def extra(self, rel: str, obj: dict[str, Any], line: int) -> None:
+        """A line of a subagent's transcript (or of a file beside it)."""
+        kind = "x-claude-subagent" if rel.endswith(".jsonl") else "x-claude-subagent-meta"
+        ts = timestamp_of(obj.get("timestamp"), self.info.start)
+        opaque(self.b, kind, obj, line, ts, file=rel)
+
+    def _close(self) -> None:
+        self.reply = self.reply_id = self.results = None
+        self.best = -1
+        self.cut = self.cut_results = None
+
+    # ── replies ──
+
+    def _assistant(
+        self, obj: dict[str, Any], uuid: str, parent: str | None, ts: str, line: int
+    ) -> None:
+        b = self.b
+        m: dict[str, Any] = obj["message"]
+        mid = m.get("id")
+        blocks, extras = _blocks(m.get("content"))
+        rec = without(obj, "message")
+        rest = without(m, "content")
+        out = _output(m.get("usage"))
+        reply = self.reply
+        if reply is not None and mid is not None and mid == self.reply_id:
+            # The next block of the open reply: one message, its usage the last one's.
+            xc = reply.fields["x-claude"]
+            _extend(xc, reply.content, blocks, extras)
+            reply.content.extend(blocks)
+            xc["lines"].append(rec)
+            xc["sourceLines"].append(line)
+            if out >= self.best:
+                self.best = out
+                xc["message"] = rest
+                reply.usage = _usage(m.get("usage")) or reply.usage
+            reply.stop_reason = _stop(obj, rest, reply.content)
+            self.alias[uuid] = reply.key or uuid
+            return
+        cut = self.cut
+        self._close()
+        usage = _usage(m.get("usage"))
+        if cut is not None and mid is not None and mid == cut[0]:
+            # The rest of a reply an earlier import took the first blocks of (Claude
+            # Code was still writing it): a message after the first part, what
+            # answers the reply hung under it, its usage what the first part lacked.
+            parent = cut[1]
+            self.redirect[cut[1]] = uuid
+            usage = Usage(0, max(0, out - cut[2])) if usage is not None else None
+        model = m.get("model")
+        model = model if isinstance(model, str) and model else "unknown"
+        first: dict[str, Any] = {"lines": [rec], "sourceLines": [line], "message": rest}
+        if extras is not None:
+            first["blocks"] = extras
+        if isinstance(m.get("content"), str):
+            first["contentString"] = True
+        entry = Planned(
+            uuid,
+            parent,
+            ts,
+            role="assistant",
+            content=blocks,
+            fields={"x-claude": first},
+            provider=PROVIDER,
+            model=model,
+            stop_reason=_stop(obj, rest, blocks),
+            usage=usage,
+        )
+        b.add(entry)
+        if model != SYNTHETIC:
+            b.answered(PROVIDER, model)
+        self.reply, self.reply_id, self.best = entry, mid, out
+        self.alias[uuid] = uuid
+
+    def _user(self, obj: dict[str, Any], uuid: str, parent: str | None, ts: str, line: int) -> None:
+        b = self.b
+        m: dict[str, Any] = obj["message"]
+        content = m.get("content")
+        rec = without(obj, "message")
+        rest = without(m, "role", "content")
+        if isinstance(content, list) and _has_results(content):
+            blocks, extras = _result_blocks(content)
+            res = self.results
+            if res is not None:
+                xc = res.fields["x-claude"]
+                _extend(xc, res.content, blocks, extras)
+                res.content.extend(blocks)
+                xc["lines"].append(rec)
+                xc["sourceLines"].append(line)
+                if rest:
+                    xc.setdefault("messages", {})[str(len(xc["lines"]) - 1)] = rest
+                self.alias[uuid] = res.key or uuid
+                return
+            xc = {"lines": [rec], "sourceLines": [line]}
+            if rest:
+                xc["message"] = rest
+            if extras is not None:
+                xc["blocks"] = extras
+            if self.cut_results is not None:
+                # More results of a round an earlier import took the first of.
+                parent = self.cut_results
+                self.redirect[parent] = uuid
+                self.cut_results = None
+            self.results = b.add(
+                Planned(uuid, parent, ts, role="user", content=blocks, fields={"x-claude": xc})
+            )
+            self.alias[uuid] = uuid
+            return
+        if _injected(obj, content):
+            # Context Claude Code put in a user message; not typed by the human.
+            opaque(b, "x-claude-user", obj, line, ts, key=uuid, parent=parent)
+            self.alias[uuid] = uuid
+            return
+        self._close()
+        blocks, extras = _blocks(content)
+        xc = {"lines": [rec], "sourceLines": [line]}
+        if rest:
+            xc["message"] = rest
+        if extras is not None:
+            xc["blocks"] = extras
+        if isinstance(content, str):
+            xc["contentString"] = True
+        b.add(Planned(uuid, parent, ts, role="user", content=blocks, fields={"x-claude": xc}))
+        self.alias[uuid] = uuid
+
+
+def _extend(
+    xc: dict[str, Any], have: list[DiskContentBlock], blocks: list[Any], extras: list[Any] | None
+) -> None:
+    """Keep the per-block members aligned with the message's blocks as it grows."""
+    if extras is None and "blocks" not in xc:
+        return
+    old = xc.setdefault("blocks", [None] * len(have))
+    old.extend(extras if extras is not None else [None] * len(blocks))
+
+
+def _output(usage: Any) -> int:
+    return count(usage.get("output_tokens")) if isinstance(usage, dict) else -1
+
+
+def _usage(usage: Any) -> Usage | None:
+    if not isinstance(usage, dict):
+        return None
+    # Input as awl's providers count it: cache reads and writes are input too.
+    plain = (
+        count(usage.get("input_tokens"))
+        + count(usage.get("cache_creation_input_tokens"))
+        + count(usage.get("cache_read_input_tokens"))
+    )
+    return Usage(plain, count(usage.get("output_tokens")))
+
+
+def _stop(obj: dict[str, Any], message: dict[str, Any], blocks: list[DiskContentBlock]) -> str:
+    if obj.get("isApiErrorMessage") is True:
+        return "error"
+    given = STOP_REASONS.get(str(message.get("stop_reason")))
+    if given is not None:
+        return given
+    # Claude Code writes each block while it streams, before the stop reason is known.
+    return "toolUse" if blocks and isinstance(blocks[-1], DiskToolUse) else "stop"
+
+
+def _has_results(content: Any) -> bool:
+    return isinstance(content, list) and any(
+        isinstance(x, dict) and x.get("type") == "tool_result" for x in content
+    )
+
+
+def _first_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        for x in content:
+            if isinstance(x, dict) and x.get("type") == "text" and isinstance(x.get("text"), str):
+                return str(x["text"])
+    return ""
+
+
+def _injected(obj: dict[str, Any], content: Any) -> bool:
+    if obj.get("isMeta") is True or obj.get("isCompactSummary") is True:
+        return True
+    if obj.get("isVisibleInTranscriptOnly") is True:
+        return True
+    text = _first_text(content)
+    return text.startswith(INJECTED_PREFIXES) or tagged(text)
+
+
+def _blocks(content: Any) -> tuple[list[DiskContentBlock], list[Any] | None]:
+    """awl blocks of a message's content, and each one's members awl has no field for."""
+    if isinstance(content, str):
+        return [DiskText(content)], None
+    if not isinstance(content, list):
+        return [], None
+    out: list[DiskContentBlock] = []
+    extras: list[Any] = []
+    for blk in content:
+        rest: dict[str, Any] | None = None
+        kind = blk.get("type") if isinstance(blk, dict) else None
+        if kind == "text" and isinstance(blk.get("text"), str):
+            out.append(DiskText(blk["text"]))
+            rest = without(blk, "type", "text")
+        elif kind == "thinking" and isinstance(blk.get("thinking"), str):
+            out.append(DiskThinking(blk["thinking"]))
+            rest = without(blk, "type", "thinking")
+        elif (
+            kind == "tool_use"
+            and isinstance(blk.get("id"), str)
+            and isinstance(blk.get("name"), str)
+        ):
+            out.append(DiskToolUse(blk["id"], blk["name"], json_text(blk.get("input", {}))))
+            rest = without(blk, "type", "id", "name", "input")
+        elif isinstance(blk, dict):
+            # Images, redacted (encrypted) thinking, server tools, anything newer.
+            out.append(opaque_block(f"x-claude-{type_name(kind)}", blk))
+        else:
+            out.append(opaque_block("x-claude-value", {"value": blk}))
+        extras.append(rest or None)
+    return out, (extras if any(e is not None for e in extras) else None)
+
+
+def _result_blocks(content: list[Any]) -> tuple[list[DiskContentBlock], list[Any] | None]:
+    """A tool-results line's blocks: a toolResult per result (its text), its images
+    after it; other blocks as in a prompt (injected text kept opaque)."""
+    out: list[DiskContentBlock] = []
+    extras: list[Any] = []
+    for blk in content:
+        if not isinstance(blk, dict):
+            out.append(opaque_block("x-claude-value", {"value": blk}))
+            extras.append(None)
+            continue
+        kind = blk.get("type")
+        if kind == "tool_result":
+            inner = blk.get("content")
+            rest = without(blk, "type", "tool_use_id", "content")
+            texts: list[str] = []
+            images: list[DiskContentBlock] = []
+            plain = True
+            if isinstance(inner, str):
+                texts.append(inner)
+            elif isinstance(inner, list):
+                for x in inner:
+                    if (
+                        isinstance(x, dict)
+                        and x.get("type") == "text"
+                        and isinstance(x.get("text"), str)
+                    ):
+                        texts.append(x["text"])
+                        plain = plain and len(x) == 2
+                    elif isinstance(x, dict):
+                        images.append(opaque_block(f"x-claude-{type_name(x.get('type'))}", x))
+                    else:
+                        plain = False
+                if not plain or len(texts) != 1:
+                    rest["content"] = inner  # the structure, where one text cannot say it
+            elif inner is not None:
+                rest["content"] = inner
+            call = blk.get("tool_use_id")
+            out.append(DiskToolResult(call if isinstance(call, str) else "", "\n".join(texts)))
+            extras.append(rest or None)
+            out.extend(images)
+            extras.extend([None] * len(images))
+        elif kind == "text" and isinstance(blk.get("text"), str) and not _injected({}, blk["text"]):
+            out.append(DiskText(blk["text"]))
+            rest2 = without(blk, "type", "text")
+            extras.append(rest2 or None)
+        else:
+            out.append(opaque_block(f"x-claude-{type_name(kind)}", blk))
+            extras.append(None)
+    return out, (extras if any(e is not None for e in extras) else None)

@@ -1,0 +1,572 @@
+"""Codex rollouts (``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl``).
+
+A rollout is a list: its model-facing items (``response_item``) become a
+chain of entries, a rollback (``thread_rolled_back``) a branch back to
+before the turns it drops.  The items of one model response (reasoning,
+text, tool calls) are one assistant message, stamped with the model of the
+turn's ``turn_context`` and the session's provider; tool outputs are one
+user message.  Injected context (developer messages, AGENTS.md text,
+``<environment_context>`` and other tagged blocks) and other items are
+opaque tree nodes; ``session_meta``, ``turn_context`` and events are opaque
+entries outside the tree, except the UI events that repeat an item
+(``user_message``, ``agent_message``, ``agent_reasoning``...): those are
+taken once, their other members kept on the message they repeat.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..conversation import Usage
+from ..store import DiskContentBlock, DiskText, DiskThinking, DiskToolResult, DiskToolUse
+from ._build import (
+    Converter,
+    Planned,
+    SourceInfo,
+    count,
+    json_text,
+    opaque,
+    opaque_block,
+    tagged,
+    timestamp_of,
+    type_name,
+    without,
+)
+
+CALLS = frozenset(("function_call", "custom_tool_call", "local_shell_call"))
+OUTPUTS = frozenset(("function_call_output", "custom_tool_call_output", "tool_search_output"))
+REPLY_OTHER = frozenset(("web_search_call", "image_generation_call", "tool_search_call"))
+HISTORY_OTHER = frozenset(
+    ("ghost_snapshot", "compaction", "compaction_summary", "context_compaction", "other")
+)
+LINE_TYPES = frozenset(
+    (
+        "session_meta",
+        "response_item",
+        "event_msg",
+        "turn_context",
+        "compacted",
+        "inter_agent_communication",
+        "inter_agent_communication_metadata",
+        "token_usage_record",
+        "world_state",
+        "security_risk_score",
+        "retained_context",
+        "realtime_item",
+    )
+)
+REPEATS = {  # UI events that repeat an item, and the member holding the text
+    "user_message": "message",
+    "agent_message": "message",
+    "agent_reasoning": "text",
+    "agent_reasoning_raw_content": "text",
+}
+EVENTS = frozenset(
+    (
+        *REPEATS,
+        "token_count",
+        "task_started",
+        "turn_started",
+        "task_complete",
+        "turn_complete",
+        "turn_aborted",
+        "context_compacted",
+        "thread_rolled_back",
+        "entered_review_mode",
+        "exited_review_mode",
+        "patch_apply_end",
+        "patch_apply_begin",
+        "mcp_tool_call_begin",
+        "mcp_tool_call_end",
+        "web_search_begin",
+        "web_search_end",
+        "image_generation_end",
+        "thread_name_updated",
+        "thread_goal_updated",
+        "sub_agent_activity",
+        "item_started",
+        "item_completed",
+        "error",
+        "warning",
+        "stream_error",
+        "exec_command_begin",
+        "exec_command_end",
+        "view_image_tool_call",
+        "plan_update",
+        "guardian_assessment",
+        "background_event",
+        "agent_message_delta",
+        "agent_reasoning_section_break",
+        "undo_started",
+        "undo_completed",
+        "shutdown_complete",
+        "list_custom_prompts_response",
+        "turn_diff",
+        "session_configured",
+        "mcp_startup_complete",
+        "mcp_startup_update",
+        "deprecation_notice",
+        "collab_agent_spawn_begin",
+        "collab_agent_spawn_end",
+        "collab_agent_interaction_begin",
+        "collab_agent_interaction_end",
+        "collab_waiting_begin",
+        "collab_waiting_end",
+        "collab_close_begin",
+        "collab_close_end",
+        "dynamic_tool_call_request",
+        "dynamic_tool_call_response",
+        "request_user_input",
+    )
+)
+TURN_ENDS = frozenset(
+    ("task_complete", "turn_complete", "turn_aborted", "task_started", "turn_started")
+)
+INJECTED_PREFIXES = ("# AGENTS.md instructions for", "<user_instructions>", "<environment_context>")
+_IMAGE_TAG = re.compile(r"</?image\b[^>]*>")
+_CWD = re.compile(r"<cwd>([^<]+)</cwd>")
+
+
+def info(objs: list[tuple[int, dict[str, Any]]]) -> SourceInfo | str:
+    """The session id, start and cwd from a rollout's first lines."""
+    first = objs[0][1]
+    meta = first.get("payload") if first.get("type") == "session_meta" else first
+    if not isinstance(meta, dict):
+        return "its first line is not session metadata"
+    sid = meta.get("id")
+    start = timestamp_of(meta.get("timestamp"), "") or timestamp_of(first.get("timestamp"), "")
+    cwd = meta.get("cwd")
+    model = None
+    for _, obj in objs[1:]:
+        payload = obj.get("payload")
+        if isinstance(payload, dict) and obj.get("type") == "turn_context":
+            cwd = cwd if isinstance(cwd, str) else payload.get("cwd")
+            if isinstance(payload.get("model"), str):
+                model = payload["model"]
+                break
+        if not isinstance(cwd, str):  # the bare form: the cwd is only in the environment text
+            found = _CWD.search(str(obj.get("content", "")))
+            cwd = found.group(1).strip() if found else cwd
+    if not isinstance(sid, str) or not sid:
+        return "its session metadata has no id"
+    if not start:
+        return "its session metadata has no timestamp"
+    if not isinstance(cwd, str) or not cwd:
+        return "it records no working directory"
+    provider = meta.get("model_provider")
+    return SourceInfo(sid, start, cwd, provider if isinstance(provider, str) else "openai", model)
+
+
+def _text(parts: Any, kinds: tuple[str, ...] = ("input_text",)) -> str:
+    """The text of a message's parts, without the tags Codex puts around images."""
+    if isinstance(parts, str):
+        return parts
+    if not isinstance(parts, list):
+        return ""
+    out = []
+    for x in parts:
+        text = x.get("text") if isinstance(x, dict) and x.get("type") in kinds else None
+        if isinstance(text, str) and not _IMAGE_TAG.fullmatch(text.strip()):
+            out.append(text)
+    return "".join(out)
+
+
+def _injected(text: str) -> bool:
+    return text.startswith(INJECTED_PREFIXES) or tagged(text)
+
+
+class CodexConverter(Converter):
+    """See the module docstring."""
+
+    format = "codex"
+
+    def __init__(self, builder: Any, info: SourceInfo) -> None:
+        super().__init__(builder, info)
+        self.provider = info.provider or "openai"
+        self.model = info.model or "unknown"
+        self.tip: str | None = None  # the chain's last entry
+        self.parents: dict[str, str | None] = {}
+        self.turns: list[str] = []  # the prompts on the chain, for rollbacks
+        self.reply: Planned | None = None
+        self.last_reply: Planned | None = None
+        self.results: Planned | None = None
+        self.prompt: Planned | None = None
+        # UI events waiting for the item they repeat: (kind, text, line object, number,
+        # timestamp, the line's bytes).
+        self.pending: list[tuple[str, str, dict[str, Any], int, str, bytes | None]] = []
+        self.ts = info.start
+
+    # ── lines ──
+
+    def feed(self, obj: dict[str, Any], line: int) -> None:
+        """See :meth:`Converter.feed`."""
+        b = self.b
+        kind = obj.get("type")
+        ts = self.ts = timestamp_of(obj.get("timestamp"), self.ts)
+        payload = obj.get("payload")
+        if "payload" not in obj:
+            # The bare form of 2025: a header without an envelope, then bare items.
+            if kind is None and line == 1:
+                opaque(b, "x-codex-session_meta", obj, line, ts)
+            elif "record_type" in obj:
+                opaque(b, "x-codex-state", obj, line, ts)
+            elif isinstance(kind, str):
+                self._item(obj, {}, line, ts)
+            else:
+                b.unrecognised_type("x-codex-unknown")
+                opaque(b, "x-codex-unknown", obj, line, ts)
+            return
+        if kind == "response_item" and isinstance(payload, dict):
+            self._item(payload, obj, line, ts)
+        elif kind == "event_msg" and isinstance(payload, dict):
+            self._event(payload, obj, line, ts)
+        elif kind == "compacted":
+            self._close()
+            self._node("x-codex-compacted", obj, line, ts)
+        else:
+            if kind == "turn_context" and isinstance(payload, dict):
+                model = payload.get("model")
+                if isinstance(model, str) and model:
+                    self.model = model
+            if kind not in LINE_TYPES:
+                b.unrecognised_type(f"x-codex-{type_name(kind)}")
+            opaque(b, f"x-codex-{type_name(kind)}", obj, line, ts)
+
+    def boundary(self, obj: dict[str, Any]) -> bool:
+        """Whether a batch may end before ``obj``: a prompt, which ends the open reply
+        and results, with nothing waiting for what follows."""
+        if self.b.pending_users or self.pending:
+            return False
+        p = obj.get("payload") if "payload" in obj else obj
+        return (
+            isinstance(p, dict)
+            and p.get("type") == "message"
+            and p.get("role") == "user"
+            and not _injected(_text(p.get("content")))
+        )
+
+    def flush(self) -> None:
+        """See :meth:`Converter.flush`."""
+        self._close()
+        self._unmatched()
+        self.prompt = self.last_reply = None
+
+    def safe(self) -> bool:
+        """See :meth:`Converter.safe`."""
+        return (
+            self.reply is None
+            and self.results is None
+            and not self.pending
+            and not self.b.pending_users
+        )
+
+    # ── the chain ──
+
+    def _link(self, entry: Planned) -> Planned:
+        """Plan ``entry`` as the chain's next entry."""
+        self.b.add(entry)
+        if entry.key is not None:
+            self.parents[entry.key] = entry.parent
+            self.tip = entry.key
+        return entry
+
+    def _node(self, kind: str, obj: dict[str, Any], line: int, ts: str) -> None:
+        key = self.b.unique(f"L{line}", line)
+        parent = self.tip
+        opaque(self.b, kind, obj, line, ts, key=key, parent=parent)
+        self.parents[key] = parent
+        self.tip = key
+
+    def _close(self) -> None:
+        self.reply = self.results = None
+
+    def _record(
+        self, entry: Planned, obj: dict[str, Any], line: int, leftovers: dict[str, Any]
+    ) -> None:
+        """Keep what an item held that its message has no field for."""
+        rec = without(obj, "payload")
+        rec["line"] = line
+        rec["item"] = leftovers
+        entry.fields.setdefault("x-codex", {}).setdefault("items", []).append(rec)
+
+    def _open_reply(self, ts: str, line: int) -> Planned:
+        if self.reply is None:
+            self.results = None
+            key = self.b.unique(f"L{line}", line)
+            self.reply = self._link(
+                Planned(
+                    key,
+                    self.tip,
+                    ts,
+                    role="assistant",
+                    provider=self.provider,
+                    model=self.model,
+                    stop_reason="stop",
+                )
+            )
+            self.last_reply = self.reply
+            self.b.answered(self.provider, self.model)
+        return self.reply
+
+    def _open_results(self, ts: str, line: int) -> Planned:
+        if self.results is None:
+            self.reply = None
+            key = self.b.unique(f"L{line}", line)
+            self.results = self._link(
+                Planned(key, self.tip, ts, role="user", provider=self.provider, model=self.model)
+            )
+        return self.results
+
+    # ── items ──
+
+    def _item(self, p: dict[str, Any], obj: dict[str, Any], line: int, ts: str) -> None:
+        b = self.b
+        kind = p.get("type")
+        if kind == "message":
+            role = p.get("role")
+            if role == "assistant":
+                reply = self._open_reply(ts, line)
+                blocks, parts = _parts(p.get("content"))
+                reply.content.extend(blocks)
+                left = without(p, "content")
+                if parts is not None:
+                    left["parts"] = parts
+                self._record(reply, obj, line, left)
+                self._match_pending(reply)
+                return
+            text = _text(p.get("content"))
+            if role == "user" and not _injected(text):
+                self._close()
+                self._unmatched()
+                blocks, parts = _parts(p.get("content"))
+                key = b.unique(f"L{line}", line)
+                entry = self._link(Planned(key, self.tip, ts, role="user", content=blocks))
+                left = without(p, "content")
+                if parts is not None:
+                    left["parts"] = parts
+                self._record(entry, obj, line, left)
+                self.turns.append(key)
+                self.prompt = entry
+                self._match_pending(entry)
+                return
+            # Developer and system messages, context injected as a user message.
+            self._close()
+            self._node("x-codex-response_item", obj or p, line, ts)
+            return
+        if kind == "reasoning":
+            reply = self._open_reply(ts, line)
+            left = dict(p)
+            summary, content = p.get("summary"), p.get("content")
+            said = _text(summary, ("summary_text",))
+            if said or summary == []:
+                if isinstance(summary, list) and all(
+                    isinstance(x, dict) and set(x) == {"type", "text"} for x in summary
+                ):
+                    left.pop("summary")
+                    left["summaryParts"] = len(summary)
+                if said:
+                    reply.content.append(DiskThinking("\n\n".join(_each(summary))))
+            raw = _text(content, ("reasoning_text", "text"))
+            if raw:
+                reply.content.append(DiskThinking(raw))
+                if isinstance(content, list) and all(
+                    isinstance(x, dict) and set(x) == {"type", "text"} for x in content
+                ):
+                    left.pop("content")
+                    left["contentParts"] = len(content)
+            # What is left (the encrypted reasoning) is a block of its own.
+            reply.content.append(opaque_block("x-codex-reasoning", left))
+            self._record(reply, obj, line, {"type": "reasoning"})
+            self._match_pending(reply)
+            return
+        if kind in CALLS:
+            reply = self._open_reply(ts, line)
+            call = p.get("call_id") or p.get("id") or f"L{line}"
+            given = p.get("name")
+            name = given if isinstance(given, str) else str(kind)
+            used: tuple[str, ...]
+            if kind == "function_call":
+                args = p.get("arguments")
+                text = args if isinstance(args, str) else json_text(args)
+                used = ("call_id", "name", "arguments")
+            elif kind == "custom_tool_call":
+                # A freeform tool (apply_patch): its raw input, as a JSON object.
+                text = json_text({"input": p.get("input")})
+                used = ("call_id", "name", "input")
+            else:
+                name = "local_shell"
+                text = json_text(p.get("action"))
+                used = ("call_id", "action")
+            reply.content.append(DiskToolUse(str(call), name, text))
+            reply.stop_reason = "toolUse"
+            self._record(reply, obj, line, without(p, *used))
+            return
+        if kind in REPLY_OTHER:
+            reply = self._open_reply(ts, line)
+            reply.content.append(opaque_block(f"x-codex-{kind}", p))
+            self._record(reply, obj, line, {"type": kind})
+            return
+        if kind in OUTPUTS:
+            results = self._open_results(ts, line)
+            call = p.get("call_id")
+            out = p.get("output")
+            left = without(p, "call_id", "output")
+            if kind == "tool_search_output":
+                results.content.append(opaque_block("x-codex-tool_search_output", p))
+                left = {"type": kind}
+            elif isinstance(out, str):
+                results.content.append(DiskToolResult(str(call), out))
+            else:
+                texts = _text(out, ("input_text", "output_text", "text"))
+                results.content.append(DiskToolResult(str(call), texts))
+                for x in out if isinstance(out, list) else []:
+                    if isinstance(x, dict) and x.get("type") not in (
+                        "input_text",
+                        "output_text",
+                        "text",
+                    ):
+                        results.content.append(
+                            opaque_block(f"x-codex-{type_name(x.get('type'))}", x)
+                        )
+                left["output"] = out if not isinstance(out, list) else None
+                if isinstance(out, list):
+                    left["outputParts"] = [
+                        without(x, "text") if isinstance(x, dict) else x for x in out
+                    ]
+            self._record(results, obj, line, left)
+            return
+        self._close()
+        if kind not in HISTORY_OTHER:
+            b.unrecognised_type(f"x-codex-response_item ({type_name(kind)})")
+        self._node("x-codex-response_item", obj or p, line, ts)
+
+    # ── events ──
+
+    def _event(self, p: dict[str, Any], obj: dict[str, Any], line: int, ts: str) -> None:
+        b = self.b
+        kind = p.get("type")
+        if kind in REPEATS:
+            text = p.get(REPEATS[kind])
+            if isinstance(text, str):
+                target = self._repeated(kind, text)
+                if target is not None:
+                    _merge(target, kind, obj, p, line)
+                else:
+                    self.pending.append((kind, text, obj, line, ts, b.raw))
+                return
+        if kind == "token_count":
+            last = (
+                (p.get("info") or {}).get("last_token_usage")
+                if isinstance(p.get("info"), dict)
+                else None
+            )
+            reply = self.last_reply
+            if isinstance(last, dict) and reply is not None and reply.usage is None and reply.live:
+                reply.usage = Usage(
+                    count(last.get("input_tokens")), count(last.get("output_tokens"))
+                )
+        if kind == "thread_rolled_back":
+            self._rollback(p, obj, line, ts)
+            return
+        if kind in TURN_ENDS:
+            self._close()
+            self._unmatched()
+        if kind not in EVENTS:
+            b.unrecognised_type(f"x-codex-event_msg ({type_name(kind)})")
+        opaque(b, "x-codex-event_msg", obj, line, ts)
+
+    def _rollback(self, p: dict[str, Any], obj: dict[str, Any], line: int, ts: str) -> None:
+        """Codex dropped the last ``num_turns`` turns: a branch from before them."""
+        self._close()
+        self._unmatched()
+        n = p.get("num_turns")
+        n = n if type(n) is int and n > 0 else 0
+        if n:
+            dropped = self.turns[-n:] if n <= len(self.turns) else self.turns
+            self.turns = self.turns[: len(self.turns) - len(dropped)]
+            self.tip = self.parents.get(dropped[0]) if dropped else self.tip
+        self._node("x-codex-event_msg", obj, line, ts)
+
+    def _repeated(self, kind: str, text: str) -> Planned | None:
+        """The message (planned in this batch) whose item ``text`` repeats, if any."""
+        if kind == "user_message":
+            target = self.prompt
+            if target is not None and target.live and _prompt_text(target) == text:
+                return target
+            return None
+        target = self.last_reply
+        if target is None or not target.live:
+            return None
+        if kind == "agent_message":
+            texts = [x.text for x in target.content if isinstance(x, DiskText)]
+            return target if text in texts else None
+        thoughts = [x.thinking for x in target.content if isinstance(x, DiskThinking)]
+        return target if any(text and text in t for t in thoughts) else None
+
+    def _match_pending(self, target: Planned) -> None:
+        if not self.pending or not target.live:
+            return
+        keep = []
+        for item in self.pending:
+            kind, text, obj, line, _, _ = item
+            if self._repeated(kind, text) is target:
+                _merge(target, kind, obj, obj.get("payload") or {}, line)
+            else:
+                keep.append(item)
+        self.pending = keep
+
+    def _unmatched(self) -> None:
+        """UI events no item repeated: kept as the events they are."""
+        for _, _, obj, line, ts, raw in self.pending:
+            opaque(self.b, "x-codex-event_msg", obj, line, ts, raw=raw)
+        self.pending = []
+
+
+def _each(parts: Any) -> list[str]:
+    return (
+        [x["text"] for x in parts if isinstance(x, dict) and isinstance(x.get("text"), str)]
+        if isinstance(parts, list)
+        else []
+    )
+
+
+def _prompt_text(entry: Planned) -> str:
+    """A prompt's text as its ``user_message`` event repeats it (no image tags)."""
+    return "".join(
+        x.text
+        for x in entry.content
+        if isinstance(x, DiskText) and not _IMAGE_TAG.fullmatch(x.text.strip())
+    )
+
+
+def _merge(target: Planned, kind: str, obj: dict[str, Any], p: dict[str, Any], line: int) -> None:
+    """Keep a repeating event's other members on the message it repeats."""
+    rec = without(obj, "payload")
+    rec["line"] = line
+    rec["event"] = without(p, REPEATS[kind])
+    target.fields.setdefault("x-codex", {}).setdefault("events", []).append(rec)
+
+
+def _parts(content: Any) -> tuple[list[DiskContentBlock], list[Any] | None]:
+    """awl blocks of a message's parts, and each one's members awl has no field for."""
+    if isinstance(content, str):
+        return [DiskText(content)], None
+    out: list[DiskContentBlock] = []
+    extras: list[Any] = []
+    for x in content if isinstance(content, list) else []:
+        kind = x.get("type") if isinstance(x, dict) else None
+        if kind in ("input_text", "output_text", "text") and isinstance(x.get("text"), str):
+            out.append(DiskText(x["text"]))
+            rest = without(x, "text", "type")
+            rest = (
+                {"type": kind, **rest} if kind != "input_text" and kind != "output_text" else rest
+            )
+            extras.append(rest or None)
+        elif isinstance(x, dict):
+            out.append(opaque_block(f"x-codex-{type_name(kind)}", x))
+            extras.append(None)
+        else:
+            out.append(opaque_block("x-codex-value", {"value": x}))
+            extras.append(None)
+    return out, (extras if any(e is not None for e in extras) else None)

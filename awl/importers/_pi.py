@@ -1,0 +1,257 @@
+"""pi sessions (``@earendil-works/pi-coding-agent``): one file, a tree of entries.
+
+Every line but the header is one awl entry under the same parent, so pi's
+branches, roots and leaf (its last line) carry over as they are.  User,
+assistant and tool-result messages become awl messages; every other entry
+(model and thinking-level changes, compactions, branch summaries, labels,
+system prompts, ``!`` commands, extension entries...) is an opaque tree
+node ``x-pi-<type>`` carrying the line (``docs/format.md``, "Imported
+sessions").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..conversation import Usage
+from ..store import DiskContentBlock, DiskText, DiskThinking, DiskToolResult, DiskToolUse
+from ._build import (
+    Converter,
+    Planned,
+    SourceInfo,
+    count,
+    json_text,
+    opaque,
+    opaque_block,
+    timestamp_of,
+    type_name,
+    without,
+)
+
+KNOWN_TYPES = frozenset(
+    (
+        "session",
+        "message",
+        "model_change",
+        "thinking_level_change",
+        "compaction",
+        "branch_summary",
+        "custom",
+        "custom_message",
+        "label",
+        "session_info",
+        "usage",
+        "context_edit",
+    )
+)
+# Roles kept as opaque entries: not a human's prompt nor a model's reply.
+OTHER_ROLES = frozenset(("system", "bashExecution", "custom", "hookMessage"))
+STOP_REASONS = {"stop": "stop", "length": "length", "toolUse": "toolUse", "error": "error"}
+
+
+def info(objs: list[tuple[int, dict[str, Any]]]) -> SourceInfo | str:
+    """The session id, start and cwd from a pi file's first lines, or what is missing."""
+    first = objs[0][1]
+    sid, cwd = first.get("id"), first.get("cwd")
+    start = timestamp_of(first.get("timestamp"), "")
+    if not isinstance(sid, str) or not sid:
+        return "its header has no session id"
+    if not start:
+        return "its header has no timestamp"
+    if not isinstance(cwd, str) or not cwd:
+        return "its header has no working directory"
+    provider = model = None
+    for _, obj in objs[1:]:
+        if obj.get("type") == "model_change":
+            p, m = obj.get("provider"), obj.get("modelId")
+            if isinstance(p, str) and isinstance(m, str):
+                provider, model = p, m
+                break
+    return SourceInfo(sid, start, cwd, provider, model)
+
+
+class PiConverter(Converter):
+    """See the module docstring."""
+
+    format = "pi"
+
+    def __init__(self, builder: Any, info: SourceInfo) -> None:
+        super().__init__(builder, info)
+        # The model selected on each entry's path (pi: model changes and replies set it).
+        self.models: dict[str, tuple[str, str]] = {}
+        self.ts = info.start
+
+    def feed(self, obj: dict[str, Any], line: int) -> None:
+        """See :meth:`Converter.feed`."""
+        b = self.b
+        kind = obj.get("type")
+        ts = self.ts = timestamp_of(obj.get("timestamp"), self.ts)
+        if kind == "session":
+            # The header (or a second one, which pi never writes): kept, outside the tree.
+            opaque(b, "x-pi-session", obj, line, ts)
+            return
+        raw_id = obj.get("id")
+        key = b.unique(raw_id if isinstance(raw_id, str) and raw_id else f"L{line}", line)
+        if "parentId" in obj:
+            p = obj["parentId"]
+            parent = None if p is None else b.parent_of(str(p), f"line {line}")
+        else:
+            parent = b.last_key  # version 1: a list, each entry after the one before
+        model = self.models.get(parent) if parent is not None else None
+        if kind == "message" and isinstance(obj.get("message"), dict):
+            model = self._message(obj, key, parent, ts, line, model)
+        else:
+            if kind == "model_change":
+                p, m = obj.get("provider"), obj.get("modelId")
+                if isinstance(p, str) and isinstance(m, str):
+                    model = (p, m)
+            name = f"x-pi-{type_name(kind)}"
+            if kind not in KNOWN_TYPES or kind == "message":
+                b.unrecognised_type(name if kind != "message" else "x-pi-message (no message)")
+            opaque(b, name, obj, line, ts, key=key, parent=parent)
+        if model is not None:
+            self.models[key] = model
+
+    def _message(
+        self,
+        obj: dict[str, Any],
+        key: str,
+        parent: str | None,
+        ts: str,
+        line: int,
+        model: tuple[str, str] | None,
+    ) -> tuple[str, str] | None:
+        b = self.b
+        m: dict[str, Any] = obj["message"]
+        role = m.get("role")
+        # Copies less the members converted (dict() and del run in C).
+        extra = dict(obj)
+        del extra["type"], extra["message"]
+        extra["line"] = line
+        rest = dict(m)
+        rest.pop("role", None)
+        content = rest.pop("content", None)
+        if role == "user":
+            blocks, extras = _blocks(content)
+            entry = Planned(key, parent, ts, role="user", content=blocks)
+            if model is not None:
+                entry.provider, entry.model = model
+        elif role == "assistant":
+            blocks, extras = _blocks(content)
+            provider, name = m.get("provider"), m.get("model")
+            provider = provider if isinstance(provider, str) and provider else "unknown"
+            name = name if isinstance(name, str) and name else "unknown"
+            stop = STOP_REASONS.get(str(m.get("stopReason")))
+            if stop is None:
+                aborted = m.get("stopReason") == "aborted"
+                uses = any(isinstance(x, DiskToolUse) for x in blocks)
+                stop = "error" if aborted else "toolUse" if uses else "stop"
+            entry = Planned(
+                key,
+                parent,
+                ts,
+                role="assistant",
+                content=blocks,
+                provider=provider,
+                model=name,
+                stop_reason=stop,
+                usage=_usage(m.get("usage")),
+            )
+            model = (provider, name)
+            b.answered(provider, name)
+        elif role == "toolResult":
+            blocks, extras = _result(m, rest)
+            entry = Planned(key, parent, ts, role="user", content=blocks)
+            if model is not None:
+                entry.provider, entry.model = model
+        else:
+            if role not in OTHER_ROLES:
+                b.unrecognised_type(f"x-pi-message (role {role!r})")
+            opaque(b, "x-pi-message", obj, line, ts, key=key, parent=parent)
+            return model
+        if isinstance(content, str):
+            extra["contentString"] = True
+        if rest:
+            extra["message"] = rest
+        if extras is not None:
+            extra["blocks"] = extras
+        entry.fields = {"x-pi": extra}
+        b.add(entry)
+        return model
+
+
+def _usage(raw: Any) -> Usage | None:
+    if not isinstance(raw, dict):
+        return None
+    # awl counts cached prompt tokens as input, as its providers do; pi does not.
+    plain = count(raw.get("input")) + count(raw.get("cacheRead")) + count(raw.get("cacheWrite"))
+    return Usage(plain, count(raw.get("output")))
+
+
+def _blocks(content: Any) -> tuple[list[DiskContentBlock], list[Any] | None]:
+    """awl blocks of a pi content (a string or a list of blocks), and each block's
+    members awl has no field for (None where none; None for all when none at all)."""
+    if isinstance(content, str):
+        return [DiskText(content)], None
+    if not isinstance(content, list):
+        return [], None
+    out: list[DiskContentBlock] = []
+    extras: list[Any] = []
+    for blk in content:
+        if not isinstance(blk, dict):
+            out.append(opaque_block("x-pi-value", {"value": blk}))
+            extras.append(None)
+            continue
+        kind = blk.get("type")
+        rest: dict[str, Any] | None = None
+        if kind == "text" and isinstance(blk.get("text"), str):
+            out.append(DiskText(blk["text"]))
+            if len(blk) > 2:
+                rest = dict(blk)
+                del rest["type"], rest["text"]
+        elif (
+            kind == "thinking" and isinstance(blk.get("thinking"), str) and not blk.get("redacted")
+        ):
+            out.append(DiskThinking(blk["thinking"]))
+            if len(blk) > 2:
+                rest = dict(blk)
+                del rest["type"], rest["thinking"]
+        elif (
+            kind == "toolCall"
+            and isinstance(blk.get("id"), str)
+            and isinstance(blk.get("name"), str)
+        ):
+            out.append(DiskToolUse(blk["id"], blk["name"], json_text(blk.get("arguments", {}))))
+            rest = without(blk, "type", "id", "name", "arguments")
+            if "arguments" not in blk:
+                rest["noArguments"] = True
+        else:
+            # Images, redacted (encrypted) thinking, anything newer.
+            out.append(opaque_block(f"x-pi-{type_name(kind)}", blk))
+        extras.append(rest or None)
+    return out, (extras if any(e is not None for e in extras) else None)
+
+
+def _result(m: dict[str, Any], rest: dict[str, Any]) -> tuple[list[DiskContentBlock], None]:
+    """A tool result's blocks: its text as one toolResult, then its images."""
+    content = m.get("content")
+    call = m.get("toolCallId")
+    texts: list[str] = []
+    others: list[DiskContentBlock] = []
+    plain = isinstance(content, list)
+    for blk in content if isinstance(content, list) else []:
+        if isinstance(blk, dict) and blk.get("type") == "text" and isinstance(blk.get("text"), str):
+            texts.append(blk["text"])
+            plain = plain and len(blk) == 2
+        elif isinstance(blk, dict):
+            others.append(opaque_block(f"x-pi-{type_name(blk.get('type'))}", blk))
+        else:
+            plain = False
+    if isinstance(content, str):
+        texts = [content]
+    if not plain or len(texts) != 1:
+        # Several text blocks (joined below), or members awl has no place for:
+        # the structure is kept as it was.
+        rest["content"] = content
+    result = DiskToolResult(call if isinstance(call, str) else "", "\n".join(texts))
+    return [result, *others], None

@@ -1,0 +1,122 @@
+"""Import records: what each import wrote into an awl log about its source.
+
+Each batch an import appends starts with one ``x-import`` entry (outside
+the tree): the source files and how much of each it has taken (bytes, lines,
+a sha256 of those bytes), what it skipped, and the keys of the batch's tree
+entries in order.  The entries follow it in the same write, so their awl ids
+are read from the log itself: the record and its entries are on disk
+together or not at all.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..errors import SessionError
+
+RECORD_TYPE = "x-import"
+_START = b'{"type":"x-import",'
+# A tree entry's line starts with its type and its id (awl writes them first).
+_TREE_ID = re.compile(rb'\{"type":"(?:[^"\\]|\\.)*","id":"((?:[^"\\]|\\.)*)"')
+
+
+@dataclass(slots=True)
+class Imported:
+    """What earlier imports recorded in one awl log."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    ids: dict[str, str] = field(default_factory=dict)  # source key -> awl id
+
+    @property
+    def last(self) -> dict[str, Any] | None:
+        """The latest record (the state of every source file), or None."""
+        return self.records[-1] if self.records else None
+
+
+def _mapped(path: str | os.PathLike[str]) -> tuple[int, mmap.mmap | None]:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    try:
+        size = os.fstat(fd).st_size
+        return fd, (mmap.mmap(fd, size, prot=mmap.PROT_READ) if size else None)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _line_at(mm: mmap.mmap, start: int) -> tuple[bytes, int]:
+    end = mm.find(b"\n", start)
+    end = len(mm) if end < 0 else end
+    return mm[start:end], end + 1
+
+
+def last_record(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The latest import record of the log at ``path``, found from its end
+    (no lock taken, nothing else parsed), or None."""
+    fd, mm = _mapped(path)
+    try:
+        if mm is None:
+            return None
+        at = mm.rfind(b"\n" + _START)
+        if at < 0:
+            return None
+        raw, _ = _line_at(mm, at + 1)
+        return _parse(raw, path)
+    finally:
+        if mm is not None:
+            mm.close()
+        os.close(fd)
+
+
+def read_records(path: str | os.PathLike[str]) -> Imported:
+    """Every import record of the log at ``path``, and the awl id of each source key
+    they name.  Raises SessionError when a record does not match the entries after it."""
+    out = Imported()
+    fd, mm = _mapped(path)
+    try:
+        if mm is None:
+            return out
+        at = mm.find(b"\n" + _START)
+        while at >= 0:
+            raw, nxt = _line_at(mm, at + 1)
+            record = _parse(raw, path)
+            keys = record.get("keys") or []
+            n = record.get("entries")
+            if not isinstance(n, int) or not isinstance(keys, list):
+                raise SessionError(f"{path}: an import record without its entry count")
+            ids: list[str] = []
+            pos = nxt
+            for _ in range(n):
+                line, pos = _line_at(mm, pos)
+                m = _TREE_ID.match(line, 0, 4096) if len(line) > 4096 else _TREE_ID.match(line)
+                if m is not None:
+                    ids.append(orjson.loads(b'"' + m.group(1) + b'"'))
+            if len(ids) != len(keys):
+                raise SessionError(
+                    f"{path}: an import record names {len(keys)} entries but {len(ids)} follow it"
+                )
+            out.ids.update(zip(keys, ids, strict=True))
+            out.records.append(record)
+            at = mm.find(b"\n" + _START, pos - 1)
+        return out
+    finally:
+        mm_close = getattr(mm, "close", None)
+        if mm_close is not None:
+            mm_close()
+        os.close(fd)
+
+
+def _parse(raw: bytes, path: str | os.PathLike[str]) -> dict[str, Any]:
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise SessionError(f"{Path(path)}: an import record that is not JSON") from None
+    if not isinstance(obj, dict) or not isinstance(obj.get("files"), dict):
+        raise SessionError(f"{Path(path)}: an import record without its files")
+    return obj

@@ -1,0 +1,590 @@
+"""Importing one source session into one awl session log.
+
+The awl session's id is derived from the source's (:func:`session_id_for`),
+so its path is known before anything is read from it.  A first import
+writes the whole session; a later one reads the last import record, and
+when every source file still starts with the bytes it took (same sha256):
+nothing more → ``unchanged``, no lock taken, nothing written; more lines →
+the converter replays the part taken (rebuilding its state, writing
+nothing), then the new lines' entries are appended under the parents the
+records map (``updated``).  A source that no longer starts with what was
+taken (rewritten, truncated) is a ``conflict``: reported, nothing written.
+
+Entries are written in batches (a source's lines up to a point where a
+batch may end, ``BATCH_BYTES`` or more), each one write beginning with its
+import record, so memory holds one batch and a crash leaves whole batches.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..conversation import Usage
+from ..errors import SessionBusy, SessionError, SessionWriteError
+from ..paths import project_dir, session_file_name
+from ..store import (
+    DiskMessage,
+    DiskText,
+    NewEntry,
+    SessionManager,
+    format_timestamp,
+)
+from . import _claude, _codex, _pi
+from ._build import ROOT_KEY, Builder, Converter, Planned, SourceInfo, session_id_for
+from ._record import RECORD_TYPE, Imported, last_record, read_records
+from ._source import FORMATS, detect, digest, head, lines, open_source, parse
+
+BATCH_BYTES = 32 << 20
+"""Source bytes after which a batch is written at the next point where one may end."""
+
+STATUSES = ("imported", "updated", "unchanged", "conflict", "busy", "error", "refused", "empty")
+"""What :func:`import_source` can say of a source session (``ImportResult.status``)."""
+
+FORMAT_NAMES = {"pi": "pi", "claude": "Claude Code", "codex": "Codex"}
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSpec:
+    """A source session to import: its file, the files that belong to it (Claude
+    Code subagent transcripts, relative to the file's folder), the format
+    when the user named one, and whether the user named the file itself."""
+
+    path: str
+    format: str | None = None
+    extras: tuple[str, ...] = ()
+    explicit: bool = False
+    size: int = 0
+
+
+@dataclass(slots=True)
+class ImportResult:
+    """What importing one source session did (or, in a dry run, would do)."""
+
+    source: str
+    format: str | None = None
+    status: str = "error"
+    session: str | None = None  # the awl session id
+    path: str | None = None  # the awl log
+    source_id: str | None = None
+    entries: int = 0  # entries written (would be, in a dry run)
+    lines: int = 0  # source lines read that an earlier import had not taken
+    bytes: int = 0  # the source files' sizes
+    skipped: list[tuple[str, int, str]] = field(default_factory=list)  # (file, line, why)
+    unrecognised: dict[str, int] = field(default_factory=dict)
+    duplicates: int = 0  # source lines taken once (repeats of another line)
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None
+    explicit: bool = False
+    dry_run: bool = False
+
+    @property
+    def failed(self) -> bool:
+        """An error, or a conflict: the awl session does not hold what the source does."""
+        return self.status in ("error", "conflict") or (self.status == "refused" and self.explicit)
+
+    def as_json(self) -> dict[str, Any]:
+        """The result as a JSON object (``awl import --json``)."""
+        return {
+            "source": self.source,
+            "format": self.format,
+            "session": self.session,
+            "path": self.path,
+            "status": self.status,
+            "sourceId": self.source_id,
+            "entries": self.entries,
+            "lines": self.lines,
+            "bytes": self.bytes,
+            "skipped": [{"file": f, "line": n, "reason": why} for f, n, why in self.skipped],
+            "unrecognised": self.unrecognised,
+            "duplicates": self.duplicates,
+            "notes": self.notes,
+            "error": self.error,
+            "dryRun": self.dry_run,
+        }
+
+
+_MODULES: dict[str, Any] = {"pi": _pi, "claude": _claude, "codex": _codex}
+_CONVERTERS: dict[str, type[Converter]] = {
+    "pi": _pi.PiConverter,
+    "claude": _claude.ClaudeConverter,
+    "codex": _codex.CodexConverter,
+}
+
+
+def import_source(
+    spec: SourceSpec,
+    *,
+    session_dir: str | os.PathLike[str] | None = None,
+    dry_run: bool = False,
+    system_prompt: str | None = None,
+) -> ImportResult:
+    """Import one source session (see the module docstring); never raises for a
+    problem with the source or the awl log, which the result reports.
+
+    ``system_prompt`` (with ``{cwd}`` standing for the session's directory)
+    starts a new awl session as a system message, as awl's own sessions
+    start, the source's roots under it.
+    """
+    r = ImportResult(spec.path, spec.format, explicit=spec.explicit, dry_run=dry_run)
+    try:
+        fd = open_source(spec.path)
+    except OSError as exc:
+        r.error = f"{spec.path}: cannot read: {exc.strerror or exc}"
+        return r
+    try:
+        _Import(spec, r, fd, session_dir, dry_run, system_prompt).run()
+    except SessionBusy:
+        r.status = "busy"
+        r.error = f"{r.path}: skipped: the awl session is open in another awl process"
+    except (SessionError, OSError) as exc:
+        r.status = "error"
+        text = str(exc) if isinstance(exc, SessionError) else (exc.strerror or str(exc))
+        r.error = text if text.startswith(("/", spec.path)) else f"{spec.path}: {text}"
+    finally:
+        os.close(fd)
+    return r
+
+
+@dataclass(slots=True)
+class _File:
+    """A source file of the session and how much of it is taken."""
+
+    rel: str  # "" for the session's own file
+    fd: int
+    size: int
+    consumed: int = 0
+    lines: int = 0
+    hasher: Any = None
+    hashed: int = 0
+    known: dict[str, Any] | None = None  # the last record's state of it
+
+    def state(self) -> dict[str, Any]:
+        self.hasher = digest(self.fd, self.consumed, self.hasher, self.hashed)
+        self.hashed = self.consumed
+        return {"consumed": self.consumed, "lines": self.lines, "sha256": self.hasher.hexdigest()}
+
+
+class _Import:
+    def __init__(
+        self,
+        spec: SourceSpec,
+        result: ImportResult,
+        fd: int,
+        session_dir: str | os.PathLike[str] | None,
+        dry_run: bool,
+        system_prompt: str | None,
+    ) -> None:
+        self.spec, self.r, self.fd = spec, result, fd
+        self.session_dir = session_dir
+        self.dry_run = dry_run
+        self.system_prompt = system_prompt
+        self.manager: SessionManager | None = None
+        self.imported = Imported()
+        self.written = 0
+        self.marks = (0, 0, 0)  # skipped lines, repeated lines, notes: recorded up to here
+        self.raw: bytes | None = None  # the bytes of the line last parsed, unless repaired
+        self.head: list[tuple[int, dict[str, Any]]] = []
+
+    # ── deciding ──
+
+    def run(self) -> None:
+        r, spec = self.r, self.spec
+        objs = self.head = head(self.fd)
+        found = detect(objs)
+        if found == "awl":
+            r.status, r.error = "refused", f"{spec.path}: an awl session log, not another tool's"
+            return
+        fmt = spec.format or found
+        if fmt is None or fmt not in FORMATS:
+            r.status = "refused"
+            r.error = f"{spec.path}: not a session log of pi, Claude Code or Codex"
+            return
+        if spec.format is not None and found is not None and found != spec.format:
+            r.status = "refused"
+            r.error = (
+                f"{spec.path}: not a {FORMAT_NAMES[fmt]} session "
+                f"(it looks like {FORMAT_NAMES.get(found, found)}'s)"
+            )
+            return
+        r.format = fmt
+        mod = _MODULES[fmt]
+        found_info = (
+            mod.info(objs, spec.path) if fmt == "claude" else mod.info(objs) if objs else None
+        )
+        if not isinstance(found_info, SourceInfo):
+            r.status = (
+                "empty" if found_info is not None and "only metadata" in found_info else "error"
+            )
+            r.error = f"{spec.path}: nothing to import: {found_info or 'it is empty'}"
+            return
+        info = found_info
+        if not os.path.isabs(info.cwd):
+            r.error = f"{spec.path}: its working directory {info.cwd!r} is not an absolute path"
+            return
+        sid = session_id_for(fmt, info.source_id, info.start)
+        path = project_dir(info.cwd, self.session_dir) / session_file_name(info.start, sid)
+        r.session, r.path, r.source_id = sid, str(path), info.source_id
+        files = self._files()
+        r.bytes = sum(f.size for f in files)
+        try:
+            exists = path.exists() or path.is_symlink()
+            if exists:
+                if not self._check(path, files, last_record(path)):
+                    return
+                if not self.dry_run:
+                    self.manager = SessionManager.open(path)
+                # Under the lock now: what earlier imports wrote, from the log itself.
+                self.imported = read_records(path)
+                if not self._check(path, files, self.imported.last):
+                    return
+            self._convert(fmt, info, files, path, fresh=not exists)
+        finally:
+            for f in files[1:]:
+                os.close(f.fd)
+            if self.manager is not None:
+                self.manager.close()
+
+    def _files(self) -> list[_File]:
+        files = [_File("", self.fd, os.fstat(self.fd).st_size)]
+        base = os.path.dirname(self.spec.path)
+        for rel in self.spec.extras:
+            try:
+                fd = open_source(os.path.join(base, rel))
+            except OSError as exc:
+                self.r.notes.append(f"{rel}: cannot read: {exc.strerror or exc}")
+                continue
+            files.append(_File(rel, fd, os.fstat(fd).st_size))
+        return files
+
+    def _check(self, path: Path, files: list[_File], record: dict[str, Any] | None) -> bool:
+        """Compare the source files with what the record says was taken: False when
+        the result is decided (unchanged, conflict, error)."""
+        r = self.r
+        if record is None:
+            r.error = f"{path}: an awl session with this id exists but no import wrote it"
+            return False
+        state = record.get("files") or {}
+        grown = False
+        for f in files:
+            known = state.get(f.rel)
+            f.known = known if isinstance(known, dict) else None
+            if f.known is None:
+                grown = True
+                f.consumed = f.lines = f.hashed = 0
+                f.hasher = None
+                continue
+            taken = int(f.known.get("consumed", 0))
+            if not f.rel.endswith(".jsonl") and f.rel:
+                # A whole JSON document (a subagent's .meta.json): taken again if it changed.
+                same = f.size == taken and digest(f.fd, taken).hexdigest() == f.known.get("sha256")
+                f.consumed = f.size if same else 0
+                f.known = f.known if same else None
+                grown = grown or not same
+                continue
+            if f.size < taken:
+                return self._conflict(f, "it is shorter than what was imported")
+            f.hasher = digest(f.fd, taken)
+            f.hashed = f.consumed = taken
+            f.lines = int(f.known.get("lines", 0))
+            if f.hasher.hexdigest() != f.known.get("sha256"):
+                return self._conflict(f, "it was rewritten since it was imported")
+            grown = grown or f.size > taken
+        if not grown:
+            r.status = "unchanged"
+            return False
+        return True
+
+    def _conflict(self, f: _File, why: str) -> bool:
+        name = self.spec.path if not f.rel else os.path.join(os.path.dirname(self.spec.path), f.rel)
+        self.r.status = "conflict"
+        self.r.error = (
+            f"{name}: {why}; the awl session {self.r.session} keeps the earlier import "
+            f"(remove {self.r.path} and import again to start over)"
+        )
+        return False
+
+    # ── converting ──
+
+    def _convert(
+        self, fmt: str, info: SourceInfo, files: list[_File], path: Path, *, fresh: bool
+    ) -> None:
+        r = self.r
+        b = Builder()
+        b.notes = r.notes  # one list: the record of each batch says its own
+        conv = _CONVERTERS[fmt](b, info)
+        self.b, self.conv, self.info, self.files, self.path = b, conv, info, files, path
+        main = files[0]
+        boundary = main.consumed
+        # Where earlier imports ended a batch or a pass: replaying flushes there, as they did.
+        cuts = sorted(
+            {
+                int(rec["files"][""]["consumed"])
+                for rec in self.imported.records
+                if isinstance(rec.get("files", {}).get(""), dict)
+            }
+        )
+        next_cut = 0
+        first_line = main.lines + 1
+        # The lines the format's detection parsed already, when nothing is replayed.
+        cached = dict(self.head) if boundary == 0 else {}
+        if ROOT_KEY in self.imported.ids:
+            b.known.add(ROOT_KEY)
+        if fresh and self.system_prompt is not None:
+            text = self.system_prompt.replace("{cwd}", info.cwd)
+            b.add(Planned(ROOT_KEY, None, info.start, role="system", content=[DiskText(text)]))
+        b.live = boundary == 0
+        may_cut = getattr(conv, "boundary", None)
+        start_batch = boundary
+        loads, feed = orjson.loads, conv.feed
+        for number, end, raw, terminated in lines(main.fd):
+            if end - len(raw) - terminated < boundary:
+                # Taken by an earlier import (which may have taken a last line before
+                # its newline came): replayed to rebuild the converter's state, its
+                # entries not kept (they are in the log).
+                obj, _, _ = parse(raw) if raw.strip() else (None, None, False)
+                if obj is not None:
+                    feed(obj, number)
+                while next_cut < len(cuts) and cuts[next_cut] <= end:
+                    conv.flush()
+                    next_cut += 1
+                continue
+            b.live = True
+            obj = cached.pop(number, None)
+            if obj is None:
+                # The common case inline: a whole line that is a JSON object.
+                try:
+                    obj = loads(raw) if terminated else None
+                except orjson.JSONDecodeError:
+                    obj = None
+                if type(obj) is not dict:
+                    obj = self._parsed(main, number, end, raw, terminated)
+                    if obj is None:
+                        continue
+                else:
+                    self.raw = raw
+            else:
+                self.raw = raw
+            b.raw = self.raw  # (whitespace around it, a \r, is JSON's: kept as it is)
+            if (
+                end - start_batch > BATCH_BYTES
+                and (conv.safe() or (may_cut is not None and may_cut(obj)))
+                and main.consumed > start_batch
+            ):
+                conv.flush()
+                self._write(conv, final=False)
+                start_batch = main.consumed
+            feed(obj, number)
+            main.consumed = end
+            main.lines = number
+        r.lines += max(0, main.lines - first_line + 1)
+        b.live = True
+        conv.flush()
+        b.resolve(*self._fallback(conv))
+        for f in files[1:]:
+            self._extra(f, conv)
+        changed = any(f.known is None or f.consumed != f.known.get("consumed") for f in files)
+        if b.batch or changed:
+            self._write(conv, final=True)
+        if self.written == 0:
+            r.status = "unchanged"
+            for name, n in b.unrecognised.items():
+                r.unrecognised[name] = r.unrecognised.get(name, 0) + n
+        else:
+            r.status = "imported" if fresh else "updated"
+        r.duplicates = b.duplicates
+
+    def _fallback(self, conv: Converter) -> tuple[str, str]:
+        last = getattr(conv, "model", None)
+        provider = getattr(conv, "provider", None)
+        if isinstance(last, str) and isinstance(provider, str) and last != "unknown":
+            return provider, last
+        return self.b.first_model or conv.fallback()
+
+    def _parsed(
+        self, f: _File, number: int, end: int, raw: bytes, terminated: bool
+    ) -> dict[str, Any] | None:
+        """A new line as an object; None (and the line accounted for) when it is not one."""
+        r = self.r
+        if not raw.strip():
+            f.consumed, f.lines = end, number
+            return None
+        obj, problem, repaired = parse(raw)
+        self.raw = None if repaired else raw
+        if obj is None:
+            if not terminated:
+                # Still being written, perhaps: left for the next import.
+                r.skipped.append((f.rel, number, "an incomplete last line (left for later)"))
+                return None
+            r.skipped.append((f.rel, number, problem or "not JSON"))
+            f.consumed, f.lines = end, number
+            return None
+        if repaired:
+            r.notes.append(
+                f"{f.rel or 'line'} {number}: text JSON allows but a log cannot keep, replaced"
+            )
+        return obj
+
+    def _extra(self, f: _File, conv: Converter) -> None:
+        """The new lines of a file that belongs to the session (a subagent's transcript)."""
+        if not f.rel.endswith(".jsonl"):
+            # A whole JSON document (a subagent's .meta.json): taken again when it changed.
+            if f.known is not None:
+                return
+            data = os.pread(f.fd, f.size, 0)
+            obj, problem, _ = parse(data)
+            f.hasher, f.hashed = None, 0
+            f.consumed, f.lines = f.size, 1
+            if obj is None:
+                self.r.skipped.append((f.rel, 1, problem or "not JSON"))
+                return
+            self.b.raw = None
+            conv.extra(f.rel, obj, 1)
+            return
+        for number, end, raw, terminated in lines(f.fd, f.consumed, f.lines + 1):
+            self.r.lines += 1
+            obj = self._parsed(f, number, end, raw, terminated)
+            if obj is None:
+                continue
+            self.b.raw = self.raw
+            conv.extra(f.rel, obj, number)
+            f.consumed, f.lines = end, number
+
+    # ── writing ──
+
+    def _write(self, conv: Converter, *, final: bool) -> None:
+        b, r = self.b, self.r
+        if b.pending_users:
+            b.resolve(*self._fallback(conv))
+        planned = b.take()
+        if final:
+            leaf = conv.leaf()
+            last = next((p.key for p in reversed(planned) if p.key is not None), None)
+            if last is not None and leaf is not None and leaf != last:
+                # The source's current position is not the last entry planned (a reply
+                # whose blocks came on both sides of other lines): a node under it
+                # makes it the leaf, as awl's leaf is the last tree entry.
+                at = getattr(conv, "ts", self.info.start)
+                planned.append(
+                    Planned(f"@leaf{self.files[0].consumed}", leaf, at, type="x-import-leaf")
+                )
+        ids = self.imported.ids
+        entries: list[NewEntry] = []
+        pos: dict[str, int] = {}
+        keys: list[str] = []
+        last_tree: int | str | None = None
+        record: dict[str, Any] = {
+            "importer": 1,
+            "format": conv.format,
+            "source": os.path.abspath(self.spec.path),
+            "sourceId": self.info.source_id,
+            "files": {},
+            "entries": 0,
+            "keys": keys,
+        }
+        entries.append(
+            NewEntry(format_timestamp(time.time()), type=RECORD_TYPE, fields=record, node=False)
+        )
+        root = ROOT_KEY in b.known
+        for p in planned:
+            parent_ref: int | str | None = None
+            if p.key is not None:
+                parent = p.parent
+                if parent is None and root and p.key != ROOT_KEY:
+                    parent = ROOT_KEY
+                if parent is not None:
+                    parent_ref = pos.get(parent)
+                    if parent_ref is None:
+                        parent_ref = ids.get(parent)
+                    if parent_ref is None:
+                        r.notes.append(f"{p.key}: its parent {parent} was never imported")
+                        parent_ref = last_tree
+                pos[p.key] = len(entries)
+                last_tree = len(entries)
+                keys.append(p.key)
+            entries.append(self._entry(p, parent_ref))
+        # What this batch's lines held that is not in its entries.
+        if len(r.skipped) > self.marks[0]:
+            record["skipped"] = [[f, n, why] for f, n, why in r.skipped[self.marks[0] :]]
+        if b.unrecognised:
+            record["unrecognised"] = b.unrecognised
+            for name, n in b.unrecognised.items():
+                r.unrecognised[name] = r.unrecognised.get(name, 0) + n
+            b.unrecognised = {}
+        repeated: list[int] = getattr(conv, "repeated", [])
+        if len(repeated) > self.marks[1]:
+            record["repeated"] = repeated[self.marks[1] :]
+        notes = r.notes
+        if len(notes) > self.marks[2]:
+            record["notes"] = notes[self.marks[2] :]
+        self.marks = (len(r.skipped), len(repeated), len(notes))
+        record["files"] = {
+            f.rel: f.state() for f in self.files if f.rel == "" or f.consumed or f.known
+        }
+        # Files the last record knew that are gone now: their state is kept, so
+        # that they are not taken again should they come back.
+        before = self.imported.last
+        for rel, state in (before.get("files", {}) if before else {}).items():
+            record["files"].setdefault(rel, state)
+        record["entries"] = len(entries) - 1
+        r.entries += len(entries) - 1
+        self.written += 1
+        if self.dry_run:
+            for key in keys:
+                ids.setdefault(key, "")
+            return
+        creating = self.manager is None
+        if self.manager is None:
+            provider, model = b.first_model or self._fallback(conv)
+            assert self.r.session is not None
+            self.manager = SessionManager.create(
+                self.info.cwd,
+                provider,
+                model,
+                session_dir=self.session_dir,
+                session_id=self.r.session,
+                created=self.info.start,
+            )
+        try:
+            got = self.manager.append_entries(entries)
+        except SessionWriteError:
+            if creating and self.path.exists():
+                # Another import of the same source made the log meanwhile.
+                raise SessionBusy(f"{self.path}: being imported by another process") from None
+            raise
+        for key, at in pos.items():
+            eid = got[at]
+            if eid is not None:
+                ids[key] = eid
+
+    def _entry(self, p: Planned, parent: int | str | None) -> NewEntry:
+        if p.role is None:
+            return NewEntry(
+                p.timestamp, parent, type=p.type, fields=p.fields, node=p.key is not None
+            )
+        if p.role == "assistant":
+            message = DiskMessage(
+                "assistant",
+                p.content,
+                provider=p.provider or "unknown",
+                model=p.model or "unknown",
+                stop_reason=p.stop_reason or "stop",
+                usage=p.usage if isinstance(p.usage, Usage) else None,
+            )
+            return NewEntry(p.timestamp, parent, message, fields=p.fields)
+        if p.role == "user":
+            provider, model = p.provider or "unknown", p.model or "unknown"
+            return NewEntry(
+                p.timestamp,
+                parent,
+                DiskMessage("user", p.content),
+                provider,
+                model,
+                fields=p.fields,
+            )
+        return NewEntry(p.timestamp, parent, DiskMessage("system", p.content), fields=p.fields)

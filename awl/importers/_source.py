@@ -1,0 +1,206 @@
+"""Reading a source file: its lines with their offsets, a hash of a prefix, and which
+format it is in.
+
+Sources are opened read-only and never locked: another tool may be writing
+them.  A line is complete once its newline is there; a last line without one
+is complete only if it is a whole JSON object (a writer that died after it),
+else it is left for a later import (a writer still at work).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+CHUNK = 1 << 22
+FORMATS = ("pi", "claude", "codex")
+
+_CLAUDE_TYPES = frozenset(
+    (
+        "user",
+        "assistant",
+        "system",
+        "progress",
+        "attachment",
+        "summary",
+        "file-history-snapshot",
+        "queue-operation",
+        "custom-title",
+        "ai-title",
+        "agent-name",
+        "permission-mode",
+        "last-prompt",
+        "tag",
+    )
+)
+_CODEX_TYPES = frozenset(
+    ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
+)
+
+
+def open_source(path: str | os.PathLike[str]) -> int:
+    """A read-only descriptor on a source file (never blocks on a FIFO; OSError if
+    it cannot be opened, or is not a regular file)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        import stat
+
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise IsADirectoryError(21, "not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+Line = tuple[int, int, bytes, bool]
+"""A line of a source: its 1-based number, where it ends (after its newline), its
+bytes (no newline), and whether the newline was there."""
+
+
+def lines(
+    fd: int, start: int = 0, first: int = 1, stop: int | None = None, chunk: int = CHUNK
+) -> Iterator[Line]:
+    """The lines of ``fd`` from byte ``start`` (line number ``first``) to its end, or
+    to ``stop`` (an offset at a line's end), as :data:`Line` tuples."""
+    pos = start  # where the next read starts
+    done = start  # where the line being read starts
+    number = first
+    carry: list[bytes] = []  # a line longer than what was read so far
+    while stop is None or pos < stop:
+        data = os.pread(fd, chunk if stop is None else min(chunk, stop - pos), pos)
+        if not data:
+            break
+        pos += len(data)
+        parts = data.split(b"\n")
+        tail = parts.pop()
+        if parts:
+            if carry:
+                carry.append(parts[0])
+                parts[0] = b"".join(carry)
+                carry = []
+            for raw in parts:
+                done += len(raw) + 1
+                yield number, done, raw, True
+                number += 1
+        if tail:
+            carry.append(tail)
+    if carry:
+        raw = b"".join(carry)
+        yield number, done + len(raw), raw, False
+
+
+def parse(raw: bytes) -> tuple[dict[str, Any] | None, str | None, bool]:
+    """(object, problem, repaired): a line as a JSON object, or why it is not one.
+
+    What JSON allows but a log cannot keep is repaired and the line kept
+    (``repaired``, so its bytes are not copied as they are): bytes that are
+    not UTF-8, and half a UTF-16 pair written as an escape (a JavaScript
+    string cut inside an emoji), become U+FFFD.
+    """
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        fixed = _repaired(raw)
+        if fixed is None:
+            return None, f"not JSON ({_reason(exc)})", False
+        obj = fixed
+        if not isinstance(obj, dict):
+            return None, "not a JSON object", False
+        return obj, None, True
+    if not isinstance(obj, dict):
+        return None, "not a JSON object", False
+    return obj, None, False
+
+
+def _repaired(raw: bytes) -> Any:
+    """``raw`` as JSON once what orjson refuses is replaced, or None."""
+    import json
+
+    text = raw.decode("utf-8", "replace")
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    obj = _no_surrogates(obj)
+    try:
+        orjson.dumps(obj)
+    except TypeError:  # an integer beyond 64 bits, say
+        return None
+    return obj
+
+
+def _no_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, list):
+        return [_no_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_no_surrogates(k): _no_surrogates(v) for k, v in value.items()}
+    return value
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc).split(":", 1)[0].strip()
+    return text[:80] or "malformed"
+
+
+def digest(fd: int, upto: int, hasher: Any = None, start: int = 0) -> Any:
+    """A sha256 object over bytes ``[start, upto)`` of ``fd`` (continuing ``hasher``)."""
+    h = hasher if hasher is not None else hashlib.sha256()
+    pos = start
+    while pos < upto:
+        data = os.pread(fd, min(CHUNK * 4, upto - pos), pos)
+        if not data:
+            raise OSError(5, "the file shrank while it was read")
+        h.update(data)
+        pos += len(data)
+    return h
+
+
+def head(fd: int, limit: int = 24, max_bytes: int = 1 << 20) -> list[tuple[int, dict[str, Any]]]:
+    """Up to ``limit`` parsed objects from the start of a file, with their line
+    numbers (lines that are not whole JSON objects are passed over)."""
+    out: list[tuple[int, dict[str, Any]]] = []
+    for number, end, raw, terminated in lines(fd, chunk=1 << 16):
+        if end > max_bytes and out:
+            break
+        obj, _, repaired = parse(raw) if raw.strip() else (None, None, False)
+        if obj is not None and terminated and not repaired:
+            out.append((number, obj))
+        if len(out) >= limit or number >= limit * 2:
+            break
+    return out
+
+
+def detect(objs: list[tuple[int, dict[str, Any]]]) -> str | None:
+    """The format of a file whose first objects are ``objs``: ``pi``, ``claude``,
+    ``codex``, ``awl`` (awl's own log) or None."""
+    if not objs:
+        return None
+    first = objs[0][1]
+    kind = first.get("type")
+    if kind == "session" and isinstance(first.get("id"), str):
+        awl = first.get("version") == 1 and isinstance(first.get("provider"), str)
+        return "awl" if awl and isinstance(first.get("model"), str) else "pi"
+    if kind in _CODEX_TYPES and isinstance(first.get("payload"), dict):
+        return "codex"
+    if (
+        kind is None
+        and isinstance(first.get("id"), str)
+        and "timestamp" in first
+        and ("instructions" in first or "git" in first)
+    ):
+        return "codex"  # the bare form of 2025: a header line, then items without an envelope
+    for _, obj in objs[:50]:
+        if obj.get("type") in _CLAUDE_TYPES and (
+            isinstance(obj.get("sessionId"), str) or isinstance(obj.get("leafUuid"), str)
+        ):
+            return "claude"
+    if first.get("type") in _CLAUDE_TYPES and ("messageId" in first or "leafUuid" in first):
+        return "claude"
+    return None

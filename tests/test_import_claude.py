@@ -1,0 +1,300 @@
+"""Importing Claude Code sessions (tests/import_fixtures/claude: Claude Code's own line shapes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from awl import SessionManager
+from awl.agent import open_tool_uses
+from awl.importers import import_sessions, plan_import, session_id_for
+from awl.store import verify_log
+from tests.import_fixtures import (
+    CLAUDE,
+    CLAUDE_CUT,
+    CLAUDE_KILN,
+    CLAUDE_SHOP,
+    CLAUDE_V1,
+    CLAUDE_V20,
+    PROMPT,
+    accounted_lines,
+    branch,
+    copy_tree,
+    entries,
+    log_lines,
+    missing_leaves,
+    source_lines,
+    source_objects,
+    texts,
+)
+
+SHOP = source_objects(CLAUDE_SHOP)
+SID = "5f0c2a9e-1111-4222-8333-444455556666"
+SUB = f"{SID}/subagents/agent-a1b2c3d.jsonl"
+META = f"{SID}/subagents/agent-a1b2c3d.meta.json"
+
+
+def _import(path: Path) -> Any:
+    """Plan and import what is at ``path`` (a session with its subagents, or a store)."""
+    plan = plan_import([path])
+    results, _ = import_sessions(plan.sources, jobs=1, system_prompt=PROMPT)
+    for r in results:
+        assert r.error is None, r.error
+    return results
+
+
+def _shop(tmp_path: Path) -> Any:
+    (r,) = _import(copy_tree(CLAUDE_SHOP, tmp_path / "p" / CLAUDE_SHOP.name))
+    return r
+
+
+def _messages(path: str) -> list[dict[str, Any]]:
+    return [e for e in entries(path) if e["type"] == "message"]
+
+
+def test_one_awl_session_in_the_lines_cwd_with_the_first_lines_time(tmp_path: Path) -> None:
+    r = _shop(tmp_path)
+    assert (r.status, r.format, r.source_id) == ("imported", "claude", SID)
+    first = next(o for o in SHOP if "timestamp" in o)
+    assert r.session == session_id_for("claude", SID, first["timestamp"])
+    header = log_lines(r.path)[0]
+    assert header["cwd"] == "/home/ana/shop" and header["timestamp"] == first["timestamp"]
+    assert (header["provider"], header["model"]) == ("anthropic", "claude-opus-4-6")
+    assert verify_log(r.path).ok
+
+
+def test_a_reply_written_block_by_block_is_one_message_with_its_usage_taken_once(
+    tmp_path: Path,
+) -> None:
+    r = _shop(tmp_path)
+    first = next(m for m in _messages(r.path) if m["message"]["role"] == "assistant")
+    assert [b["type"] for b in first["message"]["content"]] == [
+        "thinking",
+        "text",
+        "toolUse",
+        "toolUse",
+    ]
+    lines = [o for o in SHOP if o.get("type") == "assistant"][:4]
+    assert {o["message"]["id"] for o in lines} == {lines[0]["message"]["id"]}
+    assert first["x-claude"]["sourceLines"] == [4, 5, 6, 8]  # the hook line 7 came between
+    assert [x["uuid"] for x in first["x-claude"]["lines"]] == [o["uuid"] for o in lines]
+    final = lines[-1]["message"]["usage"]
+    # The largest (last) output count, not a sum of the repeated snapshots.
+    assert first["message"]["usage"] == {
+        "input": final["input_tokens"]
+        + final["cache_creation_input_tokens"]
+        + final["cache_read_input_tokens"],
+        "output": final["output_tokens"],
+    }
+    assert first["x-claude"]["message"]["usage"] == final
+    assert first["message"]["stopReason"] == "toolUse"  # Claude Code wrote null while streaming
+    call = first["message"]["content"][2]
+    assert call == {
+        "type": "toolUse",
+        "id": "toolu_shop_01",
+        "name": "Bash",
+        "input": '{"command":"npm run dev","timeout":30000}',
+    }
+    assert first["x-claude"]["blocks"][0] == {"signature": "EsMCsigSHOP1"}
+
+
+def test_parallel_results_are_one_message_in_order_failed_flags_and_images_kept(
+    tmp_path: Path,
+) -> None:
+    r = _shop(tmp_path)
+    ms = _messages(r.path)
+    results = next(m for m in ms if m["message"]["content"][0]["type"] == "toolResult")
+    content = results["message"]["content"]
+    assert [(b["toolUseId"], b["content"]) for b in content] == [
+        ("toolu_shop_01", "Error: listen EADDRINUSE :::4000"),
+        ("toolu_shop_02", "vite.config.js"),
+    ]
+    assert results["x-claude"]["blocks"][0] == {"is_error": True}
+    assert results["x-claude"]["lines"][1]["toolUseResult"]["filenames"] == ["vite.config.js"]
+    # Both results answer the reply, though Claude Code hung each under its own call's line.
+    reply = next(m for m in ms if m["message"]["role"] == "assistant")
+    assert results["parentId"] == reply["id"]
+    image = next(
+        m for m in ms if m["message"]["role"] == "user" and "toolu_shop_03" in str(m["message"])
+    )
+    assert [b["type"] for b in image["message"]["content"]] == ["toolResult", "x-claude-image"]
+    assert image["message"]["content"][1]["source"]["media_type"] == "image/png"
+
+
+def test_injected_lines_are_not_prompts(tmp_path: Path) -> None:
+    r = _shop(tmp_path)
+    prompts = [
+        texts(m)
+        for m in _messages(r.path)
+        if m["message"]["role"] == "user" and m["message"]["content"][-1]["type"] == "text"
+    ]
+    assert prompts == [
+        ["Le serveur ne démarre pas — ça plante 💥"],
+        ["Et cette capture ?"],
+        ["Ajoute un test pour le port."],
+        ["En fait, explique seulement la cause."],
+    ]
+    injected = [
+        e["data"]["message"]["content"] for e in entries(r.path) if e["type"] == "x-claude-user"
+    ]
+    assert [str(x)[:20] for x in injected] == [
+        "<local-command-cavea",
+        "<command-name>/model",
+        "<local-command-stdou",
+        "This session is bein",  # the compaction's summary
+    ]
+    with SessionManager.open(r.path, read_only=True) as m:
+        assert m.first_prompt.startswith("Le serveur ne démarre pas")
+
+
+def test_the_model_switch_stamps_each_request_with_the_model_it_went_to(tmp_path: Path) -> None:
+    r = _shop(tmp_path)
+    pairs = [
+        (m["message"]["role"], m.get("model") or m["message"]["model"])
+        for m in _messages(r.path)
+        if m["message"]["role"] != "system"
+    ]
+    # Prompts and tool results carry the model their request went to (Claude Code
+    # records it only on replies); the switch came with /model.
+    opus, sonnet = "claude-opus-4-6", "claude-sonnet-4-5"
+    assert (
+        pairs
+        == [("user", opus), ("assistant", opus)] * 3
+        + [
+            ("user", sonnet),
+            ("assistant", sonnet),
+        ]
+        * 4
+    )
+
+
+def test_the_chain_goes_on_across_the_compaction_and_the_rewind_is_the_leaf(
+    tmp_path: Path,
+) -> None:
+    r = _shop(tmp_path)
+    on = branch(r.path)
+    kinds = [e["type"] if e["type"] != "message" else e["message"]["role"] for e in on]
+    assert kinds[0] == "system" and "x-claude-system" in kinds  # the boundary, on the branch
+    boundary = next(e for e in on if e.get("data", {}).get("subtype") == "compact_boundary")
+    before = on[on.index(boundary) - 1]
+    assert before["type"] == "message" and texts(before) == ["Même erreur, même cause."]
+    assert texts(on[-1]) == ["Un autre processus écoutait déjà sur le port 4000."]
+    # The branch the rewind left is in the log, off the branch.
+    left = next(e for e in _messages(r.path) if texts(e) == ["Test ajouté dans test/port.test.js."])
+    assert left["id"] not in {e["id"] for e in on}
+    with SessionManager.open(r.path, read_only=True) as m:
+        conversation = list(m.rebuild_conversation())
+    assert conversation[1].text() == "Le serveur ne démarre pas — ça plante 💥"
+    assert conversation[-2].text() == "En fait, explique seulement la cause."
+
+
+def test_metadata_repeats_and_the_subagent_are_kept_outside_the_tree(tmp_path: Path) -> None:
+    r = _shop(tmp_path)
+    es = entries(r.path)
+    outside = [e for e in es if "id" not in e]
+    assert sorted({e["type"] for e in outside}) == [
+        "x-claude-custom-title",
+        "x-claude-file-history-snapshot",
+        "x-claude-queue-operation",
+        "x-claude-subagent",
+        "x-claude-subagent-meta",
+        "x-claude-summary",
+    ]
+    sub = [e for e in outside if e["type"] == "x-claude-subagent"]
+    assert [(e["file"], e["line"]) for e in sub] == [(SUB, 1), (SUB, 2), (SUB, 3)]
+    meta = next(e for e in outside if e["type"] == "x-claude-subagent-meta")
+    assert meta["data"]["toolUseId"] == "toolu_shop_04"
+    # A line written twice is taken once, and the record says which.
+    assert r.duplicates == 1
+    (record,) = [o for o in log_lines(r.path) if o["type"] == "x-import"]
+    assert record["repeated"] == [30]
+    assert sorted(record["files"]) == ["", SUB, META]
+
+
+def test_lossless_every_line_and_every_value(tmp_path: Path) -> None:
+    r = _shop(tmp_path)
+    base = CLAUDE_SHOP.parent
+    expected = source_lines(CLAUDE_SHOP) + source_lines(base / SUB, SUB)
+    expected[META, 1] += 1
+    assert accounted_lines(r.path) == expected
+    # Usage repeated on each line of a reply is taken once (the last, largest).
+    objs = [o for o in SHOP if o.get("type") != "assistant"] + [
+        {k: v for k, v in o.items() if k != "message"}
+        | {"message": {k: v for k, v in o["message"].items() if k != "usage"}}
+        for o in SHOP
+        if o.get("type") == "assistant"
+    ]
+    renamed = {"tool_use", "tool_result", "input", "tool_use_id", "image"}
+    assert missing_leaves(objs, r.path, renamed) == {}
+
+
+def test_subagents_in_each_layout_go_with_their_session(tmp_path: Path) -> None:
+    store = copy_tree(CLAUDE, tmp_path / "projects")
+    plan = plan_import([store])
+    got = sorted((Path(s.path).name, s.extras) for s in plan.sources)
+    assert got == [
+        (CLAUDE_V1.name, ()),  # 1.x: its subagent's lines are in its own file
+        (CLAUDE_SHOP.name, (SUB, META)),  # 2.1: <session>/subagents/
+        (CLAUDE_V20.name, ("agent-9f8e7d6.jsonl",)),  # 2.0: beside it, naming it
+        (CLAUDE_CUT.name, ()),
+    ]
+    results = _import(store)
+    by_name = {Path(r.source).name: r for r in results}
+    v20 = entries(by_name[CLAUDE_V20.name].path)
+    assert [(e["type"], e.get("file")) for e in v20 if e["type"] == "x-claude-subagent"] == [
+        ("x-claude-subagent", "agent-9f8e7d6.jsonl")
+    ] * 2
+    v1 = by_name[CLAUDE_V1.name].path
+    side = [e for e in entries(v1) if e["type"] == "x-claude-subagent"]
+    assert [e["line"] for e in side] == [3, 4] and all("id" not in e for e in side)
+    with SessionManager.open(v1, read_only=True) as m:
+        said = [x.text() for x in m.rebuild_conversation()]
+    assert "12 files" not in said and said[-1] == "Il y a 12 fichiers."
+
+
+def test_a_subagent_file_named_alone_imports_its_session(tmp_path: Path) -> None:
+    store = copy_tree(CLAUDE_KILN, tmp_path / "-home-ana-kiln")
+    plan = plan_import([store / "agent-9f8e7d6.jsonl"])
+    (spec,) = plan.sources
+    assert Path(spec.path).name == CLAUDE_V20.name and spec.extras == ("agent-9f8e7d6.jsonl",)
+
+
+def test_a_session_cut_off_mid_turn(tmp_path: Path) -> None:
+    (r,) = _import(copy_tree(CLAUDE_CUT, tmp_path / CLAUDE_CUT.name))
+    with SessionManager.open(r.path, read_only=True) as m:
+        conversation = m.rebuild_conversation()
+        assert conversation[-1].text() == "Je vide."
+        assert [u.id for u in open_tool_uses(conversation)] == ["toolu_kiln_03"]
+
+
+def test_subagent_files_that_grow_or_appear_are_taken_on_the_next_import(tmp_path: Path) -> None:
+    main = copy_tree(CLAUDE_SHOP, tmp_path / "p" / CLAUDE_SHOP.name)
+    (r,) = _import(main)
+    sub = main.parent / SUB
+    line = sub.read_bytes().splitlines(keepends=True)[-1]
+    with sub.open("ab") as f:
+        f.write(line.replace(b'"Grep"', b'"Read"').replace(b"toolu_sub_01", b"toolu_sub_02"))
+    other = main.parent / SID / "subagents" / "agent-ffff001.jsonl"
+    other.write_bytes(line)
+    (again,) = _import(main)
+    assert (again.status, again.path, again.entries, again.lines) == ("updated", r.path, 2, 2)
+    added = [(e["file"], e["line"]) for e in entries(r.path) if e["type"] == "x-claude-subagent"]
+    assert added[-2:] == [(SUB, 4), (f"{SID}/subagents/agent-ffff001.jsonl", 1)]
+    (*_, last) = [o for o in log_lines(r.path) if o["type"] == "x-import"]
+    assert last["files"][SUB]["lines"] == 4 and META in last["files"]
+    assert _import(main)[0].status == "unchanged"
+
+
+def test_the_leaf_is_the_reply_even_when_a_hook_line_came_inside_it(tmp_path: Path) -> None:
+    """Cut off after the reply's last call, whose line follows a hook's line: the
+    reply is the leaf, so a resume answers both calls."""
+    src = tmp_path / CLAUDE_SHOP.name
+    src.write_bytes(b"".join(CLAUDE_SHOP.read_bytes().splitlines(keepends=True)[:8]))
+    (r,) = _import(src)
+    tree = [e for e in entries(r.path) if "id" in e]
+    reply = next(e for e in tree if e.get("message", {}).get("role") == "assistant")
+    assert tree[-1]["type"] == "x-import-leaf" and tree[-1]["parentId"] == reply["id"]
+    assert tree[-2]["type"] == "x-claude-progress"  # begun after the reply, under it
+    with SessionManager.open(r.path, read_only=True) as m:
+        calls = open_tool_uses(m.rebuild_conversation())
+    assert [u.id for u in calls] == ["toolu_shop_01", "toolu_shop_02"]

@@ -1,0 +1,229 @@
+"""Importing Codex rollouts (tests/import_fixtures/codex: Codex 0.104's line shapes)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from awl import SessionManager
+from awl.agent import open_tool_uses
+from awl.importers import session_id_for
+from awl.store import verify_log
+from tests.import_fixtures import (
+    CODEX_CUT,
+    CODEX_HARBOR,
+    accounted_lines,
+    branch,
+    copy_tree,
+    entries,
+    log_lines,
+    missing_leaves,
+    run,
+    source_lines,
+    source_objects,
+    texts,
+)
+
+HARBOR = source_objects(CODEX_HARBOR)
+META = HARBOR[0]["payload"]
+
+
+def _harbor(tmp_path: Path) -> Any:
+    return run(copy_tree(CODEX_HARBOR, tmp_path / "s" / CODEX_HARBOR.name))
+
+
+def _messages(path: str) -> list[dict[str, Any]]:
+    return [e for e in entries(path) if e["type"] == "message" and e["message"]["role"] != "system"]
+
+
+def test_the_session_is_the_rollouts_id_time_cwd_and_provider(tmp_path: Path) -> None:
+    r = _harbor(tmp_path)
+    assert (r.status, r.format, r.source_id) == ("imported", "codex", META["id"])
+    assert r.session == session_id_for("codex", META["id"], META["timestamp"])
+    header = log_lines(r.path)[0]
+    assert (header["cwd"], header["timestamp"]) == (META["cwd"], META["timestamp"])
+    assert (header["provider"], header["model"]) == ("openai", "gpt-5.3-codex")
+    assert verify_log(r.path).ok
+
+
+def test_injected_context_is_not_a_prompt_and_ui_repeats_are_taken_once(tmp_path: Path) -> None:
+    r = _harbor(tmp_path)
+    ms = _messages(r.path)
+    prompts = [
+        texts(m)
+        for m in ms
+        if m["message"]["role"] == "user" and "text" in str(m["message"]["content"][-1]["type"])
+    ]
+    assert prompts == [
+        ["Pourquoi `cargo test` échoue ? ⚓"],
+        ["<image>", "</image>", "Et ce graphique ?"],
+        ["Supprime le test."],
+        ["Non : explique plutôt le correctif."],
+    ]
+    injected = [e for e in entries(r.path) if e["type"] == "x-codex-response_item"]
+    said = [e["data"]["payload"]["content"][0]["text"].split("\n")[0] for e in injected]
+    assert said == [
+        "<permissions instructions>",
+        "# AGENTS.md instructions for /home/ana/harbor",
+        "<environment_context>",
+        "<model_switch>",
+    ]
+    assert all("id" in e for e in injected)  # in the chain, where the model saw them
+    # No event repeating an item is left as an entry of its own: each is on its message.
+    kinds = [
+        e["data"]["payload"]["type"] for e in entries(r.path) if e["type"] == "x-codex-event_msg"
+    ]
+    assert not {"user_message", "agent_message", "agent_reasoning"} & set(kinds)
+    first = ms[0]
+    (event,) = first["x-codex"]["events"]
+    assert event["event"] == {
+        "type": "user_message",
+        "images": [],
+        "local_images": [],
+        "text_elements": [],
+    }
+    reply = ms[1]
+    assert [e["event"]["type"] for e in reply["x-codex"]["events"]] == [
+        "agent_reasoning",
+        "agent_message",
+    ]
+
+
+def test_a_response_is_one_message_with_reasoning_calls_and_usage(tmp_path: Path) -> None:
+    r = _harbor(tmp_path)
+    reply = _messages(r.path)[1]
+    content = reply["message"]["content"]
+    assert [b["type"] for b in content] == ["thinking", "x-codex-reasoning", "text", "toolUse"]
+    assert content[0]["thinking"] == "**Running the tests**"
+    assert content[1]["encrypted_content"] == "gAAAAharborENC1"  # encrypted reasoning, kept
+    call = next(o["payload"] for o in HARBOR if o["payload"].get("call_id") == "call_harbor_1")
+    assert content[3] == {
+        "type": "toolUse",
+        "id": "call_harbor_1",
+        "name": "exec_command",
+        "input": call["arguments"],
+    }
+    assert reply["message"]["stopReason"] == "toolUse"
+    assert reply["message"]["usage"] == {"input": 30000, "output": 120}  # its token_count
+    assert (reply["message"]["provider"], reply["message"]["model"]) == ("openai", "gpt-5.3-codex")
+    result = _messages(r.path)[2]
+    (block,) = result["message"]["content"]
+    assert block["toolUseId"] == "call_harbor_1" and "exited with code 101" in block["content"]
+    patch = _messages(r.path)[3]["message"]["content"][0]
+    assert patch["name"] == "apply_patch"
+    assert json.loads(patch["input"])["input"].startswith("*** Begin Patch")
+    kept = [
+        e["data"]["payload"]["type"] for e in entries(r.path) if e["type"] == "x-codex-event_msg"
+    ]
+    assert kept.count("token_count") == 3 and "patch_apply_end" in kept
+
+
+def test_the_model_switch_and_the_image(tmp_path: Path) -> None:
+    r = _harbor(tmp_path)
+    ms = _messages(r.path)
+    image = next(m for m in ms if "Et ce graphique ?" in texts(m))
+    assert image["model"] == "gpt-5.4-mini"  # the turn's model, set after the prompt
+    assert image["message"]["content"][1]["type"] == "x-codex-input_image"
+    assert image["message"]["content"][1]["image_url"].startswith("data:image/png;base64,")
+    models = [(m["message"]["role"], m.get("model") or m["message"]["model"]) for m in ms]
+    assert models[:6] == [(role, "gpt-5.3-codex") for role in ["user", "assistant"] * 3]
+    assert {m for _, m in models[6:]} == {"gpt-5.4-mini"}
+
+
+def test_the_compaction_is_kept_and_the_rollback_is_a_branch(tmp_path: Path) -> None:
+    r = _harbor(tmp_path)
+    on = branch(r.path)
+    kinds = [e["type"] for e in on]
+    assert "x-codex-compacted" in kinds
+    rollback = on[-3]
+    assert rollback["data"]["payload"] == {"type": "thread_rolled_back", "num_turns": 1}
+    compacted = on[on.index(rollback) - 1]
+    assert compacted["type"] == "x-codex-compacted"  # the rolled-back turn hung here too
+    dropped = next(m for m in _messages(r.path) if texts(m) == ["Supprime le test."])
+    assert dropped["parentId"] == compacted["id"] and dropped["id"] not in {e["id"] for e in on}
+    with SessionManager.open(r.path, read_only=True) as m:
+        said = [x.text() for x in m.rebuild_conversation()]
+    assert said[-2:] == [
+        "Non : explique plutôt le correctif.",
+        "La période comptait une seconde de trop.",
+    ]
+    assert "Test supprimé." not in said
+
+
+def test_lossless_every_line_and_every_value(tmp_path: Path) -> None:
+    r = _harbor(tmp_path)
+    assert accounted_lines(r.path) == source_lines(CODEX_HARBOR)
+    renamed = {"input_text", "output_text", "summary_text", "input_image", "arguments", "call_id"}
+    assert missing_leaves(HARBOR, r.path, renamed) == {}
+
+
+def test_a_rollout_cut_off_mid_turn(tmp_path: Path) -> None:
+    r = run(copy_tree(CODEX_CUT, tmp_path / CODEX_CUT.name))
+    with SessionManager.open(str(r.path), read_only=True) as m:
+        conversation = m.rebuild_conversation()
+        assert [u.id for u in open_tool_uses(conversation)] == ["call_dock_1"]
+        assert m.active_model() == ("openai", "gpt-5.3-codex")
+
+
+def test_the_bare_form_of_2025(tmp_path: Path) -> None:
+    """Before the envelope: a header line, then items as they are."""
+    src = tmp_path / "rollout-2025-08-20T10-00-00-5d1c8e2a-0000-4000-8000-00000000beef.jsonl"
+    lines: list[dict[str, Any]] = [
+        {
+            "id": "5d1c8e2a-0000-4000-8000-00000000beef",
+            "timestamp": "2025-08-20T10:00:00.000Z",
+            "instructions": None,
+            "git": {"commit_hash": "abc123"},
+        },
+        {"record_type": "state"},
+        {
+            "type": "message",
+            "role": "user",
+            "content": [
+                {
+                    "type": "input_text",
+                    "text": "<environment_context>\n  <cwd>/home/ana/old</cwd>\n"
+                    "</environment_context>",
+                }
+            ],
+        },
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "Liste les fichiers."}],
+        },
+        {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAAold"},
+        {
+            "type": "function_call",
+            "name": "shell",
+            "arguments": '{"command":["ls"]}',
+            "call_id": "call_old_1",
+        },
+        {
+            "type": "function_call_output",
+            "call_id": "call_old_1",
+            "output": '{"output":"a\\nb","metadata":{"exit_code":0}}',
+        },
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "Deux fichiers."}],
+        },
+    ]
+    src.write_bytes(b"".join(json.dumps(x, ensure_ascii=False).encode() + b"\n" for x in lines))
+    r = run(src)
+    assert (r.status, r.format, r.source_id) == ("imported", "codex", lines[0]["id"])
+    assert r.path is not None
+    assert log_lines(r.path)[0]["cwd"] == "/home/ana/old"
+    with SessionManager.open(str(r.path), read_only=True) as m:
+        said = [(x.role, x.text()) for x in m.rebuild_conversation()][1:]
+    assert said == [
+        ("user", "Liste les fichiers."),
+        ("assistant", ""),
+        ("user", ""),
+        ("assistant", "Deux fichiers."),
+    ]
+    assert accounted_lines(r.path) == source_lines(src)
+    kinds = [e["type"] for e in entries(r.path) if "data" in e]
+    assert kinds == ["x-codex-session_meta", "x-codex-state", "x-codex-response_item"]

@@ -1,0 +1,256 @@
+"""Importing pi sessions: the files pi's own SessionManager wrote (tests/import_fixtures/pi)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import orjson
+
+from awl import SessionManager
+from awl.agent import open_tool_uses
+from awl.importers import session_id_for
+from awl.store import verify_log
+from tests.import_fixtures import (
+    PI_CUT,
+    PI_FULL,
+    PROMPT,
+    accounted_lines,
+    branch,
+    by_id,
+    copy_tree,
+    entries,
+    log_lines,
+    missing_leaves,
+    run,
+    source_lines,
+    source_objects,
+    texts,
+)
+
+EXPECTED = json.loads((PI_FULL.parent / "full.expected.json").read_text())
+SOURCE = source_objects(PI_FULL)
+HEADER = SOURCE[0]
+BY_PI_ID = {o["id"]: o for o in SOURCE[1:]}
+
+
+def _pi_id(entry: dict[str, object]) -> str:
+    if entry.get("type") == "message" and "x-pi" in entry:
+        return str(entry["x-pi"]["id"])  # type: ignore[index]
+    return str(entry["data"]["id"])  # type: ignore[index]
+
+
+def test_the_session_lands_where_awl_keeps_its_cwd_with_the_sources_id_and_time(
+    tmp_path: Path, root: Path
+) -> None:
+    r = run(copy_tree(PI_FULL, tmp_path / "src" / "full.jsonl"))
+    assert (r.status, r.format, r.source_id) == ("imported", "pi", HEADER["id"])
+    assert r.session == session_id_for("pi", HEADER["id"], HEADER["timestamp"])
+    assert r.path is not None
+    header = log_lines(r.path)[0]
+    assert header["timestamp"] == HEADER["timestamp"] and header["cwd"] == HEADER["cwd"]
+    # The first request went to the model the session was set to.
+    assert (header["provider"], header["model"]) == ("anthropic", "claude-sonnet-4-5")
+    assert verify_log(r.path).ok
+    (listed,) = SessionManager.list_sessions(HEADER["cwd"])
+    assert listed.id == r.session and str(listed.path) == r.path
+
+
+def test_the_tree_and_leaf_are_pis_and_the_branch_is_the_one_pi_builds(tmp_path: Path) -> None:
+    r = run(copy_tree(PI_FULL, tmp_path / "full.jsonl"))
+    assert r.path is not None
+    on_branch = [_pi_id(e) for e in branch(r.path)[1:]]  # below awl's system message
+    assert on_branch == EXPECTED["branch"]
+    # Every pi entry is one awl entry under its own parent's.
+    pi_ids = {_pi_id(e): e for e in entries(r.path) if "id" in e and e["parentId"] is not None}
+    assert set(pi_ids) == set(BY_PI_ID)
+    awl_ids = {e["id"]: pid for pid, e in pi_ids.items()}
+    system = branch(r.path)[0]
+    for pid, e in pi_ids.items():
+        parent = BY_PI_ID[pid]["parentId"]
+        assert (awl_ids.get(e["parentId"]) if parent else e["parentId"]) == (
+            parent if parent else system["id"]
+        )
+    with SessionManager.open(r.path, read_only=True) as m:
+        assert _pi_id(by_id(r.path)[m.leaf_id]) == EXPECTED["leaf"]  # type: ignore[index]
+
+
+def test_messages_convert_with_their_blocks_stamps_and_what_awl_has_no_field_for(
+    tmp_path: Path,
+) -> None:
+    r = run(copy_tree(PI_FULL, tmp_path / "full.jsonl"))
+    assert r.path is not None
+    es = {_pi_id(e): e for e in entries(r.path) if e.get("type") == "message" and "x-pi" in e}
+    first = next(o for o in SOURCE if o.get("message", {}).get("role") == "user")
+    prompt = es[first["id"]]
+    assert texts(prompt) == ["Pourquoi le calcul des marées échoue-t-il ? 🌊"]
+    assert (prompt["provider"], prompt["model"]) == ("anthropic", "claude-sonnet-4-5")
+    assert prompt["x-pi"]["contentString"] is True
+    call = es[next(o["id"] for o in SOURCE if "toolu_tide_01" in json.dumps(o))]
+    assert call["message"]["content"] == [
+        {"type": "thinking", "thinking": "Lancer les tests d'abord."},
+        {"type": "text", "text": "Je lance les tests."},
+        {
+            "type": "toolUse",
+            "id": "toolu_tide_01",
+            "name": "bash",
+            "input": '{"command":"make check","timeout":60}',
+        },
+    ]
+    assert call["message"]["stopReason"] == "toolUse"
+    # Usage as awl counts it: cached prompt tokens are input.
+    assert call["message"]["usage"] == {"input": 20 + 3000 + 100, "output": 50}
+    assert call["x-pi"]["blocks"][0] == {"thinkingSignature": "SIGtide001=="}
+    assert call["x-pi"]["message"]["rawStopReason"] == "tool_use"
+    failed = next(
+        e for e in es.values() if e["message"]["content"][0].get("toolUseId") == "toolu_tide_01"
+    )
+    assert failed["x-pi"]["message"]["isError"] is True  # the error flag, kept
+    assert failed["message"]["content"][0]["content"].endswith("Command exited with code 1")
+    image_result = next(
+        e for e in es.values() if e["message"]["content"][0].get("toolUseId") == "toolu_tide_02"
+    )
+    kinds = [b["type"] for b in image_result["message"]["content"]]
+    assert kinds == ["toolResult", "x-pi-image"]
+    assert image_result["message"]["content"][1]["mimeType"] == "image/png"
+    # The model switch: the reply after it, and its stamp.
+    switched = next(e for e in es.values() if e["message"].get("model") == "gpt-5.1-codex")
+    assert switched["message"]["provider"] == "openai"
+    assert switched["message"]["content"][0] == {
+        "type": "thinking",
+        "thinking": "**Graph**\n\nLooks fine.",
+    }
+    assert "encrypted_content" in switched["x-pi"]["blocks"][0]["thinkingSignature"]
+    redacted = next(e for e in es.values() if "toolu_tide_04" in json.dumps(e))
+    assert redacted["message"]["content"][0]["type"] == "x-pi-thinking"  # encrypted reasoning
+
+
+def test_what_awl_cannot_express_is_kept_as_opaque_entries(tmp_path: Path) -> None:
+    r = run(copy_tree(PI_FULL, tmp_path / "full.jsonl"))
+    assert r.path is not None
+    opaque = [e for e in entries(r.path) if e["type"].startswith("x-pi-")]
+    kinds = sorted({e["type"] for e in opaque})
+    assert kinds == [
+        "x-pi-branch_summary",
+        "x-pi-compaction",
+        "x-pi-custom_message",
+        "x-pi-label",
+        "x-pi-message",  # the system prompt and a `!` command
+        "x-pi-model_change",
+        "x-pi-session",
+        "x-pi-session_info",
+        "x-pi-thinking_level_change",
+    ]
+    header = next(e for e in opaque if e["type"] == "x-pi-session")
+    assert "id" not in header and header["data"] == HEADER  # outside the tree
+    compaction = next(e for e in opaque if e["type"] == "x-pi-compaction")
+    assert compaction["data"]["summary"].startswith("## Goal")
+    assert r.unrecognised == {} and r.skipped == []
+
+
+def test_lossless_every_line_and_every_value_is_in_the_log(tmp_path: Path) -> None:
+    r = run(copy_tree(PI_FULL, tmp_path / "full.jsonl"))
+    assert r.path is not None
+    assert accounted_lines(r.path) == source_lines(PI_FULL)
+    # Block types and members awl names its own way (docs/format.md).
+    assert missing_leaves(SOURCE, r.path, {"toolCall", "arguments", "image"}) == {}
+
+
+def test_the_conversation_resumes_as_the_source_had_it(tmp_path: Path) -> None:
+    r = run(copy_tree(PI_FULL, tmp_path / "full.jsonl"))
+    with SessionManager.open(str(r.path)) as m:
+        conversation = list(m.rebuild_conversation())
+        assert m.active_model() == ("anthropic", "claude-sonnet-4-5")
+        assert m.first_prompt.startswith("Pourquoi le calcul")
+        assert open_tool_uses(m.rebuild_conversation()) == []
+    roles = [x.role for x in conversation]
+    assert roles[0] == "system" and conversation[0].text() == PROMPT.format(cwd=HEADER["cwd"])
+    assert conversation[-1].text() == "C'est fait : 7e1d2c3."
+    # The abandoned branch (the chart, the other model) is not on it.
+    assert not any("graphique" in x.text() for x in conversation)
+
+
+def test_a_session_cut_off_mid_turn_imports_as_it_is(tmp_path: Path) -> None:
+    r = run(copy_tree(PI_CUT, tmp_path / "cut.jsonl"))
+    with SessionManager.open(str(r.path), read_only=True) as m:
+        conversation = m.rebuild_conversation()
+        last = conversation[-1]
+        assert last.role == "assistant" and last.text() == "Je supprime le cache."
+        assert [u.id for u in open_tool_uses(conversation)] == ["toolu_reef_01"]
+    assert (
+        orjson.loads(Path(str(r.path)).read_bytes().splitlines()[0])["cwd"] == "/home/ana/code/reef"
+    )
+
+
+def test_a_version_1_file_is_a_list(tmp_path: Path) -> None:
+    """pi before 0.31: no ids; each entry follows the one before."""
+    src = tmp_path / "old.jsonl"
+    lines = [
+        {
+            "type": "session",
+            "id": "0b7c2a4e-1111-4c3a-9e6b-2f5d8a1c7e90",
+            "timestamp": "2025-11-20T10:00:00.000Z",
+            "cwd": "/home/ana/old",
+        },
+        {
+            "type": "model_change",
+            "timestamp": "2025-11-20T10:00:00.001Z",
+            "provider": "anthropic",
+            "modelId": "claude-sonnet-4-5",
+        },
+        {
+            "type": "message",
+            "timestamp": "2025-11-20T10:00:01.000Z",
+            "message": {"role": "user", "content": "ls", "timestamp": 1763632801000},
+        },
+        {
+            "type": "message",
+            "timestamp": "2025-11-20T10:00:02.000Z",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "a.txt"}],
+                "provider": "anthropic",
+                "model": "claude-sonnet-4-5",
+                "usage": {"input": 1, "output": 1},
+                "stopReason": "stop",
+                "timestamp": 1763632802000,
+            },
+        },
+        {
+            "type": "message",
+            "timestamp": "2025-11-20T10:00:03.000Z",
+            "message": {
+                "role": "hookMessage",
+                "customType": "hook",
+                "content": "hi",
+                "display": True,
+                "timestamp": 1763632803000,
+            },
+        },
+        {
+            "type": "compaction",
+            "timestamp": "2025-11-20T10:00:04.000Z",
+            "summary": "ls ran.",
+            "firstKeptEntryIndex": 2,
+            "tokensBefore": 100,
+        },
+        {
+            "type": "message",
+            "timestamp": "2025-11-20T10:00:05.000Z",
+            "message": {"role": "user", "content": "merci", "timestamp": 1763632805000},
+        },
+    ]
+    src.write_bytes(b"".join(json.dumps(x).encode() + b"\n" for x in lines))
+    r = run(src)
+    assert r.status == "imported" and r.path is not None
+    on = branch(r.path)
+    assert [e["type"] for e in on] == [
+        "message",
+        "x-pi-model_change",
+        "message",
+        "message",
+        "x-pi-message",
+        "x-pi-compaction",
+        "message",
+    ]
+    assert accounted_lines(r.path) == source_lines(src)

@@ -1,0 +1,219 @@
+"""Resuming an imported session: awl's agent, the real SDKs, the loopback servers.
+
+The request a resume sends carries the imported conversation: the checks
+below list what each source held, in the provider's wire format.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from awl import SessionManager
+from awl.agent import INTERRUPTED_IN_FLIGHT, SYSTEM_PROMPT, Agent
+from awl.importers import import_source, plan_import
+from tests.import_fixtures import (
+    CLAUDE_SHOP,
+    CODEX_CUT,
+    CODEX_HARBOR,
+    PI_CUT,
+    PI_FULL,
+    branch,
+    copy_tree,
+    log_lines,
+)
+from tests.import_fixtures.make_fixtures import PATCH
+from tests.servers import FakeServer, serve
+from tests.servers import anthropic_server as sse
+from tests.servers import openai_server as oa
+from tests.test_agent import Sink, sent
+
+
+@pytest.fixture(autouse=True)
+def api_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "AWL_MAX_TOKENS", "AWL_THINKING_BUDGET"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    with serve() as s:
+        yield s
+
+
+def _import(src: Path, tmp_path: Path) -> Any:
+    (spec,) = plan_import([copy_tree(src, tmp_path / "src" / src.name)]).sources
+    r = import_source(spec, system_prompt=SYSTEM_PROMPT)  # what `awl import` starts with
+    assert r.status == "imported", r.error
+    return r
+
+
+def _resume(path: str, server: FakeServer, reply: Any) -> tuple[str, list[tuple[Any, ...]], Any]:
+    """One more turn on the imported session; (provider, what the request held, its body)."""
+    manager = SessionManager.open(path)
+    agent = Agent(manager, base_url=server.url)
+    try:
+        server.queue(reply)
+        result = agent.run_turn("Et maintenant ?", Sink())
+        assert result.error is None and result.text == "Bien."
+    finally:
+        if agent._provider is not None:
+            agent._provider.close()
+        manager.close()
+    body = server.requests[-1].body
+    return agent.provider_name, sent(agent.provider_name, body), body
+
+
+def _system(cwd: str) -> tuple[str, str, str]:
+    return ("system", "text", SYSTEM_PROMPT.format(cwd=cwd))
+
+
+def test_a_claude_code_session_resumes_through_anthropic(
+    tmp_path: Path, server: FakeServer
+) -> None:
+    r = _import(CLAUDE_SHOP, tmp_path)
+    provider, items, body = _resume(r.path, server, sse.text_reply("Bien."))
+    assert provider == "anthropic" and body["model"] == "claude-sonnet-4-5"
+    assert items == [
+        _system("/home/ana/shop"),
+        ("user", "text", "Le serveur ne démarre pas — ça plante 💥"),
+        ("assistant", "text", "Je regarde."),
+        (
+            "assistant",
+            "tool_use",
+            "toolu_shop_01",
+            "Bash",
+            {"command": "npm run dev", "timeout": 30000},
+        ),
+        ("assistant", "tool_use", "toolu_shop_02", "Glob", {"pattern": "*.config.js"}),
+        ("user", "tool_result", "toolu_shop_01", "Error: listen EADDRINUSE :::4000"),
+        ("user", "tool_result", "toolu_shop_02", "vite.config.js"),
+        ("assistant", "text", "Le port 4000 est pris. Je lis la capture."),
+        ("assistant", "tool_use", "toolu_shop_03", "Read", {"file_path": "/home/ana/shop/err.png"}),
+        ("user", "tool_result", "toolu_shop_03", "Screenshot of the error"),
+        ("assistant", "text", "Arrêtez l'autre serveur (PID 4242) puis relancez."),
+        ("user", "text", "Et cette capture ?"),
+        ("assistant", "text", "Même erreur, même cause."),
+        ("user", "text", "En fait, explique seulement la cause."),
+        ("assistant", "text", "Un autre processus écoutait déjà sur le port 4000."),
+        ("user", "text", "Et maintenant ?"),
+    ]
+    # The turn is appended under the imported leaf; importing again changes nothing.
+    turn = [o for o in log_lines(r.path) if o.get("type") == "message"][-2:]
+    assert [t["message"]["role"] for t in turn] == ["user", "assistant"]
+    (spec,) = plan_import([Path(r.source)]).sources
+    assert import_source(spec, system_prompt=SYSTEM_PROMPT).status == "unchanged"
+
+
+def test_a_codex_rollout_resumes_through_openai(tmp_path: Path, server: FakeServer) -> None:
+    r = _import(CODEX_HARBOR, tmp_path)
+    provider, items, body = _resume(r.path, server, oa.text_reply("Bien."))
+    assert provider == "openai" and body["model"] == "gpt-5.4-mini"
+    call = next(
+        json.loads(x)["payload"]["arguments"]
+        for x in CODEX_HARBOR.read_text().splitlines()
+        if "call_harbor_1" in x and "arguments" in x
+    )
+    assert items == [
+        _system("/home/ana/harbor"),
+        ("user", "text", "Pourquoi `cargo test` échoue ? ⚓"),
+        ("assistant", "text", "Je lance les tests."),
+        ("assistant", "tool_use", "call_harbor_1", "exec_command", json.loads(call)),
+        (
+            "user",
+            "tool_result",
+            "call_harbor_1",
+            "Process exited with code 101\nOutput:\ntest tide ... FAILED",
+        ),
+        (
+            "assistant",
+            "tool_use",
+            "call_harbor_2",
+            "apply_patch",
+            {"input": PATCH},
+        ),
+        (
+            "user",
+            "tool_result",
+            "call_harbor_2",
+            '{"output": "Success. Updated the following files:\\nM src/tide.rs\\n", '
+            '"metadata": {"exit_code": 0}}',
+        ),
+        ("assistant", "text", "Corrigé : une seconde de trop."),
+        ("user", "text", "<image></image>Et ce graphique ?"),
+        ("assistant", "text", "Le graphique montre la marée corrigée."),
+        ("user", "text", "Non : explique plutôt le correctif."),
+        ("assistant", "text", "La période comptait une seconde de trop."),
+        ("user", "text", "Et maintenant ?"),
+    ]
+
+
+def test_a_pi_session_resumes_on_its_branch_and_a_later_pi_turn_comes_after(
+    tmp_path: Path, server: FakeServer
+) -> None:
+    r = _import(PI_FULL, tmp_path)
+    provider, items, body = _resume(r.path, server, sse.text_reply("Bien."))
+    assert provider == "anthropic" and body["model"] == "claude-sonnet-4-5"
+    texts = [i[2] for i in items if i[1] == "text"]
+    assert texts[1] == "Pourquoi le calcul des marées échoue-t-il ? 🌊"
+    assert texts[-3:] == ["Commit, s'il te plaît.", "C'est fait : 7e1d2c3.", "Et maintenant ?"]
+    assert not any("graphique" in t for t in texts)  # a branch pi had left
+    # pi goes on writing its own file: the next import adds its turn, and the leaf
+    # is pi's again; awl's turn stays on a branch of its own.
+    src = Path(r.source)
+    last = orjson.loads(src.read_bytes().splitlines()[-1])
+    more = [
+        {
+            "type": "message",
+            "id": "bbbb0001",
+            "parentId": last["id"],
+            "timestamp": "2026-12-05T10:00:00.000Z",
+            "message": {"role": "user", "content": "Et le changelog ?", "timestamp": 1},
+        },
+        {
+            "type": "message",
+            "id": "bbbb0002",
+            "parentId": "bbbb0001",
+            "timestamp": "2026-12-05T10:00:01.000Z",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "Mis à jour."}],
+                "provider": "anthropic",
+                "model": "claude-sonnet-4-5",
+                "usage": {"input": 1, "output": 2},
+                "stopReason": "stop",
+                "timestamp": 2,
+            },
+        },
+    ]
+    with src.open("ab") as f:
+        f.write(b"".join(orjson.dumps(x) + b"\n" for x in more))
+    (spec,) = plan_import([src]).sources
+    again = import_source(spec, system_prompt=SYSTEM_PROMPT)
+    assert again.status == "updated" and again.entries == 2
+    on = branch(r.path)
+    said = [b.get("text") for e in on if e["type"] == "message" for b in e["message"]["content"]]
+    assert said[-2:] == ["Et le changelog ?", "Mis à jour."]
+    assert "Et maintenant ?" not in said and "Bien." not in said
+    assert sum(1 for o in log_lines(r.path) if "Bien." in json.dumps(o)) == 1  # still there
+
+
+@pytest.mark.parametrize("source", [PI_CUT, CODEX_CUT], ids=["pi", "codex"])
+def test_a_session_cut_off_mid_turn_is_answered_as_interrupted(
+    tmp_path: Path, server: FakeServer, source: Path
+) -> None:
+    r = _import(source, tmp_path)
+    reply = sse.text_reply("Bien.") if source is PI_CUT else oa.text_reply("Bien.")
+    _, items, _ = _resume(r.path, server, reply)
+    call = "toolu_reef_01" if source is PI_CUT else "call_dock_1"
+    assert items[-2:] == [
+        ("user", "tool_result", call, INTERRUPTED_IN_FLIGHT),
+        ("user", "text", "Et maintenant ?"),
+    ]

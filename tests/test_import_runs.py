@@ -1,0 +1,399 @@
+"""Import runs: importing again, grown and rewritten sources, bad input, the command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from awl import SessionManager
+from awl.cli import main
+from awl.cli._progress import format_bytes
+from awl.importers import SourceSpec, import_source, plan_import, read_records
+from awl.store import verify_log
+from tests.import_fixtures import (
+    CLAUDE,
+    CLAUDE_SHOP,
+    CODEX,
+    CODEX_HARBOR,
+    HERE,
+    PI_FULL,
+    PROMPT,
+    accounted_lines,
+    copy_tree,
+    entries,
+    log_lines,
+    run,
+    source_lines,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+SOURCES = {"pi": PI_FULL, "claude": CLAUDE_SHOP, "codex": CODEX_HARBOR}
+
+
+def cli(*args: str) -> Any:
+    return CliRunner().invoke(main, list(args))
+
+
+def _flat(path: str | Path) -> list[tuple[str, Any]]:
+    """The conversation as (role, block) in order, consecutive messages of one role
+    run together (as providers send them)."""
+    with SessionManager.open(path, read_only=True) as m:
+        out: list[tuple[str, Any]] = []
+        for message in m.rebuild_conversation():
+            out.extend((message.role, b) for b in message.content)
+        return out
+
+
+def _size(store: Path) -> str:
+    """What a summary says of the sessions' bytes: the session files, their subagents'."""
+    files = [
+        p for p in store.rglob("*") if p.suffix in (".jsonl", ".json") and "expected" not in p.name
+    ]
+    return format_bytes(sum(p.stat().st_size for p in files))
+
+
+def _snapshot(folder: Path) -> dict[str, tuple[bytes, int]]:
+    return {
+        str(p): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+# ── importing again ──
+
+
+@pytest.mark.parametrize("fmt", sorted(SOURCES))
+def test_importing_again_changes_nothing(tmp_path: Path, fmt: str) -> None:
+    src = copy_tree(SOURCES[fmt], tmp_path / "src" / SOURCES[fmt].name)
+    extras = plan_import([src]).sources[0].extras
+    first = run(src, extras=extras)
+    assert first.status == "imported" and first.path is not None
+    before = Path(first.path).read_bytes(), Path(first.path).stat().st_mtime_ns
+    again = run(src, extras=extras)
+    assert (again.status, again.session, again.entries) == ("unchanged", first.session, 0)
+    assert (Path(first.path).read_bytes(), Path(first.path).stat().st_mtime_ns) == before
+
+
+@pytest.mark.parametrize("fmt", sorted(SOURCES))
+def test_a_grown_source_gets_only_its_new_lines_at_any_point(tmp_path: Path, fmt: str) -> None:
+    """Import the source cut after each of its lines (and in the middle of the next,
+    torn), then the whole: the session holds what one import of the whole holds."""
+    full = SOURCES[fmt].read_bytes()
+    whole = run(
+        copy_tree(SOURCES[fmt], tmp_path / "whole" / SOURCES[fmt].name), session_dir=tmp_path / "w"
+    )
+    expected = _flat(str(whole.path))
+    ends = [i + 1 for i, c in enumerate(full) if c == 0x0A]
+    for k, end in enumerate(ends[:-1]):
+        where = tmp_path / f"cut{k}"
+        src = where / SOURCES[fmt].name
+        src.parent.mkdir(parents=True)
+        torn = full[end : end + (ends[k + 1] - end) // 2]
+        src.write_bytes(full[:end] + torn)
+        first = import_source(SourceSpec(str(src)), session_dir=where / "s", system_prompt=PROMPT)
+        if first.status == "empty":  # only Claude Code's metadata so far: nothing to import yet
+            assert k == 0 and fmt == "claude"
+            continue
+        assert first.status == "imported", first.error
+        assert first.skipped == [("", k + 2, "an incomplete last line (left for later)")]
+        src.write_bytes(full)
+        grown = run(src, session_dir=where / "s")
+        assert (grown.status, grown.session, grown.path) == ("updated", first.session, first.path)
+        assert grown.lines == len(ends) - k - 1  # only the lines it had not taken
+        assert grown.path is not None
+        assert _flat(grown.path) == expected, f"cut after line {k + 1}"
+        assert accounted_lines(grown.path) == source_lines(src)
+        assert verify_log(grown.path).ok
+        assert run(src, session_dir=where / "s").status == "unchanged"
+
+
+def test_a_last_line_imported_before_its_newline_came_is_not_taken_twice(tmp_path: Path) -> None:
+    full = PI_FULL.read_bytes()
+    cut = full.rindex(b"\n", 0, len(full) - 1)
+    src = tmp_path / "full.jsonl"
+    src.write_bytes(full[:cut])  # the last line whole, its newline not there yet
+    first = run(src)
+    src.write_bytes(full)
+    grown = run(src)
+    assert (first.status, grown.status) == ("imported", "updated")
+    assert grown.path is not None and accounted_lines(grown.path) == source_lines(src)
+
+
+def test_a_grown_session_appends_under_the_entries_already_there(tmp_path: Path) -> None:
+    src = copy_tree(CODEX_HARBOR, tmp_path / CODEX_HARBOR.name)
+    lines = src.read_bytes().splitlines(keepends=True)
+    src.write_bytes(b"".join(lines[:22]))
+    first = run(src)
+    assert first.path is not None
+    before = Path(first.path).read_bytes()
+    src.write_bytes(b"".join(lines))
+    grown = run(src)
+    after = Path(str(grown.path)).read_bytes()
+    assert after.startswith(before)  # appended, nothing rewritten
+    records = read_records(str(grown.path))
+    assert len(records.records) == 2
+    added = [o for o in log_lines(str(grown.path)) if o.get("type") == "message"][-8:]
+    known = set(records.ids.values())
+    assert added[0]["parentId"] in known
+
+
+def test_a_source_rewritten_before_what_was_imported_is_a_conflict(tmp_path: Path) -> None:
+    src = copy_tree(PI_FULL, tmp_path / "full.jsonl")
+    first = run(src)
+    assert first.path is not None
+    kept = Path(first.path).read_bytes()
+    src.write_bytes(src.read_bytes().replace(b"make check", b"make chekk", 1))
+    r = import_source(SourceSpec(str(src)), system_prompt=PROMPT)
+    assert r.status == "conflict" and r.failed, r.error
+    assert r.error is not None and "rewritten since it was imported" in r.error
+    assert Path(first.path).read_bytes() == kept
+    src.write_bytes(b"".join(src.read_bytes().splitlines(keepends=True)[:3]))
+    r = import_source(SourceSpec(str(src)), system_prompt=PROMPT)
+    assert r.status == "conflict" and "shorter" in str(r.error)
+
+
+def test_a_claude_reply_split_by_two_imports_keeps_every_block(tmp_path: Path) -> None:
+    """Claude Code still writing a reply when the first import ran: its blocks after
+    that are a second message (awl's providers send the two as one)."""
+    src = copy_tree(CLAUDE_SHOP, tmp_path / CLAUDE_SHOP.name)
+    lines = src.read_bytes().splitlines(keepends=True)
+    src.write_bytes(b"".join(lines[:5]))  # the reply's thinking and first text
+    run(src)
+    src.write_bytes(b"".join(lines))
+    r = run(src)
+    assert r.path is not None
+    replies = [e for e in entries(r.path) if e.get("message", {}).get("role") == "assistant"]
+    assert [b["type"] for b in replies[0]["message"]["content"]] == ["thinking", "text"]
+    assert [b["type"] for b in replies[1]["message"]["content"]] == ["toolUse", "toolUse"]
+    assert replies[1]["parentId"] == replies[0]["id"]
+
+
+# ── bad input ──
+
+
+def test_torn_and_malformed_lines_are_reported_skipped_and_counted(tmp_path: Path) -> None:
+    src = copy_tree(CODEX_HARBOR, tmp_path / CODEX_HARBOR.name)
+    lines = src.read_bytes().splitlines(keepends=True)
+    lines[9] = b'{"timestamp":"2026-03-15T09:00:07.310Z","type":"response_it\n'
+    lines[12] = b"\x00\x00garbage\n"
+    src.write_bytes(b"".join(lines) + b'{"timestamp":"2026-03-15T09:01')
+    out = cli("import", str(src))
+    assert out.exit_code == 0, out.output
+    said = out.output.splitlines()
+    assert said[0] == f"{src}:10: skipped: not JSON (unexpected end of data)"
+    assert said[1].startswith(f"{src}:13: skipped: not JSON")
+    assert said[2] == f"{src}:{len(lines) + 1}: skipped: an incomplete last line (left for later)"
+    assert said[-1] == (
+        f"1 session, {format_bytes(src.stat().st_size)}: 1 imported, 0 updated, 0 unchanged; "
+        "3 lines skipped (1 an incomplete last line, 2 not JSON); 0 errors"
+    )
+    (spec,) = plan_import([src]).sources
+    r = import_source(spec)
+    assert r.status == "unchanged"  # the torn line is still torn: said again, nothing new
+    assert r.skipped == [("", len(lines) + 1, "an incomplete last line (left for later)")]
+    assert r.path is not None
+    (first, *_) = [o for o in log_lines(r.path) if o["type"] == "x-import"]
+    assert [n for _, n, _ in first["skipped"]] == [10, 13, len(lines) + 1]
+    with SessionManager.open(r.path, read_only=True) as m:
+        said_after = [x.text() for x in m.rebuild_conversation()]
+    assert said_after[-1] == "La période comptait une seconde de trop."
+
+
+def test_a_file_of_no_known_format_is_refused_with_one_line(tmp_path: Path, root: Path) -> None:
+    bad = tmp_path / "notes.jsonl"
+    bad.write_text('{"hello": "world"}\n{"and": 2}\n')
+    text = tmp_path / "readme.jsonl"
+    text.write_text("just text\n")
+    out = cli("import", str(bad), str(text))
+    assert out.exit_code == 1
+    assert out.output.splitlines()[:2] == [
+        f"{bad}: not a session log of pi, Claude Code or Codex",
+        f"{text}: not a session log of pi, Claude Code or Codex",
+    ]
+    assert not root.exists()
+    # Found in a folder, such a file is said and passed over, not an error.
+    shutil.copy(PI_FULL, tmp_path / "full.jsonl")
+    out = cli("import", str(tmp_path))
+    assert out.exit_code == 0, out.output
+    assert out.output.splitlines()[-1].endswith("0 errors, 2 files not a session")
+    out = cli("import", "--from", "codex", str(PI_FULL))
+    assert out.exit_code == 1
+    assert out.output.splitlines()[0] == f"{PI_FULL}: not a Codex session (it looks like pi's)"
+
+
+def test_an_awl_log_is_not_imported(root: Path, project: Path) -> None:
+    r = run(PI_FULL)
+    out = cli("import", str(r.path))
+    assert out.exit_code == 1
+    assert out.output.splitlines()[0] == f"{r.path}: an awl session log, not another tool's"
+
+
+def test_lines_of_a_kind_never_seen_are_kept_and_named(tmp_path: Path) -> None:
+    pi = copy_tree(PI_FULL, tmp_path / "pi" / "full.jsonl")
+    last = orjson.loads(pi.read_bytes().splitlines()[-1])
+    extra = [
+        {
+            "type": "service_tier_change",
+            "id": "aaaa0001",
+            "parentId": last["id"],
+            "timestamp": last["timestamp"],
+            "tier": "flex",
+        },
+        {
+            "type": "message",
+            "id": "aaaa0002",
+            "parentId": "aaaa0001",
+            "timestamp": last["timestamp"],
+            "message": {"role": "hologram", "content": "?"},
+        },
+        {
+            "type": "message",
+            "id": "aaaa0003",
+            "parentId": "aaaa0002",
+            "timestamp": last["timestamp"],
+            "message": {
+                "role": "user",
+                "content": [{"type": "audio", "data": "AAA="}, {"type": "text", "text": "écoute"}],
+            },
+        },
+    ]
+    with pi.open("ab") as f:
+        f.write(b"".join(orjson.dumps(x) + b"\n" for x in extra))
+    codex = copy_tree(CODEX_HARBOR, tmp_path / "codex" / CODEX_HARBOR.name)
+    with codex.open("ab") as f:
+        f.write(
+            b'{"timestamp":"2026-03-15T10:00:00.000Z","type":"hologram_state","payload":{"x":1}}\n'
+        )
+        f.write(
+            b'{"timestamp":"2026-03-15T10:00:01.000Z","type":"response_item","payload":{"type":"telepathy","call_id":"c9"}}\n'
+        )
+    out = cli("import", str(pi), str(codex))
+    assert out.exit_code == 0, out.output
+    kept = "kept as opaque entries"
+    assert sorted(out.output.splitlines()[:-1]) == [
+        f"{codex}: 1 line of a kind not recognised (x-codex-hologram_state), {kept}",
+        f"{codex}: 1 line of a kind not recognised (x-codex-response_item (telepathy)), {kept}",
+        f"{pi}: 1 line of a kind not recognised (x-pi-message (role 'hologram')), {kept}",
+        f"{pi}: 1 line of a kind not recognised (x-pi-service_tier_change), {kept}",
+    ]
+    (spec,) = plan_import([pi]).sources
+    path = import_source(spec).path
+    assert path is not None
+    leaf = (
+        log_lines(path)[-2] if log_lines(path)[-1]["type"] == "checkpoint" else log_lines(path)[-1]
+    )
+    assert leaf["message"]["content"] == [
+        {"type": "x-pi-audio", "data": "AAA="},
+        {"type": "text", "text": "écoute"},
+    ]
+
+
+# ── the command ──
+
+
+def test_json_gives_one_object_per_source_session(tmp_path: Path) -> None:
+    store = copy_tree(HERE, tmp_path / "fixtures")
+    out = CliRunner().invoke(main, ["import", "--json", "-j", "1", str(store)])
+    assert out.exit_code == 0, out.output
+    docs = [json.loads(x) for x in out.stdout.splitlines()]
+    assert len(docs) == 8 and {d["status"] for d in docs} == {"imported"}
+    for d in docs:
+        assert {"source", "format", "session", "path", "status"} <= set(d)
+        assert Path(d["path"]).is_file() and d["dryRun"] is False
+    assert sorted(d["format"] for d in docs) == ["claude"] * 4 + ["codex"] * 2 + ["pi"] * 2
+    assert out.stderr.splitlines()[-1].startswith("8 sessions")
+
+
+def test_dry_run_writes_nothing_and_says_what_would_be_done(tmp_path: Path, root: Path) -> None:
+    store = copy_tree(HERE, tmp_path / "fixtures")
+    out = cli("import", "--dry-run", "--json", str(store))
+    assert out.exit_code == 0, out.output
+    docs = [json.loads(x) for x in out.stdout.splitlines()]
+    assert {(d["status"], d["dryRun"]) for d in docs} == {("imported", True)}
+    assert all(d["entries"] > 0 for d in docs)
+    assert not root.exists()
+    out = cli("import", "--dry-run", str(store))
+    assert out.output.splitlines()[-1].startswith(f"8 sessions, {_size(store)}: ")
+    assert "8 would be imported, 0 would be updated" in out.output
+
+
+def test_a_store_imports_in_worker_processes_and_sessions_lists_it(tmp_path: Path) -> None:
+    store = copy_tree(HERE, tmp_path / "fixtures")
+    before = _snapshot(store)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-m", "awl.cli", "import", "-j", "2", str(store)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == (
+        f"8 sessions, {_size(store)}: 8 imported, 0 updated, 0 unchanged; 0 lines skipped; 0 errors"
+    )
+    assert _snapshot(store) == before  # the sources are never written
+    listed = subprocess.run(
+        [sys.executable, "-m", "awl.cli", "sessions", "--all"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    for cwd in ("/home/ana/shop", "/home/ana/kiln", "/home/ana/harbor", "/home/ana/code/tide"):
+        assert cwd in listed
+    again = subprocess.run(
+        [sys.executable, "-m", "awl.cli", "import", "-j", "2", str(store)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert again.returncode == 0 and " 8 unchanged;" in again.stdout
+
+
+def test_without_paths_the_tools_own_stores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR", "CLAUDE_CONFIG_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-home"))
+    out = cli("import", "--from", "pi")
+    assert out.exit_code == 1
+    assert (
+        out.output
+        == f"no sessions to import: no {home}/.pi/agent/sessions\n"
+        + out.output.splitlines()[-1]
+        + "\n"
+    )
+    copy_tree(PI_FULL, home / ".pi" / "agent" / "sessions" / "--home-ana-code-tide--" / "s.jsonl")
+    copy_tree(CLAUDE, home / ".claude" / "projects")
+    copy_tree(CODEX, tmp_path / "codex-home" / "sessions")
+    out = cli("import", "--from", "pi")
+    assert out.exit_code == 0 and out.output.startswith("1 session,"), out.output
+    out = cli("import")
+    assert out.exit_code == 0, out.output
+    assert (
+        out.output.startswith("7 sessions,")
+        and " 6 imported, 0 updated, 1 unchanged;" in out.output
+    )
+
+
+def test_an_empty_path_is_a_usage_error() -> None:
+    out = cli("import", "")
+    assert out.exit_code == 2 and "PATHS: an empty path" in out.output
