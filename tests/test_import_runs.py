@@ -397,3 +397,35 @@ def test_without_paths_the_tools_own_stores(
 def test_an_empty_path_is_a_usage_error() -> None:
     out = cli("import", "")
     assert out.exit_code == 2 and "PATHS: an empty path" in out.output
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 7, 64, 1 << 20])
+def test_lines_hash_what_they_read_from_any_point(tmp_path: Path, chunk: int) -> None:
+    """The hash kept while reading (so a source is not read twice) is the hash of
+    the complete lines' bytes from where it starts, whatever the read sizes."""
+    import hashlib
+    import random
+
+    from awl.importers._source import Hashing, lines
+
+    rng = random.Random(chunk)
+    data = (
+        b"".join(b"x" * rng.randrange(0, 40) + b"\n" for _ in range(60))
+        + b"torn line without its newline"
+    )
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(data)
+    complete = data.rindex(b"\n") + 1
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for start in (0, 1, 17, complete // 2, complete - 1, complete):
+            h = Hashing(hashlib.sha256(), start)
+            got = list(lines(fd, chunk=chunk, hashing=h))
+            assert (
+                h.upto == complete
+                and h.hasher.digest() == hashlib.sha256(data[start:complete]).digest()
+            )
+            assert b"".join(raw + b"\n" * t for _, _, raw, t in got) == data
+            assert [end for _, end, _, _ in got][-1] == len(data)
+    finally:
+        os.close(fd)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
+from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ from ..store import (
 from . import _claude, _codex, _pi
 from ._build import ROOT_KEY, Builder, Converter, Planned, SourceInfo, session_id_for
 from ._record import RECORD_TYPE, Imported, last_record, read_records
-from ._source import FORMATS, detect, digest, head, lines, open_source, parse
+from ._source import FORMATS, Hashing, detect, digest, head, lines, open_source, parse
 
 BATCH_BYTES = 32 << 20
 """Source bytes after which a batch is written at the next point where one may end."""
@@ -342,7 +343,9 @@ class _Import:
         may_cut = getattr(conv, "boundary", None)
         start_batch = boundary
         loads, feed = orjson.loads, conv.feed
-        for number, end, raw, terminated in lines(main.fd):
+        # The main file is hashed as it is read, past what the check hashed already.
+        hashing = Hashing(main.hasher.copy() if main.hasher is not None else sha256(), boundary)
+        for number, end, raw, terminated in lines(main.fd, hashing=hashing):
             if end - len(raw) - terminated < boundary:
                 # Taken by an earlier import (which may have taken a last line before
                 # its newline came): replayed to rebuild the converter's state, its
@@ -383,6 +386,9 @@ class _Import:
             main.consumed = end
             main.lines = number
         r.lines += max(0, main.lines - first_line + 1)
+        if self.written == 0 and hashing.upto <= main.consumed:
+            # No batch was written yet: the hash kept while reading is the one to record.
+            main.hasher, main.hashed = hashing.hasher, hashing.upto
         b.live = True
         conv.flush()
         b.resolve(*self._fallback(conv))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -62,11 +63,28 @@ Line = tuple[int, int, bytes, bool]
 bytes (no newline), and whether the newline was there."""
 
 
+@dataclass(slots=True)
+class Hashing:
+    """A hash of a file's complete lines kept as :func:`lines` reads them (so the
+    file is not read again to hash it): ``hasher`` covers bytes ``[.., upto)``,
+    from ``start`` on."""
+
+    hasher: Any
+    upto: int
+
+
 def lines(
-    fd: int, start: int = 0, first: int = 1, stop: int | None = None, chunk: int = CHUNK
+    fd: int,
+    start: int = 0,
+    first: int = 1,
+    stop: int | None = None,
+    chunk: int = CHUNK,
+    hashing: Hashing | None = None,
 ) -> Iterator[Line]:
     """The lines of ``fd`` from byte ``start`` (line number ``first``) to its end, or
-    to ``stop`` (an offset at a line's end), as :data:`Line` tuples."""
+    to ``stop`` (an offset at a line's end), as :data:`Line` tuples.  With
+    ``hashing``, each line's bytes from ``hashing.upto`` on are hashed before
+    it is given."""
     pos = start  # where the next read starts
     done = start  # where the line being read starts
     number = first
@@ -78,6 +96,19 @@ def lines(
         pos += len(data)
         parts = data.split(b"\n")
         tail = parts.pop()
+        if parts and hashing is not None and pos - len(tail) > hashing.upto:
+            # The complete lines of what was read: the carried start of the first,
+            # then this chunk up to its last newline; what came before upto is not.
+            whole = len(data) - len(tail)
+            begin = pos - len(data) - sum(map(len, carry))
+            if begin >= hashing.upto:
+                for piece in carry:
+                    hashing.hasher.update(piece)
+                hashing.hasher.update(memoryview(data)[:whole])
+            else:
+                ahead = b"".join(carry) + data[:whole]
+                hashing.hasher.update(memoryview(ahead)[hashing.upto - begin :])
+            hashing.upto = pos - len(tail)
         if parts:
             if carry:
                 carry.append(parts[0])
