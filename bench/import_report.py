@@ -243,8 +243,8 @@ def report(rows: list[dict[str, Any]], pi: dict[str, Any], jobs: int) -> str:
             f"({p['messages']} messages) {p['context'] * ms:.1f} ms, total {total * ms:.1f} ms"
         )
         out.append(
-            f"- ratios (pi / awl): open {p['open'] / pi['awl_open']:.1f}x, context "
-            f"{p['context'] / pi['awl_conv']:.1f}x, total {total / awl_total:.1f}x"
+            f"- ratios (pi / awl): open {p['open'] / pi['awl_open']:.0f}x, context "
+            f"{p['context'] / pi['awl_conv']:.3f}x, open + context {total / awl_total:.1f}x"
         )
     return "\n".join(out)
 

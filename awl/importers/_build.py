@@ -27,8 +27,6 @@ from ..store import DiskContentBlock, DiskUnknownBlock
 ROOT_KEY = ""
 """The key of the awl system message an import starts a session with (when it does)."""
 
-_ISO_MS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
-
 
 @dataclass(slots=True, eq=False)
 class Planned:
@@ -218,7 +216,7 @@ def timestamp_of(value: Any, fallback: str) -> str:
 
 def epoch_ms(timestamp: str) -> int:
     """Unix milliseconds of an awl timestamp."""
-    dt = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    dt = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
     return int(dt.timestamp() * 1000)
 
 

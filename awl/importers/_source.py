@@ -197,7 +197,7 @@ def head(fd: int, limit: int = 24, max_bytes: int = 1 << 20) -> list[tuple[int, 
     """Up to ``limit`` parsed objects from the start of a file, with their line
     numbers (lines that are not whole JSON objects are passed over)."""
     out: list[tuple[int, dict[str, Any]]] = []
-    for number, end, raw, terminated in lines(fd, chunk=1 << 16):
+    for number, end, raw, terminated in lines(fd, chunk=1 << 14):
         if end > max_bytes and out:
             break
         obj, _, repaired = parse(raw) if raw.strip() else (None, None, False)
