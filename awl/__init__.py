@@ -4,38 +4,38 @@ The public API is re-exported here.  The packages beneath show the
 architecture (``docs/architecture.md``): :mod:`awl.store` (the session
 logs), :mod:`awl.agent` (the loop), :mod:`awl.providers` and
 :mod:`awl.tools`, :mod:`awl.ui` (what a person sees) and :mod:`awl.cli`.
-:class:`SessionManager` and :class:`SessionInfo` are imported on first use:
-importing ``awl`` needs only the standard library.
+Every name is imported on first use: importing ``awl`` needs only the
+standard library, and costs a command nothing.
 """
 
 from __future__ import annotations
 
 import typing as _typing
 
-from .conversation import (
-    Conversation,
-    Message,
-    Text,
-    TextualBlock,
-    Thinking,
-    ToolResult,
-    ToolUse,
-)
-from .errors import (
-    AmbiguousSession,
-    AwlError,
-    CorruptSession,
-    FormatError,
-    SessionBusy,
-    SessionError,
-    SessionNotFound,
-    SessionWriteError,
-)
+from ._lazy import exports as _exports
+from ._version import __version__
 
 if _typing.TYPE_CHECKING:
+    from .conversation import (
+        Conversation,
+        Message,
+        Text,
+        TextualBlock,
+        Thinking,
+        ToolResult,
+        ToolUse,
+    )
+    from .errors import (
+        AmbiguousSession,
+        AwlError,
+        CorruptSession,
+        FormatError,
+        SessionBusy,
+        SessionError,
+        SessionNotFound,
+        SessionWriteError,
+    )
     from .store import SessionInfo, SessionManager
-
-from ._version import __version__
 
 __all__ = [
     "AmbiguousSession",
@@ -59,18 +59,26 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> _typing.Any:
-    # Imported on first use: importing awl itself needs nothing but the
-    # standard library, so that the entry point (awl.__main__) can name a
-    # missing dependency in one line.
-    if name not in ("SessionManager", "SessionInfo"):
-        raise AttributeError(f"module 'awl' has no attribute {name!r}")
-    from . import store
+# Each public name's module: imported on first use, so that importing awl
+# (every command does) costs nothing but this file.
+_HOMES = {
+    "Conversation": "conversation",
+    "Message": "conversation",
+    "Text": "conversation",
+    "TextualBlock": "conversation",
+    "Thinking": "conversation",
+    "ToolResult": "conversation",
+    "ToolUse": "conversation",
+    "AmbiguousSession": "errors",
+    "AwlError": "errors",
+    "CorruptSession": "errors",
+    "FormatError": "errors",
+    "SessionBusy": "errors",
+    "SessionError": "errors",
+    "SessionNotFound": "errors",
+    "SessionWriteError": "errors",
+    "SessionInfo": "store",
+    "SessionManager": "store",
+}
 
-    value = getattr(store, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = _exports(__name__, _HOMES, globals())

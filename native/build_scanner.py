@@ -44,7 +44,7 @@ def make_builder(root: str = "") -> FFI:
         '#include "scanner.h"',
         # Relative by default: setuptools builds from the project root and
         # wants relative source paths.
-        sources=[os.path.join(root, "native", "scanner.c")],
+        sources=[os.path.join(root, "native", name) for name in ("scanner.c", "search.c")],
         include_dirs=[os.path.join(root, "native")],
         extra_compile_args=_compile_args(),
     )

@@ -138,6 +138,55 @@ int64_t awl_first_bad_line(const awl_record *rec, size_t n, int header);
 int64_t awl_link_tree(const awl_record *rec, size_t n, int64_t *rows,
                       int64_t *parent_pos, uint64_t *table, size_t table_len);
 
+/* ---- search (native/search.c) ---- */
+
+/* A line awl_search found: a message entry one of whose content blocks holds
+ * the query (the first such block), or a candidate line that is not a valid
+ * JSON object (kind AWL_BLOCK_INVALID). */
+typedef struct awl_hit {
+    uint64_t offset;   /* the line's first byte */
+    uint64_t length;   /* the line's length, without "\n" */
+    uint32_t block;    /* index of the block in message.content */
+    uint8_t kind;      /* AWL_BLOCK_* */
+    uint8_t role;      /* AWL_ROLE_* of the message */
+    uint8_t _pad[2];
+} awl_hit;
+
+enum {
+    AWL_BLOCK_INVALID = 0,
+    AWL_BLOCK_TEXT = 1,
+    AWL_BLOCK_THINKING = 2,
+    AWL_BLOCK_TOOL_USE = 3,
+    AWL_BLOCK_TOOL_RESULT = 4
+};
+
+enum {
+    AWL_SEARCH_FOLD = 1,       /* ASCII letters match either case */
+    AWL_SEARCH_EVERY_LINE = 2  /* every line is a candidate (no needles) */
+};
+
+/* Finds, from pos (a line start) to end, the lines holding one of the
+ * n_needles byte strings laid end to end at needles (lengths in
+ * needle_lens, at most 32 of them) and whose message entry has a content
+ * block (text, thinking, a tool call's input, a tool result) that holds the
+ * text_len bytes at text once its JSON string is decoded (a tool call's
+ * input also once more, as the JSON text it is).  With AWL_SEARCH_FOLD,
+ * needles and text must be lower-case and ASCII letters match either case.
+ * Only messages whose role bit (1 << AWL_ROLE_*) is in role_mask and blocks
+ * whose kind bit (1 << AWL_BLOCK_*) is in kind_mask count.  Writes at most
+ * cap hits to out; *next_pos receives where to go on (end when done).  A
+ * block that needs more than scratch_len bytes of scratch to decode stops
+ * the search before its line: *scratch_needed then says how many (0
+ * otherwise). */
+size_t awl_search(const uint8_t *buf, size_t len, size_t pos, size_t end,
+                  const uint8_t *needles, const size_t *needle_lens, size_t n_needles,
+                  const uint8_t *text, size_t text_len, int flags, unsigned role_mask,
+                  unsigned kind_mask, uint8_t *scratch, size_t scratch_len, awl_hit *out,
+                  size_t cap, size_t *next_pos, size_t *scratch_needed);
+
+/* How many times byte occurs in [start, end) (0 for a bad range). */
+size_t awl_count_byte(const uint8_t *buf, size_t len, size_t start, size_t end, uint8_t byte);
+
 /* Instruction sets of the string scanner (see awl_simd). */
 enum { AWL_SIMD_NONE = 0, AWL_SIMD_SSE2 = 1, AWL_SIMD_AVX2 = 2 };
 

@@ -37,8 +37,8 @@ ALLOWED = {
 
 # The store's units, lowest first: each imports only units of lower rank.
 STORE_RANKS = [
-    ["_numpy"],
-    ["_native_loader", "_fs", "_clock", "_entries", "_ids"],
+    ["_numpy", "_header"],
+    ["_native_loader", "_fs", "_clock", "_entries", "_ids", "_search_fallback"],
     ["_scanner_abi", "_codec"],
     ["_scanner_fallback", "_state"],
     ["_scanner_native", "_checkpoint"],
@@ -52,6 +52,7 @@ STORE_RANKS = [
     ["_recovery"],
     ["_listing"],
     ["_catalog"],
+    ["_search"],
     ["_verify"],
     ["_session"],
     ["_reindex"],

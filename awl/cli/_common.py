@@ -15,7 +15,6 @@ import orjson
 from .. import environment
 from .._version import __version__
 from ..errors import AmbiguousSession, AwlError, SessionNotFound
-from ..store import find_session, scanner_description
 from ..ui import visible
 
 
@@ -83,6 +82,8 @@ def current_dir() -> Path:
 
 def version_message() -> str:
     """What ``awl --version`` says: the version, the scanner in use, the Python."""
+    from ..store import scanner_description
+
     python = sys.version.split()[0]
     return f"awl {__version__} (scanner: {scanner_description()}, Python {python})"
 
@@ -90,6 +91,8 @@ def version_message() -> str:
 def resolve_session(ref: str, cwd: Path) -> Path:
     """A session path from an id or a unique id prefix (SessionNotFound, AmbiguousSession
     and their kin as one-line errors)."""
+    from ..store import find_session
+
     try:
         return find_session(ref, cwd)
     except (SessionNotFound, AmbiguousSession) as exc:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import click
 
 from ..errors import AwlError
-from ..store import SessionInfo, list_all_sessions, list_sessions, unique_prefixes
 from ..ui import local_time, visible
 from ._app import main
 from ._common import current_dir, fail, json_text
+
+if TYPE_CHECKING:  # the listing: imported once the command runs
+    from ..store import SessionInfo
 
 
 @main.command()
@@ -23,6 +26,8 @@ from ._common import current_dir, fail, json_text
 )
 def sessions(as_json: bool, all_projects: bool, long_format: bool) -> None:
     """List the sessions of this directory, oldest first."""
+    from ..store import list_all_sessions, list_sessions, unique_prefixes
+
     try:
         if all_projects:
             groups = list_all_sessions()

@@ -9,7 +9,7 @@ import click
 
 from ..errors import AwlError
 from ._app import main
-from ._common import current_dir, fail, resolve_session
+from ._common import current_dir, fail, json_text, resolve_session
 
 
 @main.command()
@@ -17,10 +17,22 @@ from ._common import current_dir, fail, resolve_session
 @click.option(
     "--json", "as_json", is_flag=True, help="One JSON document of the rebuilt conversation."
 )
-def show(ref: str, as_json: bool) -> None:
+@click.option(
+    "--around",
+    metavar="ENTRY",
+    help="Only the message with this entry id (from awl search) and the ones around it.",
+)
+@click.option(
+    "--context",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    help="Messages before and after the one --around names.",
+)
+def show(ref: str, as_json: bool, around: str | None, context: int) -> None:
     """Print a session's conversation.  Read-only: never trims, locks or writes."""
     from ..store import SessionManager
-    from ..ui import session_json, transcript
+    from ..ui import around_document, session_json, transcript, transcript_around
 
     path = (
         Path(ref) if ("/" in ref or ref.endswith(".jsonl")) else resolve_session(ref, current_dir())
@@ -35,7 +47,15 @@ def show(ref: str, as_json: bool) -> None:
         fail(f"{path}: not a regular file", usage=True)
     try:
         with SessionManager.open(path, read_only=True) as m:
-            if as_json:
+            if around is not None:
+                try:
+                    if as_json:
+                        click.echo(json_text(around_document(m, around, context)))
+                    else:
+                        click.echo("\n".join(transcript_around(m, around, context)))
+                except KeyError:
+                    fail(f"{path}: no entry {around!r} in this session", usage=True)
+            elif as_json:
                 for piece in session_json(m):
                     click.echo(piece, nl=False)
                 click.echo()

@@ -72,6 +72,7 @@ if TYPE_CHECKING:
         settle_creation,
         unfinished_creations,
     )
+    from ._search import SearchHit, SearchProblem, SearchQuery, search, search_scope
     from ._session import OpenStats, SessionManager
     from ._state import MAX_REPLACED, CheckpointMark, SessionState
     from ._verify import VerifyReport, checkpoint_disagreement, verify_log
@@ -133,6 +134,11 @@ _HOMES = {
     "session_paths": "_reindex",
     "settle_creation": "_reindex",
     "unfinished_creations": "_reindex",
+    "SearchHit": "_search",
+    "SearchProblem": "_search",
+    "SearchQuery": "_search",
+    "search": "_search",
+    "search_scope": "_search",
     "OpenStats": "_session",
     "SessionManager": "_session",
     "MAX_REPLACED": "_state",
@@ -166,6 +172,9 @@ __all__ = [
     "OpenStats",
     "ReindexPlan",
     "ReindexSummary",
+    "SearchHit",
+    "SearchProblem",
+    "SearchQuery",
     "SessionEntry",
     "SessionHeader",
     "SessionInfo",
@@ -196,6 +205,8 @@ __all__ = [
     "resume_prefix",
     "scanner",
     "scanner_description",
+    "search",
+    "search_scope",
     "serialize_entry",
     "serialize_header",
     "session_info",

@@ -44,6 +44,7 @@ from ._entries import (
     SessionHeader,
     UnknownEntry,
 )
+from ._header import header_fields
 from ._ids import ID_SPACE
 
 # ── serialization ──
@@ -242,18 +243,8 @@ def parse_base(obj: dict[str, Any], what: str) -> EntryBase:
 
 def parse_header(obj: dict[str, Any]) -> SessionHeader:
     """A header from its JSON object."""
-    version = obj.get("version")
-    if version != FORMAT_VERSION or isinstance(version, bool):
-        raise FormatError(f"unsupported session format version {version!r} (this awl reads 1)")
-    what = "the session header"
-    return SessionHeader(
-        id=_str(obj, "id", what),
-        timestamp=_str(obj, "timestamp", what),
-        cwd=_str(obj, "cwd", what),
-        provider=_str(obj, "provider", what),
-        model=_str(obj, "model", what),
-        version=version,
-    )
+    sid, timestamp, cwd, provider, model = header_fields(obj)
+    return SessionHeader(sid, timestamp, cwd, provider, model, FORMAT_VERSION)
 
 
 _CP_STRINGS = (

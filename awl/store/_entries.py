@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from ..conversation import Role, Usage
+from ._header import FORMAT_VERSION as FORMAT_VERSION  # re-exported: the entry types carry it
 
-FORMAT_VERSION = 1
 CHECKPOINT_VERSION = 1
 
 RECENT = 8

@@ -19,9 +19,13 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+from typing import TYPE_CHECKING
 
-from . import scanner
-from ._scanner_abi import Records
+if TYPE_CHECKING:
+    from ._scanner_abi import Records
+
+# The scanner (and numpy with it) is imported where a method needs it: a
+# search reads logs through this map without either.
 
 _CHUNK = 1 << 16
 
@@ -33,16 +37,16 @@ _PAGE = mmap.PAGESIZE
 
 def _last_line_start(fd: int, size: int) -> int:
     """Where the file's last line starts (after the last newline before its final byte)."""
-    pos = size - 1
+    pos, step = size - 1, 4096  # most last lines are short: read a page first
     while pos > 0:
-        lo = max(0, pos - _CHUNK)
+        lo = max(0, pos - step)
         chunk = os.pread(fd, pos - lo, lo)
         if len(chunk) < pos - lo:
             return 0  # the file shrank under us: treat everything as the last line
         nl = chunk.rfind(b"\n")
         if nl >= 0:
             return lo + nl + 1
-        pos = lo
+        pos, step = lo, _CHUNK
     return 0
 
 
@@ -50,7 +54,11 @@ def _find(buf: mmap.mmap | bytes, sub: bytes, start: int, end: int) -> int:
     # A byte is found with memchr either way; a longer needle with memmem
     # (scanner.find), as CPython's skip search crawls through JSON, where
     # the needle's first and last bytes, quotes, are everywhere.
-    return buf.find(sub, start, end) if len(sub) <= 1 else scanner.find(buf, sub, start, end)
+    if len(sub) <= 1:
+        return buf.find(sub, start, end)
+    from . import scanner
+
+    return scanner.find(buf, sub, start, end)
 
 
 def _may_be_whole(fd: int, start: int, end: int) -> bool:
@@ -176,6 +184,8 @@ class LogMap:
         A range longer than :data:`RELEASE_WINDOW` is scanned a window at a
         time, each window's pages released once it is scanned.
         """
+        from . import scanner
+
         parts = []
         if start < self.split and self._mm is not None:
             parts.extend(self._scan_windows(self._mm, start, min(end, self.split)))
@@ -186,6 +196,8 @@ class LogMap:
         return parts[0] if len(parts) == 1 else scanner.concat_records(parts)
 
     def _scan_windows(self, mm: mmap.mmap, start: int, end: int) -> list[Records]:
+        from . import scanner
+
         parts = []
         while end - start > RELEASE_WINDOW:
             # Windows end at a line start: the scanner starts at one.
@@ -215,6 +227,8 @@ class LogMap:
 
     def find_last(self, type_name: str, start: int, end: int) -> int | None:
         """The offset of the last line in ``[start, end)`` whose type is ``type_name``."""
+        from . import scanner
+
         if end > self.split and self._tail:
             lo = max(start, self.split) - self.split
             hit = scanner.find_last(self._tail, type_name, lo, end - self.split)
@@ -223,6 +237,21 @@ class LogMap:
         if start < self.split and self._mm is not None:
             return scanner.find_last(self._mm, type_name, start, min(end, self.split))
         return None
+
+    def pieces(self, start: int, end: int) -> list[tuple[mmap.mmap | bytes, int, int, int]]:
+        """``[start, end)`` as the buffers that hold it: ``(buffer, its first byte's
+        offset in the log, start, end)`` with start and end in the buffer's own
+        terms; the mapped lines, then the last line read with pread (a line
+        never spans the two)."""
+        end = min(end, self.size)
+        out: list[tuple[mmap.mmap | bytes, int, int, int]] = []
+        if start < min(end, self.split) and self._mm is not None:
+            out.append((self._mm, 0, start, min(end, self.split)))
+        if end > self.split and self._tail:
+            out.append(
+                (self._tail, self.split, max(start, self.split) - self.split, end - self.split)
+            )
+        return out
 
     def passing(self, start: int = 0) -> Passing:
         """A tracker for one pass from ``start`` (either way) that releases what it has passed."""

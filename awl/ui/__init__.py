@@ -15,7 +15,15 @@ if TYPE_CHECKING:
     from ._repl import HELP, handle_command, interactive_loop, show_resume
     from ._terminal import TerminalSink, stdin_text
     from ._text import local_time, visible
-    from ._transcript import render_message, session_document, session_json, transcript
+    from ._transcript import (
+        around_document,
+        messages_around,
+        render_message,
+        session_document,
+        session_json,
+        transcript,
+        transcript_around,
+    )
 
 _HOMES = {
     "HELP": "_repl",
@@ -26,24 +34,30 @@ _HOMES = {
     "stdin_text": "_terminal",
     "local_time": "_text",
     "visible": "_text",
+    "around_document": "_transcript",
+    "messages_around": "_transcript",
     "render_message": "_transcript",
     "session_document": "_transcript",
     "session_json": "_transcript",
     "transcript": "_transcript",
+    "transcript_around": "_transcript",
 }
 
 __all__ = [
     "HELP",
     "TerminalSink",
+    "around_document",
     "handle_command",
     "interactive_loop",
     "local_time",
+    "messages_around",
     "render_message",
     "session_document",
     "session_json",
     "show_resume",
     "stdin_text",
     "transcript",
+    "transcript_around",
     "visible",
 ]
 

@@ -12,7 +12,7 @@ from ..store import block_to_json, content_block_to_disk
 from ._text import visible
 
 if TYPE_CHECKING:
-    from ..store import SessionManager
+    from ..store import MessageEntry, SessionManager
 
 _TOOL_OUTPUT_LINES = 20
 
@@ -90,3 +90,49 @@ def transcript(m: SessionManager) -> Iterator[str]:
     for msg in m.rebuild_conversation().stream():
         yield ""
         yield render_message(msg)
+
+
+def messages_around(
+    m: SessionManager, entry_id: str, context: int = 3
+) -> tuple[list[MessageEntry], int]:
+    """The message entry ``entry_id`` with up to ``context`` messages before it (on its
+    own branch) and after it (when it is on the current branch), and its place
+    in the list.  KeyError when the log has no such entry."""
+    from ..store import MessageEntry
+
+    branch = [e for e in m.get_branch(entry_id) if isinstance(e, MessageEntry)]
+    if not branch or branch[-1].base.id != entry_id:
+        raise KeyError(entry_id)
+    before = branch[-(context + 1) :]
+    current = [e for e in m.get_branch() if isinstance(e, MessageEntry)]
+    ids = [e.base.id for e in current]
+    after = current[ids.index(entry_id) + 1 :][:context] if entry_id in ids else []
+    return before + after, len(before) - 1
+
+
+def transcript_around(m: SessionManager, entry_id: str, context: int = 3) -> Iterator[str]:
+    """:func:`messages_around` as readable text, the message itself marked."""
+    from ..store import disk_message_to_internal
+
+    entries, at = messages_around(m, entry_id, context)
+    head = f"session {m.id}  cwd {m.cwd}  around entry {entry_id}"
+    yield visible(head, one_line=True)
+    for k, entry in enumerate(entries):
+        yield ""
+        if k == at:
+            yield f"▶ entry {entry.base.id}  {entry.base.timestamp}"
+        yield render_message(disk_message_to_internal(entry.message))
+
+
+def around_document(m: SessionManager, entry_id: str, context: int = 3) -> dict[str, Any]:
+    """:func:`messages_around` as JSON for scripts: the session's head, the entry's id,
+    and each message (its ``entry`` id and ``timestamp`` beside role and content)."""
+    from ..store import disk_message_to_internal
+
+    entries, _ = messages_around(m, entry_id, context)
+    messages = [
+        {"entry": e.base.id, "timestamp": e.base.timestamp}
+        | _message_json(disk_message_to_internal(e.message))
+        for e in entries
+    ]
+    return _head(m) | {"around": entry_id, "messages": messages}

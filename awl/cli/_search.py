@@ -1,0 +1,186 @@
+"""``awl search``: find what was said in this directory's sessions, or every project's.
+
+Exit status as grep's: 0 when something was found, 1 when nothing was, 2 on
+an error (a log that could not be searched is named on stderr; every other
+log is still searched).  Colour only on a terminal.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from datetime import UTC, datetime, timedelta
+
+import click
+
+from ..errors import AmbiguousSession, AwlError, SessionNotFound
+from ._app import main
+from ._common import current_dir, fail, json_text
+
+KINDS = {
+    "text": "text",
+    "thinking": "thinking",
+    "tool-call": "toolUse",
+    "toolUse": "toolUse",
+    "tool-result": "toolResult",
+    "toolResult": "toolResult",
+}
+
+_RELATIVE = re.compile(r"^(\d+)([smhdw])$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_when(text: str, *, end_of_day: bool = False) -> str:
+    """An ISO 8601 UTC timestamp (as the log writes them) for ``--since``/``--until``:
+    a relative age (``30m``, ``2h``, ``7d``, ``4w``), a local date (``2026-05-01``:
+    its start, or its end with ``end_of_day``) or a local or zoned date and time.
+    ValueError when it is none of these."""
+    m = _RELATIVE.match(text.strip())
+    if m:
+        when = datetime.now(UTC) - timedelta(seconds=int(m[1]) * _UNITS[m[2]])
+    else:
+        when = datetime.fromisoformat(text.strip())
+        if len(text.strip()) == 10 and end_of_day:
+            when += timedelta(days=1, microseconds=-1000)
+        if when.tzinfo is None:
+            when = when.astimezone()  # a time without a zone is local
+        when = when.astimezone(UTC)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
+
+
+def _colour(choice: str) -> bool:
+    if choice == "always":
+        return True
+    if choice == "never":
+        return False
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+@main.command("search")
+@click.argument("query")
+@click.option("--all", "all_projects", is_flag=True, help="Every project's sessions.")
+@click.option("--session", metavar="ID|PREFIX", help="Only this session.")
+@click.option("-i", "--ignore-case", is_flag=True, help="Letters match either case.")
+@click.option(
+    "--role",
+    "roles",
+    multiple=True,
+    type=click.Choice(["system", "user", "assistant"]),
+    help="Only messages of this role (repeatable).",
+)
+@click.option(
+    "--kind",
+    "kinds",
+    multiple=True,
+    type=click.Choice(sorted(KINDS)),
+    help="Only blocks of this kind: text, thinking, tool-call, tool-result (repeatable).",
+)
+@click.option("--since", metavar="WHEN", help="Only entries from then on (2026-05-01, 7d, 2h).")
+@click.option("--until", metavar="WHEN", help="Only entries up to then.")
+@click.option("--limit", type=click.IntRange(min=1), help="Stop after this many hits.")
+@click.option("--json", "as_json", is_flag=True, help="JSON Lines: one object per hit.")
+@click.option(
+    "--color",
+    "--colour",
+    "colour",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    help="Highlight matches (auto: on a terminal).",
+)
+@click.option("--jobs", "-j", type=click.IntRange(min=1), help="Threads (default: the cores).")
+def search_command(
+    query: str,
+    all_projects: bool,
+    session: str | None,
+    ignore_case: bool,
+    roles: tuple[str, ...],
+    kinds: tuple[str, ...],
+    since: str | None,
+    until: str | None,
+    limit: int | None,
+    as_json: bool,
+    colour: str,
+    jobs: int | None,
+) -> None:
+    """Find what was said in this directory's sessions (--all: every project's).
+
+    Matches the text of messages as it was said — text, thinking, tool calls'
+    input, tool results — whatever the log escaped; never keys or ids.  The
+    most recently active sessions come first.  Exit status: 0 found, 1 none,
+    2 error.  From a hit, `awl show ID --around ENTRY` shows the message in
+    its context and `awl --resume ID` continues the session.
+    """
+    from ..store import SearchProblem, SearchQuery, search, search_scope
+
+    if not query:
+        fail("the query is empty", usage=True)
+    if all_projects and session:
+        fail("give --all or --session, not both", usage=True)
+    try:
+        when = (
+            parse_when(since) if since else None,
+            parse_when(until, end_of_day=True) if until else None,
+        )
+    except ValueError:
+        fail(
+            "--since/--until take a date (2026-05-01), a time, or an age (30m, 2h, 7d, 4w)",
+            usage=True,
+        )
+    q = SearchQuery(
+        query,
+        ignore_case=ignore_case,
+        roles=frozenset(roles or ("system", "user", "assistant")),
+        kinds=frozenset(KINDS[k] for k in kinds or KINDS),
+        since=when[0],
+        until=when[1],
+    )
+    here = None if all_projects else current_dir()
+    try:
+        logs = search_scope(here, all_projects=all_projects, session=session)
+    except (SessionNotFound, AmbiguousSession) as exc:
+        fail(str(exc), usage=True)
+    except AwlError as exc:
+        fail(str(exc), usage=True)
+    out = sys.stdout
+    tty = out.isatty()
+    paint = _colour(colour)
+    found = errors = 0
+    shown: dict[str, str] = {}
+    cwd = None if all_projects or session else os.fspath(here) if here else None
+    for item in search(q, logs, cwd=cwd, jobs=jobs, limit=limit):
+        if isinstance(item, SearchProblem):
+            errors += 1
+            click.echo(f"awl: {_visible(item.message)}", err=True)
+            continue
+        found += 1
+        if as_json:
+            out.write(json_text(item.as_json()) + "\n")
+        else:
+            out.write(_line(item, shown, paint) + "\n")
+        if tty:
+            out.flush()  # each hit as it comes: the rest of the store is still being read
+    out.flush()
+    if errors:
+        sys.exit(2)
+    sys.exit(0 if found else 1)
+
+
+def _visible(text: str) -> str:
+    from ..ui import visible
+
+    return visible(text, one_line=True)
+
+
+def _line(hit: object, shown: dict[str, str], paint: bool) -> str:
+    """``019dc5ba  2026-04-25 17:40  user       …snippet with the match…``."""
+    from ..store import SearchHit
+    from ..ui import local_time
+
+    assert isinstance(hit, SearchHit)
+    short = shown.setdefault(hit.session, hit.session[:8])
+    a, b = hit.match
+    before, match, after = hit.snippet[:a], hit.snippet[a:b], hit.snippet[b:]
+    match = f"\x1b[1;31m{_visible(match)}\x1b[0m" if paint else _visible(match)
+    when = local_time(hit.timestamp) if hit.timestamp else "????-??-?? ??:??"
+    return f"{short}  {when}  {hit.role:<9}  {_visible(before)}{match}{_visible(after)}"

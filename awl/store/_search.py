@@ -1,0 +1,661 @@
+"""Searching sessions for what was said.
+
+A log is read through a :class:`~._logmap.LogMap` (no lock, nothing
+written, a torn last line ignored) and searched in pieces of at most
+:data:`PIECE` bytes, on worker threads (the native search releases the GIL),
+in the order of the sessions' last activity, most recent first: the first
+hits come out while the rest of the store is still being searched.
+
+The native search (``native/search.c``) finds the byte forms the query can
+take in a log (:func:`needles`) and confirms each line where one is found;
+the rules of a match are :mod:`._search_fallback`'s, which does the same in
+Python where the native module is missing.  A query whose letters are not
+all ASCII is folded by Unicode rules with ``ignore_case``, in Python, line
+by line (``docs/format.md``, "Searching").  Nothing here imports numpy.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import string
+import sys
+import threading
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import FormatError, SessionError
+from ..paths import log_files, project_dir, project_folders, session_root
+from . import _native_loader
+from ._clock import format_timestamp
+from ._header import header_fields
+from ._logmap import LogMap
+from ._search_fallback import BLOCK_KINDS, ROLES, Matcher, line_matches, load
+
+PIECE = 32 << 20
+"""Bytes searched by one call (a worker's unit, and the window released after it)."""
+
+BIG = 2 * PIECE
+"""A log this large is searched piece by piece as its hits stream out; a smaller one
+is searched whole by one worker."""
+
+MAX_HEADER = 1 << 20
+
+MAX_NEEDLES = 32
+"""The most byte forms of one query sought (``native/search.c``'s limit)."""
+
+# Characters every JSON writer writes as they are: a query's longest run of
+# them is sought as is.  Others may be escaped (a quote, a backslash, a
+# control character; a slash, "<", ">", "&" and "'" by some writers;
+# anything not ASCII by writers that keep to ASCII).
+SAFE = frozenset(string.ascii_letters + string.digits + " !#$%()*+,-.:;=?@[]^_`{|}~")
+_SAFE_RUNS = re.compile("[" + re.escape("".join(sorted(SAFE))) + "]+")
+
+_SNIPPET = 120  # characters of a hit's snippet
+
+
+def _json_forms(text: str) -> list[bytes]:
+    """The bytes ``text`` becomes inside a JSON string, as the writers known to awl
+    write it: minimal escapes (orjson, serde, JSON.stringify), ASCII-only with
+    lower- or upper-case hex (Python's json, many others), ``\\/`` for a slash,
+    ``\\u003c``-style for ``<>&'`` (Go)."""
+    short = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r"}
+    short["\t"] = "\\t"
+
+    def form(ascii_only: bool, upper: bool, slash: bool, html: bool) -> bytes:
+        out = []
+        for ch in text:
+            cp = ord(ch)
+            if ch in short:
+                out.append(short[ch])
+            elif cp < 0x20 or (html and ch in "<>&'"):
+                out.append(f"\\u{cp:04X}" if upper else f"\\u{cp:04x}")
+            elif ch == "/" and slash:
+                out.append("\\/")
+            elif cp > 0x7E and ascii_only:
+                units = (
+                    [cp]
+                    if cp < 0x10000
+                    else [0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + ((cp - 0x10000) & 0x3FF)]
+                )
+                out.extend(f"\\u{u:04X}" if upper else f"\\u{u:04x}" for u in units)
+            else:
+                out.append(ch)
+        return "".join(out).encode("utf-8", "surrogatepass")
+
+    forms = []
+    for ascii_only in (False, True):
+        for upper in (False, True):
+            for slash in (False, True):
+                for html in (False, True):
+                    f = form(ascii_only, upper, slash, html)
+                    if f not in forms:
+                        forms.append(f)
+    return forms
+
+
+def needles(query: str, fold: bool) -> list[bytes]:
+    """The byte strings one of which every matching line holds; [] for none (every
+    line is then a candidate: a query of many characters that writers escape).
+
+    The query's longest run of :data:`SAFE` characters when it is the whole
+    query or at least 3 long, else the forms the whole query takes in a JSON
+    string (:func:`_json_forms`), and in a JSON string inside one (a tool
+    call's input); lower-cased with ``fold``.
+    """
+    runs = _SAFE_RUNS.findall(query)
+    best = max(runs, key=len, default="")
+    if best and (best == query or len(best) >= 3):
+        found = [best.encode("ascii")]
+    else:
+        forms = _json_forms(query)
+        # A tool call's input is JSON text inside a JSON string: each form its
+        # writer made is written once more, by the log's writer, in its style.
+        again = [g for f in forms for g in _json_forms(f.decode("utf-8", "surrogatepass"))]
+        found = list(dict.fromkeys(forms + again))
+    if fold:
+        found = list(dict.fromkeys(n.lower() for n in found))
+    # A line holding a form holds every form inside it: only the shortest are sought.
+    found = [n for n in found if not any(m != n and m in n for m in found)]
+    return found if len(found) <= MAX_NEEDLES else []  # too many: every line is read
+
+
+@dataclass(frozen=True, slots=True)
+class SearchQuery:
+    """What to look for.
+
+    ``roles`` and ``kinds`` are sets of ``"system"``, ``"user"``,
+    ``"assistant"`` and of ``"text"``, ``"thinking"``, ``"toolUse"``,
+    ``"toolResult"``; ``since`` and ``until`` bound the entry's timestamp
+    (ISO 8601 text, compared as text: awl writes ``...Z`` times).
+    """
+
+    text: str
+    ignore_case: bool = False
+    roles: frozenset[str] = frozenset(ROLES)
+    kinds: frozenset[str] = frozenset(BLOCK_KINDS)
+    since: str | None = None
+    until: str | None = None
+
+    @property
+    def fold(self) -> str:
+        """``""``, ``"ascii"`` or ``"unicode"`` (see :class:`Matcher`)."""
+        if not self.ignore_case:
+            return ""
+        return "ascii" if self.text.isascii() else "unicode"
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One block of one message that holds the query."""
+
+    session: str  # the session id
+    path: Path
+    cwd: str
+    entry: str  # the message entry's id
+    line: int  # 1-based line of the log
+    role: str
+    block: str  # "text", "thinking", "toolUse", "toolResult"
+    block_index: int
+    timestamp: str
+    snippet: str  # one line around the match
+    match: tuple[int, int]  # where the match is in the snippet
+
+    def as_json(self) -> dict[str, Any]:
+        """The hit as a JSON object (``awl search --json``)."""
+        return {
+            "session": self.session,
+            "path": str(self.path),
+            "cwd": self.cwd,
+            "entry": self.entry,
+            "line": self.line,
+            "role": self.role,
+            "block": self.block,
+            "blockIndex": self.block_index,
+            "timestamp": self.timestamp,
+            "snippet": self.snippet,
+            "match": list(self.match),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SearchProblem:
+    """A log that could not be searched (or not to its end), and why, in one line."""
+
+    path: Path
+    message: str
+
+
+# ── which logs, in which order ──
+
+
+def search_scope(
+    cwd: str | os.PathLike[str] | None = None,
+    *,
+    all_projects: bool = False,
+    session: str | None = None,
+    session_dir: str | os.PathLike[str] | None = None,
+) -> list[Path]:
+    """The logs a search covers, the most recently active first: one session (its id
+    or a unique prefix), every project's with ``all_projects``, else those in
+    ``cwd``'s project folder (the header's cwd is checked as they are read).
+
+    Raises SessionError (SessionNotFound, AmbiguousSession) for ``session``,
+    or when the root cannot be listed.
+    """
+    root = Path(session_dir) if session_dir is not None else session_root()
+    if session is not None:
+        from ._catalog import find_session
+
+        return [find_session(session, cwd or os.getcwd(), session_dir=root)]
+    if all_projects:
+        paths = [p for folder in project_folders(root) for p in _listed(folder)]
+    else:
+        paths = log_files(project_dir(cwd or os.getcwd(), root))
+    return sorted(paths, key=_recency, reverse=True)
+
+
+def _listed(folder: Path) -> list[Path]:
+    try:
+        return log_files(folder)
+    except SessionError:
+        return [folder]  # named when it is searched: it cannot be listed
+
+
+def _recency(path: Path) -> tuple[str, str]:
+    """When a log was last active, from its last line (a checkpoint's
+    ``lastActivity``, an entry's ``timestamp``), else its modification time."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return "", path.name
+    try:
+        st = os.fstat(fd)
+        tail = os.pread(fd, 8192, max(0, st.st_size - 8192))
+    except OSError:
+        return "", path.name
+    finally:
+        os.close(fd)
+    when = format_timestamp(st.st_mtime)
+    lines = tail.rstrip(b"\n").rsplit(b"\n", 1)
+    obj = load(lines[-1]) if len(lines) == 2 or len(tail) < 8192 else None
+    if type(obj) is dict:
+        value = obj.get("lastActivity", obj.get("timestamp"))
+        if type(value) is str and value:
+            when = value
+    return when, path.name
+
+
+# ── one log ──
+
+
+_local = threading.local()
+
+
+@dataclass(slots=True)
+class _Log:
+    """A log being searched: its bytes, its header, the range that counts."""
+
+    path: Path
+    fd: int
+    log: LogMap
+    session: str
+    cwd: str
+    start: int  # where the first entry is
+    end: int  # where the lines read end (a long torn tail is not even read)
+    last: int  # where the last line starts: if it is no object, it is a torn tail
+    line_at: int = 0  # the offset up to which lines are counted
+    lines: int = 0  # lines before line_at
+    problem: str | None = None
+
+    def close(self) -> None:
+        self.log.close()
+        os.close(self.fd)
+
+
+def _open_log(path: Path, cwd: str | None) -> _Log | SearchProblem | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return SearchProblem(path, f"{path}: no such session file")
+    except OSError as exc:
+        return SearchProblem(path, f"{path}: cannot open: {exc.strerror}")
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            return SearchProblem(path, f"{path}: not a regular file")
+        log = LogMap.for_reader(fd, st.st_size)
+        nl = log.find(b"\n", 0, min(len(log), MAX_HEADER))
+        obj = load(log.view(0, nl if nl >= 0 else len(log)))
+        try:
+            if type(obj) is not dict or obj.get("type") != "session":
+                raise FormatError("the first line is not a session header")
+            sid, _created, where, _provider, _model = header_fields(obj)
+        except FormatError as exc:
+            log.close()
+            os.close(fd)
+            return SearchProblem(path, f"{path}:1: {exc}")
+    except BaseException:
+        os.close(fd)
+        raise
+    if cwd is not None and where != cwd:
+        log.close()
+        os.close(fd)
+        return None  # another directory's session in a folder of the same name
+    start = nl + 1 if nl >= 0 else len(log)
+    end = len(log)
+    last = log.rfind(b"\n", start, end - 1) + 1 if end > start else end
+    return _Log(path, fd, log, sid, where, start, end, max(last, start))
+
+
+# ── the search ──
+
+RawHit = tuple[int, int, int, int, int]
+
+
+def _native() -> Any:
+    """The native module, unless absent or the pure scanner was made active
+    (``awl.store.scanner.use("fallback")``, for tests)."""
+    facade = sys.modules.get(f"{__package__}.scanner")
+    if facade is not None and getattr(facade, "IMPLEMENTATION", "native") != "native":
+        return None
+    return _native_loader.load()[0]
+
+
+@dataclass(slots=True)
+class _Plan:
+    """The query as the searching threads use it."""
+
+    query: SearchQuery
+    matcher: Matcher
+    needles: list[bytes]
+    native: Any
+    role_mask: int = 0
+    kind_mask: int = 0
+    blob: bytes = b""
+    scratch_size: int = 1 << 16
+    every: bool = False
+
+
+def _plan(query: SearchQuery) -> _Plan:
+    fold = query.fold
+    matcher = Matcher(query.text, fold)
+    found = [] if fold == "unicode" else needles(query.text, fold == "ascii")
+    plan = _Plan(query, matcher, found, None if fold == "unicode" else _native())
+    plan.role_mask = sum(1 << (ROLES.index(r) + 1) for r in query.roles if r in ROLES)
+    plan.kind_mask = sum(1 << (BLOCK_KINDS.index(k) + 1) for k in query.kinds if k in BLOCK_KINDS)
+    plan.blob = b"".join(found)
+    plan.every = not found
+    return plan
+
+
+def _scratch(ffi: Any, size: int) -> Any:
+    """This thread's scratch buffer for decoding, at least ``size`` bytes (kept: a
+    fresh one per call would be zeroed each time)."""
+    have = getattr(_local, "scratch", None)
+    if have is None or len(have) < size:
+        have = _local.scratch = ffi.new("uint8_t[]", size)
+    return have
+
+
+def _search_native(plan: _Plan, buf: Any, lo: int, hi: int) -> list[RawHit]:
+    native = plan.native
+    ffi, lib = native.ffi, native.lib
+    text = plan.matcher.needle
+    lens = ffi.new("size_t[]", [len(n) for n in plan.needles] or [0])
+    out = ffi.new("awl_hit[]", 256)
+    next_pos = ffi.new("size_t *")
+    needed = ffi.new("size_t *")
+    scratch = _scratch(ffi, plan.scratch_size)
+    flags = (lib.AWL_SEARCH_FOLD if plan.matcher.fold == "ascii" else 0) | (
+        lib.AWL_SEARCH_EVERY_LINE if plan.every else 0
+    )
+    hits: list[RawHit] = []
+    pos = lo
+    with ffi.from_buffer("uint8_t[]", buf) as src:
+        while pos < hi:
+            n = lib.awl_search(
+                src,
+                len(buf),
+                pos,
+                hi,
+                plan.blob,
+                lens,
+                len(plan.needles),
+                text,
+                len(text),
+                flags,
+                plan.role_mask,
+                plan.kind_mask,
+                scratch,
+                len(scratch),
+                out,
+                256,
+                next_pos,
+                needed,
+            )
+            for i in range(n):
+                h = out[i]
+                hits.append((h.offset, h.length, h.block, h.kind, h.role))
+            if needed[0]:
+                scratch = _scratch(ffi, needed[0] + (needed[0] >> 2))
+            pos = next_pos[0]
+    return hits
+
+
+def _search_python(plan: _Plan, buf: Any, lo: int, hi: int) -> list[RawHit]:
+    fold = plan.matcher.fold == "ascii"
+    patterns = [re.compile(re.escape(n), re.IGNORECASE) if fold else None for n in plan.needles]
+    roles, kinds = plan.query.roles, plan.query.kinds
+    hits: list[RawHit] = []
+    pos = lo
+    while pos < hi:
+        if plan.every:
+            at = pos
+        else:
+            at = -1
+            for needle, pattern in zip(plan.needles, patterns, strict=True):
+                if pattern is not None:
+                    m = pattern.search(buf, pos, hi)
+                    k = m.start() if m else -1
+                else:
+                    k = buf.find(needle, pos, hi)
+                if k >= 0 and (at < 0 or k < at):
+                    at = k
+            if at < 0:
+                break
+        ls = buf.rfind(b"\n", pos, at) + 1 if at > pos else pos
+        ls = max(ls, pos)
+        le = buf.find(b"\n", at, hi)
+        if le < 0:
+            le = hi
+        line = bytes(buf[ls:le])
+        if line.strip(b" \t\r"):
+            obj = load(line)
+            if type(obj) is not dict:
+                hits.append((ls, le - ls, 0, 0, 0))
+            else:
+                found = line_matches(obj, plan.matcher, roles, kinds)
+                if found:
+                    k, kind, _ = found[0]
+                    role = ROLES.index(obj["message"]["role"]) + 1
+                    hits.append((ls, le - ls, k, BLOCK_KINDS.index(kind) + 1, role))
+        pos = le + 1
+    return hits
+
+
+def _search_piece(plan: _Plan, buf: Any, lo: int, hi: int) -> list[RawHit]:
+    if plan.native is not None:
+        return _search_native(plan, buf, lo, hi)
+    return _search_python(plan, buf, lo, hi)
+
+
+def _pieces(log: _Log) -> list[tuple[Any, int, int, int]]:
+    """``(buffer, base, lo, hi)`` pieces of at most :data:`PIECE` bytes, at line starts."""
+    out = []
+    for buf, base, lo, hi in log.log.pieces(log.start, log.end):
+        while hi - lo > PIECE:
+            cut = buf.find(b"\n", lo + PIECE - 1, hi)
+            if cut < 0 or cut + 1 >= hi:
+                break
+            out.append((buf, base, lo, cut + 1))
+            lo = cut + 1
+        out.append((buf, base, lo, hi))
+    return out
+
+
+def _count_lines(plan: _Plan, log: _Log, offset: int) -> int:
+    """The 1-based line number of the line at ``offset`` (counted on from the last one)."""
+    for buf, _base, lo, hi in log.log.pieces(log.line_at, offset):
+        if plan.native is not None:
+            with plan.native.ffi.from_buffer("uint8_t[]", buf) as src:
+                log.lines += plan.native.lib.awl_count_byte(src, len(buf), lo, hi, 10)
+        else:
+            log.lines += bytes(buf[lo:hi]).count(b"\n")
+    log.line_at = offset
+    return log.lines + 1
+
+
+def _snippet(text: str, plan: _Plan) -> tuple[str, tuple[int, int]]:
+    """One line of the block's text around its first match."""
+    q = plan.query.text
+    if plan.matcher.fold == "unicode":
+        at = text.casefold().find(q.casefold())  # an approximate place: folding can resize
+        at = max(at, 0)
+        width = len(q)
+    else:
+        raw = text.encode("utf-8", "surrogatepass")
+        hay = raw.lower() if plan.matcher.fold else raw
+        k = hay.find(plan.matcher.needle)
+        at = len(raw[: max(k, 0)].decode("utf-8", "replace"))
+        width = len(q)
+    start = max(0, at - (_SNIPPET - width) // 3)
+    piece = text[start : start + _SNIPPET]
+    flat = " ".join(piece.split("\n")).replace("\r", " ").replace("\t", " ")
+    lead = "…" if start else ""
+    tail = "…" if start + _SNIPPET < len(text) else ""
+    a = len(lead) + at - start
+    return lead + flat + tail, (a, a + width)
+
+
+def _hits(plan: _Plan, log: _Log, raw: list[RawHit]) -> Iterator[SearchHit | SearchProblem]:
+    q = plan.query
+    for offset, length, _block, kind, _role in raw:
+        if kind == 0 and offset == log.last:
+            continue  # a torn last line: a reader ignores it, as every reader does
+        line = _count_lines(plan, log, offset)
+        if kind == 0:
+            log.problem = f"{log.path}:{line}: not a complete JSON object (the log is corrupt)"
+            return
+        obj = load(log.log.view(offset, offset + length))
+        stamp = obj.get("timestamp") if type(obj) is dict else None
+        stamp = stamp if type(stamp) is str else ""
+        if (q.since is not None and stamp < q.since) or (q.until is not None and stamp > q.until):
+            continue
+        entry = obj.get("id")
+        role = obj["message"]["role"]
+        for index, block, text in line_matches(obj, plan.matcher, q.roles, q.kinds):
+            snippet, match = _snippet(text, plan)
+            yield SearchHit(
+                log.session,
+                log.path,
+                log.cwd,
+                entry if type(entry) is str else "",
+                line,
+                role,
+                block,
+                index,
+                stamp,
+                snippet,
+                match,
+            )
+
+
+@dataclass(slots=True)
+class _Done:
+    """What a worker did with a small log: its hits, or why it could not search it."""
+
+    hits: list[SearchHit | SearchProblem]
+    big: _Log | None = None  # a large log, opened: searched piecewise by the caller
+
+
+def _search_small(plan: _Plan, path: Path, cwd: str | None) -> _Done:
+    got = _open_log(path, cwd)
+    if got is None:
+        return _Done([])
+    if isinstance(got, SearchProblem):
+        return _Done([got])
+    if got.end - got.start > BIG:
+        return _Done([], big=got)
+    try:
+        raw = [
+            h for buf, base, lo, hi in _pieces(got) for h in _piece_hits(plan, buf, base, lo, hi)
+        ]
+        out: list[SearchHit | SearchProblem] = list(_hits(plan, got, raw))
+        if got.problem is not None:
+            out.append(SearchProblem(got.path, got.problem))
+        return _Done(out)
+    finally:
+        got.close()
+
+
+def search(
+    query: SearchQuery,
+    logs: Sequence[Path],
+    *,
+    cwd: str | None = None,
+    jobs: int | None = None,
+    limit: int | None = None,
+) -> Iterator[SearchHit | SearchProblem]:
+    """Every hit of ``query`` in ``logs``, log by log in the order given, each log's in
+    file order; a log that cannot be searched (to its end) gives a
+    :class:`SearchProblem` and the others are searched all the same.
+
+    ``cwd``, when given, skips logs whose header names another directory.
+    Nothing is written, locked or trimmed.  ``jobs`` threads search at once
+    (default: the cores, at most 4); ``limit`` stops after that many hits.
+    Memory holds the hits of a few logs (a large log's: of a few pieces).
+    """
+    plan = _plan(query)
+    workers = jobs or min(4, os.cpu_count() or 1)
+    paths = iter(logs)
+    ahead: deque[Future[_Done]] = deque()
+    count = 0
+    # Workers hand results back through the GIL: a short switch interval keeps
+    # them from waiting out the default 5 ms each time (a convoy on many logs).
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(min(interval, 0.0005))
+    try:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="awl-search") as pool:
+
+            def fill() -> None:
+                while len(ahead) < 4 * workers:
+                    path = next(paths, None)
+                    if path is None:
+                        return
+                    ahead.append(pool.submit(_search_small, plan, path, cwd))
+
+            try:
+                fill()
+                while ahead:
+                    done = ahead.popleft().result()
+                    fill()
+                    found: Iterator[SearchHit | SearchProblem] = iter(done.hits)
+                    if done.big is not None:
+                        found = _search_big(plan, done.big, pool)
+                    for item in found:
+                        yield item
+                        if isinstance(item, SearchHit):
+                            count += 1
+                            if limit is not None and count >= limit:
+                                return
+            finally:
+                for future in ahead:
+                    future.cancel()
+                for future in ahead:
+                    if not future.cancelled():
+                        big = future.result().big
+                        if big is not None:
+                            big.close()
+    finally:
+        sys.setswitchinterval(interval)
+
+
+def _search_big(
+    plan: _Plan, log: _Log, pool: ThreadPoolExecutor
+) -> Iterator[SearchHit | SearchProblem]:
+    """A large log's hits, piece after piece, a few pieces searched ahead."""
+    pieces = deque(_pieces(log))
+    running: deque[tuple[Future[list[RawHit]], int, int]] = deque()
+    try:
+        while pieces or running:
+            while pieces and len(running) < 2:
+                buf, base, lo, hi = pieces.popleft()
+                running.append(
+                    (pool.submit(_piece_hits, plan, buf, base, lo, hi), base + lo, base + hi)
+                )
+            future, lo, hi = running.popleft()
+            raw = future.result()
+            if log.problem is None:
+                yield from _hits(plan, log, raw)
+                if log.problem is not None:
+                    yield SearchProblem(log.path, log.problem)
+            log.log.release(lo, hi)  # memory stays flat over a large log
+    finally:
+        for future, _, _ in running:
+            future.cancel()
+        for future, _, _ in running:
+            if not future.cancelled():
+                future.exception()
+        log.close()
+
+
+def _piece_hits(plan: _Plan, buf: Any, base: int, lo: int, hi: int) -> list[RawHit]:
+    hits = _search_piece(plan, buf, lo, hi)
+    return [(o + base, n, b, k, r) for o, n, b, k, r in hits] if base else hits

@@ -1,0 +1,153 @@
+"""What a search matches, in Python: the rules ``native/search.c`` follows too.
+
+A line matches when it is a valid JSON object (orjson's verdict), a message
+entry (``"type": "message"``) whose role is one asked for, with a content
+block of a kind asked for whose text holds the query: a text block's
+``text``, a thinking block's ``thinking``, a tool result's ``content``, or
+a tool call's ``input`` — the JSON text the model sent — either as it is or
+with its own strings decoded once more (:func:`decode_once_more`), so that
+``echo "hi"`` finds the call whose input is ``{"command":"echo \\"hi\\""}``.
+Texts are compared as UTF-8 bytes; with ``fold``, ASCII letters match either
+case (:meth:`bytes.lower`).  Keys, ids, type names, checkpoint lines and
+lines that are not whole objects never match.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+BLOCK_KINDS = ("text", "thinking", "toolUse", "toolResult")
+"""Block kinds a search looks in, by their on-disk ``type``; 1-based, as the
+native ``AWL_BLOCK_*`` numbers them."""
+
+ROLES = ("system", "user", "assistant")
+"""Message roles, 1-based as ``AWL_ROLE_*``."""
+
+_FIELD = {"text": "text", "thinking": "thinking", "toolUse": "input", "toolResult": "content"}
+_SIMPLE = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def _hex4(text: str, at: int) -> int:
+    chunk = text[at : at + 4]
+    if len(chunk) < 4 or not set(chunk) <= _HEX:
+        return -1
+    return int(chunk, 16)
+
+
+def decode_once_more(text: str) -> str:
+    """``text`` (a tool call's input, JSON text) with its backslash escapes decoded.
+
+    A backslash that starts no valid escape, and a lone surrogate, are kept
+    as they are (the input need not be valid JSON).
+    """
+    if "\\" not in text:
+        return text
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        j = text.find("\\", i)
+        if j < 0:
+            out.append(text[i:])
+            break
+        out.append(text[i:j])
+        i = j
+        nxt = text[i + 1] if i + 1 < n else ""
+        if nxt in _SIMPLE and nxt:
+            out.append(_SIMPLE[nxt])
+            i += 2
+            continue
+        if nxt == "u":
+            cp = _hex4(text, i + 2)
+            if cp >= 0 and not 0xD800 <= cp <= 0xDFFF:
+                out.append(chr(cp))
+                i += 6
+                continue
+            if 0xD800 <= cp <= 0xDBFF and text[i + 6 : i + 8] == "\\u":
+                lo = _hex4(text, i + 8)
+                if 0xDC00 <= lo <= 0xDFFF:
+                    out.append(chr(0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00)))
+                    i += 12
+                    continue
+        out.append("\\")  # kept as it is; what follows is read as text
+        i += 1
+    return "".join(out)
+
+
+class Matcher:
+    """Whether a text holds the query, as a search compares them.
+
+    ``fold`` is ``"ascii"`` (ASCII letters match either case, compared as
+    UTF-8 bytes: what the native search does), ``"unicode"`` (full Unicode
+    case folding, :meth:`str.casefold`: for a query with non-ASCII letters)
+    or ``""`` (exact).
+    """
+
+    def __init__(self, query: str, fold: str = "") -> None:
+        self.fold = fold
+        if fold == "unicode":
+            self._folded = query.casefold()
+        raw = query.encode("utf-8", "surrogatepass")
+        self.needle = raw.lower() if fold == "ascii" else raw
+
+    def __call__(self, text: str) -> bool:
+        if self.fold == "unicode":
+            return self._folded in text.casefold()
+        raw = text.encode("utf-8", "surrogatepass")
+        return (raw.lower() if self.fold == "ascii" else raw).find(self.needle) >= 0
+
+
+def block_text(block: Any, holds: Matcher) -> str | None:
+    """The text of ``block`` in which the query is found, or None: the field as
+    stored, or for a tool call its input decoded once more."""
+    if type(block) is not dict:
+        return None
+    kind = block.get("type")
+    field = _FIELD.get(kind) if type(kind) is str else None
+    if field is None:
+        return None
+    text = block.get(field)
+    if type(text) is not str:
+        return None
+    if holds(text):
+        return text
+    if kind == "toolUse":
+        again = decode_once_more(text)
+        if again != text and holds(again):
+            return again
+    return None
+
+
+def line_matches(
+    obj: Any, holds: Matcher, roles: frozenset[str], kinds: frozenset[str]
+) -> list[tuple[int, str, str]]:
+    """Every block of a loaded line that holds the query: (index, kind, its text).
+
+    Nothing unless ``obj`` is a message entry of one of ``roles``; only
+    blocks of ``kinds`` count.
+    """
+    if type(obj) is not dict or obj.get("type") != "message":
+        return []
+    message = obj.get("message")
+    if type(message) is not dict or message.get("role") not in roles:
+        return []
+    content = message.get("content")
+    if type(content) is not list:
+        return []
+    found = []
+    for k, block in enumerate(content):
+        if type(block) is dict and block.get("type") in kinds:
+            text = block_text(block, holds)
+            if text is not None:
+                found.append((k, str(block["type"]), text))
+    return found
+
+
+def load(line: bytes | memoryview) -> Any:
+    """The line as orjson loads it, or None when it is not one valid JSON value."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None

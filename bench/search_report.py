@@ -1,0 +1,232 @@
+"""``awl search`` against ripgrep over the same store, in one run.
+
+    python bench/search_report.py [--sessions 400] [--total-mb 1024] [--big-mb 4096]
+                                  [--repeats 7] [--out FILE]
+
+Generates (once, cached under $AWL_BENCH_DIR) a store of ``--sessions`` logs
+totalling ``--total-mb`` (bench/_gen.py's logs, as bench/store_report.py
+makes them), and plants a phrase in a handful of them: as awl writes it, and
+in one log as a writer that keeps to ASCII writes it (``\\u00e9`` for ``é``,
+``\\"`` for a quote), which a byte search for the phrase cannot see.  Then,
+warm page cache, whole processes, alternating awl and ripgrep (``rg -F``
+and ``rg -F -i``, from the OS packages; the row says so if it is absent),
+medians of ``--repeats``:
+
+- a query with no hits, and one with a handful: ``awl search --all`` and
+  ``rg -F`` over the store's folder;
+- the same with ``-i``;
+- peak RSS of ``awl search --all`` on this store and on one of ``--big-mb``;
+- what each found: hits (awl counts blocks, ripgrep lines).
+
+Targets (issue 22): each awl time within 1.5x of ripgrep's; memory flat.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import orjson  # noqa: E402
+
+from bench import _gen  # noqa: E402
+from bench.store_report import build_store  # noqa: E402
+
+PHRASE = "quartz lantern"  # planted
+ESCAPED = 'café "quartz lantern"'  # planted once, written as an ASCII-only writer does
+ABSENT = "xylophone monsoon"
+PLANTED_IN = 6
+
+
+def _plant(store: Path) -> int:
+    """Append a message holding the phrase to a few logs; returns how many."""
+    marker = store / ".planted"
+    if marker.exists():
+        return int(marker.read_text())
+    logs = sorted(store.rglob("*.jsonl"))
+    rng = random.Random(3)
+    chosen = rng.sample(logs, PLANTED_IN)
+    for k, path in enumerate(chosen):
+        last = orjson.loads(path.read_bytes().rsplit(b"\n", 2)[-2])
+        obj = {
+            "type": "message",
+            "id": f"{0xABCD0000 + k:08x}",
+            "parentId": last.get("id"),
+            "timestamp": "2026-03-01T12:00:00.000Z",
+            "provider": "anthropic",
+            "model": "claude",
+            "message": {
+                "role": "user",
+                "content": [{"type": "text", "text": f"did the {ESCAPED} note help? ({k})"}],
+            },
+        }
+        if k == 0:  # as Python's json writes it: non-ASCII escaped
+            import json
+
+            line = json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+        else:
+            line = orjson.dumps(obj) + b"\n"
+        with path.open("ab") as fh:
+            fh.write(line)
+    marker.write_text(str(PLANTED_IN))
+    return PLANTED_IN
+
+
+def _awl() -> list[str]:
+    exe = Path(sys.executable).with_name("awl")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "awl"]
+
+
+def _run(cmd: list[str], env: dict[str, str]) -> tuple[float, str, int]:
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    return time.perf_counter() - t0, out.stdout, out.returncode
+
+
+def _peak_kb(cmd: list[str], env: dict[str, str]) -> int:
+    code = (
+        "import resource, subprocess, sys\n"
+        "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, *cmd], env=env, capture_output=True, text=True, check=True
+    )
+    return int(out.stdout.strip())
+
+
+def _warm(store: Path) -> None:
+    for p in store.rglob("*.jsonl"):
+        _gen.warm(p)
+
+
+def measure(store: Path, repeats: int, rg: str | None) -> list[tuple[str, ...]]:
+    env = dict(os.environ, AWL_SESSION_DIR=str(store), NO_COLOR="1")
+    rows: list[tuple[str, ...]] = []
+    cases = [
+        ("no hits", [ABSENT], [ABSENT]),
+        ("a handful of hits", [PHRASE], [PHRASE]),
+        ("no hits, -i", ["-i", ABSENT.upper()], ["-i", ABSENT.upper()]),
+        ("a handful of hits, -i", ["-i", PHRASE.upper()], ["-i", PHRASE.upper()]),
+    ]
+    for what, awl_args, rg_args in cases:
+        awl_cmd = [*_awl(), "search", "--all", *awl_args]
+        rg_cmd = [rg, "-F", "--no-messages", *rg_args, str(store)] if rg else None
+        times: dict[str, list[float]] = {"awl": [], "rg": []}
+        found = {"awl": "", "rg": ""}
+        for k in range(repeats + 1):  # the first round warms both
+            t, out, code = _run(awl_cmd, env)
+            assert code in (0, 1), (awl_cmd, code)
+            found["awl"] = str(len(out.splitlines()))
+            if k:
+                times["awl"].append(t)
+            if rg_cmd:
+                t, out, code = _run(rg_cmd, env)
+                found["rg"] = str(len(out.splitlines()))
+                if k:
+                    times["rg"].append(t)
+        a = statistics.median(times["awl"])
+        if rg_cmd:
+            r = statistics.median(times["rg"])
+            rows.append(
+                (
+                    what,
+                    f"{a * 1e3:.0f} ms",
+                    f"{r * 1e3:.0f} ms",
+                    f"{a / r:.2f}x",
+                    "≤ 1.5x",
+                    "PASS" if a / r <= 1.5 else "FAIL",
+                    f"awl {found['awl']} hits, rg {found['rg']} lines",
+                )
+            )
+        else:
+            rows.append(
+                (
+                    what,
+                    f"{a * 1e3:.0f} ms",
+                    "ripgrep not installed",
+                    "",
+                    "≤ 1.5x",
+                    "",
+                    f"awl {found['awl']} hits",
+                )
+            )
+    t, out, _ = _run([*_awl(), "search", "--all", ESCAPED], env)
+    rg_found = _run([rg, "-F", ESCAPED, str(store)], env)[1] if rg else ""
+    rows.append(
+        (
+            f"the phrase with a quote and an é ({ESCAPED!r})",
+            f"{t * 1e3:.0f} ms",
+            "",
+            "",
+            "",
+            "",
+            f"awl {len(out.splitlines())} hits, rg {len(rg_found.splitlines())} "
+            "lines (one log escapes them)",
+        )
+    )
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Build or reuse the stores, measure, print the table."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sessions", type=int, default=400)
+    ap.add_argument("--total-mb", type=int, default=1024)
+    ap.add_argument("--big-mb", type=int, default=4096, help="the second store's size (0: skip)")
+    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args(argv)
+    rg = shutil.which("rg")
+    base = _gen.bench_dir()
+    store = base / f"search-{args.sessions}-{args.total_mb}"
+    files, size = build_store(store, "/work/search-bench", args.sessions, args.total_mb)
+    _plant(store)
+    _warm(store)
+    lines = [
+        f"Store: {files} logs, {size / 1e6:.0f} MB; {os.cpu_count()} cores; ripgrep "
+        + (
+            subprocess.run([rg, "--version"], capture_output=True, text=True).stdout.split("\n")[0]
+            if rg
+            else "not installed (apt install ripgrep)"
+        ),
+        "",
+        "| query | awl search --all | rg -F | awl / rg | target | result | found |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in measure(store, args.repeats, rg):
+        lines.append("| " + " | ".join(row) + " |")
+    env = dict(os.environ, AWL_SESSION_DIR=str(store), NO_COLOR="1")
+    peaks = [(size, _peak_kb([*_awl(), "search", "--all", ABSENT], env))]
+    if args.big_mb:
+        big = base / f"search-{args.sessions}-{args.big_mb}"
+        _, big_size = build_store(big, "/work/search-bench", args.sessions, args.big_mb)
+        _warm(big)
+        peaks.append(
+            (
+                big_size,
+                _peak_kb([*_awl(), "search", "--all", ABSENT], dict(env, AWL_SESSION_DIR=str(big))),
+            )
+        )
+    lines += ["", "| store | peak RSS of awl search --all |", "|---|---|"]
+    for s, kb in peaks:
+        lines.append(f"| {s / 1e9:.2f} GB | {kb / 1024:.1f} MB |")
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,587 @@
+"""``awl search``: what was said is found, whatever JSON made of it; structure never is.
+
+Every test runs against both scanner implementations (the native search and
+the pure-Python one must give the same answers), through the library and
+through the command.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import awl.store._search as search_module
+from awl import Message, SessionManager, Text, Thinking, ToolResult, ToolUse
+from awl.cli import main
+from awl.paths import project_dir, session_file_name
+from awl.store import (
+    CheckpointPolicy,
+    SearchHit,
+    SearchProblem,
+    SearchQuery,
+    search,
+    search_scope,
+)
+from awl.store._search import needles
+from awl.store._search_fallback import decode_once_more
+
+from .helpers import HEADER, snapshot
+
+pytestmark = pytest.mark.usefixtures("scanner_impl")
+
+
+def header(sid: str, cwd: str, ts: str = "2026-04-25T17:40:15.990Z") -> dict[str, Any]:
+    return dict(HEADER, id=sid, cwd=cwd, timestamp=ts)
+
+
+def entry(
+    eid: str, parent: str | None, role: str, blocks: list[dict[str, Any]], **top: Any
+) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "type": "message",
+        "id": eid,
+        "parentId": parent,
+        "timestamp": top.pop("timestamp", "2026-04-25T14:00:01.000Z"),
+    }
+    if role == "user":
+        obj |= {"provider": "anthropic", "model": "claude"}
+    obj["message"] = {"role": role, "content": blocks}
+    return obj
+
+
+def dumps(obj: dict[str, Any], style: str) -> bytes:
+    """One line as a writer of ``style`` writes it: ``awl`` (orjson, UTF-8 as is),
+    ``ascii`` (Python's json: \\uXXXX for what is not ASCII), ``slash`` (\\/ too)."""
+    if style == "awl":
+        return orjson.dumps(obj) + b"\n"
+    text = json.dumps(obj, separators=(",", ":"), ensure_ascii=True)
+    if style == "slash":
+        text = text.replace("/", "\\/")
+    return text.encode() + b"\n"
+
+
+def write(
+    root: Path,
+    cwd: str,
+    sid: str,
+    objs: list[dict[str, Any]],
+    style: str = "awl",
+    tail: bytes = b"",
+    ts: str = "2026-04-25T17:40:15.990Z",
+) -> Path:
+    folder = project_dir(cwd, root)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / session_file_name(ts, sid)
+    path.write_bytes(
+        dumps(header(sid, cwd, ts), "awl") + b"".join(dumps(o, style) for o in objs) + tail
+    )
+    return path
+
+
+SID = ["019dc5ba-53f6-7000-8000-00000000000" + str(i) for i in range(10)]
+
+PLANTED = 'say "hi" to café C:\\tmp\tx\nnext 日本'
+
+
+def rich_entries() -> list[dict[str, Any]]:
+    """One block of each kind holding PLANTED (a tool call's input as JSON text)."""
+    args = json.dumps({"command": PLANTED})
+    return [
+        entry("0000000a", None, "system", [{"type": "text", "text": "you are a helper"}]),
+        entry("0000000b", "0000000a", "user", [{"type": "text", "text": f"user: {PLANTED}"}]),
+        entry(
+            "0000000c",
+            "0000000b",
+            "assistant",
+            [
+                {"type": "thinking", "thinking": f"think: {PLANTED}"},
+                {"type": "text", "text": "plain answer"},
+                {"type": "toolUse", "id": "call_1", "name": "bash", "input": args},
+            ],
+        ),
+        entry(
+            "0000000d",
+            "0000000c",
+            "user",
+            [{"type": "toolResult", "toolUseId": "call_1", "content": f"out: {PLANTED}"}],
+        ),
+    ]
+
+
+def hits(logs: list[Path], text: str, **kw: Any) -> list[SearchHit]:
+    out = list(search(SearchQuery(text, **kw), logs))
+    assert all(isinstance(h, SearchHit) for h in out), out
+    return out  # type: ignore[return-value]
+
+
+def found(logs: list[Path], text: str, **kw: Any) -> list[tuple[str, str, int]]:
+    return [(h.entry, h.block, h.block_index) for h in hits(logs, text, **kw)]
+
+
+ALL_KINDS = [
+    ("0000000b", "text", 0),
+    ("0000000c", "thinking", 0),
+    ("0000000c", "toolUse", 2),
+    ("0000000d", "toolResult", 0),
+]
+
+
+@pytest.mark.parametrize("style", ["awl", "ascii", "slash"])
+@pytest.mark.parametrize(
+    "query",
+    ['"hi"', "C:\\tmp", "tmp\tx", "x\nnext", "café", "日本", 'say "hi" to café', "to café C:"],
+)
+def test_what_was_said_is_found_however_the_log_escapes_it(
+    root: Path, style: str, query: str
+) -> None:
+    log = write(root, "/w/p", SID[0], rich_entries(), style=style)
+    assert found([log], query) == ALL_KINDS
+
+
+def test_a_tool_calls_input_is_found_as_the_model_meant_it(root: Path) -> None:
+    """``echo "hi"`` is in the input as ``echo \\"hi\\"`` (JSON text in a JSON string)."""
+    args = json.dumps({"command": 'echo "hi" > out.txt'})
+    log = write(
+        root,
+        "/w/p",
+        SID[0],
+        [
+            entry(
+                "0000000a",
+                None,
+                "assistant",
+                [{"type": "toolUse", "id": "c", "name": "bash", "input": args}],
+            )
+        ],
+    )
+    assert found([log], 'echo "hi"') == [("0000000a", "toolUse", 0)]
+    assert found([log], '\\"hi\\"') == [("0000000a", "toolUse", 0)]  # the input's text as stored
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "message",
+        "parentId",
+        "0000000b",
+        "toolUse",
+        "call_1",
+        "anthropic",
+        "2026-04-25",
+        "role",
+        "text",
+        "sessionId",
+        "leafId",
+        "firstPrompt",
+        "019dc5ba",
+    ],
+)
+def test_json_structure_is_never_found(root: Path, query: str) -> None:
+    log = write(root, "/w/p", SID[0], rich_entries())
+    assert found([log], query) == []
+
+
+def test_not_in_checkpoints_torn_lines_or_other_entry_types(project: Path, root: Path) -> None:
+    roomy = CheckpointPolicy(budget=1.0)  # a checkpoint even on a log this small
+    m = SessionManager.create(project, "offline", "echo", session_dir=root, checkpoints=roomy)
+    m.append_message(Message("user", [Text("a unique zebrafish prompt")]))
+    m.close()  # the checkpoint holds the first prompt too
+    with m.path.open("ab") as f:
+        f.write(orjson.dumps({"type": "x-note", "text": "zebrafish in a note"}) + b"\n")
+        torn = entry("0badf00d", None, "user", [{"type": "text", "text": "zebrafish torn"}])
+        f.write(orjson.dumps(torn)[:-20])
+    assert b'"checkpoint"' in m.path.read_bytes()
+    got = hits([m.path], "zebrafish")
+    assert [(h.block, h.line) for h in got] == [("text", 2)]
+    assert got[0].snippet == "a unique zebrafish prompt" and got[0].match == (9, 18)
+
+
+def test_case_folding(root: Path) -> None:
+    log = write(
+        root,
+        "/w/p",
+        SID[0],
+        [entry("0000000a", None, "user", [{"type": "text", "text": "Hello WORLD, Ünïcode ÉCOLE"}])],
+    )
+    assert found([log], "hello world") == []
+    assert found([log], "hello world", ignore_case=True) == [("0000000a", "text", 0)]
+    assert found([log], "école", ignore_case=True) == [("0000000a", "text", 0)]  # Unicode folding
+    assert found([log], "école") == []
+
+
+def test_filters(root: Path) -> None:
+    log = write(root, "/w/p", SID[0], rich_entries())
+    assert [k for _, k, _ in found([log], PLANTED, kinds=frozenset({"toolResult"}))] == [
+        "toolResult"
+    ]
+    assert [k for _, k, _ in found([log], PLANTED, roles=frozenset({"assistant"}))] == [
+        "thinking",
+        "toolUse",
+    ]
+    assert found([log], "helper", roles=frozenset({"user"})) == []
+    assert found([log], PLANTED, since="2026-04-26T00:00:00.000Z") == []
+    assert len(found([log], PLANTED, until="2026-04-26T00:00:00.000Z")) == 4
+
+
+def test_every_hit_says_where_it_is(root: Path) -> None:
+    log = write(root, "/w/p", SID[0], rich_entries())
+    (hit,) = hits([log], "out: say")
+    assert hit.as_json() == {
+        "session": SID[0],
+        "path": str(log),
+        "cwd": "/w/p",
+        "entry": "0000000d",
+        "line": 5,
+        "role": "user",
+        "block": "toolResult",
+        "blockIndex": 0,
+        "timestamp": "2026-04-25T14:00:01.000Z",
+        "snippet": "out: " + PLANTED.replace("\n", " ").replace("\t", " "),
+        "match": [0, 8],
+    }
+
+
+def test_a_corrupt_log_is_named_and_the_others_searched(root: Path) -> None:
+    good = write(root, "/w/p", SID[1], rich_entries(), ts="2026-04-26T00:00:00.000Z")
+    bad = write(root, "/w/p", SID[2], rich_entries()[:2])
+    with bad.open("ab") as f:
+        f.write(b'{"type":"message", "text":"zebra" oops}\n')
+        f.write(
+            orjson.dumps(
+                entry("0000000e", "0000000b", "user", [{"type": "text", "text": "zebra after"}])
+            )
+            + b"\n"
+        )
+    not_a_log = write(root, "/w/p", SID[3], [])
+    not_a_log.write_bytes(b"zebra, no header\n")
+    out = list(search(SearchQuery("zebra"), [bad, not_a_log, good]))
+    problems = [p.message for p in out if isinstance(p, SearchProblem)]
+    assert problems == [
+        f"{bad}:4: not a complete JSON object (the log is corrupt)",
+        f"{not_a_log}:1: the first line is not a session header",
+    ]
+    assert found([good], "you are a") == [("0000000a", "text", 0)]
+
+
+def test_search_writes_locks_and_trims_nothing(tmp_path: Path, project: Path, root: Path) -> None:
+    m = SessionManager.create(project, "offline", "echo", session_dir=root)
+    m.append_message(Message("user", [Text("find the heron")]))
+    m.append_message(Message("assistant", [Text("a heron")]))
+    # Still open as a writer (the lock held), with a torn tail after it.
+    with m.path.open("ab") as f:
+        f.write(b'{"type":"message","id":"torn')
+    before = snapshot(tmp_path)
+    fd = os.open(m.path, os.O_RDONLY)
+    try:
+        with pytest.raises(BlockingIOError):  # the writer's lock is still there
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        os.close(fd)
+    assert len(hits([m.path], "heron")) == 2
+    assert snapshot(tmp_path) == before
+    m.close()
+
+
+def test_a_large_log_is_searched_in_pieces(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(search_module, "PIECE", 4096)
+    monkeypatch.setattr(search_module, "BIG", 8192)
+    objs = [
+        entry(
+            f"{i + 1:08x}",
+            f"{i:08x}" if i else None,
+            "user",
+            [{"type": "text", "text": f"line {i} " + ("pelican" if i % 17 == 3 else "x" * 90)}],
+        )
+        for i in range(400)
+    ]
+    log = write(root, "/w/p", SID[0], objs)
+    got = hits([log], "pelican")
+    assert [h.line for h in got] == [i + 2 for i in range(400) if i % 17 == 3]
+    assert [h.entry for h in got] == [f"{i + 1:08x}" for i in range(400) if i % 17 == 3]
+
+
+def test_hits_stream_before_the_store_is_read(root: Path) -> None:
+    logs = [write(root, "/w/p", SID[0], rich_entries())]
+    logs += [
+        write(root, f"/w/q{i}", f"019dc5ba-53f6-7000-8000-0000000001{i:02d}", rich_entries()[:2])
+        for i in range(40)
+    ]
+    consumed: list[Path] = []
+
+    class Watched(list[Path]):
+        def __iter__(self) -> Iterator[Path]:
+            for p in super().__iter__():
+                consumed.append(p)
+                yield p
+
+    first = next(iter(search(SearchQuery("think:"), Watched(logs))))
+    assert isinstance(first, SearchHit) and first.path == logs[0]
+    assert len(consumed) < len(logs)
+
+
+def test_the_scope_puts_the_most_recently_active_first(project: Path, root: Path) -> None:
+    older = write(
+        root,
+        str(project),
+        SID[1],
+        [
+            entry(
+                "0000000a",
+                None,
+                "user",
+                [{"type": "text", "text": "x"}],
+                timestamp="2026-01-01T00:00:00.000Z",
+            )
+        ],
+    )
+    newer = write(
+        root,
+        str(project),
+        SID[2],
+        [
+            entry(
+                "0000000a",
+                None,
+                "user",
+                [{"type": "text", "text": "x"}],
+                timestamp="2026-06-01T00:00:00.000Z",
+            )
+        ],
+    )
+    other = write(root, "/elsewhere", SID[3], rich_entries())
+    assert search_scope(project, session_dir=root) == [newer, older]
+    assert search_scope(all_projects=True, session_dir=root) == [newer, other, older]
+    assert search_scope(project, session=SID[3], session_dir=root) == [other]
+
+
+def test_needles() -> None:
+    """A run of characters every writer leaves as they are, else the query's forms."""
+    assert needles("say hello there", fold=False) == [b"say hello there"]
+    assert needles("café au lait", fold=False) == [b" au lait"]
+    assert needles('"hi"', fold=False) == [b'\\"hi\\"', b'\\\\\\"hi\\\\\\"']
+    assert needles("é", fold=False) == ["é".encode(), b"\\u00e9", b"\\u00E9"]
+    assert b"\\ud83d\\ude00" in needles("😀", fold=False)
+    assert needles("a/b é", fold=False)[:2] == ["a/b é".encode(), "a\\/b é".encode()]
+    folded = needles("É<", fold=True)
+    assert folded and all(n == n.lower() for n in folded)
+    assert needles('<&>"é/\n', fold=False) == []  # too many forms: every line is read
+
+
+# ── the property: exactly the blocks whose text holds the query ──
+
+_text = st.text(
+    alphabet=st.one_of(
+        st.characters(codec="utf-8", exclude_categories=("Cs",)),
+        st.sampled_from(list("\"\\/\n\t\r\x00\x1f é日😀<>&'")),
+    ),
+    max_size=40,
+)
+
+
+@st.composite
+def _logs(draw: st.DrawFn) -> tuple[list[tuple[str, list[dict[str, Any]]]], str]:
+    """A few logs of random messages (each in a random writer's style) and a query:
+    a piece of one of their texts, or any text."""
+    logs = []
+    texts: list[str] = []
+    for n in range(draw(st.integers(1, 3))):
+        objs = []
+        parent = None
+        for i in range(draw(st.integers(1, 4))):
+            role = draw(st.sampled_from(["user", "assistant", "system"]))
+            blocks: list[dict[str, Any]] = []
+            for _ in range(draw(st.integers(1, 3))):
+                kind = draw(st.sampled_from(["text", "thinking", "toolUse", "toolResult", "image"]))
+                t = draw(_text)
+                texts.append(t)
+                if kind == "text":
+                    blocks.append({"type": "text", "text": t})
+                elif kind == "thinking":
+                    blocks.append({"type": "thinking", "thinking": t})
+                elif kind == "toolUse":
+                    raw = draw(
+                        st.sampled_from(
+                            [json.dumps({"a": t}), json.dumps({"a": t}, ensure_ascii=False), t]
+                        )
+                    )
+                    texts.append(raw)
+                    blocks.append({"type": "toolUse", "id": t[:5], "name": t[:3], "input": raw})
+                elif kind == "toolResult":
+                    blocks.append({"type": "toolResult", "toolUseId": t[:7], "content": t})
+                else:
+                    blocks.append({"type": "image", "data": t})
+            eid = f"{n:02x}{i:06x}"
+            objs.append(entry(eid, parent, role, blocks))
+            parent = eid
+        logs.append((draw(st.sampled_from(["awl", "ascii", "slash"])), objs))
+    pool = [t for t in texts if t]
+    if pool and draw(st.booleans()):
+        source = draw(st.sampled_from(pool))
+        a = draw(st.integers(0, len(source) - 1))
+        b = draw(st.integers(a + 1, len(source)))
+        query = source[a:b]
+    else:
+        query = draw(_text.filter(bool))
+    return logs, query
+
+
+def _expected(objs: list[dict[str, Any]], query: str, fold: bool) -> list[tuple[str, str, int]]:
+    def holds(t: str) -> bool:
+        if fold:
+            return query.encode().lower() in t.encode().lower()
+        return query in t
+
+    out = []
+    for obj in objs:
+        for k, b in enumerate(obj["message"]["content"]):
+            field = {
+                "text": "text",
+                "thinking": "thinking",
+                "toolUse": "input",
+                "toolResult": "content",
+            }.get(b["type"])
+            if field is None:
+                continue
+            t = b[field]
+            if holds(t) or (b["type"] == "toolUse" and holds(decode_once_more(t))):
+                out.append((obj["id"], b["type"], k))
+    return out
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(case=_logs(), fold=st.booleans())
+def test_search_finds_exactly_the_blocks_that_hold_the_query(
+    tmp_path_factory: pytest.TempPathFactory, case: Any, fold: bool
+) -> None:
+    logs, query = case
+    if fold and not query.isascii():
+        fold = False  # Unicode folding is casefold's, not this oracle's
+    root = tmp_path_factory.mktemp("s")
+    paths, expected = [], []
+    for n, (style, objs) in enumerate(logs):
+        paths.append(write(root, "/w/p", SID[n], objs, style=style))
+        expected += _expected(objs, query, fold)
+    assert found(paths, query, ignore_case=fold) == expected
+
+
+# ── the command ──
+
+
+def cli(*args: str) -> Any:
+    return CliRunner().invoke(main, list(args))
+
+
+def test_cli_output_exit_status_and_json(
+    root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(project)
+    log = write(root, str(project), SID[0], rich_entries())
+    write(
+        root,
+        "/elsewhere",
+        SID[1],
+        [entry("0000000a", None, "user", [{"type": "text", "text": "egret far away"}])],
+    )
+    res = cli("search", "out: say")
+    assert res.exit_code == 0, res.output
+    assert res.stdout == f"{SID[0][:8]}  " + res.stdout.split("  ", 1)[1]
+    assert res.stdout.rstrip("\n").endswith('user       out: say "hi" to café C:\\tmp x next 日本')
+    assert "\x1b[" not in res.stdout  # no colour off a terminal
+    assert cli("search", "egret").exit_code == 1  # another project's
+    res = cli("search", "egret", "--all", "--json")
+    assert res.exit_code == 0
+    (doc,) = [json.loads(x) for x in res.stdout.splitlines()]
+    assert doc["session"] == SID[1] and doc["cwd"] == "/elsewhere" and doc["line"] == 2
+    res = cli("search", "out: say", "--color", "always")
+    assert "\x1b[1;31mout: say\x1b[0m" in res.stdout
+    assert cli("search", PLANTED, "--limit", "2").stdout.count("\n") == 2
+    assert cli("search", "out", "--kind", "tool-result", "--role", "user").stdout.count("\n") == 1
+    assert cli("search", "out", "--session", SID[0][:23]).exit_code == 0
+    log.write_bytes(
+        log.read_bytes() + b"{not json: out: say}\n" + log.read_bytes().split(b"\n", 1)[1]
+    )
+    res = cli("search", "out: say")
+    assert res.exit_code == 2 and res.stdout.count("\n") == 1
+    assert res.stderr == f"awl: {log}:6: not a complete JSON object (the log is corrupt)\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (["search", ""], "the query is empty"),
+        (["search", "x", "--since", "yesterday-ish"], "--since/--until take a date"),
+        (["search", "x", "--all", "--session", "019d"], "give --all or --session"),
+        (["search", "x", "--session", "zz"], "is not a session id or prefix"),
+    ],
+)
+def test_cli_refusals_are_one_line_with_status_2(
+    project: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], error: str
+) -> None:
+    monkeypatch.chdir(project)
+    res = cli(*args)
+    assert res.exit_code == 2
+    assert error in res.stderr and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
+
+
+def test_since_and_until_take_dates_and_ages() -> None:
+    from awl.cli._search import parse_when
+
+    assert parse_when("2026-05-01T12:00:00+00:00") == "2026-05-01T12:00:00.000Z"
+    assert parse_when("2026-05-01T12:00:00+02:00") == "2026-05-01T10:00:00.000Z"
+    day_end = parse_when("2026-05-01", end_of_day=True)
+    assert parse_when("2026-05-01") < day_end and day_end.endswith("59.999Z")
+    assert parse_when("2h") < parse_when("30m") < parse_when("0s")
+
+
+def test_show_around_a_hit(root: Path, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(project)
+    m = SessionManager.create(project, "offline", "echo", session_dir=root)
+    ids = [
+        m.append_message(Message("user" if i % 2 == 0 else "assistant", [Text(f"turn {i}")]))
+        for i in range(9)
+    ]
+    m.close()
+    (hit,) = hits([m.path], "turn 4")
+    res = cli("show", m.id[:8], "--around", hit.entry, "--context", "1")
+    assert res.exit_code == 0, res.output
+    assert [ln for ln in res.stdout.splitlines() if ln.startswith("turn ")] == [
+        "turn 3",
+        "turn 4",
+        "turn 5",
+    ]
+    assert f"▶ entry {ids[4]}" in res.stdout
+    doc = json.loads(cli("show", m.id[:8], "--around", ids[4], "--context", "2", "--json").stdout)
+    assert doc["around"] == ids[4] and [x["entry"] for x in doc["messages"]] == ids[2:7]
+    assert cli("show", m.id[:8], "--around", "ffffffff").exit_code == 2
+
+
+def test_tool_blocks_through_the_agents_own_writes(project: Path, root: Path) -> None:
+    """What awl itself saves (thinking, calls, results) is found as it was said."""
+    m = SessionManager.create(project, "offline", "echo", session_dir=root)
+    m.append_message(Message("user", [Text("grep for TODO")]))
+    m.append_message(
+        Message(
+            "assistant",
+            [
+                Thinking("look for TODO markers"),
+                ToolUse("t1", "bash", json.dumps({"command": 'grep -rn "TODO" .'})),
+            ],
+        ),
+        stop_reason="toolUse",
+    )
+    m.append_message(Message("user", [ToolResult("t1", "src/a.py:3: # TODO: fix")]))
+    m.close()
+    assert [(h.role, h.block) for h in hits([m.path], '"TODO"')] == [("assistant", "toolUse")]
+    assert len(hits([m.path], "todo", ignore_case=True)) == 4
