@@ -17,6 +17,7 @@ by line (``docs/format.md``, "Searching").  Nothing here imports numpy.
 from __future__ import annotations
 
 import os
+import queue
 import re
 import stat
 import string
@@ -24,10 +25,9 @@ import sys
 import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ..errors import FormatError, SessionError
 from ..paths import log_files, project_dir, project_folders, session_root
@@ -257,21 +257,37 @@ def _recency(path: Path) -> tuple[str, str]:
 _local = threading.local()
 
 
-@dataclass(slots=True)
 class _Log:
-    """A log being searched: its bytes, its header, the range that counts."""
+    """A log being searched: its bytes, its header, the range that counts.
 
-    path: Path
-    fd: int
-    log: LogMap
-    session: str
-    cwd: str
-    start: int  # where the first entry is
-    end: int  # where the lines read end (a long torn tail is not even read)
-    last: int  # where the last line starts: if it is no object, it is a torn tail
-    line_at: int = 0  # the offset up to which lines are counted
-    lines: int = 0  # lines before line_at
-    problem: str | None = None
+    (The private classes here are plain: a dataclass costs a millisecond of
+    start-up each, and a search's whole process is timed against ripgrep's.)
+    """
+
+    __slots__ = (
+        *("cwd", "end", "fd", "last", "line_at", "lines", "log", "path", "problem"),
+        *("session", "start"),
+    )
+
+    def __init__(
+        self,
+        path: Path,
+        fd: int,
+        log: LogMap,
+        session: str,
+        cwd: str,
+        start: int,
+        end: int,
+        last: int,
+    ) -> None:
+        self.path, self.fd, self.log = path, fd, log
+        self.session, self.cwd = session, cwd
+        self.start = start  # where the first entry is
+        self.end = end  # where the lines read end (a long torn tail is not even read)
+        self.last = last  # where the last line starts: if it is no object, it is a torn tail
+        self.line_at = 0  # the offset up to which lines are counted
+        self.lines = 0  # lines before line_at
+        self.problem: str | None = None
 
     def close(self) -> None:
         self.log.close()
@@ -314,6 +330,72 @@ def _open_log(path: Path, cwd: str | None) -> _Log | SearchProblem | None:
     return _Log(path, fd, log, sid, where, start, end, max(last, start))
 
 
+# ── worker threads ──
+
+T = TypeVar("T")
+
+
+class _Task(Generic[T]):
+    """A call handed to a worker; :meth:`result` waits for it."""
+
+    __slots__ = ("args", "call", "cancelled", "done", "error", "value")
+
+    def __init__(self, call: Any, args: tuple[Any, ...]) -> None:
+        self.call, self.args = call, args
+        self.done = threading.Event()
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.cancelled = False
+
+    def result(self) -> T:
+        """The call's value, or its exception raised here."""
+        self.done.wait()
+        if self.error is not None:
+            raise self.error
+        return self.value  # type: ignore[no-any-return]
+
+
+class _Pool:
+    """Worker threads taking calls in order.
+
+    concurrent.futures would do, but it imports logging: together 10 ms of a
+    process that ripgrep finishes in about 130 (issue 22's target is 1.5x).
+    """
+
+    def __init__(self, workers: int) -> None:
+        self._calls: queue.SimpleQueue[_Task[Any] | None] = queue.SimpleQueue()
+        self._threads = [
+            threading.Thread(target=self._work, name=f"awl-search-{k}", daemon=True)
+            for k in range(workers)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, call: Any, *args: Any) -> _Task[Any]:
+        """Queue ``call(*args)``."""
+        task: _Task[Any] = _Task(call, args)
+        self._calls.put(task)
+        return task
+
+    def _work(self) -> None:
+        while (task := self._calls.get()) is not None:
+            if not task.cancelled:
+                try:
+                    task.value = task.call(*task.args)
+                except BaseException as exc:  # handed to whoever waits for it
+                    task.error = exc
+            task.done.set()
+
+    def __enter__(self) -> _Pool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for _ in self._threads:
+            self._calls.put(None)
+        for thread in self._threads:
+            thread.join()
+
+
 # ── the search ──
 
 RawHit = tuple[int, int, int, int, int]
@@ -328,19 +410,20 @@ def _native() -> Any:
     return _native_loader.load()[0]
 
 
-@dataclass(slots=True)
 class _Plan:
     """The query as the searching threads use it."""
 
-    query: SearchQuery
-    matcher: Matcher
-    needles: list[bytes]
-    native: Any
-    role_mask: int = 0
-    kind_mask: int = 0
-    blob: bytes = b""
-    scratch_size: int = 1 << 16
-    every: bool = False
+    __slots__ = (
+        *("blob", "every", "kind_mask", "matcher", "native", "needles", "query"),
+        *("role_mask", "scratch_size"),
+    )
+
+    def __init__(self, query: SearchQuery, matcher: Matcher, found: list[bytes], native: Any):
+        self.query, self.matcher, self.needles, self.native = query, matcher, found, native
+        self.role_mask = self.kind_mask = 0
+        self.blob = b""
+        self.scratch_size = 1 << 16
+        self.every = False
 
 
 def _plan(query: SearchQuery) -> _Plan:
@@ -537,12 +620,14 @@ def _hits(plan: _Plan, log: _Log, raw: list[RawHit]) -> Iterator[SearchHit | Sea
             )
 
 
-@dataclass(slots=True)
 class _Done:
     """What a worker did with a small log: its hits, or why it could not search it."""
 
-    hits: list[SearchHit | SearchProblem]
-    big: _Log | None = None  # a large log, opened: searched piecewise by the caller
+    __slots__ = ("big", "hits")
+
+    def __init__(self, hits: list[SearchHit | SearchProblem], big: _Log | None = None):
+        self.hits = hits
+        self.big = big  # a large log, opened: searched piecewise by the caller
 
 
 def _search_small(plan: _Plan, path: Path, cwd: str | None) -> _Done:
@@ -585,14 +670,14 @@ def search(
     plan = _plan(query)
     workers = jobs or min(4, os.cpu_count() or 1)
     paths = iter(logs)
-    ahead: deque[Future[_Done]] = deque()
+    ahead: deque[_Task[_Done]] = deque()
     count = 0
     # Workers hand results back through the GIL: a short switch interval keeps
     # them from waiting out the default 5 ms each time (a convoy on many logs).
     interval = sys.getswitchinterval()
     sys.setswitchinterval(min(interval, 0.0005))
     try:
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="awl-search") as pool:
+        with _Pool(workers) as pool:
 
             def fill() -> None:
                 while len(ahead) < 4 * workers:
@@ -616,23 +701,21 @@ def search(
                             if limit is not None and count >= limit:
                                 return
             finally:
-                for future in ahead:
-                    future.cancel()
-                for future in ahead:
-                    if not future.cancelled():
-                        big = future.result().big
-                        if big is not None:
-                            big.close()
+                for task in ahead:
+                    task.cancelled = True
+                for task in ahead:
+                    task.done.wait()  # a call already running ends; the rest are skipped
+                    done = task.value
+                    if done is not None and done.big is not None:
+                        done.big.close()
     finally:
         sys.setswitchinterval(interval)
 
 
-def _search_big(
-    plan: _Plan, log: _Log, pool: ThreadPoolExecutor
-) -> Iterator[SearchHit | SearchProblem]:
+def _search_big(plan: _Plan, log: _Log, pool: _Pool) -> Iterator[SearchHit | SearchProblem]:
     """A large log's hits, piece after piece, a few pieces searched ahead."""
     pieces = deque(_pieces(log))
-    running: deque[tuple[Future[list[RawHit]], int, int]] = deque()
+    running: deque[tuple[_Task[list[RawHit]], int, int]] = deque()
     try:
         while pieces or running:
             while pieces and len(running) < 2:
@@ -640,19 +723,18 @@ def _search_big(
                 running.append(
                     (pool.submit(_piece_hits, plan, buf, base, lo, hi), base + lo, base + hi)
                 )
-            future, lo, hi = running.popleft()
-            raw = future.result()
+            task, lo, hi = running.popleft()
+            raw = task.result()
             if log.problem is None:
                 yield from _hits(plan, log, raw)
                 if log.problem is not None:
                     yield SearchProblem(log.path, log.problem)
             log.log.release(lo, hi)  # memory stays flat over a large log
     finally:
-        for future, _, _ in running:
-            future.cancel()
-        for future, _, _ in running:
-            if not future.cancelled():
-                future.exception()
+        for task, _, _ in running:
+            task.cancelled = True
+        for task, _, _ in running:
+            task.done.wait()  # its pages are not unmapped under it
         log.close()
 
 
