@@ -585,3 +585,60 @@ def test_tool_blocks_through_the_agents_own_writes(project: Path, root: Path) ->
     m.close()
     assert [(h.role, h.block) for h in hits([m.path], '"TODO"')] == [("assistant", "toolUse")]
     assert len(hits([m.path], "todo", ignore_case=True)) == 4
+
+
+_MEMORY_CHILD = """
+import sys
+import awl.store._logmap
+import awl.store._search as s
+from pathlib import Path
+s.PIECE, s.BIG = 1 << 20, 2 << 20  # pieces of 1 MB: memory holds a few, not the log
+
+def peak():
+    with open("/proc/self/status") as fh:
+        return next(int(r.split()[1]) for r in fh if r.startswith("VmHWM:"))
+
+logs = [Path(p) for p in sys.argv[1:]]
+before = peak()
+got = [h for h in s.search(s.SearchQuery("pelican"), logs) if isinstance(h, s.SearchHit)]
+assert len(got) == 8 * len(logs), len(got)
+print(peak() - before)
+"""
+
+
+@pytest.mark.parametrize("shape", ["one big log", "many logs"])
+def test_memory_holds_a_few_pieces_not_the_logs(root: Path, shape: str) -> None:
+    """A search of 64 MB, in one log or in 32, grows the process by a few pieces'
+    worth of pages and hits, in a child process (peak RSS, VmHWM)."""
+    import subprocess
+    import sys
+
+    count, each = (1, 8000) if shape == "one big log" else (32, 256)
+    logs = []
+    for k in range(count):
+        objs = [
+            entry(
+                f"{i + 1:08x}",
+                f"{i:08x}" if i else None,
+                "assistant",
+                [
+                    {
+                        "type": "text",
+                        "text": ("pelican " if i % (each // 8) == 1 else "") + "y" * 8000,
+                    }
+                ],
+            )
+            for i in range(each)
+        ]
+        logs.append(write(root, f"/w/m{k}", f"019dc5ba-53f6-7000-8000-0000000002{k:02d}", objs))
+    size_kib = sum(p.stat().st_size for p in logs) // 1024
+    done = subprocess.run(
+        [sys.executable, "-c", _MEMORY_CHILD, *map(str, logs)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    grew = int(done.stdout)
+    assert size_kib > 60_000 and grew < size_kib // 4, (grew, size_kib)

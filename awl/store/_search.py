@@ -539,18 +539,20 @@ def _search_piece(plan: _Plan, buf: Any, lo: int, hi: int) -> list[RawHit]:
     return _search_python(plan, buf, lo, hi)
 
 
-def _pieces(log: _Log) -> list[tuple[Any, int, int, int]]:
-    """``(buffer, base, lo, hi)`` pieces of at most :data:`PIECE` bytes, at line starts."""
-    out = []
+def _pieces(log: _Log) -> Iterator[tuple[Any, int, int, int]]:
+    """``(buffer, base, lo, hi)`` pieces of at most :data:`PIECE` bytes, at line starts.
+
+    Each cut is found as its piece is asked for: finding a line's end maps the
+    pages around it (2 MB at once where the page cache holds large folios).
+    """
     for buf, base, lo, hi in log.log.pieces(log.start, log.end):
         while hi - lo > PIECE:
             cut = buf.find(b"\n", lo + PIECE - 1, hi)
             if cut < 0 or cut + 1 >= hi:
                 break
-            out.append((buf, base, lo, cut + 1))
+            yield buf, base, lo, cut + 1
             lo = cut + 1
-        out.append((buf, base, lo, hi))
-    return out
+        yield buf, base, lo, hi
 
 
 def _count_lines(plan: _Plan, log: _Log, offset: int) -> int:
@@ -561,6 +563,10 @@ def _count_lines(plan: _Plan, log: _Log, offset: int) -> int:
                 log.lines += plan.native.lib.awl_count_byte(src, len(buf), lo, hi, 10)
         else:
             log.lines += bytes(buf[lo:hi]).count(b"\n")
+    if log.end - log.start > BIG:
+        # Counting may map pieces released since (a hit after a stretch without
+        # any): they go again, so memory stays flat over a large log.
+        log.log.release(log.line_at, offset)
     log.line_at = offset
     return log.lines + 1
 
@@ -714,15 +720,17 @@ def search(
 
 def _search_big(plan: _Plan, log: _Log, pool: _Pool) -> Iterator[SearchHit | SearchProblem]:
     """A large log's hits, piece after piece, a few pieces searched ahead."""
-    pieces = deque(_pieces(log))
+    pieces = _pieces(log)
     running: deque[tuple[_Task[list[RawHit]], int, int]] = deque()
     try:
-        while pieces or running:
-            while pieces and len(running) < 2:
-                buf, base, lo, hi = pieces.popleft()
+        while True:
+            while len(running) < 2 and (piece := next(pieces, None)) is not None:
+                buf, base, lo, hi = piece
                 running.append(
                     (pool.submit(_piece_hits, plan, buf, base, lo, hi), base + lo, base + hi)
                 )
+            if not running:
+                break
             task, lo, hi = running.popleft()
             raw = task.result()
             if log.problem is None:
