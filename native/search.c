@@ -19,6 +19,11 @@
 
 #include <string.h>
 
+#ifndef _WIN32
+#include <errno.h>
+#include <sys/mman.h>
+#endif
+
 #if !defined(AWL_NO_SIMD) && (defined(__SSE2__) || defined(_M_X64))
 #define AWL_S_SSE2 1
 #include <emmintrin.h>
@@ -651,4 +656,53 @@ size_t awl_count_byte(const uint8_t *buf, size_t len, size_t start, size_t end, 
     for (; i < end; i++)
         n += buf[i] == byte;
     return n;
+}
+
+size_t awl_search_fd(int fd, size_t size, size_t pos, size_t end, const uint8_t *needles,
+                     const size_t *needle_lens, size_t n_needles, const uint8_t *text,
+                     size_t text_len, int flags, unsigned role_mask, unsigned kind_mask,
+                     uint8_t *scratch, size_t scratch_len, awl_hit *out, size_t cap,
+                     size_t *next_pos, size_t *scratch_needed, size_t *last_line, int *error)
+{
+    *error = 0;
+    *next_pos = end;
+    *scratch_needed = 0;
+    *last_line = end;
+    if (end > size || pos > end)
+        end = pos = 0;
+    if (end == pos)
+        return 0;
+#ifdef _WIN32
+    (void)fd;
+    (void)needles;
+    (void)needle_lens;
+    (void)n_needles;
+    (void)text;
+    (void)text_len;
+    (void)flags;
+    (void)role_mask;
+    (void)kind_mask;
+    (void)scratch;
+    (void)scratch_len;
+    (void)out;
+    (void)cap;
+    *next_pos = pos;
+    *error = -1;
+    return 0;
+#else
+    void *map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED) {
+        *next_pos = pos;
+        *error = errno ? errno : -1;
+        return 0;
+    }
+    const uint8_t *buf = (const uint8_t *)map;
+    const void *nl = end - 1 > pos ? memrchr(buf + pos, '\n', end - 1 - pos) : NULL;
+    *last_line = nl ? (size_t)((const uint8_t *)nl - buf) + 1 : pos;
+    size_t n = awl_search(buf, size, pos, end, needles, needle_lens, n_needles, text, text_len,
+                          flags, role_mask, kind_mask, scratch, scratch_len, out, cap, next_pos,
+                          scratch_needed);
+    munmap(map, size);
+    return n;
+#endif
 }

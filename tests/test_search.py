@@ -206,6 +206,19 @@ def test_not_in_checkpoints_torn_lines_or_other_entry_types(project: Path, root:
     assert got[0].snippet == "a unique zebrafish prompt" and got[0].match == (9, 18)
 
 
+@pytest.mark.parametrize("tail_mb", [0, 2])  # 2 MB: longer than a reader reads of a tail
+def test_a_torn_tail_is_never_a_hit_nor_a_problem(root: Path, tail_mb: int) -> None:
+    objs = [entry("00000001", None, "user", [{"type": "text", "text": "one zebrafish"}])]
+    torn = orjson.dumps(
+        entry("00000002", "00000001", "user", [{"type": "text", "text": "zebrafish " * 10}])
+    )[:-20] + b"x" * (tail_mb << 20)
+    log = write(root, "/w/p", SID[0], objs, tail=torn)
+    assert [(h.line, h.entry) for h in search(SearchQuery("zebrafish"), [log])] == [(2, "00000001")]
+    # Only in the torn tail: nothing found, nothing wrong.
+    log.write_bytes(log.read_bytes().replace(b"one zebrafish", b"one goldfish"))
+    assert list(search(SearchQuery("zebrafish"), [log])) == []
+
+
 def test_case_folding(root: Path) -> None:
     log = write(
         root,

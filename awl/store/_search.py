@@ -294,7 +294,9 @@ class _Log:
         os.close(self.fd)
 
 
-def _open_log(path: Path, cwd: str | None) -> _Log | SearchProblem | None:
+def _open_log(path: Path, cwd: str | None, mapped: bool = True) -> _Log | SearchProblem | None:
+    """The log at ``path`` with its header read, mapped unless ``mapped`` is false
+    (:func:`_search_fd` maps it itself); None when ``cwd`` is not its directory."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -306,28 +308,42 @@ def _open_log(path: Path, cwd: str | None) -> _Log | SearchProblem | None:
         if not stat.S_ISREG(st.st_mode):
             os.close(fd)
             return SearchProblem(path, f"{path}: not a regular file")
-        log = LogMap.for_reader(fd, st.st_size)
-        nl = log.find(b"\n", 0, min(len(log), MAX_HEADER))
-        obj = load(log.view(0, nl if nl >= 0 else len(log)))
+        size = st.st_size
+        head = os.pread(fd, min(size, 4096), 0)
+        nl = head.find(b"\n")
+        if nl < 0 and size > len(head):
+            head = os.pread(fd, min(size, MAX_HEADER), 0)
+            nl = head.find(b"\n")
+        obj = load(head[:nl] if nl >= 0 else head)
         try:
             if type(obj) is not dict or obj.get("type") != "session":
                 raise FormatError("the first line is not a session header")
             sid, _created, where, _provider, _model = header_fields(obj)
         except FormatError as exc:
-            log.close()
             os.close(fd)
             return SearchProblem(path, f"{path}:1: {exc}")
+        if cwd is not None and where != cwd:
+            os.close(fd)
+            return None  # another directory's session in a folder of the same name
+        start = nl + 1 if nl >= 0 else size
+        got = _Log(path, fd, LogMap(None, 0), sid, where, start, size, size)  # mapped below
+        if mapped:
+            _map(got)
+        return got
     except BaseException:
         os.close(fd)
         raise
-    if cwd is not None and where != cwd:
-        log.close()
-        os.close(fd)
-        return None  # another directory's session in a folder of the same name
-    start = nl + 1 if nl >= 0 else len(log)
-    end = len(log)
-    last = log.rfind(b"\n", start, end - 1) + 1 if end > start else end
-    return _Log(path, fd, log, sid, where, start, end, max(last, start))
+
+
+def _map(log: _Log) -> None:
+    """Map ``log`` as a reader does (a long torn tail left out) and find its last line."""
+    log.log = LogMap.for_reader(log.fd, log.end)
+    log.end = len(log.log)
+    log.start = min(log.start, log.end)
+    if log.end > log.start:
+        log.last = max(log.log.rfind(b"\n", log.start, log.end - 1) + 1, log.start)
+    else:
+        log.last = log.end
 
 
 # ── worker threads ──
@@ -637,23 +653,98 @@ class _Done:
 
 
 def _search_small(plan: _Plan, path: Path, cwd: str | None) -> _Done:
-    got = _open_log(path, cwd)
+    # Natively, the file is mapped, searched and unmapped in one C call (no
+    # GIL held for any of it, which two threads feel); only a log with hits is
+    # then mapped here, to read them.
+    fd_search = plan.native is not None and os.name == "posix"
+    try:
+        got = _open_log(path, cwd, mapped=not fd_search)
+    except OSError as exc:
+        return _Done([SearchProblem(path, f"{path}: cannot read: {exc.strerror or exc}")])
     if got is None:
         return _Done([])
     if isinstance(got, SearchProblem):
         return _Done([got])
-    if got.end - got.start > BIG:
-        return _Done([], big=got)
     try:
-        raw = [
-            h for buf, base, lo, hi in _pieces(got) for h in _piece_hits(plan, buf, base, lo, hi)
-        ]
+        if got.end - got.start > BIG:
+            if fd_search:
+                _map(got)
+            big, got = got, None  # the caller searches it, and closes it
+            return _Done([], big=big)
+        if fd_search:
+            raw = _search_fd(plan, got)
+            if not raw:
+                return _Done([])
+            last = got.last
+            _map(got)
+            got.last = last  # the file's last line, even where the map leaves a torn tail out
+        else:
+            raw = [
+                h
+                for buf, base, lo, hi in _pieces(got)
+                for h in _piece_hits(plan, buf, base, lo, hi)
+            ]
         out: list[SearchHit | SearchProblem] = list(_hits(plan, got, raw))
         if got.problem is not None:
             out.append(SearchProblem(got.path, got.problem))
         return _Done(out)
+    except OSError as exc:
+        return _Done([SearchProblem(path, f"{path}: cannot read: {exc.strerror or exc}")])
     finally:
-        got.close()
+        if got is not None:
+            got.close()
+
+
+def _search_fd(plan: _Plan, log: _Log) -> list[RawHit]:
+    """:func:`_search_native` over ``log``'s file, which the C side maps itself;
+    sets ``log.last``."""
+    native = plan.native
+    ffi, lib = native.ffi, native.lib
+    text = plan.matcher.needle
+    lens = ffi.new("size_t[]", [len(n) for n in plan.needles] or [0])
+    out = ffi.new("awl_hit[]", 256)
+    state = ffi.new("size_t[3]")  # next position, scratch needed, last line
+    error = ffi.new("int *")
+    scratch = _scratch(ffi, plan.scratch_size)
+    flags = (lib.AWL_SEARCH_FOLD if plan.matcher.fold == "ascii" else 0) | (
+        lib.AWL_SEARCH_EVERY_LINE if plan.every else 0
+    )
+    hits: list[RawHit] = []
+    pos, first = log.start, True
+    while pos < log.end:
+        n = lib.awl_search_fd(
+            log.fd,
+            log.end,
+            pos,
+            log.end,
+            plan.blob,
+            lens,
+            len(plan.needles),
+            text,
+            len(text),
+            flags,
+            plan.role_mask,
+            plan.kind_mask,
+            scratch,
+            len(scratch),
+            out,
+            256,
+            state,
+            state + 1,
+            state + 2,
+            error,
+        )
+        if error[0]:
+            raise OSError(error[0] if error[0] > 0 else 0, os.strerror(max(error[0], 0)))
+        if first:
+            log.last, first = state[2], False
+        for i in range(n):
+            h = out[i]
+            hits.append((h.offset, h.length, h.block, h.kind, h.role))
+        if state[1]:
+            scratch = _scratch(ffi, state[1] + (state[1] >> 2))
+        pos = state[0]
+    return hits
 
 
 def search(
