@@ -17,8 +17,11 @@ import record, so memory holds one batch and a crash leaves whole batches.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from hashlib import sha256
 from pathlib import Path
@@ -108,6 +111,32 @@ class ImportResult:
             "error": self.error,
             "dryRun": self.dry_run,
         }
+
+
+_claims: dict[str, tuple[threading.Lock, int]] = {}
+_claims_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _claimed(path: str) -> Iterator[None]:
+    """Hold ``path`` for this thread: two threads of a process importing sources that
+    map to one awl session take turns (as two processes do through the log's lock
+    and the name it is created under)."""
+    with _claims_lock:
+        lock, users = _claims.get(path, (None, 0))
+        if lock is None:
+            lock = threading.Lock()
+        _claims[path] = (lock, users + 1)
+    try:
+        with lock:
+            yield
+    finally:
+        with _claims_lock:
+            lock, users = _claims[path]
+            if users == 1:
+                del _claims[path]
+            else:
+                _claims[path] = (lock, users - 1)
 
 
 _MODULES: dict[str, Any] = {"pi": _pi, "claude": _claude, "codex": _codex}
@@ -231,6 +260,11 @@ class _Import:
         sid = session_id_for(fmt, info.source_id, info.start)
         path = project_dir(info.cwd, self.session_dir) / session_file_name(info.start, sid)
         r.session, r.path, r.source_id = sid, str(path), info.source_id
+        with _claimed(str(path)):
+            self._import(fmt, info, path)
+
+    def _import(self, fmt: str, info: SourceInfo, path: Path) -> None:
+        r = self.r
         files = self._files()
         r.bytes = sum(f.size for f in files)
         try:
@@ -557,7 +591,7 @@ class _Import:
                 created=self.info.start,
             )
         try:
-            got = self.manager.append_entries(entries)
+            got = self.manager.append_entries(entries, checkpoint=final)
         except SessionWriteError:
             if creating and self.path.exists():
                 # Another import of the same source made the log meanwhile.

@@ -41,6 +41,7 @@ from ._entries import (
     FileEntry,
     Location,
     MessageEntry,
+    NewEntry,
     SessionHeader,
     UnknownEntry,
 )
@@ -66,22 +67,39 @@ def serialize_header(header: SessionHeader) -> bytes:
 
 def block_to_json(block: DiskContentBlock) -> dict[str, Any]:
     """One on-disk block as a JSON object."""
-    if isinstance(block, DiskText):
-        return {"type": "text", "text": block.text}
-    if isinstance(block, DiskThinking):
-        return {"type": "thinking", "thinking": block.thinking}
-    if isinstance(block, DiskToolUse):
-        return {"type": "toolUse", "id": block.id, "name": block.name, "input": block.input}
-    if isinstance(block, DiskToolResult):
-        return {"type": "toolResult", "toolUseId": block.tool_use_id, "content": block.content}
-    return block.raw
+    out: dict[str, Any] = _BLOCK_JSON.get(type(block), _block_json)(block)
+    return out
+
+
+def _block_json(block: DiskContentBlock) -> dict[str, Any]:
+    """A block of a subclass of the block types, as the type it is an instance of."""
+    for kind, to_json in _BLOCK_JSON.items():
+        if isinstance(block, kind):
+            out: dict[str, Any] = to_json(block)
+            return out
+    raise TypeError(f"not a content block: {block!r}")
+
+
+_BLOCK_JSON: dict[type, Any] = {
+    DiskText: lambda b: {"type": "text", "text": b.text},
+    DiskThinking: lambda b: {"type": "thinking", "thinking": b.thinking},
+    DiskToolUse: lambda b: {"type": "toolUse", "id": b.id, "name": b.name, "input": b.input},
+    DiskToolResult: lambda b: {
+        "type": "toolResult",
+        "toolUseId": b.tool_use_id,
+        "content": b.content,
+    },
+    DiskUnknownBlock: lambda b: b.raw,
+}
+"""Each block type's JSON (a lookup by type: a chain of isinstance costs more per block)."""
 
 
 def message_to_json(message: DiskMessage) -> dict[str, Any]:
     """The ``message`` object of an entry."""
+    to_json, other = _BLOCK_JSON.get, _block_json
     obj: dict[str, Any] = {
         "role": message.role,
-        "content": [block_to_json(b) for b in message.content],
+        "content": [to_json(type(b), other)(b) for b in message.content],
     }
     if message.role == "assistant":
         if message.provider is not None:
@@ -120,6 +138,40 @@ def serialize_entry(entry: MessageEntry | UnknownEntry | Checkpoint) -> bytes:
     except TypeError:
         # Lone surrogates: bytes that were not UTF-8 where the text came in
         # (argv, a pipe), which JSON cannot hold.
+        raise FormatError(
+            "the entry holds text that is not valid UTF-8; nothing was saved"
+        ) from None
+
+
+def serialize_new_entry(entry: NewEntry, eid: str | None, parent: str | None) -> bytes:
+    """The line of a :class:`NewEntry` given its id (None: outside the tree) and its
+    parent's: what :func:`serialize_entry` writes for the entry it stands for,
+    built without making that entry first (an import writes many)."""
+    if entry.message is not None:
+        obj: dict[str, Any] = {
+            "type": "message",
+            "id": eid or "",
+            "parentId": parent,
+            "timestamp": entry.timestamp,
+        }
+        if entry.message.role == "user":
+            if entry.provider is None or entry.model is None:
+                raise FormatError("a user message entry needs the provider and model it is sent to")
+            obj["provider"] = entry.provider
+            obj["model"] = entry.model
+        obj["message"] = message_to_json(entry.message)
+    else:
+        obj = {"type": entry.type}
+        if eid is not None:
+            obj["id"] = eid
+            obj["parentId"] = parent
+        obj["timestamp"] = entry.timestamp
+    if entry.fields:
+        for key, value in entry.fields.items():
+            obj.setdefault(key, value)  # never in place of a member of the format
+    try:
+        return orjson.dumps(obj) + b"\n"
+    except TypeError:
         raise FormatError(
             "the entry holds text that is not valid UTF-8; nothing was saved"
         ) from None

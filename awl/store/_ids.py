@@ -66,6 +66,18 @@ class IdPermutation:
             left, right = right, left ^ _round(right, k)
         return f"{(left << 16) | right:08x}"
 
+    def ids_of(self, start: int, n: int) -> list[str]:
+        """The ids of the ``n`` numbers from ``start`` (a batch's draws, in one call)."""
+        if n < 64:
+            return [self.id_of(number) for number in range(start, start + n)]
+        from ._numpy import np
+
+        v = np.arange(start, start + n, dtype=np.uint64)
+        left, right = v >> np.uint64(16), v & np.uint64(_MASK16)
+        for k in self._keys:
+            left, right = right, left ^ _round(right, k)
+        return [f"{x:08x}" for x in ((left << np.uint64(16)) | right).tolist()]
+
     def number_of(self, value: int) -> int:
         """The id number of an id given as its 32-bit value (``int(id, 16)``)."""
         left, right = value >> 16, value & _MASK16

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from ..conversation import Conversation, Message, Usage
 from ..errors import CorruptSession, SessionError, SessionWriteError
@@ -28,7 +28,13 @@ from . import scanner
 from ._catalog import find_session, most_recent
 from ._checkpoint import CheckpointPolicy
 from ._clock import format_timestamp
-from ._codec import disk_message_to_internal, message_to_disk, serialize_entry
+from ._codec import (
+    disk_message_to_internal,
+    message_to_disk,
+    serialize_entry,
+    serialize_header,
+    serialize_new_entry,
+)
 from ._derive import free_window, from_index
 from ._entries import (
     RECENT,
@@ -527,18 +533,32 @@ class SessionManager:
             self._checkpoint(closing=False)
         return entry.base.id
 
-    def append_entries(self, entries: Sequence[NewEntry]) -> list[str | None]:
+    def append_entries(
+        self, entries: Sequence[NewEntry], *, checkpoint: bool = False
+    ) -> list[str | None]:
         """Append a batch of entries whose parents are given (see :class:`NewEntry`);
         returns each one's id (None for an entry outside the tree).
 
         The batch is one write: on disk whole, or not at all.  The last tree
-        entry of the batch becomes the leaf.  The state is then derived from
-        the index, a pass over the log: this is how a tree is written at
-        once (an import), not how a conversation grows.
+        entry of the batch becomes the leaf.  The state follows from the
+        batch when the leaf's branch runs through it to a root or to the
+        leaf before it (what an import writes), else it is derived from the
+        index, a pass over the log: this is how a tree is written at once
+        (an import), not how a conversation grows.  ``checkpoint`` ends the
+        write with the checkpoint a close would add (when the state follows
+        from the batch), so that a batch written last costs one sync, not two.
         """
         self._check_writable()
+        nodes = sum(1 for e in entries if e.node or e.message is not None)
         lo, hi = self._free_ids()
+        if hi - lo < nodes:
+            lo, hi = self._indexed(lambda index, tree: free_window(self.header, tree))
+            if hi - lo < nodes:
+                raise SessionWriteError(f"{self._path}: no {nodes} entry ids are left free")
+        drawn = iter(self._ids.ids_of(lo, nodes))
+        lo += nodes
         ids: list[str | None] = []
+        parents: list[str | None] = []
         lines: list[bytes] = []
         for entry in entries:
             parent = entry.parent
@@ -546,22 +566,41 @@ class SessionManager:
                 if not 0 <= parent < len(ids) or ids[parent] is None:
                     raise ValueError(f"entry {len(ids)}: parent {parent} is no earlier tree entry")
                 parent = ids[parent]
-            eid = None
-            if entry.node or entry.message is not None:
-                if lo >= hi:
-                    lo, hi = self._indexed(lambda index, tree: free_window(self.header, tree))
-                eid, lo = self._ids.id_of(lo), lo + 1
-            lines.append(serialize_entry(_entry_of(entry, eid, parent)))
+            eid = next(drawn) if entry.node or entry.message is not None else None
+            lines.append(serialize_new_entry(entry, eid, parent))
             ids.append(eid)
+            parents.append(parent if eid is not None else None)
         body = b"".join(lines)
-        if self._log is None:
+        log = self._log
+        if log is None:
+            start = len(serialize_header(self.header)) + sum(len(ln) for ln, _ in self._pending)
+        else:
+            start = log.size + (1 if log.needs_newline else 0)
+        state = None
+        if not self._pending:
+            # A new log's first line is its header.
+            before = self._state if log is not None else self._state.placed((), 1)
+            state = before.batch_appended(
+                self.header, entries, ids, parents, [len(ln) for ln in lines], start, (lo, hi)
+            )
+        cp = None
+        if state is not None and checkpoint:
+            cp = self._policy.line(state, self.header, start + len(body), closing=True)
+            if cp is not None:
+                body += cp
+        if log is None:
             self._log = LogFile.create(
                 self._path, self.header, b"".join(ln for ln, _ in self._pending) + body, self._env
             )
             self._pending.clear()
         elif body:
-            self._log.append(body)
-        if body:
+            log.append(body)
+        if state is not None:
+            if cp is not None:
+                state = state.checkpointed(start + len(body) - len(cp), len(cp))
+                self._written += 1
+            self._state = state
+        elif body:
             self._state = self._indexed(
                 lambda index, tree: from_index(
                     self.header, index, tree, self._log_map(), self._path
@@ -766,24 +805,3 @@ class SessionManager:
     def __repr__(self) -> str:
         mode = "read-only" if self.read_only else "writer"
         return f"<SessionManager {self.id} {mode} {self._path}>"
-
-
-def _entry_of(entry: NewEntry, eid: str | None, parent: str | None) -> MessageEntry | UnknownEntry:
-    """The entry a :class:`NewEntry` stands for, with its id and its parent's."""
-    if entry.message is not None:
-        return MessageEntry(
-            base=EntryBase(eid or "", parent, entry.timestamp),
-            message=entry.message,
-            provider=entry.provider,
-            model=entry.model,
-            extra=entry.fields,
-        )
-    raw: dict[str, Any] = {"type": entry.type}
-    base = None
-    if eid is not None:
-        raw |= {"id": eid, "parentId": parent}
-        base = EntryBase(eid, parent, entry.timestamp)
-    raw["timestamp"] = entry.timestamp
-    for key, value in entry.fields.items():
-        raw.setdefault(key, value)
-    return UnknownEntry(entry.type, raw, base)

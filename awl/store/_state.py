@@ -12,10 +12,11 @@ Nothing here reads a file.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from ._codec import disk_message_to_internal
-from ._entries import RECENT, DiskMessage, Location, MessageEntry, SessionHeader
+from ._entries import RECENT, DiskMessage, Location, MessageEntry, NewEntry, SessionHeader
 
 MAX_REPLACED = RECENT - 1
 """The most messages one appended message may replace (``append_message``'s ``replacing``)."""
@@ -127,6 +128,89 @@ class SessionState:
             recent,
             CheckpointMark(mark.offset, mark.end, mark.bytes, mark.nodes_since + 1),
             free_ids if free_ids is not None else self.free_ids,
+        )
+
+    def batch_appended(
+        self,
+        header: SessionHeader,
+        entries: Sequence[NewEntry],
+        ids: Sequence[str | None],
+        parents: Sequence[str | None],
+        lengths: Sequence[int],
+        offset: int,
+        free_ids: tuple[int, int],
+    ) -> SessionState | None:
+        """The state after a batch (:meth:`awl.store.SessionManager.append_entries`)
+        was written at ``offset``: ``entries`` with their ids (None outside the
+        tree), their parents' ids and their lines' lengths (newline included);
+        ``free_ids`` is the window left after drawing the ids.
+
+        Derived from the batch alone when the new leaf's branch runs through the
+        batch to a root or to the current leaf (what an import writes); None
+        when it leaves the batch anywhere else (the caller then derives the
+        state from the index).  Equal to :func:`awl.store._derive.from_index`
+        of the log after the batch (that it keeps the checkpoint mark, and
+        more recent locations, as :meth:`appended` does, aside).
+        """
+        nodes = [i for i, eid in enumerate(ids) if eid is not None]
+        lines = self.line_count + len(entries)
+        mark = self.mark
+        if not nodes:
+            return replace(self, line_count=lines, free_ids=free_ids)
+        at = {ids[i]: i for i in nodes}
+        path: list[int] = []
+        i = nodes[-1]
+        while True:
+            path.append(i)
+            parent = parents[i]
+            if parent is None:
+                extends = False
+                break
+            up = at.get(parent)
+            if up is not None and up < i:
+                i = up
+            elif parent == self.leaf and up is None:
+                extends = True
+                break
+            else:
+                return None
+        path.reverse()
+        starts = [offset]
+        for n in lengths:
+            starts.append(starts[-1] + n)
+        messages = [i for i in path if entries[i].message is not None]
+        found = [
+            Location(starts[i], lengths[i] - 1, self.line_count + i, ids[i] or "") for i in messages
+        ]
+        if extends:
+            provider, model, first = self.provider, self.model, self.first_prompt
+            count, recent = self.message_count, self.recent
+        else:
+            provider, model, first = header.provider, header.model, ""
+            count, recent = 0, ()
+        for i in messages:
+            entry = entries[i]
+            message = entry.message
+            assert message is not None
+            if message.role != "user":
+                continue
+            if entry.provider and entry.model:
+                provider, model = entry.provider, entry.model
+            if not first:
+                first = prompt_words(message)
+        leaf = nodes[-1]
+        return SessionState(
+            provider,
+            model,
+            entries[leaf].timestamp or header.timestamp,
+            ids[leaf],
+            count + len(messages),
+            self.entry_count + len(nodes),
+            lines,
+            first,
+            (*recent, *found)[-RECENT_KEPT:],
+            CheckpointMark(mark.offset, mark.end, mark.bytes, mark.nodes_since + len(nodes)),
+            free_ids,
         )
 
     def placed(self, locations: tuple[Location, ...], lines: int) -> SessionState:
