@@ -12,8 +12,8 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -324,31 +324,11 @@ class ImportSummary:
         }
 
 
-THREADS = 2
-"""Sessions a worker imports at once: while one waits for the disk (an fsync, a
-new file), the other converts, so a worker keeps its core busy."""
-
-_Task = tuple[SourceSpec, str | None, bool, str | None]
-
-
-def _work(args: _Task) -> ImportResult:
+def _work(args: tuple[SourceSpec, str | None, bool, str | None]) -> ImportResult:
     spec, session_dir, dry_run, system_prompt = args
     return import_source(
         spec, session_dir=session_dir, dry_run=dry_run, system_prompt=system_prompt
     )
-
-
-def _threaded(tasks: Sequence[_Task]) -> Iterator[ImportResult]:
-    """The results of ``tasks``, imported :data:`THREADS` at a time, as they come."""
-    if len(tasks) <= 1 or THREADS <= 1:
-        yield from map(_work, tasks)
-        return
-    with ThreadPoolExecutor(max_workers=min(THREADS, len(tasks))) as threads:
-        yield from threads.map(_work, tasks)
-
-
-def _work_chunk(tasks: list[_Task]) -> list[ImportResult]:
-    return list(_threaded(tasks))
 
 
 def import_sessions(
@@ -381,17 +361,15 @@ def import_sessions(
     tasks = [(s, where, dry_run, system_prompt) for s in ordered]
     workers = max(1, jobs if jobs is not None else (os.cpu_count() or 1))
     if workers == 1 or len(tasks) <= 1:
-        for r in _threaded(tasks):
-            done(r)
+        for t in tasks:
+            done(_work(t))
     else:
         workers = min(workers, len(tasks))
         # Small sessions go in small batches: a message per session costs more
         # than a small session's import.
-        size = max(THREADS, min(16, len(tasks) // (workers * 8)))
-        chunks = [tasks[i : i + size] for i in range(0, len(tasks), size)]
+        chunk = max(1, min(16, len(tasks) // (workers * 8)))
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            for rs in pool.map(_work_chunk, chunks):
-                for r in rs:
-                    done(r)
+            for r in pool.map(_work, tasks, chunksize=chunk):
+                done(r)
     results.sort(key=lambda r: r.source)
     return results, summary

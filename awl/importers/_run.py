@@ -17,11 +17,8 @@ import record, so memory holds one batch and a crash leaves whole batches.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from hashlib import sha256
 from pathlib import Path
@@ -111,32 +108,6 @@ class ImportResult:
             "error": self.error,
             "dryRun": self.dry_run,
         }
-
-
-_claims: dict[str, tuple[threading.Lock, int]] = {}
-_claims_lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def _claimed(path: str) -> Iterator[None]:
-    """Hold ``path`` for this thread: two threads of a process importing sources that
-    map to one awl session take turns (as two processes do through the log's lock
-    and the name it is created under)."""
-    with _claims_lock:
-        lock, users = _claims.get(path, (None, 0))
-        if lock is None:
-            lock = threading.Lock()
-        _claims[path] = (lock, users + 1)
-    try:
-        with lock:
-            yield
-    finally:
-        with _claims_lock:
-            lock, users = _claims[path]
-            if users == 1:
-                del _claims[path]
-            else:
-                _claims[path] = (lock, users - 1)
 
 
 _MODULES: dict[str, Any] = {"pi": _pi, "claude": _claude, "codex": _codex}
@@ -260,8 +231,7 @@ class _Import:
         sid = session_id_for(fmt, info.source_id, info.start)
         path = project_dir(info.cwd, self.session_dir) / session_file_name(info.start, sid)
         r.session, r.path, r.source_id = sid, str(path), info.source_id
-        with _claimed(str(path)):
-            self._import(fmt, info, path)
+        self._import(fmt, info, path)
 
     def _import(self, fmt: str, info: SourceInfo, path: Path) -> None:
         r = self.r
@@ -531,6 +501,7 @@ class _Import:
             NewEntry(format_timestamp(time.time()), type=RECORD_TYPE, fields=record, node=False)
         )
         root = ROOT_KEY in b.known
+        make = self._entry
         for p in planned:
             parent_ref: int | str | None = None
             if p.key is not None:
@@ -547,7 +518,7 @@ class _Import:
                 pos[p.key] = len(entries)
                 last_tree = len(entries)
                 keys.append(p.key)
-            entries.append(self._entry(p, parent_ref))
+            entries.append(make(p, parent_ref))
         # What this batch's lines held that is not in its entries.
         if len(r.skipped) > self.marks[0]:
             record["skipped"] = [[f, n, why] for f, n, why in r.skipped[self.marks[0] :]]
@@ -603,28 +574,32 @@ class _Import:
                 ids[key] = eid
 
     def _entry(self, p: Planned, parent: int | str | None) -> NewEntry:
-        if p.role is None:
+        # Positional: an import makes one per entry, and keywords cost more.
+        role = p.role
+        if role is None:
             return NewEntry(
-                p.timestamp, parent, type=p.type, fields=p.fields, node=p.key is not None
+                p.timestamp, parent, None, None, None, p.type, p.fields, p.key is not None
             )
-        if p.role == "assistant":
+        if role == "assistant":
             message = DiskMessage(
                 "assistant",
                 p.content,
-                provider=p.provider or "unknown",
-                model=p.model or "unknown",
-                stop_reason=p.stop_reason or "stop",
-                usage=p.usage if isinstance(p.usage, Usage) else None,
+                p.provider or "unknown",
+                p.model or "unknown",
+                p.stop_reason or "stop",
+                p.usage if isinstance(p.usage, Usage) else None,
             )
-            return NewEntry(p.timestamp, parent, message, fields=p.fields)
-        if p.role == "user":
-            provider, model = p.provider or "unknown", p.model or "unknown"
+            return NewEntry(p.timestamp, parent, message, None, None, "message", p.fields)
+        if role == "user":
             return NewEntry(
                 p.timestamp,
                 parent,
                 DiskMessage("user", p.content),
-                provider,
-                model,
-                fields=p.fields,
+                p.provider or "unknown",
+                p.model or "unknown",
+                "message",
+                p.fields,
             )
-        return NewEntry(p.timestamp, parent, DiskMessage("system", p.content), fields=p.fields)
+        return NewEntry(
+            p.timestamp, parent, DiskMessage("system", p.content), None, None, "message", p.fields
+        )

@@ -174,9 +174,12 @@ SessionEntry = MessageEntry | UnknownEntry
 FileEntry = SessionHeader | MessageEntry | UnknownEntry | Checkpoint
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class NewEntry:
     """An entry to append with :meth:`awl.store.SessionManager.append_entries`.
+
+    Not frozen: an import makes one per source line, and a frozen dataclass
+    costs five times as much to make; :meth:`append_entries` only reads it.
 
     ``parent`` is an entry already in the log (its id), one earlier in the
     same batch (its index there), or None for a root.  A message entry has
