@@ -354,11 +354,12 @@ static size_t unescape(const uint8_t *s, const uint8_t *e, uint8_t *d, int lenie
 static int string_is(const uint8_t *s, const uint8_t *e, const char *w)
 {
     size_t n = strlen(w);
-    uint8_t tmp[32];
+    uint8_t tmp[96]; /* the words asked about are at most 16 characters */
     if (memchr(s, '\\', (size_t)(e - s)) == NULL)
         return (size_t)(e - s) == n && memcmp(s, w, n) == 0;
-    if ((size_t)(e - s) > sizeof tmp)
-        return 0; /* escapes only shorten: too long to be w */
+    /* An ASCII character is at most 6 bytes escaped (\u0061): longer cannot be w. */
+    if ((size_t)(e - s) > 6 * n || (size_t)(e - s) > sizeof tmp)
+        return 0;
     return unescape(s, e, tmp, 0) == n && memcmp(tmp, w, n) == 0;
 }
 

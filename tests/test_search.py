@@ -655,3 +655,22 @@ def test_memory_holds_a_few_pieces_not_the_logs(root: Path, shape: str) -> None:
     assert done.returncode == 0, done.stderr
     grew = int(done.stdout)
     assert size_kib > 60_000 and grew < size_kib // 4, (grew, size_kib)
+
+
+def test_keys_and_keywords_written_with_escapes_are_read_as_json_reads_them(root: Path) -> None:
+    """A writer may escape any character (``\\u0061`` for ``a``): "assistant" is then
+    54 bytes long, and still the role."""
+
+    def esc(word: str) -> str:
+        return "".join(f"\\u{ord(ch):04x}" for ch in word)
+
+    line = (
+        '{"type":"' + esc("message") + '","id":"00000001","parentId":null,'
+        '"timestamp":"2026-04-25T14:00:01.000Z","message":{"role":"' + esc("assistant") + '",'
+        '"' + esc("content") + '":[{"type":"' + esc("toolResult") + '","toolUseId":"t1",'
+        '"content":"an escaped kingfisher"}]}}\n'
+    )
+    log = write(root, "/w/p", SID[0], [], tail=line.encode())
+    assert [(h.role, h.block, h.entry) for h in hits([log], "kingfisher")] == [
+        ("assistant", "toolResult", "00000001")
+    ]

@@ -11,9 +11,8 @@ and also through ``awl_search_fd`` on a file of the same bytes and
 must print the same hits, and those hits must be what
 awl/store/_search_fallback.py says (``load``, ``line_matches``,
 ``Matcher``) for the needles awl/store/_search.py chooses (``_plan``).
-One divergence found here is set aside (lines with a keyword escaped past
-32 bytes) and held by its own test, which is an expected failure until
-search.c is fixed and a plain regression test after.
+A key or keyword written with ``\\uXXXX`` escapes (up to 6 bytes a
+character) has a test of its own.
 Skipped, with the reason, when no C compiler with sanitizers is available.
 """
 
@@ -185,32 +184,6 @@ def expected_last_line(c: Case) -> int:
     if c.end == c.pos:
         return c.end
     return c.buf.rfind(b"\n", c.pos, c.end - 1) + 1 or c.pos
-
-
-# Known bug (see test_a_fully_escaped_keyword_is_read_as_the_reference_reads_it):
-# search.c's string_is gives up on an escaped key or type/role value longer
-# than 32 bytes, though \uXXXX escapes make "assistant" 54 bytes long.
-_KEYWORDS = frozenset(
-    ("type", "message", "role", "content", "text", "thinking", "input", "toolUse", "toolResult")
-) | frozenset(ROLES)
-_STRING = re.compile(rb'"((?:[^"\\]|\\.)*)"', re.DOTALL)
-
-
-def long_escaped_keyword(line: bytes) -> bool:
-    for m in _STRING.finditer(line):
-        raw = m.group(1)
-        if len(raw) > 32 and b"\\" in raw:
-            try:
-                if orjson.loads(m.group(0)) in _KEYWORDS:
-                    return True
-            except orjson.JSONDecodeError:
-                pass
-    return False
-
-
-def _line_at(c: Case, offset: int) -> bytes:
-    le = c.buf.find(b"\n", offset, c.end)
-    return c.buf[offset : c.end if le < 0 else le]
 
 
 # ── lines ──
@@ -576,21 +549,12 @@ def _parse(stdout: str) -> list[tuple[list[Hit], int | None]]:
     return got
 
 
-def _check(cases: list[Case], stdout: str) -> int:
-    """Holds the driver's hits to the reference; returns how many lines were set
-    aside for the known string_is bug."""
+def _check(cases: list[Case], stdout: str) -> None:
+    """Holds the driver's hits to the reference."""
     got = _parse(stdout)
     assert len(got) == len(cases)
-    skipped = 0
     for i, (c, (hits, last)) in enumerate(zip(cases, got, strict=True)):
         want = expected(c)
-        if hits != want:
-            by_c, by_py = {h[0]: h for h in hits}, {h[0]: h for h in want}
-            bad = {o for o in by_c.keys() | by_py.keys() if by_c.get(o) != by_py.get(o)}
-            if all(long_escaped_keyword(_line_at(c, o)) for o in bad):
-                skipped += len(bad)
-                hits = [h for h in hits if h[0] not in bad]
-                want = [h for h in want if h[0] not in bad]
         assert hits == want, (
             f"case {i}: C {hits} != Python {want}\n"
             f"buf={c.buf[:600]!r}\nneedles={c.needles[:8]!r} text={c.text!r} "
@@ -601,16 +565,13 @@ def _check(cases: list[Case], stdout: str) -> int:
             assert last == expected_last_line(c), (i, last)
         else:
             assert last is None
-    return skipped
 
 
 def test_search_under_sanitizers(drivers: dict[str, Path], tmp_path: Path) -> None:
     rng = random.Random(20260425)
     cases = structured_cases(rng) + random_cases(rng, 2000)
     outputs = _run(drivers, cases, tmp_path)
-    skipped = _check(cases, outputs["sse2"])
-    # The bug set aside must stay rare in this corpus, or it hides too much.
-    assert skipped < len(cases) // 20, skipped
+    _check(cases, outputs["sse2"])
 
 
 def _u(word: str) -> bytes:
@@ -618,12 +579,10 @@ def _u(word: str) -> bytes:
     return "".join(f"\\u{ord(ch):04x}" for ch in word).encode()
 
 
-# Found by this test and not fixed here: search.c's string_is() returns 0 for
-# any escaped string longer than 32 bytes ("escapes only shorten: too long to
-# be w"), but a keyword written with \uXXXX escapes takes up to 6 bytes a
-# character ("assistant" 54, "toolResult" 60), and orjson reads it as the word.
-# Such lines are valid JSON and the reference matches them; the C search does not.
-KNOWN_BUG_LINES = [
+# A keyword written with \uXXXX escapes takes up to 6 bytes a character
+# ("assistant" 54, "toolResult" 60): orjson reads it as the word, so the
+# search must too (string_is once gave up on escaped strings over 32 bytes).
+ESCAPED_KEYWORD_LINES = [
     _msg(_u("assistant"), b'{"type":"text","text":"hello"}'),
     _text(b"hello").replace(b'"message"', b'"' + _u("message") + b'"', 1),
     _msg(b"user", b'{"type":"' + _u("toolResult") + b'","content":"hello"}'),
@@ -634,10 +593,8 @@ KNOWN_BUG_LINES = [
 def test_a_fully_escaped_keyword_is_read_as_the_reference_reads_it(
     drivers: dict[str, Path], tmp_path: Path
 ) -> None:
-    cases = [for_query(line + b"\n", "hello", opts=FD | PREFIXES) for line in KNOWN_BUG_LINES]
+    cases = [for_query(line + b"\n", "hello", opts=FD | PREFIXES) for line in ESCAPED_KEYWORD_LINES]
     want = [expected(c) for c in cases]
-    assert all(want) and all(long_escaped_keyword(line) for line in KNOWN_BUG_LINES)
-    outputs = _run(drivers, cases, tmp_path)  # no memory error all the same
-    got = [hits for hits, _ in _parse(outputs["sse2"])]
-    if got != want:
-        pytest.xfail(f"search.c string_is gives up on escaped keywords over 32 bytes: {got}")
+    assert all(want)
+    outputs = _run(drivers, cases, tmp_path)
+    assert [hits for hits, _ in _parse(outputs["sse2"])] == want
