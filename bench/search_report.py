@@ -1,7 +1,7 @@
 """``awl search`` against ripgrep over the same store, in one run.
 
     python bench/search_report.py [--sessions 400] [--total-mb 1024] [--big-mb 4096]
-                                  [--repeats 7] [--out FILE]
+                                  [--repeats 7] [--out FILE] [--awl PATH]
 
 Generates (once, cached under $AWL_BENCH_DIR) a store of ``--sessions`` logs
 totalling ``--total-mb`` (bench/_gen.py's logs, as bench/store_report.py
@@ -82,7 +82,12 @@ def _plant(store: Path) -> int:
     return PLANTED_IN
 
 
+_AWL: list[str] = []
+
+
 def _awl() -> list[str]:
+    if _AWL:
+        return _AWL
     exe = Path(sys.executable).with_name("awl")
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "awl"]
 
@@ -186,7 +191,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--big-mb", type=int, default=4096, help="the second store's size (0: skip)")
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--out", type=Path)
+    ap.add_argument(
+        "--awl",
+        help="the awl to time (default: this environment's); a plain install's, as a user"
+        " has it, pays no editable-install finder at start-up",
+    )
     args = ap.parse_args(argv)
+    if args.awl:
+        _AWL[:] = [args.awl]
     rg = shutil.which("rg")
     base = _gen.bench_dir()
     store = base / f"search-{args.sessions}-{args.total_mb}"
@@ -199,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
             subprocess.run([rg, "--version"], capture_output=True, text=True).stdout.split("\n")[0]
             if rg
             else "not installed (apt install ripgrep)"
-        ),
+        )
+        + f"; awl: {' '.join(_awl())}; load average {os.getloadavg()[0]:.2f} at start",
         "",
         "| query | awl search --all | rg -F | awl / rg | target | result | found |",
         "|---|---|---|---|---|---|---|",
@@ -221,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     lines += ["", "| store | peak RSS of awl search --all |", "|---|---|"]
     for s, kb in peaks:
         lines.append(f"| {s / 1e9:.2f} GB | {kb / 1024:.1f} MB |")
+    lines.append(f"\nLoad average {os.getloadavg()[0]:.2f} at the end.")
     text = "\n".join(lines)
     print(text)
     if args.out:
