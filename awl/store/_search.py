@@ -37,8 +37,11 @@ from ._header import header_fields
 from ._logmap import LogMap
 from ._search_fallback import BLOCK_KINDS, ROLES, Matcher, line_matches, load
 
-PIECE = 32 << 20
-"""Bytes searched by one call (a worker's unit, and the window released after it)."""
+PIECE = 8 << 20
+"""Bytes searched by one call (a worker's unit, and the window released after it).
+
+Small enough that what two workers hold mapped stays well under the 64 MB
+of any other pass; large enough that a call's fixed cost is lost in it."""
 
 BIG = 2 * PIECE
 """A log this large is searched piece by piece as its hits stream out; a smaller one
