@@ -24,6 +24,22 @@
 #include <sys/mman.h>
 #endif
 
+/* memrchr is a GNU extension: elsewhere (macOS, Windows), a loop. */
+static const void *s_memrchr(const void *s, int c, size_t n)
+{
+#if defined(__GLIBC__)
+    return memrchr(s, c, n);
+#else
+    const uint8_t *p = (const uint8_t *)s;
+    while (n > 0) {
+        n--;
+        if (p[n] == (uint8_t)c)
+            return p + n;
+    }
+    return NULL;
+#endif
+}
+
 #if !defined(AWL_NO_SIMD) && (defined(__SSE2__) || defined(_M_X64))
 #define AWL_S_SSE2 1
 #include <emmintrin.h>
@@ -595,7 +611,7 @@ size_t awl_search(const uint8_t *buf, size_t len, size_t pos, size_t end,
                 break;
             }
         }
-        nl = pos < (size_t)(hit - buf) ? memrchr(buf + pos, '\n', (size_t)(hit - (buf + pos)))
+        nl = pos < (size_t)(hit - buf) ? s_memrchr(buf + pos, '\n', (size_t)(hit - (buf + pos)))
                                        : NULL;
         ls = nl ? nl + 1 : buf + pos;
         le = memchr(hit, '\n', (size_t)(buf + end - hit));
@@ -698,7 +714,7 @@ size_t awl_search_fd(int fd, size_t size, size_t pos, size_t end, const uint8_t 
         return 0;
     }
     const uint8_t *buf = (const uint8_t *)map;
-    const void *nl = end - 1 > pos ? memrchr(buf + pos, '\n', end - 1 - pos) : NULL;
+    const void *nl = end - 1 > pos ? s_memrchr(buf + pos, '\n', end - 1 - pos) : NULL;
     *last_line = nl ? (size_t)((const uint8_t *)nl - buf) + 1 : pos;
     size_t n = awl_search(buf, size, pos, end, needles, needle_lens, n_needles, text, text_len,
                           flags, role_mask, kind_mask, scratch, scratch_len, out, cap, next_pos,
