@@ -160,8 +160,11 @@ class AnthropicProvider(HostedProvider):
         except anthropic.APITimeoutError:
             return run.failed(f"{self.name}: request timed out ({self._where()})")
         except anthropic.APIConnectionError as exc:
-            cause = exc.__cause__ or exc
-            return run.failed(f"{self.name}: cannot connect to {self._where()}: {one_line(cause)}")
+            cause = one_line(exc.__cause__ or exc)
+            if stream is not None:
+                # Newer SDKs wrap transport errors while reading the body too.
+                return run.failed(f"{self.name}: connection lost mid-stream: {cause}")
+            return run.failed(f"{self.name}: cannot connect to {self._where()}: {cause}")
         except Exception as exc:
             return run.failed(stream_failure(self.name, exc))
         finally:
