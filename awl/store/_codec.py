@@ -11,6 +11,7 @@ the two equal).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -119,28 +120,11 @@ def serialize_entry(entry: MessageEntry | UnknownEntry | Checkpoint) -> bytes:
         return serialize_checkpoint(entry)
     if isinstance(entry, UnknownEntry):
         return orjson.dumps(entry.raw) + b"\n"
-    obj: dict[str, Any] = {
-        "type": "message",
-        "id": entry.base.id,
-        "parentId": entry.base.parent_id,
-        "timestamp": entry.base.timestamp,
-    }
-    if entry.message.role == "user":
-        if entry.provider is None or entry.model is None:
-            raise FormatError("a user message entry needs the provider and model it is sent to")
-        obj["provider"] = entry.provider
-        obj["model"] = entry.model
-    obj["message"] = message_to_json(entry.message)
-    for key, value in entry.extra.items():
-        obj.setdefault(key, value)  # never in place of a member of the format
-    try:
-        return orjson.dumps(obj) + b"\n"
-    except TypeError:
-        # Lone surrogates: bytes that were not UTF-8 where the text came in
-        # (argv, a pipe), which JSON cannot hold.
-        raise FormatError(
-            "the entry holds text that is not valid UTF-8; nothing was saved"
-        ) from None
+    base = entry.base
+    obj = _message_object(
+        base.id, base.parent_id, base.timestamp, entry.message, entry.provider, entry.model
+    )
+    return _line(obj, entry.extra)
 
 
 def serialize_new_entry(entry: NewEntry, eid: str | None, parent: str | None) -> bytes:
@@ -148,30 +132,52 @@ def serialize_new_entry(entry: NewEntry, eid: str | None, parent: str | None) ->
     parent's: what :func:`serialize_entry` writes for the entry it stands for,
     built without making that entry first (an import writes many)."""
     if entry.message is not None:
-        obj: dict[str, Any] = {
-            "type": "message",
-            "id": eid or "",
-            "parentId": parent,
-            "timestamp": entry.timestamp,
-        }
-        if entry.message.role == "user":
-            if entry.provider is None or entry.model is None:
-                raise FormatError("a user message entry needs the provider and model it is sent to")
-            obj["provider"] = entry.provider
-            obj["model"] = entry.model
-        obj["message"] = message_to_json(entry.message)
+        obj = _message_object(
+            eid or "", parent, entry.timestamp, entry.message, entry.provider, entry.model
+        )
     else:
         obj = {"type": entry.type}
         if eid is not None:
             obj["id"] = eid
             obj["parentId"] = parent
         obj["timestamp"] = entry.timestamp
-    if entry.fields:
-        for key, value in entry.fields.items():
+    return _line(obj, entry.fields)
+
+
+def _message_object(
+    eid: str,
+    parent: str | None,
+    timestamp: str,
+    message: DiskMessage,
+    provider: str | None,
+    model: str | None,
+) -> dict[str, Any]:
+    """A message entry's members in the format's order."""
+    obj: dict[str, Any] = {
+        "type": "message",
+        "id": eid,
+        "parentId": parent,
+        "timestamp": timestamp,
+    }
+    if message.role == "user":
+        if provider is None or model is None:
+            raise FormatError("a user message entry needs the provider and model it is sent to")
+        obj["provider"] = provider
+        obj["model"] = model
+    obj["message"] = message_to_json(message)
+    return obj
+
+
+def _line(obj: dict[str, Any], extra: Mapping[str, Any] | None) -> bytes:
+    """``obj`` (with ``extra``'s members it lacks) as one JSON line."""
+    if extra:
+        for key, value in extra.items():
             obj.setdefault(key, value)  # never in place of a member of the format
     try:
         return orjson.dumps(obj) + b"\n"
     except TypeError:
+        # Lone surrogates: bytes that were not UTF-8 where the text came in
+        # (argv, a pipe), which JSON cannot hold.
         raise FormatError(
             "the entry holds text that is not valid UTF-8; nothing was saved"
         ) from None
