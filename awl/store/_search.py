@@ -466,49 +466,55 @@ def _scratch(ffi: Any, size: int) -> Any:
     return have
 
 
-def _search_native(plan: _Plan, buf: Any, lo: int, hi: int) -> list[RawHit]:
-    native = plan.native
-    ffi, lib = native.ffi, native.lib
+def _native_calls(plan: _Plan, lo: int, hi: int, call: Any) -> list[RawHit]:
+    """The hits of ``call(pos, *rest)`` (``awl_search`` or ``awl_search_fd`` with
+    their first arguments bound) from ``lo`` on until it reaches ``hi``: a call
+    ends when its hit array is full or a block needs more scratch, which then
+    grows."""
+    ffi, lib = plan.native.ffi, plan.native.lib
     text = plan.matcher.needle
     lens = ffi.new("size_t[]", [len(n) for n in plan.needles] or [0])
     out = ffi.new("awl_hit[]", 256)
-    next_pos = ffi.new("size_t *")
-    needed = ffi.new("size_t *")
+    state = ffi.new("size_t[2]")  # where to go on, scratch needed
     scratch = _scratch(ffi, plan.scratch_size)
     flags = (lib.AWL_SEARCH_FOLD if plan.matcher.fold == "ascii" else 0) | (
         lib.AWL_SEARCH_EVERY_LINE if plan.every else 0
     )
     hits: list[RawHit] = []
     pos = lo
-    with ffi.from_buffer("uint8_t[]", buf) as src:
-        while pos < hi:
-            n = lib.awl_search(
-                src,
-                len(buf),
-                pos,
-                hi,
-                plan.blob,
-                lens,
-                len(plan.needles),
-                text,
-                len(text),
-                flags,
-                plan.role_mask,
-                plan.kind_mask,
-                scratch,
-                len(scratch),
-                out,
-                256,
-                next_pos,
-                needed,
-            )
-            for i in range(n):
-                h = out[i]
-                hits.append((h.offset, h.length, h.block, h.kind, h.role))
-            if needed[0]:
-                scratch = _scratch(ffi, needed[0] + (needed[0] >> 2))
-            pos = next_pos[0]
+    while pos < hi:
+        n = call(
+            pos,
+            plan.blob,
+            lens,
+            len(plan.needles),
+            text,
+            len(text),
+            flags,
+            plan.role_mask,
+            plan.kind_mask,
+            scratch,
+            len(scratch),
+            out,
+            256,
+            state,
+            state + 1,
+        )
+        for i in range(n):
+            h = out[i]
+            hits.append((h.offset, h.length, h.block, h.kind, h.role))
+        if state[1]:
+            scratch = _scratch(ffi, state[1] + (state[1] >> 2))
+        pos = state[0]
     return hits
+
+
+def _search_native(plan: _Plan, buf: Any, lo: int, hi: int) -> list[RawHit]:
+    lib = plan.native.lib
+    with plan.native.ffi.from_buffer("uint8_t[]", buf) as src:
+        return _native_calls(
+            plan, lo, hi, lambda pos, *rest: lib.awl_search(src, len(buf), pos, hi, *rest)
+        )
 
 
 def _search_python(plan: _Plan, buf: Any, lo: int, hi: int) -> list[RawHit]:
@@ -701,52 +707,18 @@ def _search_small(plan: _Plan, path: Path, cwd: str | None) -> _Done:
 def _search_fd(plan: _Plan, log: _Log) -> list[RawHit]:
     """:func:`_search_native` over ``log``'s file, which the C side maps itself;
     sets ``log.last``."""
-    native = plan.native
-    ffi, lib = native.ffi, native.lib
-    text = plan.matcher.needle
-    lens = ffi.new("size_t[]", [len(n) for n in plan.needles] or [0])
-    out = ffi.new("awl_hit[]", 256)
-    state = ffi.new("size_t[3]")  # next position, scratch needed, last line
+    ffi, lib = plan.native.ffi, plan.native.lib
+    last = ffi.new("size_t *", log.last)
     error = ffi.new("int *")
-    scratch = _scratch(ffi, plan.scratch_size)
-    flags = (lib.AWL_SEARCH_FOLD if plan.matcher.fold == "ascii" else 0) | (
-        lib.AWL_SEARCH_EVERY_LINE if plan.every else 0
-    )
-    hits: list[RawHit] = []
-    pos, first = log.start, True
-    while pos < log.end:
-        n = lib.awl_search_fd(
-            log.fd,
-            log.end,
-            pos,
-            log.end,
-            plan.blob,
-            lens,
-            len(plan.needles),
-            text,
-            len(text),
-            flags,
-            plan.role_mask,
-            plan.kind_mask,
-            scratch,
-            len(scratch),
-            out,
-            256,
-            state,
-            state + 1,
-            state + 2,
-            error,
-        )
+
+    def call(pos: int, *rest: Any) -> int:
+        n: int = lib.awl_search_fd(log.fd, log.end, pos, log.end, *rest, last, error)
         if error[0]:
             raise OSError(error[0] if error[0] > 0 else 0, os.strerror(max(error[0], 0)))
-        if first:
-            log.last, first = state[2], False
-        for i in range(n):
-            h = out[i]
-            hits.append((h.offset, h.length, h.block, h.kind, h.role))
-        if state[1]:
-            scratch = _scratch(ffi, state[1] + (state[1] >> 2))
-        pos = state[0]
+        return n
+
+    hits = _native_calls(plan, log.start, log.end, call)
+    log.last = last[0]
     return hits
 
 
