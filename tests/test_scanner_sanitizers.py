@@ -12,7 +12,6 @@ compiler with sanitizers is available.
 from __future__ import annotations
 
 import os
-import shutil
 import struct
 import subprocess
 from pathlib import Path
@@ -21,48 +20,16 @@ import orjson
 import pytest
 
 from tests.native import corpus as C
+from tests.native.sanitized import build_drivers
 
 ROOT = Path(__file__).resolve().parent.parent
-SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
-CFLAGS = ["-g", "-O1", "-std=c99", "-Wall", "-Wextra", "-Werror", f"-I{ROOT / 'native'}"]
 SOURCES = [str(ROOT / "native" / "scanner.c"), str(ROOT / "tests" / "native" / "driver.c")]
 TIMEOUT = 60
 
 
-def _compiler() -> str | None:
-    cc = os.environ.get("CC", "cc")
-    return shutil.which(cc) or shutil.which("gcc") or shutil.which("clang")
-
-
 @pytest.fixture(scope="module")
 def drivers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    cc = _compiler()
-    if cc is None:
-        pytest.skip("no C compiler found (set CC)")
-    out = tmp_path_factory.mktemp("asan")
-    probe = out / "probe.c"
-    probe.write_text("int main(void) { return 0; }\n")
-    r = subprocess.run(
-        [cc, *SANITIZE, str(probe), "-o", str(out / "probe")], capture_output=True, text=True
-    )
-    if (
-        r.returncode != 0
-        or subprocess.run([str(out / "probe")], capture_output=True).returncode != 0
-    ):
-        pytest.skip(
-            f"{cc} cannot build/run -fsanitize=address,undefined programs: {r.stderr.strip()[:200]}"
-        )
-    built = {}
-    for name, extra in (("sse2", []), ("swar", ["-DAWL_NO_SIMD"])):
-        exe = out / f"driver-{name}"
-        r = subprocess.run(
-            [cc, *SANITIZE, *CFLAGS, *extra, *SOURCES, "-o", str(exe)],
-            capture_output=True,
-            text=True,
-        )
-        assert r.returncode == 0, f"driver build failed ({name}):\n{r.stderr}"
-        built[name] = exe
-    return built
+    return build_drivers(tmp_path_factory.mktemp("asan"), "driver", SOURCES)
 
 
 def _inputs() -> list[bytes]:

@@ -22,7 +22,6 @@ import json
 import os
 import random
 import re
-import shutil
 import struct
 import subprocess
 from dataclasses import dataclass
@@ -35,10 +34,9 @@ import pytest
 from awl.store._search import SearchQuery, _plan
 from awl.store._search_fallback import BLOCK_KINDS, ROLES, Matcher, line_matches, load
 from tests.native import corpus as C
+from tests.native.sanitized import build_drivers
 
 ROOT = Path(__file__).resolve().parent.parent
-SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
-CFLAGS = ["-g", "-O1", "-std=c99", "-Wall", "-Wextra", "-Werror", f"-I{ROOT / 'native'}"]
 SOURCES = [
     str(ROOT / "native" / "scanner.c"),
     str(ROOT / "native" / "search.c"),
@@ -52,40 +50,9 @@ ALL_KINDS = sum(1 << k for k in (1, 2, 3, 4))
 FD, PREFIXES = 1, 2  # the driver's opts
 
 
-def _compiler() -> str | None:
-    cc = os.environ.get("CC", "cc")
-    return shutil.which(cc) or shutil.which("gcc") or shutil.which("clang")
-
-
 @pytest.fixture(scope="module")
 def drivers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    cc = _compiler()
-    if cc is None:
-        pytest.skip("no C compiler found (set CC)")
-    out = tmp_path_factory.mktemp("asan-search")
-    probe = out / "probe.c"
-    probe.write_text("int main(void) { return 0; }\n")
-    r = subprocess.run(
-        [cc, *SANITIZE, str(probe), "-o", str(out / "probe")], capture_output=True, text=True
-    )
-    if (
-        r.returncode != 0
-        or subprocess.run([str(out / "probe")], capture_output=True).returncode != 0
-    ):
-        pytest.skip(
-            f"{cc} cannot build/run -fsanitize=address,undefined programs: {r.stderr.strip()[:200]}"
-        )
-    built = {}
-    for name, extra in (("sse2", []), ("swar", ["-DAWL_NO_SIMD"])):
-        exe = out / f"search-driver-{name}"
-        r = subprocess.run(
-            [cc, *SANITIZE, *CFLAGS, *extra, *SOURCES, "-o", str(exe)],
-            capture_output=True,
-            text=True,
-        )
-        assert r.returncode == 0, f"search driver build failed ({name}):\n{r.stderr}"
-        built[name] = exe
-    return built
+    return build_drivers(tmp_path_factory.mktemp("asan-search"), "search-driver", SOURCES)
 
 
 # ── cases ──
