@@ -185,17 +185,21 @@ size_t awl_search(const uint8_t *buf, size_t len, size_t pos, size_t end,
                   size_t cap, size_t *next_pos, size_t *scratch_needed);
 
 /* awl_search over the bytes [pos, end) of the open file fd (size bytes
- * long), which it maps and unmaps itself: a caller in Python holds no GIL
- * for either, and the process's memory is back as it was on return.  Also
+ * long), which it reads itself into rbuf (rbuf_len bytes; pos must be where a
+ * line starts), or maps and unmaps where a line is longer than rbuf or rbuf
+ * is NULL: a caller in Python holds no GIL for any of it, and the process's
+ * memory is back as it was on return.  Also
  * sets *last_line to where the last line of [pos, end) starts (end - 1 is
  * not looked at: it is the last line's own newline, or its last byte).
- * Returns the hits as awl_search does; on a failure to map, 0 with *error
- * set to errno (and to -1 where the platform has no mmap). */
+ * Returns the hits as awl_search does; on a failure to read or map, the hits
+ * before it with *error set to errno and *next_pos where it failed (-1 where
+ * the platform has neither pread nor mmap). */
 size_t awl_search_fd(int fd, size_t size, size_t pos, size_t end, const uint8_t *needles,
                      const size_t *needle_lens, size_t n_needles, const uint8_t *text,
                      size_t text_len, int flags, unsigned role_mask, unsigned kind_mask,
                      uint8_t *scratch, size_t scratch_len, awl_hit *out, size_t cap,
-                     size_t *next_pos, size_t *scratch_needed, size_t *last_line, int *error);
+                     size_t *next_pos, size_t *scratch_needed, size_t *last_line, int *error,
+                     uint8_t *rbuf, size_t rbuf_len);
 
 /* How many times byte occurs in [start, end) (0 for a bad range). */
 size_t awl_count_byte(const uint8_t *buf, size_t len, size_t start, size_t end, uint8_t byte);

@@ -14,6 +14,7 @@
  * two equal on every input they try.
  */
 #define _GNU_SOURCE 1 /* memrchr on glibc */
+#define _FILE_OFFSET_BITS 64
 
 #include "scanner.h"
 
@@ -22,6 +23,8 @@
 #ifndef _WIN32
 #include <errno.h>
 #include <sys/mman.h>
+#include <sys/types.h>
+#include <unistd.h>
 #endif
 
 /* memrchr is a GNU extension: elsewhere (macOS, Windows), a loop. */
@@ -675,34 +678,19 @@ size_t awl_count_byte(const uint8_t *buf, size_t len, size_t start, size_t end, 
     return n;
 }
 
-size_t awl_search_fd(int fd, size_t size, size_t pos, size_t end, const uint8_t *needles,
-                     const size_t *needle_lens, size_t n_needles, const uint8_t *text,
-                     size_t text_len, int flags, unsigned role_mask, unsigned kind_mask,
-                     uint8_t *scratch, size_t scratch_len, awl_hit *out, size_t cap,
-                     size_t *next_pos, size_t *scratch_needed, size_t *last_line, int *error)
+/* awl_search over [pos, end) of the mapped file (the way for a line longer
+ * than the read buffer). */
+static size_t search_mapped(int fd, size_t size, size_t pos, size_t end, const uint8_t *needles,
+                            const size_t *needle_lens, size_t n_needles, const uint8_t *text,
+                            size_t text_len, int flags, unsigned role_mask, unsigned kind_mask,
+                            uint8_t *scratch, size_t scratch_len, awl_hit *out, size_t cap,
+                            size_t *next_pos, size_t *scratch_needed, size_t *last_line,
+                            int *error)
 {
-    *error = 0;
-    *next_pos = end;
-    *scratch_needed = 0;
-    *last_line = end;
-    if (end > size || pos > end)
-        end = pos = 0;
-    if (end == pos)
-        return 0;
 #ifdef _WIN32
-    (void)fd;
-    (void)needles;
-    (void)needle_lens;
-    (void)n_needles;
-    (void)text;
-    (void)text_len;
-    (void)flags;
-    (void)role_mask;
-    (void)kind_mask;
-    (void)scratch;
-    (void)scratch_len;
-    (void)out;
-    (void)cap;
+    (void)fd, (void)size, (void)needles, (void)needle_lens, (void)n_needles, (void)text;
+    (void)text_len, (void)flags, (void)role_mask, (void)kind_mask, (void)scratch;
+    (void)scratch_len, (void)out, (void)cap, (void)scratch_needed, (void)last_line;
     *next_pos = pos;
     *error = -1;
     return 0;
@@ -721,5 +709,105 @@ size_t awl_search_fd(int fd, size_t size, size_t pos, size_t end, const uint8_t 
                           scratch_needed);
     munmap(map, size);
     return n;
+#endif
+}
+
+size_t awl_search_fd(int fd, size_t size, size_t pos, size_t end, const uint8_t *needles,
+                     const size_t *needle_lens, size_t n_needles, const uint8_t *text,
+                     size_t text_len, int flags, unsigned role_mask, unsigned kind_mask,
+                     uint8_t *scratch, size_t scratch_len, awl_hit *out, size_t cap,
+                     size_t *next_pos, size_t *scratch_needed, size_t *last_line, int *error,
+                     uint8_t *rbuf, size_t rbuf_len)
+{
+    size_t base = pos, fill = 0, count = 0;
+    *error = 0;
+    *next_pos = end;
+    *scratch_needed = 0;
+    *last_line = end;
+    if (end > size || pos > end)
+        end = pos = 0;
+    if (end == pos)
+        return 0;
+    if (rbuf == NULL || rbuf_len < 2)
+        return search_mapped(fd, size, pos, end, needles, needle_lens, n_needles, text, text_len,
+                             flags, role_mask, kind_mask, scratch, scratch_len, out, cap,
+                             next_pos, scratch_needed, last_line, error);
+#ifdef _WIN32
+    *next_pos = pos;
+    *error = -1;
+    return 0;
+#else
+    /* Read into the caller's buffer rather than map: on Linux, copying cached
+     * pages costs less than faulting them in and unmapping them.  data holds
+     * whole lines from base on, then a partial one, which moves to the front
+     * for the next read; so that every read lands on a 64-byte boundary (the
+     * kernel's copy is several times slower to one that does not), the front
+     * is padded to put the partial line's end on one. */
+    uint8_t *area = rbuf, *data;
+    size_t room = rbuf_len, align = 0;
+    if (rbuf_len >= 256) {
+        size_t skip = (size_t)(-(uintptr_t)rbuf & 63);
+        area = rbuf + skip;
+        room = (rbuf_len - skip) & ~(size_t)63;
+        align = 64;
+    }
+    data = area;
+    for (;;) {
+        size_t want = room - (size_t)(data - area) - fill, cut, np = 0, n, k;
+        const uint8_t *nl;
+        int at_end;
+        if (want > end - (base + fill))
+            want = end - (base + fill);
+        while (want > 0) {
+            ssize_t r = pread(fd, data + fill, want, (off_t)(base + fill));
+            if (r < 0) {
+                if (errno == EINTR)
+                    continue;
+                *next_pos = base;
+                *error = errno ? errno : -1;
+                return count;
+            }
+            if (r == 0) { /* the file shrank under us: what is left is as if it ended */
+                end = base + fill;
+                break;
+            }
+            fill += (size_t)r;
+            want -= (size_t)r;
+        }
+        at_end = base + fill >= end;
+        if (at_end) {
+            nl = fill > 1 ? s_memrchr(data, '\n', fill - 1) : NULL;
+            *last_line = nl ? base + (size_t)(nl - data) + 1 : base;
+            cut = fill;
+        } else {
+            nl = s_memrchr(data, '\n', fill);
+            if (nl == NULL) /* one line longer than the buffer */
+                return count + search_mapped(fd, size, base, end, needles, needle_lens,
+                                             n_needles, text, text_len, flags, role_mask,
+                                             kind_mask, scratch, scratch_len, out + count,
+                                             cap - count, next_pos, scratch_needed, last_line,
+                                             error);
+            cut = (size_t)(nl - data) + 1;
+        }
+        n = awl_search(data, fill, 0, cut, needles, needle_lens, n_needles, text, text_len,
+                       flags, role_mask, kind_mask, scratch, scratch_len, out + count,
+                       cap - count, &np, scratch_needed);
+        for (k = count; k < count + n; k++)
+            out[k].offset += base;
+        count += n;
+        if (np < cut || count == cap) { /* full, or a block needs more scratch */
+            *next_pos = base + np;
+            return count;
+        }
+        if (at_end) {
+            *next_pos = end;
+            return count;
+        }
+        fill -= cut;
+        base += cut;
+        k = align ? (align - (fill & (align - 1))) & (align - 1) : 0;
+        memmove(area + k, data + cut, fill);
+        data = area + k;
+    }
 #endif
 }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -321,6 +322,76 @@ def test_a_large_log_is_searched_in_pieces(root: Path, monkeypatch: pytest.Monke
     got = hits([log], "pelican")
     assert [h.line for h in got] == [i + 2 for i in range(400) if i % 17 == 3]
     assert [h.entry for h in got] == [f"{i + 1:08x}" for i in range(400) if i % 17 == 3]
+
+
+@pytest.mark.parametrize("buffer", [256, 300, 4096])
+def test_lines_longer_than_the_read_buffer(
+    root: Path, monkeypatch: pytest.MonkeyPatch, buffer: int
+) -> None:
+    # A small log is read through a buffer natively: lines that cross its end,
+    # and lines longer than all of it (searched mapped), are found all the same.
+    monkeypatch.setattr(search_module, "READ_BUFFER", buffer)
+    objs = [
+        entry(
+            f"{i + 1:08x}",
+            f"{i:08x}" if i else None,
+            "user",
+            [
+                {
+                    "type": "text",
+                    "text": f"{'y' * (i * 37 % 700)} line {i} " + "pelican" * (i % 5 == 1),
+                }
+            ],
+        )
+        for i in range(120)
+    ]
+    log = write(root, "/w/p", SID[0], objs)
+    torn = log.read_bytes() + b'{"type":"message","id":"torn pelican'
+    log.write_bytes(torn)
+    got = hits([log], "pelican")
+    assert [h.line for h in got] == [i + 2 for i in range(120) if i % 5 == 1]
+    assert [h.entry for h in got] == [f"{i + 1:08x}" for i in range(120) if i % 5 == 1]
+
+
+def test_the_command_as_a_process_prints_every_hit_and_its_status(root: Path) -> None:
+    # The entry point skips the interpreter's teardown after a search: nothing
+    # it printed may be lost through a pipe, and the status is still grep's.
+    import subprocess
+
+    objs = [
+        entry(
+            f"{i + 1:08x}",
+            f"{i:08x}" if i else None,
+            "user",
+            [{"type": "text", "text": f"ibis {i}"}],
+        )
+        for i in range(3000)
+    ]
+    log = write(root, "/w/p", SID[0], objs)
+    env = dict(os.environ, AWL_SESSION_DIR=str(root), NO_COLOR="1")
+
+    def awl(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "awl", "search", "--all", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    done = awl("--json", "ibis")
+    assert done.returncode == 0 and done.stderr == ""
+    assert [json.loads(x)["snippet"] for x in done.stdout.splitlines()] == [
+        f"ibis {i}" for i in range(3000)
+    ]
+    done = awl("ibis 2999")
+    assert done.returncode == 0 and done.stdout.count("\n") == 1
+    assert awl("no such bird").returncode == 1
+    log.write_bytes(log.read_bytes() + b"{ibis 7}\n" + log.read_bytes().split(b"\n")[1] + b"\n")
+    done = awl("ibis 7")
+    assert done.returncode == 2 and done.stdout.count("\n") == 111
+    assert done.stderr == f"awl: {log}:3002: not a complete JSON object (the log is corrupt)\n"
 
 
 def test_hits_stream_before_the_store_is_read(root: Path) -> None:

@@ -47,6 +47,11 @@ BIG = 2 * PIECE
 """A log this large is searched piece by piece as its hits stream out; a smaller one
 is searched whole by one worker."""
 
+READ_BUFFER = 1 << 20
+"""Bytes each worker thread reads a small log through, natively: copying cached
+pages into one reused buffer costs less than mapping them (a line longer than
+this is searched mapped)."""
+
 MAX_HEADER = 1 << 20
 
 MAX_NEEDLES = 32
@@ -681,7 +686,7 @@ def _search_small(plan: _Plan, path: Path, cwd: str | None) -> _Done:
             big, got = got, None  # the caller searches it, and closes it
             return _Done([], big=big)
         if fd_search:
-            raw = _search_fd(plan, got)
+            raw = _search_fd(plan, got, got.start, got.end, sets_last=True)
             if not raw:
                 return _Done([])
             last = got.last
@@ -704,21 +709,28 @@ def _search_small(plan: _Plan, path: Path, cwd: str | None) -> _Done:
             got.close()
 
 
-def _search_fd(plan: _Plan, log: _Log) -> list[RawHit]:
-    """:func:`_search_native` over ``log``'s file, which the C side maps itself;
-    sets ``log.last``."""
+def _search_fd(
+    plan: _Plan, log: _Log, lo: int, hi: int, *, sets_last: bool = False
+) -> list[RawHit]:
+    """:func:`_search_native` over ``[lo, hi)`` of ``log``'s file, which the C side
+    reads itself into this thread's read buffer; with ``sets_last``, sets
+    ``log.last`` to where the last line of the range starts."""
     ffi, lib = plan.native.ffi, plan.native.lib
     last = ffi.new("size_t *", log.last)
     error = ffi.new("int *")
+    rbuf = getattr(_local, "rbuf", None)
+    if rbuf is None or len(rbuf) != READ_BUFFER:
+        rbuf = _local.rbuf = ffi.new("uint8_t[]", READ_BUFFER)
 
     def call(pos: int, *rest: Any) -> int:
-        n: int = lib.awl_search_fd(log.fd, log.end, pos, log.end, *rest, last, error)
+        n: int = lib.awl_search_fd(log.fd, log.end, pos, hi, *rest, last, error, rbuf, len(rbuf))
         if error[0]:
             raise OSError(error[0] if error[0] > 0 else 0, os.strerror(max(error[0], 0)))
         return n
 
-    hits = _native_calls(plan, log.start, log.end, call)
-    log.last = last[0]
+    hits = _native_calls(plan, lo, hi, call)
+    if sets_last:
+        log.last = last[0]
     return hits
 
 
@@ -787,14 +799,17 @@ def search(
 def _search_big(plan: _Plan, log: _Log, pool: _Pool) -> Iterator[SearchHit | SearchProblem]:
     """A large log's hits, piece after piece, a few pieces searched ahead."""
     pieces = _pieces(log)
+    by_fd = plan.native is not None and os.name == "posix"
     running: deque[tuple[_Task[list[RawHit]], int, int]] = deque()
     try:
         while True:
             while len(running) < 2 and (piece := next(pieces, None)) is not None:
                 buf, base, lo, hi = piece
-                running.append(
-                    (pool.submit(_piece_hits, plan, buf, base, lo, hi), base + lo, base + hi)
-                )
+                if by_fd:  # read natively, as a small log is; the map only finds the cuts
+                    task = pool.submit(_search_fd, plan, log, base + lo, base + hi)
+                else:
+                    task = pool.submit(_piece_hits, plan, buf, base, lo, hi)
+                running.append((task, base + lo, base + hi))
             if not running:
                 break
             task, lo, hi = running.popleft()

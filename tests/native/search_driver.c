@@ -172,16 +172,80 @@ static void search_chunked(const scase *c, const uint8_t *buf, size_t len, size_
     free(out);
 }
 
-static void search_fd(const scase *c, const char *tmpdir, const hits *want)
+/* The search of [c->pos, c->end) of the file fd through awl_search_fd, reading
+ * through a buffer of rbuf_len bytes (0: none, so mapped), in calls of c->cap
+ * hits; checks the hits against want and last_line against expect_last. */
+static void search_fd_with(const scase *c, int fd, size_t rbuf_len, size_t expect_last,
+                           const hits *want)
 {
-    char path[4096];
-    int fd, err;
-    size_t pos = c->pos, next, needed, last, rounds = 0, expect_last;
+    size_t pos = c->pos, next, needed, last = 0, rounds = 0;
     size_t scratch_len = c->scratch0;
     uint8_t *scratch = (uint8_t *)xmalloc(scratch_len);
+    uint8_t *rbuf = rbuf_len ? (uint8_t *)xmalloc(rbuf_len) : NULL;
     awl_hit *out = (awl_hit *)xmalloc(c->cap * sizeof *out);
     hits got = {NULL, 0, 0};
-    int first = 1;
+    int err;
+    if (c->pos == c->end) {
+        size_t n = awl_search_fd(fd, c->len, c->pos, c->end, c->needles, c->needle_lens,
+                                 c->n_needles, c->text, c->text_len, c->flags, c->role_mask,
+                                 c->kind_mask, scratch, scratch_len, out, c->cap, &next,
+                                 &needed, &last, &err, rbuf, rbuf_len);
+        if (n || err || last != c->end || next != c->end)
+            fail("fd search of an empty range");
+    }
+    while (pos < c->end) {
+        size_t n = awl_search_fd(fd, c->len, pos, c->end, c->needles, c->needle_lens,
+                                 c->n_needles, c->text, c->text_len, c->flags, c->role_mask,
+                                 c->kind_mask, scratch, scratch_len, out, c->cap, &next,
+                                 &needed, &last, &err, rbuf, rbuf_len);
+        if (err)
+            fail("awl_search_fd failed to read or map");
+        take(c, c->buf, pos, c->end, n, out, c->cap, next, needed, scratch_len, &got);
+        if (needed) {
+            free(scratch);
+            scratch_len = needed;
+            scratch = (uint8_t *)xmalloc(scratch_len);
+        }
+        pos = next;
+        if (++rounds > 4 * (c->end + 2) + 64)
+            fail("too many fd rounds");
+    }
+    /* The call that reached the end says where the last line starts. */
+    if (last != expect_last) {
+        fprintf(stderr, "rbuf %zu: last %zu, expected %zu (pos %zu end %zu len %zu)\n", rbuf_len,
+                last, expect_last, c->pos, c->end, c->len);
+        fail("awl_search_fd last_line");
+    }
+    if (!same_hits(&got, want))
+        fail("awl_search_fd hits differ from awl_search's");
+    /* A range past the file. */
+    if (awl_search_fd(fd, c->len, 0, c->len + 1, c->needles, c->needle_lens, c->n_needles,
+                      c->text, c->text_len, c->flags, c->role_mask, c->kind_mask, scratch,
+                      scratch_len, out, c->cap, &next, &needed, &last, &err, rbuf,
+                      rbuf_len) != 0 ||
+        err)
+        fail("awl_search_fd over a range past the file");
+    if (c->len) { /* a descriptor that can be neither read nor mapped */
+        size_t n = awl_search_fd(-1, c->len, 0, c->len, c->needles, c->needle_lens,
+                                 c->n_needles, c->text, c->text_len, c->flags, c->role_mask,
+                                 c->kind_mask, scratch, scratch_len, out, c->cap, &next,
+                                 &needed, &last, &err, rbuf, rbuf_len);
+        if (n != 0 || err == 0 || next != 0)
+            fail("awl_search_fd on a bad descriptor");
+    }
+    free(got.h);
+    free(scratch);
+    free(rbuf);
+    free(out);
+}
+
+static void search_fd(const scase *c, const char *tmpdir, const hits *want)
+{
+    /* Mapped; read through buffers that hold no line, some lines, every line. */
+    static const size_t RBUF[] = {0, 2, 7, 61, 255, 256, 300, 500, 1 << 16};
+    char path[4096];
+    int fd;
+    size_t expect_last, k;
     snprintf(path, sizeof path, "%s/search-XXXXXX", tmpdir);
     fd = mkstemp(path);
     if (fd < 0) {
@@ -204,58 +268,10 @@ static void search_fd(const scase *c, const char *tmpdir, const hits *want)
                 break;
             }
     }
-    if (c->pos == c->end) {
-        size_t n = awl_search_fd(fd, c->len, c->pos, c->end, c->needles, c->needle_lens,
-                                 c->n_needles, c->text, c->text_len, c->flags, c->role_mask,
-                                 c->kind_mask, scratch, scratch_len, out, c->cap, &next,
-                                 &needed, &last, &err);
-        if (n || err || last != c->end || next != c->end)
-            fail("fd search of an empty range");
-        printf("L %zu\n", last);
-    }
-    while (pos < c->end) {
-        size_t n = awl_search_fd(fd, c->len, pos, c->end, c->needles, c->needle_lens,
-                                 c->n_needles, c->text, c->text_len, c->flags, c->role_mask,
-                                 c->kind_mask, scratch, scratch_len, out, c->cap, &next,
-                                 &needed, &last, &err);
-        if (err)
-            fail("awl_search_fd failed to map");
-        if (first) {
-            if (last != expect_last)
-                fail("awl_search_fd last_line");
-            printf("L %zu\n", last);
-            first = 0;
-        }
-        take(c, c->buf, pos, c->end, n, out, c->cap, next, needed, scratch_len, &got);
-        if (needed) {
-            free(scratch);
-            scratch_len = needed;
-            scratch = (uint8_t *)xmalloc(scratch_len);
-        }
-        pos = next;
-        if (++rounds > 4 * (c->end + 2) + 64)
-            fail("too many fd rounds");
-    }
-    if (!same_hits(&got, want))
-        fail("awl_search_fd hits differ from awl_search's");
-    /* A range past the file, and a descriptor that cannot be mapped. */
-    if (awl_search_fd(fd, c->len, 0, c->len + 1, c->needles, c->needle_lens, c->n_needles,
-                      c->text, c->text_len, c->flags, c->role_mask, c->kind_mask, scratch,
-                      scratch_len, out, c->cap, &next, &needed, &last, &err) != 0 ||
-        err)
-        fail("awl_search_fd over a range past the file");
+    printf("L %zu\n", expect_last);
+    for (k = 0; k < sizeof RBUF / sizeof RBUF[0]; k++)
+        search_fd_with(c, fd, RBUF[k], expect_last, want);
     close(fd);
-    if (c->len) {
-        size_t n = awl_search_fd(-1, c->len, 0, c->len, c->needles, c->needle_lens,
-                                 c->n_needles, c->text, c->text_len, c->flags, c->role_mask,
-                                 c->kind_mask, scratch, scratch_len, out, c->cap, &next,
-                                 &needed, &last, &err);
-        if (n != 0 || err == 0 || next != 0)
-            fail("awl_search_fd on a bad descriptor");
-    }
-    free(got.h);
-    free(scratch);
-    free(out);
 }
 
 static size_t plain_count(const uint8_t *b, size_t s, size_t e, uint8_t byte)
