@@ -8,6 +8,7 @@ one line naming the fix instead of a traceback, wherever the import happens
 
 from __future__ import annotations
 
+import gc
 import sys
 
 from awl.errors import missing_dependency
@@ -16,9 +17,14 @@ from awl.errors import missing_dependency
 def main() -> None:
     """Run the CLI; a missing dependency is one line on stderr and exit status 1."""
     try:
-        from awl.cli import main as cli
-
-        cli()
+        # Importing the CLI makes many objects that live as long as the
+        # process: collecting among them only costs start-up time.
+        gc.disable()
+        try:
+            from awl.cli import main as cli
+        finally:
+            gc.enable()
+        cli(quick_exit=True)
     except ModuleNotFoundError as exc:
         line = missing_dependency(exc)
         if line is None:

@@ -22,6 +22,7 @@ from ._common import (
     OutputError,
     current_dir,
     discard_output,
+    exit_now_if_asked,
     fail,
     is_utf8,
     occupy_closed_std_fds,
@@ -33,8 +34,21 @@ from ._common import (
 class _Main(click.Group):
     """The ``awl`` group: one line, not a traceback, when the standard streams fail."""
 
-    def main(self, *args: Any, **kwargs: Any) -> Any:
-        """Run the command with standard output guarded (see :class:`_Output`)."""
+    def main(self, *args: Any, quick_exit: bool = False, **kwargs: Any) -> Any:
+        """Run the command with standard output guarded (see :class:`_Output`).
+
+        With ``quick_exit`` (the ``awl`` entry point's, never a test runner's),
+        a command that called :func:`~._common.end_quickly` ends the process
+        without the interpreter's teardown once its output is flushed.
+        """
+        try:
+            return self._guarded_main(*args, **kwargs)
+        except SystemExit as exc:
+            if quick_exit:
+                exit_now_if_asked(exc.code)
+            raise
+
+    def _guarded_main(self, *args: Any, **kwargs: Any) -> Any:
         occupy_closed_std_fds()
         if sys.stdout is None:  # closed at start: nothing awl did could be seen
             click.echo("Error: cannot write output: standard output is closed", err=True)

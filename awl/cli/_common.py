@@ -179,3 +179,34 @@ def discard_output(stream: Any) -> None:
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, stream.fileno())
         os.close(null)
+
+
+_quick = False
+
+
+def end_quickly() -> None:
+    """Let this process end without the interpreter's teardown once the command is
+    done: for a command that writes no file and holds nothing whose closing
+    matters (``awl search``).  Freeing every module and object at exit costs
+    more than a search of a small store; the kernel frees them all anyway."""
+    global _quick
+    _quick = True
+
+
+def exit_now_if_asked(code: object) -> None:
+    """End the process with ``code`` (a :class:`SystemExit`'s) at once, after
+    flushing the standard streams, if the command asked to; returns otherwise,
+    and when a flush fails (the caller's usual exit then reports it)."""
+    if not _quick:
+        return
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+    except (OSError, ValueError):
+        return
+    if code is None:
+        os._exit(0)
+    if isinstance(code, int):
+        os._exit(code & 0xFF)
+    return  # a message to print: the usual exit does it

@@ -16,7 +16,7 @@ import click
 
 from ..errors import AmbiguousSession, AwlError, SessionNotFound
 from ._app import main
-from ._common import current_dir, fail, json_text
+from ._common import current_dir, end_quickly, fail, json_text
 
 KINDS = {
     "text": "text",
@@ -142,6 +142,7 @@ def search_command(
         fail(str(exc), usage=True)
     except AwlError as exc:
         fail(str(exc), usage=True)
+    end_quickly()  # it writes nothing: the process needs no teardown
     out = sys.stdout
     tty = out.isatty()
     paint = _colour(colour)
