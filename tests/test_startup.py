@@ -135,6 +135,22 @@ def test_show_imports_no_sdk(env: dict[str, str], project: Path, session_id: str
     assert heavy(modules) == set()
 
 
+COMMAND_MODULES = {f"awl.cli.{m}" for m in ("_import", "_reindex", "_search", "_sessions", "_show")}
+
+
+def test_a_command_imports_its_own_module_only(
+    env: dict[str, str], project: Path, session_id: str
+) -> None:
+    r, modules = imported(["search", "hi there"], env, project)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "hi there" in r.stdout
+    assert modules & COMMAND_MODULES == {"awl.cli._search"}
+    assert heavy(modules) == set() and not modules & INDEX_MODULES
+    r, modules = imported(["--help"], env, project)  # the help lists every command
+    assert modules >= COMMAND_MODULES
+    assert all(f"  {name} " in r.stdout for name in ("import", "reindex", "search", "show"))
+
+
 def test_print_with_offline_provider_imports_no_sdk(env: dict[str, str], project: Path) -> None:
     r, modules = imported(["-p", "hello"], env, project)
     assert (r.returncode, r.stdout) == (0, "You said: hello\n"), r.stderr[-2000:]

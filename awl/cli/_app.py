@@ -30,9 +30,39 @@ from ._common import (
     version_message,
 )
 
+# Each command's module, imported when the command is looked up: a command
+# pays for its own imports only (the process of `awl search` is timed
+# against ripgrep's).
+_COMMANDS = {
+    "import": "_import",
+    "reindex": "_reindex",
+    "search": "_search",
+    "sessions": "_sessions",
+    "show": "_show",
+}
+
+
+def _load(module: str) -> None:
+    # __import__ rather than importlib.import_module: the import is then the
+    # interpreter's own, which -X importtime reports (tests/test_startup.py).
+    __import__(f"{__package__}.{module}")
+
 
 class _Main(click.Group):
     """The ``awl`` group: one line, not a traceback, when the standard streams fail."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command ``cmd_name``, its module imported first."""
+        module = _COMMANDS.get(cmd_name)
+        if module is not None and cmd_name not in self.commands:
+            _load(module)
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Every command's name (for ``--help``), every module imported."""
+        for module in _COMMANDS.values():
+            _load(module)
+        return super().list_commands(ctx)
 
     def main(self, *args: Any, quick_exit: bool = False, **kwargs: Any) -> Any:
         """Run the command with standard output guarded (see :class:`_Output`).

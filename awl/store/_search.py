@@ -17,12 +17,11 @@ by line (``docs/format.md``, "Searching").  Nothing here imports numpy.
 from __future__ import annotations
 
 import os
-import queue
 import re
 import stat
-import string
 import sys
 import threading
+from _queue import SimpleQueue  # queue's own import costs a millisecond
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -61,7 +60,9 @@ MAX_NEEDLES = 32
 # them is sought as is.  Others may be escaped (a quote, a backslash, a
 # control character; a slash, "<", ">", "&" and "'" by some writers;
 # anything not ASCII by writers that keep to ASCII).
-SAFE = frozenset(string.ascii_letters + string.digits + " !#$%()*+,-.:;=?@[]^_`{|}~")
+SAFE = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 !#$%()*+,-.:;=?@[]^_`{|}~"
+)
 _SAFE_RUNS = re.compile("[" + re.escape("".join(sorted(SAFE))) + "]+")
 
 _SNIPPET = 120  # characters of a hit's snippet
@@ -225,7 +226,24 @@ def search_scope(
         paths = [p for folder in project_folders(root) for p in _listed(folder)]
     else:
         paths = log_files(project_dir(cwd or os.getcwd(), root))
-    return sorted(paths, key=_recency, reverse=True)
+    if len(paths) < _RECENCY_CHUNK:
+        keys = [_recency(p) for p in paths]
+    else:  # the reads wait on the file system without the GIL: two at a time
+        with _Pool(min(2, os.cpu_count() or 1)) as pool:
+            chunks = [
+                pool.submit(_recencies, paths[k : k + _RECENCY_CHUNK])
+                for k in range(0, len(paths), _RECENCY_CHUNK)
+            ]
+            keys = [key for chunk in chunks for key in chunk.result()]
+    order = sorted(range(len(paths)), key=keys.__getitem__, reverse=True)
+    return [paths[k] for k in order]
+
+
+_RECENCY_CHUNK = 64
+
+
+def _recencies(paths: list[Path]) -> list[tuple[str, str]]:
+    return [_recency(p) for p in paths]
 
 
 def _listed(folder: Path) -> list[Path]:
@@ -249,14 +267,13 @@ def _recency(path: Path) -> tuple[str, str]:
         return "", path.name
     finally:
         os.close(fd)
-    when = format_timestamp(st.st_mtime)
     lines = tail.rstrip(b"\n").rsplit(b"\n", 1)
     obj = load(lines[-1]) if len(lines) == 2 or len(tail) < 8192 else None
     if type(obj) is dict:
         value = obj.get("lastActivity", obj.get("timestamp"))
         if type(value) is str and value:
-            when = value
-    return when, path.name
+            return value, path.name
+    return format_timestamp(st.st_mtime), path.name
 
 
 # ── one log ──
@@ -387,7 +404,7 @@ class _Pool:
     """
 
     def __init__(self, workers: int) -> None:
-        self._calls: queue.SimpleQueue[_Task[Any] | None] = queue.SimpleQueue()
+        self._calls: SimpleQueue[_Task[Any] | None] = SimpleQueue()
         self._threads = [
             threading.Thread(target=self._work, name=f"awl-search-{k}", daemon=True)
             for k in range(workers)
