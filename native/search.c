@@ -66,8 +66,15 @@ static unsigned s_popcount64(uint64_t x)
 {
     return (unsigned)__popcnt64(x);
 }
+static unsigned s_ctz64(uint64_t x)
+{
+    unsigned long i;
+    _BitScanForward64(&i, x);
+    return (unsigned)i;
+}
 #else
 #define s_ctz(x) ((unsigned)__builtin_ctz(x))
+#define s_ctz64(x) ((unsigned)__builtin_ctzll(x))
 #define s_popcount64(x) ((unsigned)__builtin_popcountll(x))
 #endif
 
@@ -180,6 +187,28 @@ AWL_S_AVX2_FN static const uint8_t *find_avx2(const uint8_t *h, size_t n, const 
     const __m256i c1 = _mm256_set1_epi8((char)nd->c1), c2 = _mm256_set1_epi8((char)nd->c2);
     const __m256i f1 = _mm256_set1_epi8((char)nd->f1), f2 = _mm256_set1_epi8((char)nd->f2);
     size_t i = 0, m = nd->n;
+    /* 64 bytes a round, tested at once: most rounds find nothing, and one
+     * branch per 64 bytes keeps the loop at the speed of the loads. */
+    for (; i + m + 63 <= n; i += 64) {
+        const uint8_t *p = h + i;
+        __m256i a0 = _mm256_or_si256(_mm256_loadu_si256((const __m256i *)(p + nd->i1)), f1);
+        __m256i b0 = _mm256_or_si256(_mm256_loadu_si256((const __m256i *)(p + nd->i2)), f2);
+        __m256i a1 = _mm256_or_si256(_mm256_loadu_si256((const __m256i *)(p + 32 + nd->i1)), f1);
+        __m256i b1 = _mm256_or_si256(_mm256_loadu_si256((const __m256i *)(p + 32 + nd->i2)), f2);
+        __m256i e0 = _mm256_and_si256(_mm256_cmpeq_epi8(a0, c1), _mm256_cmpeq_epi8(b0, c2));
+        __m256i e1 = _mm256_and_si256(_mm256_cmpeq_epi8(a1, c1), _mm256_cmpeq_epi8(b1, c2));
+        __m256i any = _mm256_or_si256(e0, e1);
+        if (!_mm256_testz_si256(any, any)) {
+            uint64_t mask = (uint64_t)(uint32_t)_mm256_movemask_epi8(e0) |
+                            ((uint64_t)(uint32_t)_mm256_movemask_epi8(e1) << 32);
+            while (mask) {
+                unsigned bit = s_ctz64(mask);
+                if (verify(p + bit, nd))
+                    return p + bit;
+                mask &= mask - 1;
+            }
+        }
+    }
     for (; i + m + 31 <= n; i += 32) {
         __m256i a = _mm256_or_si256(_mm256_loadu_si256((const __m256i *)(h + i + nd->i1)), f1);
         __m256i b = _mm256_or_si256(_mm256_loadu_si256((const __m256i *)(h + i + nd->i2)), f2);
