@@ -16,7 +16,12 @@ medians of ``--repeats``:
   ``rg -F`` over the store's folder;
 - the same with ``-i``;
 - peak RSS of ``awl search --all`` on this store and on one of ``--big-mb``;
-- what each found: hits (awl counts blocks, ripgrep lines).
+- what each found: hits (awl counts blocks, ripgrep lines);
+- where a query with no hits spends its time, beside the strongest
+  baselines, alternating: the interpreter alone, awl's start-up and exit,
+  awl's library call in this process (this environment's awl), a bare read
+  of every byte on two threads (the copy out of the page cache, no search),
+  and ripgrep on one thread and on all.
 
 Targets (issue 22): each awl time within 1.5x of ripgrep's; memory flat.
 """
@@ -30,7 +35,10 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -183,6 +191,85 @@ def measure(store: Path, repeats: int, rg: str | None) -> list[tuple[str, ...]]:
     return rows
 
 
+def _bare_read(store: Path, threads: int) -> float:
+    """Seconds to read every log's bytes into a reused buffer on ``threads`` threads
+    (readinto releases the GIL): the copy out of the page cache, and no search."""
+    import threading
+
+    paths = sorted(store.rglob("*.jsonl"))
+    lock = threading.Lock()
+
+    def work() -> None:
+        buf = bytearray(1 << 20)
+        while True:
+            with lock:
+                if not paths:
+                    return
+                path = paths.pop()
+            with path.open("rb", buffering=0) as fh:
+                while fh.readinto(buf):
+                    pass
+
+    t0 = time.perf_counter()
+    workers = [threading.Thread(target=work) for _ in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    return time.perf_counter() - t0
+
+
+def _in_process(store: Path) -> float:
+    """Seconds for awl's library search (scope and scan), no process start-up."""
+    from awl.store import SearchQuery, search, search_scope
+
+    t0 = time.perf_counter()
+    logs = search_scope(all_projects=True, session_dir=store)
+    for _ in search(SearchQuery(ABSENT), logs):
+        pass
+    return time.perf_counter() - t0
+
+
+def breakdown(store: Path, repeats: int, rg: str | None) -> list[tuple[str, str]]:
+    """Where a query with no hits spends its time, beside the strongest baselines,
+    alternating, medians: the interpreter alone, awl's start-up and exit (an
+    empty store), awl's library call in this process, a bare read of every
+    byte on two threads, ripgrep on one thread and on all."""
+    env = dict(os.environ, AWL_SESSION_DIR=str(store), NO_COLOR="1")
+    with tempfile.TemporaryDirectory() as empty:
+        empty_env = dict(env, AWL_SESSION_DIR=empty)
+        awl = _awl()
+        python = str(Path(awl[0]).with_name("python")) if len(awl) == 1 else awl[0]
+        procs: dict[str, tuple[list[str], dict[str, str]]] = {
+            "the interpreter alone (`python -c pass`)": ([python, "-c", "pass"], env),
+            "awl's start-up and exit (`awl search --all` over an empty store)": (
+                [*awl, "search", "--all", ABSENT],
+                empty_env,
+            ),
+            "`awl search --all`, the whole process": ([*awl, "search", "--all", ABSENT], env),
+        }
+        if rg:
+            procs["`rg -F -j1`, one thread"] = ([rg, "-F", "-j1", ABSENT, str(store)], env)
+            procs["`rg -F`"] = ([rg, "-F", ABSENT, str(store)], env)
+        calls: dict[str, Callable[[], float]] = {
+            "awl's library call in process (scope and scan, no start-up)": partial(
+                _in_process, store
+            ),
+            "a bare read of every byte on two threads (no search)": partial(_bare_read, store, 2),
+        }
+        times: dict[str, list[float]] = {k: [] for k in (*procs, *calls)}
+        for k in range(repeats + 1):
+            for name, (cmd, e) in procs.items():
+                t = _run(cmd, e)[0]
+                if k:
+                    times[name].append(t)
+            for name, call in calls.items():
+                t = call()
+                if k:
+                    times[name].append(t)
+    return [(name, f"{statistics.median(ts) * 1e3:.0f} ms") for name, ts in times.items()]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Build or reuse the stores, measure, print the table."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -219,6 +306,9 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for row in measure(store, args.repeats, rg):
         lines.append("| " + " | ".join(row) + " |")
+    lines += ["", "| where a query with no hits spends its time | median |", "|---|---|"]
+    for name, took in breakdown(store, args.repeats, rg):
+        lines.append(f"| {name} | {took} |")
     env = dict(os.environ, AWL_SESSION_DIR=str(store), NO_COLOR="1")
     peaks = [(size, _peak_kb([*_awl(), "search", "--all", ABSENT], env))]
     if args.big_mb:
