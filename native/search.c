@@ -23,6 +23,7 @@
 #ifndef _WIN32
 #include <errno.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 #endif
@@ -724,6 +725,20 @@ static size_t search_mapped(int fd, size_t size, size_t pos, size_t end, const u
     *error = -1;
     return 0;
 #else
+    struct stat st;
+    size_t stop = end;
+    /* A file that shrank since its size was taken is searched to where it
+     * ends now: a mapped page past the end would raise SIGBUS. */
+    if (fstat(fd, &st) == 0 && (uint64_t)st.st_size < size) {
+        size = (size_t)st.st_size;
+        end = end < size ? end : size;
+        pos = pos < end ? pos : end;
+    }
+    if (pos == end || size == 0) {
+        *next_pos = stop;
+        *last_line = pos;
+        return 0;
+    }
     void *map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
     if (map == MAP_FAILED) {
         *next_pos = pos;
@@ -737,6 +752,8 @@ static size_t search_mapped(int fd, size_t size, size_t pos, size_t end, const u
                           flags, role_mask, kind_mask, scratch, scratch_len, out, cap, next_pos,
                           scratch_needed);
     munmap(map, size);
+    if (*next_pos == end)
+        *next_pos = stop;
     return n;
 #endif
 }
@@ -773,7 +790,7 @@ size_t awl_search_fd(int fd, size_t size, size_t pos, size_t end, const uint8_t 
      * kernel's copy is several times slower to one that does not), the front
      * is padded to put the partial line's end on one. */
     uint8_t *area = rbuf, *data;
-    size_t room = rbuf_len, align = 0;
+    size_t room = rbuf_len, align = 0, shrunk;
     if (rbuf_len >= 256) {
         size_t skip = (size_t)(-(uintptr_t)rbuf & 63);
         area = rbuf + skip;
@@ -781,6 +798,7 @@ size_t awl_search_fd(int fd, size_t size, size_t pos, size_t end, const uint8_t 
         align = 64;
     }
     data = area;
+    shrunk = (size_t)-1;
     for (;;) {
         size_t want = room - (size_t)(data - area) - fill, cut, np = 0, n, k;
         const uint8_t *nl;
@@ -796,14 +814,14 @@ size_t awl_search_fd(int fd, size_t size, size_t pos, size_t end, const uint8_t 
                 *error = errno ? errno : -1;
                 return count;
             }
-            if (r == 0) { /* the file shrank under us: what is left is as if it ended */
-                end = base + fill;
+            if (r == 0) { /* the file shrank under us: it is searched to where it ends */
+                shrunk = base + fill;
                 break;
             }
             fill += (size_t)r;
             want -= (size_t)r;
         }
-        at_end = base + fill >= end;
+        at_end = base + fill >= end || base + fill == shrunk;
         if (at_end) {
             nl = fill > 1 ? s_memrchr(data, '\n', fill - 1) : NULL;
             *last_line = nl ? base + (size_t)(nl - data) + 1 : base;
