@@ -165,6 +165,9 @@ enum {
     AWL_SEARCH_EVERY_LINE = 2  /* every line is a candidate (no needles) */
 };
 
+/* awl_search_fd's *error for a line longer than its read buffer. */
+enum { AWL_SEARCH_LONG_LINE = -2 };
+
 /* Finds, from pos (a line start) to end, the lines holding one of the
  * n_needles byte strings laid end to end at needles (lengths in
  * needle_lens, at most 32 of them) and whose message entry has a content
@@ -186,9 +189,12 @@ size_t awl_search(const uint8_t *buf, size_t len, size_t pos, size_t end,
 
 /* awl_search over the bytes [pos, end) of the open file fd (size bytes
  * long), which it reads itself into rbuf (rbuf_len bytes; pos must be where a
- * line starts), or maps and unmaps where a line is longer than rbuf or rbuf
- * is NULL: a caller in Python holds no GIL for any of it, and the process's
- * memory is back as it was on return.  Also
+ * line starts), or maps and unmaps where rbuf is NULL: a caller in Python
+ * holds no GIL for any of it, and the process's memory is back as it was on
+ * return.  At a line longer than rbuf it stops, with *next_pos at that line
+ * and *error AWL_SEARCH_LONG_LINE: the caller searches on through a map of
+ * its own (which leaves a torn last line unmapped, so that a writer cutting
+ * it cannot raise SIGBUS here).  Also
  * sets *last_line to where the last line of [pos, end) starts (end - 1 is
  * not looked at: it is the last line's own newline, or its last byte).
  * Returns the hits as awl_search does; on a failure to read or map, the hits

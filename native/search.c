@@ -828,12 +828,11 @@ size_t awl_search_fd(int fd, size_t size, size_t pos, size_t end, const uint8_t 
             cut = fill;
         } else {
             nl = s_memrchr(data, '\n', fill);
-            if (nl == NULL) /* one line longer than the buffer */
-                return count + search_mapped(fd, size, base, end, needles, needle_lens,
-                                             n_needles, text, text_len, flags, role_mask,
-                                             kind_mask, scratch, scratch_len, out + count,
-                                             cap - count, next_pos, scratch_needed, last_line,
-                                             error);
+            if (nl == NULL) { /* one line longer than the buffer: the caller maps it */
+                *next_pos = base;
+                *error = AWL_SEARCH_LONG_LINE;
+                return count;
+            }
             cut = (size_t)(nl - data) + 1;
         }
         n = awl_search(data, fill, 0, cut, needles, needle_lens, n_needles, text, text_len,

@@ -439,20 +439,38 @@ while not os.path.exists(stop):
 print("reads " + str(n), flush=True)
 """
 
+# A search reads the torn tail too (the query is in it), natively through its
+# read buffer, then, the tail being longer than the buffer, through a map.
+TRIM_SEARCHER = """
+import os, sys
+from pathlib import Path
+from awl.store import SearchHit, SearchQuery, search
+path, stop = Path(sys.argv[1]), sys.argv[2]
+n = 0
+print("ready", flush=True)
+while not os.path.exists(stop):
+    n += 1
+    found = list(search(SearchQuery("zzzzzzzz"), [path]))
+    assert found == [], found  # a torn tail is never a hit, nor a problem
+    hits = list(search(SearchQuery("seed 3"), [path]))
+    assert hits and all(isinstance(h, SearchHit) for h in hits), hits
+print("reads " + str(n), flush=True)
+"""
+
 
 def test_readers_survive_a_writer_trimming_a_torn_tail(
     tmp_path: Path, project: Path, root: Path
 ) -> None:
-    """A log with a big torn tail (a writer died mid-write); readers loop over it while a
-    writer's open trims the tail, again and again.  A reader maps the file: the trim must
-    not kill it (SIGBUS on pages past the new end of file)."""
+    """A log with a big torn tail (a writer died mid-write); a reader and a search loop
+    over it while a writer's open trims the tail, again and again.  Both map the file:
+    the trim must not kill them (SIGBUS on pages past the new end of file)."""
     path = new_log(project, root, n=4)
     torn = b'{"type":"message","id":"0000beef","parentId":null,"message":{"role":"user","content":'
     torn += b'[{"type":"text","text":"' + b"z" * (4 << 20)
     stop = tmp_path / "stop"
     with open(path, "ab") as f:
         f.write(torn)
-    readers = [spawn(TRIM_READER, str(path), str(stop)) for _ in range(2)]
+    readers = [spawn(code, str(path), str(stop)) for code in (TRIM_READER, TRIM_SEARCHER)]
     for r in readers:
         assert readline(r) == "ready"
     trims = 0

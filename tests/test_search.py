@@ -325,12 +325,17 @@ def test_a_large_log_is_searched_in_pieces(root: Path, monkeypatch: pytest.Monke
 
 
 @pytest.mark.parametrize("buffer", [256, 300, 4096])
+@pytest.mark.parametrize("size", ["small", "big"])
 def test_lines_longer_than_the_read_buffer(
-    root: Path, monkeypatch: pytest.MonkeyPatch, buffer: int
+    root: Path, monkeypatch: pytest.MonkeyPatch, buffer: int, size: str
 ) -> None:
-    # A small log is read through a buffer natively: lines that cross its end,
-    # and lines longer than all of it (searched mapped), are found all the same.
+    # A log is read through a buffer natively: lines that cross its end, and
+    # lines longer than all of it (searched on through the map), are found all
+    # the same, in a log searched whole or in pieces.
     monkeypatch.setattr(search_module, "READ_BUFFER", buffer)
+    if size == "big":
+        monkeypatch.setattr(search_module, "PIECE", 4096)
+        monkeypatch.setattr(search_module, "BIG", 8192)
     objs = [
         entry(
             f"{i + 1:08x}",

@@ -488,11 +488,12 @@ def _scratch(ffi: Any, size: int) -> Any:
     return have
 
 
-def _native_calls(plan: _Plan, lo: int, hi: int, call: Any) -> list[RawHit]:
+def _native_calls(plan: _Plan, lo: int, hi: int, call: Any) -> tuple[list[RawHit], int]:
     """The hits of ``call(pos, *rest)`` (``awl_search`` or ``awl_search_fd`` with
-    their first arguments bound) from ``lo`` on until it reaches ``hi``: a call
-    ends when its hit array is full or a block needs more scratch, which then
-    grows."""
+    their first arguments bound) from ``lo`` on until it reaches ``hi``, and where
+    it stopped: a call ends when its hit array is full or a block needs more
+    scratch, which then grows; ``call`` returns its count of hits and whether to
+    stop (at the place it says it reached)."""
     ffi, lib = plan.native.ffi, plan.native.lib
     text = plan.matcher.needle
     lens = ffi.new("size_t[]", [len(n) for n in plan.needles] or [0])
@@ -505,7 +506,7 @@ def _native_calls(plan: _Plan, lo: int, hi: int, call: Any) -> list[RawHit]:
     hits: list[RawHit] = []
     pos = lo
     while pos < hi:
-        n = call(
+        n, stop = call(
             pos,
             plan.blob,
             lens,
@@ -525,18 +526,20 @@ def _native_calls(plan: _Plan, lo: int, hi: int, call: Any) -> list[RawHit]:
         for i in range(n):
             h = out[i]
             hits.append((h.offset, h.length, h.block, h.kind, h.role))
+        if stop:
+            return hits, state[0]
         if state[1]:
             scratch = _scratch(ffi, state[1] + (state[1] >> 2))
         pos = state[0]
-    return hits
+    return hits, hi
 
 
 def _search_native(plan: _Plan, buf: Any, lo: int, hi: int) -> list[RawHit]:
     lib = plan.native.lib
     with plan.native.ffi.from_buffer("uint8_t[]", buf) as src:
         return _native_calls(
-            plan, lo, hi, lambda pos, *rest: lib.awl_search(src, len(buf), pos, hi, *rest)
-        )
+            plan, lo, hi, lambda pos, *rest: (lib.awl_search(src, len(buf), pos, hi, *rest), False)
+        )[0]
 
 
 def _search_python(plan: _Plan, buf: Any, lo: int, hi: int) -> list[RawHit]:
@@ -703,12 +706,16 @@ def _search_small(plan: _Plan, path: Path, cwd: str | None) -> _Done:
             big, got = got, None  # the caller searches it, and closes it
             return _Done([], big=big)
         if fd_search:
-            raw = _search_fd(plan, got, got.start, got.end, sets_last=True)
-            if not raw:
+            raw, reached = _search_fd(plan, got, got.start, got.end, sets_last=True)
+            whole = reached == got.end
+            if not raw and whole:
                 return _Done([])
             last = got.last
-            _map(got)
-            got.last = last  # the file's last line, even where the map leaves a torn tail out
+            _map(got)  # (which may move got.end: a long torn tail is left out)
+            if whole:
+                got.last = last  # the file's last line, even where the map leaves a torn tail out
+            else:  # a line longer than the read buffer: on through the map
+                raw += _search_mapped(plan, got, reached, got.end)
         else:
             raw = [
                 h
@@ -728,10 +735,12 @@ def _search_small(plan: _Plan, path: Path, cwd: str | None) -> _Done:
 
 def _search_fd(
     plan: _Plan, log: _Log, lo: int, hi: int, *, sets_last: bool = False
-) -> list[RawHit]:
+) -> tuple[list[RawHit], int]:
     """:func:`_search_native` over ``[lo, hi)`` of ``log``'s file, which the C side
-    reads itself into this thread's read buffer; with ``sets_last``, sets
-    ``log.last`` to where the last line of the range starts."""
+    reads itself into this thread's read buffer; and where it stopped: ``hi``, or
+    a line longer than the buffer, for the caller to search on from through a
+    map (:func:`_search_mapped`).  With ``sets_last``, a search that reached
+    ``hi`` sets ``log.last`` to where the last line of the range starts."""
     ffi, lib = plan.native.ffi, plan.native.lib
     last = ffi.new("size_t *", log.last)
     error = ffi.new("int *")
@@ -739,16 +748,29 @@ def _search_fd(
     if rbuf is None or len(rbuf) != READ_BUFFER:
         rbuf = _local.rbuf = ffi.new("uint8_t[]", READ_BUFFER)
 
-    def call(pos: int, *rest: Any) -> int:
+    def call(pos: int, *rest: Any) -> tuple[int, bool]:
         n: int = lib.awl_search_fd(log.fd, log.end, pos, hi, *rest, last, error, rbuf, len(rbuf))
+        if error[0] == lib.AWL_SEARCH_LONG_LINE:
+            return n, True
         if error[0]:
             raise OSError(error[0] if error[0] > 0 else 0, os.strerror(max(error[0], 0)))
-        return n
+        return n, False
 
-    hits = _native_calls(plan, lo, hi, call)
-    if sets_last:
+    hits, reached = _native_calls(plan, lo, hi, call)
+    if sets_last and reached == hi:
         log.last = last[0]
-    return hits
+    return hits, reached
+
+
+def _search_mapped(plan: _Plan, log: _Log, lo: int, hi: int) -> list[RawHit]:
+    """The hits of ``[lo, hi)`` through ``log``'s map (made by :func:`_map`, which
+    leaves a long torn tail out and maps no last line: a writer cutting it
+    cannot pull a page from under the search)."""
+    return [
+        h
+        for buf, base, a, b in log.log.pieces(lo, min(hi, log.end))
+        for h in _piece_hits(plan, buf, base, a, b)
+    ]
 
 
 def search(
@@ -817,7 +839,7 @@ def _search_big(plan: _Plan, log: _Log, pool: _Pool) -> Iterator[SearchHit | Sea
     """A large log's hits, piece after piece, a few pieces searched ahead."""
     pieces = _pieces(log)
     by_fd = plan.native is not None and os.name == "posix"
-    running: deque[tuple[_Task[list[RawHit]], int, int]] = deque()
+    running: deque[tuple[_Task[Any], int, int]] = deque()
     try:
         while True:
             while len(running) < 2 and (piece := next(pieces, None)) is not None:
@@ -830,7 +852,13 @@ def _search_big(plan: _Plan, log: _Log, pool: _Pool) -> Iterator[SearchHit | Sea
             if not running:
                 break
             task, lo, hi = running.popleft()
-            raw = task.result()
+            raw: list[RawHit]
+            if by_fd:
+                raw, reached = task.result()
+                if reached < hi:  # a line longer than the read buffer: on through the map
+                    raw += _search_mapped(plan, log, reached, hi)
+            else:
+                raw = task.result()
             if log.problem is None:
                 yield from _hits(plan, log, raw)
                 if log.problem is not None:
