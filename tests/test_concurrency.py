@@ -485,10 +485,13 @@ def test_readers_survive_a_writer_trimming_a_torn_tail(
                 f.write(torn)
     finally:
         stop.write_text("")
-    codes = []
+    codes, rounds = [], []
     for r in readers:
-        _, err = r.communicate(timeout=60)
+        out, err = r.communicate(timeout=60)
         codes.append(r.returncode)
         assert "Traceback" not in err, err[-2000:]
-    report(f"trim-under-readers trims={trims} reader_exit_codes={codes}")
+        rounds.append(out.split()[-1] if out.split() else "?")
+    report(
+        f"trim-under-readers trims={trims} reader_exit_codes={codes} rounds(reader,search)={rounds}"
+    )
     assert codes == [0, 0], f"a reader died (status {codes}) while a writer trimmed a torn tail"
