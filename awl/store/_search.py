@@ -25,6 +25,7 @@ from _queue import SimpleQueue  # queue's own import costs a millisecond
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -226,24 +227,7 @@ def search_scope(
         paths = [p for folder in project_folders(root) for p in _listed(folder)]
     else:
         paths = log_files(project_dir(cwd or os.getcwd(), root))
-    if len(paths) < _RECENCY_CHUNK:
-        keys = [_recency(p) for p in paths]
-    else:  # the reads wait on the file system without the GIL: two at a time
-        with _Pool(min(2, os.cpu_count() or 1)) as pool:
-            chunks = [
-                pool.submit(_recencies, paths[k : k + _RECENCY_CHUNK])
-                for k in range(0, len(paths), _RECENCY_CHUNK)
-            ]
-            keys = [key for chunk in chunks for key in chunk.result()]
-    order = sorted(range(len(paths)), key=keys.__getitem__, reverse=True)
-    return [paths[k] for k in order]
-
-
-_RECENCY_CHUNK = 64
-
-
-def _recencies(paths: list[Path]) -> list[tuple[str, str]]:
-    return [_recency(p) for p in paths]
+    return sorted(paths, key=_recency, reverse=True)
 
 
 def _listed(folder: Path) -> list[Path]:
@@ -733,6 +717,15 @@ def _search_small(plan: _Plan, path: Path, cwd: str | None) -> _Done:
             got.close()
 
 
+_BATCH = 4
+"""Logs handed to a worker at once: a task's hand-over costs about as much as
+the search of a small log."""
+
+
+def _search_batch(plan: _Plan, paths: list[Path], cwd: str | None) -> list[_Done]:
+    return [_search_small(plan, path, cwd) for path in paths]
+
+
 def _search_fd(
     plan: _Plan, log: _Log, lo: int, hi: int, *, sets_last: bool = False
 ) -> tuple[list[RawHit], int]:
@@ -793,7 +786,7 @@ def search(
     plan = _plan(query)
     workers = jobs or min(4, os.cpu_count() or 1)
     paths = iter(logs)
-    ahead: deque[_Task[_Done]] = deque()
+    ahead: deque[_Task[list[_Done]]] = deque()
     count = 0
     # Workers hand results back through the GIL: a short switch interval keeps
     # them from waiting out the default 5 ms each time (a convoy on many logs).
@@ -804,32 +797,36 @@ def search(
 
             def fill() -> None:
                 while len(ahead) < 4 * workers:
-                    path = next(paths, None)
-                    if path is None:
+                    batch = list(islice(paths, _BATCH))
+                    if not batch:
                         return
-                    ahead.append(pool.submit(_search_small, plan, path, cwd))
+                    ahead.append(pool.submit(_search_batch, plan, batch, cwd))
 
+            taken: list[_Done] = []
             try:
                 fill()
                 while ahead:
-                    done = ahead.popleft().result()
+                    taken = ahead.popleft().result()
                     fill()
-                    found: Iterator[SearchHit | SearchProblem] = iter(done.hits)
-                    if done.big is not None:
-                        found = _search_big(plan, done.big, pool)
-                    for item in found:
-                        yield item
-                        if isinstance(item, SearchHit):
-                            count += 1
-                            if limit is not None and count >= limit:
-                                return
+                    while taken:
+                        done = taken.pop(0)
+                        found: Iterator[SearchHit | SearchProblem] = iter(done.hits)
+                        if done.big is not None:
+                            found = _search_big(plan, done.big, pool)
+                        for item in found:
+                            yield item
+                            if isinstance(item, SearchHit):
+                                count += 1
+                                if limit is not None and count >= limit:
+                                    return
             finally:
                 for task in ahead:
                     task.cancelled = True
                 for task in ahead:
                     task.done.wait()  # a call already running ends; the rest are skipped
-                    done = task.value
-                    if done is not None and done.big is not None:
+                    taken += task.value or []
+                for done in taken:
+                    if done.big is not None:
                         done.big.close()
     finally:
         sys.setswitchinterval(interval)
