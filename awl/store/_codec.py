@@ -174,7 +174,7 @@ def _line(obj: dict[str, Any], extra: Mapping[str, Any] | None) -> bytes:
         for key, value in extra.items():
             obj.setdefault(key, value)  # never in place of a member of the format
     try:
-        return orjson.dumps(obj) + b"\n"
+        return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)  # no copy to add it
     except TypeError:
         # Lone surrogates: bytes that were not UTF-8 where the text came in
         # (argv, a pipe), which JSON cannot hold.

@@ -570,7 +570,8 @@ class SessionManager:
             lines.append(serialize_new_entry(entry, eid, parent))
             ids.append(eid)
             parents.append(parent if eid is not None else None)
-        body = b"".join(lines)
+        lengths = [len(ln) for ln in lines]
+        size = sum(lengths)
         log = self._log
         if log is None:
             start = len(serialize_header(self.header)) + sum(len(ln) for ln, _ in self._pending)
@@ -581,13 +582,14 @@ class SessionManager:
             # A new log's first line is its header.
             before = self._state if log is not None else self._state.placed((), 1)
             state = before.batch_appended(
-                self.header, entries, ids, parents, [len(ln) for ln in lines], start, (lo, hi)
+                self.header, entries, ids, parents, lengths, start, (lo, hi)
             )
         cp = None
         if state is not None and checkpoint:
-            cp = self._policy.line(state, self.header, start + len(body), closing=True)
+            cp = self._policy.line(state, self.header, start + size, closing=True)
             if cp is not None:
-                body += cp
+                lines.append(cp)  # joined with the batch: the body is not copied again
+        body = b"".join(lines)
         if log is None:
             self._log = LogFile.create(
                 self._path, self.header, b"".join(ln for ln, _ in self._pending) + body, self._env

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from itertools import accumulate
 
 from ._codec import disk_message_to_internal
 from ._entries import RECENT, DiskMessage, Location, MessageEntry, NewEntry, SessionHeader
@@ -175,12 +176,12 @@ class SessionState:
             else:
                 return None
         path.reverse()
-        starts = [offset]
-        for n in lengths:
-            starts.append(starts[-1] + n)
+        starts = list(accumulate(lengths, initial=offset))
         messages = [i for i in path if entries[i].message is not None]
+        # Only the last RECENT_KEPT are kept: the others' locations are not made.
         found = [
-            Location(starts[i], lengths[i] - 1, self.line_count + i, ids[i] or "") for i in messages
+            Location(starts[i], lengths[i] - 1, self.line_count + i, ids[i] or "")
+            for i in messages[-RECENT_KEPT:]
         ]
         if extends:
             provider, model, first = self.provider, self.model, self.first_prompt
@@ -188,16 +189,22 @@ class SessionState:
         else:
             provider, model, first = header.provider, header.model, ""
             count, recent = 0, ()
-        for i in messages:
+        # The model of the last user message that names one; the first prompt's words.
+        for i in reversed(messages):
             entry = entries[i]
             message = entry.message
             assert message is not None
-            if message.role != "user":
-                continue
-            if entry.provider and entry.model:
+            if message.role == "user" and entry.provider and entry.model:
                 provider, model = entry.provider, entry.model
-            if not first:
-                first = prompt_words(message)
+                break
+        if not first:
+            for i in messages:
+                message = entries[i].message
+                assert message is not None
+                if message.role == "user":
+                    first = prompt_words(message)
+                    if first:
+                        break
         leaf = nodes[-1]
         return SessionState(
             provider,
