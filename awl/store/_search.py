@@ -1,10 +1,13 @@
 """Searching sessions for what was said.
 
-A log is read through a :class:`~._logmap.LogMap` (no lock, nothing
-written, a torn last line ignored) and searched in pieces of at most
+A log is read as a reader reads it (no lock, nothing written, a torn last
+line ignored), a small one whole and a large one in pieces of at most
 :data:`PIECE` bytes, on worker threads (the native search releases the GIL),
 in the order of the sessions' last activity, most recent first: the first
 hits come out while the rest of the store is still being searched.
+Natively, the C side reads a log's bytes itself through a per-thread buffer
+(:data:`READ_BUFFER`); a line longer than that, the fallback's search, and
+the lines of hits are read through the log's :class:`~._logmap.LogMap`.
 
 The native search (``native/search.c``) finds the byte forms the query can
 take in a log (:func:`needles`) and confirms each line where one is found;
@@ -48,9 +51,9 @@ BIG = 2 * PIECE
 is searched whole by one worker."""
 
 READ_BUFFER = 1 << 20
-"""Bytes each worker thread reads a small log through, natively: copying cached
-pages into one reused buffer costs less than mapping them (a line longer than
-this is searched mapped)."""
+"""Bytes each worker thread reads a log through, natively: copying cached pages
+into one reused buffer costs less than mapping and unmapping them (a line
+longer than this is searched through the reader's map)."""
 
 MAX_HEADER = 1 << 20
 
@@ -671,9 +674,9 @@ class _Done:
 
 
 def _search_small(plan: _Plan, path: Path, cwd: str | None) -> _Done:
-    # Natively, the file is mapped, searched and unmapped in one C call (no
-    # GIL held for any of it, which two threads feel); only a log with hits is
-    # then mapped here, to read them.
+    # Natively, the file is read and searched in one C call (no GIL held for
+    # any of it, which two threads feel); only a log with hits, or with a line
+    # longer than the read buffer, is then mapped here.
     fd_search = plan.native is not None and os.name == "posix"
     try:
         got = _open_log(path, cwd, mapped=not fd_search)
