@@ -40,23 +40,10 @@ from ..store import (
 from . import _claude, _codex, _pi
 from ._build import ROOT_KEY, Builder, Converter, Planned, SourceInfo, session_id_for
 from ._record import RECORD_TYPE, Imported, last_record, read_records
-from ._source import (
-    FORMATS,
-    BackgroundHash,
-    Hashing,
-    detect,
-    digest,
-    head,
-    lines,
-    open_source,
-    parse,
-)
+from ._source import FORMATS, Hashing, detect, digest, head, lines, open_source, parse
 
 BATCH_BYTES = 32 << 20
 """Source bytes after which a batch is written at the next point where one may end."""
-
-THREADED_HASH = 1 << 18
-"""Source bytes from which the main file is hashed on a thread (less: the hand-over costs more)."""
 
 STATUSES = ("imported", "updated", "unchanged", "conflict", "busy", "error", "refused", "empty")
 """What :func:`import_source` can say of a source session (``ImportResult.status``)."""
@@ -153,7 +140,7 @@ def import_source(
         r.error = f"{spec.path}: cannot read: {exc.strerror or exc}"
         return r
     # The cyclic collector is held off: a batch is many containers that live until it
-    # is written, which each collection would go through again, and they hold no cycles.
+    # is written, which every collection would go through again (cycles, if any, wait).
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -368,10 +355,7 @@ class _Import:
         start_batch = boundary
         loads, feed = orjson.loads, conv.feed
         # The main file is hashed as it is read, past what the check hashed already.
-        hasher = main.hasher.copy() if main.hasher is not None else sha256()
-        # A large source is hashed on a thread while its lines are converted.
-        threaded = main.size - boundary >= THREADED_HASH
-        hashing = Hashing(BackgroundHash(hasher) if threaded else hasher, boundary)
+        hashing = Hashing(main.hasher.copy() if main.hasher is not None else sha256(), boundary)
         for number, end, raw, terminated in lines(main.fd, hashing=hashing):
             if end - len(raw) - terminated < boundary:
                 # Taken by an earlier import (which may have taken a last line before
@@ -412,8 +396,6 @@ class _Import:
             feed(obj, number)
             main.consumed = end
             main.lines = number
-        if threaded:
-            hashing.hasher = hashing.hasher.result()
         r.lines += max(0, main.lines - first_line + 1)
         if self.written == 0 and hashing.upto <= main.consumed:
             # No batch was written yet: the hash kept while reading is the one to record.

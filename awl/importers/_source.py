@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import queue
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -73,72 +71,6 @@ class Hashing:
 
     hasher: Any
     upto: int
-
-
-class BackgroundHash:
-    """A hash fed on a thread of its own: hashlib lets go of the GIL while it hashes
-    a large buffer, so a source is hashed while its lines are converted.
-
-    :meth:`update` queues the bytes (which must not change afterwards);
-    :meth:`result` waits for them and gives the hash object.
-    """
-
-    __slots__ = ("_error", "_hasher", "_queue")
-
-    def __init__(self, hasher: Any) -> None:
-        self._hasher = hasher
-        self._error: BaseException | None = None
-        self._queue = _hash_queue()
-
-    def update(self, data: bytes | memoryview) -> None:
-        """Hash ``data`` after what was queued before it."""
-        self._queue.put((self, data))
-
-    def result(self) -> Any:
-        """The hash object, once everything queued is hashed."""
-        done = threading.Event()
-        self._queue.put((None, done))
-        done.wait()
-        if self._error is not None:
-            raise self._error
-        return self._hasher
-
-
-# One hashing thread per process, started when first needed.
-_HASHING: queue.SimpleQueue[Any] | None = None
-_HASHING_LOCK = threading.Lock()
-
-
-def _forked() -> None:
-    # A forked child has no hashing thread (and perhaps a lock held by a thread it lacks).
-    global _HASHING, _HASHING_LOCK
-    _HASHING, _HASHING_LOCK = None, threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forked)
-
-
-def _hash_queue() -> queue.SimpleQueue[Any]:
-    global _HASHING
-    with _HASHING_LOCK:
-        if _HASHING is None:
-            q: queue.SimpleQueue[Any] = queue.SimpleQueue()
-            threading.Thread(target=_hash_loop, args=(q,), name="awl-hash", daemon=True).start()
-            _HASHING = q
-        return _HASHING
-
-
-def _hash_loop(q: queue.SimpleQueue[Any]) -> None:
-    while True:
-        owner, data = q.get()
-        if owner is None:
-            data.set()
-            continue
-        try:
-            if owner._error is None:
-                owner._hasher.update(data)
-        except BaseException as exc:  # said by result(), in the thread that asks
-            owner._error = exc
 
 
 def lines(
