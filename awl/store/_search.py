@@ -27,10 +27,9 @@ import threading
 from _queue import SimpleQueue  # queue's own import costs a millisecond
 from collections import deque
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from ..errors import FormatError, SessionError
 from ..paths import log_files, project_dir, project_folders, session_root
@@ -138,8 +137,12 @@ def needles(query: str, fold: bool) -> list[bytes]:
     return found if len(found) <= MAX_NEEDLES else []  # too many: every line is read
 
 
-@dataclass(frozen=True, slots=True)
-class SearchQuery:
+# The public records are named tuples, not dataclasses: the three dataclasses
+# cost 3 ms of a search's start-up, and its whole process is timed against
+# ripgrep's (docs/performance.md, "Search").
+
+
+class SearchQuery(NamedTuple):
     """What to look for.
 
     ``roles`` and ``kinds`` are sets of ``"system"``, ``"user"``,
@@ -163,8 +166,7 @@ class SearchQuery:
         return "ascii" if self.text.isascii() else "unicode"
 
 
-@dataclass(frozen=True, slots=True)
-class SearchHit:
+class SearchHit(NamedTuple):
     """One block of one message that holds the query."""
 
     session: str  # the session id
@@ -196,8 +198,7 @@ class SearchHit:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class SearchProblem:
+class SearchProblem(NamedTuple):
     """A log that could not be searched (or not to its end), and why, in one line."""
 
     path: Path
