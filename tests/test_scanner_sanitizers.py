@@ -11,16 +11,14 @@ compiler with sanitizers is available.
 
 from __future__ import annotations
 
-import os
 import struct
-import subprocess
 from pathlib import Path
 
 import orjson
 import pytest
 
 from tests.native import corpus as C
-from tests.native.sanitized import build_drivers
+from tests.native.sanitized import build_drivers, run_levels
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = [str(ROOT / "native" / "scanner.c"), str(ROOT / "tests" / "native" / "driver.c")]
@@ -62,35 +60,7 @@ def test_scanner_under_sanitizers(drivers: dict[str, Path], tmp_path: Path) -> N
         for item in inputs:
             f.write(struct.pack("<Q", len(item)))
             f.write(item)
-    env = dict(
-        os.environ,
-        ASAN_OPTIONS="detect_leaks=1:abort_on_error=0",
-        UBSAN_OPTIONS="print_stacktrace=1",
-    )
-    outputs = {}
-    # The SIMD build runs twice: at the SSE2 level and at the best the CPU
-    # has (AVX2 on most x86_64 machines), chosen through awl_simd().
-    runs = [
-        ("sse2", drivers["sse2"], "1"),
-        ("best", drivers["sse2"], "2"),
-        ("swar", drivers["swar"], ""),
-    ]
-    levels = {}
-    for name, exe, level in runs:
-        r = subprocess.run(
-            [str(exe), str(path)],
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT,
-            env=dict(env, AWL_SIMD=level) if level else env,
-        )
-        assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr[-4000:]
-        assert r.returncode == 0, f"{name}: exit {r.returncode}\n{r.stderr[-4000:]}"
-        outputs[name] = r.stdout
-        levels[name] = r.stderr.splitlines()[0]
-    assert levels["sse2"] == "simd 1" and levels["swar"] == "simd 0", levels
-    assert outputs["sse2"] == outputs["swar"], "SSE2 and SWAR builds disagree"
-    assert outputs["best"] == outputs["sse2"], f"{levels['best']} and SSE2 disagree"
+    outputs = {name: r.stdout for name, r in run_levels(drivers, [str(path)], TIMEOUT).items()}
     verdicts = [line == "V 1" for line in outputs["sse2"].splitlines() if line.startswith("V ")]
     assert len(verdicts) == len(inputs)
     for item, got in zip(inputs, verdicts, strict=True):

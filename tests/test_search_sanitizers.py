@@ -19,11 +19,9 @@ Skipped, with the reason, when no C compiler with sanitizers is available.
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
 import struct
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,10 +29,10 @@ from typing import Any
 import orjson
 import pytest
 
-from awl.store._search import SearchQuery, _plan
-from awl.store._search_fallback import BLOCK_KINDS, ROLES, Matcher, line_matches, load
+from awl.store._search import SearchQuery, _plan, line_hit
+from awl.store._search_fallback import BLOCK_KINDS, ROLES, Matcher
 from tests.native import corpus as C
-from tests.native.sanitized import build_drivers
+from tests.native.sanitized import build_drivers, run_levels
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = [
@@ -133,16 +131,9 @@ def expected(c: Case) -> list[Hit]:
             if 0 <= at[k] < ls:
                 at[k] = hay.find(n, ls)
         candidate = bool(c.flags & EVERY_LINE) or any(ls <= a <= le for a in at)
-        if candidate and line.strip(b" \t\r"):
-            obj = load(line)
-            if type(obj) is not dict:
-                hits.append((ls, le - ls, 0, 0, 0))
-            else:
-                found = line_matches(obj, holds, roles, kinds)
-                if found:
-                    k, kind, _ = found[0]
-                    role = ROLES.index(obj["message"]["role"]) + 1
-                    hits.append((ls, le - ls, k, BLOCK_KINDS.index(kind) + 1, role))
+        hit = line_hit(line, ls, holds, roles, kinds) if candidate else None
+        if hit is not None:
+            hits.append(hit)
         ls = le + 1
     return hits
 
@@ -463,36 +454,9 @@ def random_cases(rng: random.Random, count: int) -> list[Case]:
 def _run(drivers: dict[str, Path], cases: list[Case], tmp_path: Path) -> dict[str, str]:
     path = tmp_path / "search-corpus.bin"
     path.write_bytes(encode(cases))
-    env = dict(
-        os.environ,
-        ASAN_OPTIONS="detect_leaks=1:abort_on_error=0",
-        UBSAN_OPTIONS="print_stacktrace=1",
-    )
-    outputs, levels, stops = {}, {}, {}
-    # The SIMD build runs twice: at the SSE2 level and at the best the CPU
-    # has (AVX2 on most x86_64 machines), chosen through awl_simd(), which
-    # search.c's needle search follows as the scanner does.
-    runs = [
-        ("sse2", drivers["sse2"], "1"),
-        ("best", drivers["sse2"], "2"),
-        ("swar", drivers["swar"], ""),
-    ]
-    for name, exe, level in runs:
-        r = subprocess.run(
-            [str(exe), str(path), str(tmp_path)],
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT,
-            env=dict(env, AWL_SIMD=level) if level else env,
-        )
-        assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr[-4000:]
-        assert r.returncode == 0, f"{name}: exit {r.returncode}\n{r.stderr[-4000:]}"
-        outputs[name] = r.stdout
-        levels[name] = r.stderr.splitlines()[0]
-        stops[name] = r.stderr.splitlines()[-1]
-    assert levels["sse2"] == "simd 1" and levels["swar"] == "simd 0", levels
-    assert outputs["sse2"] == outputs["swar"], "SSE2 and portable builds disagree"
-    assert outputs["best"] == outputs["sse2"], f"{levels['best']} and SSE2 disagree"
+    done = run_levels(drivers, [str(path), str(tmp_path)], TIMEOUT)
+    outputs = {name: r.stdout for name, r in done.items()}
+    stops = {name: r.stderr.splitlines()[-1] for name, r in done.items()}
     if len(cases) > 100:  # the continuations ran: calls stopped for scratch and when full
         _, for_scratch, full = map(int, stops["sse2"].split()[1::2])
         assert for_scratch > 100 and full > 100, stops

@@ -51,3 +51,40 @@ def build_drivers(out: Path, name: str, sources: list[str]) -> dict[str, Path]:
         assert r.returncode == 0, f"{name} build failed ({build}):\n{r.stderr}"
         built[build] = exe
     return built
+
+
+def run_levels(
+    drivers: dict[str, Path], args: list[str], timeout: float = 60
+) -> dict[str, subprocess.CompletedProcess[str]]:
+    """Each driver run on ``args``, the SIMD build twice: at the SSE2 level and at
+    the best the CPU has (AVX2 on most x86_64 machines), chosen through
+    awl_simd().  ``{"sse2", "best", "swar": the process}``; fails the test on a
+    sanitizer report or a non-zero exit, and unless the SSE2 and portable builds
+    report their levels (the first line of stderr) and all three print the same."""
+    env = dict(
+        os.environ,
+        ASAN_OPTIONS="detect_leaks=1:abort_on_error=0",
+        UBSAN_OPTIONS="print_stacktrace=1",
+    )
+    runs = [
+        ("sse2", drivers["sse2"], "1"),
+        ("best", drivers["sse2"], "2"),
+        ("swar", drivers["swar"], ""),
+    ]
+    done = {}
+    for name, exe, level in runs:
+        r = subprocess.run(
+            [str(exe), *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=dict(env, AWL_SIMD=level) if level else env,
+        )
+        assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr[-4000:]
+        assert r.returncode == 0, f"{name}: exit {r.returncode}\n{r.stderr[-4000:]}"
+        done[name] = r
+    levels = {name: r.stderr.splitlines()[0] for name, r in done.items()}
+    assert levels["sse2"] == "simd 1" and levels["swar"] == "simd 0", levels
+    assert done["sse2"].stdout == done["swar"].stdout, "SSE2 and portable builds disagree"
+    assert done["best"].stdout == done["sse2"].stdout, f"{levels['best']} and SSE2 disagree"
+    return done
