@@ -306,22 +306,29 @@ def test_search_writes_locks_and_trims_nothing(tmp_path: Path, project: Path, ro
     m.close()
 
 
+def user_chain(texts: list[str]) -> list[dict[str, Any]]:
+    """A chain of user messages, one per text, ids 00000001 on."""
+    return [
+        entry(f"{i + 1:08x}", f"{i:08x}" if i else None, "user", [{"type": "text", "text": t}])
+        for i, t in enumerate(texts)
+    ]
+
+
+def assert_pelicans_found(log: Path, texts: list[str]) -> None:
+    """A search for "pelican" finds exactly the entries of ``texts`` holding it,
+    with their lines (the header is line 1) and ids."""
+    got = hits([log], "pelican")
+    want = [i for i, t in enumerate(texts) if "pelican" in t]
+    assert [h.line for h in got] == [i + 2 for i in want]
+    assert [h.entry for h in got] == [f"{i + 1:08x}" for i in want]
+
+
 def test_a_large_log_is_searched_in_pieces(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(search_module, "PIECE", 4096)
     monkeypatch.setattr(search_module, "BIG", 8192)
-    objs = [
-        entry(
-            f"{i + 1:08x}",
-            f"{i:08x}" if i else None,
-            "user",
-            [{"type": "text", "text": f"line {i} " + ("pelican" if i % 17 == 3 else "x" * 90)}],
-        )
-        for i in range(400)
-    ]
-    log = write(root, "/w/p", SID[0], objs)
-    got = hits([log], "pelican")
-    assert [h.line for h in got] == [i + 2 for i in range(400) if i % 17 == 3]
-    assert [h.entry for h in got] == [f"{i + 1:08x}" for i in range(400) if i % 17 == 3]
+    texts = [f"line {i} " + ("pelican" if i % 17 == 3 else "x" * 90) for i in range(400)]
+    log = write(root, "/w/p", SID[0], user_chain(texts))
+    assert_pelicans_found(log, texts)
 
 
 @pytest.mark.parametrize("buffer", [256, 300, 4096])
@@ -336,26 +343,10 @@ def test_lines_longer_than_the_read_buffer(
     if size == "big":
         monkeypatch.setattr(search_module, "PIECE", 4096)
         monkeypatch.setattr(search_module, "BIG", 8192)
-    objs = [
-        entry(
-            f"{i + 1:08x}",
-            f"{i:08x}" if i else None,
-            "user",
-            [
-                {
-                    "type": "text",
-                    "text": f"{'y' * (i * 37 % 700)} line {i} " + "pelican" * (i % 5 == 1),
-                }
-            ],
-        )
-        for i in range(120)
-    ]
-    log = write(root, "/w/p", SID[0], objs)
-    torn = log.read_bytes() + b'{"type":"message","id":"torn pelican'
-    log.write_bytes(torn)
-    got = hits([log], "pelican")
-    assert [h.line for h in got] == [i + 2 for i in range(120) if i % 5 == 1]
-    assert [h.entry for h in got] == [f"{i + 1:08x}" for i in range(120) if i % 5 == 1]
+    texts = [f"{'y' * (i * 37 % 700)} line {i} " + "pelican" * (i % 5 == 1) for i in range(120)]
+    log = write(root, "/w/p", SID[0], user_chain(texts))
+    log.write_bytes(log.read_bytes() + b'{"type":"message","id":"torn pelican')
+    assert_pelicans_found(log, texts)
 
 
 def test_the_command_as_a_process_prints_every_hit_and_its_status(root: Path) -> None:

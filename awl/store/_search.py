@@ -556,19 +556,30 @@ def _search_python(plan: _Plan, buf: Any, lo: int, hi: int) -> list[RawHit]:
         le = buf.find(b"\n", at, hi)
         if le < 0:
             le = hi
-        line = bytes(buf[ls:le])
-        if line.strip(b" \t\r"):
-            obj = load(line)
-            if type(obj) is not dict:
-                hits.append((ls, le - ls, 0, 0, 0))
-            else:
-                found = line_matches(obj, plan.matcher, roles, kinds)
-                if found:
-                    k, kind, _ = found[0]
-                    role = ROLES.index(obj["message"]["role"]) + 1
-                    hits.append((ls, le - ls, k, BLOCK_KINDS.index(kind) + 1, role))
+        hit = line_hit(bytes(buf[ls:le]), ls, plan.matcher, roles, kinds)
+        if hit is not None:
+            hits.append(hit)
         pos = le + 1
     return hits
+
+
+def line_hit(
+    line: bytes, offset: int, matcher: Matcher, roles: frozenset[str], kinds: frozenset[str]
+) -> RawHit | None:
+    """A candidate line's hit as the native search reports it, by the fallback's
+    rules: ``(offset, length, block, kind, role)``, kind 0 for a line that is no
+    JSON object; None for a blank line or one without a matching block."""
+    if not line.strip(b" \t\r"):
+        return None
+    obj = load(line)
+    if type(obj) is not dict:
+        return (offset, len(line), 0, 0, 0)
+    found = line_matches(obj, matcher, roles, kinds)
+    if not found:
+        return None
+    k, kind, _ = found[0]
+    role = ROLES.index(obj["message"]["role"]) + 1
+    return (offset, len(line), k, BLOCK_KINDS.index(kind) + 1, role)
 
 
 def _search_piece(plan: _Plan, buf: Any, lo: int, hi: int) -> list[RawHit]:
