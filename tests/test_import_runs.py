@@ -117,6 +117,39 @@ def test_a_grown_source_gets_only_its_new_lines_at_any_point(tmp_path: Path, fmt
         assert run(src, session_dir=where / "s").status == "unchanged"
 
 
+@pytest.mark.parametrize("fmt", sorted(SOURCES))
+@pytest.mark.parametrize("chunk", [7, 1 << 22])
+def test_a_session_written_in_many_batches_holds_what_one_batch_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str, chunk: int
+) -> None:
+    """A batch ends wherever one may (a source over BATCH_BYTES), each with its
+    record, its hash kept while reading (small reads: batches end in an earlier
+    read than the last); importing again finds nothing new, and a grown source
+    goes on under the same entries."""
+    from awl.importers import _run, _source
+
+    expected = _flat(str(run(SOURCES[fmt], session_dir=tmp_path / "one").path))
+    monkeypatch.setattr(_run, "BATCH_BYTES", 1)
+    monkeypatch.setattr(_run, "lines", lambda *a, **k: _source.lines(*a, chunk=chunk, **k))
+    full = SOURCES[fmt].read_bytes()
+    src = tmp_path / "src" / SOURCES[fmt].name
+    src.parent.mkdir()
+    half = full.index(b"\n", len(full) // 2) + 1
+    src.write_bytes(full[:half])
+    first = run(src, session_dir=tmp_path / "many")
+    src.write_bytes(full)
+    grown = run(src, session_dir=tmp_path / "many")
+    assert (first.status, grown.status) == ("imported", "updated")
+    assert grown.path == first.path and grown.path is not None
+    assert len(read_records(grown.path).records) > 4  # many batches, each with its record
+    assert _flat(grown.path) == expected
+    assert accounted_lines(grown.path) == source_lines(src)
+    assert verify_log(grown.path).ok
+    before = Path(grown.path).read_bytes()
+    assert run(src, session_dir=tmp_path / "many").status == "unchanged"
+    assert Path(grown.path).read_bytes() == before
+
+
 def test_a_last_line_imported_before_its_newline_came_is_not_taken_twice(tmp_path: Path) -> None:
     full = PI_FULL.read_bytes()
     cut = full.rindex(b"\n", 0, len(full) - 1)
@@ -420,11 +453,18 @@ def test_lines_hash_what_they_read_from_any_point(tmp_path: Path, chunk: int) ->
     try:
         for start in (0, 1, 17, complete // 2, complete - 1, complete):
             h = Hashing(hashlib.sha256(), start)
-            got = list(lines(fd, chunk=chunk, hashing=h))
-            assert (
-                h.upto == complete
-                and h.hasher.digest() == hashlib.sha256(data[start:complete]).digest()
-            )
+            got = []
+            for line in lines(fd, chunk=chunk, hashing=h):
+                got.append(line)
+                end = line[1]
+                if line[3] and end > start:
+                    # The hash up to any line just read, without reading it again.
+                    at = h.at(end)
+                    assert at is not None
+                    assert at.digest() == hashlib.sha256(data[start:end]).digest()
+            assert h.upto == complete and h.at(complete) is not None
+            assert h.at(complete).digest() == hashlib.sha256(data[start:complete]).digest()
+            assert h.at(complete + 1) is None
             assert b"".join(raw + b"\n" * t for _, _, raw, t in got) == data
             assert [end for _, end, _, _ in got][-1] == len(data)
     finally:

@@ -198,6 +198,7 @@ class _Import:
         self.marks = (0, 0, 0)  # skipped lines, repeated lines, notes: recorded up to here
         self.raw: bytes | None = None  # the bytes of the line last parsed, unless repaired
         self.head: list[tuple[int, dict[str, Any]]] = []
+        self.hashing: Hashing | None = None  # the main file's, kept as it is read
 
     # ── deciding ──
 
@@ -356,6 +357,7 @@ class _Import:
         loads, feed = orjson.loads, conv.feed
         # The main file is hashed as it is read, past what the check hashed already.
         hashing = Hashing(main.hasher.copy() if main.hasher is not None else sha256(), boundary)
+        self.hashing = hashing
         for number, end, raw, terminated in lines(main.fd, hashing=hashing):
             if end - len(raw) - terminated < boundary:
                 # Taken by an earlier import (which may have taken a last line before
@@ -397,9 +399,6 @@ class _Import:
             main.consumed = end
             main.lines = number
         r.lines += max(0, main.lines - first_line + 1)
-        if self.written == 0 and hashing.upto <= main.consumed:
-            # No batch was written yet: the hash kept while reading is the one to record.
-            main.hasher, main.hashed = hashing.hasher, hashing.upto
         b.live = True
         conv.flush()
         b.resolve(*self._fallback(conv))
@@ -541,6 +540,11 @@ class _Import:
         if len(notes) > self.marks[2]:
             record["notes"] = notes[self.marks[2] :]
         self.marks = (len(r.skipped), len(repeated), len(notes))
+        main = self.files[0]
+        taken = self.hashing.at(main.consumed) if self.hashing is not None else None
+        if taken is not None:
+            # The hash kept while reading, to where this batch ends: not read again.
+            main.hasher, main.hashed = taken, main.consumed
         record["files"] = {
             f.rel: f.state() for f in self.files if f.rel == "" or f.consumed or f.known
         }

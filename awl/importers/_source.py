@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -66,11 +66,39 @@ bytes (no newline), and whether the newline was there."""
 @dataclass(slots=True)
 class Hashing:
     """A hash of a file's complete lines kept as :func:`lines` reads them (so the
-    file is not read again to hash it): ``hasher`` covers bytes ``[.., upto)``,
-    from ``start`` on."""
+    file is not read again to hash it): ``hasher`` covers bytes ``[.., done)``,
+    from ``start`` on, and ``window`` (the complete lines of the chunk read
+    last) the bytes ``[done, upto)``, hashed when the next chunk is read, so
+    that :meth:`at` can give the hash up to any line of the chunk."""
 
     hasher: Any
     upto: int
+    done: int = -1
+    window: list[bytes | memoryview] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.done < 0:
+            self.done = self.upto
+
+    def take(self, pieces: list[bytes | memoryview], end: int) -> None:
+        """``pieces`` are the bytes ``[upto, end)``: they become the window."""
+        for piece in self.window:
+            self.hasher.update(piece)
+        self.done, self.window, self.upto = self.upto, pieces, end
+
+    def at(self, offset: int) -> Any:
+        """A new hash object over the bytes up to ``offset``, or None when ``offset``
+        is outside what was read (before the window, or past it)."""
+        if not self.done <= offset <= self.upto:
+            return None
+        h = self.hasher.copy()
+        left = offset - self.done
+        for piece in self.window:
+            if left <= 0:
+                break
+            h.update(memoryview(piece)[:left] if len(piece) > left else piece)
+            left -= len(piece)
+        return h
 
 
 def lines(
@@ -102,13 +130,11 @@ def lines(
             whole = len(data) - len(tail)
             begin = pos - len(data) - sum(map(len, carry))
             if begin >= hashing.upto:
-                for piece in carry:
-                    hashing.hasher.update(piece)
-                hashing.hasher.update(memoryview(data)[:whole])
+                window: list[bytes | memoryview] = [*carry, memoryview(data)[:whole]]
             else:
                 ahead = b"".join(carry) + data[:whole]
-                hashing.hasher.update(memoryview(ahead)[hashing.upto - begin :])
-            hashing.upto = pos - len(tail)
+                window = [memoryview(ahead)[hashing.upto - begin :]]
+            hashing.take(window, pos - len(tail))
         if parts:
             if carry:
                 carry.append(parts[0])

@@ -27,6 +27,7 @@ import contextlib
 import errno
 import fcntl
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..errors import (
@@ -181,15 +182,15 @@ class LogFile:
         return log
 
     @classmethod
-    def create(cls, path: Path, header: SessionHeader, body: bytes, env: Env) -> LogFile:
-        """Create the log at ``path`` holding ``header`` then ``body`` (whole lines).
+    def create(cls, path: Path, header: SessionHeader, body: Iterable[bytes], env: Env) -> LogFile:
+        """Create the log at ``path`` holding ``header`` then the lines of ``body``.
 
         Written under a hidden name, synced and renamed into place without
         replacing a file; on any failure nothing is left.  Raises
         SessionWriteError.  Serialized first: a header that cannot be
         written leaves no file.
         """
-        data = serialize_header(header) + body
+        data = b"".join([serialize_header(header), *body])  # one copy of a large body
         try:
             make_private_dirs(env, path.parent)
         except OSError as exc:

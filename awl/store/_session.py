@@ -589,20 +589,20 @@ class SessionManager:
             cp = self._policy.line(state, self.header, start + size, closing=True)
             if cp is not None:
                 lines.append(cp)  # joined with the batch: the body is not copied again
-        body = b"".join(lines)
+        written = size + (len(cp) if cp is not None else 0)
         if log is None:
             self._log = LogFile.create(
-                self._path, self.header, b"".join(ln for ln, _ in self._pending) + body, self._env
+                self._path, self.header, [*(ln for ln, _ in self._pending), *lines], self._env
             )
             self._pending.clear()
-        elif body:
-            log.append(body)
+        elif written:
+            log.append(b"".join(lines))
         if state is not None:
             if cp is not None:
-                state = state.checkpointed(start + len(body) - len(cp), len(cp))
+                state = state.checkpointed(start + size, len(cp))
                 self._written += 1
             self._state = state
-        elif body:
+        elif written:
             self._state = self._indexed(
                 lambda index, tree: from_index(
                     self.header, index, tree, self._log_map(), self._path
@@ -674,9 +674,7 @@ class SessionManager:
     def _create(self, line: bytes, entry: MessageEntry, free_ids: tuple[int, int]) -> None:
         """Write the new log: the header, the messages held back, and ``entry``."""
         pending = [*self._pending, (line, entry)]
-        self._log = LogFile.create(
-            self._path, self.header, b"".join(ln for ln, _ in pending), self._env
-        )
+        self._log = LogFile.create(self._path, self.header, [ln for ln, _ in pending], self._env)
         state = self._state.appended(entry, None, free_ids=free_ids)
         offset = self._log.size - sum(len(ln) for ln, _ in pending)
         placed = []
