@@ -285,6 +285,45 @@ def test_subagent_files_that_grow_or_appear_are_taken_on_the_next_import(tmp_pat
     assert _import(main)[0].status == "unchanged"
 
 
+def test_every_file_of_the_sessions_folder_is_kept_whole(tmp_path: Path) -> None:
+    """Claude Code keeps a large tool output apart (``<session>/tool-results/``,
+    the transcript holding a preview and its path), and notes in
+    ``session-memory/``: each file goes with its session, byte for byte."""
+    import base64
+
+    main = copy_tree(CLAUDE_SHOP, tmp_path / "p" / CLAUDE_SHOP.name)
+    own = main.parent / SID
+    files = {
+        f"{SID}/tool-results/toolu_shop_02.txt": "ligne 1 — ça marche ✅\n\tligne 2\n" * 50,
+        f"{SID}/tool-results/mcp-fs-tree-1769680083842.txt": '[{"type":"text","text":"a/"}]',
+        f"{SID}/session-memory/summary.md": "# Résumé\n\nLe serveur démarre.\n",
+    }
+    for rel, text in files.items():
+        (main.parent / rel).parent.mkdir(parents=True, exist_ok=True)
+        (main.parent / rel).write_text(text, encoding="utf-8")
+    latin = f"{SID}/tool-results/b1x9.txt"
+    (main.parent / latin).write_bytes(b"caf\xe9 \xff\x00")  # not UTF-8: kept as base64
+    obj = f"{SID}/tool-results/toolu_shop_03.json"
+    (main.parent / obj).write_text('{"stdout": "ok", "n": 3}')
+    (own / "tool-results" / "link.txt").symlink_to(main)  # a link is not the session's file
+    (spec,) = plan_import([main]).sources
+    assert set(spec.extras) == {SUB, META, latin, obj, *files}
+    (r,) = _import(main)
+    kept = {e["file"]: e for e in entries(r.path) if e["type"] == "x-claude-file"}
+    assert {k: e.get("text") for k, e in kept.items() if "text" in e} == files
+    assert base64.b64decode(kept[latin]["base64"]) == b"caf\xe9 \xff\x00"
+    assert kept[obj]["data"] == {"stdout": "ok", "n": 3}
+    assert all("id" not in e for e in kept.values())  # outside the conversation's tree
+    assert _import(main)[0].status == "unchanged"
+    changed = f"{SID}/session-memory/summary.md"
+    (main.parent / changed).write_text("# Résumé\n\nIl démarre.\n", encoding="utf-8")
+    (again,) = _import(main)
+    assert (again.status, again.entries) == ("updated", 1)
+    last = [e for e in entries(r.path) if e["type"] == "x-claude-file"][-1]
+    assert (last["file"], last["text"]) == (changed, "# Résumé\n\nIl démarre.\n")
+    assert verify_log(r.path).ok
+
+
 def test_the_leaf_is_the_reply_even_when_a_hook_line_came_inside_it(tmp_path: Path) -> None:
     """Cut off after the reply's last call, whose line follows a hook's line: the
     reply is the leaf, so a resume answers both calls."""

@@ -13,6 +13,7 @@ request went to once that is known.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -315,6 +316,17 @@ class Converter:
     def extra(self, rel: str, obj: dict[str, Any], line: int) -> None:
         """Plan the entries of a line of a file that belongs to the session (none by default)."""
         opaque(self.b, f"x-{self.format}-file", obj, line, self.info.start, file=rel)
+
+    def extra_file(self, rel: str, data: bytes) -> None:
+        """Plan the entry of a file that belongs to the session and is not a JSON
+        object (a tool's output kept apart): its text, or base64 when it is not UTF-8."""
+        try:
+            fields: dict[str, Any] = {"file": rel, "text": data.decode("utf-8")}
+        except UnicodeDecodeError:
+            fields = {"file": rel, "base64": base64.b64encode(data).decode("ascii")}
+        self.b.add(
+            Planned(None, None, self.info.start, type=f"x-{self.format}-file", fields=fields)
+        )
 
     def fallback(self) -> tuple[str, str]:
         """The provider and model for user messages no answer names."""

@@ -226,19 +226,22 @@ def _session_of_agent(p: Path) -> Path | None:
 
 
 def _claude_extras(main: Path, owners: dict[str, str] | None) -> tuple[str, ...]:
-    """Files that belong to a Claude Code session: its subagents' transcripts and
-    their ``.meta.json``, in ``<session>/subagents/`` (any depth) or beside it."""
+    """Files that belong to a Claude Code session: every file in its folder
+    ``<session>/`` (any depth: subagents' transcripts and ``.meta.json``,
+    tool outputs kept apart in ``tool-results/``, ``session-memory/``), and
+    Claude Code 2.0's subagent transcripts beside it."""
     if not main.name.endswith(".jsonl"):
         return ()
     stem = main.name[: -len(".jsonl")]
     out: list[str] = []
-    sub = main.parent / stem / _SUBAGENTS
-    if sub.is_dir():
-        for folder, dirs, names in os.walk(sub):
+    own = main.parent / stem
+    if own.is_dir():
+        for folder, dirs, names in os.walk(own):
             dirs.sort()
             for name in sorted(names):
-                if name.endswith((".jsonl", ".meta.json")):
-                    out.append(os.path.relpath(os.path.join(folder, name), main.parent))
+                path = os.path.join(folder, name)
+                if os.path.isfile(path) and not os.path.islink(path):
+                    out.append(os.path.relpath(path, main.parent))
     if owners is None:
         try:
             names = sorted(n for n in os.listdir(main.parent) if n.endswith(".jsonl"))

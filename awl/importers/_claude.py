@@ -210,7 +210,11 @@ class ClaudeConverter(Converter):
 
     def extra(self, rel: str, obj: dict[str, Any], line: int) -> None:
         """A line of a subagent's transcript (or of a file beside it)."""
-        kind = "x-claude-subagent" if rel.endswith(".jsonl") else "x-claude-subagent-meta"
+        folders = rel.split(os.sep)[:-1]
+        if folders and "subagents" not in folders:
+            kind = "x-claude-file"  # in the session's folder, not a subagent's
+        else:
+            kind = "x-claude-subagent" if rel.endswith(".jsonl") else "x-claude-subagent-meta"
         ts = timestamp_of(obj.get("timestamp"), self.info.start)
         opaque(self.b, kind, obj, line, ts, file=rel)
 

@@ -449,18 +449,19 @@ class _Import:
     def _extra(self, f: _File, conv: Converter) -> None:
         """The new lines of a file that belongs to the session (a subagent's transcript)."""
         if not f.rel.endswith(".jsonl"):
-            # A whole JSON document (a subagent's .meta.json): taken again when it changed.
+            # A whole file (a subagent's .meta.json, a tool's output kept apart):
+            # taken again when it changed.
             if f.known is not None:
                 return
-            data = os.pread(f.fd, f.size, 0)
-            obj, problem, _ = parse(data)
+            data = _read_all(f.fd, f.size)
             f.hasher, f.hashed = None, 0
-            f.consumed, f.lines = f.size, 1
-            if obj is None:
-                self.r.skipped.append((f.rel, 1, problem or "not JSON"))
-                return
+            f.consumed, f.lines = len(data), 1
+            obj = parse(data)[0] if f.rel.endswith(".json") else None
             self.b.raw = None
-            conv.extra(f.rel, obj, 1)
+            if obj is not None:
+                conv.extra(f.rel, obj, 1)
+            else:
+                conv.extra_file(f.rel, data)  # not a JSON object: its bytes as they are
             return
         for number, end, raw, terminated in lines(f.fd, f.consumed, f.lines + 1):
             self.r.lines += 1
@@ -614,3 +615,16 @@ class _Import:
         return NewEntry(
             p.timestamp, parent, DiskMessage("system", p.content), None, None, "message", p.fields
         )
+
+
+def _read_all(fd: int, size: int) -> bytes:
+    """The first ``size`` bytes of ``fd`` (fewer when it shrank)."""
+    parts = []
+    pos = 0
+    while pos < size:
+        data = os.pread(fd, size - pos, pos)
+        if not data:
+            break
+        parts.append(data)
+        pos += len(data)
+    return b"".join(parts)
