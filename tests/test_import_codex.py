@@ -227,3 +227,74 @@ def test_the_bare_form_of_2025(tmp_path: Path) -> None:
     assert accounted_lines(r.path) == source_lines(src)
     kinds = [e["type"] for e in entries(r.path) if "data" in e]
     assert kinds == ["x-codex-session_meta", "x-codex-state", "x-codex-response_item"]
+
+
+# ── compressed and archived rollouts ──
+
+
+def test_a_compressed_rollout_imports_as_the_rollout_it_holds(tmp_path: Path) -> None:
+    """Codex compresses old rollouts with zstd (``.jsonl.zst``, the ``.jsonl``
+    then gone): one imported before is unchanged, one never imported is imported,
+    and where both files are there the plain one is the session."""
+    import zstandard
+
+    from awl.importers import plan_import
+
+    plain = copy_tree(CODEX_HARBOR, tmp_path / "a" / CODEX_HARBOR.name)
+    first = run(plain, session_dir=tmp_path / "s")
+    packed = plain.with_name(plain.name + ".zst")
+    packed.write_bytes(zstandard.ZstdCompressor(level=3).compress(plain.read_bytes()))
+    assert [s.path for s in plan_import([plain.parent]).sources] == [str(plain)]
+    plain.unlink()
+    (spec,) = plan_import([plain.parent]).sources
+    assert spec.path == str(packed)
+    again = run(packed, session_dir=tmp_path / "s")
+    assert (again.status, again.session) == ("unchanged", first.session)
+    fresh = run(packed, session_dir=tmp_path / "t")
+    assert fresh.status == "imported" and fresh.path is not None and first.path is not None
+    assert _messages(fresh.path) == _messages(first.path)
+    assert accounted_lines(fresh.path) == source_lines(CODEX_HARBOR)
+
+
+def test_a_file_that_is_not_zstd_data_is_one_line_and_nothing_written(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    import zstandard
+    from click.testing import CliRunner
+
+    from awl.cli import main
+
+    monkeypatch.setenv("AWL_SESSION_DIR", str(tmp_path / "s"))
+    data = CODEX_HARBOR.read_bytes()
+    packed = zstandard.ZstdCompressor(level=3).compress(data)
+    two = packed + zstandard.ZstdCompressor(level=3).compress(b"")
+    cases = {
+        "plain": (data[:300], "not zstd-compressed data"),  # not compressed at all
+        "torn": (packed[: len(packed) // 2], "not a whole zstd file"),  # cut short
+        "tail": (two[:-3], "not a whole zstd file"),  # its second frame cut short
+        "empty": (b"", "not a whole zstd file"),
+    }
+    for name, (body, why) in cases.items():
+        bad = tmp_path / f"rollout-2026-03-15T09-00-00-{name}.jsonl.zst"
+        bad.write_bytes(body)
+        out = CliRunner().invoke(main, ["import", str(bad)])
+        assert out.exit_code == 1, name
+        (problem, summary) = out.output.splitlines()
+        assert problem.startswith(f"{bad}: cannot read: {why}"), problem
+        assert "1 error" in summary and not (tmp_path / "s").exists()
+    whole = tmp_path / "whole" / "rollout-2026-03-15T09-00-00-two.jsonl.zst"
+    whole.parent.mkdir()
+    whole.write_bytes(packed + zstandard.ZstdCompressor(level=3).compress(b""))  # two frames
+    assert CliRunner().invoke(main, ["import", str(whole)]).exit_code == 0
+
+
+def test_archived_rollouts_are_in_codexs_default_stores(tmp_path: Path, monkeypatch: Any) -> None:
+    from awl.importers import default_stores, plan_import
+
+    home = tmp_path / "codex-home"
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    assert default_stores("codex") == [home / "sessions", home / "archived_sessions"]
+    copy_tree(CODEX_HARBOR, home / "archived_sessions" / CODEX_HARBOR.name)
+    copy_tree(CODEX_CUT, home / "sessions" / "2026" / "03" / "15" / CODEX_CUT.name)
+    got = sorted(Path(s.path).name for s in plan_import(fmt="codex").sources)
+    assert got == sorted([CODEX_HARBOR.name, CODEX_CUT.name])

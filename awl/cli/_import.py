@@ -34,7 +34,8 @@ def import_command(
     """Import pi, Claude Code or Codex sessions (PATHS: files, or folders of any depth).
 
     Without PATHS, the tool's own store (~/.pi/agent/sessions, ~/.claude/projects,
-    $CODEX_HOME/sessions), or with no --from every one of them that exists. Each
+    $CODEX_HOME/sessions and archived_sessions; compressed rollouts too), or with
+    no --from every one of them that exists. Each
     source session becomes an awl session in its own working directory's
     project (awl sessions, awl --resume and awl show find it). Importing again
     changes nothing, and adds only what a source gained since; sources are

@@ -12,7 +12,14 @@ sessions") gives the mapping of each format, line type by line type.
 from __future__ import annotations
 
 from ._build import session_id_for
-from ._bulk import ImportPlan, ImportSummary, default_store, import_sessions, plan_import
+from ._bulk import (
+    ImportPlan,
+    ImportSummary,
+    default_store,
+    default_stores,
+    import_sessions,
+    plan_import,
+)
 from ._record import Imported, last_record, read_records
 from ._run import BATCH_BYTES, STATUSES, ImportResult, SourceSpec, import_source
 from ._source import FORMATS, detect
@@ -27,6 +34,7 @@ __all__ = [
     "Imported",
     "SourceSpec",
     "default_store",
+    "default_stores",
     "detect",
     "import_sessions",
     "import_source",

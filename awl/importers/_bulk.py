@@ -46,6 +46,13 @@ def default_store(fmt: str) -> Path:
     raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
 
 
+def default_stores(fmt: str) -> list[Path]:
+    """Every folder where ``fmt``'s tool keeps sessions: :func:`default_store`, and for
+    Codex the sessions it archived too (``archived_sessions`` beside ``sessions``)."""
+    store = default_store(fmt)
+    return [store, store.parent / "archived_sessions"] if fmt == "codex" else [store]
+
+
 @dataclass(slots=True)
 class ImportPlan:
     """What an import run covers: the source sessions, and paths that gave none
@@ -59,8 +66,9 @@ def plan_import(
     paths: Sequence[str | os.PathLike[str]] = (), *, fmt: str | None = None
 ) -> ImportPlan:
     """The source sessions that ``paths`` name: a file as a session, a folder as every
-    session under it (any depth).  With no paths, ``fmt``'s default store, or
-    every default store that exists.
+    session under it (any depth; a Codex rollout compressed as ``.jsonl.zst``
+    unless its ``.jsonl`` is there too).  With no paths, ``fmt``'s default
+    stores (:func:`default_stores`), or every default store that exists.
 
     A Claude Code session's subagent transcripts (``<session>/subagents/``, or
     ``agent-*.jsonl`` beside it naming it) go with it, not as sessions of their
@@ -71,7 +79,7 @@ def plan_import(
     plan = ImportPlan()
     seen: set[tuple[int, int]] = set()
     if not paths:
-        stores = [default_store(fmt)] if fmt else [default_store(f) for f in FORMATS]
+        stores = [s for f in ([fmt] if fmt else FORMATS) for s in default_stores(f)]
         found = [s for s in stores if s.is_dir()]
         if not found:
             names = ", ".join(str(s) for s in stores)
@@ -104,9 +112,6 @@ def plan_import(
 def _file(p: Path, fmt: str | None, plan: ImportPlan, seen: set[tuple[int, int]]) -> None:
     """A file named on the command line: a session, or a subagent's transcript (its
     session is imported instead, when it is there)."""
-    if p.name.endswith(".zst"):
-        plan.problems.append(_compressed(p, explicit=True))
-        return
     owner = _session_of_agent(p)
     main = owner if owner is not None else p
     extras = _claude_extras(main, None) if fmt in (None, "claude") else ()
@@ -129,23 +134,13 @@ def _folder(top: Path, fmt: str | None, plan: ImportPlan, seen: set[tuple[int, i
             _add(plan, seen, p, fmt, extras, explicit=False)
         for name in sorted(n for n in names if n.endswith(".jsonl.zst")):
             if name[: -len(".zst")] not in names:  # the plain file wins (as in Codex)
-                plan.problems.append(_compressed(here / name, explicit=False))
+                _add(plan, seen, here / name, fmt, (), explicit=False)
 
 
 def _unlisted(plan: ImportPlan, exc: OSError) -> None:
     where = exc.filename or "?"
     plan.problems.append(
         ImportResult(str(where), None, "error", error=f"{where}: cannot list: {exc.strerror}")
-    )
-
-
-def _compressed(p: Path, *, explicit: bool) -> ImportResult:
-    return ImportResult(
-        str(p),
-        "codex",
-        "error",
-        error=f"{p}: a compressed rollout; decompress it (zstd -d) and import the .jsonl",
-        explicit=explicit,
     )
 
 

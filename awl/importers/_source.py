@@ -43,9 +43,17 @@ _CODEX_TYPES = frozenset(
 )
 
 
+MAX_DECOMPRESSED = 1 << 34
+"""The most a compressed source may hold (16 GiB): past it, it is refused, not held."""
+
+
 def open_source(path: str | os.PathLike[str]) -> int:
     """A read-only descriptor on a source file (never blocks on a FIFO; OSError if
-    it cannot be opened, or is not a regular file)."""
+    it cannot be opened, or is not a regular file).
+
+    A ``.zst`` file (Codex compresses old rollouts with zstd) is decompressed
+    into an anonymous file first: the descriptor is on what it holds.
+    """
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         import stat
@@ -55,7 +63,56 @@ def open_source(path: str | os.PathLike[str]) -> int:
     except BaseException:
         os.close(fd)
         raise
-    return fd
+    return _decompressed(fd) if os.fspath(path).endswith(".zst") else fd
+
+
+def _decompressed(fd: int) -> int:
+    """An anonymous file holding what the zstd file at ``fd`` decompresses to (``fd``
+    is closed, whatever happens); OSError when it is not zstd data or holds too much."""
+    import errno
+    import tempfile
+
+    import zstandard
+
+    try:
+        if hasattr(os, "memfd_create"):
+            out = os.memfd_create("awl-import", os.MFD_CLOEXEC)
+        else:  # pragma: no cover - not Linux
+            with tempfile.TemporaryFile() as tmp:
+                out = os.dup(tmp.fileno())
+    except BaseException:
+        os.close(fd)
+        raise
+    try:
+        with open(fd, "rb", closefd=True) as src:
+            total = 0
+            ended = False  # the last frame read is whole
+            unpack = zstandard.ZstdDecompressor().decompressobj()
+            # Small pieces in: what one piece decompresses to stays small, so the
+            # bound holds before it is exceeded by much.
+            while data := src.read(1 << 16):
+                while data:
+                    chunk = unpack.decompress(data)
+                    total += len(chunk)
+                    if total > MAX_DECOMPRESSED:
+                        raise OSError(errno.EFBIG, "it decompresses to more than 16 GiB")
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(out, view) :]
+                    ended = unpack.eof
+                    data = b""
+                    if ended:  # what follows a frame is the next frame's
+                        data = unpack.unused_data
+                        unpack = zstandard.ZstdDecompressor().decompressobj()
+            if not ended:
+                raise OSError(errno.EINVAL, "not a whole zstd file (cut short, or empty)")
+    except zstandard.ZstdError as exc:
+        os.close(out)
+        raise OSError(errno.EINVAL, f"not zstd-compressed data ({exc})") from None
+    except BaseException:
+        os.close(out)
+        raise
+    return out
 
 
 Line = tuple[int, int, bytes, bool]
