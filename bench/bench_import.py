@@ -35,6 +35,15 @@ def test_orjson_floor(benchmark: Any, fmt: str) -> None:
 
 
 @pytest.mark.parametrize("fmt", import_report.FORMATS)
+def test_round_trip(benchmark: Any, fmt: str) -> None:
+    """Parse, serialize back, hash and write every line: no conversion at all."""
+    folder = _store(fmt)
+    benchmark.group = f"import a {fmt} store"
+    seconds = benchmark.pedantic(lambda: import_report.round_trip(folder), rounds=3, iterations=1)
+    assert seconds > 0
+
+
+@pytest.mark.parametrize("fmt", import_report.FORMATS)
 def test_awl_import(benchmark: Any, fmt: str) -> None:
     """The whole import of the store into an empty session root (worker processes)."""
     folder = _store(fmt)

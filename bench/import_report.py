@@ -10,12 +10,16 @@ page cache, each of ``--rounds`` rounds measures:
 
 - the floor: every file read, split into lines and each line parsed by
   ``orjson.loads``, in this process (what any Python importer must do);
+- the round trip: the floor, then each parsed line serialized back with
+  ``orjson.dumps``, the source hashed (sha256) and the lines written to a new
+  file (synced unless ``AWL_FSYNC=0``), in this process: the least any
+  importer that writes a log does, with no conversion at all;
 - ``awl import``'s library call (:func:`awl.importers.import_sessions`) into
   an empty session root, on ``--jobs`` worker processes (default: the cores)
   and on one.
 
 It prints a Markdown table: MB/s of each, and the import's fraction of the
-floor (median of the rounds, and each round's).
+floor (median of the rounds, and each round's) and of the round trip.
 
 The peer comparison: one pi session of ``--pi-mb`` MB, opened with pi's own
 ``SessionManager`` and its context built (``buildSessionContext()``), as pi
@@ -32,6 +36,7 @@ left out), best of ``--rounds``, after one warm-up.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import shutil
 import statistics
@@ -96,6 +101,28 @@ def floor(folder: Path) -> float:
     return time.perf_counter() - t
 
 
+def round_trip(folder: Path) -> float:
+    """Seconds to read, parse, serialize back, hash and write (and sync) every file."""
+    loads, dumps, nl = orjson.loads, orjson.dumps, orjson.OPT_APPEND_NEWLINE
+    sync = os.environ.get("AWL_FSYNC", "1") != "0"
+    with tempfile.TemporaryDirectory(dir=_gen.bench_dir()) as out:
+        t = time.perf_counter()
+        for n, p in enumerate(sorted(folder.rglob("*.jsonl"))):
+            data = p.read_bytes()
+            hashlib.sha256(data).hexdigest()
+            body = b"".join([dumps(loads(line), option=nl) for line in data.split(b"\n") if line])
+            fd = os.open(os.path.join(out, f"{n}.jsonl"), os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+            try:
+                view = memoryview(body)
+                while view:
+                    view = view[os.write(fd, view) :]
+                if sync:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+        return time.perf_counter() - t
+
+
 def import_run(folder: Path, fmt: str, jobs: int) -> tuple[float, Any]:
     """Seconds for one import of the store into an empty session root; the summary."""
     with tempfile.TemporaryDirectory(dir=_gen.bench_dir()) as out:
@@ -117,9 +144,10 @@ def warm(folder: Path) -> None:
 def throughput(fmt: str, total_mb: int, sessions: int, rounds: int, jobs: int) -> dict[str, Any]:
     folder, files, size = store(fmt, total_mb, sessions)
     warm(folder)
-    floors, many, one = [], [], []
+    floors, trips, many, one = [], [], [], []
     for _ in range(rounds):
         floors.append(floor(folder))
+        trips.append(round_trip(folder))
         many.append(import_run(folder, fmt, jobs)[0])
         one.append(import_run(folder, fmt, 1)[0])
     mb = size / 1e6
@@ -128,6 +156,7 @@ def throughput(fmt: str, total_mb: int, sessions: int, rounds: int, jobs: int) -
         "files": files,
         "mb": mb,
         "floor": mb / statistics.median(floors),
+        "trip": mb / statistics.median(trips),
         "import": mb / statistics.median(many),
         "import1": mb / statistics.median(one),
         "ratios": [f / m for f, m in zip(floors, many, strict=True)],
@@ -212,16 +241,17 @@ def report(rows: list[dict[str, Any]], pi: dict[str, Any], jobs: int) -> str:
         f"Import throughput ({os.cpu_count()} cores; jobs={jobs}; "
         f"AWL_FSYNC={os.environ.get('AWL_FSYNC', '1')})",
         "",
-        "| format | files | MB | orjson floor MB/s | awl import MB/s | of floor | rounds |"
-        " import -j1 MB/s | of floor |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| format | files | MB | orjson floor MB/s | round trip MB/s | awl import MB/s |"
+        " of floor | rounds | of round trip | import -j1 MB/s | of floor | of round trip |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         rounds = ", ".join(f"{x:.2f}" for x in r["ratios"])
         out.append(
             f"| {r['format']} | {r['files']} | {r['mb']:.0f} | {r['floor']:.0f} | "
-            f"{r['import']:.0f} | {r['import'] / r['floor']:.2f} | {rounds} | "
-            f"{r['import1']:.0f} | {r['import1'] / r['floor']:.2f} |"
+            f"{r['trip']:.0f} | {r['import']:.0f} | {r['import'] / r['floor']:.2f} | "
+            f"{rounds} | {r['import'] / r['trip']:.2f} | {r['import1']:.0f} | "
+            f"{r['import1'] / r['floor']:.2f} | {r['import1'] / r['trip']:.2f} |"
         )
     out += ["", f"pi peer comparison: one pi session of {pi['mb']:.0f} MB", ""]
     ms = 1000
