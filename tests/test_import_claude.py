@@ -305,14 +305,17 @@ def test_every_file_of_the_sessions_folder_is_kept_whole(tmp_path: Path) -> None
     (main.parent / latin).write_bytes(b"caf\xe9 \xff\x00")  # not UTF-8: kept as base64
     obj = f"{SID}/tool-results/toolu_shop_03.json"
     (main.parent / obj).write_text('{"stdout": "ok", "n": 3}')
+    odd = f"{SID}/tool-results/toolu_shop_04.json"  # JSON, but not UTF-8: not repaired
+    (main.parent / odd).write_bytes(b'{"stdout": "caf\xe9"}')
     (own / "tool-results" / "link.txt").symlink_to(main)  # a link is not the session's file
     (spec,) = plan_import([main]).sources
-    assert set(spec.extras) == {SUB, META, latin, obj, *files}
+    assert set(spec.extras) == {SUB, META, latin, obj, odd, *files}
     (r,) = _import(main)
     kept = {e["file"]: e for e in entries(r.path) if e["type"] == "x-claude-file"}
     assert {k: e.get("text") for k, e in kept.items() if "text" in e} == files
     assert base64.b64decode(kept[latin]["base64"]) == b"caf\xe9 \xff\x00"
     assert kept[obj]["data"] == {"stdout": "ok", "n": 3}
+    assert base64.b64decode(kept[odd]["base64"]) == b'{"stdout": "caf\xe9"}'
     assert all("id" not in e for e in kept.values())  # outside the conversation's tree
     assert _import(main)[0].status == "unchanged"
     changed = f"{SID}/session-memory/summary.md"

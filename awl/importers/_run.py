@@ -456,9 +456,9 @@ class _Import:
             data = _read_all(f.fd, f.size)
             f.hasher, f.hashed = None, 0
             f.consumed, f.lines = len(data), 1
-            obj = parse(data)[0] if f.rel.endswith(".json") else None
+            obj, _, repaired = parse(data) if f.rel.endswith(".json") else (None, None, False)
             self.b.raw = None
-            if obj is not None:
+            if obj is not None and not repaired:
                 conv.extra(f.rel, obj, 1)
             else:
                 conv.extra_file(f.rel, data)  # not a JSON object: its bytes as they are
