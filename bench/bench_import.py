@@ -25,21 +25,15 @@ def _store(fmt: str) -> Path:
     return where
 
 
+@pytest.mark.parametrize("baseline", ["floor", "round_trip"])
 @pytest.mark.parametrize("fmt", import_report.FORMATS)
-def test_orjson_floor(benchmark: Any, fmt: str) -> None:
-    """The floor: read, split and orjson-parse every line of the store."""
+def test_baseline(benchmark: Any, fmt: str, baseline: str) -> None:
+    """The floor (read, split and orjson-parse every line of the store) and the
+    round trip (parse, serialize back, hash and write every line: no conversion)."""
     folder = _store(fmt)
     benchmark.group = f"import a {fmt} store"
-    seconds = benchmark.pedantic(lambda: import_report.floor(folder), rounds=3, iterations=1)
-    assert seconds > 0
-
-
-@pytest.mark.parametrize("fmt", import_report.FORMATS)
-def test_round_trip(benchmark: Any, fmt: str) -> None:
-    """Parse, serialize back, hash and write every line: no conversion at all."""
-    folder = _store(fmt)
-    benchmark.group = f"import a {fmt} store"
-    seconds = benchmark.pedantic(lambda: import_report.round_trip(folder), rounds=3, iterations=1)
+    measure = getattr(import_report, baseline)
+    seconds = benchmark.pedantic(lambda: measure(folder), rounds=3, iterations=1)
     assert seconds > 0
 
 
