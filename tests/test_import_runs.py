@@ -469,3 +469,47 @@ def test_lines_hash_what_they_read_from_any_point(tmp_path: Path, chunk: int) ->
             assert [end for _, end, _, _ in got][-1] == len(data)
     finally:
         os.close(fd)
+
+
+def test_a_session_served_by_a_provider_awl_lacks_resumes_with_the_provider_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pi serves models through providers awl has no client for (google, openrouter):
+    # the resume says so in one line, and goes on with the provider the user names.
+    project = tmp_path / "tide"
+    project.mkdir()
+    first, *rest = PI_FULL.read_text(encoding="utf-8").splitlines(keepends=True)
+    header = json.loads(first)
+    header["cwd"] = str(project)
+    body = "".join(rest)
+    for name in ("anthropic", "openai"):
+        body = body.replace(f'"provider":"{name}"', '"provider":"google"')
+    src = tmp_path / "google.jsonl"
+    src.write_text(json.dumps(header) + "\n" + body, encoding="utf-8")
+    assert cli("import", str(src)).exit_code == 0
+    monkeypatch.chdir(project)
+    (listed,) = json.loads(cli("sessions", "--json").output)
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+    refused = cli("--resume", listed["id"], "-p", "Et maintenant ?")
+    assert refused.exit_code == 1
+    assert (
+        "this session's provider 'google' is not one awl has; resume it with --provider "
+        "(anthropic, openai, offline) and, optionally, --model"
+    ) in refused.output
+    assert "Traceback" not in refused.output
+    size = Path(listed["path"]).stat().st_size
+
+    went = cli("--resume", listed["id"], "--provider", "offline", "-p", "Et maintenant ?")
+    assert went.exit_code == 0, went.output
+    assert "You said: Et maintenant ?" in went.output
+    with SessionManager.open(listed["path"], read_only=True) as m:
+        last = m.rebuild_conversation()[-2:]
+    assert [x.role for x in last] == ["user", "assistant"]
+    assert Path(listed["path"]).stat().st_size > size
+    stamped = [e for e in entries(listed["path"]) if e.get("type") == "message"][-2:]
+    assert [(e.get("provider"), e["message"].get("provider")) for e in stamped] == [
+        ("offline", None),
+        (None, "offline"),
+    ]

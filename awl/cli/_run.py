@@ -11,7 +11,7 @@ from ..agent import Agent, open_session
 from ..conversation import ToolUse
 from ..environment import verbose
 from ..errors import AwlError
-from ..providers import NullSink, default_provider_name
+from ..providers import PROVIDER_NAMES, NullSink, ProviderError, default_provider_name
 from ..store import resume_prefix
 from ..tools import ToolOutput
 from ..ui import TerminalSink, visible
@@ -41,7 +41,18 @@ def run_session(
             err.write(f"awl: tools run in the session's directory, {where}\n")
         if resumed and (provider or model):
             agent.switch_model(provider or agent.provider_name, model)
-        agent.provider()
+        try:
+            agent.provider()
+        except ProviderError:
+            if resumed and provider is None and agent.provider_name not in PROVIDER_NAMES:
+                # An imported session served by a provider awl has no client for
+                # (pi's google, openrouter...): the user never chose it here.
+                raise ProviderError(
+                    f"this session's provider {agent.provider_name!r} is not one awl has;"
+                    f" resume it with --provider ({', '.join(PROVIDER_NAMES)})"
+                    " and, optionally, --model"
+                ) from None
+            raise
         if not resumed and provider is None and default_provider_name() == "offline":
             err.write(
                 "awl: no ANTHROPIC_API_KEY or OPENAI_API_KEY set; using the offline provider\n"
