@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -513,3 +515,63 @@ def test_a_session_served_by_a_provider_awl_lacks_resumes_with_the_provider_name
         ("offline", None),
         (None, "offline"),
     ]
+
+
+def _many_sessions(folder: Path, n: int) -> None:
+    """``n`` pi sessions: the full fixture under ``n`` session ids."""
+    first, *rest = PI_FULL.read_text(encoding="utf-8").splitlines(keepends=True)
+    header = json.loads(first)
+    body = "".join(rest)
+    folder.mkdir(parents=True)
+    for i in range(n):
+        header["id"] = f"{i:08x}-0000-4000-8000-000000000000"
+        (folder / f"{i:05d}.jsonl").write_text(json.dumps(header) + "\n" + body, encoding="utf-8")
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
+def test_a_stopped_import_says_so_in_a_line_and_the_same_import_again_takes_the_rest(
+    tmp_path: Path, how: str
+) -> None:
+    total = 1500
+    store = tmp_path / "store"
+    _many_sessions(store, total)
+    root = tmp_path / "sessions"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "AWL_SESSION_DIR": str(root)}
+    argv = [sys.executable, "-m", "awl.cli", "import", "-j", "2", str(store)]
+    # Ctrl-C on a terminal signals the whole process group, workers too;
+    # SIGTERM (kill) reaches awl alone.
+    child = subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+    try:
+        while not any(root.rglob("*.jsonl")) and child.poll() is None:
+            time.sleep(0.01)
+        if how == "ctrl-c":
+            os.killpg(child.pid, signal.SIGINT)
+        else:
+            child.send_signal(signal.SIGTERM)
+        _, err = child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+    name = "SIGINT" if how == "ctrl-c" else "SIGTERM"
+    signum = signal.SIGINT if how == "ctrl-c" else signal.SIGTERM
+    assert child.returncode == 128 + signum, err
+    (last,) = err.decode().splitlines()
+    assert last.startswith(f"awl: import stopped ({name}) after ")
+    assert last.endswith(
+        f" of {total} sessions; nothing is left half-written, and the same import again "
+        "takes the rest"
+    )
+    made = sorted(root.rglob("*.jsonl"))
+    assert 0 < len(made) < total  # it stopped: the rest was not waited for
+    assert not [p for p in root.rglob(".*")]  # no file half-made
+    again = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines()[-1].startswith(
+        f"{total} sessions, {format_bytes(total * PI_FULL.stat().st_size)}: "
+        f"{total - len(made)} imported, 0 updated, {len(made)} unchanged; 0 lines skipped"
+    )
+    for path in made[:: max(1, len(made) // 20)]:
+        assert verify_log(path).ok

@@ -5,7 +5,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -16,6 +19,36 @@ from .. import environment
 from .._version import __version__
 from ..errors import AmbiguousSession, AwlError, SessionNotFound
 from ..ui import visible
+
+
+class Stopped(KeyboardInterrupt):
+    """A signal that stops a long command (Ctrl-C's SIGINT, SIGTERM), as an exception:
+    what is under way unwinds (a bar gives the cursor back), and the command
+    says what it did before stopping."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+        self.name = signal.Signals(signum).name
+
+
+@contextlib.contextmanager
+def stopped_by_signals() -> Iterator[None]:
+    """Within: SIGINT and SIGTERM raise :class:`Stopped` (SIGTERM would otherwise
+    end the process where it stands, a terminal's cursor left hidden)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals reach the main thread only
+        return
+
+    def stop(signum: int, _frame: object) -> None:
+        raise Stopped(signum)
+
+    before = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
 
 
 class UsageFailure(click.ClickException):

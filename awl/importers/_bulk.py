@@ -342,7 +342,11 @@ def import_sessions(
     """Import every source session, largest first, across ``jobs`` worker processes
     (default: the cores); ``on_result`` sees each result as it comes.  ``problems``
     (from :func:`plan_import`) are reported first.  Returns the results, in source
-    order, and the totals."""
+    order, and the totals.
+
+    An exception while importing (KeyboardInterrupt) ends the run once the
+    sessions under way end (written whole, or not at all); none is started
+    after it.  Importing again takes the rest."""
     results: list[ImportResult] = []
     summary = ImportSummary()
 
@@ -366,8 +370,16 @@ def import_sessions(
         # Small sessions go in small batches: a message per session costs more
         # than a small session's import.
         chunk = max(1, min(16, len(tasks) // (workers * 8)))
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        pool = ProcessPoolExecutor(max_workers=workers)
+        try:
             for r in pool.map(_work, tasks, chunksize=chunk):
                 done(r)
+        except BaseException:
+            # Interrupted (Ctrl-C, a signal made an exception): the sessions being
+            # imported end, each whole or not at all, and none is started, so the
+            # caller is not kept waiting for the rest of the store.
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
     results.sort(key=lambda r: r.source)
     return results, summary
