@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from tests.import_fixtures import (
     source_objects,
     texts,
 )
+from tests.import_fixtures.make_fixtures import Claude, write
 
 SHOP = source_objects(CLAUDE_SHOP)
 SID = "5f0c2a9e-1111-4222-8333-444455556666"
@@ -340,3 +342,183 @@ def test_the_leaf_is_the_reply_even_when_a_hook_line_came_inside_it(tmp_path: Pa
     with SessionManager.open(r.path, read_only=True) as m:
         calls = open_tool_uses(m.rebuild_conversation())
     assert [u.id for u in calls] == ["toolu_shop_01", "toolu_shop_02"]
+
+
+def _session(tmp_path: Path, build: Any, name: str = "s") -> tuple[Path, list[dict[str, Any]]]:
+    """A Claude Code session file that ``build`` writes through the fixtures' builder."""
+    sid = str(uuid.uuid5(uuid.NAMESPACE_URL, name))
+    c = Claude(sid, "/home/ana/loom", 7)
+    build(c)
+    path = tmp_path / "projects" / "-home-ana-loom" / f"{sid}.jsonl"
+    write(path, c.lines)
+    return path, c.lines
+
+
+def _prompts(path: str) -> list[str]:
+    return [
+        texts(m)[0]
+        for m in _messages(path)
+        if m["message"]["role"] == "user" and m["message"]["content"][0]["type"] == "text"
+    ]
+
+
+def _injected(path: str) -> list[str]:
+    out = []
+    for e in entries(path):
+        if e["type"] == "x-claude-user":
+            content = e["data"]["message"]["content"]
+            out.append(content if isinstance(content, str) else content[0]["text"])
+    return out
+
+
+def _lossless(path: Path, r: Any) -> None:
+    assert accounted_lines(r.path) == source_lines(path)
+    assert verify_log(r.path).ok
+
+
+NOTIFICATION = (
+    "<task-notification>\n<task-id>b0be39e</task-id>\n<status>completed</status>\n"
+    "</task-notification>\nRead the output file to retrieve the result: /tmp/claude/b0be39e.out"
+)
+
+
+def test_a_background_tasks_notification_is_injected_not_a_prompt(tmp_path: Path) -> None:
+    def build(c: Claude) -> None:
+        c.prompt("Lance les tests en tâche de fond.")
+        c.reply([{"type": "text", "text": "Lancés."}], stop="end_turn")
+        c.prompt(NOTIFICATION)
+        c.reply([{"type": "text", "text": "Les tests passent."}], stop="end_turn")
+
+    path, _ = _session(tmp_path, build)
+    (r,) = _import(path)
+    assert _prompts(r.path) == ["Lance les tests en tâche de fond."]
+    assert _injected(r.path) == [NOTIFICATION]
+    _lossless(path, r)
+
+
+COMMAND = (
+    "<command-message>beads:create</command-message>\n<command-name>/beads:create</command-name>\n"
+    "<command-args>set up credo and dialyzer, the fastest way</command-args>"
+)
+EXPANSION = "Create beads (epic + tasks) with a preview first.\n\nARGUMENTS: set up credo"
+LOCAL = (
+    "<command-name>/model</command-name>\n<command-message>model</command-message>\n"
+    "<command-args>opus</command-args>"
+)
+LOCAL_OUT = "<local-command-stdout>Set model to opus</local-command-stdout>"
+
+
+def _commands(c: Claude) -> None:
+    c.prompt(LOCAL)
+    c.prompt(LOCAL_OUT)
+    c.prompt(COMMAND)
+    c.prompt([{"type": "text", "text": EXPANSION}], isMeta=True)
+    c.reply([{"type": "text", "text": "Je cherche d'abord."}], stop="end_turn")
+
+
+def test_a_slash_command_expanded_for_the_model_is_the_prompt_a_local_one_is_not(
+    tmp_path: Path,
+) -> None:
+    path, _ = _session(tmp_path, _commands)
+    (r,) = _import(path)
+    # The command line the human typed is the prompt; its expansion for the model,
+    # and a local command with its output, are injected.
+    assert _prompts(r.path) == [COMMAND]
+    assert _injected(r.path) == [LOCAL, LOCAL_OUT, EXPANSION]
+    with SessionManager.open(r.path, read_only=True) as m:
+        roles = [x.role for x in m.rebuild_conversation()]
+        assert m.first_prompt.startswith("<command-message>beads:create")
+    assert roles == ["system", "user", "assistant"]
+    prompt = next(e for e in _messages(r.path) if e["message"]["role"] == "user")
+    assert (prompt["provider"], prompt["model"]) == ("anthropic", "claude-opus-4-6")
+    assert prompt["x-claude"]["contentString"] is True
+    _lossless(path, r)
+
+
+def test_a_slash_command_imported_before_its_expansion_was_written_stays_injected(
+    tmp_path: Path,
+) -> None:
+    # The documented exception: the first import ended between the two lines.
+    path, _ = _session(tmp_path, _commands)
+    cut = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(cut[:3]))
+    (first,) = _import(path)
+    path.write_bytes(b"".join(cut))
+    (grown,) = _import(path)
+    assert (first.status, grown.status) == ("imported", "updated")
+    assert _prompts(grown.path) == []
+    assert _injected(grown.path) == [LOCAL, LOCAL_OUT, COMMAND, EXPANSION]
+    _lossless(path, grown)
+
+
+def test_bash_mode_commands_and_their_output_are_what_the_human_typed(tmp_path: Path) -> None:
+    caveat = "Caveat: The messages below were generated by the user while running local commands."
+    run, out = (
+        "<bash-input>pwd</bash-input>",
+        "<bash-stdout>/srv</bash-stdout><bash-stderr></bash-stderr>",
+    )
+
+    def build(c: Claude) -> None:
+        c.prompt(caveat, isMeta=True)
+        c.prompt(run)
+        c.prompt(out)
+        c.prompt("Pourquoi /srv ?")
+        c.reply([{"type": "text", "text": "Le shell est resté là."}], stop="end_turn")
+
+    path, _ = _session(tmp_path, build)
+    (r,) = _import(path)
+    assert _prompts(r.path) == [run, out, "Pourquoi /srv ?"]
+    assert _injected(r.path) == [caveat]
+    _lossless(path, r)
+
+
+def _compacted(logical: str | None, before: bool) -> Any:
+    def build(c: Claude) -> None:
+        if before:
+            c.prompt("Travaille sur le lot 12.")
+            c.reply([{"type": "text", "text": "Fait."}], stop="end_turn")
+        c.chain(
+            "system",
+            None,
+            subtype="compact_boundary",
+            content="Conversation compacted",
+            isMeta=False,
+            level="info",
+            logicalParentUuid=logical,
+            compactMetadata={"trigger": "auto", "preTokens": 160000},
+        )
+        c.prompt(
+            "Summary of the earlier part.", isCompactSummary=True, isVisibleInTranscriptOnly=True
+        )
+        c.prompt("Continue.")
+        c.reply([{"type": "text", "text": "Je continue."}], stop="end_turn")
+
+    return build
+
+
+def test_a_compaction_whose_logical_parent_is_not_in_the_file_goes_on_from_the_entry_before(
+    tmp_path: Path,
+) -> None:
+    gone = "459e838f-d7ea-4f7d-94ad-2cb4d227dc77"  # a line Claude Code never wrote here
+    path, _ = _session(tmp_path, _compacted(gone, before=True))
+    (r,) = _import(path)
+    path_texts = [x for e in branch(r.path) if e["type"] == "message" for x in texts(e)]
+    assert path_texts[1:] == ["Travaille sur le lot 12.", "Fait.", "Continue.", "Je continue."]
+    boundary = next(e for e in entries(r.path) if e["type"] == "x-claude-system")
+    reply = next(e for e in _messages(r.path) if texts(e) == ["Fait."])
+    assert boundary["parentId"] == reply["id"]
+    assert r.notes == [f"line 3: parent {gone} not found; hung under the entry before"]
+    _lossless(path, r)
+
+
+def test_a_file_that_starts_at_a_compaction_hangs_it_under_the_system_message(
+    tmp_path: Path,
+) -> None:
+    # A session Claude Code continued in a new file: the logical parent is in the old one.
+    path, _ = _session(tmp_path, _compacted(str(uuid.uuid4()), before=False))
+    (r,) = _import(path)
+    system = next(e for e in _messages(r.path) if e["message"]["role"] == "system")
+    boundary = next(e for e in entries(r.path) if e["type"] == "x-claude-system")
+    assert boundary["parentId"] == system["id"]
+    assert r.notes == []
+    _lossless(path, r)

@@ -6,12 +6,14 @@ the chain goes on across it.  A reply Claude Code wrote as one line per
 content block (one ``message.id``, usage repeated and growing) is one
 assistant message; tool-result lines answering it are one user message, as
 awl's own rounds are.  Injected user lines (``isMeta``, compaction summaries,
-command echoes and outputs, ``<system-reminder>`` context, interruption
-notes) and the other chain lines (``system``, ``progress``, ``attachment``)
-are opaque tree nodes; metadata lines (titles, snapshots, queue operations)
-are opaque entries outside the tree; a subagent's lines, in the session's
-file (Claude Code 1.x) or in files of their own, are ``x-claude-subagent``
-entries outside the tree.
+local command echoes and outputs, ``<system-reminder>`` context, task
+notifications, interruption notes) and the other chain lines (``system``,
+``progress``, ``attachment``) are opaque tree nodes, but what the human typed
+is a prompt even when tagged: a slash command that expands to a prompt for
+the model, and bash mode's commands with their output; metadata lines
+(titles, snapshots, queue operations) are opaque entries outside the tree;
+a subagent's lines, in the session's file (Claude Code 1.x) or in files of
+their own, are ``x-claude-subagent`` entries outside the tree.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import os
 import re
 from typing import Any
 
-from ..conversation import Usage
+from ..conversation import UNKNOWN, Usage
 from ..store import DiskContentBlock, DiskText, DiskThinking, DiskToolResult, DiskToolUse
 from ._build import (
     Converter,
@@ -60,7 +62,13 @@ INJECTED_PREFIXES = (
     "[Request interrupted by user",
     "Caveat: The messages below were generated",
     "Base directory for this skill:",
+    # A background task's end, with a sentence after the tagged block.
+    "<task-notification>",
 )
+# Bash mode (``!cmd``): a command the human ran and its output, which Claude Code
+# puts in the model's context; tagged, but typed, not injected.
+TYPED_TAGS = ("<bash-input>", "<bash-stdout>", "<bash-stderr>")
+COMMAND_TAG = "<command-name>"
 STOP_REASONS = {
     "end_turn": "stop",
     "tool_use": "toolUse",
@@ -123,6 +131,9 @@ class ClaudeConverter(Converter):
         self.cut: tuple[Any, str, int] | None = None
         self.cut_results: str | None = None  # the same, for the open tool results
         self.redirect: dict[str, str] = {}  # a reply's first part -> its rest
+        # The slash command line just planned (entry, line object, number): a prompt
+        # if the next line is its expansion for the model.
+        self.command: tuple[Planned, dict[str, Any], int] | None = None
 
     # ── dispatch ──
 
@@ -153,11 +164,15 @@ class ClaudeConverter(Converter):
             return
         p = obj.get("parentUuid")
         logical = obj.get("logicalParentUuid")
-        if p is None and isinstance(logical, str) and logical in self.alias:
-            # A compaction boundary: the chain goes on across it.  (A boundary whose
-            # logical parent comes later, in a preserved segment, stays a root.)
+        lost = False
+        if p is None and isinstance(logical, str) and logical:
+            # A compaction boundary: the chain goes on across it.
             p = logical
-        parent = self._parent(p, line)
+            lost = logical not in self.alias
+        # A logical parent not seen (gone, or yet to come) is the entry before, so
+        # that what came before the compaction stays on the conversation; unless
+        # the file starts at the boundary (a session continued in a new file).
+        parent = None if lost and self.last is None else self._parent(p, line)
         if kind == "assistant" and isinstance(obj.get("message"), dict):
             self._assistant(obj, uuid, parent, ts, line)
         elif kind == "user" and isinstance(obj.get("message"), dict):
@@ -261,7 +276,7 @@ class ClaudeConverter(Converter):
             self.redirect[cut[1]] = uuid
             usage = Usage(0, max(0, out - cut[2])) if usage is not None else None
         model = m.get("model")
-        model = model if isinstance(model, str) and model else "unknown"
+        model = model if isinstance(model, str) and model else UNKNOWN
         first: dict[str, Any] = {"lines": [rec], "sourceLines": [line], "message": rest}
         if extras is not None:
             first["blocks"] = extras
@@ -319,22 +334,49 @@ class ClaudeConverter(Converter):
             )
             self.alias[uuid] = uuid
             return
+        command, self.command = self.command, None
         if _injected(obj, content):
             # Context Claude Code put in a user message; not typed by the human.
-            opaque(b, "x-claude-user", obj, line, ts, key=uuid, parent=parent)
+            if (
+                command is not None
+                and obj.get("isMeta") is True
+                and command[0].key == parent
+                and (command[0].live or not b.live)
+            ):
+                # A slash command's prompt, expanded for the model: the command line
+                # the human typed was a prompt (a local command's is followed by its
+                # output instead).  Its entry is still being planned.
+                entry, source, number = command
+                self._close()
+                entry.type, entry.role = "message", "user"
+                entry.content, entry.fields = _prompt(source, number)
+                if entry.model is None:
+                    b.pending_users.append(entry)
+            entry = opaque(b, "x-claude-user", obj, line, ts, key=uuid, parent=parent)
+            if COMMAND_TAG in _first_text(content) and obj.get("isMeta") is not True:
+                self.command = (entry, obj, line)
             self.alias[uuid] = uuid
             return
         self._close()
-        blocks, extras = _blocks(content)
-        xc = {"lines": [rec], "sourceLines": [line]}
-        if rest:
-            xc["message"] = rest
-        if extras is not None:
-            xc["blocks"] = extras
-        if isinstance(content, str):
-            xc["contentString"] = True
-        b.add(Planned(uuid, parent, ts, role="user", content=blocks, fields={"x-claude": xc}))
+        blocks, fields = _prompt(obj, line)
+        b.add(Planned(uuid, parent, ts, role="user", content=blocks, fields=fields))
         self.alias[uuid] = uuid
+
+
+def _prompt(obj: dict[str, Any], line: int) -> tuple[list[DiskContentBlock], dict[str, Any]]:
+    """A prompt line's blocks, and what awl keeps of the rest of the line."""
+    m: dict[str, Any] = obj["message"]
+    content = m.get("content")
+    rest = without(m, "role", "content")
+    blocks, extras = _blocks(content)
+    xc: dict[str, Any] = {"lines": [without(obj, "message")], "sourceLines": [line]}
+    if rest:
+        xc["message"] = rest
+    if extras is not None:
+        xc["blocks"] = extras
+    if isinstance(content, str):
+        xc["contentString"] = True
+    return blocks, {"x-claude": xc}
 
 
 def _extend(
@@ -395,6 +437,8 @@ def _injected(obj: dict[str, Any], content: Any) -> bool:
     if obj.get("isVisibleInTranscriptOnly") is True:
         return True
     text = _first_text(content)
+    if text.lstrip().startswith(TYPED_TAGS):
+        return False
     return text.startswith(INJECTED_PREFIXES) or tagged(text)
 
 
