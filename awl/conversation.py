@@ -20,6 +20,10 @@ StopReason = Literal["stop", "length", "toolUse", "error"]
 """Why a model stopped, in the names the session log records."""
 STOP_REASONS: tuple[StopReason, ...] = ("stop", "length", "toolUse", "error")
 
+UNKNOWN = "unknown"
+"""The provider or model a session names where it does not know it (an imported
+session whose source recorded none): a resume uses the provider's default model."""
+
 
 @dataclass(frozen=True, slots=True)
 class Usage:

@@ -217,3 +217,41 @@ def test_a_session_cut_off_mid_turn_is_answered_as_interrupted(
         ("user", "tool_result", call, INTERRUPTED_IN_FLIGHT),
         ("user", "text", "Et maintenant ?"),
     ]
+
+
+def test_a_session_whose_source_named_no_model_resumes_with_the_providers_default(
+    tmp_path: Path, server: FakeServer
+) -> None:
+    # Codex's bare form of 2025 records no model: the import says "unknown", and a
+    # resume must not ask the provider for a model of that name.
+    src = tmp_path / "rollout-2025-08-20T10-00-00-5d1c8e2a-0000-4000-8000-00000000beef.jsonl"
+    env = "<environment_context>\n  <cwd>/home/ana/old</cwd>\n</environment_context>"
+    lines: list[dict[str, Any]] = [
+        {
+            "id": "5d1c8e2a-0000-4000-8000-00000000beef",
+            "timestamp": "2025-08-20T10:00:00.000Z",
+            "instructions": None,
+            "git": {"commit_hash": "abc123"},
+        },
+        {"record_type": "state"},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": env}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Salut."}]},
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "Oui ?"}],
+        },
+    ]
+    src.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    r = _import(src, tmp_path)
+    with SessionManager.open(r.path, read_only=True) as m:
+        assert m.active_model() == ("openai", "unknown")
+    provider, items, body = _resume(r.path, server, oa.text_reply("Bien."))
+    assert provider == "openai" and body["model"] == "gpt-5.5"  # OpenAIProvider's default
+    assert items[1:] == [
+        ("user", "text", "Salut."),
+        ("assistant", "text", "Oui ?"),
+        ("user", "text", "Et maintenant ?"),
+    ]
+    asked = [e for e in log_lines(r.path) if e.get("type") == "message"][-2]
+    assert (asked["message"]["role"], asked["model"]) == ("user", "gpt-5.5")

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..conversation import Conversation, Message, Text, Thinking, ToolResult, ToolUse
+from ..conversation import UNKNOWN, Conversation, Message, Text, Thinking, ToolResult, ToolUse
 from ..providers import Provider, Response, StreamSink, get_provider
 from ..store import MAX_REPLACED, SessionManager
 from ..tools import Tool, ToolOutput, default_tools, run_tool, tool_specs
@@ -118,6 +118,8 @@ class Agent:
     ) -> None:
         self.manager = manager
         active_provider, active_model = manager.active_model()
+        if active_model == UNKNOWN:
+            active_model = ""  # the provider's default, made below
         self.provider_name = provider or active_provider
         self.model = model or (active_model if self.provider_name == active_provider else "")
         self.base_url = base_url

@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from ..conversation import Usage
+from ..conversation import UNKNOWN, Usage
 from ..store import DiskContentBlock, DiskUnknownBlock
 
 ROOT_KEY = ""
@@ -330,4 +330,4 @@ class Converter:
 
     def fallback(self) -> tuple[str, str]:
         """The provider and model for user messages no answer names."""
-        return self.info.provider or "unknown", self.info.model or "unknown"
+        return self.info.provider or UNKNOWN, self.info.model or UNKNOWN

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..conversation import Usage
+from ..conversation import UNKNOWN, Usage
 from ..store import DiskContentBlock, DiskText, DiskThinking, DiskToolResult, DiskToolUse
 from ._build import (
     Converter,
@@ -184,7 +184,7 @@ class CodexConverter(Converter):
     def __init__(self, builder: Any, info: SourceInfo) -> None:
         super().__init__(builder, info)
         self.provider = info.provider or "openai"
-        self.model = info.model or "unknown"
+        self.model = info.model or UNKNOWN
         self.tip: str | None = None  # the chain's last entry
         self.parents: dict[str, str | None] = {}
         self.turns: list[str] = []  # the prompts on the chain, for rollbacks

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..conversation import Usage
+from ..conversation import UNKNOWN, Usage
 from ..store import DiskContentBlock, DiskText, DiskThinking, DiskToolResult, DiskToolUse
 from ._build import (
     Converter,
@@ -139,8 +139,8 @@ class PiConverter(Converter):
         elif role == "assistant":
             blocks, extras = _blocks(content)
             provider, name = m.get("provider"), m.get("model")
-            provider = provider if isinstance(provider, str) and provider else "unknown"
-            name = name if isinstance(name, str) and name else "unknown"
+            provider = provider if isinstance(provider, str) and provider else UNKNOWN
+            name = name if isinstance(name, str) and name else UNKNOWN
             stop = STOP_REASONS.get(str(m.get("stopReason")))
             if stop is None:
                 aborted = m.get("stopReason") == "aborted"

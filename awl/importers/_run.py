@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from ..conversation import Usage
+from ..conversation import UNKNOWN, Usage
 from ..errors import SessionBusy, SessionError, SessionWriteError
 from ..paths import project_dir, session_file_name
 from ..store import (
@@ -418,7 +418,7 @@ class _Import:
     def _fallback(self, conv: Converter) -> tuple[str, str]:
         last = getattr(conv, "model", None)
         provider = getattr(conv, "provider", None)
-        if isinstance(last, str) and isinstance(provider, str) and last != "unknown":
+        if isinstance(last, str) and isinstance(provider, str) and last != UNKNOWN:
             return provider, last
         return self.b.first_model or conv.fallback()
 
@@ -596,8 +596,8 @@ class _Import:
             message = DiskMessage(
                 "assistant",
                 p.content,
-                p.provider or "unknown",
-                p.model or "unknown",
+                p.provider or UNKNOWN,
+                p.model or UNKNOWN,
                 p.stop_reason or "stop",
                 p.usage if isinstance(p.usage, Usage) else None,
             )
@@ -607,8 +607,8 @@ class _Import:
                 p.timestamp,
                 parent,
                 DiskMessage("user", p.content),
-                p.provider or "unknown",
-                p.model or "unknown",
+                p.provider or UNKNOWN,
+                p.model or UNKNOWN,
                 "message",
                 p.fields,
             )
