@@ -8,11 +8,12 @@ from typing import Any
 
 from awl import SessionManager
 from awl.agent import open_tool_uses
-from awl.importers import session_id_for
+from awl.importers import SourceSpec, import_source, session_id_for
 from awl.store import verify_log
 from tests.import_fixtures import (
     CODEX_CUT,
     CODEX_HARBOR,
+    PROMPT,
     accounted_lines,
     branch,
     copy_tree,
@@ -298,3 +299,19 @@ def test_archived_rollouts_are_in_codexs_default_stores(tmp_path: Path, monkeypa
     copy_tree(CODEX_CUT, home / "sessions" / "2026" / "03" / "15" / CODEX_CUT.name)
     got = sorted(Path(s.path).name for s in plan_import(fmt="codex").sources)
     assert got == sorted([CODEX_HARBOR.name, CODEX_CUT.name])
+
+
+def test_a_piece_of_a_rollout_without_its_session_meta_is_named_for_what_it_lacks(
+    tmp_path: Path,
+) -> None:
+    # A rollout's first line is its header: a file without it (an export, a piece
+    # of a rollout) cannot say which session it is.
+    src = tmp_path / "export.jsonl"
+    src.write_bytes(b"".join(CODEX_HARBOR.read_bytes().splitlines(keepends=True)[1:]))
+    r = import_source(SourceSpec(str(src), "codex"), system_prompt=PROMPT)
+    assert (r.status, r.error) == (
+        "error",
+        f"{src}: nothing to import: it does not start with a session_meta line, "
+        "as a Codex rollout does",
+    )
+    assert r.path is None

@@ -131,6 +131,9 @@ _CWD = re.compile(r"<cwd>([^<]+)</cwd>")
 def info(objs: list[tuple[int, dict[str, Any]]]) -> SourceInfo | str:
     """The session id, start and cwd from a rollout's first lines."""
     first = objs[0][1]
+    if first.get("type") != "session_meta" and "payload" in first:
+        # An enveloped line first, but not the header (a piece of a rollout, an export).
+        return "it does not start with a session_meta line, as a Codex rollout does"
     meta = first.get("payload") if first.get("type") == "session_meta" else first
     if not isinstance(meta, dict):
         return "its first line is not session metadata"
