@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -135,7 +136,7 @@ def test_what_awl_cannot_express_is_kept_as_opaque_entries(tmp_path: Path) -> No
         "x-pi-compaction",
         "x-pi-custom_message",
         "x-pi-label",
-        "x-pi-message",  # the system prompt and a `!` command
+        "x-pi-message",  # the system prompt
         "x-pi-model_change",
         "x-pi-session",
         "x-pi-session_info",
@@ -253,4 +254,39 @@ def test_a_version_1_file_is_a_list(tmp_path: Path) -> None:
         "x-pi-compaction",
         "message",
     ]
+    assert accounted_lines(r.path) == source_lines(src)
+
+
+def _pi_line(r_path: str, pi_id: str) -> dict[str, Any]:
+    return next(e for e in entries(r_path) if e.get("x-pi", {}).get("id") == pi_id)
+
+
+def test_a_command_the_human_ran_is_a_prompt_with_its_output(tmp_path: Path) -> None:
+    # pi gives a `!` command and its output to the model: a user message; `!!`
+    # (excludeFromContext) keeps it out, and so does the import.
+    r = run(copy_tree(PI_FULL, tmp_path / "full.jsonl"))
+    assert r.path is not None
+    ran = _pi_line(r.path, "3791d482")  # written by pi itself
+    assert ran["message"]["role"] == "user"
+    assert texts(ran) == ["$ git status --short\n M tide.go"]
+    assert (ran["provider"], ran["model"]) == ("openai", "gpt-5.1-codex")  # the path's model
+    assert ran["x-pi"]["message"]["role"] == "bashExecution"
+    assert ran["x-pi"]["message"]["output"] == " M tide.go\n"
+
+    header = {**HEADER, "id": "01a23fda-0000-7000-8000-00000000b0b0"}
+    base = {"type": "message", "parentId": None, "timestamp": "2026-12-04T07:00:00.000Z"}
+    shell = {"role": "bashExecution", "command": "make", "output": "", "timestamp": 1}
+    more = [
+        {**base, "id": "b1", "message": {**shell, "exitCode": 2, "truncated": True}},
+        {**base, "id": "b2", "parentId": "b1", "message": {**shell, "cancelled": True}},
+        {**base, "id": "b3", "parentId": "b2", "message": {**shell, "excludeFromContext": True}},
+    ]
+    src = tmp_path / "more.jsonl"
+    src.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in [header, *more]))
+    r = run(src)
+    assert r.status == "imported" and r.path is not None
+    assert texts(_pi_line(r.path, "b1")) == ["$ make\n(exit code 2)\n(output truncated)"]
+    assert texts(_pi_line(r.path, "b2")) == ["$ make\n(cancelled)"]
+    kept = next(e for e in entries(r.path) if e.get("data", {}).get("id") == "b3")
+    assert kept["type"] == "x-pi-message"
     assert accounted_lines(r.path) == source_lines(src)

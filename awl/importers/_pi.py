@@ -2,11 +2,12 @@
 
 Every line but the header is one awl entry under the same parent, so pi's
 branches, roots and leaf (its last line) carry over as they are.  User,
-assistant and tool-result messages become awl messages; every other entry
-(model and thinking-level changes, compactions, branch summaries, labels,
-system prompts, ``!`` commands, extension entries...) is an opaque tree
-node ``x-pi-<type>`` carrying the line (``docs/format.md``, "Imported
-sessions").
+assistant and tool-result messages, and ``!`` commands the human ran (with
+their output, as pi gives them to the model), become awl messages; every
+other entry (model and thinking-level changes, compactions, branch
+summaries, labels, system prompts, ``!!`` commands kept out of the context,
+extension entries...) is an opaque tree node ``x-pi-<type>`` carrying the
+line (``docs/format.md``, "Imported sessions").
 """
 
 from __future__ import annotations
@@ -164,6 +165,18 @@ class PiConverter(Converter):
             entry = Planned(key, parent, ts, role="user", content=blocks)
             if model is not None:
                 entry.provider, entry.model = model
+        elif (
+            role == "bashExecution"
+            and isinstance(m.get("command"), str)
+            and m.get("excludeFromContext") is not True
+        ):
+            # A `!` command the human ran, which pi puts in the model's context with
+            # its output: a prompt, in awl's words; pi's members stay in x-pi.
+            blocks, extras = [DiskText(_shell_text(m))], None
+            rest["role"] = role
+            entry = Planned(key, parent, ts, role="user", content=blocks)
+            if model is not None:
+                entry.provider, entry.model = model
         else:
             if role not in OTHER_ROLES:
                 b.unrecognised_type(f"x-pi-message (role {role!r})")
@@ -178,6 +191,22 @@ class PiConverter(Converter):
         entry.fields = {"x-pi": extra}
         b.add(entry)
         return model
+
+
+def _shell_text(m: dict[str, Any]) -> str:
+    """A ``bashExecution``: the command, its output, and how it ended if not well."""
+    text = f"$ {m['command']}"
+    output = m.get("output")
+    if isinstance(output, str) and output:
+        text += "\n" + output.rstrip("\n")
+    code = m.get("exitCode")
+    if m.get("cancelled") is True:
+        text += "\n(cancelled)"
+    elif type(code) is int and code != 0:
+        text += f"\n(exit code {code})"
+    if m.get("truncated") is True:
+        text += "\n(output truncated)"
+    return text
 
 
 def _usage(raw: Any) -> Usage | None:
