@@ -448,13 +448,36 @@ def test_needles() -> None:
     """A run of characters every writer leaves as they are, else the query's forms."""
     assert needles("say hello there", fold=False) == [b"say hello there"]
     assert needles("café au lait", fold=False) == [b" au lait"]
-    assert needles('"hi"', fold=False) == [b'\\"hi\\"', b'\\\\\\"hi\\\\\\"']
+    # In a tool call's input the quotes may be the input's own or escaped in one of
+    # its strings, each one either way (and escaped once more by the log's writer).
+    quoted = needles('"hi"', fold=False)
+    assert quoted[0] == b'\\"hi\\"'
+    assert {b'\\"hi\\\\\\"', b'\\\\u0022hi\\"'} <= set(quoted)  # mixed
+    # (Both escaped, ``\\\\\\"hi\\\\\\"``, holds the first of those: only the shortest are sought.)
     assert needles("é", fold=False) == ["é".encode(), b"\\u00e9", b"\\u00E9"]
     assert b"\\ud83d\\ude00" in needles("😀", fold=False)
     assert needles("a/b é", fold=False)[:2] == ["a/b é".encode(), "a\\/b é".encode()]
     folded = needles("É<", fold=True)
     assert folded and all(n == n.lower() for n in folded)
     assert needles('<&>"é/\n', fold=False) == []  # too many forms: every line is read
+
+
+def test_a_query_across_a_tool_inputs_own_quotes_and_its_escapes_is_found(
+    tmp_path: Path,
+) -> None:
+    # The input's own quotes are escaped once (by the log's writer), the character
+    # its writer escaped twice: no single form of the query is in the line.
+    query = '{"a": "\x7f'
+    blocks = [
+        {"type": "toolUse", "id": "c1", "name": "t", "input": '{"a": "\\u007f"}'},
+        {"type": "toolUse", "id": "c2", "name": "t", "input": '{"a": "\x7f"}'},
+        {"type": "toolUse", "id": "c3", "name": "t", "input": '{"a": "\\u007F", "b": 1}'},
+        {"type": "toolUse", "id": "c4", "name": "t", "input": '{"b": "\\u007f"}'},
+    ]
+    # One line each: a line is read only when it holds one of the needles.
+    lines = [entry(f"0000000{k}", None, "assistant", [b]) for k, b in enumerate(blocks)]
+    log = write(tmp_path, "/w/p", SID[0], lines)
+    assert found([log], query) == [(f"0000000{k}", "toolUse", 0) for k in range(3)]
 
 
 # ── the property: exactly the blocks whose text holds the query ──

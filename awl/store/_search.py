@@ -19,6 +19,7 @@ by line (``docs/format.md``, "Searching").  Nothing here imports numpy.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import stat
@@ -71,13 +72,16 @@ _SAFE_RUNS = re.compile("[" + re.escape("".join(sorted(SAFE))) + "]+")
 _SNIPPET = 120  # characters of a hit's snippet
 
 
+_SHORT = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+"""The characters JSON escapes with a letter, and how."""
+
+
 def _json_forms(text: str) -> list[bytes]:
     """The bytes ``text`` becomes inside a JSON string, as the writers known to awl
     write it: minimal escapes (orjson, serde, JSON.stringify), ASCII-only with
     lower- or upper-case hex (Python's json, many others), ``\\/`` for a slash,
     ``\\u003c``-style for ``<>&'`` (Go)."""
-    short = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r"}
-    short["\t"] = "\\t"
+    short = _SHORT
 
     def form(ascii_only: bool, upper: bool, slash: bool, html: bool) -> bytes:
         out = []
@@ -111,6 +115,28 @@ def _json_forms(text: str) -> list[bytes]:
     return forms
 
 
+def _text_forms(text: str) -> list[str] | None:
+    """Every way JSON text may hold ``text`` once its escapes are decoded: each
+    character a writer may escape as it is, or escaped (its short escape,
+    ``\\u`` in either case, ``\\/`` for a slash); None when that makes more
+    than :data:`MAX_NEEDLES`."""
+    choices: list[tuple[str, ...]] = []
+    total = 1
+    for ch in text:
+        if ch in SAFE:
+            choices.append((ch,))
+            continue
+        cp = ord(ch)
+        units = [cp] if cp < 0x10000 else [0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + (cp & 0x3FF)]
+        ways = [ch, _SHORT.get(ch, ch), "\\/" if ch == "/" else ch]
+        ways += ["".join(f"\\u{u:04x}" for u in units), "".join(f"\\u{u:04X}" for u in units)]
+        choices.append(tuple(dict.fromkeys(ways)))
+        total *= len(choices[-1])
+        if total > MAX_NEEDLES:
+            return None
+    return ["".join(p) for p in itertools.product(*choices)]
+
+
 def needles(query: str, fold: bool) -> list[bytes]:
     """The byte strings one of which every matching line holds; [] for none (every
     line is then a candidate: a query of many characters that writers escape).
@@ -126,9 +152,14 @@ def needles(query: str, fold: bool) -> list[bytes]:
         found = [best.encode("ascii")]
     else:
         forms = _json_forms(query)
-        # A tool call's input is JSON text inside a JSON string: each form its
-        # writer made is written once more, by the log's writer, in its style.
-        again = [g for f in forms for g in _json_forms(f.decode("utf-8", "surrogatepass"))]
+        # A tool call's input is JSON text inside a JSON string, matched with its
+        # escapes decoded: each way its writer may have written the query (the
+        # query's quotes may be the input's own, or escaped in one of its strings)
+        # is written once more, by the log's writer, in its style.
+        inner = _text_forms(query)
+        if inner is None:
+            return []  # too many: every line is read
+        again = [g for f in inner for g in _json_forms(f)]
         found = list(dict.fromkeys(forms + again))
     if fold:
         found = list(dict.fromkeys(n.lower() for n in found))
