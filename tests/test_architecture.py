@@ -23,6 +23,7 @@ BOTTOM = {
     "awl.conversation",
     "awl.paths",
     "awl._lazy",
+    "awl._processes",
     "awl._version",
 }
 ALLOWED = {

@@ -7,6 +7,7 @@ import fcntl
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -44,6 +45,7 @@ from awl.store import (
     reindex,
     reindex_file,
     use_env,
+    verify_log,
 )
 from awl.store import ReindexSummary as Summary
 from awl.store._reindex import size_or_zero
@@ -1106,3 +1108,45 @@ def test_explicit_paths_settle_no_creation(
     monkeypatch.chdir(project)
     assert run_cli(str(log)).exit_code == 0
     assert tmp.exists()
+
+
+def test_cli_stopped_by_sigterm_says_so_and_the_same_reindex_again_goes_on(
+    root: Path, project: Path
+) -> None:
+    total = 1500
+    folder = project_dir(project, root)
+    logs = []
+    for n in range(total):
+        h = dict(
+            header(1, project),
+            id=f"019dc5ba-53f6-7000-8000-{n:012x}",
+            timestamp=f"2026-04-25T{n // 3600:02d}:{n // 60 % 60:02d}:{n % 60:02d}.000Z",
+        )
+        logs.append(write_log(folder / log_name(h), [h, *chain(3)], tail=TORN))
+    argv = [sys.executable, "-m", "awl.cli", "reindex", "-j", "2", "--all"]
+    child = subprocess.Popen(argv, env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        while not any(folder.glob("*.corrupt")) and child.poll() is None:
+            time.sleep(0.01)
+        child.send_signal(signal.SIGTERM)
+        _, err = child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 128 + signal.SIGTERM, err
+    (last,) = err.decode().splitlines()
+    assert re.fullmatch(
+        rf"awl: reindex stopped \(SIGTERM\) after \d+ of {total} logs; each log is as a "
+        r"writer leaves it, and the same reindex again goes on",
+        last,
+    )
+    repaired = len(list(folder.glob("*.corrupt")))
+    assert 0 < repaired < total  # it stopped: the rest was not waited for
+    again = subprocess.run(
+        argv, env=child_env(), capture_output=True, text=True, timeout=300, check=False
+    )
+    assert again.returncode == 0, again.stderr
+    assert len(list(folder.glob("*.corrupt"))) == total
+    for path in logs[:: total // 20]:
+        assert verify_log(path).ok

@@ -13,13 +13,13 @@ import contextlib
 import os
 import stat
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from .._processes import run_in_processes
 from ._run import ImportResult, SourceSpec, import_source
 from ._source import FORMATS
 
@@ -370,16 +370,6 @@ def import_sessions(
         # Small sessions go in small batches: a message per session costs more
         # than a small session's import.
         chunk = max(1, min(16, len(tasks) // (workers * 8)))
-        pool = ProcessPoolExecutor(max_workers=workers)
-        try:
-            for r in pool.map(_work, tasks, chunksize=chunk):
-                done(r)
-        except BaseException:
-            # Interrupted (Ctrl-C, a signal made an exception): the sessions being
-            # imported end, each whole or not at all, and none is started, so the
-            # caller is not kept waiting for the rest of the store.
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
-        pool.shutdown(wait=True)
+        run_in_processes(_work, tasks, done, workers=workers, chunksize=chunk)
     results.sort(key=lambda r: r.source)
     return results, summary

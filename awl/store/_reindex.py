@@ -21,10 +21,10 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._processes import run_in_processes
 from ..errors import CorruptSession, SessionBusy, SessionError
 from ..paths import (
     corrupt_path,
@@ -570,9 +570,7 @@ def reindex(
         # more than a small log's whole reindex.
         chunk = max(1, min(32, len(ordered) // (workers * 8)))
         tasks = [(path, verify, dry_run) for path in ordered]
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            for r in pool.map(_work, tasks, chunksize=chunk):
-                done(r)
+        run_in_processes(_work, tasks, done, workers=workers, chunksize=chunk)
     if prune:
         # A dry run has not rewritten the caches it says it would write: an
         # old cache there is not stale, it is about to be replaced.
