@@ -6,10 +6,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from awl import SessionManager
+from awl import Message, SessionManager, Text
 from awl.agent import open_tool_uses
 from awl.importers import import_sessions, plan_import, session_id_for
-from awl.store import verify_log
+from awl.store import reindex_file, verify_log
 from tests.import_fixtures import (
     CLAUDE,
     CLAUDE_CUT,
@@ -522,3 +522,34 @@ def test_a_file_that_starts_at_a_compaction_hangs_it_under_the_system_message(
     assert boundary["parentId"] == system["id"]
     assert r.notes == []
     _lossless(path, r)
+
+
+def test_a_session_ending_in_a_hooks_line_gets_no_checkpoint_readers_would_not_believe(
+    tmp_path: Path,
+) -> None:
+    # Claude Code 2.x ends a turn with a `turn_duration` system line: the imported
+    # leaf is that node, not a message, and checkpoint_fits would reject a
+    # checkpoint naming it (a verify would call it corrupt, reindex would add more).
+    def build(c: Claude) -> None:
+        c.prompt("Bonjour.")
+        # Long enough for a checkpoint to fit its share of the log.
+        c.reply([{"type": "text", "text": "Bonjour ! " + "x" * 200_000}], stop="end_turn")
+        c.chain("system", subtype="turn_duration", durationMs=1200, isMeta=False)
+
+    path, _ = _session(tmp_path, build)
+    (r,) = _import(path)
+    log = Path(r.path)
+    assert [e["type"] for e in log_lines(log)][-1] == "x-claude-system"  # the leaf
+    report = verify_log(log)
+    assert report.ok, report
+    size = log.stat().st_size
+    for _ in range(2):
+        assert reindex_file(log).error is None
+    assert log.stat().st_size == size
+    with SessionManager.open(log) as m:  # and it resumes under that node
+        assert m.rebuild_conversation()[-1].text().startswith("Bonjour ! x")
+        m.append_message(Message("user", [Text("Et ensuite ?")]))
+    tree = [e for e in log_lines(log) if "parentId" in e]
+    assert tree[-1]["parentId"] == tree[-2]["id"] and tree[-2]["type"] == "x-claude-system"
+    assert log_lines(log)[-1]["type"] == "checkpoint"  # a message is the leaf again
+    assert verify_log(log).ok

@@ -187,8 +187,9 @@ class CheckpointPolicy:
     During a session, once ``min_tail`` bytes and ``spacing`` times the
     last checkpoint's size follow it; at a clean close (and a writer's open
     of a log that needs one) whenever tree entries follow it.  Never when
-    checkpoint lines would exceed ``budget`` of the log's bytes; periodic
-    ones use at most half of it, so the one written at close still fits.
+    the leaf is not the last message, nor when checkpoint lines would
+    exceed ``budget`` of the log's bytes; periodic ones use at most half
+    of it, so the one written at close still fits.
     An open looks for the last one in the last ``search`` bytes.
     """
 
@@ -212,6 +213,11 @@ class CheckpointPolicy:
         ``timestamp`` defaults to now."""
         mark = state.mark
         if not state.entry_count or (not mark.nodes_since and mark.offset is not None):
+            return None
+        if state.recent and state.recent[-1].id != state.leaf:
+            # The leaf is an entry of another type (an imported session ending in a
+            # hook's line): readers would not believe the line (checkpoint_fits),
+            # so none is written, and opening such a log takes the index path.
             return None
         tail = size - mark.end
         if not closing and tail < max(self.min_tail, self.spacing * mark.length):
