@@ -315,3 +315,88 @@ def test_a_piece_of_a_rollout_without_its_session_meta_is_named_for_what_it_lack
         "as a Codex rollout does",
     )
     assert r.path is None
+
+
+def _item(ts: str, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+    return {"timestamp": ts, "type": kind, "payload": payload}
+
+
+def _tokens(ts: str, n: int | None) -> dict[str, Any]:
+    usage = {"input_tokens": n, "output_tokens": n // 10} if n is not None else None
+    info = {"last_token_usage": usage} if usage is not None else None
+    return _item(ts, "event_msg", {"type": "token_count", "info": info})
+
+
+def test_each_reply_gets_its_own_token_count_before_or_after_its_items(tmp_path: Path) -> None:
+    # Codex 0.4x wrote a response's token_count before its items; later versions
+    # after them, and once more (the same counts) as the next turn starts.
+    t = "2025-09-24T20:12:%02d.000Z"
+    meta = {"id": "01997ea4-0000-7000-8000-000000000040", "timestamp": t % 0, "cwd": "/w"}
+    context = _item(t % 1, "turn_context", {"cwd": "/w", "model": "gpt-5-codex"})
+
+    def prompt(s: int, text: str) -> list[dict[str, Any]]:
+        said = [{"type": "input_text", "text": text}]
+        return [
+            _item(t % s, "response_item", {"type": "message", "role": "user", "content": said}),
+            _item(t % s, "event_msg", {"type": "user_message", "message": text}),
+        ]
+
+    def call(s: int, n: int) -> list[dict[str, Any]]:
+        return [
+            _item(t % s, "response_item", {"type": "reasoning", "summary": [], "id": f"r{n}"}),
+            _item(
+                t % s,
+                "response_item",
+                {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": f"c{n}"},
+            ),
+            _item(
+                t % s,
+                "response_item",
+                {"type": "function_call_output", "call_id": f"c{n}", "output": "ok"},
+            ),
+        ]
+
+    said = [{"type": "output_text", "text": "Fini."}]
+    answer = _item(
+        t % 30, "response_item", {"type": "message", "role": "assistant", "content": said}
+    )
+    old = [
+        _item(t % 0, "session_meta", {**meta, "cli_version": "0.40.0"}),
+        *prompt(2, "Lance."),
+        context,
+        _tokens(t % 3, 1000),  # the first reply's, before it
+        *call(4, 1),
+        context,
+        _tokens(t % 5, 2000),
+        *call(6, 2),
+        _tokens(t % 7, 3000),
+        answer,
+    ]
+    new = [
+        _item(t % 0, "session_meta", {**meta, "id": meta["id"][:-2] + "99"}),
+        *prompt(2, "Lance."),
+        context,
+        _tokens(t % 2, None),  # a turn's start: nothing counted yet
+        *call(4, 1)[:2],
+        _tokens(t % 5, 1000),  # after the reply's items
+        call(4, 1)[2],
+        _tokens(t % 6, 1000),  # the same counts again as the next round starts
+        *call(7, 2)[:2],
+        _tokens(t % 8, 2000),
+        call(7, 2)[2],
+        answer,
+        _tokens(t % 31, 3000),
+    ]
+    for n, lines in enumerate((old, new)):
+        src = tmp_path / f"rollout-{n}.jsonl"
+        src.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+        r = run(src)
+        replies = [
+            e["message"]
+            for e in entries(str(r.path))
+            if e["type"] == "message" and e["message"]["role"] == "assistant"
+        ]
+        assert [m.get("usage") for m in replies] == [
+            {"input": k * 1000, "output": k * 100} for k in (1, 2, 3)
+        ], n
+        assert accounted_lines(str(r.path)) == source_lines(src)

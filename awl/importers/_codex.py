@@ -195,6 +195,7 @@ class CodexConverter(Converter):
         self.last_reply: Planned | None = None
         self.results: Planned | None = None
         self.prompt: Planned | None = None
+        self.held: Usage | None = None  # counts written before the reply they count
         # UI events waiting for the item they repeat: (kind, text, line object, number,
         # timestamp, the line's bytes).
         self.pending: list[tuple[str, str, dict[str, Any], int, str, bytes | None]] = []
@@ -308,6 +309,7 @@ class CodexConverter(Converter):
                     stop_reason="stop",
                 )
             )
+            self.reply.usage, self.held = self.held, None
             self.last_reply = self.reply
             self.b.answered(self.provider, self.model)
         return self.reply
@@ -342,6 +344,7 @@ class CodexConverter(Converter):
             if role == "user" and not _injected(text):
                 self._close()
                 self._unmatched()
+                self.held = None
                 blocks, parts = _parts(p.get("content"))
                 key = b.unique(f"L{line}", line)
                 entry = self._link(Planned(key, self.tip, ts, role="user", content=blocks))
@@ -459,15 +462,11 @@ class CodexConverter(Converter):
                     self.pending.append((kind, text, obj, line, ts, b.raw))
                 return
         if kind == "token_count":
-            last = (
-                (p.get("info") or {}).get("last_token_usage")
-                if isinstance(p.get("info"), dict)
-                else None
-            )
-            reply = self.last_reply
-            if isinstance(last, dict) and reply is not None and reply.usage is None and reply.live:
-                reply.usage = Usage(
-                    count(last.get("input_tokens")), count(last.get("output_tokens"))
+            info = p.get("info")
+            last = info.get("last_token_usage") if isinstance(info, dict) else None
+            if isinstance(last, dict):
+                self._counted(
+                    Usage(count(last.get("input_tokens")), count(last.get("output_tokens")))
                 )
         if kind == "thread_rolled_back":
             self._rollback(p, obj, line, ts)
@@ -475,9 +474,22 @@ class CodexConverter(Converter):
         if kind in TURN_ENDS:
             self._close()
             self._unmatched()
+            self.held = None
         if kind not in EVENTS:
             b.unrecognised_type(f"x-codex-event_msg ({type_name(kind)})")
         opaque(b, "x-codex-event_msg", obj, line, ts)
+
+    def _counted(self, usage: Usage) -> None:
+        """A response's token counts: the open reply's (Codex writes them after the
+        reply's items), else the next reply's (Codex 0.4x wrote them before),
+        unless they repeat the last reply's (what Codex writes as a turn starts)."""
+        reply = self.reply
+        if reply is not None:
+            if reply.live:
+                reply.usage = usage  # the last count of a response is its total
+            self.held = None
+        elif self.last_reply is None or self.last_reply.usage != usage:
+            self.held = usage
 
     def _rollback(self, p: dict[str, Any], obj: dict[str, Any], line: int, ts: str) -> None:
         """Codex dropped the last ``num_turns`` turns: a branch from before them."""
