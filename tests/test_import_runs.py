@@ -87,6 +87,23 @@ def test_importing_again_changes_nothing(tmp_path: Path, fmt: str) -> None:
 
 
 @pytest.mark.parametrize("fmt", sorted(SOURCES))
+def test_a_source_with_crlf_line_ends_puts_no_cr_in_the_log(tmp_path: Path, fmt: str) -> None:
+    # Outside a string, a CR is JSON whitespace, but a reader of the log in text
+    # mode would take it for a line end: an opaque entry keeps the line without it.
+    src = copy_tree(SOURCES[fmt], tmp_path / "src" / SOURCES[fmt].name)
+    src.write_bytes(src.read_bytes().replace(b"\n", b"\r\n"))
+    extras = plan_import([src]).sources[0].extras
+    r = run(src, extras=extras)
+    assert r.status == "imported" and r.path is not None and r.skipped == []
+    assert b"\r" not in Path(r.path).read_bytes()
+    with open(r.path, encoding="utf-8") as text:  # universal newlines
+        assert all(isinstance(json.loads(line), dict) for line in text)
+    own = {k: n for k, n in accounted_lines(r.path).items() if k[0] == ""}  # not the extras'
+    assert own == source_lines(src)
+    assert run(src, extras=extras).status == "unchanged"
+
+
+@pytest.mark.parametrize("fmt", sorted(SOURCES))
 def test_a_grown_source_gets_only_its_new_lines_at_any_point(tmp_path: Path, fmt: str) -> None:
     """Import the source cut after each of its lines (and in the middle of the next,
     torn), then the whole: the session holds what one import of the whole holds."""

@@ -386,7 +386,7 @@ class _Import:
                     self.raw = raw
             else:
                 self.raw = raw
-            b.raw = self.raw  # (whitespace around it, a \r, is JSON's: kept as it is)
+            b.raw = _unterminated(self.raw)
             if (
                 end - start_batch > BATCH_BYTES
                 and (conv.safe() or (may_cut is not None and may_cut(obj)))
@@ -468,7 +468,7 @@ class _Import:
             obj = self._parsed(f, number, end, raw, terminated)
             if obj is None:
                 continue
-            self.b.raw = self.raw
+            self.b.raw = _unterminated(self.raw)
             conv.extra(f.rel, obj, number)
             f.consumed, f.lines = end, number
 
@@ -615,6 +615,13 @@ class _Import:
         return NewEntry(
             p.timestamp, parent, DiskMessage("system", p.content), None, None, "message", p.fields
         )
+
+
+def _unterminated(raw: bytes | None) -> bytes | None:
+    """A source line as an opaque entry keeps it: less the ``\\r`` of a CRLF file's
+    line end, which a reader of awl's log in text mode would take for a line end
+    (other whitespace around the JSON is kept as it is)."""
+    return raw[:-1] if raw is not None and raw.endswith(b"\r") else raw
 
 
 def _read_all(fd: int, size: int) -> bytes:
