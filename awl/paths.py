@@ -57,15 +57,27 @@ def history_path() -> Path:
     return _xdg_dir("XDG_STATE_HOME", ".local/state") / "awl" / "history"
 
 
+def windows_path(path: str) -> bool:
+    """Whether ``path`` is an absolute Windows path (``C:\\Users\\ana``, ``\\\\host\\share``):
+    the working directory of a session another tool recorded on Windows."""
+    import ntpath  # here: only a path that is not POSIX's asks
+
+    return not path.startswith("/") and ntpath.isabs(path)
+
+
 def encode_cwd(cwd: str | os.PathLike[str]) -> str:
     """The folder name for a working directory.
 
     ``/Users/travis/Code/awl`` becomes ``--Users-travis-Code-awl--``: the
-    leading ``/`` dropped, each ``/`` turned into ``-``, wrapped in ``--``.
+    leading ``/`` dropped, each ``/`` turned into ``-``, wrapped in ``--``
+    (a Windows path's ``\\`` too: ``--C:-Users-ana--``).
     Two directories can share a name (``/a-b/c`` and ``/a/b-c``), so every
     lookup by cwd also checks the header's cwd.
     """
-    text = os.path.abspath(os.fspath(cwd))
+    text = os.fspath(cwd)
+    # A Windows path (an imported session's) is named by its own separators: made
+    # absolute here, it would depend on where awl runs.
+    text = text.replace("\\", "/") if windows_path(text) else os.path.abspath(text)
     name = "--" + text.lstrip("/").replace("/", "-") + "--"
     if len(name.encode("utf-8", "surrogateescape")) > _MAX_DIR_NAME:
         import hashlib  # here: its OpenSSL binding is 3 ms of every start-up

@@ -592,3 +592,26 @@ def test_a_stopped_import_says_so_in_a_line_and_the_same_import_again_takes_the_
     )
     for path in made[:: max(1, len(made) // 20)]:
         assert verify_log(path).ok
+
+
+def test_a_session_recorded_on_windows_imports_and_lists_and_says_why_it_cannot_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cwd = "C:\\Users\\ana\\tide"
+    first, *rest = PI_FULL.read_text(encoding="utf-8").splitlines(keepends=True)
+    header = {**json.loads(first), "cwd": cwd}
+    src = tmp_path / "windows.jsonl"
+    src.write_text(json.dumps(header) + "\n" + "".join(rest), encoding="utf-8")
+    out = cli("import", str(src))
+    assert out.exit_code == 0, out.output
+    (listed,) = json.loads(cli("sessions", "--all", "--json").output)
+    assert listed["cwd"] == cwd
+    assert Path(listed["path"]).parent.name == "--C:-Users-ana-tide--"
+    monkeypatch.chdir(tmp_path)
+    resumed = cli("--resume", listed["id"], "--provider", "offline", "-p", "Et maintenant ?")
+    assert resumed.exit_code == 1
+    assert (
+        f"cannot resume: the session's directory {cwd} is a Windows path (the session was "
+        "recorded on Windows)"
+    ) in resumed.output
+    assert cli("show", listed["id"]).exit_code == 0

@@ -578,6 +578,17 @@ def test_encode_cwd_matches_seed_example() -> None:
     assert len(encode_cwd(long)) <= 240
 
 
+def test_a_windows_working_directory_is_named_by_its_own_separators(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An imported session recorded on Windows: made absolute as a POSIX path, its
+    # folder would depend on where awl runs.
+    for where in (tmp_path, Path("/")):
+        monkeypatch.chdir(where)
+        assert encode_cwd("C:\\Users\\ana\\tide") == "--C:-Users-ana-tide--"
+        assert encode_cwd("\\\\host\\share\\tide") == "--host-share-tide--"
+
+
 def test_disk_message_appended_as_is(project: Path, root: Path) -> None:
     m = new_session(project, root)
     m.append_message(DiskMessage("user", [DiskText("hi")]), provider="openai", model="gpt-4o")

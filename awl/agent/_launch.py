@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..conversation import Message, Text
 from ..errors import SessionError
+from ..paths import windows_path
 from ..store import SessionManager, find_session, read_header
 from ._loop import SYSTEM_PROMPT
 
@@ -65,7 +66,9 @@ def check_session_dir(cwd: str) -> None:
     named by an absolute path (a relative one, from another tool, would mean a
     different directory depending on where awl runs)."""
     what = None
-    if not os.path.isabs(cwd):
+    if windows_path(cwd):
+        what = "is a Windows path (the session was recorded on Windows)"
+    elif not os.path.isabs(cwd):
         what = "is not an absolute path"
     elif not os.path.isdir(cwd):
         what = "is not a directory" if os.path.lexists(cwd) else "no longer exists"

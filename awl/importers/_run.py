@@ -29,7 +29,7 @@ import orjson
 
 from ..conversation import UNKNOWN, Usage
 from ..errors import SessionBusy, SessionError, SessionWriteError
-from ..paths import project_dir, session_file_name
+from ..paths import project_dir, session_file_name, windows_path
 from ..store import (
     DiskMessage,
     DiskText,
@@ -233,7 +233,7 @@ class _Import:
             r.error = f"{spec.path}: nothing to import: {found_info or 'it is empty'}"
             return
         info = found_info
-        if not os.path.isabs(info.cwd):
+        if not os.path.isabs(info.cwd) and not windows_path(info.cwd):
             r.error = f"{spec.path}: its working directory {info.cwd!r} is not an absolute path"
             return
         sid = session_id_for(fmt, info.source_id, info.start)
