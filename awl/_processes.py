@@ -2,12 +2,32 @@
 
 from __future__ import annotations
 
+import functools
+import multiprocessing
+import signal
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+_stopping: Any = None  # in a worker: the pool's stop event
+
+
+def _start_worker(stopping: Any) -> None:
+    global _stopping
+    _stopping = stopping
+    # The parent alone decides what a signal does: a worker finishes the task it
+    # is on (a terminal's Ctrl-C reaches the whole process group).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _unless_stopping(call: Callable[[T], R], task: T) -> R | None:
+    if _stopping is not None and _stopping.is_set():
+        return None  # handed over before the stop: not started
+    return call(task)
 
 
 def run_in_processes(
@@ -18,19 +38,26 @@ def run_in_processes(
     workers: int,
     chunksize: int = 1,
 ) -> None:
-    """``done(call(task))`` for every task, in order, ``call`` running in ``workers``
-    processes (``chunksize`` tasks handed over at once).
+    """``done(call(task))`` for every task, in order, ``call`` (a module-level
+    function) running in ``workers`` processes, ``chunksize`` tasks handed over
+    at once.
 
     An exception here (KeyboardInterrupt, one ``done`` raises) ends the run
-    once the tasks under way end: none is started after it.
+    once each worker has finished the task it is on: no task is started
+    after it.  Workers ignore SIGINT and SIGTERM's handler, so what a task
+    does is not cut short.
     """
-    pool = ProcessPoolExecutor(max_workers=workers)
+    stopping = multiprocessing.get_context().Event()
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_start_worker, initargs=(stopping,))
     try:
-        for result in pool.map(call, tasks, chunksize=chunksize):
+        for result in pool.map(
+            functools.partial(_unless_stopping, call), tasks, chunksize=chunksize
+        ):
+            assert result is not None  # nothing is skipped before the stop
             done(result)
     except BaseException:
-        # The tasks not started are cancelled here, not left to the map's
-        # iterator being finalized (a CPython detail) before the pool waits.
+        # Tasks already handed to a worker are skipped there; the rest cancelled.
+        stopping.set()
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
