@@ -62,7 +62,8 @@ def windows_path(path: str) -> bool:
     the working directory of a session another tool recorded on Windows."""
     import ntpath  # here: only a path that is not POSIX's asks
 
-    return not path.startswith("/") and ntpath.isabs(path)
+    # A drive or a UNC share first: a bare "\\dir" is no Windows path everywhere.
+    return not path.startswith("/") and bool(ntpath.splitdrive(path)[0]) and ntpath.isabs(path)
 
 
 def encode_cwd(cwd: str | os.PathLike[str]) -> str:

@@ -400,3 +400,44 @@ def test_each_reply_gets_its_own_token_count_before_or_after_its_items(tmp_path:
             {"input": k * 1000, "output": k * 100} for k in (1, 2, 3)
         ], n
         assert accounted_lines(str(r.path)) == source_lines(src)
+
+
+def test_the_count_repeated_as_a_turn_starts_is_not_the_next_replys_in_two_passes_either(
+    tmp_path: Path,
+) -> None:
+    t = "2026-03-15T10:00:%02d.000Z"
+    meta = {"id": "019cf0a2-0000-7000-8000-0000000000aa", "timestamp": t % 0, "cwd": "/w"}
+
+    def prompt(s: int, text: str) -> dict[str, Any]:
+        said = [{"type": "input_text", "text": text}]
+        return _item(t % s, "response_item", {"type": "message", "role": "user", "content": said})
+
+    said = [{"type": "output_text", "text": "Fait."}]
+    turn1 = [
+        _item(t % 0, "session_meta", meta),
+        prompt(1, "Un."),
+        _item(t % 2, "response_item", {"type": "message", "role": "assistant", "content": said}),
+        _tokens(t % 3, 1000),
+        _item(t % 4, "event_msg", {"type": "task_complete"}),
+    ]
+    turn2 = [
+        prompt(5, "Deux."),
+        _tokens(t % 6, 1000),  # the same counts, as the turn starts
+        _item(t % 7, "response_item", {"type": "reasoning", "summary": [], "id": "r2"}),
+        _item(t % 8, "event_msg", {"type": "turn_aborted", "reason": "interrupted"}),
+    ]
+    usages = []
+    for passes in (1, 2):
+        src = tmp_path / f"rollout-{passes}.jsonl"
+        parts = [turn1 + turn2] if passes == 1 else [turn1, turn2]
+        for part in parts:
+            with src.open("a", encoding="utf-8") as f:
+                f.write("".join(json.dumps(x) + "\n" for x in part))
+            run(src, session_dir=tmp_path / f"s{passes}")
+        replies = [
+            e["message"].get("usage")
+            for e in entries(str(run(src, session_dir=tmp_path / f"s{passes}").path))
+            if e["type"] == "message" and e["message"]["role"] == "assistant"
+        ]
+        usages.append(replies)
+    assert usages == [[{"input": 1000, "output": 100}, None]] * 2

@@ -255,3 +255,12 @@ def test_a_session_whose_source_named_no_model_resumes_with_the_providers_defaul
     ]
     asked = [e for e in log_lines(r.path) if e.get("type") == "message"][-2]
     assert (asked["message"]["role"], asked["model"]) == ("user", "gpt-5.5")
+    # Naming the session's own provider (awl --resume ID --provider openai) too.
+    src2 = tmp_path / src.name.replace("beef", "bee2")
+    src2.write_text(src.read_text().replace("beef", "bee2"), encoding="utf-8")
+    again = _import(src2, tmp_path)
+    with SessionManager.open(again.path) as m:
+        agent = Agent(m, base_url=server.url)
+        agent.switch_model("openai")
+        assert agent.provider().name == "openai" and agent.model == "gpt-5.5"
+        agent.provider().close()

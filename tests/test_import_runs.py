@@ -518,6 +518,9 @@ def test_a_session_served_by_a_provider_awl_lacks_resumes_with_the_provider_name
         "(anthropic, openai, offline) and, optionally, --model"
     ) in refused.output
     assert "Traceback" not in refused.output
+    model_only = cli("--resume", listed["id"], "--model", "gemini-x", "-p", "Et maintenant ?")
+    assert model_only.exit_code == 1
+    assert "this session's provider 'google' is not one awl has" in model_only.output
     size = Path(listed["path"]).stat().st_size
 
     went = cli("--resume", listed["id"], "--provider", "offline", "-p", "Et maintenant ?")

@@ -134,8 +134,8 @@ class Agent:
         """The provider object, made (and its SDK imported) on first use."""
         if self._provider is None or self._provider.name != self.provider_name:
             self._provider = get_provider(self.provider_name, base_url=self.base_url)
-            if not self.model:
-                self.model = self._provider.default_model
+        if not self.model:  # (a switch to the session's own provider keeps it unset)
+            self.model = self._provider.default_model
         return self._provider
 
     def switch_model(self, provider: str, model: str | None = None) -> None:

@@ -39,9 +39,9 @@ def run_session(
         if resumed and not _same_dir(tools_dir, cwd):
             where = visible(manager.cwd, one_line=True)
             err.write(f"awl: tools run in the session's directory, {where}\n")
-        if resumed and (provider or model):
-            agent.switch_model(provider or agent.provider_name, model)
         try:
+            if resumed and (provider or model):
+                agent.switch_model(provider or agent.provider_name, model)
             agent.provider()
         except ProviderError:
             if resumed and provider is None and agent.provider_name not in PROVIDER_NAMES:

@@ -196,6 +196,9 @@ class CodexConverter(Converter):
         self.results: Planned | None = None
         self.prompt: Planned | None = None
         self.held: Usage | None = None  # counts written before the reply they count
+        # The counts last given to a reply (replayed ones too; kept across a flush):
+        # what Codex repeats as the next turn starts.
+        self.counted: Usage | None = None
         # UI events waiting for the item they repeat: (kind, text, line object, number,
         # timestamp, the line's bytes).
         self.pending: list[tuple[str, str, dict[str, Any], int, str, bytes | None]] = []
@@ -310,6 +313,7 @@ class CodexConverter(Converter):
                 )
             )
             self.reply.usage, self.held = self.held, None
+            self.counted = self.reply.usage or self.counted
             self.last_reply = self.reply
             self.b.answered(self.provider, self.model)
         return self.reply
@@ -487,8 +491,8 @@ class CodexConverter(Converter):
         if reply is not None:
             if reply.live:
                 reply.usage = usage  # the last count of a response is its total
-            self.held = None
-        elif self.last_reply is None or self.last_reply.usage != usage:
+            self.held, self.counted = None, usage
+        elif usage != self.counted:
             self.held = usage
 
     def _rollback(self, p: dict[str, Any], obj: dict[str, Any], line: int, ts: str) -> None:
