@@ -66,6 +66,14 @@ def windows_path(path: str) -> bool:
     return not path.startswith("/") and bool(ntpath.splitdrive(path)[0]) and ntpath.isabs(path)
 
 
+def recorded_cwd(cwd: str | os.PathLike[str]) -> str:
+    """A working directory as a session records it: made absolute, unless it is a
+    Windows path (an imported session's), which stays as written: made absolute
+    here, it would depend on where awl runs."""
+    text = os.fspath(cwd)
+    return text if windows_path(text) else os.path.abspath(text)
+
+
 def encode_cwd(cwd: str | os.PathLike[str]) -> str:
     """The folder name for a working directory.
 
@@ -75,10 +83,9 @@ def encode_cwd(cwd: str | os.PathLike[str]) -> str:
     Two directories can share a name (``/a-b/c`` and ``/a/b-c``), so every
     lookup by cwd also checks the header's cwd.
     """
-    text = os.fspath(cwd)
-    # A Windows path (an imported session's) is named by its own separators: made
-    # absolute here, it would depend on where awl runs.
-    text = text.replace("\\", "/") if windows_path(text) else os.path.abspath(text)
+    text = recorded_cwd(cwd)
+    if not text.startswith("/"):  # a Windows path: named by its own separators
+        text = text.replace("\\", "/")
     name = "--" + text.lstrip("/").replace("/", "-") + "--"
     if len(name.encode("utf-8", "surrogateescape")) > _MAX_DIR_NAME:
         import hashlib  # here: its OpenSSL binding is 3 ms of every start-up

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 import click
 
 from ._app import main
-from ._common import Stopped, count, fail, json_text, stopped_by_signals
-from ._progress import format_bytes, progress
+from ._common import count, fail, json_text
+from ._progress import format_bytes, stoppable_progress
 
 if TYPE_CHECKING:  # the importers: only once the command runs
     from ..importers import ImportResult, ImportSummary
@@ -50,38 +50,31 @@ def import_command(
         fail(f"PATHS: {exc}", usage=True)
     sizes = {s.path: s.size for s in plan.sources}
     total = len(plan.sources)
-    finished = 0
-    try:
-        with (
-            stopped_by_signals(),
-            progress("import", total, sum(sizes.values()), quiet=as_json) as bar,
-        ):
+    with stoppable_progress(
+        "import",
+        total,
+        sum(sizes.values()),
+        quiet=as_json,
+        unit="sessions",
+        again="nothing is left half-written, and the same import again takes the rest",
+    ) as bar:
 
-            def on_result(r: ImportResult) -> None:
-                nonlocal finished
-                if r.source in sizes:
-                    finished += 1
-                    bar.done(sizes[r.source])
-                if as_json:
-                    bar.say([json_text(r.as_json())])
-                else:
-                    bar.say(list(describe(r)))
+        def on_result(r: ImportResult) -> None:
+            if r.source in sizes:
+                bar.done(sizes[r.source])
+            if as_json:
+                bar.say([json_text(r.as_json())])
+            else:
+                bar.say(list(describe(r)))
 
-            _, summary = import_sessions(
-                plan.sources,
-                jobs=jobs,
-                dry_run=dry_run,
-                system_prompt=SYSTEM_PROMPT,
-                on_result=on_result,
-                problems=plan.problems,
-            )
-    except Stopped as exc:
-        click.echo(
-            f"awl: import stopped ({exc.name}) after {finished} of {total} sessions; "
-            "nothing is left half-written, and the same import again takes the rest",
-            err=True,
+        _, summary = import_sessions(
+            plan.sources,
+            jobs=jobs,
+            dry_run=dry_run,
+            system_prompt=SYSTEM_PROMPT,
+            on_result=on_result,
+            problems=plan.problems,
         )
-        raise SystemExit(128 + exc.signum) from None
     click.echo(summary_line(summary, dry_run=dry_run), err=as_json)
     if summary.failed:
         raise SystemExit(1)

@@ -9,6 +9,8 @@ from typing import Any
 
 import click
 
+from ._common import Stopped, stopped_by_signals
+
 
 def format_bytes(n: int) -> str:
     """A byte count for people."""
@@ -76,3 +78,23 @@ def progress(label: str, files: int, total: int, *, quiet: bool = False) -> Iter
     holder.append(Progress(bar, files, total))  # before the bar's first drawing
     with bar:
         yield holder[0]
+
+
+@contextmanager
+def stoppable_progress(
+    label: str, files: int, total: int, *, quiet: bool, unit: str, again: str
+) -> Iterator[Progress]:
+    """:func:`progress` for a bulk command that Ctrl-C or SIGTERM stops: the bar gives
+    the cursor back, one line says how many ``unit`` were done and ``again``
+    (what running it again does), and the exit status is 128 + the signal."""
+    bar: Progress | None = None
+    try:
+        with stopped_by_signals(), progress(label, files, total, quiet=quiet) as bar:
+            yield bar
+    except Stopped as exc:
+        done = bar.done_files if bar is not None else 0
+        click.echo(
+            f"awl: {label} stopped ({exc.name}) after {done} of {files} {unit}; {again}",
+            err=True,
+        )
+        raise SystemExit(128 + exc.signum) from None

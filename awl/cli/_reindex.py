@@ -10,8 +10,8 @@ import click
 
 from ..errors import AwlError
 from ._app import main
-from ._common import Stopped, count, current_dir, fail, json_text, stopped_by_signals
-from ._progress import format_bytes, progress
+from ._common import count, current_dir, fail, json_text
+from ._progress import format_bytes, stoppable_progress
 
 if TYPE_CHECKING:  # numpy and the index: only once the command runs
     from ..store import FileResult, ReindexSummary
@@ -59,39 +59,32 @@ def reindex_command(
         fail(str(exc))
     # The bar counts each log's size as it was before the run (a repair shrinks it).
     before = one_name_each(plan.targets)  # as the run counts them: each file once
-    finished = 0
-    try:
-        with (
-            stopped_by_signals(),
-            progress("reindex", len(before), sum(before.values()), quiet=as_json) as bar,
-        ):
+    with stoppable_progress(
+        "reindex",
+        len(before),
+        sum(before.values()),
+        quiet=as_json,
+        unit="logs",
+        again="each log is as a writer leaves it, and the same reindex again goes on",
+    ) as bar:
 
-            def on_result(r: FileResult) -> None:
-                nonlocal finished
-                if r.path in before:
-                    finished += 1
-                    bar.done(before[r.path])
-                if not as_json:
-                    bar.say(list(describe(r, dry_run=dry_run)))
+        def on_result(r: FileResult) -> None:
+            if r.path in before:
+                bar.done(before[r.path])
+            if not as_json:
+                bar.say(list(describe(r, dry_run=dry_run)))
 
-            results, summary = reindex(
-                plan.targets,
-                verify=verify,
-                dry_run=dry_run,
-                jobs=jobs,
-                on_result=on_result,
-                creations=plan.creations,
-                prune=all_projects,
-                failed=plan.unlisted,
-                sizes=before,
-            )
-    except Stopped as exc:
-        click.echo(
-            f"awl: reindex stopped ({exc.name}) after {finished} of {len(before)} logs; "
-            "each log is as a writer leaves it, and the same reindex again goes on",
-            err=True,
+        results, summary = reindex(
+            plan.targets,
+            verify=verify,
+            dry_run=dry_run,
+            jobs=jobs,
+            on_result=on_result,
+            creations=plan.creations,
+            prune=all_projects,
+            failed=plan.unlisted,
+            sizes=before,
         )
-        raise SystemExit(128 + exc.signum) from None
     if as_json:
         doc = {
             "summary": {k: getattr(summary, k) for k in summary.__slots__},

@@ -23,7 +23,7 @@ from typing import TypeVar
 
 from ..conversation import Conversation, Message, Usage
 from ..errors import CorruptSession, SessionError, SessionWriteError
-from ..paths import project_dir, session_file_name, windows_path
+from ..paths import project_dir, recorded_cwd, session_file_name
 from . import scanner
 from ._catalog import find_session, most_recent
 from ._checkpoint import CheckpointPolicy
@@ -136,9 +136,7 @@ class SessionManager:
         UUIDv7 and now: an import gives its source's.  Raises
         :class:`SessionError` when ``cwd`` is not valid UTF-8.
         """
-        where = os.fspath(cwd)
-        if not windows_path(where):  # (an imported session's, recorded on Windows, as it is)
-            where = os.path.abspath(where)
+        where = recorded_cwd(cwd)
         try:
             where.encode("utf-8")
         except UnicodeEncodeError:
