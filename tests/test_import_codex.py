@@ -11,10 +11,12 @@ from awl.agent import open_tool_uses
 from awl.importers import SourceSpec, import_source, session_id_for
 from awl.store import verify_log
 from tests.import_fixtures import (
+    BARE_ID,
     CODEX_CUT,
     CODEX_HARBOR,
     PROMPT,
     accounted_lines,
+    bare_rollout,
     branch,
     copy_tree,
     entries,
@@ -169,52 +171,35 @@ def test_a_rollout_cut_off_mid_turn(tmp_path: Path) -> None:
 
 def test_the_bare_form_of_2025(tmp_path: Path) -> None:
     """Before the envelope: a header line, then items as they are."""
-    src = tmp_path / "rollout-2025-08-20T10-00-00-5d1c8e2a-0000-4000-8000-00000000beef.jsonl"
-    lines: list[dict[str, Any]] = [
-        {
-            "id": "5d1c8e2a-0000-4000-8000-00000000beef",
-            "timestamp": "2025-08-20T10:00:00.000Z",
-            "instructions": None,
-            "git": {"commit_hash": "abc123"},
-        },
-        {"record_type": "state"},
-        {
-            "type": "message",
-            "role": "user",
-            "content": [
-                {
-                    "type": "input_text",
-                    "text": "<environment_context>\n  <cwd>/home/ana/old</cwd>\n"
-                    "</environment_context>",
-                }
-            ],
-        },
-        {
-            "type": "message",
-            "role": "user",
-            "content": [{"type": "input_text", "text": "Liste les fichiers."}],
-        },
-        {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAAold"},
-        {
-            "type": "function_call",
-            "name": "shell",
-            "arguments": '{"command":["ls"]}',
-            "call_id": "call_old_1",
-        },
-        {
-            "type": "function_call_output",
-            "call_id": "call_old_1",
-            "output": '{"output":"a\\nb","metadata":{"exit_code":0}}',
-        },
-        {
-            "type": "message",
-            "role": "assistant",
-            "content": [{"type": "output_text", "text": "Deux fichiers."}],
-        },
-    ]
-    src.write_bytes(b"".join(json.dumps(x, ensure_ascii=False).encode() + b"\n" for x in lines))
+    src = bare_rollout(
+        tmp_path,
+        [
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "Liste les fichiers."}],
+            },
+            {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAAold"},
+            {
+                "type": "function_call",
+                "name": "shell",
+                "arguments": '{"command":["ls"]}',
+                "call_id": "call_old_1",
+            },
+            {
+                "type": "function_call_output",
+                "call_id": "call_old_1",
+                "output": '{"output":"a\\nb","metadata":{"exit_code":0}}',
+            },
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "Deux fichiers."}],
+            },
+        ],
+    )
     r = run(src)
-    assert (r.status, r.format, r.source_id) == ("imported", "codex", lines[0]["id"])
+    assert (r.status, r.format, r.source_id) == ("imported", "codex", BARE_ID)
     assert r.path is not None
     assert log_lines(r.path)[0]["cwd"] == "/home/ana/old"
     with SessionManager.open(str(r.path), read_only=True) as m:

@@ -18,11 +18,13 @@ from awl import SessionManager
 from awl.agent import INTERRUPTED_IN_FLIGHT, SYSTEM_PROMPT, Agent
 from awl.importers import import_source, plan_import
 from tests.import_fixtures import (
+    BARE_ID,
     CLAUDE_SHOP,
     CODEX_CUT,
     CODEX_HARBOR,
     PI_CUT,
     PI_FULL,
+    bare_rollout,
     branch,
     copy_tree,
     log_lines,
@@ -224,17 +226,7 @@ def test_a_session_whose_source_named_no_model_resumes_with_the_providers_defaul
 ) -> None:
     # Codex's bare form of 2025 records no model: the import says "unknown", and a
     # resume must not ask the provider for a model of that name.
-    src = tmp_path / "rollout-2025-08-20T10-00-00-5d1c8e2a-0000-4000-8000-00000000beef.jsonl"
-    env = "<environment_context>\n  <cwd>/home/ana/old</cwd>\n</environment_context>"
-    lines: list[dict[str, Any]] = [
-        {
-            "id": "5d1c8e2a-0000-4000-8000-00000000beef",
-            "timestamp": "2025-08-20T10:00:00.000Z",
-            "instructions": None,
-            "git": {"commit_hash": "abc123"},
-        },
-        {"record_type": "state"},
-        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": env}]},
+    said = [
         {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Salut."}]},
         {
             "type": "message",
@@ -242,7 +234,7 @@ def test_a_session_whose_source_named_no_model_resumes_with_the_providers_defaul
             "content": [{"type": "output_text", "text": "Oui ?"}],
         },
     ]
-    src.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    src = bare_rollout(tmp_path, said)
     r = _import(src, tmp_path)
     with SessionManager.open(r.path, read_only=True) as m:
         assert m.active_model() == ("openai", "unknown")
@@ -256,9 +248,7 @@ def test_a_session_whose_source_named_no_model_resumes_with_the_providers_defaul
     asked = [e for e in log_lines(r.path) if e.get("type") == "message"][-2]
     assert (asked["message"]["role"], asked["model"]) == ("user", "gpt-5.5")
     # Naming the session's own provider (awl --resume ID --provider openai) too.
-    src2 = tmp_path / src.name.replace("beef", "bee2")
-    src2.write_text(src.read_text().replace("beef", "bee2"), encoding="utf-8")
-    again = _import(src2, tmp_path)
+    again = _import(bare_rollout(tmp_path, said, BARE_ID.replace("beef", "bee2")), tmp_path)
     with SessionManager.open(again.path) as m:
         agent = Agent(m, base_url=server.url)
         agent.switch_model("openai")

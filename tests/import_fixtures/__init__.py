@@ -160,3 +160,27 @@ def source_lines(path: Path, rel: str = "") -> Counter[tuple[str, int]]:
     return Counter(
         (rel, n) for n, x in enumerate(path.read_bytes().split(b"\n"), start=1) if x.strip()
     )
+
+
+BARE_ID = "5d1c8e2a-0000-4000-8000-00000000beef"
+
+
+def bare_rollout(folder: Path, items: list[dict[str, Any]], sid: str = BARE_ID) -> Path:
+    """A Codex rollout in the bare form of 2025 (a header line without an envelope,
+    no model named, the cwd ``/home/ana/old`` only in the environment text), then
+    ``items`` as they are."""
+    env = "<environment_context>\n  <cwd>/home/ana/old</cwd>\n</environment_context>"
+    lines: list[dict[str, Any]] = [
+        {
+            "id": sid,
+            "timestamp": "2025-08-20T10:00:00.000Z",
+            "instructions": None,
+            "git": {"commit_hash": "abc123"},
+        },
+        {"record_type": "state"},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": env}]},
+        *items,
+    ]
+    path = folder / f"rollout-2025-08-20T10-00-00-{sid}.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+    return path
