@@ -25,11 +25,12 @@ def _store(fmt: str) -> Path:
     return where
 
 
-@pytest.mark.parametrize("baseline", ["floor", "round_trip"])
+@pytest.mark.parametrize("baseline", ["floor", "copy", "round_trip"])
 @pytest.mark.parametrize("fmt", import_report.FORMATS)
 def test_baseline(benchmark: Any, fmt: str, baseline: str) -> None:
-    """The floor (read, split and orjson-parse every line of the store) and the
-    round trip (parse, serialize back, hash and write every line: no conversion)."""
+    """The floor (read, split and orjson-parse every line of the store), the copy
+    (read and write every file: the disk's part) and the round trip (parse,
+    serialize back, hash and write every line: no conversion)."""
     folder = _store(fmt)
     benchmark.group = f"import a {fmt} store"
     measure = getattr(import_report, baseline)

@@ -10,6 +10,9 @@ page cache, each of ``--rounds`` rounds measures:
 
 - the floor: every file read, split into lines and each line parsed by
   ``orjson.loads``, in this process (what any Python importer must do);
+- the copy: every file read and written to a new file (synced unless
+  ``AWL_FSYNC=0``), nothing parsed: what the disk allows any importer that
+  writes about as many bytes as it reads;
 - the round trip: the floor, then each parsed line serialized back with
   ``orjson.dumps``, the source hashed (sha256) and the lines written to a new
   file (synced unless ``AWL_FSYNC=0``), in this process: the least any
@@ -101,6 +104,31 @@ def floor(folder: Path) -> float:
     return time.perf_counter() - t
 
 
+def write_file(path: str, body: bytes, sync: bool) -> None:
+    """Write ``body`` to a new file, synced when ``sync``."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    try:
+        view = memoryview(body)
+        while view:
+            view = view[os.write(fd, view) :]
+        if sync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def copy(folder: Path) -> float:
+    """Seconds to read every file and write it to a new one (synced unless
+    ``AWL_FSYNC=0``), parsing nothing: what this disk allows any importer that
+    writes as many bytes as it reads."""
+    sync = os.environ.get("AWL_FSYNC", "1") != "0"
+    with tempfile.TemporaryDirectory(dir=_gen.bench_dir()) as out:
+        t = time.perf_counter()
+        for n, p in enumerate(sorted(folder.rglob("*.jsonl"))):
+            write_file(os.path.join(out, f"{n}.jsonl"), p.read_bytes(), sync)
+        return time.perf_counter() - t
+
+
 def round_trip(folder: Path) -> float:
     """Seconds to read, parse, serialize back, hash and write (and sync) every file."""
     loads, dumps, nl = orjson.loads, orjson.dumps, orjson.OPT_APPEND_NEWLINE
@@ -111,15 +139,7 @@ def round_trip(folder: Path) -> float:
             data = p.read_bytes()
             hashlib.sha256(data).hexdigest()
             body = b"".join([dumps(loads(line), option=nl) for line in data.split(b"\n") if line])
-            fd = os.open(os.path.join(out, f"{n}.jsonl"), os.O_WRONLY | os.O_CREAT | os.O_EXCL)
-            try:
-                view = memoryview(body)
-                while view:
-                    view = view[os.write(fd, view) :]
-                if sync:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
+            write_file(os.path.join(out, f"{n}.jsonl"), body, sync)
         return time.perf_counter() - t
 
 
@@ -144,9 +164,10 @@ def warm(folder: Path) -> None:
 def throughput(fmt: str, total_mb: int, sessions: int, rounds: int, jobs: int) -> dict[str, Any]:
     folder, files, size = store(fmt, total_mb, sessions)
     warm(folder)
-    floors, trips, many, one = [], [], [], []
+    floors, copies, trips, many, one = [], [], [], [], []
     for _ in range(rounds):
         floors.append(floor(folder))
+        copies.append(copy(folder))
         trips.append(round_trip(folder))
         many.append(import_run(folder, fmt, jobs)[0])
         one.append(import_run(folder, fmt, 1)[0])
@@ -156,6 +177,7 @@ def throughput(fmt: str, total_mb: int, sessions: int, rounds: int, jobs: int) -
         "files": files,
         "mb": mb,
         "floor": mb / statistics.median(floors),
+        "copy": mb / statistics.median(copies),
         "trip": mb / statistics.median(trips),
         "import": mb / statistics.median(many),
         "import1": mb / statistics.median(one),
@@ -241,15 +263,17 @@ def report(rows: list[dict[str, Any]], pi: dict[str, Any], jobs: int) -> str:
         f"Import throughput ({os.cpu_count()} cores; jobs={jobs}; "
         f"AWL_FSYNC={os.environ.get('AWL_FSYNC', '1')})",
         "",
-        "| format | files | MB | orjson floor MB/s | round trip MB/s | awl import MB/s |"
-        " of floor | rounds | of round trip | import -j1 MB/s | of floor | of round trip |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| format | files | MB | orjson floor MB/s | copy MB/s (of floor) | round trip MB/s |"
+        " awl import MB/s | of floor | rounds | of round trip | import -j1 MB/s | of floor |"
+        " of round trip |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         rounds = ", ".join(f"{x:.2f}" for x in r["ratios"])
         out.append(
             f"| {r['format']} | {r['files']} | {r['mb']:.0f} | {r['floor']:.0f} | "
-            f"{r['trip']:.0f} | {r['import']:.0f} | {r['import'] / r['floor']:.2f} | "
+            f"{r['copy']:.0f} ({r['copy'] / r['floor']:.2f}) | {r['trip']:.0f} | "
+            f"{r['import']:.0f} | {r['import'] / r['floor']:.2f} | "
             f"{rounds} | {r['import'] / r['trip']:.2f} | {r['import1']:.0f} | "
             f"{r['import1'] / r['floor']:.2f} | {r['import1'] / r['trip']:.2f} |"
         )
