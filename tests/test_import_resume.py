@@ -7,6 +7,7 @@ below list what each source held, in the provider's wire format.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ import orjson
 import pytest
 
 from awl import SessionManager
-from awl.agent import INTERRUPTED_IN_FLIGHT, SYSTEM_PROMPT, Agent
+from awl.agent import INTERRUPTED_IN_FLIGHT, INTERRUPTED_RESULT, SYSTEM_PROMPT, Agent
 from awl.importers import import_source, plan_import
 from tests.import_fixtures import (
     BARE_ID,
@@ -29,7 +30,7 @@ from tests.import_fixtures import (
     copy_tree,
     log_lines,
 )
-from tests.import_fixtures.make_fixtures import PATCH
+from tests.import_fixtures.make_fixtures import PATCH, Claude, write
 from tests.servers import FakeServer, serve
 from tests.servers import anthropic_server as sse
 from tests.servers import openai_server as oa
@@ -254,3 +255,34 @@ def test_a_session_whose_source_named_no_model_resumes_with_the_providers_defaul
         agent.switch_model("openai")
         assert agent.provider().name == "openai" and agent.model == "gpt-5.5"
         agent.provider().close()
+
+
+def test_a_reply_an_import_cut_in_two_has_every_open_call_answered_on_resume(
+    tmp_path: Path, server: FakeServer
+) -> None:
+    # Claude Code died mid-round, and an import had taken the reply's first call
+    # alone: the reply is two assistant messages, both calls open; a provider
+    # sends the two as one, so both get their interrupted result.
+    c = Claude(str(uuid.uuid5(uuid.NAMESPACE_URL, "split")), "/home/ana/loom", 9)
+    c.prompt("Construis puis teste.")
+    build = {"type": "tool_use", "id": "toolu_loom_a", "name": "Bash", "input": {"c": "make"}}
+    check = {"type": "tool_use", "id": "toolu_loom_b", "name": "Bash", "input": {"c": "make test"}}
+    c.reply([{"type": "text", "text": "Les deux."}, build, check])
+    src = tmp_path / "projects" / "-home-ana-loom" / f"{c.sid}.jsonl"
+    write(src, c.lines[:3])
+    (spec,) = plan_import([src]).sources
+    assert import_source(spec, system_prompt=SYSTEM_PROMPT).status == "imported"
+    write(src, c.lines)
+    r = import_source(spec, system_prompt=SYSTEM_PROMPT)
+    assert r.status == "updated" and r.path is not None
+    roles = [e["message"]["role"] for e in branch(r.path) if e.get("type") == "message"]
+    assert roles == ["system", "user", "assistant", "assistant"]
+    _, items, _ = _resume(r.path, server, sse.text_reply("Bien."))
+    assert items[-6:] == [
+        ("assistant", "text", "Les deux."),
+        ("assistant", "tool_use", "toolu_loom_a", "Bash", {"c": "make"}),
+        ("assistant", "tool_use", "toolu_loom_b", "Bash", {"c": "make test"}),
+        ("user", "tool_result", "toolu_loom_a", INTERRUPTED_IN_FLIGHT),
+        ("user", "tool_result", "toolu_loom_b", INTERRUPTED_RESULT),
+        ("user", "text", "Et maintenant ?"),
+    ]

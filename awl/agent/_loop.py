@@ -82,12 +82,18 @@ def open_tool_uses(conversation: Conversation) -> list[ToolUse]:
 
 
 def _open_round(conversation: Conversation) -> tuple[int, list[ToolUse]]:
-    """(messages after the last assistant message, its calls without a result)."""
+    """(messages after the last assistant message, the calls without a result of it
+    and of the assistant messages right before it, which a provider sends as one:
+    a reply an import found in two parts)."""
     answered: set[str] = set()
     for i in range(len(conversation) - 1, -1, -1):
         message = conversation[i]
         if message.role == "assistant":
-            uses = [u for u in message.tool_uses() if u.id not in answered]
+            first = i
+            while first > 0 and conversation[first - 1].role == "assistant":
+                first -= 1
+            calls = [u for k in range(first, i + 1) for u in conversation[k].tool_uses()]
+            uses = [u for u in calls if u.id not in answered]
             return len(conversation) - 1 - i, uses
         if not _only_results(message):
             return 0, []
