@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from awl import Message, SessionManager, Text
 from awl.agent import open_tool_uses
@@ -287,6 +290,24 @@ def test_subagent_files_that_grow_or_appear_are_taken_on_the_next_import(tmp_pat
     assert _import(main)[0].status == "unchanged"
 
 
+def test_a_subagent_line_taken_before_its_newline_came_numbers_the_next_ones_right(
+    tmp_path: Path,
+) -> None:
+    main = copy_tree(CLAUDE_SHOP, tmp_path / "p" / CLAUDE_SHOP.name)
+    sub = main.parent / SUB
+    whole = sub.read_bytes()
+    first_two = whole.splitlines(keepends=True)[:2]
+    sub.write_bytes(b"".join(first_two).rstrip(b"\n"))  # the second line, its newline not yet
+    (r,) = _import(main)
+    sub.write_bytes(whole)
+    (again,) = _import(main)
+    assert (again.status, again.lines) == ("updated", whole.count(b"\n") - 2)
+    assert accounted_lines(r.path) == (
+        source_lines(main) + source_lines(sub, SUB) + Counter({(META, 1): 1})
+    )
+    assert _import(main)[0].status == "unchanged"
+
+
 def test_every_file_of_the_sessions_folder_is_kept_whole(tmp_path: Path) -> None:
     """Claude Code keeps a large tool output apart (``<session>/tool-results/``,
     the transcript holding a preview and its path), and notes in
@@ -435,10 +456,11 @@ def test_a_slash_command_expanded_for_the_model_is_the_prompt_a_local_one_is_not
     _lossless(path, r)
 
 
-def test_a_slash_command_imported_before_its_expansion_was_written_stays_injected(
+def test_a_slash_command_imported_before_its_expansion_was_written_leaves_it_the_prompt(
     tmp_path: Path,
 ) -> None:
-    # The documented exception: the first import ended between the two lines.
+    # The documented exception: the first import ended between the two lines, and
+    # took the command line as injected; the expansion is then the turn's prompt.
     path, _ = _session(tmp_path, _commands)
     cut = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(b"".join(cut[:3]))
@@ -446,9 +468,107 @@ def test_a_slash_command_imported_before_its_expansion_was_written_stays_injecte
     path.write_bytes(b"".join(cut))
     (grown,) = _import(path)
     assert (first.status, grown.status) == ("imported", "updated")
-    assert _prompts(grown.path) == []
-    assert _injected(grown.path) == [LOCAL, LOCAL_OUT, COMMAND, EXPANSION]
+    assert _prompts(grown.path) == [EXPANSION]
+    assert _injected(grown.path) == [LOCAL, LOCAL_OUT, COMMAND]
+    with SessionManager.open(grown.path, read_only=True) as m:
+        roles = [x.role for x in m.rebuild_conversation()]
+    assert roles == ["system", "user", "assistant"]
+    prompt = next(e for e in _messages(grown.path) if e["message"]["role"] == "user")
+    assert (prompt["provider"], prompt["model"]) == ("anthropic", "claude-opus-4-6")
+    assert prompt["x-claude"]["lines"][0]["isMeta"] is True  # the line's members, kept
     _lossless(path, grown)
+    # Importing again replays the cut where the first import ended: nothing new.
+    assert _import(path)[0].status == "unchanged"
+
+
+def _streamed_calls(c: Claude) -> None:
+    """A reply whose first call ran, and its result was written, before the reply's
+    next block came (Claude Code 2.1 runs a call while the reply streams on)."""
+    c.prompt("Lis le README et liste le dossier.")
+    read = {"type": "tool_use", "id": "toolu_loom_01", "name": "Read", "input": {"p": "README"}}
+    ls = {"type": "tool_use", "id": "toolu_loom_02", "name": "Bash", "input": {"c": "ls"}}
+    ids = c.reply(
+        [{"type": "thinking", "thinking": "Deux appels.", "signature": "c2ln"}, read, ls],
+        between={2: lambda: c.result("toolu_loom_01", c.last or "", "# Loom")},
+    )
+    c.result("toolu_loom_02", ids[2], "README.md\nsrc")
+    c.reply([{"type": "text", "text": "Voilà."}], stop="end_turn")
+
+
+def _turns(path: str) -> list[tuple[str, list[str]]]:
+    """The conversation on the branch: each message's role and its blocks (a call
+    or a result by its id)."""
+    with SessionManager.open(path, read_only=True) as m:
+        return [
+            (
+                x.role,
+                [
+                    getattr(b, "id", None) or getattr(b, "tool_use_id", None) or type(b).__name__
+                    for b in x.content
+                ],
+            )
+            for x in m.rebuild_conversation()
+        ]
+
+
+@pytest.mark.parametrize(
+    ("lines", "expected"),
+    [
+        (
+            None,
+            [["Thinking", "toolu_loom_01", "toolu_loom_02"], ["toolu_loom_01", "toolu_loom_02"]],
+        ),
+        # Cut before the first call's result, or after it: the rest hangs where its line
+        # does, after the result, so that each call is answered in the next message.
+        (
+            3,
+            [
+                ["Thinking", "toolu_loom_01"],
+                ["toolu_loom_01"],
+                ["toolu_loom_02"],
+                ["toolu_loom_02"],
+            ],
+        ),
+        (
+            4,
+            [
+                ["Thinking", "toolu_loom_01"],
+                ["toolu_loom_01"],
+                ["toolu_loom_02"],
+                ["toolu_loom_02"],
+            ],
+        ),
+    ],
+    ids=["one import", "cut before its result", "cut after its result"],
+)
+def test_a_reply_cut_while_its_calls_ran_keeps_every_call_with_its_result(
+    tmp_path: Path, lines: int | None, expected: list[list[str]]
+) -> None:
+    path, _ = _session(tmp_path, _streamed_calls)
+    whole = path.read_bytes()
+    if lines is not None:
+        path.write_bytes(b"".join(whole.splitlines(keepends=True)[:lines]))
+        assert _import(path)[0].status == "imported"
+        path.write_bytes(whole)
+    (r,) = _import(path)
+    turns = _turns(r.path)
+    roles = [role for role, _ in turns]
+    assert roles == ["system", "user", *["assistant", "user"] * (len(expected) // 2), "assistant"]
+    middle = [blocks for _, blocks in turns[2:-1]]
+    assert middle == expected
+    assert turns[-1] == ("assistant", ["Text"])
+    with SessionManager.open(r.path, read_only=True) as m:
+        assert open_tool_uses(m.rebuild_conversation()) == []
+    # Usage: the reply's, counted once over its parts (Claude Code repeats it, growing).
+    usage = [
+        (e["message"]["usage"]["input"], e["message"]["usage"]["output"])
+        for e in _messages(r.path)
+        if e["message"]["role"] == "assistant" and "usage" in e["message"]
+    ]
+    assert sum(u[0] for u in usage[:-1]) == 4 + 1200 + 9000
+    assert sum(u[1] for u in usage[:-1]) == 5 + 40 * 2
+    _lossless(path, r)
+    assert _import(path)[0].status == "unchanged"
 
 
 def test_bash_mode_commands_and_their_output_are_what_the_human_typed(tmp_path: Path) -> None:

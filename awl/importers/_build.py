@@ -75,6 +75,7 @@ class Builder:
         self.unrecognised: dict[str, int] = {}
         self.duplicates = 0
         self.first_model: tuple[str, str] | None = None  # the first request's
+        self.last_model: tuple[str, str] | None = None  # the latest answer's
         # The bytes of the line being converted, when they can be kept as they are
         # (an opaque entry then carries them without serializing them again).
         self.raw: bytes | None = None
@@ -105,6 +106,7 @@ class Builder:
         """An assistant message from ``provider``/``model``: it answers the waiting
         user messages, and names the first request's model if none did."""
         self.resolve(provider, model)
+        self.last_model = (provider, model)
         if self.first_model is None:
             self.first_model = (provider, model)
 

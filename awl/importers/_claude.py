@@ -121,6 +121,7 @@ class ClaudeConverter(Converter):
         self.reply: Planned | None = None  # the open reply (more of its blocks may follow)
         self.reply_id: Any = None
         self.best = -1  # the reply's largest output count so far
+        self.counted = 0  # the output an earlier part of the open reply counted
         self.results: Planned | None = None  # the open tool-results message
         self.side: bool | None = None  # whether the file's own conversation is a sidechain
         self.ts = info.start
@@ -134,6 +135,7 @@ class ClaudeConverter(Converter):
         # The slash command line just planned (entry, line object, number): a prompt
         # if the next line is its expansion for the model.
         self.command: tuple[Planned, dict[str, Any], int] | None = None
+        self.command_cut = False  # whether a batch or an import ended after it
 
     # ── dispatch ──
 
@@ -210,14 +212,22 @@ class ClaudeConverter(Converter):
     def flush(self) -> None:
         """See :meth:`Converter.flush`."""
         reply = self.reply
-        cut = (self.reply_id, reply.key or "", self.best) if reply is not None else None
-        results = self.results.key if self.results is not None else None
+        # With nothing open, a cut still pending (a reply an earlier import ended in,
+        # whose rest has not come yet) stays pending across the batch's end.
+        cut = (self.reply_id, reply.key or "", self.best) if reply is not None else self.cut
+        results = self.results.key if self.results is not None else self.cut_results
         self._close()
         self.cut, self.cut_results = cut, results
+        self.command_cut = self.command is not None
 
     def safe(self) -> bool:
         """See :meth:`Converter.safe`."""
-        return self.reply is None and self.results is None and not self.b.pending_users
+        return (
+            self.reply is None
+            and self.results is None
+            and self.command is None
+            and not self.b.pending_users
+        )
 
     def leaf(self) -> str | None:
         """See :meth:`Converter.leaf`."""
@@ -235,7 +245,7 @@ class ClaudeConverter(Converter):
 
     def _close(self) -> None:
         self.reply = self.reply_id = self.results = None
-        self.best = -1
+        self.best, self.counted = -1, 0
         self.cut = self.cut_results = None
 
     # ── replies ──
@@ -261,7 +271,10 @@ class ClaudeConverter(Converter):
             if out >= self.best:
                 self.best = out
                 xc["message"] = rest
-                reply.usage = _usage(m.get("usage")) or reply.usage
+                usage = _usage(m.get("usage"))
+                if usage is not None and self.counted:
+                    usage = Usage(0, max(0, out - self.counted))
+                reply.usage = usage or reply.usage
             reply.stop_reason = _stop(obj, rest, reply.content)
             self.alias[uuid] = reply.key or uuid
             return
@@ -270,11 +283,17 @@ class ClaudeConverter(Converter):
         usage = _usage(m.get("usage"))
         if cut is not None and mid is not None and mid == cut[0]:
             # The rest of a reply an earlier import took the first blocks of (Claude
-            # Code was still writing it): a message after the first part, what
-            # answers the reply hung under it, its usage what the first part lacked.
-            parent = cut[1]
+            # Code was still writing it): a message where its line hangs, after the
+            # first part or after the results of the first part's calls (Claude Code
+            # runs a call while the reply streams on), so every call on the branch
+            # keeps its result; what answers the first part hangs under the rest,
+            # and the rest's usage is what the first part lacked.
+            parent = parent if parent is not None else cut[1]
             self.redirect[cut[1]] = uuid
             usage = Usage(0, max(0, out - cut[2])) if usage is not None else None
+            counted = cut[2]
+        else:
+            counted = 0
         model = m.get("model")
         model = model if isinstance(model, str) and model else UNKNOWN
         first: dict[str, Any] = {"lines": [rec], "sourceLines": [line], "message": rest}
@@ -297,7 +316,7 @@ class ClaudeConverter(Converter):
         b.add(entry)
         if model != SYNTHETIC:
             b.answered(PROVIDER, model)
-        self.reply, self.reply_id, self.best = entry, mid, out
+        self.reply, self.reply_id, self.best, self.counted = entry, mid, out, counted
         self.alias[uuid] = uuid
 
     def _user(self, obj: dict[str, Any], uuid: str, parent: str | None, ts: str, line: int) -> None:
@@ -335,17 +354,24 @@ class ClaudeConverter(Converter):
             self.alias[uuid] = uuid
             return
         command, self.command = self.command, None
+        was_cut, self.command_cut = self.command_cut, False
+        expands = command is not None and obj.get("isMeta") is True and command[0].key == parent
+        if expands and was_cut:
+            # A slash command's expansion for the model whose command line an earlier
+            # import took (as injected: its next line had not come): the expansion is
+            # the prompt, so the turn keeps one.
+            self._close()
+            blocks, fields = _prompt(obj, line)
+            b.add(Planned(uuid, parent, ts, role="user", content=blocks, fields=fields))
+            self.alias[uuid] = uuid
+            return
         if _injected(obj, content):
             # Context Claude Code put in a user message; not typed by the human.
-            if (
-                command is not None
-                and obj.get("isMeta") is True
-                and command[0].key == parent
-                and (command[0].live or not b.live)
-            ):
+            if expands and command is not None:
                 # A slash command's prompt, expanded for the model: the command line
                 # the human typed was a prompt (a local command's is followed by its
-                # output instead).  Its entry is still being planned.
+                # output instead).  Its entry is still being planned (no batch ends
+                # between the two).
                 entry, source, number = command
                 self._close()
                 entry.type, entry.role = "message", "user"

@@ -199,6 +199,9 @@ class CodexConverter(Converter):
         # The counts last given to a reply (replayed ones too; kept across a flush):
         # what Codex repeats as the next turn starts.
         self.counted: Usage | None = None
+        # A reply was open when a batch or an import ended, and no item came since:
+        # a count now is that reply's (which is written: the count stays in its event).
+        self.cut_open = False
         # UI events waiting for the item they repeat: (kind, text, line object, number,
         # timestamp, the line's bytes).
         self.pending: list[tuple[str, str, dict[str, Any], int, str, bytes | None]] = []
@@ -255,6 +258,7 @@ class CodexConverter(Converter):
 
     def flush(self) -> None:
         """See :meth:`Converter.flush`."""
+        self.cut_open = self.cut_open or self.reply is not None
         self._close()
         self._unmatched()
         self.prompt = self.last_reply = None
@@ -332,6 +336,7 @@ class CodexConverter(Converter):
     def _item(self, p: dict[str, Any], obj: dict[str, Any], line: int, ts: str) -> None:
         b = self.b
         kind = p.get("type")
+        self.cut_open = False
         if kind == "message":
             role = p.get("role")
             if role == "assistant":
@@ -478,7 +483,7 @@ class CodexConverter(Converter):
         if kind in TURN_ENDS:
             self._close()
             self._unmatched()
-            self.held = None
+            self.held, self.cut_open = None, False
         if kind not in EVENTS:
             b.unrecognised_type(f"x-codex-event_msg ({type_name(kind)})")
         opaque(b, "x-codex-event_msg", obj, line, ts)
@@ -491,6 +496,10 @@ class CodexConverter(Converter):
         if reply is not None:
             if reply.live:
                 reply.usage = usage  # the last count of a response is its total
+            self.held, self.counted = None, usage
+        elif self.cut_open:
+            # The count of a reply an earlier import (or batch) ended in, not the next
+            # reply's: the reply is written without it; the event keeps it.
             self.held, self.counted = None, usage
         elif usage != self.counted:
             self.held = usage

@@ -420,7 +420,9 @@ class _Import:
         provider = getattr(conv, "provider", None)
         if isinstance(last, str) and isinstance(provider, str) and last != UNKNOWN:
             return provider, last
-        return self.b.first_model or conv.fallback()
+        # A prompt no answer names (yet) went, as far as the source says, to the
+        # model that answered last.
+        return self.b.last_model or self.b.first_model or conv.fallback()
 
     def _parsed(
         self, f: _File, number: int, end: int, raw: bytes, terminated: bool
@@ -463,11 +465,18 @@ class _Import:
             else:
                 conv.extra_file(f.rel, data)  # not a JSON object: its bytes as they are
             return
-        for number, end, raw, terminated in lines(f.fd, f.consumed, f.lines + 1):
-            self.r.lines += 1
+        start = f.consumed
+        around = os.pread(f.fd, 2, start - 1) if start else b""
+        if around[:1] not in (b"", b"\n") and around[1:] == b"\n":
+            # The last line taken was a whole object without its newline, which has
+            # come since: it ends that line, and starts none.
+            start += 1
+        for number, end, raw, terminated in lines(f.fd, start, f.lines + 1):
             obj = self._parsed(f, number, end, raw, terminated)
             if obj is None:
+                self.r.lines += f.consumed == end  # blank or skipped: taken; torn: not yet
                 continue
+            self.r.lines += 1
             self.b.raw = _unterminated(self.raw)
             conv.extra(f.rel, obj, number)
             f.consumed, f.lines = end, number
@@ -546,9 +555,9 @@ class _Import:
         if taken is not None:
             # The hash kept while reading, to where this batch ends: not read again.
             main.hasher, main.hashed = taken, main.consumed
-        record["files"] = {
-            f.rel: f.state() for f in self.files if f.rel == "" or f.consumed or f.known
-        }
+        # Every file, those with nothing taken yet too (empty, or a first line still
+        # being written): known, an import that finds them as they were is unchanged.
+        record["files"] = {f.rel: f.state() for f in self.files}
         # Files the last record knew that are gone now: their state is kept, so
         # that they are not taken again should they come back.
         before = self.imported.last
