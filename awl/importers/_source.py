@@ -278,13 +278,14 @@ def digest(fd: int, upto: int, hasher: Any = None, start: int = 0) -> Any:
 
 def head(fd: int, limit: int = 24, max_bytes: int = 1 << 20) -> list[tuple[int, dict[str, Any]]]:
     """Up to ``limit`` parsed objects from the start of a file, with their line
-    numbers (lines that are not whole JSON objects are passed over)."""
+    numbers (lines that are not whole JSON objects are passed over; a last line
+    without its newline counts when it is one, as an import takes it)."""
     out: list[tuple[int, dict[str, Any]]] = []
-    for number, end, raw, terminated in lines(fd, chunk=1 << 14):
+    for number, end, raw, _ in lines(fd, chunk=1 << 14):
         if end > max_bytes and out:
             break
         obj, _, repaired = parse(raw) if raw.strip() else (None, None, False)
-        if obj is not None and terminated and not repaired:
+        if obj is not None and not repaired:
             out.append((number, obj))
         if len(out) >= limit or number >= limit * 2:
             break
