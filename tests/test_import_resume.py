@@ -286,3 +286,60 @@ def test_a_reply_an_import_cut_in_two_has_every_open_call_answered_on_resume(
         ("user", "tool_result", "toolu_loom_b", INTERRUPTED_RESULT),
         ("user", "text", "Et maintenant ?"),
     ]
+
+
+def test_a_pi_session_of_another_provider_resumes_with_ids_anthropic_takes(
+    tmp_path: Path, server: FakeServer
+) -> None:
+    # Kimi names its calls `functions.read:0`, which the Messages API refuses: a
+    # resume with Anthropic sends a stand-in, the same for the call and its result.
+    head = {"type": "session", "version": 3, "id": "0b7c2a4e-3333-4c3a-9e6b-2f5d8a1c7e90"}
+    base = {"type": "message", "timestamp": "2026-03-01T10:00:01.000Z"}
+    call = {"type": "toolCall", "id": "functions.read:0", "name": "read", "arguments": {}}
+    kimi = {"provider": "moonshot", "model": "kimi-k2", "usage": {"input": 1, "output": 1}}
+    lines = [
+        {**head, "timestamp": "2026-03-01T10:00:00.000Z", "cwd": "/home/ana/kimi"},
+        {**base, "id": "a1", "parentId": None, "message": {"role": "user", "content": "Lis."}},
+        {
+            **base,
+            "id": "a2",
+            "parentId": "a1",
+            "message": {"role": "assistant", **kimi, "content": [call]},
+        },
+        {
+            **base,
+            "id": "a3",
+            "parentId": "a2",
+            "message": {
+                "role": "toolResult",
+                "toolCallId": "functions.read:0",
+                "toolName": "read",
+                "content": [{"type": "text", "text": "# Kimi"}],
+            },
+        },
+        {
+            **base,
+            "id": "a4",
+            "parentId": "a3",
+            "message": {"role": "assistant", **kimi, "content": [{"type": "text", "text": "Lu."}]},
+        },
+    ]
+    src = tmp_path / "kimi.jsonl"
+    src.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+    r = import_source(plan_import([src]).sources[0], system_prompt=SYSTEM_PROMPT)
+    assert r.status == "imported" and r.path is not None, r.error
+    manager = SessionManager.open(r.path)
+    agent = Agent(manager, provider="anthropic", model="claude-sonnet-4-5", base_url=server.url)
+    try:
+        server.queue(sse.text_reply("Bien."))
+        assert agent.run_turn("Et maintenant ?", Sink()).error is None
+    finally:
+        if agent._provider is not None:
+            agent._provider.close()
+        manager.close()
+    body = server.requests[-1].body
+    (use,) = [b for m in body["messages"] for b in m["content"] if b["type"] == "tool_use"]
+    (result,) = [b for m in body["messages"] for b in m["content"] if b["type"] == "tool_result"]
+    assert use["id"] == result["tool_use_id"] and use["id"].startswith("functions_read_0_")
+    # The log keeps the id as the source wrote it.
+    assert "functions.read:0" in Path(r.path).read_text(encoding="utf-8")

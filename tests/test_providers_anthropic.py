@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -468,3 +469,33 @@ def test_other_exceptions_are_reported_not_raised(
     r = provider.complete("m", user("x"), [], BrokenSink())
     assert r.stop_reason == "error"
     assert r.error == "anthropic: unexpected error: RuntimeError: display broke"
+
+
+# Ids other tools' providers made, which an import keeps: a dotted one (Kimi's, in
+# pi sessions), pi's joined Responses ids (longer than any API takes), one that is
+# another's twin once its unsafe characters are replaced.
+FOREIGN_IDS = [
+    "functions.read:0",
+    "call_9kQ2mZ7xYb3nR8tW1vC5dL0p|fc_68a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f607",
+    "functions_read_0",
+]
+
+
+def test_past_calls_of_other_providers_get_ids_the_api_takes(
+    server: FakeServer, provider: AnthropicProvider
+) -> None:
+    server.queue(sse.text_reply("ok"))
+    ids = ["toolu_1", *FOREIGN_IDS]
+    history = [
+        Message("user", [Text("go")]),
+        Message("assistant", [ToolUse(i, "bash", "{}") for i in ids]),
+        Message("user", [ToolResult(i, f"out {k}") for k, i in enumerate(ids)]),
+    ]
+    r = provider.complete("m", history, TOOLS, Sink())
+    assert r.stop_reason == "stop", r.error
+    calls, results = (m["content"] for m in server.requests[0].body["messages"][1:])
+    sent = [c["id"] for c in calls]
+    assert [x["tool_use_id"] for x in results] == sent  # each result names its call
+    assert sent[0] == "toolu_1" and sent[3] == "functions_read_0"  # valid ones as they are
+    assert len(set(sent)) == len(sent)
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{1,64}", i) for i in sent)

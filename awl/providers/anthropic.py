@@ -51,7 +51,11 @@ from awl.providers.base import (
     one_line,
     stream_failure,
     system_text,
+    wire_id,
 )
+
+# The API takes a tool call id of [A-Za-z0-9_-], 64 characters at most (wire_id).
+ID_LIMIT = 64
 
 DEFAULT_MAX_TOKENS = 8192
 # Connect fails fast; reads may legitimately wait, but Anthropic sends `ping`
@@ -289,14 +293,18 @@ def _content_params(message: Message) -> list[ContentParam]:
         elif isinstance(block, ToolUse):
             params: ToolUseBlockParam = {
                 "type": "tool_use",
-                "id": block.id,
+                "id": wire_id(block.id, ID_LIMIT),
                 "name": block.name,
                 "input": _tool_input(block),
             }
             blocks.append(params)
         elif isinstance(block, ToolResult):
             blocks.append(
-                {"type": "tool_result", "tool_use_id": block.tool_use_id, "content": block.content}
+                {
+                    "type": "tool_result",
+                    "tool_use_id": wire_id(block.tool_use_id, ID_LIMIT),
+                    "content": block.content,
+                }
             )
         # Thinking: not sent back (no signature; see the module docstring).
     return blocks

@@ -12,7 +12,9 @@ raise :class:`ProviderError`.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import threading
 import uuid
 from abc import ABC, abstractmethod
@@ -205,6 +207,26 @@ def is_transport_error(exc: BaseException) -> bool:
 def system_text(messages: Sequence[Message]) -> str:
     """The text of all system messages, joined by blank lines ('' if none)."""
     return "\n\n".join(m.text() for m in messages if m.role == "system" and m.text())
+
+
+_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def wire_id(raw: str, limit: int) -> str:
+    """A past tool call's id as an API takes it: ``raw`` itself when it is of
+    letters, digits, ``_`` and ``-`` and at most ``limit`` long, else a stand-in
+    made of those, derived from the whole of it (the same for the call and its
+    result; distinct ids stay distinct).
+
+    Calls an import brought from another tool keep their ids as that tool's
+    provider made them (``functions.read:0``, pi's ``call_…|fc_…``), which
+    another provider refuses: Anthropic takes ``[A-Za-z0-9_-]`` only, OpenAI's
+    Chat Completions 40 characters at most.
+    """
+    if len(raw) <= limit and raw and not _ID_UNSAFE.search(raw):
+        return raw
+    digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return _ID_UNSAFE.sub("_", raw)[: limit - len(digest) - 1] + "_" + digest
 
 
 def is_complete_json(text: str) -> bool:

@@ -58,7 +58,11 @@ from awl.providers.base import (
     describe_api_error,
     one_line,
     stream_failure,
+    wire_id,
 )
+
+# Chat Completions takes a tool call id of 40 characters at most (wire_id).
+ID_LIMIT = 40
 
 # A local model may think for minutes over a long prompt before its first
 # token, so reads get a generous limit; connecting does not.
@@ -273,7 +277,7 @@ def to_message_params(messages: Sequence[Message]) -> list[ChatCompletionMessage
                     out.append(
                         {
                             "role": "tool",
-                            "tool_call_id": block.tool_use_id,
+                            "tool_call_id": wire_id(block.tool_use_id, ID_LIMIT),
                             "content": block.content,
                         }
                     )
@@ -283,7 +287,7 @@ def to_message_params(messages: Sequence[Message]) -> list[ChatCompletionMessage
             text = message.text()
             calls: list[ChatCompletionMessageFunctionToolCallParam] = [
                 {
-                    "id": b.id,
+                    "id": wire_id(b.id, ID_LIMIT),
                     "type": "function",
                     "function": {"name": b.name, "arguments": _past_arguments(b.input)},
                 }
