@@ -14,6 +14,7 @@ import pytest
 from awl.conversation import Message, Text, Thinking, ToolResult, ToolUse
 from awl.providers import Provider, ProviderError, ToolSpec, Usage, get_provider
 from awl.providers.anthropic import AnthropicProvider
+from awl.providers.base import NO_RESULT, answered_history
 from tests.servers import FakeServer, Reply, refused_url, serve
 from tests.servers import anthropic_server as sse
 
@@ -499,3 +500,69 @@ def test_past_calls_of_other_providers_get_ids_the_api_takes(
     assert sent[0] == "toolu_1" and sent[3] == "functions_read_0"  # valid ones as they are
     assert len(set(sent)) == len(sent)
     assert all(re.fullmatch(r"[A-Za-z0-9_-]{1,64}", i) for i in sent)
+
+
+def test_a_history_with_calls_unanswered_and_results_astray_is_sent_as_the_api_takes_it(
+    server: FakeServer, provider: AnthropicProvider
+) -> None:
+    # What imported sessions hold: a call its tool never answered, a result whose
+    # call is not in the message before (or answered twice), a prompt typed over
+    # a round. The API refuses such a history whole; awl's own logs never hold one.
+    server.queue(sse.text_reply("ok"))
+    history = [
+        Message("system", [Text("Be brief.")]),
+        Message("user", [Text("go")]),
+        Message("assistant", [ToolUse("a", "bash", "{}"), ToolUse("b", "bash", "{}")]),
+        Message("user", [Text("wait"), ToolResult("a", "A"), ToolResult("x", "X")]),
+        Message("user", [ToolResult("a", "A again")]),
+        Message("assistant", [ToolUse("c", "bash", "{}")]),
+        Message("user", [Text("stop that")]),
+        Message("assistant", [Text("Stopped.")]),
+        Message("user", [Text("thanks")]),
+    ]
+    r = provider.complete("m", history, TOOLS, Sink())
+    assert r.stop_reason == "stop", r.error
+    assert server.requests[0].body["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "go"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "a", "name": "bash", "input": {}},
+                {"type": "tool_use", "id": "b", "name": "bash", "input": {}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "a", "content": "A"},
+                {"type": "tool_result", "tool_use_id": "b", "content": NO_RESULT},
+                {"type": "text", "text": "wait"},
+                {"type": "text", "text": "[the result of tool call x]\nX"},
+                {"type": "text", "text": "[the result of tool call a]\nA again"},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "c", "name": "bash", "input": {}}],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "c", "content": NO_RESULT},
+                {"type": "text", "text": "stop that"},
+            ],
+        },
+        {"role": "assistant", "content": [{"type": "text", "text": "Stopped."}]},
+        {"role": "user", "content": [{"type": "text", "text": "thanks"}]},
+    ]
+
+
+def test_a_history_already_answered_is_sent_as_it_is() -> None:
+    history = [
+        Message("user", [Text("go")]),
+        Message("assistant", [Text("Two."), ToolUse("a", "bash", "{}"), ToolUse("b", "x", "{}")]),
+        Message("user", [ToolResult("a", "A")]),
+        Message("user", [ToolResult("b", "B"), Text("and then")]),
+        Message("assistant", [ToolUse("c", "bash", "{}")]),  # the open round: the agent's
+    ]
+    assert answered_history(history) == history

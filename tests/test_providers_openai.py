@@ -168,12 +168,13 @@ def test_request_maps_system_tools_history_and_tool_results(
                 ]
             ],
         },
+        # The results right after their calls, as the API wants; the message's text
+        # after them (a message's text blocks are one text).
         {"role": "tool", "tool_call_id": "call_1", "content": "a.txt"},
-        {"role": "user", "content": "and also"},
         {"role": "tool", "tool_call_id": "call_2", "content": "error: bad JSON"},
         {"role": "tool", "tool_call_id": "call_3", "content": "error: not an object"},
         {"role": "tool", "tool_call_id": "call_4", "content": "error: bad JSON"},
-        {"role": "user", "content": "then stop"},
+        {"role": "user", "content": "and alsothen stop"},
         {"role": "user", "content": "thanks"},
     ]
 

@@ -47,6 +47,7 @@ from awl.providers.base import (
     StreamSink,
     ToolSpec,
     Usage,
+    answered_history,
     describe_api_error,
     one_line,
     stream_failure,
@@ -265,6 +266,7 @@ def to_message_params(messages: Sequence[Message]) -> list[MessageParam]:
     API wants non-empty content and a message dropped for holding only thinking
     would otherwise leave two user turns side by side.
     """
+    messages = answered_history(messages)
     out: list[MessageParam] = []
     for message in messages:
         if message.role == "system":

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Protocol, Self, TypeVar
 
 from awl.conversation import STOP_REASONS as STOP_REASONS
-from awl.conversation import ContentBlock, Message, Text, Thinking, ToolUse
+from awl.conversation import ContentBlock, Message, Text, Thinking, ToolResult, ToolUse
 from awl.conversation import StopReason as StopReason
 from awl.conversation import ToolSpec as ToolSpec
 from awl.conversation import Usage as Usage
@@ -227,6 +227,79 @@ def wire_id(raw: str, limit: int) -> str:
         return raw
     digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     return _ID_UNSAFE.sub("_", raw)[: limit - len(digest) - 1] + "_" + digest
+
+
+NO_RESULT = "(no result was recorded for this call)"
+
+
+def answered_history(messages: Sequence[Message]) -> list[Message]:
+    """``messages`` as the APIs take a history: every tool call of the assistant
+    messages before a user message answered at the start of it, and every result
+    in the user messages there answering one of those calls.
+
+    awl's own sessions are so already; a session imported from another tool may
+    not be (a turn the user interrupted, a call its tool never answered, a result
+    after a reply the tool dropped), and Anthropic and OpenAI refuse the whole
+    request then.  A call without a result gets :data:`NO_RESULT`; a result
+    without its call (or a second one) goes on as text, so the model still reads
+    it.  The calls of the assistant messages at the end are left as they are
+    (the agent answers them).  A run of user messages that needs none of this
+    is left as it is.
+    """
+    out: list[Message] = []
+    k, n = 0, len(messages)
+    calls: dict[str, None] = {}  # the calls since the last user message, in order
+    while k < n:
+        m = messages[k]
+        if m.role != "user":
+            if m.role == "assistant":
+                calls.update((b.id, None) for b in m.content if isinstance(b, ToolUse))
+            out.append(m)
+            k += 1
+            continue
+        end = k
+        while end < n and messages[end].role == "user":
+            end += 1
+        wanted, calls = calls, {}
+        run = messages[k:end]
+        if _answers(run, wanted):
+            out += run  # as awl writes rounds: left as it is
+            k = end
+            continue
+        results: list[ContentBlock] = []
+        rest: list[list[ContentBlock]] = []
+        for run_message in run:
+            others: list[ContentBlock] = []
+            for b in run_message.content:
+                if not isinstance(b, ToolResult):
+                    others.append(b)
+                elif b.tool_use_id in wanted:
+                    del wanted[b.tool_use_id]
+                    results.append(b)
+                else:
+                    others.append(Text(f"[the result of tool call {b.tool_use_id}]\n{b.content}"))
+            rest.append(others)
+        results += [ToolResult(i, NO_RESULT) for i in wanted]
+        rest[0] = results + rest[0]
+        out += [Message("user", blocks) for blocks in rest if blocks]
+        k = end
+    return out
+
+
+def _answers(run: Sequence[Message], wanted: dict[str, None]) -> bool:
+    """Whether user messages ``run`` answer exactly the calls ``wanted``, each once,
+    every result before anything else."""
+    ids: list[str] = []
+    other = False
+    for m in run:
+        for b in m.content:
+            if isinstance(b, ToolResult):
+                if other:
+                    return False
+                ids.append(b.tool_use_id)
+            else:
+                other = True
+    return len(ids) == len(wanted) and set(ids) == set(wanted)
 
 
 def is_complete_json(text: str) -> bool:

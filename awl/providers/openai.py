@@ -55,6 +55,7 @@ from awl.providers.base import (
     StreamSink,
     ToolSpec,
     Usage,
+    answered_history,
     describe_api_error,
     one_line,
     stream_failure,
@@ -259,6 +260,7 @@ class _Run:
 
 def to_message_params(messages: Sequence[Message]) -> list[ChatCompletionMessageParam]:
     """Convert awl messages to Chat Completions ``messages``, preserving block order."""
+    messages = answered_history(messages)
     out: list[ChatCompletionMessageParam] = []
     for message in messages:
         if message.role == "system":
