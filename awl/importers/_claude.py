@@ -121,7 +121,8 @@ class ClaudeConverter(Converter):
         self.reply: Planned | None = None  # the open reply (more of its blocks may follow)
         self.reply_id: Any = None
         self.best = -1  # the reply's largest output count so far
-        self.counted = 0  # the output an earlier part of the open reply counted
+        # The output an earlier part of the open reply counted (None: it is whole).
+        self.counted: int | None = None
         self.results: Planned | None = None  # the open tool-results message
         self.side: bool | None = None  # whether the file's own conversation is a sidechain
         self.ts = info.start
@@ -245,7 +246,7 @@ class ClaudeConverter(Converter):
 
     def _close(self) -> None:
         self.reply = self.reply_id = self.results = None
-        self.best, self.counted = -1, 0
+        self.best, self.counted = -1, None
         self.cut = self.cut_results = None
 
     # ── replies ──
@@ -272,7 +273,7 @@ class ClaudeConverter(Converter):
                 self.best = out
                 xc["message"] = rest
                 usage = _usage(m.get("usage"))
-                if usage is not None and self.counted:
+                if usage is not None and self.counted is not None:
                     usage = Usage(0, max(0, out - self.counted))
                 reply.usage = usage or reply.usage
             reply.stop_reason = _stop(obj, rest, reply.content)
@@ -291,9 +292,9 @@ class ClaudeConverter(Converter):
             parent = parent if parent is not None else cut[1]
             self.redirect[cut[1]] = uuid
             usage = Usage(0, max(0, out - cut[2])) if usage is not None else None
-            counted = cut[2]
+            counted: int | None = cut[2]
         else:
-            counted = 0
+            counted = None
         model = m.get("model")
         model = model if isinstance(model, str) and model else UNKNOWN
         first: dict[str, Any] = {"lines": [rec], "sourceLines": [line], "message": rest}
