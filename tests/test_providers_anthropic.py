@@ -482,24 +482,34 @@ FOREIGN_IDS = [
 ]
 
 
-def test_past_calls_of_other_providers_get_ids_the_api_takes(
-    server: FakeServer, provider: AnthropicProvider
-) -> None:
-    server.queue(sse.text_reply("ok"))
-    ids = ["toolu_1", *FOREIGN_IDS]
-    history = [
+def foreign_round(own: str) -> list[Message]:
+    """A round of calls under ``own`` (an id the API takes) and :data:`FOREIGN_IDS`,
+    each answered."""
+    ids = [own, *FOREIGN_IDS]
+    return [
         Message("user", [Text("go")]),
         Message("assistant", [ToolUse(i, "bash", "{}") for i in ids]),
         Message("user", [ToolResult(i, f"out {k}") for k, i in enumerate(ids)]),
     ]
-    r = provider.complete("m", history, TOOLS, Sink())
+
+
+def check_wire_ids(sent: list[str], answered: list[str], own: str, limit: int) -> None:
+    """The ids a request gave :func:`foreign_round`'s calls and results."""
+    assert answered == sent  # each result names its call
+    assert sent[0] == own and sent[3] == "functions_read_0"  # valid ones as they are
+    assert len(set(sent)) == len(sent)
+    assert all(re.fullmatch(rf"[A-Za-z0-9_-]{{1,{limit}}}", i) for i in sent)
+
+
+def test_past_calls_of_other_providers_get_ids_the_api_takes(
+    server: FakeServer, provider: AnthropicProvider
+) -> None:
+    server.queue(sse.text_reply("ok"))
+    r = provider.complete("m", foreign_round("toolu_1"), TOOLS, Sink())
     assert r.stop_reason == "stop", r.error
     calls, results = (m["content"] for m in server.requests[0].body["messages"][1:])
     sent = [c["id"] for c in calls]
-    assert [x["tool_use_id"] for x in results] == sent  # each result names its call
-    assert sent[0] == "toolu_1" and sent[3] == "functions_read_0"  # valid ones as they are
-    assert len(set(sent)) == len(sent)
-    assert all(re.fullmatch(r"[A-Za-z0-9_-]{1,64}", i) for i in sent)
+    check_wire_ids(sent, [x["tool_use_id"] for x in results], "toolu_1", 64)
 
 
 def test_a_history_with_calls_unanswered_and_results_astray_is_sent_as_the_api_takes_it(

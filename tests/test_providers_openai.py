@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 from collections.abc import Iterator
@@ -16,7 +15,7 @@ from awl.providers import Provider, ProviderError, ToolSpec, Usage, get_provider
 from awl.providers.openai import OpenAIProvider
 from tests.servers import FakeServer, Reply, refused_url, serve
 from tests.servers import openai_server as oa
-from tests.test_providers_anthropic import FOREIGN_IDS
+from tests.test_providers_anthropic import check_wire_ids, foreign_round
 
 from .helpers import Sink
 
@@ -493,17 +492,8 @@ def test_past_calls_of_other_providers_get_ids_the_api_takes(
     server: FakeServer, provider: OpenAIProvider
 ) -> None:
     server.queue(oa.text_reply("ok"))
-    ids = ["call_1", *FOREIGN_IDS]
-    history = [
-        Message("user", [Text("go")]),
-        Message("assistant", [ToolUse(i, "bash", "{}") for i in ids]),
-        Message("user", [ToolResult(i, f"out {k}") for k, i in enumerate(ids)]),
-    ]
-    r = provider.complete("m", history, TOOLS, Sink())
+    r = provider.complete("m", foreign_round("call_1"), TOOLS, Sink())
     assert r.stop_reason == "stop", r.error
     call, *results = server.requests[0].body["messages"][1:]
     sent = [c["id"] for c in call["tool_calls"]]
-    assert [x["tool_call_id"] for x in results] == sent  # each result names its call
-    assert sent[0] == "call_1" and sent[3] == "functions_read_0"  # valid ones as they are
-    assert len(set(sent)) == len(sent)
-    assert all(re.fullmatch(r"[A-Za-z0-9_-]{1,40}", i) for i in sent)
+    check_wire_ids(sent, [x["tool_call_id"] for x in results], "call_1", 40)

@@ -259,7 +259,8 @@ class _Run:
 
 
 def to_message_params(messages: Sequence[Message]) -> list[ChatCompletionMessageParam]:
-    """Convert awl messages to Chat Completions ``messages``, preserving block order."""
+    """Convert awl messages to Chat Completions ``messages``, preserving block order
+    (once :func:`answered_history` has put each round's results first)."""
     messages = answered_history(messages)
     out: list[ChatCompletionMessageParam] = []
     for message in messages:
