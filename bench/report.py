@@ -565,7 +565,8 @@ def measure_appends(rep: Report, large: int, work: Path) -> None:
         m.append_message(_gen.message_1k(-1))
         line = _last_entry(m.path)
         fd = os.open(m.path.parent / "bare.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        awl_t, bare_t = [], []
+        awl_t: list[float] = []
+        bare_t: list[float] = []
         try:
             for i in range(FSYNC_ROUNDS):
                 msg = _gen.message_1k(i)

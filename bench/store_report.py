@@ -190,7 +190,10 @@ def main() -> None:
 
     def ratios(num: str, den: str, pct: bool = False) -> str:
         each = [float(r[num]) / float(r[den]) for r in rounds]
-        fmt = (lambda x: f"{x * 100:.0f}%") if pct else (lambda x: f"{x:.1f}x")
+
+        def fmt(x: float) -> str:
+            return f"{x * 100:.0f}%" if pct else f"{x:.1f}x"
+
         return f"median {fmt(statistics.median(each))} (rounds: {', '.join(map(fmt, each))})"
 
     scan_s, reindex_s, again_s = med("scan"), med("reindex"), med("again")

@@ -5,9 +5,13 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # helpers import no awl at run time
+    from awl.store import SessionEntry
 
 HEADER: dict[str, Any] = {
     "type": "session",
@@ -140,6 +144,16 @@ def reference_replay(path: Path) -> Replay:
             active = (o["provider"], o["model"])
         messages.append((m["role"], m["content"]))
     return Replay(leaf, active, branch, messages)
+
+
+def entry_ids(entries: Iterable[SessionEntry]) -> list[str]:
+    """The ids of tree entries (a branch's): each has a base, though an
+    ``UnknownEntry``'s type allows none."""
+    out = []
+    for e in entries:
+        assert e.base is not None, e
+        out.append(e.base.id)
+    return out
 
 
 def snapshot(root: Path) -> dict[str, bytes]:

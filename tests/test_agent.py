@@ -964,7 +964,7 @@ def _crashed_log(
     project: Path, script: Script, uses: list[tuple[str, str]], stop_reason: str = "toolUse"
 ) -> Path:
     """A log whose last entry asks for tool calls that never ran (built by hand)."""
-    header = {
+    header: dict[str, Any] = {
         "type": "session",
         "version": 1,
         "id": "019dc5ba-53f6-71a5-ab8f-b1f8709c2572",

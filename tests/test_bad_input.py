@@ -279,7 +279,7 @@ def test_cli_reindex_verify_on_every_case(tmp_path: Path, project: Path) -> None
         if f["repaired"] != repaired:
             bad.append(f"{name}: repaired {f['repaired']}, expected {repaired}")
     # One file per run: the exit status, for one case of each kind.
-    sample = {}
+    sample: dict[tuple[str, int, bool], str] = {}
     for name in NAMES:
         exp = EXPECTED[name]
         sample.setdefault((exp["open"], exp["verify"], bool(exp["trimmed"])), name)

@@ -14,9 +14,15 @@ from hypothesis import strategies as st
 
 from awl import CorruptSession, Message, SessionManager, Text, ToolResult, ToolUse
 from awl.paths import cache_root, index_cache_path
-from awl.store import MAX_REPLACED, CheckpointPolicy, block_to_json, content_block_to_disk
+from awl.store import (
+    MAX_REPLACED,
+    CheckpointPolicy,
+    MessageEntry,
+    block_to_json,
+    content_block_to_disk,
+)
 
-from .helpers import line, msg, reference_replay
+from .helpers import entry_ids, line, msg, reference_replay
 
 # Every store test runs against both scanner implementations.
 pytestmark = pytest.mark.usefixtures("scanner_impl")
@@ -180,7 +186,7 @@ def test_same_size_rewrite_in_place_is_detected(project: Path, root: Path) -> No
     with SessionManager.open(path, read_only=True) as m:
         assert state(m) == replay_state(path)
         assert m.stats.cache == "rebuilt"  # the cache was read, found lying, scanned afresh
-        assert [e.base.id for e in m.get_branch()][19] == "0badc0de"  # type: ignore[union-attr]
+        assert entry_ids(m.get_branch())[19] == "0badc0de"
 
 
 def test_inconsistent_checkpoint_is_ignored(project: Path, root: Path) -> None:
@@ -214,7 +220,7 @@ def test_a_checkpoint_naming_a_leaf_the_log_lacks(project: Path, root: Path) -> 
     with SessionManager.open(path, read_only=True) as m:
         assert m.stats.mode == "index" and m.leaf_id == leaf
         branch = m.get_branch()
-        assert [e.base.id for e in branch][-1] == leaf
+        assert entry_ids(branch)[-1] == leaf
         assert state(m) == replay_state(path)
 
 
@@ -243,7 +249,7 @@ def test_a_checkpoint_whose_lines_moved_is_not_trusted(
         if swap == (2, 3):
             assert [loc.id for loc in m.state.recent] == [checkpoints(path)[-1]["recent"][-1][3]]
         count = m.message_count
-        assert len([e for e in m.get_branch() if e.message is not None]) >= count
+        assert len([e for e in m.get_branch() if isinstance(e, MessageEntry)]) >= count
         assert state(m) == replay_state(path)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import click
 import orjson
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from awl import SessionManager
 from awl.cli import main
@@ -488,7 +488,7 @@ def test_show_real_process(rich: Path, here: Path) -> None:
     assert orjson.loads(out.stdout)["activeModel"] == "gpt-4o"
 
 
-def one_line_error(res: Any, status: int) -> str:
+def one_line_error(res: Result, status: int) -> str:
     assert res.exit_code == status, (res.exit_code, res.output)
     assert "Traceback" not in res.output and not isinstance(res.exception, AssertionError)
     lines = res.output.strip().splitlines()

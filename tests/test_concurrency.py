@@ -379,10 +379,10 @@ def test_readers_while_a_writer_appends(tmp_path: Path, project: Path, root: Pat
     stop.write_text("")
     observations: list[list[dict[str, Any]]] = []
     for r in readers:
-        out, err = rest_of_output(r)
+        said, err = rest_of_output(r)
         assert r.returncode == 0, err
         assert "Traceback" not in err, err
-        observations.append([json.loads(x) for x in out.splitlines()])
+        observations.append([json.loads(x) for x in said.splitlines()])
     final = path.read_bytes()
     assert len(final) == int(done.split()[1]), "somebody but the writer wrote to the log"
     assert not corrupt_path(path).exists(), "a reader trimmed"

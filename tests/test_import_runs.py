@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -149,7 +150,7 @@ def test_a_session_written_in_many_batches_holds_what_one_batch_holds(
 
     expected = _flat(str(run(SOURCES[fmt], session_dir=tmp_path / "one").path))
     monkeypatch.setattr(_run, "BATCH_BYTES", 1)
-    monkeypatch.setattr(_run, "lines", lambda *a, **k: _source.lines(*a, chunk=chunk, **k))
+    monkeypatch.setattr(_run, "lines", functools.partial(_source.lines, chunk=chunk))
     full = SOURCES[fmt].read_bytes()
     src = tmp_path / "src" / SOURCES[fmt].name
     src.parent.mkdir()

@@ -328,6 +328,7 @@ def test_a_damaged_record_is_never_believed(
     log = log_of(tmp_path, "log", 50_000)
     cache = _cache_of(log)
     truth = _state(log)
+    assert scanner.INDEX_DTYPE.fields is not None  # a structured dtype has fields
     where = scanner.INDEX_DTYPE.fields[field][1]
     data = bytearray(cache.read_bytes())
     data[_HEAD_SIZE + 2 * scanner.INDEX_DTYPE.itemsize + where] ^= 1  # the third record

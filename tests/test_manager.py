@@ -30,7 +30,16 @@ from awl.conversation import Usage
 from awl.paths import corrupt_path, encode_cwd
 from awl.store import DiskMessage, DiskText, MessageEntry, UnknownEntry
 
-from .helpers import HEADER, chain, line, msg, reference_replay, snapshot, write_log
+from .helpers import (
+    HEADER,
+    chain,
+    entry_ids,
+    line,
+    msg,
+    reference_replay,
+    snapshot,
+    write_log,
+)
 
 # Every store test runs against both scanner implementations.
 pytestmark = pytest.mark.usefixtures("scanner_impl")
@@ -139,7 +148,7 @@ def test_rebuild_with_system_user_assistant_tool_result(project: Path, root: Pat
         ]
         assert conv[3].content == [ToolResult("t1", "file1.txt\nfile2.txt")]
         assert r.message_count == 5
-        asst = r.get_entry(r.get_branch()[2].base.id)  # type: ignore[union-attr]
+        asst = r.get_entry(entry_ids(r.get_branch())[2])
         assert isinstance(asst, MessageEntry)
         assert asst.message.usage == Usage(1500, 85) and asst.message.stop_reason == "toolUse"
 
@@ -180,13 +189,13 @@ def test_tree_traversal_root_to_leaf_and_branches(tmp_path: Path) -> None:
     p = write_log(tmp_path / "s.jsonl", objs)
     with SessionManager.open(p, read_only=True) as r:
         assert r.leaf_id == "0000000a"
-        assert [e.base.id for e in r.get_branch()] == ["00000001", "00000002", "0000000a"]  # type: ignore[union-attr]
-        assert [e.base.id for e in r.get_branch("00000004")] == [
+        assert entry_ids(r.get_branch()) == ["00000001", "00000002", "0000000a"]
+        assert entry_ids(r.get_branch("00000004")) == [
             "00000001",
             "00000002",
             "00000003",
             "00000004",
-        ]  # type: ignore[union-attr]
+        ]
         assert r.message_count == 3
         assert [x.text() for x in r.rebuild_conversation()] == ["message 0", "message 1", "branch"]
         assert r.get_entry("nothere") is None
@@ -200,9 +209,9 @@ def test_seed_example_ids_that_are_not_hex(tmp_path: Path) -> None:
     ]
     p = write_log(tmp_path / "s.jsonl", objs)
     with SessionManager.open(p) as m:
-        assert [e.base.id for e in m.get_branch()] == ["s1s2s3s4", "a1b2c3d4"]  # type: ignore[union-attr]
+        assert entry_ids(m.get_branch()) == ["s1s2s3s4", "a1b2c3d4"]
         new = m.append_message(Message("assistant", [Text("ok")]))
-        assert m.get_branch()[-1].base.id == new  # type: ignore[union-attr]
+        assert entry_ids(m.get_branch())[-1] == new
     assert reference_replay(p).branch_ids == ["s1s2s3s4", "a1b2c3d4", new]
 
 
@@ -224,7 +233,7 @@ def test_unknown_entry_types_kept_in_the_chain(tmp_path: Path) -> None:
     before = p.read_bytes()
     with SessionManager.open(p) as m:
         branch = m.get_branch()
-        assert [e.base.id for e in branch] == ["00000001", "00000002", "00000003"]  # type: ignore[union-attr]
+        assert entry_ids(branch) == ["00000001", "00000002", "00000003"]
         assert isinstance(branch[1], UnknownEntry) and branch[1].raw["summary"] == "s"
         assert [x.text() for x in m.rebuild_conversation()] == ["one", "two"]
         m.append_message(Message("user", [Text("three")]))
@@ -599,7 +608,7 @@ def test_disk_message_appended_as_is(project: Path, root: Path) -> None:
     )
     m.close()
     objs = entries_of(m.path)
-    assert objs[1]["message"] == {  # type: ignore[comparison-overlap]
+    assert objs[1]["message"] == {
         "role": "assistant",
         "content": [{"type": "text", "text": "yo"}],
         "provider": "openai",

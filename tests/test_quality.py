@@ -44,7 +44,7 @@ def test_ruff_format() -> None:
 
 def test_mypy_strict() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "awl"],
+        [sys.executable, "-m", "mypy", "--strict", "awl", "tests", "bench"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import orjson
 import pytest
@@ -613,6 +613,14 @@ def test_cli_text_output(
     assert "[" not in res.output.replace(str(tmp_path), "")  # no progress bar off a terminal
 
 
+@runtime_checkable
+class _Captured(Protocol):
+    """A stream that keeps what was written to it: CliRunner's BytesIO (behind the
+    guard the CLI puts on standard output, so not an instance of BytesIO)."""
+
+    def getvalue(self) -> bytes: ...
+
+
 def test_cli_reports_each_log_before_reindexing_the_next(
     root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -627,7 +635,9 @@ def test_cli_reports_each_log_before_reindexing_the_next(
 
     def reindex_file(path: Any, **kw: Any) -> Any:
         # What has reached the stream beneath sys.stdout (CliRunner's bytes).
-        flushed[os.fspath(path)] = sys.stdout.buffer.getvalue()
+        beneath = sys.stdout.buffer
+        assert isinstance(beneath, _Captured), beneath
+        flushed[os.fspath(path)] = beneath.getvalue()
         return real(path, **kw)
 
     monkeypatch.setattr(reindex_module, "reindex_file", reindex_file)

@@ -196,7 +196,7 @@ def test_native_required_in_ci() -> None:
 def test_dtype_matches_c_struct() -> None:
     assert scanner.INDEX_DTYPE.itemsize == 32
     if HAVE_NATIVE:
-        from awl import _native  # type: ignore[attr-defined]
+        from awl import _native
 
         ffi = _native.ffi
         assert ffi.sizeof("awl_record") == 32
