@@ -151,8 +151,10 @@ def _import_in_passes(fmt: str, cuts: list[int], root: Path) -> str:
         now = _taken(prefix)
         assert not r.failed, (where, r.error)
         if now == 0:
-            # Nothing to tell the format from yet (a first line still being written).
-            assert (r.status, r.path, path) == ("refused", None, None), (where, r.error)
+            # Nothing yet (empty), or nothing to tell the format from (a first line
+            # still being written).
+            status = "refused" if prefix.strip() else "empty"
+            assert (r.status, r.path, path) == (status, None, None), (where, r.error)
         elif now < CONVERSATION_FROM[fmt]:
             assert (r.status, r.path, path) == ("empty", None, None), (where, r.error)
         else:

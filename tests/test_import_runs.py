@@ -284,6 +284,61 @@ def test_a_file_of_no_known_format_is_refused_with_one_line(tmp_path: Path, root
     assert out.output.splitlines()[0] == f"{PI_FULL}: not a Codex session (it looks like pi's)"
 
 
+def test_files_that_are_no_session_say_so_in_one_line(
+    tmp_path: Path, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    empty, blank = tmp_path / "empty.jsonl", tmp_path / "blank.jsonl"
+    empty.write_bytes(b"")
+    blank.write_bytes(b"\n  \n")
+    text, foreign = tmp_path / "text.jsonl", tmp_path / "foreign.jsonl"
+    text.write_text("hello\n")
+    foreign.write_text('{"hello": "world"}\n')
+    # Nothing but whitespace: nothing to import, whatever the format; not an error.
+    for how in ([], ["--from", "pi"], ["--from", "claude"], ["--from", "codex"]):
+        out = cli("import", *how, str(empty), str(blank))
+        assert out.exit_code == 0, (how, out.output)
+        *said, last = out.output.splitlines()  # the largest first
+        assert said == [f"{p}: nothing to import: it is empty" for p in (blank, empty)], how
+        assert last == (
+            "2 sessions, 0 B: 0 imported, 0 updated, 0 unchanged; 0 lines skipped; "
+            "0 errors, 2 with nothing to import"
+        ), how
+    # No JSON object at its start: not a session log of the format named, if one is.
+    for how, names in (([], "pi, Claude Code or Codex"), (["--from", "claude"], "Claude Code")):
+        out = cli("import", *how, str(text))
+        assert out.exit_code == 1
+        assert out.output.splitlines() == [
+            f"{text}: not a session log of {names}",
+            "0 sessions, 0 B: 0 imported, 0 updated, 0 unchanged; 0 lines skipped; 1 error",
+        ]
+    # Objects of no format, read as the one named: what that format lacks, an error.
+    lacks = {
+        "pi": "its header has no session id",
+        "claude": "none of its first lines is of a kind Claude Code writes",
+        "codex": "its session metadata has no id",
+    }
+    for fmt, why in lacks.items():
+        out = cli("import", "--from", fmt, str(foreign))
+        assert out.exit_code == 1
+        assert out.output.splitlines()[0] == f"{foreign}: nothing to import: {why}"
+    # Paths that name no session are said, and are no session of the summary.
+    missing = tmp_path / "missing.jsonl"
+    out = cli("import", str(missing))
+    assert out.exit_code == 1
+    assert out.output.splitlines() == [
+        f"{missing}: No such file or directory",
+        "0 sessions, 0 B: 0 imported, 0 updated, 0 unchanged; 0 lines skipped; 1 error",
+    ]
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "home" / ".codex"))
+    out = cli("import")
+    assert out.exit_code == 1
+    first, last = out.output.splitlines()
+    assert first.startswith("no sessions to import: no ")
+    assert last == "0 sessions, 0 B: 0 imported, 0 updated, 0 unchanged; 0 lines skipped; 1 error"
+    assert not root.exists()
+
+
 def test_an_awl_log_is_not_imported(root: Path, project: Path) -> None:
     r = run(PI_FULL)
     out = cli("import", str(r.path))

@@ -84,7 +84,13 @@ def plan_import(
         if not found:
             names = ", ".join(str(s) for s in stores)
             plan.problems.append(
-                ImportResult(names, fmt, "error", error=f"no sessions to import: no {names}")
+                ImportResult(
+                    names,
+                    fmt,
+                    "error",
+                    error=f"no sessions to import: no {names}",
+                    is_session=False,
+                )
             )
         for store in found:
             _folder(store, fmt, plan, seen)
@@ -98,7 +104,12 @@ def plan_import(
         except OSError as exc:
             plan.problems.append(
                 ImportResult(
-                    str(p), fmt, "error", error=f"{p}: {exc.strerror or exc}", explicit=True
+                    str(p),
+                    fmt,
+                    "error",
+                    error=f"{p}: {exc.strerror or exc}",
+                    explicit=True,
+                    is_session=False,
                 )
             )
             continue
@@ -140,7 +151,13 @@ def _folder(top: Path, fmt: str | None, plan: ImportPlan, seen: set[tuple[int, i
 def _unlisted(plan: ImportPlan, exc: OSError) -> None:
     where = exc.filename or "?"
     plan.problems.append(
-        ImportResult(str(where), None, "error", error=f"{where}: cannot list: {exc.strerror}")
+        ImportResult(
+            str(where),
+            None,
+            "error",
+            error=f"{where}: cannot list: {exc.strerror}",
+            is_session=False,
+        )
     )
 
 
@@ -251,7 +268,7 @@ def _claude_extras(main: Path, owners: dict[str, str] | None) -> tuple[str, ...]
 class ImportSummary:
     """Totals over an import run."""
 
-    sessions: int = 0
+    sessions: int = 0  # source sessions (not files that are none, nor missing paths)
     bytes: int = 0
     entries: int = 0
     imported: int = 0
@@ -268,8 +285,9 @@ class ImportSummary:
     duplicates: int = 0
 
     def add(self, r: ImportResult) -> None:
-        """Count one source session's result."""
-        self.sessions += 1
+        """Count one source session's result (or a problem with a path)."""
+        # A file that is no session log, or a path that names none, is no session.
+        self.sessions += r.is_session and r.status != "refused"
         self.bytes += r.bytes
         self.entries += r.entries
         if r.status == "imported":

@@ -89,7 +89,9 @@ def info(objs: list[tuple[int, dict[str, Any]]], path: str) -> SourceInfo | str:
         (o for _, o in objs if o.get("type") in CHAIN and isinstance(o.get("cwd"), str)), None
     )
     if chain is None:
-        return "it holds no conversation (only metadata lines)"
+        if any(o.get("type") in OTHER_TYPES for _, o in objs):
+            return "it holds no conversation (only metadata lines)"
+        return "none of its first lines is of a kind Claude Code writes"
     start = next(
         (t for _, o in objs if (t := timestamp_of(o.get("timestamp"), ""))),
         "",

@@ -84,6 +84,9 @@ class ImportResult:
     error: str | None = None
     explicit: bool = False
     dry_run: bool = False
+    # False for a problem with a path that holds no session to count (missing,
+    # not listable, no store at all): said, but not a session of the summary.
+    is_session: bool = True
 
     @property
     def failed(self) -> bool:
@@ -205,6 +208,14 @@ class _Import:
     def run(self) -> None:
         r, spec = self.r, self.spec
         objs = self.head = head(self.fd)
+        if not objs:
+            # No whole JSON object at its start: nothing at all, or not a session log.
+            if _blank(self.fd):
+                r.status, r.error = "empty", f"{spec.path}: nothing to import: it is empty"
+            else:
+                names = FORMAT_NAMES[spec.format] if spec.format else "pi, Claude Code or Codex"
+                r.status, r.error = "refused", f"{spec.path}: not a session log of {names}"
+            return
         found = detect(objs)
         if found == "awl":
             r.status, r.error = "refused", f"{spec.path}: an awl session log, not another tool's"
@@ -631,6 +642,16 @@ def _unterminated(raw: bytes | None) -> bytes | None:
     line end, which a reader of awl's log in text mode would take for a line end
     (other whitespace around the JSON is kept as it is)."""
     return raw[:-1] if raw is not None and raw.endswith(b"\r") else raw
+
+
+def _blank(fd: int) -> bool:
+    """Whether the file holds nothing but whitespace (read until it does not)."""
+    pos = 0
+    while data := os.pread(fd, 1 << 16, pos):
+        if data.strip():
+            return False
+        pos += len(data)
+    return True
 
 
 def _read_all(fd: int, size: int) -> bytes:
