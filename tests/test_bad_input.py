@@ -506,6 +506,8 @@ LONG_NAME = "a" * 300
         (["reindex", "--all"], None, True, "cannot list sessions: Not a directory"),
         (["show", "019dc5ba"], None, True, "cannot list sessions: Not a directory"),
         (["--provider", "", "-p", "hi"], None, False, "--provider needs a value"),
+        (["-p", ""], None, False, "Error: the prompt is empty"),
+        (["-p", "-"], b" \n\t\n", False, "Error: the prompt is empty"),
     ],
     ids=[
         "prompt",
@@ -519,6 +521,8 @@ LONG_NAME = "a" * 300
         "reindex --all, root is a file",
         "show, root is a file",
         "empty provider",
+        "empty prompt",
+        "blank prompt on stdin",
     ],
 )
 def test_bad_arguments_get_one_line(
