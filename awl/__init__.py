@@ -19,6 +19,7 @@ if _typing.TYPE_CHECKING:
     from .conversation import (
         Conversation,
         Message,
+        Opaque,
         Text,
         TextualBlock,
         Thinking,
@@ -44,6 +45,7 @@ __all__ = [
     "CorruptSession",
     "FormatError",
     "Message",
+    "Opaque",
     "SessionBusy",
     "SessionError",
     "SessionInfo",
@@ -64,6 +66,7 @@ __all__ = [
 _HOMES = {
     "Conversation": "conversation",
     "Message": "conversation",
+    "Opaque": "conversation",
     "Text": "conversation",
     "TextualBlock": "conversation",
     "Thinking": "conversation",

@@ -111,7 +111,50 @@ class ToolResult:
     content: str
 
 
-ContentBlock = Text | Thinking | ToolUse | ToolResult
+@dataclass(frozen=True, slots=True, eq=True)
+class Opaque:
+    """A block of a type awl's model has no field for, as the log holds it: an
+    imported session's image, encrypted reasoning, a server tool's call
+    (``docs/format.md``).  Shown and kept; no provider is sent it."""
+
+    raw: dict[str, Any]
+
+    @property
+    def type(self) -> str:
+        """The block's ``type`` (``x-claude-image``...)."""
+        kind = self.raw.get("type")
+        return kind if isinstance(kind, str) else "?"
+
+    def image(self) -> tuple[str, int | None] | None:
+        """(media type, bytes) when the block is an image an import kept, in one of
+        the shapes of ``docs/format.md`` (pi's ``mimeType`` and ``data``, the
+        Messages API's ``source``, a data URL's ``image_url``); the media type
+        is ``linked`` and the size None for an image given by its address."""
+        raw = self.raw
+        source = raw.get("source")
+        if isinstance(source, dict):
+            if source.get("type") == "url":
+                return "linked", None
+            media, data = source.get("media_type"), source.get("data")
+        else:
+            media, data = raw.get("mimeType"), raw.get("data")
+        url = raw.get("image_url")
+        if isinstance(url, dict):
+            url = url.get("url")
+        if isinstance(url, str):
+            head, comma, body = url.partition(",")
+            if not (url.startswith("data:") and comma and head.endswith(";base64")):
+                return "linked", None
+            media, data = head[len("data:") : -len(";base64")], body
+        if not isinstance(media, str) or not media:
+            return None
+        if not isinstance(data, str):
+            return media, None
+        # Base64: 3 bytes in 4 characters, less the padding.
+        return media, len(data) * 3 // 4 - (len(data) - len(data.rstrip("=")))
+
+
+ContentBlock = Text | Thinking | ToolUse | ToolResult | Opaque
 
 
 @dataclass(slots=True)

@@ -1017,6 +1017,56 @@ def _crashed_log(
     return path
 
 
+def test_a_round_whose_results_carry_an_image_is_still_open_for_the_calls_unanswered(
+    agents: Agents, server: FakeServer, script: Script, project: Path
+) -> None:
+    """An imported tool's image comes after its result, in the same message: the
+    round is still the last one, and the call it did not answer is answered."""
+    path = _crashed_log(project, script, [("call_a", "true"), ("call_b", "touch B_RAN")])
+    image = {
+        "type": "x-claude-image",
+        "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
+    }
+    results = {
+        "type": "message",
+        "id": "aaaa0004",
+        "parentId": "aaaa0003",
+        "timestamp": "2026-04-25T17:40:17.000Z",
+        "provider": script.name,
+        "model": script.model,
+        "message": {
+            "role": "user",
+            "content": [{"type": "toolResult", "toolUseId": "call_a", "content": "ok"}, image],
+        },
+    }
+    with path.open("ab") as f:
+        f.write(line(results))
+    agent = agents.reopen(path)
+    server.queue(script.text("Understood."))
+    agent.run_turn("what happened?", Sink())
+    agents.close(agent)
+    assert not (project / "B_RAN").exists()
+    (req,) = server.requests
+    # Results first (the image's line after them), as the APIs take a round.
+    assert sent(script.name, req.body)[-4:] == [
+        ("user", "tool_result", "call_a", "ok"),
+        ("user", "tool_result", "call_b", INTERRUPTED_IN_FLIGHT),
+        (
+            "user",
+            "text",
+            "[an image was here (image/png, 8 bytes); it is not part of this request]",
+        ),
+        ("user", "text", "what happened?"),
+    ]
+    # (check_log knows awl's own blocks only: the lines are read as they are.)
+    entries = [json.loads(x) for x in path.read_bytes().splitlines()[1:]]
+    assert entries[4]["message"]["content"] == [
+        {"type": "toolResult", "toolUseId": "call_b", "content": INTERRUPTED_IN_FLIGHT},
+        {"type": "text", "text": "what happened?"},
+    ]
+    assert entries[3]["message"]["content"][1] == image  # the log keeps it as it was
+
+
 def test_open_tool_calls_after_a_crash_are_answered_as_interrupted(
     agents: Agents, server: FakeServer, script: Script, project: Path
 ) -> None:

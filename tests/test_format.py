@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from awl.conversation import Message, Text, Thinking, ToolResult, ToolUse, Usage
+from awl.conversation import Message, Opaque, Text, Thinking, ToolResult, ToolUse, Usage
 from awl.errors import FormatError
 from awl.store import (
     Checkpoint,
@@ -29,12 +29,13 @@ from awl.store import (
     UnknownEntry,
     content_block_to_disk,
     format_timestamp,
+    message_to_disk,
     parse_line,
     serialize_entry,
     serialize_header,
     uuid7,
 )
-from awl.store._codec import disk_block_to_internal
+from awl.store._codec import disk_block_to_internal, message_from_object
 from awl.store._state import FIRST_PROMPT_CHARS, first_words
 
 HEADER = SessionHeader(
@@ -278,7 +279,7 @@ def test_block_conversion_round_trip(block: object) -> None:
     assert back == block and type(back) is type(block)
 
 
-def test_unknown_block_is_kept_on_disk_but_not_in_conversation() -> None:
+def test_unknown_block_is_kept_on_disk_and_carried_as_opaque() -> None:
     line = (
         b'{"type":"message","id":"a1b2c3d4","parentId":null,"timestamp":"t","provider":"p","model":"m",'
         b'"message":{"role":"user","content":[{"type":"image","data":"..."},{"type":"text","text":"hi"}]}}'
@@ -286,8 +287,14 @@ def test_unknown_block_is_kept_on_disk_but_not_in_conversation() -> None:
     entry = parse_line(line)
     assert isinstance(entry, MessageEntry)
     assert isinstance(entry.message.content[0], DiskUnknownBlock)
-    assert disk_block_to_internal(entry.message.content[0]) is None
+    block = disk_block_to_internal(entry.message.content[0])
+    assert isinstance(block, Opaque) and block.type == "image"
+    assert block.raw == {"type": "image", "data": "..."}
     assert orjson.loads(serialize_entry(entry)) == orjson.loads(line)
+    # The rebuild's fast path gives the same message, and it goes back to disk as it was.
+    message = message_from_object(orjson.loads(line))
+    assert message is not None and message.content == [block, Text("hi")]
+    assert message_to_disk(message) == entry.message
 
 
 def test_thinking_streams_appends() -> None:

@@ -15,9 +15,10 @@ from typing import Any
 import orjson
 import pytest
 
-from awl import SessionManager
+from awl import Opaque, SessionManager
 from awl.agent import INTERRUPTED_IN_FLIGHT, INTERRUPTED_RESULT, SYSTEM_PROMPT, Agent
 from awl.importers import import_source, plan_import
+from awl.ui import session_document, transcript
 from tests.import_fixtures import (
     BARE_ID,
     CLAUDE_SHOP,
@@ -74,6 +75,10 @@ def _resume(path: str, server: FakeServer, reply: Any) -> tuple[str, list[tuple[
     return agent.provider_name, sent(agent.provider_name, body), body
 
 
+# What a request says of an image an import kept (the fixtures' PNG: 70 bytes).
+IMAGE_SAID = "[an image was here (image/png, 70 bytes); it is not part of this request]"
+
+
 def _system(cwd: str) -> tuple[str, str, str]:
     return ("system", "text", SYSTEM_PROMPT.format(cwd=cwd))
 
@@ -101,7 +106,9 @@ def test_a_claude_code_session_resumes_through_anthropic(
         ("assistant", "text", "Le port 4000 est pris. Je lis la capture."),
         ("assistant", "tool_use", "toolu_shop_03", "Read", {"file_path": "/home/ana/shop/err.png"}),
         ("user", "tool_result", "toolu_shop_03", "Screenshot of the error"),
+        ("user", "text", IMAGE_SAID),  # the image the tool gave: said, not sent
         ("assistant", "text", "Arrêtez l'autre serveur (PID 4242) puis relancez."),
+        ("user", "text", IMAGE_SAID),
         ("user", "text", "Et cette capture ?"),
         ("assistant", "text", "Même erreur, même cause."),
         ("user", "text", "En fait, explique seulement la cause."),
@@ -150,7 +157,7 @@ def test_a_codex_rollout_resumes_through_openai(tmp_path: Path, server: FakeServ
             '"metadata": {"exit_code": 0}}',
         ),
         ("assistant", "text", "Corrigé : une seconde de trop."),
-        ("user", "text", "<image></image>Et ce graphique ?"),
+        ("user", "text", f"<image>\n{IMAGE_SAID}\n</image>Et ce graphique ?"),
         ("assistant", "text", "Le graphique montre la marée corrigée."),
         ("user", "text", "Non : explique plutôt le correctif."),
         ("assistant", "text", "La période comptait une seconde de trop."),
@@ -343,3 +350,33 @@ def test_a_pi_session_of_another_provider_resumes_with_ids_anthropic_takes(
     assert use["id"] == result["tool_use_id"] and use["id"].startswith("functions_read_0_")
     # The log keeps the id as the source wrote it.
     assert "functions.read:0" in Path(r.path).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("fmt", ["pi", "claude", "codex"])
+def test_imported_images_are_shown_and_said_not_sent(
+    tmp_path: Path, server: FakeServer, fmt: str
+) -> None:
+    """An image (and any block awl's model lacks) is named by ``awl show``, given
+    whole by ``--json``, and said in a line of text, not sent, on resume."""
+    r = _import({"pi": PI_FULL, "claude": CLAUDE_SHOP, "codex": CODEX_HARBOR}[fmt], tmp_path)
+    with SessionManager.open(r.path, read_only=True) as m:
+        opaque = [b for msg in m.rebuild_conversation() for b in msg.content if type(b) is Opaque]
+        shown = "\n".join(transcript(m)).splitlines()
+        document = session_document(m)
+    images = [b for b in opaque if b.image() is not None]
+    assert images and all(b.image() == ("image/png", 70) for b in images)
+    assert shown.count("[image/png image, 70 B]") == len(images)
+    for b in opaque:
+        if b.image() is None:
+            assert f"[{b.type}]" in shown
+    whole = [
+        b for msg in document["messages"] for b in msg["content"] if b["type"].startswith("x-")
+    ]
+    assert whole == [b.raw for b in opaque]
+    # A resume through the session's own API: each image said, nothing opaque sent.
+    reply = oa.text_reply("Bien.") if fmt == "codex" else sse.text_reply("Bien.")
+    _, items, body = _resume(r.path, server, reply)
+    assert sum(str(i[2]).count(IMAGE_SAID) for i in items) == len(images)
+    wire = json.dumps(body)
+    assert "iVBOR" not in wire and "image_url" not in wire and '"image"' not in wire
+    assert not any(b.type in wire for b in opaque)

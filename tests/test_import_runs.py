@@ -19,9 +19,9 @@ from click.testing import CliRunner
 
 from awl import SessionManager
 from awl.cli import main
-from awl.cli._progress import format_bytes
 from awl.importers import SourceSpec, import_source, plan_import, read_records
 from awl.store import verify_log
+from awl.ui import format_bytes
 from tests.import_fixtures import (
     CLAUDE,
     CLAUDE_SHOP,

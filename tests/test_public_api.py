@@ -20,6 +20,7 @@ EXPECTED = [
     "CorruptSession",
     "FormatError",
     "Message",
+    "Opaque",
     "SessionBusy",
     "SessionError",
     "SessionInfo",

@@ -26,7 +26,6 @@ import awl.store
 import awl.store._reindex as reindex_module
 from awl import Message, SessionManager, Text
 from awl.cli import main
-from awl.cli._progress import format_bytes
 from awl.cli._reindex import describe
 from awl.errors import SessionError
 from awl.paths import (
@@ -49,6 +48,7 @@ from awl.store import (
 )
 from awl.store import ReindexSummary as Summary
 from awl.store._reindex import size_or_zero
+from awl.ui import format_bytes
 
 from .helpers import HEADER, chain, line, msg, snapshot, write_log
 

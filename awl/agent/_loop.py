@@ -21,7 +21,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..conversation import UNKNOWN, Conversation, Message, Text, Thinking, ToolResult, ToolUse
+from ..conversation import (
+    UNKNOWN,
+    ContentBlock,
+    Conversation,
+    Message,
+    Opaque,
+    Text,
+    Thinking,
+    ToolResult,
+    ToolUse,
+)
 from ..providers import Provider, Response, StreamSink, get_provider
 from ..store import MAX_REPLACED, SessionManager
 from ..tools import Tool, ToolOutput, default_tools, run_tool, tool_specs
@@ -104,8 +114,9 @@ def _open_round(conversation: Conversation) -> tuple[int, list[ToolUse]]:
 def _only_results(message: Message) -> bool:
     return (
         message.role == "user"
-        and bool(message.content)
-        and all(isinstance(b, ToolResult) for b in message.content)
+        and any(isinstance(b, ToolResult) for b in message.content)
+        # An imported tool's images come after its results, in the same message.
+        and all(isinstance(b, ToolResult | Opaque) for b in message.content)
     )
 
 
@@ -289,23 +300,27 @@ def storable(message: Message) -> Message:
     blocks = message.content
     if not any(_LONE_SURROGATE.search(t) for b in blocks for t in _texts(b)):
         return message
-    out: list[Text | Thinking | ToolUse | ToolResult] = []
+    out: list[ContentBlock] = []
     for b in blocks:
         if isinstance(b, Text | Thinking):
             out.append(type(b)(_whole(b.text)))
         elif isinstance(b, ToolUse):
             out.append(ToolUse(_whole(b.id), _whole(b.name), _whole(b.input)))
-        else:
+        elif isinstance(b, ToolResult):
             out.append(ToolResult(_whole(b.tool_use_id), _whole(b.content)))
-    return Message(message.role, list(out))
+        else:
+            out.append(b)  # read from a log: JSON already
+    return Message(message.role, out)
 
 
-def _texts(block: Text | Thinking | ToolUse | ToolResult) -> tuple[str, ...]:
+def _texts(block: ContentBlock) -> tuple[str, ...]:
     if isinstance(block, Text | Thinking):
         return (block.text,)
     if isinstance(block, ToolUse):
         return (block.id, block.name, block.input)
-    return (block.tool_use_id, block.content)
+    if isinstance(block, ToolResult):
+        return (block.tool_use_id, block.content)
+    return ()
 
 
 def _final_text(response: Response) -> str:

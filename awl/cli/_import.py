@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..ui import format_bytes
 from ._app import main
 from ._common import count, fail, json_text
-from ._progress import format_bytes, stoppable_progress
+from ._progress import stoppable_progress
 
 if TYPE_CHECKING:  # the importers: only once the command runs
     from ..importers import ImportResult, ImportSummary

@@ -9,17 +9,8 @@ from typing import Any
 
 import click
 
+from ..ui import format_bytes
 from ._common import Stopped, stopped_by_signals
-
-
-def format_bytes(n: int) -> str:
-    """A byte count for people."""
-    size = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1000 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1000
-    return f"{n} B"
 
 
 class Progress:

@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING
 import click
 
 from ..errors import AwlError
+from ..ui import format_bytes
 from ._app import main
 from ._common import count, current_dir, fail, json_text
-from ._progress import format_bytes, stoppable_progress
+from ._progress import stoppable_progress
 
 if TYPE_CHECKING:  # numpy and the index: only once the command runs
     from ..store import FileResult, ReindexSummary

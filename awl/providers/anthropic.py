@@ -36,7 +36,7 @@ from anthropic.types import (
     ToolUseBlockParam,
 )
 
-from awl.conversation import Message, Text, ToolResult, ToolUse
+from awl.conversation import Message, Opaque, Text, ToolResult, ToolUse
 from awl.providers.base import (
     CANCELLED,
     HostedProvider,
@@ -50,6 +50,7 @@ from awl.providers.base import (
     answered_history,
     describe_api_error,
     one_line,
+    opaque_text,
     stream_failure,
     system_text,
     wire_id,
@@ -308,6 +309,10 @@ def _content_params(message: Message) -> list[ContentParam]:
                     "content": block.content,
                 }
             )
+        elif isinstance(block, Opaque):
+            text = opaque_text(block)
+            if text is not None:
+                blocks.append({"type": "text", "text": text})
         # Thinking: not sent back (no signature; see the module docstring).
     return blocks
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Protocol, Self, TypeVar
 
 from awl.conversation import STOP_REASONS as STOP_REASONS
-from awl.conversation import ContentBlock, Message, Text, Thinking, ToolResult, ToolUse
+from awl.conversation import ContentBlock, Message, Opaque, Text, Thinking, ToolResult, ToolUse
 from awl.conversation import StopReason as StopReason
 from awl.conversation import ToolSpec as ToolSpec
 from awl.conversation import Usage as Usage
@@ -230,6 +230,19 @@ def wire_id(raw: str, limit: int) -> str:
 
 
 NO_RESULT = "(no result was recorded for this call)"
+
+
+def opaque_text(block: Opaque) -> str | None:
+    """What a request says in place of a block awl's model has no field for: for
+    an image an import kept, that one was there (awl sends no images: a model
+    without vision would refuse the whole request); None for anything else
+    (encrypted reasoning, a server tool's call: no other model can use them)."""
+    image = block.image()
+    if image is None:
+        return None
+    media, size = image
+    about = media if size is None else f"{media}, {size} bytes"
+    return f"[an image was here ({about}); it is not part of this request]"
 
 
 def answered_history(messages: Sequence[Message]) -> list[Message]:

@@ -24,7 +24,15 @@ from typing import ClassVar
 
 import orjson
 
-from awl.conversation import ContentBlock, Message, Text, Thinking, ToolResult, ToolUse
+from awl.conversation import (
+    ContentBlock,
+    Message,
+    Opaque,
+    Text,
+    Thinking,
+    ToolResult,
+    ToolUse,
+)
 from awl.providers.base import (
     CANCELLED,
     Provider,
@@ -162,6 +170,8 @@ def _block_chars(block: ContentBlock) -> str:
         return block.name + block.input
     if isinstance(block, ToolResult):
         return block.content
+    if isinstance(block, Opaque):
+        return ""  # never sent
     return block.text
 
 

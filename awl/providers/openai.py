@@ -44,7 +44,7 @@ from openai.types.chat import (
 )
 from openai.types.chat.chat_completion_chunk import ChoiceDelta
 
-from awl.conversation import Message, Text, ToolResult, ToolUse
+from awl.conversation import Message, Opaque, Text, ToolResult, ToolUse
 from awl.providers.base import (
     CANCELLED,
     HostedProvider,
@@ -58,6 +58,7 @@ from awl.providers.base import (
     answered_history,
     describe_api_error,
     one_line,
+    opaque_text,
     stream_failure,
     wire_id,
 )
@@ -258,6 +259,24 @@ class _Run:
         return Response(self.blocks.content(complete=False), "error", self.usage, self.model, error)
 
 
+_SAID = "\0"  # marks a line said in place of a block (opaque_text) among a message's texts
+
+
+def _joined(texts: list[str]) -> str:
+    """A user message's texts as one string: as they are, but a line said in place
+    of a block stands on a line of its own."""
+    out: list[str] = []
+    for i, text in enumerate(texts):
+        if text.startswith(_SAID):
+            text = text[len(_SAID) :]
+            if i:
+                text = "\n" + text
+            if i + 1 < len(texts):
+                text += "\n"
+        out.append(text)
+    return "".join(out)
+
+
 def to_message_params(messages: Sequence[Message]) -> list[ChatCompletionMessageParam]:
     """Convert awl messages to Chat Completions ``messages``, preserving block order
     (once :func:`answered_history` has put each round's results first)."""
@@ -273,9 +292,13 @@ def to_message_params(messages: Sequence[Message]) -> list[ChatCompletionMessage
                 if isinstance(block, Text):
                     if block.text:
                         texts.append(block.text)
+                elif isinstance(block, Opaque):
+                    text = opaque_text(block)
+                    if text is not None:
+                        texts.append(_SAID + text)
                 elif isinstance(block, ToolResult):
                     if texts:
-                        out.append({"role": "user", "content": "".join(texts)})
+                        out.append({"role": "user", "content": _joined(texts)})
                         texts = []
                     out.append(
                         {
@@ -285,7 +308,7 @@ def to_message_params(messages: Sequence[Message]) -> list[ChatCompletionMessage
                         }
                     )
             if texts:
-                out.append({"role": "user", "content": "".join(texts)})
+                out.append({"role": "user", "content": _joined(texts)})
         else:
             text = message.text()
             calls: list[ChatCompletionMessageFunctionToolCallParam] = [

@@ -20,6 +20,7 @@ from ..conversation import (
     ROLES,
     ContentBlock,
     Message,
+    Opaque,
     Text,
     Thinking,
     ToolResult,
@@ -445,11 +446,13 @@ def content_block_to_disk(block: ContentBlock) -> DiskContentBlock:
         return DiskToolUse(block.id, block.name, block.input)
     if isinstance(block, ToolResult):
         return DiskToolResult(block.tool_use_id, block.content)
+    if isinstance(block, Opaque):
+        return DiskUnknownBlock(block.raw)
     raise TypeError(f"not a content block: {block!r}")
 
 
-def disk_block_to_internal(block: DiskContentBlock) -> ContentBlock | None:
-    """On-disk block -> in-memory block; None for a block type this version does not know."""
+def disk_block_to_internal(block: DiskContentBlock) -> ContentBlock:
+    """On-disk block -> in-memory block (:class:`Opaque` for a type awl's model lacks)."""
     if isinstance(block, DiskText):
         return Text(block.text)
     if isinstance(block, DiskThinking):
@@ -458,7 +461,7 @@ def disk_block_to_internal(block: DiskContentBlock) -> ContentBlock | None:
         return ToolUse(block.id, block.name, block.input)
     if isinstance(block, DiskToolResult):
         return ToolResult(block.tool_use_id, block.content)
-    return None
+    return Opaque(block.raw)
 
 
 def _is_opt_str(value: Any) -> bool:
@@ -537,14 +540,14 @@ def message_from_object(obj: dict[str, Any]) -> Message | None:
             blocks.append(ToolResult(tid, text))
         elif type(kind) is not str:
             return None
-        # A block of another type is kept on disk and left out, as in the slow path.
+        else:
+            blocks.append(Opaque(b))  # a block of another type: kept, shown, not sent
     return Message(role, blocks)
 
 
 def disk_message_to_internal(message: DiskMessage) -> Message:
     """The Conversation message of an on-disk message (role and content only)."""
-    content = [b for b in map(disk_block_to_internal, message.content) if b is not None]
-    return Message(message.role, content)
+    return Message(message.role, [disk_block_to_internal(b) for b in message.content])
 
 
 def message_to_disk(

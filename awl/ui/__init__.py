@@ -14,7 +14,7 @@ from .._lazy import exports
 if TYPE_CHECKING:
     from ._repl import HELP, handle_command, interactive_loop, show_resume
     from ._terminal import TerminalSink, stdin_text
-    from ._text import local_time, visible
+    from ._text import format_bytes, local_time, visible
     from ._transcript import (
         around_document,
         messages_around,
@@ -32,6 +32,7 @@ _HOMES = {
     "show_resume": "_repl",
     "TerminalSink": "_terminal",
     "stdin_text": "_terminal",
+    "format_bytes": "_text",
     "local_time": "_text",
     "visible": "_text",
     "around_document": "_transcript",
@@ -47,6 +48,7 @@ __all__ = [
     "HELP",
     "TerminalSink",
     "around_document",
+    "format_bytes",
     "handle_command",
     "interactive_loop",
     "local_time",

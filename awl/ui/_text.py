@@ -36,3 +36,13 @@ def local_time(timestamp: str) -> str:
         return "????-??-?? ??:??"
     # A naive time is taken as local, as datetime.astimezone() would.
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(when.timestamp()))
+
+
+def format_bytes(n: int) -> str:
+    """A byte count for people (``1.2 MB``)."""
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    return f"{n} B"

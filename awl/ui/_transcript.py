@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..conversation import Message, Text, Thinking, ToolResult, ToolUse
+from ..conversation import Message, Opaque, Text, Thinking, ToolResult, ToolUse
 from ..store import block_to_json, content_block_to_disk
-from ._text import visible
+from ._text import format_bytes, visible
 
 if TYPE_CHECKING:
     from ..store import MessageEntry, SessionManager
@@ -79,7 +79,19 @@ def render_message(msg: Message, *, full: bool = True) -> str:
         elif isinstance(b, ToolResult):
             body = b.content if full else _clip(b.content, _TOOL_OUTPUT_LINES)
             out.append(f"[tool result]\n{body}")
+        elif isinstance(b, Opaque):
+            out.append(_opaque_label(b))
     return visible("\n".join(out))
+
+
+def _opaque_label(block: Opaque) -> str:
+    """A block awl's model has no field for, in one line: an image as its media
+    type and size (``[image/png image, 1.2 MB]``), anything else as its type."""
+    image = block.image()
+    if image is None:
+        return f"[{block.type}]"
+    media, size = image
+    return f"[{media} image]" if size is None else f"[{media} image, {format_bytes(size)}]"
 
 
 def transcript(m: SessionManager) -> Iterator[str]:
