@@ -165,6 +165,27 @@ def test_request_maps_system_tools_history_and_tool_results(
     ]
 
 
+def test_text_of_nothing_but_whitespace_is_not_sent(
+    server: FakeServer, provider: AnthropicProvider
+) -> None:
+    """The API refuses a request with a whitespace-only text block: a reply that was
+    only a newline (a model's, or an imported one) is left out, its turn with it."""
+    server.queue(sse.text_reply("ok"))
+    history = [
+        Message("user", [Text("hello")]),
+        Message("assistant", [Text("\n")]),
+        Message("user", [Text(" \t"), Text("again")]),
+    ]
+    r = provider.complete("m", history, TOOLS, Sink())
+    assert r.stop_reason == "stop", r.error
+    assert server.requests[0].body["messages"] == [
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "hello"}, {"type": "text", "text": "again"}],
+        }
+    ]
+
+
 def test_thinking_and_multi_chunk_tool_call(
     server: FakeServer, provider: AnthropicProvider
 ) -> None:

@@ -291,7 +291,9 @@ def _content_params(message: Message) -> list[ContentParam]:
     blocks: list[ContentParam] = []
     for block in message.content:
         if isinstance(block, Text):
-            if block.text:  # the API rejects empty text blocks
+            # The API refuses a text block of nothing but whitespace (a reply that
+            # was only "\n" would fail every later request of the session).
+            if block.text.strip():
                 blocks.append({"type": "text", "text": block.text})
         elif isinstance(block, ToolUse):
             params: ToolUseBlockParam = {
