@@ -12,6 +12,7 @@ import pytest
 
 from awl.conversation import Message, Text, Thinking, ToolResult, ToolUse
 from awl.providers import Provider, ProviderError, ToolSpec, Usage, get_provider
+from awl.providers.base import NO_RESULT
 from awl.providers.openai import OpenAIProvider
 from tests.servers import FakeServer, Reply, refused_url, serve
 from tests.servers import openai_server as oa
@@ -175,6 +176,34 @@ def test_request_maps_system_tools_history_and_tool_results(
         {"role": "tool", "tool_call_id": "call_4", "content": "error: bad JSON"},
         {"role": "user", "content": "and alsothen stop"},
         {"role": "user", "content": "thanks"},
+    ]
+
+
+def test_replies_in_a_row_are_one_message_so_their_calls_are_answered_right_after(
+    server: FakeServer, provider: OpenAIProvider
+) -> None:
+    """A reply an import found in two parts, or a turn its tool cut (4 of 776 real
+    transcripts): the API wants a call's results right after its message."""
+    server.queue(oa.text_reply("ok"))
+    history = [
+        Message("user", [Text("start it")]),
+        Message("assistant", [Text("Starting."), ToolUse("call_1", "exec", '{"cmd": "up"}')]),
+        Message("assistant", [Thinking("hmm")]),  # nothing sendable: dropped
+        Message("assistant", [Text("Good morning!")]),
+        Message("user", [Text("and?")]),
+    ]
+    r = provider.complete("m", history, TOOLS, Sink())
+    assert r.stop_reason == "stop", r.error
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "exec", "arguments": '{"cmd": "up"}'},
+    }
+    assert server.requests[0].body["messages"] == [
+        {"role": "user", "content": "start it"},
+        {"role": "assistant", "content": "Starting.\nGood morning!", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": NO_RESULT},
+        {"role": "user", "content": "and?"},
     ]
 
 

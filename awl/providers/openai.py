@@ -32,11 +32,12 @@ import contextlib
 import os
 import threading
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import openai
 import orjson
 from openai.types.chat import (
+    ChatCompletionAssistantMessageParam,
     ChatCompletionChunk,
     ChatCompletionFunctionToolParam,
     ChatCompletionMessageFunctionToolCallParam,
@@ -322,6 +323,13 @@ def to_message_params(messages: Sequence[Message]) -> list[ChatCompletionMessage
             ]
             if not text and not calls:
                 continue  # e.g. thinking only: nothing the API can take
+            if out and out[-1]["role"] == "assistant":
+                # Replies in a row (a reply an import found in two parts, a turn
+                # its tool cut): one message, as a call's results must follow it.
+                before = cast(ChatCompletionAssistantMessageParam, out.pop())
+                said = before.get("content")
+                text = "\n".join(t for t in (said if isinstance(said, str) else "", text) if t)
+                calls = [*cast(list[Any], before.get("tool_calls", [])), *calls]
             if calls:
                 out.append({"role": "assistant", "content": text or None, "tool_calls": calls})
             else:
