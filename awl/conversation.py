@@ -9,6 +9,7 @@ never on the on-disk format.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, overload
@@ -111,47 +112,81 @@ class ToolResult:
     content: str
 
 
-@dataclass(frozen=True, slots=True, eq=True)
+# The block types awl's model has: an Opaque block is none of them.
+_OWN_BLOCKS = frozenset(("text", "thinking", "toolUse", "toolResult"))
+_TOKEN = r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}"  # RFC 6838's restricted names
+_MEDIA_TYPE = re.compile(f"{_TOKEN}/{_TOKEN}")
+
+
+@dataclass(frozen=True, slots=True)
 class Opaque:
     """A block of a type awl's model has no field for, as the log holds it: an
-    imported session's image, encrypted reasoning, a server tool's call
-    (``docs/format.md``).  Shown and kept; no provider is sent it."""
+    imported session's image or document, encrypted reasoning, a server
+    tool's call (``docs/format.md``).  Shown and kept; no provider is sent
+    it.  Not hashable (it holds a dict).
+
+    Raises ValueError for a ``raw`` whose ``type`` is not a string, or is one
+    of awl's own block types (a reader would refuse the line written).
+    """
 
     raw: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        kind = self.raw.get("type")
+        if not isinstance(kind, str) or kind in _OWN_BLOCKS:
+            raise ValueError(f"an opaque block needs a type of its own, not {kind!r}")
 
     @property
     def type(self) -> str:
         """The block's ``type`` (``x-claude-image``...)."""
-        kind = self.raw.get("type")
-        return kind if isinstance(kind, str) else "?"
+        kind: str = self.raw["type"]
+        return kind
 
-    def image(self) -> tuple[str, int | None] | None:
-        """(media type, bytes) when the block is an image an import kept, in one of
-        the shapes of ``docs/format.md`` (pi's ``mimeType`` and ``data``, the
-        Messages API's ``source``, a data URL's ``image_url``); the media type
-        is ``linked`` and the size None for an image given by its address."""
+    def media(self) -> tuple[str | None, int | None] | None:
+        """(media type, bytes) of a file the block carries, in one of the shapes
+        of ``docs/format.md`` (pi's ``mimeType`` and ``data``, the Messages
+        API's ``source``, a data URL's ``image_url``); either is None where the
+        block does not say it (a file given by its address has no size).
+        None for a block that carries no file."""
         raw = self.raw
+        media: Any = None
+        data: Any = None
+        found = False
         source = raw.get("source")
         if isinstance(source, dict):
-            if source.get("type") == "url":
-                return "linked", None
-            media, data = source.get("media_type"), source.get("data")
-        else:
-            media, data = raw.get("mimeType"), raw.get("data")
+            found, media = True, source.get("media_type")
+            if source.get("type") == "base64":
+                data = source.get("data")
+        elif "mimeType" in raw or "data" in raw:
+            found, media, data = True, raw.get("mimeType"), raw.get("data")
         url = raw.get("image_url")
         if isinstance(url, dict):
             url = url.get("url")
-        if isinstance(url, str):
+        if isinstance(url, str) and url:
+            found = True
             head, comma, body = url.partition(",")
-            if not (url.startswith("data:") and comma and head.endswith(";base64")):
-                return "linked", None
-            media, data = head[len("data:") : -len(";base64")], body
-        if not isinstance(media, str) or not media:
+            if url.startswith("data:") and comma and head.endswith(";base64"):
+                media, data = head[len("data:") : -len(";base64")], body
+        if not found:
             return None
-        if not isinstance(data, str):
-            return media, None
-        # Base64: 3 bytes in 4 characters, less the padding.
-        return media, len(data) * 3 // 4 - (len(data) - len(data.rstrip("=")))
+        if not isinstance(media, str) or not _MEDIA_TYPE.fullmatch(media):
+            media = None
+        size = None
+        if isinstance(data, str) and data:
+            # Base64: 3 bytes in 4 characters, less the padding.
+            size = len(data) * 3 // 4 - (len(data) - len(data.rstrip("=")))
+        return media, size
+
+    def image(self) -> tuple[str | None, int | None] | None:
+        """:meth:`media` of a block that is an image (its media type says so, or
+        its type is an image's: ``x-pi-image``, ``x-codex-input_image``), else None."""
+        found = self.media()
+        if found is None:
+            return None
+        media = found[0]
+        if (media or "").startswith("image/") or (media is None and self.type.endswith("image")):
+            return found
+        return None
 
 
 ContentBlock = Text | Thinking | ToolUse | ToolResult | Opaque

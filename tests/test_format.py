@@ -444,3 +444,97 @@ def test_the_fast_path_and_the_parser_accept_the_same_entries(obj: dict[str, Any
         assert fast == disk_message_to_internal(entry.message)
     else:
         assert fast is None
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown", "said"),
+    [
+        (
+            {
+                "type": "x-claude-image",
+                "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
+            },
+            "[image/png image, 8 B]",
+            "[an image was here (image/png, 8 bytes); it is not part of this request]",
+        ),
+        (
+            {"type": "x-pi-image", "mimeType": "image/jpeg", "data": "AAAA"},
+            "[image/jpeg image, 3 B]",
+            "[an image was here (image/jpeg, 3 bytes); it is not part of this request]",
+        ),
+        (
+            {"type": "x-codex-input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="},
+            "[image/png image, 8 B]",
+            "[an image was here (image/png, 8 bytes); it is not part of this request]",
+        ),
+        (
+            {"type": "x-codex-input_image", "image_url": "https://example.com/a.png"},
+            "[image]",
+            "[an image was here; it is not part of this request]",
+        ),
+        (
+            {
+                "type": "x-claude-image",
+                "source": {"type": "url", "url": "https://example.com/a.png"},
+            },
+            "[image]",
+            "[an image was here; it is not part of this request]",
+        ),
+        (
+            {
+                "type": "x-claude-document",
+                "source": {
+                    "type": "base64",
+                    "media_type": "application/pdf",
+                    "data": "JVBERi0xLjQK",
+                },
+            },
+            "[x-claude-document: application/pdf, 9 B]",
+            "[a file was here (application/pdf, 9 bytes); it is not part of this request]",
+        ),
+        (  # a text document's data is the text, not base64: no size is made up
+            {
+                "type": "x-claude-document",
+                "source": {"type": "text", "media_type": "text/plain", "data": "hi"},
+            },
+            "[x-claude-document: text/plain]",
+            "[a file was here (text/plain); it is not part of this request]",
+        ),
+        (  # a media type that is none (a line break in it) is not repeated
+            {"type": "x-pi-image", "mimeType": "image/png\nEVIL", "data": "AA=="},
+            "[image, 1 B]",
+            "[an image was here (1 byte); it is not part of this request]",
+        ),
+        ({"type": "x-codex-reasoning", "encrypted_content": "zz"}, "[x-codex-reasoning]", None),
+        ({"type": "x-odd\x1b[2Jtype"}, "[x-odd\\x1b[2Jtype]", None),
+    ],
+    ids=[
+        "claude",
+        "pi",
+        "codex",
+        "codex-link",
+        "claude-link",
+        "pdf",
+        "text",
+        "bad-media",
+        "reasoning",
+        "control",
+    ],
+)
+def test_opaque_blocks_say_what_they_carry(
+    raw: dict[str, Any], shown: str, said: str | None
+) -> None:
+    """``awl show`` names an opaque block in one line; a request says a file was there."""
+    from awl.providers.base import opaque_text
+    from awl.ui import render_message
+
+    block = Opaque(raw)
+    assert render_message(Message("user", [block])).splitlines() == ["── user ──", shown]
+    assert opaque_text(block) == said
+
+
+@pytest.mark.parametrize("raw", [{"type": "text", "text": "x"}, {"x": 1}, {"type": 1}])
+def test_an_opaque_block_needs_a_type_of_its_own(raw: dict[str, Any]) -> None:
+    """A block of awl's own type (or none) as Opaque would be a line no reader takes."""
+    with pytest.raises(ValueError, match="a type of its own"):
+        Opaque(raw)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -320,7 +321,19 @@ def test_files_that_are_no_session_say_so_in_one_line(
     for fmt, why in lacks.items():
         out = cli("import", "--from", fmt, str(foreign))
         assert out.exit_code == 1
-        assert out.output.splitlines()[0] == f"{foreign}: nothing to import: {why}"
+        assert out.output.splitlines() == [
+            f"{foreign}: nothing to import: {why}",
+            "0 sessions, 0 B: 0 imported, 0 updated, 0 unchanged; 0 lines skipped; 1 error",
+        ]
+    # Claude Code's conversation lines without their working directory: said so.
+    nocwd = tmp_path / "nocwd.jsonl"
+    line = {"type": "user", "uuid": "u1", "timestamp": "2025-01-01T00:00:00Z", "message": {}}
+    nocwd.write_text(json.dumps(line) + "\n")
+    out = cli("import", "--from", "claude", str(nocwd))
+    assert out.exit_code == 1
+    assert out.output.splitlines()[0] == (
+        f"{nocwd}: nothing to import: its conversation lines name no working directory"
+    )
     # Paths that name no session are said, and are no session of the summary.
     missing = tmp_path / "missing.jsonl"
     out = cli("import", str(missing))
@@ -651,6 +664,26 @@ def test_a_stopped_import_says_so_in_a_line_and_the_same_import_again_takes_the_
     )
     for path in made[:: max(1, len(made) // 20)]:
         assert verify_log(path).ok
+
+
+def test_the_progress_bar_counts_sessions_on_a_terminal_only(tmp_path: Path) -> None:
+    pexpect = pytest.importorskip("pexpect")
+    store = tmp_path / "store"
+    _many_sessions(store, 3)
+    total = format_bytes(sum(p.stat().st_size for p in store.iterdir()))
+    env = {**os.environ, "PYTHONPATH": str(REPO), "AWL_SESSION_DIR": str(tmp_path / "s")}
+    argv = ["-m", "awl.cli", "import", "-j", "1", str(store)]
+    child = pexpect.spawn(sys.executable, argv, env=env, encoding="utf-8", timeout=60)
+    child.expect(pexpect.EOF)
+    child.close()
+    shown = str(child.before)
+    assert child.exitstatus == 0, shown
+    assert re.search(r"import\s+\[[#-]+\]\s+\d+% +0/3 sessions, 0 B of " + re.escape(total), shown)
+    assert re.search(r"\] +100% +3/3 sessions, " + re.escape(f"{total} of {total}"), shown)
+    # In a pipe: the summary alone.
+    again = subprocess.run([sys.executable, *argv], env=env, capture_output=True, text=True)
+    assert (again.returncode, again.stderr) == (0, ""), again.stderr
+    assert again.stdout.startswith("3 sessions, ")
 
 
 def test_a_session_recorded_on_windows_imports_and_lists_and_says_why_it_cannot_resume(

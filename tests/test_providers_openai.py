@@ -10,7 +10,7 @@ from typing import Any, Protocol, TypeVar
 
 import pytest
 
-from awl.conversation import Message, Text, Thinking, ToolResult, ToolUse
+from awl.conversation import Message, Opaque, Text, Thinking, ToolResult, ToolUse
 from awl.providers import Provider, ProviderError, ToolSpec, Usage, get_provider
 from awl.providers.base import NO_RESULT
 from awl.providers.openai import OpenAIProvider
@@ -204,6 +204,26 @@ def test_replies_in_a_row_are_one_message_so_their_calls_are_answered_right_afte
         {"role": "assistant", "content": "Starting.\nGood morning!", "tool_calls": [call]},
         {"role": "tool", "tool_call_id": "call_1", "content": NO_RESULT},
         {"role": "user", "content": "and?"},
+    ]
+
+
+def test_a_line_said_of_an_image_stands_on_its_own_line_and_text_is_sent_as_it_is(
+    server: FakeServer, provider: OpenAIProvider
+) -> None:
+    server.queue(oa.text_reply("ok"))
+    image = Opaque({"type": "x-pi-image", "mimeType": "image/png", "data": "iVBORw0KGgo="})
+    said = "[an image was here (image/png, 8 bytes); it is not part of this request]"
+    history = [
+        Message("user", [Text("\0look:"), image, Text("what is it?")]),
+        Message("assistant", [image, Text("A chart."), Opaque({"type": "x-codex-reasoning"})]),
+        Message("user", [Text("thanks")]),
+    ]
+    r = provider.complete("m", history, TOOLS, Sink())
+    assert r.stop_reason == "stop", r.error
+    assert server.requests[0].body["messages"] == [
+        {"role": "user", "content": f"\0look:\n{said}\nwhat is it?"},
+        {"role": "assistant", "content": f"{said}\nA chart."},
+        {"role": "user", "content": "thanks"},
     ]
 
 

@@ -20,14 +20,14 @@ class Progress:
     own, so the bar and a report never share one.
     """
 
-    def __init__(self, bar: Any, files: int, total: int) -> None:
+    def __init__(self, bar: Any, files: int, total: int, unit: str = "files") -> None:
         self._bar = bar
-        self.files, self.total = files, total
+        self.files, self.total, self.unit = files, total, unit
         self.done_files = self.done_bytes = 0
 
     def _label(self, _: object) -> str:
         return (
-            f"{self.done_files}/{self.files} files, "
+            f"{self.done_files}/{self.files} {self.unit}, "
             f"{format_bytes(self.done_bytes)} of {format_bytes(self.total)}"
         )
 
@@ -51,11 +51,14 @@ class Progress:
 
 
 @contextmanager
-def progress(label: str, files: int, total: int, *, quiet: bool = False) -> Iterator[Progress]:
-    """A :class:`Progress`, drawn as a bar when stderr is a terminal and not ``quiet``."""
+def progress(
+    label: str, files: int, total: int, *, quiet: bool = False, unit: str = "files"
+) -> Iterator[Progress]:
+    """A :class:`Progress` of ``files`` things (``unit``), drawn as a bar when stderr
+    is a terminal and not ``quiet``."""
     show = sys.stderr.isatty() and not quiet and files > 0
     if not show:
-        yield Progress(None, files, total)
+        yield Progress(None, files, total, unit)
         return
     holder: list[Progress] = []
     bar: Any = click.progressbar(
@@ -66,7 +69,7 @@ def progress(label: str, files: int, total: int, *, quiet: bool = False) -> Iter
         show_eta=False,
         item_show_func=lambda item: holder[0]._label(item) if holder else "",
     )
-    holder.append(Progress(bar, files, total))  # before the bar's first drawing
+    holder.append(Progress(bar, files, total, unit))  # before the bar's first drawing
     with bar:
         yield holder[0]
 
@@ -80,7 +83,7 @@ def stoppable_progress(
     (what running it again does), and the exit status is 128 + the signal."""
     bar: Progress | None = None
     try:
-        with stopped_by_signals(), progress(label, files, total, quiet=quiet) as bar:
+        with stopped_by_signals(), progress(label, files, total, quiet=quiet, unit=unit) as bar:
             yield bar
     except Stopped as exc:
         done = bar.done_files if bar is not None else 0

@@ -65,7 +65,7 @@ def reindex_command(
         len(before),
         sum(before.values()),
         quiet=as_json,
-        unit="logs",
+        unit="files",
         again="each log is as a writer leaves it, and the same reindex again goes on",
     ) as bar:
 

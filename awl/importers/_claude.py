@@ -89,6 +89,8 @@ def info(objs: list[tuple[int, dict[str, Any]]], path: str) -> SourceInfo | str:
         (o for _, o in objs if o.get("type") in CHAIN and isinstance(o.get("cwd"), str)), None
     )
     if chain is None:
+        if any(o.get("type") in CHAIN for _, o in objs):
+            return "its conversation lines name no working directory"
         if any(o.get("type") in OTHER_TYPES for _, o in objs):
             return "it holds no conversation (only metadata lines)"
         return "none of its first lines is of a kind Claude Code writes"

@@ -241,6 +241,8 @@ class _Import:
             r.status = (
                 "empty" if found_info is not None and "only metadata" in found_info else "error"
             )
+            # Read as the format named, a file that looks like none: no session.
+            r.is_session = found is not None or r.status == "empty"
             r.error = f"{spec.path}: nothing to import: {found_info or 'it is empty'}"
             return
         info = found_info

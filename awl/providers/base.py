@@ -234,15 +234,18 @@ NO_RESULT = "(no result was recorded for this call)"
 
 def opaque_text(block: Opaque) -> str | None:
     """What a request says in place of a block awl's model has no field for: for
-    an image an import kept, that one was there (awl sends no images: a model
-    without vision would refuse the whole request); None for anything else
-    (encrypted reasoning, a server tool's call: no other model can use them)."""
-    image = block.image()
-    if image is None:
+    an image or another file an import kept, that one was there (awl sends no
+    files: a model without vision would refuse the whole request); None for
+    anything else (encrypted reasoning, a server tool's call: no other model
+    can use them)."""
+    found = block.media()
+    if found is None:
         return None
-    media, size = image
-    about = media if size is None else f"{media}, {size} bytes"
-    return f"[an image was here ({about}); it is not part of this request]"
+    media, size = found
+    what = "an image" if block.image() is not None else "a file"
+    bytes_ = None if size is None else f"{size} byte" + ("" if size == 1 else "s")
+    about = ", ".join(x for x in (media, bytes_) if x)
+    return f"[{what} was here{f' ({about})' if about else ''}; it is not part of this request]"
 
 
 def answered_history(messages: Sequence[Message]) -> list[Message]:

@@ -45,7 +45,7 @@ from openai.types.chat import (
 )
 from openai.types.chat.chat_completion_chunk import ChoiceDelta
 
-from awl.conversation import Message, Opaque, Text, ToolResult, ToolUse
+from awl.conversation import ContentBlock, Message, Opaque, Text, ToolResult, ToolUse
 from awl.providers.base import (
     CANCELLED,
     HostedProvider,
@@ -260,22 +260,26 @@ class _Run:
         return Response(self.blocks.content(complete=False), "error", self.usage, self.model, error)
 
 
-_SAID = "\0"  # marks a line said in place of a block (opaque_text) among a message's texts
-
-
-def _joined(texts: list[str]) -> str:
-    """A user message's texts as one string: as they are, but a line said in place
-    of a block stands on a line of its own."""
+def _joined(texts: list[tuple[str, bool]]) -> str:
+    """A message's texts as one string: as they are, but a line said in place of
+    a block (``True`` beside it: :func:`opaque_text`) stands on a line of its own."""
     out: list[str] = []
-    for i, text in enumerate(texts):
-        if text.startswith(_SAID):
-            text = text[len(_SAID) :]
-            if i:
-                text = "\n" + text
-            if i + 1 < len(texts):
-                text += "\n"
+    for i, (text, said) in enumerate(texts):
+        if said:
+            text = ("\n" if i else "") + text + ("\n" if i + 1 < len(texts) else "")
         out.append(text)
     return "".join(out)
+
+
+def _said(block: ContentBlock) -> tuple[str, bool] | None:
+    """What a block adds to a message's texts: a text block's text, a line for a
+    block :func:`opaque_text` says something of (``True``), else None."""
+    if isinstance(block, Text):
+        return (block.text, False) if block.text else None
+    if isinstance(block, Opaque):
+        text = opaque_text(block)
+        return None if text is None else (text, True)
+    return None
 
 
 def to_message_params(messages: Sequence[Message]) -> list[ChatCompletionMessageParam]:
@@ -288,16 +292,13 @@ def to_message_params(messages: Sequence[Message]) -> list[ChatCompletionMessage
             if message.text():
                 out.append({"role": "system", "content": message.text()})
         elif message.role == "user":
-            texts: list[str] = []
+            texts: list[tuple[str, bool]] = []
             for block in message.content:
-                if isinstance(block, Text):
-                    if block.text:
-                        texts.append(block.text)
-                elif isinstance(block, Opaque):
-                    text = opaque_text(block)
-                    if text is not None:
-                        texts.append(_SAID + text)
-                elif isinstance(block, ToolResult):
+                if not isinstance(block, ToolResult):
+                    said = _said(block)
+                    if said is not None:
+                        texts.append(said)
+                else:
                     if texts:
                         out.append({"role": "user", "content": _joined(texts)})
                         texts = []
@@ -311,7 +312,7 @@ def to_message_params(messages: Sequence[Message]) -> list[ChatCompletionMessage
             if texts:
                 out.append({"role": "user", "content": _joined(texts)})
         else:
-            text = message.text()
+            text = _joined([s for b in message.content if (s := _said(b)) is not None])
             calls: list[ChatCompletionMessageFunctionToolCallParam] = [
                 {
                     "id": wire_id(b.id, ID_LIMIT),
@@ -327,8 +328,10 @@ def to_message_params(messages: Sequence[Message]) -> list[ChatCompletionMessage
                 # Replies in a row (a reply an import found in two parts, a turn
                 # its tool cut): one message, as a call's results must follow it.
                 before = cast(ChatCompletionAssistantMessageParam, out.pop())
-                said = before.get("content")
-                text = "\n".join(t for t in (said if isinstance(said, str) else "", text) if t)
+                earlier = before.get("content")
+                text = "\n".join(
+                    t for t in (earlier if isinstance(earlier, str) else "", text) if t
+                )
                 calls = [*cast(list[Any], before.get("tool_calls", [])), *calls]
             if calls:
                 out.append({"role": "assistant", "content": text or None, "tool_calls": calls})

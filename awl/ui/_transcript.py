@@ -86,12 +86,16 @@ def render_message(msg: Message, *, full: bool = True) -> str:
 
 def _opaque_label(block: Opaque) -> str:
     """A block awl's model has no field for, in one line: an image as its media
-    type and size (``[image/png image, 1.2 MB]``), anything else as its type."""
-    image = block.image()
-    if image is None:
-        return f"[{block.type}]"
-    media, size = image
-    return f"[{media} image]" if size is None else f"[{media} image, {format_bytes(size)}]"
+    type and size (``[image/png image, 1.2 MB]``), another file as its type,
+    media type and size (``[x-claude-document: application/pdf, 90 B]``),
+    anything else as its type."""
+    media, size = block.media() or (None, None)
+    amount = None if size is None else format_bytes(size)
+    if block.image() is not None:
+        return f"[{f'{media} ' if media else ''}image{f', {amount}' if amount else ''}]"
+    about = ", ".join(x for x in (media, amount) if x)
+    kind = visible(block.type, one_line=True)
+    return f"[{kind}: {about}]" if about else f"[{kind}]"
 
 
 def transcript(m: SessionManager) -> Iterator[str]:
