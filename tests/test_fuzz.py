@@ -43,7 +43,7 @@ from awl import (
     ToolUse,
 )
 from awl.paths import corrupt_path
-from awl.store import DiskUnknownBlock, block_to_json, content_block_to_disk, parse_line, scanner
+from awl.store import block_to_json, content_block_to_disk, parse_line, scanner
 from awl.store._codec import parse_block, parse_object
 
 from .helpers import Replay, reference_replay
@@ -486,12 +486,8 @@ def _ok_json(raw: bytes) -> bool:
 
 
 def _normal(content: list[Any]) -> list[dict[str, Any]]:
-    out = []
-    for b in content:
-        disk = parse_block(b)
-        if not isinstance(disk, DiskUnknownBlock):
-            out.append(block_to_json(disk))
-    return out
+    # A block of an unknown type is carried as it is (awl.Opaque), not dropped.
+    return [block_to_json(parse_block(b)) for b in content]
 
 
 class OpenStats:
