@@ -248,6 +248,55 @@ def opaque_text(block: Opaque) -> str | None:
     return f"[{what} was here{f' ({about})' if about else ''}; it is not part of this request]"
 
 
+def unique_calls(messages: Sequence[Message]) -> Sequence[Message]:
+    """``messages`` with each tool call's id once: a call whose id an earlier call
+    has (a tool that numbers its calls anew each turn; a duplicate in one reply)
+    goes under ``<id>_<n>``, and so do the results that answer it: in the user
+    messages after its round, the results naming the id take the round's calls
+    of that id in order.  ``messages`` itself when no id repeats (as in every
+    session awl writes)."""
+    ids = [
+        b.id for m in messages if m.role == "assistant" for b in m.content if isinstance(b, ToolUse)
+    ]
+    if len(ids) == len(set(ids)):
+        return messages
+    taken = set(ids)
+    seen: set[str] = set()
+    given: dict[str, list[str]] = {}  # the round's calls of each id: the ids they go under
+    out: list[Message] = []
+    last = "user"
+    for m in messages:
+        if m.role == "assistant":
+            if last != "assistant":
+                given = {}  # a new round
+            content: list[ContentBlock] = []
+            for b in m.content:
+                if isinstance(b, ToolUse):
+                    new = b.id
+                    if new in seen:
+                        k = 2
+                        while f"{b.id}_{k}" in taken:
+                            k += 1
+                        new = f"{b.id}_{k}"
+                        taken.add(new)
+                    seen.add(new)
+                    given.setdefault(b.id, []).append(new)
+                    if new != b.id:
+                        b = ToolUse(new, b.name, b.input)
+                content.append(b)
+            m = Message(m.role, content)
+        elif m.role == "user" and given:
+            content = []
+            for b in m.content:
+                if isinstance(b, ToolResult) and given.get(b.tool_use_id):
+                    b = ToolResult(given[b.tool_use_id].pop(0), b.content)
+                content.append(b)
+            m = Message(m.role, content)
+        last = m.role
+        out.append(m)
+    return out
+
+
 def answered_history(messages: Sequence[Message]) -> list[Message]:
     """``messages`` as the APIs take a history: every tool call of the assistant
     messages before a user message answered at the start of it, and every result
@@ -260,8 +309,11 @@ def answered_history(messages: Sequence[Message]) -> list[Message]:
     without its call (or a second one) goes on as text, so the model still reads
     it.  The calls of the assistant messages at the end are left as they are
     (the agent answers them).  A run of user messages that needs none of this
-    is left as it is.
+    is left as it is.  A call whose id an earlier call has (Anthropic wants
+    every id once in a request) goes under another, its results with it
+    (:func:`unique_calls`).
     """
+    messages = unique_calls(messages)
     out: list[Message] = []
     k, n = 0, len(messages)
     calls: dict[str, None] = {}  # the calls since the last user message, in order

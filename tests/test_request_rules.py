@@ -1,0 +1,217 @@
+"""Any history makes a request the APIs take (hypothesis).
+
+A resumed session's history is whatever its log holds: awl's own rounds, or an
+import's (calls never answered, results astray, replies in a row, whitespace
+replies, images).  Both providers' request builders must turn any of it into a
+request that follows the structural rules the Messages API and Chat Completions
+enforce (each refuses a whole request that breaks one), and must lose nothing
+that was said.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from awl.conversation import ContentBlock, Message, Opaque, Text, Thinking, ToolResult, ToolUse
+from awl.providers import anthropic, openai
+from awl.providers.base import NO_RESULT
+
+# A few ids, so that calls and results meet, repeat and go astray; two the
+# APIs refuse as they are (wire_id stands in for them).
+IDS = ["a", "b", "c", "functions.read:0", "call_" + "x" * 60]
+TEXTS = ["", " ", "\n", "hi", "two words", "\t\n"]
+IMAGE = {"type": "x-pi-image", "mimeType": "image/png", "data": "iVBORw0KGgo="}
+REASONING = {"type": "x-codex-reasoning", "encrypted_content": "zz"}
+
+user_blocks = st.one_of(
+    st.builds(Text, st.sampled_from(TEXTS)),
+    st.builds(ToolResult, st.sampled_from(IDS), st.sampled_from(["out", "", "line\nline"])),
+    st.sampled_from([Opaque(IMAGE), Opaque(REASONING)]),
+)
+assistant_blocks = st.one_of(
+    st.builds(Text, st.sampled_from(TEXTS)),
+    st.builds(Thinking, st.just("thought")),
+    st.builds(ToolUse, st.sampled_from(IDS), st.just("bash"), st.sampled_from(["{}", "{bad"])),
+    st.sampled_from([Opaque(IMAGE), Opaque(REASONING)]),
+)
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[Message]:
+    """A system message, any run of user and assistant messages, and a prompt last
+    (what a request the agent sends ends with)."""
+    out = [Message("system", [Text("Be brief.")])]
+    for _ in range(draw(st.integers(0, 8))):
+        if draw(st.booleans()):
+            out.append(Message("user", draw(st.lists(user_blocks, max_size=4))))
+        else:
+            out.append(Message("assistant", draw(st.lists(assistant_blocks, max_size=4))))
+    out.append(Message("user", [Text("now?")]))
+    return out
+
+
+def _said(history: list[Message]) -> list[str]:
+    """What must reach the model: every text that is not blank, and every result."""
+    out: list[str] = []
+    for m in history[1:]:
+        for b in m.content:
+            if isinstance(b, Text) and b.text.strip():
+                out.append(b.text)
+            elif isinstance(b, ToolResult) and b.content:
+                out.append(b.content)
+    return out
+
+
+def _check_anthropic(history: list[Message], messages: list[Any]) -> None:
+    for k, m in enumerate(messages):
+        content = m["content"]
+        assert content, "an empty message"
+        assert k == 0 or messages[k - 1]["role"] != m["role"], "two messages of one role"
+        for b in content:
+            assert b["type"] in ("text", "tool_use", "tool_result"), b
+            if b["type"] == "text":
+                assert b["text"].strip(), "a text block of nothing but whitespace"
+        calls = (
+            [b["id"] for b in messages[k - 1]["content"] if b["type"] == "tool_use"]
+            if k and m["role"] == "user"
+            else []
+        )
+        kinds = [b["type"] for b in content]
+        results = [b["tool_use_id"] for b in content if b["type"] == "tool_result"]
+        if m["role"] == "user":
+            # Each call of the message before answered once, first, and nothing else.
+            assert sorted(results) == sorted(calls), (calls, results)
+            assert kinds[: len(results)] == ["tool_result"] * len(results), kinds
+        else:
+            assert not results
+            # A message's calls are answered by the next one: the last message is the prompt.
+            assert k + 1 < len(messages)
+    assert messages[-1]["role"] == "user"
+    # Every call id once in the whole request ("`tool_use` ids must be unique").
+    ids = [b["id"] for m in messages for b in m["content"] if b["type"] == "tool_use"]
+    assert len(ids) == len(set(ids)), f"a call id twice: {ids}"
+    wire = repr(messages)
+    for text in _said(history):
+        assert repr(text)[1:-1] in wire, f"{text!r} was not sent"
+
+
+def _check_openai(history: list[Message], messages: list[Any]) -> None:
+    for k, m in enumerate(messages):
+        if m["role"] == "tool":
+            # Only right after the assistant message whose call it answers (or another result).
+            j = k - 1
+            while messages[j]["role"] == "tool":
+                j -= 1
+            calls = [c["id"] for c in messages[j].get("tool_calls") or []]
+            assert messages[j]["role"] == "assistant" and m["tool_call_id"] in calls
+        elif m["role"] == "assistant" and m.get("tool_calls"):
+            ids = [c["id"] for c in m["tool_calls"]]
+            answered = []
+            j = k + 1
+            while j < len(messages) and messages[j]["role"] == "tool":
+                answered.append(messages[j]["tool_call_id"])
+                j += 1
+            assert sorted(answered) == sorted(ids), (ids, answered)
+        else:
+            assert m.get("content"), f"a {m['role']} message with nothing in it"
+    assert messages[-1] == {"role": "user", "content": "now?"}
+    ids = [c["id"] for m in messages for c in m.get("tool_calls") or []]
+    assert len(ids) == len(set(ids)), f"a call id twice: {ids}"
+    wire = repr(messages)
+    for text in _said(history):
+        assert repr(text)[1:-1] in wire, f"{text!r} was not sent"
+
+
+@settings(max_examples=400, deadline=None)
+@given(histories())
+def test_any_history_makes_a_request_the_apis_take(history: list[Message]) -> None:
+    _check_anthropic(history, anthropic.to_message_params(history))
+    _check_openai(history, openai.to_message_params(history))
+
+
+def test_the_rules_catch_what_the_apis_refuse() -> None:
+    """The checks are not empty: requests the APIs refuse fail them."""
+    history = [Message("system", [Text("s")]), Message("user", [Text("now?")])]
+    call = {"type": "tool_use", "id": "a", "name": "bash", "input": {}}
+    refused: list[list[Any]] = [
+        [{"role": "user", "content": [{"type": "text", "text": " "}]}],
+        [{"role": "assistant", "content": [call]}, {"role": "user", "content": []}],
+        [
+            {"role": "assistant", "content": [call]},
+            {"role": "user", "content": [{"type": "text", "text": "now?"}]},
+        ],
+        [
+            {"role": "assistant", "content": [call]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a"}]},
+            {"role": "assistant", "content": [call]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a"}]},
+            {"role": "user", "content": [{"type": "text", "text": "now?"}]},
+        ],
+    ]
+    for messages in refused:
+        try:
+            _check_anthropic(history, messages)
+        except AssertionError:
+            continue
+        raise AssertionError(f"not caught: {messages}")
+    tool_call = {"id": "a", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+    for messages in (
+        [{"role": "assistant", "content": None, "tool_calls": [tool_call]}],
+        [
+            {"role": "tool", "tool_call_id": "a", "content": "x"},
+            {"role": "user", "content": "now?"},
+        ],
+    ):
+        try:
+            _check_openai(history, messages)
+        except (AssertionError, IndexError, KeyError):
+            continue
+        raise AssertionError(f"not caught: {messages}")
+
+
+def test_a_call_without_a_result_is_answered_and_the_prompt_kept() -> None:
+    blocks: list[ContentBlock] = [ToolUse("a", "bash", "{}")]
+    history = [Message("assistant", blocks), Message("user", [Text("now?")])]
+    (_, answer) = anthropic.to_message_params(history)
+    assert answer["content"] == [
+        {"type": "tool_result", "tool_use_id": "a", "content": NO_RESULT},
+        {"type": "text", "text": "now?"},
+    ]
+
+
+def test_a_call_id_used_again_goes_under_another_with_its_results() -> None:
+    """A tool that numbers its calls anew each turn (Kimi's ``functions.read:0``):
+    the second call, and the results that answer it, go under ``<id>_2``."""
+    history = [
+        Message("user", [Text("read it")]),
+        Message("assistant", [ToolUse("functions.read:0", "read", "{}")]),
+        Message("user", [ToolResult("functions.read:0", "first")]),
+        Message("assistant", [ToolUse("functions.read:0", "read", "{}"), ToolUse("b", "x", "{}")]),
+        Message("user", [ToolResult("b", "B"), ToolResult("functions.read:0", "second")]),
+        Message("user", [Text("now?")]),
+    ]
+    request: list[Any] = anthropic.to_message_params(history)  # read as plain JSON
+    sent = [
+        (b["id"] if b["type"] == "tool_use" else b.get("tool_use_id"), b.get("content"))
+        for m in request
+        for b in m["content"]
+        if b["type"] != "text"
+    ]
+    first, second = sent[0][0], sent[2][0]
+    assert first != second and re.fullmatch(r"[A-Za-z0-9_-]+", second)
+    assert sent == [
+        (first, None),
+        (first, "first"),
+        (second, None),
+        ("b", None),
+        ("b", "B"),
+        (second, "second"),
+    ]
+    chat: list[Any] = openai.to_message_params(history)
+    calls = [m for m in chat if m["role"] == "tool"]
+    assert [c["content"] for c in calls] == ["first", "B", "second"]
+    assert len({c["tool_call_id"] for c in calls}) == 3
