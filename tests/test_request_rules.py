@@ -29,7 +29,7 @@ REASONING = {"type": "x-codex-reasoning", "encrypted_content": "zz"}
 
 user_blocks = st.one_of(
     st.builds(Text, st.sampled_from(TEXTS)),
-    st.builds(ToolResult, st.sampled_from(IDS), st.sampled_from(["out", "", "line\nline"])),
+    st.builds(ToolResult, st.sampled_from(IDS), st.sampled_from(["out", "", " \n", "line\nline"])),
     st.sampled_from([Opaque(IMAGE), Opaque(REASONING)]),
 )
 assistant_blocks = st.one_of(
@@ -61,7 +61,7 @@ def _said(history: list[Message]) -> list[str]:
         for b in m.content:
             if isinstance(b, Text) and b.text.strip():
                 out.append(b.text)
-            elif isinstance(b, ToolResult) and b.content:
+            elif isinstance(b, ToolResult) and b.content.strip():
                 out.append(b.content)
     return out
 
@@ -75,6 +75,8 @@ def _check_anthropic(history: list[Message], messages: list[Any]) -> None:
             assert b["type"] in ("text", "tool_use", "tool_result"), b
             if b["type"] == "text":
                 assert b["text"].strip(), "a text block of nothing but whitespace"
+            if b["type"] == "tool_result":
+                assert b.get("content", "").strip(), "a result of nothing but whitespace"
         calls = (
             [b["id"] for b in messages[k - 1]["content"] if b["type"] == "tool_use"]
             if k and m["role"] == "user"
@@ -146,9 +148,15 @@ def test_the_rules_catch_what_the_apis_refuse() -> None:
         ],
         [
             {"role": "assistant", "content": [call]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a"}]},
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "a", "content": "x"}],
+            },
             {"role": "assistant", "content": [call]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a"}]},
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "a", "content": "x"}],
+            },
             {"role": "user", "content": [{"type": "text", "text": "now?"}]},
         ],
     ]

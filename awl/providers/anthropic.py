@@ -59,6 +59,9 @@ from awl.providers.base import (
 # The API takes a tool call id of [A-Za-z0-9_-], 64 characters at most (wire_id).
 ID_LIMIT = 64
 
+EMPTY_RESULT = "(no output)"
+"""What a tool result of nothing (or only whitespace) is sent as: as awl's bash says it."""
+
 DEFAULT_MAX_TOKENS = 8192
 # Connect fails fast; reads may legitimately wait, but Anthropic sends `ping`
 # events while a long answer is prepared, so minutes of silence mean trouble.
@@ -308,7 +311,9 @@ def _content_params(message: Message) -> list[ContentParam]:
                 {
                     "type": "tool_result",
                     "tool_use_id": wire_id(block.tool_use_id, ID_LIMIT),
-                    "content": block.content,
+                    # The API refuses an empty result as it refuses empty text (an
+                    # imported tool's, such as a file write's, may be).
+                    "content": block.content if block.content.strip() else EMPTY_RESULT,
                 }
             )
         elif isinstance(block, Opaque):
