@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, overload
+from typing import Any, Literal, NamedTuple, overload
 
 Role = Literal["system", "user", "assistant"]
 ROLES: tuple[Role, ...] = ("system", "user", "assistant")
@@ -142,12 +142,10 @@ class Opaque:
         kind: str = self.raw["type"]
         return kind
 
-    def media(self) -> tuple[str | None, int | None] | None:
-        """(media type, bytes) of a file the block carries, in one of the shapes
-        of ``docs/format.md`` (pi's ``mimeType`` and ``data``, the Messages
-        API's ``source``, a data URL's ``image_url``); either is None where the
-        block does not say it (a file given by its address has no size).
-        None for a block that carries no file."""
+    def media(self) -> Media | None:
+        """The file the block carries, in one of the shapes of ``docs/format.md``
+        (pi's ``mimeType`` and ``data``, the Messages API's ``source``, a data
+        URL's ``image_url``), or None for a block that carries none."""
         raw = self.raw
         media: Any = None
         data: Any = None
@@ -175,18 +173,21 @@ class Opaque:
         if isinstance(data, str) and data:
             # Base64: 3 bytes in 4 characters, less the padding.
             size = len(data) * 3 // 4 - (len(data) - len(data.rstrip("=")))
-        return media, size
+        # An image when its media type says so, or, lacking one, its type does
+        # (x-pi-image, x-codex-input_image).
+        image = media.startswith("image/") if media else self.type.endswith("image")
+        return Media(media, size, image)
 
-    def image(self) -> tuple[str | None, int | None] | None:
-        """:meth:`media` of a block that is an image (its media type says so, or
-        its type is an image's: ``x-pi-image``, ``x-codex-input_image``), else None."""
-        found = self.media()
-        if found is None:
-            return None
-        media = found[0]
-        if (media or "").startswith("image/") or (media is None and self.type.endswith("image")):
-            return found
-        return None
+
+class Media(NamedTuple):
+    """A file an :class:`Opaque` block carries."""
+
+    type: str | None
+    """Its media type (``image/png``); None where the block does not say a valid one."""
+    size: int | None
+    """Its bytes; None for a file given by its address, or not in base64."""
+    image: bool
+    """Whether it is an image."""
 
 
 ContentBlock = Text | Thinking | ToolUse | ToolResult | Opaque

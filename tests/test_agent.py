@@ -918,6 +918,21 @@ def test_a_round_of_calls_is_saved_call_by_call_then_as_one_message(
     assert verify_log(log.path).ok
 
 
+def _saved_results(path: Path, script: Script, content: list[dict[str, Any]]) -> None:
+    """Append to a :func:`_crashed_log` the user message of results saved before the crash."""
+    entry = {
+        "type": "message",
+        "id": "aaaa0004",
+        "parentId": "aaaa0003",
+        "timestamp": "2026-04-25T17:40:17.000Z",
+        "provider": script.name,
+        "model": script.model,
+        "message": {"role": "user", "content": content},
+    }
+    with path.open("ab") as f:
+        f.write(line(entry))
+
+
 def test_a_round_cut_short_is_answered_after_its_saved_results(
     agents: Agents, server: FakeServer, script: Script, root: Path, project: Path
 ) -> None:
@@ -926,20 +941,9 @@ def test_a_round_cut_short_is_answered_after_its_saved_results(
     path = _crashed_log(
         project, script, [("call_a", "touch A_RAN"), ("call_b", "x"), ("call_c", "y")]
     )
-    entry = {
-        "type": "message",
-        "id": "aaaa0004",
-        "parentId": "aaaa0003",
-        "timestamp": "2026-04-25T17:40:17.000Z",
-        "provider": script.name,
-        "model": script.model,
-        "message": {
-            "role": "user",
-            "content": [{"type": "toolResult", "toolUseId": "call_a", "content": "made A"}],
-        },
-    }
-    with path.open("ab") as f:
-        f.write(line(entry))
+    _saved_results(
+        path, script, [{"type": "toolResult", "toolUseId": "call_a", "content": "made A"}]
+    )
     agent = agents.reopen(path)
     assert [u.id for u in open_tool_uses(agent.conversation)] == ["call_b", "call_c"]
     server.queue(script.text("Understood."))
@@ -1027,20 +1031,9 @@ def test_a_round_whose_results_carry_an_image_is_still_open_for_the_calls_unansw
         "type": "x-claude-image",
         "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
     }
-    results = {
-        "type": "message",
-        "id": "aaaa0004",
-        "parentId": "aaaa0003",
-        "timestamp": "2026-04-25T17:40:17.000Z",
-        "provider": script.name,
-        "model": script.model,
-        "message": {
-            "role": "user",
-            "content": [{"type": "toolResult", "toolUseId": "call_a", "content": "ok"}, image],
-        },
-    }
-    with path.open("ab") as f:
-        f.write(line(results))
+    _saved_results(
+        path, script, [{"type": "toolResult", "toolUseId": "call_a", "content": "ok"}, image]
+    )
     agent = agents.reopen(path)
     server.queue(script.text("Understood."))
     agent.run_turn("what happened?", Sink())

@@ -363,11 +363,11 @@ def test_imported_images_are_shown_and_said_not_sent(
         opaque = [b for msg in m.rebuild_conversation() for b in msg.content if type(b) is Opaque]
         shown = "\n".join(transcript(m)).splitlines()
         document = session_document(m)
-    images = [b for b in opaque if b.image() is not None]
-    assert images and all(b.image() == ("image/png", 70) for b in images)
+    images = [b for b in opaque if (media := b.media()) is not None and media.image]
+    assert images and all(b.media() == ("image/png", 70, True) for b in images)
     assert shown.count("[image/png image, 70 B]") == len(images)
     for b in opaque:
-        if b.image() is None:
+        if b not in images:
             assert f"[{b.type}]" in shown
     whole = [
         b for msg in document["messages"] for b in msg["content"] if b["type"].startswith("x-")

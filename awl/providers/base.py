@@ -241,8 +241,8 @@ def opaque_text(block: Opaque) -> str | None:
     found = block.media()
     if found is None:
         return None
-    media, size = found
-    what = "an image" if block.image() is not None else "a file"
+    media, size, image = found
+    what = "an image" if image else "a file"
     bytes_ = None if size is None else f"{size} byte" + ("" if size == 1 else "s")
     about = ", ".join(x for x in (media, bytes_) if x)
     return f"[{what} was here{f' ({about})' if about else ''}; it is not part of this request]"

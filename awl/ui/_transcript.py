@@ -89,9 +89,9 @@ def _opaque_label(block: Opaque) -> str:
     type and size (``[image/png image, 1.2 MB]``), another file as its type,
     media type and size (``[x-claude-document: application/pdf, 90 B]``),
     anything else as its type."""
-    media, size = block.media() or (None, None)
+    media, size, image = block.media() or (None, None, False)
     amount = None if size is None else format_bytes(size)
-    if block.image() is not None:
+    if image:
         return f"[{f'{media} ' if media else ''}image{f', {amount}' if amount else ''}]"
     about = ", ".join(x for x in (media, amount) if x)
     kind = visible(block.type, one_line=True)
