@@ -57,6 +57,20 @@ def history_path() -> Path:
     return _xdg_dir("XDG_STATE_HOME", ".local/state") / "awl" / "history"
 
 
+def path_text(path: str | os.PathLike[str]) -> str:
+    """``path`` as text JSON and a terminal can hold: the bytes of a name that are
+    not UTF-8 (which Python carries as lone surrogates) as ``\\xNN`` escapes.
+
+    What an import records of its source's file names, and says of them.
+    """
+    text = os.fspath(path)
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate no file name decoded to: given as it is
+        raw = text.encode("utf-8", "surrogatepass")
+    return raw.decode("utf-8", "backslashreplace")
+
+
 def windows_path(path: str) -> bool:
     """Whether ``path`` is an absolute Windows path (``C:\\Users\\ana``, ``\\\\host\\share``):
     the working directory of a session another tool recorded on Windows."""

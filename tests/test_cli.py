@@ -809,3 +809,16 @@ def test_visible_keeps_crlf_line_ends_and_escapes_a_lone_carriage_return() -> No
     assert visible("one\r\ntwo\rX\x1b[2J\tend\n") == "one\r\ntwo\\rX\\x1b[2J\tend\n"
     assert visible("one\r\ntwo\t", one_line=True) == "one\\r\\ntwo\\t"
     assert visible("é — 日本語 🙂\u00a0") == "é — 日本語 🙂\u00a0"
+
+
+def test_visible_shows_the_bytes_of_a_name_that_is_not_utf8_as_escapes() -> None:
+    """A file name's bytes that are not UTF-8 reach Python as lone surrogates, which a
+    strict stdout refuses to print: shown as the bytes they were."""
+    import os
+
+    from awl.ui import visible
+
+    name = os.fsdecode(b"caf\xe9-\xff.jsonl")
+    assert visible(name) == "caf\\xe9-\\xff.jsonl"
+    assert visible(name, one_line=True).encode("utf-8") == b"caf\\xe9-\\xff.jsonl"
+    assert visible("half \ud83d of a pair") == "half \\ud83d of a pair"

@@ -707,3 +707,134 @@ def test_a_session_recorded_on_windows_imports_and_lists_and_says_why_it_cannot_
         "recorded on Windows)"
     ) in resumed.output
     assert cli("show", listed["id"]).exit_code == 0
+
+
+# ── names, copies, links, busy sessions ──
+
+
+def test_file_names_that_are_not_utf8_import_and_are_named_with_escapes(tmp_path: Path) -> None:
+    """A name's bytes that are not UTF-8 (Python's lone surrogates) are recorded and
+    said as \\xNN escapes: a record JSON can hold, a line a terminal can print."""
+    src = tmp_path / os.fsdecode(b"caf\xe9.jsonl")
+    shutil.copy(PI_FULL, src)
+    folder = tmp_path / os.fsdecode(b"sh\xf6p")
+    shop = copy_tree(CLAUDE_SHOP, folder / CLAUDE_SHOP.name)
+    kept = shop.with_suffix("") / "tool-results" / os.fsdecode(b"out\xff.txt")
+    kept.parent.mkdir(parents=True)
+    kept.write_bytes(b"a tool's output kept apart\n")
+    out = cli("import", "--json", str(src), str(folder))
+    assert out.exit_code == 0, out.output
+    said = [orjson.loads(x) for x in out.output.splitlines()[:-1]]
+    assert sorted(r["source"] for r in said) == sorted(
+        [str(tmp_path / "caf\\xe9.jsonl"), str(tmp_path / "sh\\xf6p" / CLAUDE_SHOP.name)]
+    )
+    assert {r["status"] for r in said} == {"imported"}
+    logs = {r["format"]: r["path"] for r in said}
+    (record,) = [o for o in log_lines(logs["pi"]) if o["type"] == "x-import"]
+    assert record["source"] == str(tmp_path / "caf\\xe9.jsonl")
+    claude = log_lines(logs["claude"])
+    files = [o["files"] for o in claude if o["type"] == "x-import"][-1]
+    name = f"{shop.stem}/tool-results/out\\xff.txt"
+    assert name in files
+    (entry,) = [o for o in claude if o.get("file") == name]
+    assert entry["type"] == "x-claude-file" and entry["text"] == "a tool's output kept apart\n"
+    # The escaped names are what a later import matches: unchanged, then the
+    # changed file taken again.
+    out = cli("import", str(src), str(folder))
+    assert out.exit_code == 0 and "0 imported, 0 updated, 2 unchanged" in out.output
+    kept.write_bytes(b"a tool's output, changed\n")
+    out = cli("import", str(folder))
+    assert out.exit_code == 0 and "1 updated" in out.output, out.output
+    # Said in one line, with the escapes, when it goes wrong.
+    bad = tmp_path / os.fsdecode(b"bad\xff.jsonl")
+    bad.write_bytes(b"not json\n")
+    out = cli("import", str(bad))
+    assert out.exit_code == 1
+    assert out.output.splitlines()[0] == (
+        f"{tmp_path}/bad\\xff.jsonl: not a session log of pi, Claude Code or Codex"
+    )
+
+
+def test_a_copy_of_an_imported_session_that_differs_names_the_file_imported(
+    tmp_path: Path,
+) -> None:
+    a, b = tmp_path / "a" / "x.jsonl", tmp_path / "b" / "x.jsonl"
+    a.parent.mkdir()
+    b.parent.mkdir()
+    shutil.copy(PI_FULL, a)
+    b.write_bytes(b"".join(PI_FULL.read_bytes().splitlines(keepends=True)[:4]))
+    first = run(a)
+    assert first.status == "imported"
+    r = import_source(SourceSpec(str(b)), system_prompt=PROMPT)
+    assert r.status == "conflict" and r.failed
+    assert r.error == (
+        f"{b}: not imported: another file, {a}, holds the same session ({first.source_id}) "
+        f"and was imported as the awl session {first.session}; the two files differ"
+    )
+    # The same file, rewritten: the conflict that says so.
+    a.write_bytes(a.read_bytes().replace(b"make check", b"make chekk", 1))
+    r = import_source(SourceSpec(str(a)), system_prompt=PROMPT)
+    assert r.status == "conflict" and "rewritten since it was imported" in str(r.error)
+
+
+def test_folders_are_followed_through_links_once(tmp_path: Path) -> None:
+    store, elsewhere = tmp_path / "store", tmp_path / "elsewhere" / "project"
+    elsewhere.mkdir(parents=True)
+    shutil.copy(PI_FULL, elsewhere / "full.jsonl")
+    store.mkdir()
+    (store / "linked").symlink_to(elsewhere)
+    (store / "again").symlink_to(elsewhere)
+    (store / "up").symlink_to(tmp_path)  # a loop: store/up/store/up/...
+    plan = plan_import([store])
+    assert [Path(s.path).resolve() for s in plan.sources] == [(elsewhere / "full.jsonl")]
+    assert plan.problems == []
+
+
+def test_a_folder_without_session_logs_says_so(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    (empty / "deeper").mkdir(parents=True)
+    (empty / "notes.txt").write_text("no sessions here\n")
+    out = cli("import", str(empty))
+    assert out.exit_code == 0
+    assert out.output.splitlines() == [
+        f"{empty}: nothing to import: no session logs (*.jsonl) in it",
+        "0 sessions, 0 B: 0 imported, 0 updated, 0 unchanged; 0 lines skipped; 0 errors, "
+        "1 with nothing to import",
+    ]
+
+
+def test_a_session_open_in_another_process_is_not_imported_and_the_run_fails(
+    tmp_path: Path,
+) -> None:
+    src = tmp_path / "full.jsonl"
+    lines = PI_FULL.read_bytes().splitlines(keepends=True)
+    src.write_bytes(b"".join(lines[:5]))
+    first = run(src)
+    assert first.path is not None
+    src.write_bytes(b"".join(lines))
+    # Another process's resume holds the log's lock (an open file of its own).
+    code = (
+        "import sys, time; from awl import SessionManager; "
+        "m = SessionManager.open(sys.argv[1]); print('open', flush=True); time.sleep(60)"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code, first.path], stdout=subprocess.PIPE, cwd=REPO
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"open\n"
+        before = Path(first.path).read_bytes()
+        out = cli("import", str(src))
+        assert out.exit_code == 1
+        assert out.output.splitlines() == [
+            f"{src}: not imported: its awl session {first.path} is open in another awl "
+            "process (a resume, or an import of the same session from another file); "
+            "import again once it is closed",
+            f"1 session, {format_bytes(src.stat().st_size)}: 0 imported, 0 updated, "
+            "0 unchanged; 0 lines skipped; 0 errors, 1 skipped as busy",
+        ]
+        assert Path(first.path).read_bytes() == before
+    finally:
+        holder.kill()
+        holder.wait()
+    out = cli("import", str(src))
+    assert out.exit_code == 0 and "1 updated" in out.output

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from .._processes import run_in_processes
+from ..paths import path_text
 from ._run import ImportResult, SourceSpec, import_source
 from ._source import FORMATS
 
@@ -107,7 +108,7 @@ def plan_import(
                     str(p),
                     fmt,
                     "error",
-                    error=f"{p}: {exc.strerror or exc}",
+                    error=f"{path_text(p)}: {exc.strerror or exc}",
                     explicit=True,
                     is_session=False,
                 )
@@ -130,9 +131,24 @@ def _file(p: Path, fmt: str | None, plan: ImportPlan, seen: set[tuple[int, int]]
 
 
 def _folder(top: Path, fmt: str | None, plan: ImportPlan, seen: set[tuple[int, int]]) -> None:
-    for folder, dirs, names in os.walk(top, onerror=lambda exc: _unlisted(plan, exc)):
-        dirs.sort()
+    before = (len(plan.sources), len(plan.problems))
+    # Folders are followed through symbolic links (a store kept elsewhere and
+    # linked in), each once: a link back up would walk forever.
+    walked: set[tuple[int, int]] = set()
+    for folder, dirs, names in os.walk(
+        top, onerror=lambda exc: _unlisted(plan, exc), followlinks=True
+    ):
         here = Path(folder)
+        try:
+            st = os.stat(here)
+        except OSError:
+            dirs.clear()
+            continue
+        if (st.st_dev, st.st_ino) in walked:
+            dirs.clear()
+            continue
+        walked.add((st.st_dev, st.st_ino))
+        dirs.sort()
         if _SUBAGENTS in here.parts and _owner_of_subagents(here) is not None:
             continue  # a session's subagents: taken with the session
         logs = sorted(n for n in names if n.endswith(".jsonl"))
@@ -146,6 +162,17 @@ def _folder(top: Path, fmt: str | None, plan: ImportPlan, seen: set[tuple[int, i
         for name in sorted(n for n in names if n.endswith(".jsonl.zst")):
             if name[: -len(".zst")] not in names:  # the plain file wins (as in Codex)
                 _add(plan, seen, here / name, fmt, (), explicit=False)
+    if (len(plan.sources), len(plan.problems)) == before:
+        # Said, not silently nothing: a folder named, or a store, with no session logs.
+        plan.problems.append(
+            ImportResult(
+                str(top),
+                fmt,
+                "empty",
+                error=f"{path_text(top)}: nothing to import: no session logs (*.jsonl) in it",
+                is_session=False,
+            )
+        )
 
 
 def _unlisted(plan: ImportPlan, exc: OSError) -> None:
@@ -155,7 +182,7 @@ def _unlisted(plan: ImportPlan, exc: OSError) -> None:
             str(where),
             None,
             "error",
-            error=f"{where}: cannot list: {exc.strerror}",
+            error=f"{path_text(where)}: cannot list: {exc.strerror}",
             is_session=False,
         )
     )
@@ -175,7 +202,11 @@ def _add(
     except OSError as exc:
         plan.problems.append(
             ImportResult(
-                str(p), fmt, "error", error=f"{p}: {exc.strerror or exc}", explicit=explicit
+                str(p),
+                fmt,
+                "error",
+                error=f"{path_text(p)}: {exc.strerror or exc}",
+                explicit=explicit,
             )
         )
         return
@@ -316,8 +347,9 @@ class ImportSummary:
 
     @property
     def failed(self) -> bool:
-        """Some session could not be imported, or conflicts with its earlier import."""
-        return self.errors > 0 or self.conflicts > 0
+        """Some session could not be imported (an error, a session busy in another
+        process) or conflicts with its earlier import."""
+        return self.errors > 0 or self.conflicts > 0 or self.busy > 0
 
     def as_json(self) -> dict[str, Any]:
         """The totals as a JSON object."""

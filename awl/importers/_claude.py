@@ -23,6 +23,7 @@ import re
 from typing import Any
 
 from ..conversation import UNKNOWN, Usage
+from ..paths import path_text
 from ..store import DiskContentBlock, DiskText, DiskThinking, DiskToolResult, DiskToolUse
 from ._build import (
     Converter,
@@ -83,7 +84,7 @@ _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}
 
 def info(objs: list[tuple[int, dict[str, Any]]], path: str) -> SourceInfo | str:
     """The session id, start and cwd from a Claude Code file's first lines."""
-    stem = os.path.basename(path)
+    stem = path_text(os.path.basename(path))  # a name that is not UTF-8 may become the id
     stem = stem[: -len(".jsonl")] if stem.endswith(".jsonl") else stem
     chain = next(
         (o for _, o in objs if o.get("type") in CHAIN and isinstance(o.get("cwd"), str)), None

@@ -29,7 +29,7 @@ import orjson
 
 from ..conversation import UNKNOWN, Usage
 from ..errors import SessionBusy, SessionError, SessionWriteError
-from ..paths import project_dir, session_file_name, windows_path
+from ..paths import path_text, project_dir, session_file_name, windows_path
 from ..store import (
     DiskMessage,
     DiskText,
@@ -96,7 +96,7 @@ class ImportResult:
     def as_json(self) -> dict[str, Any]:
         """The result as a JSON object (``awl import --json``)."""
         return {
-            "source": self.source,
+            "source": path_text(self.source),
             "format": self.format,
             "session": self.session,
             "path": self.path,
@@ -137,10 +137,11 @@ def import_source(
     start, the source's roots under it.
     """
     r = ImportResult(spec.path, spec.format, explicit=spec.explicit, dry_run=dry_run)
+    shown = path_text(spec.path)
     try:
         fd = open_source(spec.path)
     except OSError as exc:
-        r.error = f"{spec.path}: cannot read: {exc.strerror or exc}"
+        r.error = f"{shown}: cannot read: {exc.strerror or exc}"
         return r
     # The cyclic collector is held off: a batch is many containers that live until it
     # is written, which every collection would go through again (cycles, if any, wait).
@@ -150,11 +151,15 @@ def import_source(
         _Import(spec, r, fd, session_dir, dry_run, system_prompt).run()
     except SessionBusy:
         r.status = "busy"
-        r.error = f"{r.path}: skipped: the awl session is open in another awl process"
+        r.error = (
+            f"{shown}: not imported: its awl session {r.path} is open in another awl "
+            "process (a resume, or an import of the same session from another file); "
+            "import again once it is closed"
+        )
     except (SessionError, OSError) as exc:
         r.status = "error"
         text = str(exc) if isinstance(exc, SessionError) else (exc.strerror or str(exc))
-        r.error = text if text.startswith(("/", spec.path)) else f"{spec.path}: {text}"
+        r.error = text if text.startswith(("/", shown)) else f"{shown}: {text}"
     finally:
         os.close(fd)
         if collecting:
@@ -169,6 +174,8 @@ class _File:
     rel: str  # "" for the session's own file
     fd: int
     size: int
+    # rel as the records and the entries name it (path_text): what they match on.
+    key: str = ""
     consumed: int = 0
     lines: int = 0
     hasher: Any = None
@@ -192,6 +199,7 @@ class _Import:
         system_prompt: str | None,
     ) -> None:
         self.spec, self.r, self.fd = spec, result, fd
+        self.shown = path_text(spec.path)  # the path as messages and records give it
         self.session_dir = session_dir
         self.dry_run = dry_run
         self.system_prompt = system_prompt
@@ -202,6 +210,7 @@ class _Import:
         self.raw: bytes | None = None  # the bytes of the line last parsed, unless repaired
         self.head: list[tuple[int, dict[str, Any]]] = []
         self.hashing: Hashing | None = None  # the main file's, kept as it is read
+        self.earlier: Any = None  # the source the last import record names
 
     # ── deciding ──
 
@@ -211,24 +220,24 @@ class _Import:
         if not objs:
             # No whole JSON object at its start: nothing at all, or not a session log.
             if _blank(self.fd):
-                r.status, r.error = "empty", f"{spec.path}: nothing to import: it is empty"
+                r.status, r.error = "empty", f"{self.shown}: nothing to import: it is empty"
             else:
                 names = FORMAT_NAMES[spec.format] if spec.format else "pi, Claude Code or Codex"
-                r.status, r.error = "refused", f"{spec.path}: not a session log of {names}"
+                r.status, r.error = "refused", f"{self.shown}: not a session log of {names}"
             return
         found = detect(objs)
         if found == "awl":
-            r.status, r.error = "refused", f"{spec.path}: an awl session log, not another tool's"
+            r.status, r.error = "refused", f"{self.shown}: an awl session log, not another tool's"
             return
         fmt = spec.format or found
         if fmt is None or fmt not in FORMATS:
             r.status = "refused"
-            r.error = f"{spec.path}: not a session log of pi, Claude Code or Codex"
+            r.error = f"{self.shown}: not a session log of pi, Claude Code or Codex"
             return
         if spec.format is not None and found is not None and found != spec.format:
             r.status = "refused"
             r.error = (
-                f"{spec.path}: not a {FORMAT_NAMES[fmt]} session "
+                f"{self.shown}: not a {FORMAT_NAMES[fmt]} session "
                 f"(it looks like {FORMAT_NAMES.get(found, found)}'s)"
             )
             return
@@ -243,11 +252,11 @@ class _Import:
             )
             # Read as the format named, a file that looks like none: no session.
             r.is_session = found is not None or r.status == "empty"
-            r.error = f"{spec.path}: nothing to import: {found_info or 'it is empty'}"
+            r.error = f"{self.shown}: nothing to import: {found_info or 'it is empty'}"
             return
         info = found_info
         if not os.path.isabs(info.cwd) and not windows_path(info.cwd):
-            r.error = f"{spec.path}: its working directory {info.cwd!r} is not an absolute path"
+            r.error = f"{self.shown}: its working directory {info.cwd!r} is not an absolute path"
             return
         sid = session_id_for(fmt, info.source_id, info.start)
         path = project_dir(info.cwd, self.session_dir) / session_file_name(info.start, sid)
@@ -283,9 +292,9 @@ class _Import:
             try:
                 fd = open_source(os.path.join(base, rel))
             except OSError as exc:
-                self.r.notes.append(f"{rel}: cannot read: {exc.strerror or exc}")
+                self.r.notes.append(f"{path_text(rel)}: cannot read: {exc.strerror or exc}")
                 continue
-            files.append(_File(rel, fd, os.fstat(fd).st_size))
+            files.append(_File(rel, fd, os.fstat(fd).st_size, path_text(rel)))
         return files
 
     def _check(self, path: Path, files: list[_File], record: dict[str, Any] | None) -> bool:
@@ -296,9 +305,10 @@ class _Import:
             r.error = f"{path}: an awl session with this id exists but no import wrote it"
             return False
         state = record.get("files") or {}
+        self.earlier = record.get("source")
         grown = False
         for f in files:
-            known = state.get(f.rel)
+            known = state.get(f.key)
             f.known = known if isinstance(known, dict) else None
             if f.known is None:
                 grown = True
@@ -327,11 +337,22 @@ class _Import:
         return True
 
     def _conflict(self, f: _File, why: str) -> bool:
-        name = self.spec.path if not f.rel else os.path.join(os.path.dirname(self.spec.path), f.rel)
-        self.r.status = "conflict"
-        self.r.error = (
-            f"{name}: {why}; the awl session {self.r.session} keeps the earlier import "
-            f"(remove {self.r.path} and import again to start over)"
+        r = self.r
+        r.status = "conflict"
+        here = path_text(os.path.abspath(self.spec.path))
+        if isinstance(self.earlier, str) and self.earlier != here:
+            # Another file holds the same source session (a copy): this one is not it.
+            r.error = (
+                f"{self.shown}: not imported: another file, {self.earlier}, holds the same "
+                f"session ({r.source_id}) and was imported as the awl session {r.session}; "
+                "the two files differ"
+            )
+            return False
+        base = os.path.dirname(self.spec.path)
+        name = self.shown if not f.rel else path_text(os.path.join(base, f.rel))
+        r.error = (
+            f"{name}: {why}; the awl session {r.session} keeps the earlier import "
+            f"(remove {r.path} and import again to start over)"
         )
         return False
 
@@ -450,14 +471,14 @@ class _Import:
         if obj is None:
             if not terminated:
                 # Still being written, perhaps: left for the next import.
-                r.skipped.append((f.rel, number, "an incomplete last line (left for later)"))
+                r.skipped.append((f.key, number, "an incomplete last line (left for later)"))
                 return None
-            r.skipped.append((f.rel, number, problem or "not JSON"))
+            r.skipped.append((f.key, number, problem or "not JSON"))
             f.consumed, f.lines = end, number
             return None
         if repaired:
             r.notes.append(
-                f"{f.rel or 'line'} {number}: text JSON allows but a log cannot keep, replaced"
+                f"{f.key or 'line'} {number}: text JSON allows but a log cannot keep, replaced"
             )
         return obj
 
@@ -474,9 +495,9 @@ class _Import:
             obj, _, repaired = parse(data) if f.rel.endswith(".json") else (None, None, False)
             self.b.raw = None
             if obj is not None and not repaired:
-                conv.extra(f.rel, obj, 1)
+                conv.extra(f.key, obj, 1)
             else:
-                conv.extra_file(f.rel, data)  # not a JSON object: its bytes as they are
+                conv.extra_file(f.key, data)  # not a JSON object: its bytes as they are
             return
         start = f.consumed
         around = os.pread(f.fd, 2, start - 1) if start else b""
@@ -491,7 +512,7 @@ class _Import:
                 continue
             self.r.lines += 1
             self.b.raw = _unterminated(self.raw)
-            conv.extra(f.rel, obj, number)
+            conv.extra(f.key, obj, number)
             f.consumed, f.lines = end, number
 
     # ── writing ──
@@ -520,7 +541,7 @@ class _Import:
         record: dict[str, Any] = {
             "importer": 1,
             "format": conv.format,
-            "source": os.path.abspath(self.spec.path),
+            "source": path_text(os.path.abspath(self.spec.path)),
             "sourceId": self.info.source_id,
             "files": {},
             "entries": 0,
@@ -570,7 +591,7 @@ class _Import:
             main.hasher, main.hashed = taken, main.consumed
         # Every file, those with nothing taken yet too (empty, or a first line still
         # being written): known, an import that finds them as they were is unchanged.
-        record["files"] = {f.rel: f.state() for f in self.files}
+        record["files"] = {f.key: f.state() for f in self.files}
         # Files the last record knew that are gone now: their state is kept, so
         # that they are not taken again should they come back.
         before = self.imported.last

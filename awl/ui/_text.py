@@ -9,14 +9,18 @@ from datetime import datetime
 # C0 and C1 control characters and DEL: a terminal acts on them (clears the
 # screen, sets the title), so text from a log never reaches it raw.
 # A carriage return before a newline is how CRLF text ends its lines: kept.
-_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n)")
-_CONTROLS_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Lone surrogates too: the bytes of a file name that were not UTF-8, which a
+# strict stdout refuses to print.
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]|\r(?!\n)")
+_CONTROLS_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
 def _escape(match: re.Match[str]) -> str:
     c = match.group()
-    return _NAMED.get(c) or f"\\x{ord(c):02x}"
+    if "\udc80" <= c <= "\udcff":
+        return f"\\x{ord(c) - 0xDC00:02x}"  # a byte that was not UTF-8, as os.fsdecode keeps it
+    return _NAMED.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
 
 
 def visible(text: str, *, one_line: bool = False) -> str:
