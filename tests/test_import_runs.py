@@ -838,3 +838,13 @@ def test_a_session_open_in_another_process_is_not_imported_and_the_run_fails(
         holder.wait()
     out = cli("import", str(src))
     assert out.exit_code == 0 and "1 updated" in out.output
+
+
+@pytest.mark.parametrize("fmt", sorted(SOURCES))
+def test_show_of_another_agents_log_says_what_takes_it_in(fmt: str) -> None:
+    out = cli("show", str(SOURCES[fmt]))
+    assert out.exit_code == 1
+    name = {"pi": "pi", "claude": "Claude Code", "codex": "Codex"}[fmt]
+    assert out.output == (
+        f"Error: {SOURCES[fmt]}: a {name} session log, not awl's: `awl import` takes it in\n"
+    )

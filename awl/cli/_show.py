@@ -63,4 +63,12 @@ def show(ref: str, as_json: bool, around: str | None, context: int) -> None:
                 for chunk in transcript(m):
                     click.echo(chunk)
     except AwlError as exc:
+        from ..importers import FORMAT_NAMES, detect_file
+
+        found = detect_file(path)
+        if found in FORMAT_NAMES:
+            # Another agent's log, not a broken awl one: say what brings it in.
+            fail(
+                f"{path}: a {FORMAT_NAMES[found]} session log, not awl's: `awl import` takes it in"
+            )
         fail(str(exc))

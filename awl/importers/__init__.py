@@ -21,12 +21,13 @@ from ._bulk import (
     plan_import,
 )
 from ._record import Imported, last_record, read_records
-from ._run import BATCH_BYTES, STATUSES, ImportResult, SourceSpec, import_source
-from ._source import FORMATS, detect
+from ._run import BATCH_BYTES, FORMAT_NAMES, STATUSES, ImportResult, SourceSpec, import_source
+from ._source import FORMATS, detect, detect_file
 
 __all__ = [
     "BATCH_BYTES",
     "FORMATS",
+    "FORMAT_NAMES",
     "STATUSES",
     "ImportPlan",
     "ImportResult",
@@ -36,6 +37,7 @@ __all__ = [
     "default_store",
     "default_stores",
     "detect",
+    "detect_file",
     "import_sessions",
     "import_source",
     "last_record",

@@ -292,6 +292,21 @@ def head(fd: int, limit: int = 24, max_bytes: int = 1 << 20) -> list[tuple[int, 
     return out
 
 
+def detect_file(path: str | os.PathLike[str]) -> str | None:
+    """The format of the file at ``path`` (:func:`detect`); None when it cannot be
+    read or is none of them."""
+    try:
+        fd = open_source(path)
+    except (OSError, ValueError):
+        return None
+    try:
+        return detect(head(fd))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def detect(objs: list[tuple[int, dict[str, Any]]]) -> str | None:
     """The format of a file whose first objects are ``objs``: ``pi``, ``claude``,
     ``codex``, ``awl`` (awl's own log) or None."""
