@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..ui import format_bytes
+from ..ui import format_bytes, visible
 from ._app import main
 from ._common import count, fail, json_text
 from ._progress import stoppable_progress
@@ -17,7 +17,14 @@ if TYPE_CHECKING:  # the importers: only once the command runs
 
 
 @main.command("import")
-@click.argument("paths", nargs=-1, type=click.Path())  # str: Path("") would be "."
+@click.argument(
+    # str: Path("") would be ".".  Not readable=True (its default): an unreadable
+    # path would stop the whole run with a usage error; the importer says it in
+    # one line and imports the rest.
+    "paths",
+    nargs=-1,
+    type=click.Path(readable=False),
+)
 @click.option(
     "--from",
     "fmt",
@@ -34,9 +41,11 @@ def import_command(
 ) -> None:
     """Import pi, Claude Code or Codex sessions (PATHS: files, or folders of any depth).
 
-    Without PATHS, the tool's own store (~/.pi/agent/sessions, ~/.claude/projects,
-    $CODEX_HOME/sessions and archived_sessions; compressed rollouts too), or with
-    no --from every one of them that exists. Each
+    Without PATHS, the tool's own store, or with no --from every one of them
+    that exists: pi's $PI_CODING_AGENT_SESSION_DIR, else
+    $PI_CODING_AGENT_DIR/sessions (~/.pi/agent/sessions); Claude Code's
+    $CLAUDE_CONFIG_DIR/projects (~/.claude/projects); Codex's sessions and
+    archived_sessions in $CODEX_HOME (~/.codex; compressed rollouts too). Each
     source session becomes an awl session in its own working directory's
     project (awl sessions, awl --resume and awl show find it). Importing again
     changes nothing, and adds only what a source gained since; sources are
@@ -64,7 +73,7 @@ def import_command(
             if r.source in sizes:
                 bar.done(sizes[r.source])
             if as_json:
-                bar.say([json_text(r.as_json())])
+                bar.say([json_text(r.as_json())], escaped=True)
             else:
                 bar.say(list(describe(r)))
 
@@ -76,7 +85,8 @@ def import_command(
             on_result=on_result,
             problems=plan.problems,
         )
-    click.echo(summary_line(summary, dry_run=dry_run), err=as_json)
+    # One line for a terminal, as the run's other lines are (Progress.say).
+    click.echo(visible(summary_line(summary, dry_run=dry_run), one_line=True), err=as_json)
     if summary.failed:
         raise SystemExit(1)
 
@@ -102,7 +112,11 @@ def summary_line(summary: ImportSummary, *, dry_run: bool = False) -> str:
 
 
 def describe(r: ImportResult) -> Iterable[str]:
-    """The lines a person reads about one source session (nothing when all went well)."""
+    """The lines a person reads about one source session (nothing when all went well).
+
+    Raw text: paths and reasons may hold control characters, which
+    :meth:`~awl.cli._progress.Progress.say` shows as escapes.
+    """
     if r.error:
         yield r.error
     for file, line, why in r.skipped:
@@ -111,3 +125,5 @@ def describe(r: ImportResult) -> Iterable[str]:
     for name, n in sorted(r.unrecognised.items()):
         kept = f"{count(n, 'line')} of a kind not recognised ({name}), kept as opaque entries"
         yield f"{r.source}: {kept}"
+    for note in r.notes:  # an unreadable subagent transcript, a lost parent, a repair
+        yield f"{r.source}: {note}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -9,8 +11,28 @@ from typing import Any
 
 import click
 
-from ..ui import format_bytes
+from ..ui import format_bytes, visible
 from ._common import Stopped, stopped_by_signals
+
+# click's own layout, spelt out: the bar's width is reckoned from it.
+_TEMPLATE = "%(label)s  [%(bar)s]  %(info)s"
+_AROUND_BAR = len("  []  100%")  # the brackets, the percentage and the gaps
+_INFO_SEP = "  "
+_MAX_BAR = 36  # click's default: no wider than the bar always was
+_MIN_BAR = 10  # below this, a shorter label leaves it more room
+
+
+def terminal_columns() -> int:
+    """The width of the terminal the bar is drawn on: ``$COLUMNS``, else standard
+    output's, else standard error's (the bar's own: standard output may be a
+    pipe, ``awl import | tee``), else 80."""
+    columns = shutil.get_terminal_size((0, 0)).columns
+    if columns > 0:
+        return columns
+    try:
+        return os.get_terminal_size(sys.stderr.fileno()).columns or 80
+    except (OSError, ValueError, AttributeError):
+        return 80
 
 
 class Progress:
@@ -20,33 +42,64 @@ class Progress:
     own, so the bar and a report never share one.
     """
 
-    def __init__(self, bar: Any, files: int, total: int, unit: str = "files") -> None:
+    def __init__(
+        self, bar: Any, files: int, total: int, unit: str = "files", label: str = ""
+    ) -> None:
         self._bar = bar
+        self._title = label
         self.files, self.total, self.unit = files, total, unit
         self.done_files = self.done_bytes = 0
+        self._text = ""  # what the bar says beside it, as _fit chose it
+        if bar is not None:
+            self._fit()
 
-    def _label(self, _: object) -> str:
-        return (
-            f"{self.done_files}/{self.files} {self.unit}, "
-            f"{format_bytes(self.done_bytes)} of {format_bytes(self.total)}"
+    def _label(self, _: object) -> str | None:
+        return self._text or None
+
+    def _fit(self) -> None:
+        """Size the bar, and choose how much its label says, for the terminal as it is
+        now (it may have been resized): the line stays a column short of its width,
+        since a line that wraps makes every redraw a new line, filling the screen."""
+        room = terminal_columns() - 1
+        fixed = len(self._title) + _AROUND_BAR
+        count = f"{self.done_files}/{self.files}"
+        done, total = format_bytes(self.done_bytes), format_bytes(self.total)
+        texts = (
+            f"{count} {self.unit}, {done} of {total}",
+            f"{count} {self.unit}",
+            count,
+            "",
         )
+        for text in texts:
+            width = room - fixed - (len(_INFO_SEP) + len(text) if text else 0)
+            if width >= _MIN_BAR:
+                break
+        self._text = text
+        self._bar.width = max(0, min(_MAX_BAR, width))
+        # click pads each redraw to its longest line yet, which is too long for a
+        # terminal made narrower since.
+        if self._bar.max_width is not None:
+            self._bar.max_width = min(self._bar.max_width, max(0, room))
 
     def done(self, size: int) -> None:
         """One more file of ``size`` bytes is done."""
         self.done_files += 1
         self.done_bytes += size
         if self._bar is not None:
+            self._fit()
             self._bar.update(size)
 
-    def say(self, lines: list[str]) -> None:
-        """Write ``lines`` to stdout (flushed: a pipe keeps step with the bar)."""
+    def say(self, lines: list[str], *, escaped: bool = False) -> None:
+        """Write ``lines`` to stdout (flushed: a pipe keeps step with the bar), each as
+        one line with its control characters as escapes (a file name may hold
+        any), unless ``escaped`` (JSON text, escaped already)."""
         out = sys.stdout
         for text in lines:
             if self._bar is not None:
                 sys.stderr.write("\n")
             # Not click.echo: its checks of the stream on each line add up
             # on a store of thousands of logs.
-            out.write(text + "\n")
+            out.write((text if escaped else visible(text, one_line=True)) + "\n")
         out.flush()
 
 
@@ -65,11 +118,14 @@ def progress(
         length=max(total, 1),
         label=label,
         file=sys.stderr,
+        bar_template=_TEMPLATE,
+        info_sep=_INFO_SEP,
+        show_percent=True,
         show_pos=False,
         show_eta=False,
-        item_show_func=lambda item: holder[0]._label(item) if holder else "",
+        item_show_func=lambda item: holder[0]._label(item) if holder else None,
     )
-    holder.append(Progress(bar, files, total, unit))  # before the bar's first drawing
+    holder.append(Progress(bar, files, total, unit, label))  # before the bar's first drawing
     with bar:
         yield holder[0]
 
@@ -86,9 +142,11 @@ def stoppable_progress(
         with stopped_by_signals(), progress(label, files, total, quiet=quiet, unit=unit) as bar:
             yield bar
     except Stopped as exc:
+        # What was reported: workers report in order, so a large log under way
+        # holds back the reports of smaller ones done after it ("at least").
         done = bar.done_files if bar is not None else 0
         click.echo(
-            f"awl: {label} stopped ({exc.name}) after {done} of {files} {unit}; {again}",
+            f"awl: {label} stopped ({exc.name}) after at least {done} of {files} {unit}; {again}",
             err=True,
         )
         raise SystemExit(128 + exc.signum) from None

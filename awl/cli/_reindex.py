@@ -19,7 +19,8 @@ if TYPE_CHECKING:  # numpy and the index: only once the command runs
 
 
 @main.command("reindex")
-@click.argument("paths", nargs=-1, type=click.Path())  # str: Path("") would be "."
+# str: Path("") would be "."; not readable=True: the run says what it cannot read, in a line.
+@click.argument("paths", nargs=-1, type=click.Path(readable=False))
 @click.option("--all", "all_projects", is_flag=True, help="Every session under the root.")
 @click.option(
     "--verify", is_flag=True, help="Validate every line and the tree; report each problem."

@@ -315,8 +315,9 @@ def detect(objs: list[tuple[int, dict[str, Any]]]) -> str | None:
     first = objs[0][1]
     kind = first.get("type")
     if kind == "session" and isinstance(first.get("id"), str):
-        awl = first.get("version") == 1 and isinstance(first.get("provider"), str)
-        return "awl" if awl and isinstance(first.get("model"), str) else "pi"
+        # An awl header names its "model"; pi's never does (its first form says
+        # "modelId"): an awl log whose header is broken is still awl's.
+        return "awl" if "model" in first else "pi"
     if kind in _CODEX_TYPES and isinstance(first.get("payload"), dict):
         return "codex"
     if (
