@@ -25,6 +25,7 @@ if _typing.TYPE_CHECKING:
         Thinking,
         ToolResult,
         ToolUse,
+        request_history,
     )
     from .errors import (
         AmbiguousSession,
@@ -58,6 +59,7 @@ __all__ = [
     "ToolResult",
     "ToolUse",
     "__version__",
+    "request_history",
 ]
 
 
@@ -72,6 +74,7 @@ _HOMES = {
     "Thinking": "conversation",
     "ToolResult": "conversation",
     "ToolUse": "conversation",
+    "request_history": "conversation",
     "AmbiguousSession": "errors",
     "AwlError": "errors",
     "CorruptSession": "errors",

@@ -195,14 +195,29 @@ ContentBlock = Text | Thinking | ToolUse | ToolResult | Opaque
 
 @dataclass(slots=True)
 class Message:
-    """One message: a role and its content blocks."""
+    """One message: a role and its content blocks.
+
+    ``compaction`` marks a compaction summary (a user message only): the
+    history before this message was compacted into it, and the ``compaction``
+    messages right before it are kept; None for an ordinary message.  awl
+    compacts nothing itself; an import marks the summaries its source made
+    (``docs/format.md``), and :func:`request_history` honours them.
+    """
 
     role: Role
     content: list[ContentBlock] = field(default_factory=list)
+    compaction: int | None = None
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, not {self.role!r}")
+        if self.compaction is not None and (
+            self.role != "user" or type(self.compaction) is not int or self.compaction < 0
+        ):
+            raise ValueError(
+                "only a user message marks a compaction, with a non-negative count of"
+                f" messages kept, not {self.role} {self.compaction!r}"
+            )
 
     def text(self) -> str:
         """The concatenated visible text of the message."""
@@ -306,3 +321,27 @@ class Conversation(Sequence[Message]):
             raise ValueError(f"cannot replace {count} of {len(self._items)} messages")
         del self._items[len(self._items) - count :]
         self._items.append(message)
+
+
+def request_history(conv: Sequence[Message]) -> list[Message]:
+    """The messages a request sends of ``conv``: all of it, unless a message marks
+    a compaction (:attr:`Message.compaction`).  Then, for the last such message
+    at ``c`` keeping ``k``: the system message that opens ``conv`` (awl's
+    prompt), the summary, the ``k`` messages before it less system messages and
+    older summaries (their own history is not kept: as pi builds a context),
+    and every message after it.
+
+    Walks back from the end and reads nothing before ``c - k`` but the first
+    message, so a lazy :class:`Conversation` loads only what is sent.
+    """
+    n = len(conv)
+    for c in range(n - 1, -1, -1):
+        kept = conv[c].compaction
+        if kept is not None:
+            break
+    else:
+        return list(conv)
+    head = [conv[0]] if c > 0 and conv[0].role == "system" else []
+    start = max(len(head), c - kept)
+    before = [m for m in conv[start:c] if m.role != "system" and m.compaction is None]
+    return [*head, conv[c], *before, *conv[c + 1 :]]

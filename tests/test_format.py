@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -74,6 +75,68 @@ def test_user_entry_key_order_and_round_trip() -> None:
     assert list(obj) == ["type", "id", "parentId", "timestamp", "provider", "model", "message"]
     assert list(obj["message"]) == ["role", "content"]
     assert parse_line(line) == entry
+
+
+_SUMMARY = (
+    b'{"type":"message","id":"a1b2c3d4","parentId":"s1s2s3s4","timestamp":"2026-04-25T14:00:01.000Z",'
+    b'"provider":"anthropic","model":"m","message":{"role":"user","content":'
+    b'[{"type":"text","text":"The summary."}],"compaction":{"kept":3}},"x-pi":{"line":9}}\n'
+)
+
+
+def test_a_compaction_marker_is_read_written_and_carried_by_both_paths() -> None:
+    entry = parse_line(_SUMMARY)
+    assert isinstance(entry, MessageEntry) and entry.message.compaction == 3
+    assert serialize_entry(entry) == _SUMMARY  # after "content", in the format's order
+    fast = message_from_object(orjson.loads(_SUMMARY))
+    assert fast == Message("user", [Text("The summary.")], 3)
+    assert message_to_disk(fast) == entry.message  # and back to disk as it was
+    # An ordinary message has none, and writes none.
+    plain = DiskMessage("user", [DiskText("hi")])
+    assert plain.compaction is None and "compaction" not in str(
+        serialize_entry(MessageEntry(EntryBase("a", None, "t"), plain, provider="p", model="m"))
+    )
+
+
+def test_members_of_a_compaction_marker_a_later_version_adds_are_ignored() -> None:
+    line = _SUMMARY.replace(b'{"kept":3}', b'{"kept":0,"by":"pi","firstKept":"x"}')
+    entry = parse_line(line)
+    assert isinstance(entry, MessageEntry) and entry.message.compaction == 0
+    fast = message_from_object(orjson.loads(line))
+    assert fast is not None and fast.compaction == 0
+
+
+@pytest.mark.parametrize(
+    ("marker", "error"),
+    [
+        (b'{"kept":-1}', "a compaction marker needs a non-negative integer 'kept'"),
+        (b'{"kept":"3"}', "a compaction marker needs a non-negative integer 'kept'"),
+        (b'{"kept":true}', "a compaction marker needs a non-negative integer 'kept'"),
+        (b'{"kept":1.0}', "a compaction marker needs a non-negative integer 'kept'"),
+        (b"{}", "a compaction marker needs a non-negative integer 'kept'"),
+        (b"3", "a message's 'compaction' must be an object"),
+        (b"[3]", "a message's 'compaction' must be an object"),
+    ],
+)
+def test_a_bad_compaction_marker_is_a_format_error_naming_it(marker: bytes, error: str) -> None:
+    line = _SUMMARY.replace(b'{"kept":3}', marker)
+    with pytest.raises(FormatError, match=re.escape(error)):
+        parse_line(line)
+    assert message_from_object(orjson.loads(line)) is None  # the slow path says why
+
+
+@pytest.mark.parametrize("role", ["assistant", "system"])
+def test_only_a_user_message_marks_a_compaction(role: str) -> None:
+    line = _SUMMARY.replace(b'"role":"user"', f'"role":"{role}"'.encode())
+    with pytest.raises(
+        FormatError, match=f"only a user message can mark a compaction, not a {role}"
+    ):
+        parse_line(line)
+    assert message_from_object(orjson.loads(line)) is None
+    with pytest.raises(ValueError, match="only a user message marks a compaction"):
+        Message(role, [Text("x")], 1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="non-negative"):
+        Message("user", [Text("x")], -1)
 
 
 def test_assistant_entry_carries_metadata_inside_message() -> None:
@@ -409,6 +472,8 @@ def _near_valid_entries(draw: st.DrawFn) -> dict[str, Any]:
     }
     if role == "user":
         obj |= {"provider": "p", "model": "m"}
+    if draw(st.booleans()):  # valid on a user message only
+        message["compaction"] = {"kept": draw(st.integers(0, 3))}
     for _ in range(draw(st.integers(0, 3))):
         # Pick a container (the entry, its message, usage, a block) and a key.
         places: list[dict[str, Any]] = [obj]
@@ -417,10 +482,12 @@ def _near_valid_entries(draw: st.DrawFn) -> dict[str, Any]:
             places.append(m)
             if isinstance(m.get("usage"), dict):
                 places.append(m["usage"])
+            if isinstance(m.get("compaction"), dict):
+                places.append(m["compaction"])
             if isinstance(m.get("content"), list):
                 places.extend(b for b in m["content"] if isinstance(b, dict))
         place = draw(st.sampled_from(places))
-        key = draw(st.sampled_from([*sorted(place), "type", "id", "role"]))
+        key = draw(st.sampled_from([*sorted(place), "type", "id", "role", "compaction"]))
         if draw(st.booleans()):
             place.pop(key, None)
         else:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from awl import Message, SessionManager, Text
+from awl import Message, SessionManager, Text, request_history
 from awl.agent import open_tool_uses
 from awl.importers import import_sessions, plan_import, session_id_for
 from awl.store import reindex_file, verify_log
@@ -133,11 +133,12 @@ def test_injected_lines_are_not_prompts(tmp_path: Path) -> None:
         for m in _messages(r.path)
         if m["message"]["role"] == "user" and m["message"]["content"][-1]["type"] == "text"
     ]
-    assert prompts == [
-        ["Le serveur ne démarre pas — ça plante 💥"],
-        ["Et cette capture ?"],
-        ["Ajoute un test pour le port."],
-        ["En fait, explique seulement la cause."],
+    assert [x[0][:30] for x in prompts] == [
+        "Le serveur ne démarre pas — ça",
+        "Et cette capture ?",
+        "This session is being continue",  # the compaction's summary, sent in its place
+        "Ajoute un test pour le port.",
+        "En fait, explique seulement la",
     ]
     injected = [
         e["data"]["message"]["content"] for e in entries(r.path) if e["type"] == "x-claude-user"
@@ -146,7 +147,6 @@ def test_injected_lines_are_not_prompts(tmp_path: Path) -> None:
         "<local-command-cavea",
         "<command-name>/model",
         "<local-command-stdou",
-        "This session is bein",  # the compaction's summary
     ]
     with SessionManager.open(r.path, read_only=True) as m:
         assert m.first_prompt.startswith("Le serveur ne démarre pas")
@@ -161,6 +161,7 @@ def test_the_model_switch_stamps_each_request_with_the_model_it_went_to(tmp_path
     ]
     # Prompts and tool results carry the model their request went to (Claude Code
     # records it only on replies); the switch came with /model.
+    # The compaction's summary goes with the next request, as a prompt does.
     opus, sonnet = "claude-opus-4-6", "claude-sonnet-4-5"
     assert (
         pairs
@@ -168,8 +169,9 @@ def test_the_model_switch_stamps_each_request_with_the_model_it_went_to(tmp_path
         + [
             ("user", sonnet),
             ("assistant", sonnet),
+            ("user", sonnet),  # the summary
         ]
-        * 4
+        + [("user", sonnet), ("assistant", sonnet)] * 3
     )
 
 
@@ -615,7 +617,7 @@ def test_bash_mode_commands_and_their_output_are_what_the_human_typed(tmp_path: 
     _lossless(path, r)
 
 
-def _compacted(logical: str | None, before: bool) -> Any:
+def _compacted(logical: str | None, before: bool, **metadata: Any) -> Any:
     def build(c: Claude) -> None:
         if before:
             c.prompt("Travaille sur le lot 12.")
@@ -627,8 +629,8 @@ def _compacted(logical: str | None, before: bool) -> Any:
             content="Conversation compacted",
             isMeta=False,
             level="info",
-            logicalParentUuid=logical,
-            compactMetadata={"trigger": "auto", "preTokens": 160000},
+            logicalParentUuid=logical if logical is not None else c.last,
+            compactMetadata={"trigger": "auto", "preTokens": 160000, **metadata},
         )
         c.prompt(
             "Summary of the earlier part.", isCompactSummary=True, isVisibleInTranscriptOnly=True
@@ -639,6 +641,45 @@ def _compacted(logical: str | None, before: bool) -> Any:
     return build
 
 
+def test_a_compactions_summary_is_a_user_message_a_request_starts_at(tmp_path: Path) -> None:
+    """Claude Code's resume walks its chain back to the boundary: it sends the summary
+    and what follows, and so does a request of the imported session."""
+    path, _ = _session(tmp_path, _compacted(None, before=True))
+    (r,) = _import(path)
+    on = branch(r.path)
+    summary = next(e for e in on if "message" in e and "Summary of the earlier" in str(texts(e)))
+    assert summary["message"]["role"] == "user"
+    assert summary["message"]["compaction"] == {"kept": 0}
+    assert summary["x-claude"]["lines"][0]["isCompactSummary"] is True
+    assert summary["model"] == "claude-opus-4-6"  # the request it went with
+    assert on[on.index(summary) - 1]["data"]["subtype"] == "compact_boundary"
+    with SessionManager.open(r.path, read_only=True) as m:
+        sent = [x.text() for x in request_history(m.rebuild_conversation())]
+    assert sent == [
+        PROMPT.format(cwd="/home/ana/loom"),
+        *[
+            "Summary of the earlier part.",
+            "Continue.",
+            "Je continue.",
+        ],
+    ]
+    assert r.notes == []
+    _lossless(path, r)
+
+
+def test_messages_a_compaction_preserved_are_said_not_to_be_carried_over(tmp_path: Path) -> None:
+    # A partial compaction keeps a segment of the conversation after its summary:
+    # awl does not carry it past the compaction, and says so.
+    segment = {"headUuid": str(uuid.uuid4()), "tailUuid": str(uuid.uuid4())}
+    path, _ = _session(tmp_path, _compacted(None, before=True, preservedSegment=segment))
+    (r,) = _import(path)
+    assert r.notes == [
+        "line 3: the messages this compaction preserved are not sent after it on resume "
+        "(only its summary and what follows)"
+    ]
+    _lossless(path, r)
+
+
 def test_a_compaction_whose_logical_parent_is_not_in_the_file_goes_on_from_the_entry_before(
     tmp_path: Path,
 ) -> None:
@@ -646,7 +687,13 @@ def test_a_compaction_whose_logical_parent_is_not_in_the_file_goes_on_from_the_e
     path, _ = _session(tmp_path, _compacted(gone, before=True))
     (r,) = _import(path)
     path_texts = [x for e in branch(r.path) if e["type"] == "message" for x in texts(e)]
-    assert path_texts[1:] == ["Travaille sur le lot 12.", "Fait.", "Continue.", "Je continue."]
+    assert path_texts[1:] == [
+        "Travaille sur le lot 12.",
+        "Fait.",
+        "Summary of the earlier part.",
+        "Continue.",
+        "Je continue.",
+    ]
     boundary = next(e for e in entries(r.path) if e["type"] == "x-claude-system")
     reply = next(e for e in _messages(r.path) if texts(e) == ["Fait."])
     assert boundary["parentId"] == reply["id"]

@@ -6,14 +6,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-from awl import SessionManager
+from awl import SessionManager, request_history
 from awl.agent import open_tool_uses
 from awl.importers import SourceSpec, import_source, session_id_for
+from awl.importers._codex import SUMMARY_PREFIX
 from awl.store import verify_log
 from tests.import_fixtures import (
     BARE_ID,
     CODEX_CUT,
+    CODEX_ENCRYPTED,
     CODEX_HARBOR,
+    CODEX_SUMMARY_ONLY,
     PROMPT,
     accounted_lines,
     bare_rollout,
@@ -56,7 +59,9 @@ def test_injected_context_is_not_a_prompt_and_ui_repeats_are_taken_once(tmp_path
     prompts = [
         texts(m)
         for m in ms
-        if m["message"]["role"] == "user" and "text" in str(m["message"]["content"][-1]["type"])
+        if m["message"]["role"] == "user"
+        and "text" in str(m["message"]["content"][-1]["type"])
+        and "compacted" not in m["x-codex"]  # the history a compaction left (below)
     ]
     assert prompts == [
         ["Pourquoi `cargo test` échoue ? ⚓"],
@@ -141,10 +146,14 @@ def test_the_compaction_is_kept_and_the_rollback_is_a_branch(tmp_path: Path) -> 
     assert "x-codex-compacted" in kinds
     rollback = on[-3]
     assert rollback["data"]["payload"] == {"type": "thread_rolled_back", "num_turns": 1}
-    compacted = on[on.index(rollback) - 1]
-    assert compacted["type"] == "x-codex-compacted"  # the rolled-back turn hung here too
+    # The compaction, then the history Codex went on with: the rolled-back turn hung
+    # there too.
+    compacted, *history = on[on.index(rollback) - 4 : on.index(rollback)]
+    assert compacted["type"] == "x-codex-compacted"
+    assert [e["parentId"] for e in history] == [e["id"] for e in [compacted, *history[:-1]]]
     dropped = next(m for m in _messages(r.path) if texts(m) == ["Supprime le test."])
-    assert dropped["parentId"] == compacted["id"] and dropped["id"] not in {e["id"] for e in on}
+    assert dropped["parentId"] == history[-1]["id"]
+    assert dropped["id"] not in {e["id"] for e in on}
     with SessionManager.open(r.path, read_only=True) as m:
         said = [x.text() for x in m.rebuild_conversation()]
     assert said[-2:] == [
@@ -426,3 +435,164 @@ def test_the_count_repeated_as_a_turn_starts_is_not_the_next_replys_in_two_passe
         ]
         usages.append(replies)
     assert usages == [[{"input": 1000, "output": 100}, None]] * 2
+
+
+def _compaction(path: str | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The compaction's node and the messages after it on the branch, up to the prompt."""
+    assert path is not None
+    on = branch(path)
+    at = next(k for k, e in enumerate(on) if e["type"] == "x-codex-compacted")
+    after = []
+    for e in on[at + 1 :]:
+        if e["type"] != "message" or "compacted" not in e.get("x-codex", {}):
+            break
+        after.append(e)
+    return on[at], after
+
+
+def test_a_compaction_goes_on_with_the_history_codex_kept(tmp_path: Path) -> None:
+    """The user and assistant items of ``replacement_history`` are messages under the
+    compaction's node, its injected context left out, the first marked: a request
+    sends them and what follows, as Codex goes on from that history."""
+    r = _harbor(tmp_path)
+    node, kept = _compaction(r.path)
+    line = next(k for k, o in enumerate(HARBOR, 1) if o["type"] == "compacted")
+    history = HARBOR[line - 1]["payload"]["replacement_history"]
+    assert node["line"] == line
+    # The AGENTS.md item (injected) is left out; each other item is a message.
+    assert [e["message"]["content"] for e in kept] == [
+        [{"type": "text", "text": x["content"][0]["text"]}] for x in history[1:]
+    ]
+    assert [e["message"].get("compaction") for e in kept] == [{"kept": 0}, None, None]
+    assert texts(kept[-1])[0].startswith(SUMMARY_PREFIX + "\nSummary: fixed the tide period")
+    assert [e["x-codex"] for e in kept] == [{"compacted": line, "history": k} for k in (1, 2, 3)]
+    assert {(e["provider"], e["model"]) for e in kept} == {("openai", "gpt-5.4-mini")}
+    with SessionManager.open(r.path, read_only=True) as m:
+        conversation = m.rebuild_conversation()
+        sent = request_history(conversation)
+    assert [x.text()[:20] for x in sent[1:]] == [
+        "Pourquoi `cargo test",
+        "Et ce graphique ?",
+        "Another language mod",
+        "Non : explique plutô",
+        "La période comptait ",
+    ]
+    assert sent[0].role == "system" and sent[1].compaction == 0
+    assert len(conversation) == len(sent) + 8  # the branch keeps what came before
+    assert accounted_lines(r.path) == source_lines(CODEX_HARBOR)  # the line, once
+
+
+def test_a_compaction_of_its_summary_alone_is_that_summary_as_codex_sends_it(
+    tmp_path: Path,
+) -> None:
+    r = run(copy_tree(CODEX_SUMMARY_ONLY, tmp_path / "s" / CODEX_SUMMARY_ONLY.name))
+    _, (kept,) = _compaction(r.path)
+    source = source_objects(CODEX_SUMMARY_ONLY)
+    (line,) = [o["payload"] for o in source if o["type"] == "compacted"]
+    assert line["message"].startswith(SUMMARY_PREFIX)  # Codex wrote it prefixed: as it is
+    assert texts(kept) == [line["message"]] and kept["message"]["compaction"] == {"kept": 0}
+    assert kept["x-codex"] == {
+        "compacted": source.index(next(o for o in source if o["type"] == "compacted")) + 1
+    }
+    # A summary written without the prefix is given it, as Codex sends one.
+    bare = [
+        {**o, "payload": {"message": "Le correctif est fait."}} if o["type"] == "compacted" else o
+        for o in source
+    ]
+    bare[0] = {
+        **bare[0],
+        "payload": {**bare[0]["payload"], "id": "019cf0a1-0000-7000-8000-bbbbbbbbbbbb"},
+    }
+    src = tmp_path / "bare" / CODEX_SUMMARY_ONLY.name
+    src.parent.mkdir()
+    src.write_bytes(b"".join(json.dumps(o, ensure_ascii=False).encode() + b"\n" for o in bare))
+    _, (kept,) = _compaction(run(src).path)
+    assert texts(kept) == [f"{SUMMARY_PREFIX}\nLe correctif est fait."]
+
+
+def test_a_compaction_whose_summary_only_openai_can_read_says_so(tmp_path: Path) -> None:
+    r = run(copy_tree(CODEX_ENCRYPTED, tmp_path / "s" / CODEX_ENCRYPTED.name))
+    assert r.path is not None
+    _, (kept,) = _compaction(r.path)
+    assert texts(kept) == [
+        "The earlier conversation was compacted by Codex; its summary is encrypted, readable"
+        " only by OpenAI, and is not part of this request."
+    ]
+    assert kept["message"]["compaction"] == {"kept": 0}
+    assert accounted_lines(r.path) == source_lines(CODEX_ENCRYPTED)
+    with SessionManager.open(r.path, read_only=True) as m:
+        sent = request_history(m.rebuild_conversation())
+    assert [x.role for x in sent] == ["system", "user", "user", "assistant"]
+
+
+def test_a_kept_history_that_opens_with_a_reply_gets_a_prompt_before_it(tmp_path: Path) -> None:
+    # A remote compaction keeps items as the server chose: the marked message must be
+    # a user message, so one says what happened before the reply.
+    said = [
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "J'ai corrigé la période."}],
+        },
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Merci."}]},
+        {"type": "compaction", "encrypted_content": "gAAAA"},
+    ]
+    source = [
+        {**o, "payload": {"message": "", "replacement_history": said}}
+        if o["type"] == "compacted"
+        else o
+        for o in source_objects(CODEX_ENCRYPTED)
+    ]
+    src = tmp_path / "s" / CODEX_ENCRYPTED.name
+    src.parent.mkdir()
+    src.write_bytes(b"".join(json.dumps(o, ensure_ascii=False).encode() + b"\n" for o in source))
+    r = run(src)
+    _, kept = _compaction(r.path)
+    assert [(e["message"]["role"], texts(e), e["message"].get("compaction")) for e in kept] == [
+        ("user", ["The earlier conversation was compacted by Codex."], {"kept": 0}),
+        ("assistant", ["J'ai corrigé la période."], None),
+        ("user", ["Merci."], None),
+    ]
+    assert kept[1]["message"]["stopReason"] == "stop" and "usage" not in kept[1]["message"]
+
+
+def test_a_rollout_an_older_awl_imported_across_its_compaction_goes_on_under_it(
+    tmp_path: Path,
+) -> None:
+    # An awl that knew no compactions wrote the compacted line's node alone: the
+    # rollout's next lines hang under that node, not under the messages this awl
+    # would have made of it (which the log lacks), and the conversation goes on.
+    src = copy_tree(CODEX_HARBOR, tmp_path / "s" / CODEX_HARBOR.name)
+    whole = src.read_bytes()
+    lines = whole.splitlines(keepends=True)
+    at = next(k for k, x in enumerate(lines) if json.loads(x)["type"] == "compacted")
+    src.write_bytes(b"".join(lines[: at + 1]))
+    r = run(src)
+    assert r.path is not None
+    # The log as the older awl left it: no message of the compaction, no checkpoint.
+    kept = []
+    for raw in Path(r.path).read_bytes().splitlines(keepends=True):
+        o = json.loads(raw)
+        if o["type"] == "checkpoint" or "compacted" in o.get("x-codex", {}):
+            continue
+        if o["type"] == "x-import":
+            o["keys"] = [k for k in o["keys"] if not k.startswith(f"L{at + 1}:")]
+            o["entries"] -= 3
+            raw = json.dumps(o, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        kept.append(raw)
+    Path(r.path).write_bytes(b"".join(kept))
+    assert not any(e.get("message", {}).get("compaction") for e in entries(r.path))
+    src.write_bytes(whole)
+    again = run(src)
+    assert again.status == "updated" and again.notes == []
+    node = next(e for e in entries(r.path) if e["type"] == "x-codex-compacted")
+    first = next(e for e in entries(r.path) if e.get("parentId") == node["id"])
+    assert first["type"] == "x-codex-event_msg" or texts(first) == ["Supprime le test."]
+    with SessionManager.open(r.path, read_only=True) as m:
+        said = [x.text() for x in m.rebuild_conversation()]
+    assert said[1] == "Pourquoi `cargo test` échoue ? ⚓"
+    assert said[-2:] == [
+        "Non : explique plutôt le correctif.",
+        "La période comptait une seconde de trop.",
+    ]
+    assert verify_log(r.path).ok

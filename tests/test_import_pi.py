@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from awl import SessionManager
+from awl import SessionManager, request_history
 from awl.agent import open_tool_uses
 from awl.importers import session_id_for
 from awl.store import verify_log
@@ -133,7 +133,6 @@ def test_what_awl_cannot_express_is_kept_as_opaque_entries(tmp_path: Path) -> No
     kinds = sorted({e["type"] for e in opaque})
     assert kinds == [
         "x-pi-branch_summary",
-        "x-pi-compaction",
         "x-pi-custom_message",
         "x-pi-label",
         "x-pi-message",  # the system prompt
@@ -144,9 +143,40 @@ def test_what_awl_cannot_express_is_kept_as_opaque_entries(tmp_path: Path) -> No
     ]
     header = next(e for e in opaque if e["type"] == "x-pi-session")
     assert "id" not in header and header["data"] == HEADER  # outside the tree
-    compaction = next(e for e in opaque if e["type"] == "x-pi-compaction")
-    assert compaction["data"]["summary"].startswith("## Goal")
     assert r.unrecognised == {} and r.skipped == []
+
+
+def test_a_compaction_is_the_summary_pi_sends_and_requests_start_there(tmp_path: Path) -> None:
+    """pi's compaction is a user message in pi's words, marked with the messages pi
+    keeps before it: a request sends what pi's own buildSessionContext does."""
+    r = run(copy_tree(PI_FULL, tmp_path / "full.jsonl"))
+    assert r.path is not None
+    line = next(o for o in SOURCE if o["type"] == "compaction")
+    (entry,) = [e for e in entries(r.path) if e.get("x-pi", {}).get("type") == "compaction"]
+    assert entry["message"] == {
+        "role": "user",
+        "content": [
+            {
+                "type": "text",
+                "text": "The conversation history before this point was compacted into the "
+                f"following summary:\n\n<summary>\n{line['summary']}\n</summary>",
+            }
+        ],
+        # From the first kept entry (the prompt 44252ec3) to the compaction: a prompt,
+        # a call, its result, the answer.
+        "compaction": {"kept": 4},
+    }
+    assert entry["x-pi"] == {**line, "line": SOURCE.index(line) + 1}  # the whole line
+    assert (entry["provider"], entry["model"]) == ("anthropic", "claude-sonnet-4-5")
+    with SessionManager.open(r.path, read_only=True) as m:
+        conversation = m.rebuild_conversation()
+        sent = request_history(conversation)
+    # pi's context, in awl's roles: its summary and tool results are user messages.
+    as_awl = {"compactionSummary": "user", "toolResult": "user"}
+    assert [x.role for x in sent] == [as_awl.get(x, x) for x in EXPECTED["contextRoles"]]
+    assert sent[0] is conversation[0] and sent[1].compaction == 4
+    assert sent[2].text() == "Corrige la période et ajoute un test."
+    assert len(conversation) > len(sent)  # the branch keeps all of it
 
 
 def test_lossless_every_line_and_every_value_is_in_the_log(tmp_path: Path) -> None:
@@ -251,10 +281,16 @@ def test_a_version_1_file_is_a_list(tmp_path: Path) -> None:
         "message",
         "message",
         "x-pi-message",
-        "x-pi-compaction",
+        "message",  # the compaction's summary
         "message",
     ]
     assert accounted_lines(r.path) == source_lines(src)
+    # firstKeptEntryIndex counts the header: line 3, the prompt; then its answer (the
+    # hook's message is no awl message).
+    assert on[5]["message"]["compaction"] == {"kept": 2}
+    with SessionManager.open(r.path, read_only=True) as m:
+        sent = [x.text() for x in request_history(m.rebuild_conversation())[1:]]
+    assert sent[1:] == ["ls", "a.txt", "merci"] and "ls ran." in sent[0]
 
 
 def _pi_line(r_path: str, pi_id: str) -> dict[str, Any]:
@@ -290,3 +326,62 @@ def test_a_command_the_human_ran_is_a_prompt_with_its_output(tmp_path: Path) -> 
     kept = next(e for e in entries(r.path) if e.get("data", {}).get("id") == "b3")
     assert kept["type"] == "x-pi-message"
     assert accounted_lines(r.path) == source_lines(src)
+
+
+def test_a_compaction_imported_after_what_it_keeps_counts_it_on_the_replay(
+    tmp_path: Path,
+) -> None:
+    # The first import ends before the compaction; the next replays what it took to
+    # find the messages the compaction keeps, and writes what one import would.
+    src = copy_tree(PI_FULL, tmp_path / "s" / "full.jsonl")
+    whole = src.read_bytes()
+    lines = whole.splitlines(keepends=True)
+    at = next(k for k, x in enumerate(lines) if orjson.loads(x)["type"] == "compaction")
+    src.write_bytes(b"".join(lines[:at]))
+    assert run(src).status == "imported"
+    src.write_bytes(whole)
+    r = run(src)
+    assert r.status == "updated" and r.path is not None
+    (entry,) = [e for e in entries(r.path) if e.get("x-pi", {}).get("type") == "compaction"]
+    assert entry["message"]["compaction"] == {"kept": 4}
+
+
+def test_a_compaction_whose_first_kept_entry_is_off_its_path_keeps_nothing(
+    tmp_path: Path,
+) -> None:
+    head = {"type": "session", "version": 3, "id": "0b7c2a4e-5555-4c3a-9e6b-2f5d8a1c7e90"}
+    base = {"type": "message", "timestamp": "2026-03-01T10:00:01.000Z"}
+    reply = {"provider": "anthropic", "model": "claude-sonnet-4-5", "stopReason": "stop"}
+    lines = [
+        {**head, "timestamp": "2026-03-01T10:00:00.000Z", "cwd": "/home/ana/kept"},
+        {**base, "id": "a1", "parentId": None, "message": {"role": "user", "content": "Un."}},
+        {**base, "id": "a2", "parentId": None, "message": {"role": "user", "content": "Deux."}},
+        {
+            **base,
+            "id": "a3",
+            "parentId": "a2",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "Oui."}],
+                **reply,
+            },
+        },
+        {
+            "type": "compaction",
+            "id": "c1",
+            "parentId": "a3",
+            "timestamp": "2026-03-01T10:00:02.000Z",
+            "summary": "Deux, oui.",
+            "firstKeptEntryId": "a1",  # on another branch
+            "tokensBefore": 10,
+        },
+    ]
+    src = tmp_path / "kept.jsonl"
+    src.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+    r = run(src)
+    assert r.path is not None
+    summary = branch(r.path)[-1]
+    assert summary["message"]["compaction"] == {"kept": 0}
+    assert summary["x-pi"]["firstKeptEntryId"] == "a1"
+    with SessionManager.open(r.path, read_only=True) as m:
+        assert [x.role for x in request_history(m.rebuild_conversation())] == ["system", "user"]

@@ -18,7 +18,7 @@ import pytest
 from awl import Opaque, SessionManager
 from awl.agent import INTERRUPTED_IN_FLIGHT, INTERRUPTED_RESULT, SYSTEM_PROMPT, Agent
 from awl.importers import import_source, plan_import
-from awl.ui import session_document, transcript
+from awl.ui import session_document, session_json, transcript
 from tests.import_fixtures import (
     BARE_ID,
     CLAUDE_SHOP,
@@ -53,10 +53,36 @@ def server() -> Iterator[FakeServer]:
 
 
 def _import(src: Path, tmp_path: Path) -> Any:
-    (spec,) = plan_import([copy_tree(src, tmp_path / "src" / src.name)]).sources
+    return _import_at(copy_tree(src, tmp_path / "src" / src.name))
+
+
+def _import_at(src: Path, status: str = "imported") -> Any:
+    (spec,) = plan_import([src]).sources
     r = import_source(spec, system_prompt=SYSTEM_PROMPT)  # what `awl import` starts with
-    assert r.status == "imported", r.error
+    assert r.status == status, r.error
     return r
+
+
+def _compaction_line(obj: dict[str, Any]) -> bool:
+    return obj.get("type") in ("compaction", "compacted") or obj.get("subtype") == (
+        "compact_boundary"
+    )
+
+
+def _until_compaction(src: Path, tmp_path: Path) -> tuple[Path, bytes]:
+    """A copy of a fixture cut before its compaction (what the source held before it
+    compacted), and the whole fixture's bytes, to grow it to later."""
+    dest = copy_tree(src, tmp_path / "src" / src.name)
+    whole = dest.read_bytes()
+    lines = whole.splitlines(keepends=True)
+    at = next(k for k, x in enumerate(lines) if _compaction_line(orjson.loads(x)))
+    dest.write_bytes(b"".join(lines[:at]))
+    return dest, whole
+
+
+def _shown(path: str) -> list[str]:
+    with SessionManager.open(path, read_only=True) as m:
+        return "\n".join(transcript(m)).splitlines()
 
 
 def _resume(path: str, server: FakeServer, reply: Any) -> tuple[str, list[tuple[Any, ...]], Any]:
@@ -86,7 +112,9 @@ def _system(cwd: str) -> tuple[str, str, str]:
 def test_a_claude_code_session_resumes_through_anthropic(
     tmp_path: Path, server: FakeServer
 ) -> None:
-    r = _import(CLAUDE_SHOP, tmp_path)
+    # Before Claude Code compacted it, the session's whole history is sent.
+    src, whole = _until_compaction(CLAUDE_SHOP, tmp_path)
+    r = _import_at(src)
     provider, items, body = _resume(r.path, server, sse.text_reply("Bien."))
     assert provider == "anthropic" and body["model"] == "claude-sonnet-4-5"
     assert items == [
@@ -111,10 +139,27 @@ def test_a_claude_code_session_resumes_through_anthropic(
         ("user", "text", IMAGE_SAID),
         ("user", "text", "Et cette capture ?"),
         ("assistant", "text", "Même erreur, même cause."),
+        ("user", "text", "Et maintenant ?"),
+    ]
+    # Claude Code compacts it and goes on: a resume sends what Claude Code's own
+    # would, the summary and what follows it.
+    src.write_bytes(whole)
+    assert _import_at(src, "updated").path == r.path
+    provider, items, body = _resume(r.path, server, sse.text_reply("Bien."))
+    summary = next(o for o in map(orjson.loads, whole.splitlines()) if o.get("isCompactSummary"))
+    assert items == [
+        _system("/home/ana/shop"),
+        ("user", "text", summary["message"]["content"]),
         ("user", "text", "En fait, explique seulement la cause."),
         ("assistant", "text", "Un autre processus écoutait déjà sur le port 4000."),
         ("user", "text", "Et maintenant ?"),
     ]
+    # awl show still shows the whole branch, the summary said for what it is.
+    shown = _shown(r.path)
+    assert "Le serveur ne démarre pas — ça plante 💥" in shown
+    heading = "── user · compaction summary (requests start here; 0 messages before it kept) ──"
+    assert shown.count(heading) == 1
+    assert shown[shown.index(heading) + 1] == summary["message"]["content"].splitlines()[0]
     # The turn is appended under the imported leaf; importing again changes nothing.
     turn = [o for o in log_lines(r.path) if o.get("type") == "message"][-2:]
     assert [t["message"]["role"] for t in turn] == ["user", "assistant"]
@@ -123,7 +168,8 @@ def test_a_claude_code_session_resumes_through_anthropic(
 
 
 def test_a_codex_rollout_resumes_through_openai(tmp_path: Path, server: FakeServer) -> None:
-    r = _import(CODEX_HARBOR, tmp_path)
+    src, whole = _until_compaction(CODEX_HARBOR, tmp_path)
+    r = _import_at(src)
     provider, items, body = _resume(r.path, server, oa.text_reply("Bien."))
     assert provider == "openai" and body["model"] == "gpt-5.4-mini"
     call = next(
@@ -159,10 +205,32 @@ def test_a_codex_rollout_resumes_through_openai(tmp_path: Path, server: FakeServ
         ("assistant", "text", "Corrigé : une seconde de trop."),
         ("user", "text", f"<image>\n{IMAGE_SAID}\n</image>Et ce graphique ?"),
         ("assistant", "text", "Le graphique montre la marée corrigée."),
+        ("user", "text", "Et maintenant ?"),
+    ]
+    # Codex compacts it and goes on from the history it kept: a resume sends that
+    # history and what follows it.
+    src.write_bytes(whole)
+    assert _import_at(src, "updated").path == r.path
+    provider, items, body = _resume(r.path, server, oa.text_reply("Bien."))
+    summary = next(
+        o["payload"]["message"]
+        for o in map(orjson.loads, whole.splitlines())
+        if o["type"] == "compacted"
+    )
+    assert items == [
+        _system("/home/ana/harbor"),
+        ("user", "text", "Pourquoi `cargo test` échoue ? ⚓"),
+        ("user", "text", "Et ce graphique ?"),
+        ("user", "text", summary),
         ("user", "text", "Non : explique plutôt le correctif."),
         ("assistant", "text", "La période comptait une seconde de trop."),
         ("user", "text", "Et maintenant ?"),
     ]
+    shown = _shown(r.path)
+    assert "Je lance les tests." in shown
+    assert (
+        "── user · compaction summary (requests start here; 0 messages before it kept) ──" in shown
+    )
 
 
 def test_a_pi_session_resumes_on_its_branch_and_a_later_pi_turn_comes_after(
@@ -171,10 +239,42 @@ def test_a_pi_session_resumes_on_its_branch_and_a_later_pi_turn_comes_after(
     r = _import(PI_FULL, tmp_path)
     provider, items, body = _resume(r.path, server, sse.text_reply("Bien."))
     assert provider == "anthropic" and body["model"] == "claude-sonnet-4-5"
-    texts = [i[2] for i in items if i[1] == "text"]
-    assert texts[1] == "Pourquoi le calcul des marées échoue-t-il ? 🌊"
-    assert texts[-3:] == ["Commit, s'il te plaît.", "C'est fait : 7e1d2c3.", "Et maintenant ?"]
-    assert not any("graphique" in t for t in texts)  # a branch pi had left
+    # What pi sends: its compaction's summary, the messages it kept, what came after.
+    summary = next(
+        o["summary"]
+        for o in map(orjson.loads, PI_FULL.read_bytes().splitlines())
+        if o["type"] == "compaction"
+    )
+    assert [i[:3] for i in items] == [
+        _system("/home/ana/code/tide"),
+        (
+            "user",
+            "text",
+            "The conversation history before this point was compacted into the following "
+            f"summary:\n\n<summary>\n{summary}\n</summary>",
+        ),
+        ("user", "text", "Corrige la période et ajoute un test."),
+        ("assistant", "tool_use", "toolu_tide_04"),
+        ("user", "tool_result", "toolu_tide_04"),
+        ("assistant", "text", "Corrigé ; `make check` passe."),
+        ("user", "text", "Commit, s'il te plaît."),
+        ("assistant", "tool_use", "toolu_tide_05"),
+        ("user", "tool_result", "toolu_tide_05"),
+        ("assistant", "text", "C'est fait : 7e1d2c3."),
+        ("user", "text", "Et maintenant ?"),
+    ]
+    shown = _shown(r.path)  # the whole branch, the summary said for what it is
+    assert "Pourquoi le calcul des marées échoue-t-il ? 🌊" in shown
+    with SessionManager.open(r.path, read_only=True) as m:  # awl show --json
+        document = session_document(m)
+        assert b"".join(session_json(m)) == orjson.dumps(document)
+    marked = [x for x in document["messages"] if "compaction" in x]
+    assert [(x["role"], x["compaction"]) for x in marked] == [("user", {"kept": 4})]
+    assert list(marked[0]) == ["role", "content", "compaction"]
+    assert (
+        "── user · compaction summary (requests start here; 4 messages before it kept) ──" in shown
+    )
+    assert not any("graphique" in t for t in shown)  # a branch pi had left
     # pi goes on writing its own file: the next import adds its turn, and the leaf
     # is pi's again; awl's turn stays on a branch of its own.
     src = Path(r.source)
@@ -358,7 +458,11 @@ def test_imported_images_are_shown_and_said_not_sent(
 ) -> None:
     """An image (and any block awl's model lacks) is named by ``awl show``, given
     whole by ``--json``, and said in a line of text, not sent, on resume."""
-    r = _import({"pi": PI_FULL, "claude": CLAUDE_SHOP, "codex": CODEX_HARBOR}[fmt], tmp_path)
+    # Each fixture's images come before its compaction: the source as it was then.
+    src, _ = _until_compaction(
+        {"pi": PI_FULL, "claude": CLAUDE_SHOP, "codex": CODEX_HARBOR}[fmt], tmp_path
+    )
+    r = _import_at(src)
     with SessionManager.open(r.path, read_only=True) as m:
         opaque = [b for msg in m.rebuild_conversation() for b in msg.content if type(b) is Opaque]
         shown = "\n".join(transcript(m)).splitlines()

@@ -49,10 +49,13 @@ def cli(*args: str) -> Any:
 
 def _flat(path: str | Path) -> list[tuple[str, Any]]:
     """The conversation as (role, block) in order, consecutive messages of one role
-    run together (as providers send them)."""
+    run together (as providers send them); a compaction summary is preceded by
+    ``("compaction", kept)``."""
     with SessionManager.open(path, read_only=True) as m:
         out: list[tuple[str, Any]] = []
         for message in m.rebuild_conversation():
+            if message.compaction is not None:
+                out.append(("compaction", message.compaction))
             out.extend((message.role, b) for b in message.content)
         return out
 
@@ -427,12 +430,12 @@ def test_json_gives_one_object_per_source_session(tmp_path: Path) -> None:
     out = CliRunner().invoke(main, ["import", "--json", "-j", "1", str(store)])
     assert out.exit_code == 0, out.output
     docs = [json.loads(x) for x in out.stdout.splitlines()]
-    assert len(docs) == 8 and {d["status"] for d in docs} == {"imported"}
+    assert len(docs) == 10 and {d["status"] for d in docs} == {"imported"}
     for d in docs:
         assert {"source", "format", "session", "path", "status"} <= set(d)
         assert Path(d["path"]).is_file() and d["dryRun"] is False
-    assert sorted(d["format"] for d in docs) == ["claude"] * 4 + ["codex"] * 2 + ["pi"] * 2
-    assert out.stderr.splitlines()[-1].startswith("8 sessions")
+    assert sorted(d["format"] for d in docs) == ["claude"] * 4 + ["codex"] * 4 + ["pi"] * 2
+    assert out.stderr.splitlines()[-1].startswith("10 sessions")
 
 
 def test_dry_run_writes_nothing_and_says_what_would_be_done(tmp_path: Path, root: Path) -> None:
@@ -444,8 +447,8 @@ def test_dry_run_writes_nothing_and_says_what_would_be_done(tmp_path: Path, root
     assert all(d["entries"] > 0 for d in docs)
     assert not root.exists()
     out = cli("import", "--dry-run", str(store))
-    assert out.output.splitlines()[-1].startswith(f"8 sessions, {_size(store)}: ")
-    assert "8 would be imported, 0 would be updated" in out.output
+    assert out.output.splitlines()[-1].startswith(f"10 sessions, {_size(store)}: ")
+    assert "10 would be imported, 0 would be updated" in out.output
 
 
 def test_a_store_imports_in_worker_processes_and_sessions_lists_it(tmp_path: Path) -> None:
@@ -462,7 +465,8 @@ def test_a_store_imports_in_worker_processes_and_sessions_lists_it(tmp_path: Pat
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == (
-        f"8 sessions, {_size(store)}: 8 imported, 0 updated, 0 unchanged; 0 lines skipped; 0 errors"
+        f"10 sessions, {_size(store)}: 10 imported, 0 updated, 0 unchanged; "
+        "0 lines skipped; 0 errors"
     )
     assert _snapshot(store) == before  # the sources are never written
     listed = subprocess.run(
@@ -483,7 +487,7 @@ def test_a_store_imports_in_worker_processes_and_sessions_lists_it(tmp_path: Pat
         timeout=120,
         check=False,
     )
-    assert again.returncode == 0 and " 8 unchanged;" in again.stdout
+    assert again.returncode == 0 and " 10 unchanged;" in again.stdout
 
 
 def test_without_paths_the_tools_own_stores(

@@ -33,6 +33,7 @@ EXPECTED = [
     "ToolResult",
     "ToolUse",
     "__version__",
+    "request_history",
 ]
 
 

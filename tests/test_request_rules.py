@@ -16,7 +16,16 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from awl.conversation import ContentBlock, Message, Opaque, Text, Thinking, ToolResult, ToolUse
+from awl.conversation import (
+    ContentBlock,
+    Message,
+    Opaque,
+    Text,
+    Thinking,
+    ToolResult,
+    ToolUse,
+    request_history,
+)
 from awl.providers import anthropic, openai
 from awl.providers.base import NO_RESULT
 
@@ -42,12 +51,14 @@ assistant_blocks = st.one_of(
 
 @st.composite
 def histories(draw: st.DrawFn) -> list[Message]:
-    """A system message, any run of user and assistant messages, and a prompt last
-    (what a request the agent sends ends with)."""
+    """A system message, any run of user and assistant messages (some of them the
+    summary of a compaction an import kept, keeping any number of messages before
+    it), and a prompt last (what a request the agent sends ends with)."""
     out = [Message("system", [Text("Be brief.")])]
     for _ in range(draw(st.integers(0, 8))):
         if draw(st.booleans()):
-            out.append(Message("user", draw(st.lists(user_blocks, max_size=4))))
+            kept = draw(st.one_of(st.none(), st.integers(0, 6)))
+            out.append(Message("user", draw(st.lists(user_blocks, max_size=4)), kept))
         else:
             out.append(Message("assistant", draw(st.lists(assistant_blocks, max_size=4))))
     out.append(Message("user", [Text("now?")]))
@@ -133,6 +144,11 @@ def _check_openai(history: list[Message], messages: list[Any]) -> None:
 def test_any_history_makes_a_request_the_apis_take(history: list[Message]) -> None:
     _check_anthropic(history, anthropic.to_message_params(history))
     _check_openai(history, openai.to_message_params(history))
+    # What a request sends of it when a compaction cut it (request_history): a kept
+    # range may open with results whose calls were cut off.
+    cut = request_history(history)
+    _check_anthropic(cut, anthropic.to_message_params(cut))
+    _check_openai(cut, openai.to_message_params(cut))
 
 
 def test_the_rules_catch_what_the_apis_refuse() -> None:

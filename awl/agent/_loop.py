@@ -31,6 +31,7 @@ from ..conversation import (
     Thinking,
     ToolResult,
     ToolUse,
+    request_history,
 )
 from ..providers import Provider, Response, StreamSink, get_provider
 from ..store import MAX_REPLACED, SessionManager
@@ -193,7 +194,9 @@ class Agent:
         specs = tool_specs(self.tools)
         rounds = 0
         while True:
-            response = provider.complete(self.model, list(self.conversation), specs, sink, cancel)
+            response = provider.complete(
+                self.model, request_history(self.conversation), specs, sink, cancel
+            )
             self._append_response(response)
             uses = [b for b in response.content if isinstance(b, ToolUse)]
             if response.stop_reason != "toolUse" or not uses:
@@ -310,7 +313,7 @@ def storable(message: Message) -> Message:
             out.append(ToolResult(_whole(b.tool_use_id), _whole(b.content)))
         else:
             out.append(b)  # read from a log: JSON already
-    return Message(message.role, out)
+    return Message(message.role, out, message.compaction)
 
 
 def _texts(block: ContentBlock) -> tuple[str, ...]:

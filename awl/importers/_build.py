@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+from collections.abc import Container
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -49,6 +50,8 @@ class Planned:
     model: str | None = None
     stop_reason: str | None = None
     usage: Usage | None = None
+    # A user message that is a compaction summary: how many messages before it are kept.
+    compaction: int | None = None
     live: bool = True  # False: planned while replaying what an earlier import wrote
 
     @property
@@ -69,6 +72,9 @@ class Builder:
         self.live = True
         self.batch: list[Planned] = []
         self.known: set[str] = set()
+        # Each tree entry's parent key as planned: where to hang an entry whose parent
+        # an earlier import (of an older awl) did not write.
+        self.parents: dict[str, str | None] = {}
         self.pending_users: list[Planned] = []
         self.last_key: str | None = None  # the last tree entry planned, in file order
         self.notes: list[str] = []
@@ -85,6 +91,7 @@ class Builder:
         entry.live = self.live
         if entry.key is not None:
             self.known.add(entry.key)
+            self.parents[entry.key] = entry.parent
             self.last_key = entry.key
         if self.live:
             self.batch.append(entry)
@@ -109,6 +116,15 @@ class Builder:
         self.last_model = (provider, model)
         if self.first_model is None:
             self.first_model = (provider, model)
+
+    def written_ancestor(self, key: str, written: Container[str]) -> str | None:
+        """The nearest ancestor of ``key`` that is ``written``, or None: where an entry
+        goes whose parent an earlier import planned but did not write (an older awl
+        that did not make that entry, such as a compaction's messages)."""
+        at = self.parents.get(key)
+        while at is not None and at not in written:
+            at = self.parents.get(at)
+        return at
 
     def parent_of(self, source_parent: str | None, note: str) -> str | None:
         """``source_parent`` if it names a known entry, else (a parent the source

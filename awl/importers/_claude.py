@@ -2,10 +2,12 @@
 
 Lines of the conversation chain (``uuid``/``parentUuid``) become tree
 entries; a compaction boundary hangs under the line it logically follows, so
-the chain goes on across it.  A reply Claude Code wrote as one line per
-content block (one ``message.id``, usage repeated and growing) is one
-assistant message; tool-result lines answering it are one user message, as
-awl's own rounds are.  Injected user lines (``isMeta``, compaction summaries,
+the chain goes on across it, and the summary after it is a user message
+marked as a compaction keeping nothing before it (a resume sends what
+Claude Code sends: the summary and what follows).  A reply Claude Code wrote
+as one line per content block (one ``message.id``, usage repeated and
+growing) is one assistant message; tool-result lines answering it are one
+user message, as awl's own rounds are.  Injected user lines (``isMeta``,
 local command echoes and outputs, ``<system-reminder>`` context, task
 notifications, interruption notes) and the other chain lines (``system``,
 ``progress``, ``attachment``) are opaque tree nodes, but what the human typed
@@ -177,6 +179,11 @@ class ClaudeConverter(Converter):
             # A compaction boundary: the chain goes on across it.
             p = logical
             lost = logical not in self.alias
+        if b.live and _preserves(obj):
+            b.notes.append(
+                f"line {line}: the messages this compaction preserved are not sent after it "
+                "on resume (only its summary and what follows)"
+            )
         # A logical parent not seen (gone, or yet to come) is the entry before, so
         # that what came before the compaction stays on the conversation; unless
         # the file starts at the boundary (a session continued in a new file).
@@ -361,6 +368,17 @@ class ClaudeConverter(Converter):
             return
         command, self.command = self.command, None
         was_cut, self.command_cut = self.command_cut, False
+        if obj.get("isCompactSummary") is True:
+            # The summary a compaction left: what Claude Code sends in place of the
+            # history before it (its resume stops at the boundary), so a request
+            # starts here, keeping none of the messages before it.
+            self._close()
+            blocks, fields = _prompt(obj, line)
+            entry = Planned(uuid, parent, ts, role="user", content=blocks, fields=fields)
+            entry.compaction = 0
+            b.add(entry)
+            self.alias[uuid] = uuid
+            return
         expands = command is not None and obj.get("isMeta") is True and command[0].key == parent
         if expands and was_cut:
             # A slash command's expansion for the model whose command line an earlier
@@ -463,7 +481,20 @@ def _first_text(content: Any) -> str:
     return ""
 
 
+def _preserves(obj: dict[str, Any]) -> bool:
+    """Whether a line says a compaction preserved some messages past it (a partial
+    compaction), which awl does not carry over."""
+    meta = obj.get("compactMetadata")
+    return any(
+        key in where
+        for where in (obj, meta if isinstance(meta, dict) else {})
+        for key in ("preservedSegment", "preservedMessages")
+    )
+
+
 def _injected(obj: dict[str, Any], content: Any) -> bool:
+    # A compaction's summary is a message (``_user`` takes it first), but no prompt
+    # a batch may end before.
     if obj.get("isMeta") is True or obj.get("isCompactSummary") is True:
         return True
     if obj.get("isVisibleInTranscriptOnly") is True:

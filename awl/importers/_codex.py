@@ -7,7 +7,9 @@ text, tool calls) are one assistant message, stamped with the model of the
 turn's ``turn_context`` and the session's provider; tool outputs are one
 user message.  Injected context (developer messages, AGENTS.md text,
 ``<environment_context>`` and other tagged blocks) and other items are
-opaque tree nodes; ``session_meta``, ``turn_context`` and events are opaque
+opaque tree nodes; a compaction is a node too, followed by the messages of
+the history Codex goes on with, the first marked as a compaction that keeps
+nothing before it; ``session_meta``, ``turn_context`` and events are opaque
 entries outside the tree, except the UI events that repeat an item
 (``user_message``, ``agent_message``, ``agent_reasoning``...): those are
 taken once, their other members kept on the message they repeat.
@@ -124,6 +126,22 @@ TURN_ENDS = frozenset(
     ("task_complete", "turn_complete", "turn_aborted", "task_started", "turn_started")
 )
 INJECTED_PREFIXES = ("# AGENTS.md instructions for", "<user_instructions>", "<environment_context>")
+# What Codex puts before a summary it made (codex-rs/core/templates/compact/
+# summary_prefix.md): a compaction written without its new history is sent so.
+SUMMARY_PREFIX = (
+    "Another language model started to solve this problem and produced a summary of its "
+    "thinking process. You also have access to the state of the tools that were used by that "
+    "language model. Use this to build on the work that has already been done and avoid "
+    "duplicating work. Here is the summary produced by the other language model, use the "
+    "information in this summary to assist with your own analysis:"
+)
+# Its opening words, to know a summary Codex prefixed already (the wording varies in spacing).
+_PREFIXED = "Another language model started to solve this problem"
+COMPACTED = "The earlier conversation was compacted by Codex."
+ENCRYPTED = (
+    "The earlier conversation was compacted by Codex; its summary is encrypted, readable"
+    " only by OpenAI, and is not part of this request."
+)
 _IMAGE_TAG = re.compile(r"</?image\b[^>]*>")
 _CWD = re.compile(r"<cwd>([^<]+)</cwd>")
 
@@ -234,6 +252,7 @@ class CodexConverter(Converter):
         elif kind == "compacted":
             self._close()
             self._node("x-codex-compacted", obj, line, ts)
+            self._compacted(payload if isinstance(payload, dict) else {}, line, ts)
         else:
             if kind == "turn_context" and isinstance(payload, dict):
                 model = payload.get("model")
@@ -330,6 +349,52 @@ class CodexConverter(Converter):
                 Planned(key, self.tip, ts, role="user", provider=self.provider, model=self.model)
             )
         return self.results
+
+    def _compacted(self, p: dict[str, Any], line: int, ts: str) -> None:
+        """The history Codex goes on with after a compaction, as messages under its
+        node: each user and assistant message of ``replacement_history``
+        (injected context left out), else the summary as Codex sends it.  The
+        first is a user message marked as a compaction that keeps nothing before
+        it: a request starts there."""
+        said: list[tuple[str, list[DiskContentBlock], int | None]] = []
+        history = p.get("replacement_history")
+        for k, item in enumerate(history if isinstance(history, list) else []):
+            if not isinstance(item, dict) or item.get("type") != "message":
+                continue  # the encrypted summary, ghost snapshots
+            role = item.get("role")
+            if role not in ("user", "assistant"):
+                continue  # developer messages
+            if role == "user" and _injected(_text(item.get("content"))):
+                continue
+            blocks, _ = _parts(item.get("content"))
+            if blocks:
+                # A message per item, as Codex sends them (one message's texts would
+                # run together on the wire).
+                said.append((role, blocks, k))
+        if not said:
+            message = p.get("message")
+            if isinstance(message, str) and message.strip():
+                text = message if message.startswith(_PREFIXED) else f"{SUMMARY_PREFIX}\n{message}"
+            else:
+                text = ENCRYPTED  # a remote compaction: only OpenAI can read what it kept
+            said.append(("user", [DiskText(text)], None))
+        elif said[0][0] != "user":
+            said.insert(0, ("user", [DiskText(COMPACTED)], None))
+        for n, (role, blocks, at) in enumerate(said):
+            key = self.b.unique(f"L{line}:{n}", line)
+            # Derived from the compacted line (which its node holds): where it came
+            # from, not the line again.
+            where: dict[str, Any] = {"compacted": line}
+            if at is not None:
+                where["history"] = at
+            entry = Planned(key, self.tip, ts, role=role, content=blocks)
+            entry.fields = {"x-codex": where}
+            entry.provider, entry.model = self.provider, self.model
+            if role == "assistant":
+                entry.stop_reason = "stop"
+            elif n == 0:
+                entry.compaction = 0
+            self._link(entry)
 
     # ── items ──
 

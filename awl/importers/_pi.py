@@ -3,11 +3,12 @@
 Every line but the header is one awl entry under the same parent, so pi's
 branches, roots and leaf (its last line) carry over as they are.  User,
 assistant and tool-result messages, and ``!`` commands the human ran (with
-their output, as pi gives them to the model), become awl messages; every
-other entry (model and thinking-level changes, compactions, branch
-summaries, labels, system prompts, ``!!`` commands kept out of the context,
-extension entries...) is an opaque tree node ``x-pi-<type>`` carrying the
-line (``docs/format.md``, "Imported sessions").
+their output, as pi gives them to the model), become awl messages; so does
+a compaction, as the summary pi sends in its place, marked with how many
+messages before it pi keeps.  Every other entry (model and thinking-level
+changes, branch summaries, labels, system prompts, ``!!`` commands kept out
+of the context, extension entries...) is an opaque tree node ``x-pi-<type>``
+carrying the line (``docs/format.md``, "Imported sessions").
 """
 
 from __future__ import annotations
@@ -48,6 +49,13 @@ KNOWN_TYPES = frozenset(
 # Roles kept as opaque entries: not a human's prompt nor a model's reply.
 OTHER_ROLES = frozenset(("system", "bashExecution", "custom", "hookMessage"))
 STOP_REASONS = {"stop": "stop", "length": "length", "toolUse": "toolUse", "error": "error"}
+# How pi words a compaction's summary for the model (COMPACTION_SUMMARY_PREFIX and
+# _SUFFIX in its core/messages.js): a resume sends what pi sends.
+SUMMARY_PREFIX = (
+    "The conversation history before this point was compacted into the following summary:"
+    "\n\n<summary>\n"
+)
+SUMMARY_SUFFIX = "\n</summary>"
 
 
 def info(objs: list[tuple[int, dict[str, Any]]]) -> SourceInfo | str:
@@ -81,6 +89,12 @@ class PiConverter(Converter):
         # The model selected on each entry's path (pi: model changes and replies set it).
         self.models: dict[str, tuple[str, str]] = {}
         self.ts = info.start
+        # The tree as planned (each key's parent), the keys that are awl messages, and
+        # the key of each JSON line in file order (None: the header): what a
+        # compaction counts the messages it keeps by (rebuilt on a replay).
+        self.parents: dict[str, str | None] = {}
+        self.messages: set[str] = set()
+        self.keys: list[str | None] = []
 
     def feed(self, obj: dict[str, Any], line: int) -> None:
         """See :meth:`Converter.feed`."""
@@ -90,6 +104,7 @@ class PiConverter(Converter):
         if kind == "session":
             # The header (or a second one, which pi never writes): kept, outside the tree.
             opaque(b, "x-pi-session", obj, line, ts)
+            self.keys.append(None)
             return
         raw_id = obj.get("id")
         key = b.unique(raw_id if isinstance(raw_id, str) and raw_id else f"L{line}", line)
@@ -98,9 +113,13 @@ class PiConverter(Converter):
             parent = None if p is None else b.parent_of(str(p), f"line {line}")
         else:
             parent = b.last_key  # version 1: a list, each entry after the one before
+        self.parents[key] = parent
+        self.keys.append(key)
         model = self.models.get(parent) if parent is not None else None
         if kind == "message" and isinstance(obj.get("message"), dict):
             model = self._message(obj, key, parent, ts, line, model)
+        elif kind == "compaction" and isinstance(obj.get("summary"), str):
+            self._compaction(obj, key, parent, ts, line, model)
         else:
             if kind == "model_change":
                 p, m = obj.get("provider"), obj.get("modelId")
@@ -190,7 +209,51 @@ class PiConverter(Converter):
             extra["blocks"] = extras
         entry.fields = {"x-pi": extra}
         b.add(entry)
+        self.messages.add(key)
         return model
+
+    def _compaction(
+        self,
+        obj: dict[str, Any],
+        key: str,
+        parent: str | None,
+        ts: str,
+        line: int,
+        model: tuple[str, str] | None,
+    ) -> None:
+        """A compaction: the summary as pi sends it in place of what came before,
+        marked with the number of messages pi keeps before it."""
+        first = obj.get("firstKeptEntryId")
+        if not isinstance(first, str):
+            # Version 1 (no ids): an index into the file's JSON lines, header included.
+            index = obj.get("firstKeptEntryIndex")
+            first = None
+            if type(index) is int and 0 <= index < len(self.keys):
+                first = self.keys[index]
+        kept = 0
+        if first is not None:
+            # The messages on the path from the first kept entry up to the compaction;
+            # none when that entry is not on the path (pi then keeps nothing).
+            at = parent
+            while at is not None:
+                if at in self.messages:
+                    kept += 1
+                if at == first:
+                    break
+                at = self.parents.get(at)
+            else:
+                kept = 0
+        extra = dict(obj)  # the whole line: its type says what the message stands for
+        extra["line"] = line
+        text = SUMMARY_PREFIX + obj["summary"] + SUMMARY_SUFFIX
+        entry = Planned(
+            key, parent, ts, role="user", content=[DiskText(text)], fields={"x-pi": extra}
+        )
+        entry.compaction = kept
+        if model is not None:
+            entry.provider, entry.model = model
+        self.b.add(entry)
+        self.messages.add(key)
 
 
 def _shell_text(m: dict[str, Any]) -> str:

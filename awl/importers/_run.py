@@ -562,6 +562,11 @@ class _Import:
                     parent_ref = pos.get(parent)
                     if parent_ref is None:
                         parent_ref = ids.get(parent)
+                    if parent_ref is None and parent in b.known:
+                        # Planned on the replay but never written (an older awl made
+                        # no entry of it): under its nearest ancestor that was.
+                        above = b.written_ancestor(parent, ids)
+                        parent_ref = ids.get(above) if above is not None else None
                     if parent_ref is None:
                         r.notes.append(f"{p.key}: its parent {parent} was never imported")
                         parent_ref = last_tree
@@ -649,7 +654,7 @@ class _Import:
             return NewEntry(
                 p.timestamp,
                 parent,
-                DiskMessage("user", p.content),
+                DiskMessage("user", p.content, None, None, None, None, p.compaction),
                 p.provider or UNKNOWN,
                 p.model or UNKNOWN,
                 "message",

@@ -103,6 +103,8 @@ def message_to_json(message: DiskMessage) -> dict[str, Any]:
         "role": message.role,
         "content": [to_json(type(b), other)(b) for b in message.content],
     }
+    if message.compaction is not None:
+        obj["compaction"] = {"kept": message.compaction}
     if message.role == "assistant":
         if message.provider is not None:
             obj["provider"] = message.provider
@@ -279,7 +281,21 @@ def parse_message(obj: Any) -> DiskMessage:
         model=_opt_str(obj, "model", "message"),
         stop_reason=_opt_str(obj, "stopReason", "message"),
         usage=usage,
+        compaction=_compaction(obj, role),
     )
+
+
+def _compaction(obj: dict[str, Any], role: str) -> int | None:
+    """The ``kept`` count of a message's compaction marker, None when it has none
+    (members of the marker other than ``kept`` are a later version's: ignored)."""
+    raw = obj.get("compaction")
+    if raw is None:
+        return None
+    if role != "user":
+        raise FormatError(f"only a user message can mark a compaction, not a {role} message")
+    if not isinstance(raw, dict):
+        raise FormatError("a message's 'compaction' must be an object")
+    return _nonneg_int(raw, "kept", "a compaction marker")
 
 
 def parse_base(obj: dict[str, Any], what: str) -> EntryBase:
@@ -513,6 +529,13 @@ def message_from_object(obj: dict[str, Any]) -> Message | None:
         or not _is_count(usage.get("output"))
     ):
         return None
+    kept = m.get("compaction")
+    if kept is not None:
+        if role != "user" or type(kept) is not dict:
+            return None
+        kept = kept.get("kept")
+        if not _is_count(kept):
+            return None
     blocks: list[ContentBlock] = []
     for b in content:
         if type(b) is not dict:
@@ -542,12 +565,14 @@ def message_from_object(obj: dict[str, Any]) -> Message | None:
             return None
         else:
             blocks.append(Opaque(b))  # a block of another type: kept, shown, not sent
-    return Message(role, blocks)
+    return Message(role, blocks, kept)
 
 
 def disk_message_to_internal(message: DiskMessage) -> Message:
     """The Conversation message of an on-disk message (role and content only)."""
-    return Message(message.role, [disk_block_to_internal(b) for b in message.content])
+    return Message(
+        message.role, [disk_block_to_internal(b) for b in message.content], message.compaction
+    )
 
 
 def message_to_disk(
@@ -560,7 +585,8 @@ def message_to_disk(
 ) -> DiskMessage:
     """An in-memory message as the ``message`` field of an entry.
 
-    provider/model/stop_reason/usage are kept for assistant messages only.
+    provider/model/stop_reason/usage are kept for assistant messages only; a
+    compaction marker (user messages only) goes with the message.
     """
     assistant = message.role == "assistant"
     return DiskMessage(
@@ -570,4 +596,5 @@ def message_to_disk(
         model=model if assistant else None,
         stop_reason=stop_reason if assistant else None,
         usage=usage if assistant else None,
+        compaction=message.compaction,
     )

@@ -102,6 +102,10 @@ class DiskMessage:
     model: str | None = None
     stop_reason: str | None = None
     usage: Usage | None = None
+    # User-only: a compaction summary keeping this many messages before it
+    # (``"compaction":{"kept":N}``); None on any other message.  Last, as
+    # entries are made positionally.
+    compaction: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

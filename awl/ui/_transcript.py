@@ -29,10 +29,13 @@ def _head(m: SessionManager) -> dict[str, Any]:
 
 
 def _message_json(msg: Message) -> dict[str, Any]:
-    return {
+    out: dict[str, Any] = {
         "role": msg.role,
         "content": [block_to_json(content_block_to_disk(b)) for b in msg.content],
     }
+    if msg.compaction is not None:
+        out["compaction"] = {"kept": msg.compaction}
+    return out
 
 
 def session_document(m: SessionManager) -> dict[str, Any]:
@@ -67,8 +70,9 @@ def _clip(text: str, lines: int) -> str:
 
 
 def render_message(msg: Message, *, full: bool = True) -> str:
-    """One message as readable text, control characters shown (:func:`visible`)."""
-    out = [f"── {msg.role} ──"]
+    """One message as readable text, control characters shown (:func:`visible`).
+    A compaction summary says so in its heading: a request starts there."""
+    out = [f"── {msg.role} ──" if msg.compaction is None else _compaction_heading(msg.compaction)]
     for b in msg.content:
         if isinstance(b, Thinking):
             out.append("(thinking) " + (b.text if full else _clip(b.text, 3)))
@@ -82,6 +86,11 @@ def render_message(msg: Message, *, full: bool = True) -> str:
         elif isinstance(b, Opaque):
             out.append(_opaque_label(b))
     return visible("\n".join(out))
+
+
+def _compaction_heading(kept: int) -> str:
+    what = "1 message" if kept == 1 else f"{kept} messages"
+    return f"── user · compaction summary (requests start here; {what} before it kept) ──"
 
 
 def _opaque_label(block: Opaque) -> str:

@@ -33,6 +33,10 @@ CODEX = HERE / "codex" / "sessions"
 CODEX_DAY = CODEX / "2026" / "03" / "15"
 CODEX_HARBOR = CODEX_DAY / "rollout-2026-03-15T09-00-00-019cf0a1-7b2c-7d3e-8f40-123456789abc.jsonl"
 CODEX_CUT = CODEX_DAY / "rollout-2026-03-15T10-00-00-019cf0a2-1111-7222-8333-444455556666.jsonl"
+# CODEX_HARBOR with its compaction as other Codex versions write one (outside sessions/).
+CODEX_COMPACTIONS = HERE / "codex" / "compactions"
+CODEX_SUMMARY_ONLY = CODEX_COMPACTIONS / "summary-only-019cf0a1-7b2c-7d3e-8f40-0000000000a1.jsonl"
+CODEX_ENCRYPTED = CODEX_COMPACTIONS / "encrypted-019cf0a1-7b2c-7d3e-8f40-0000000000a2.jsonl"
 
 
 def copy_tree(src: Path, dest: Path) -> Path:

@@ -507,6 +507,21 @@ def claude_layouts() -> None:
     write(project / f"{sid}.jsonl", c.lines)
 
 
+# What Codex puts before a summary it made (codex-rs/core/templates/compact/summary_prefix.md).
+SUMMARY_PREFIX = (
+    "Another language model started to solve this problem and produced a summary of its "
+    "thinking process. You also have access to the state of the tools that were used by that "
+    "language model. Use this to build on the work that has already been done and avoid "
+    "duplicating work. Here is the summary produced by the other language model, use the "
+    "information in this summary to assist with your own analysis:"
+)
+
+
+def _said(role: str, text: str) -> dict[str, Any]:
+    kind = "output_text" if role == "assistant" else "input_text"
+    return {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}
+
+
 class Codex:
     """Lines of one Codex rollout."""
 
@@ -715,19 +730,23 @@ def codex_harbor() -> None:
     c.event(type="agent_message", message="Le graphique montre la marée corrigée.")
     c.usage(70000, (9000, 40))
     c.event(type="task_complete", turn_id="turn-2", last_agent_message="ok")
-    # A compaction.
+    # A compaction (local, as Codex 0.104 writes it): the summary, and the history
+    # Codex goes on with: its context, the prompts so far, the summary.
+    summary = f"{SUMMARY_PREFIX}\nSummary: fixed the tide period; looked at the chart."
+    compacted_at = len(c.lines)
     c.add(
         "compacted",
         {
-            "message": "Summary: fixed the tide period; looked at the chart.",
+            "message": summary,
             "replacement_history": [
-                {
-                    "type": "message",
-                    "role": "user",
-                    "content": [
-                        {"type": "input_text", "text": "Pourquoi `cargo test` échoue ? ⚓"}
-                    ],
-                }
+                _said(
+                    "user",
+                    f"# AGENTS.md instructions for {cwd}\n\n<INSTRUCTIONS>\nUse cargo.\n"
+                    "</INSTRUCTIONS>",
+                ),
+                _said("user", "Pourquoi `cargo test` échoue ? ⚓"),
+                _said("user", "Et ce graphique ?"),
+                _said("user", summary),
             ],
         },
     )
@@ -777,6 +796,7 @@ def codex_harbor() -> None:
         / f"rollout-2026-03-15T09-00-00-{sid}.jsonl",
         c.lines,
     )
+    codex_compactions(c.lines, compacted_at)
     # Cut off mid-turn: a call with no output.
     sid = "019cf0a2-1111-7222-8333-444455556666"
     c = Codex(10 * 3600_000)
@@ -810,6 +830,51 @@ def codex_harbor() -> None:
         / f"rollout-2026-03-15T10-00-00-{sid}.jsonl",
         c.lines,
     )
+
+
+def codex_compactions(lines: list[dict[str, Any]], at: int) -> None:
+    """The main rollout again, its compaction as other Codex versions write one (out
+    of ``sessions/``, so that a store walk finds only the main fixtures): a local
+    compaction that records only its summary (as older Codex does), and a remote one whose
+    summary is encrypted, with no message (the history is the context and the
+    encrypted item)."""
+    head = lines[0]["payload"]
+    variants = {
+        "summary-only": (
+            "019cf0a1-7b2c-7d3e-8f40-0000000000a1",
+            {"message": lines[at]["payload"]["message"]},
+        ),
+        "encrypted": (
+            "019cf0a1-7b2c-7d3e-8f40-0000000000a2",
+            {
+                "message": "",
+                "replacement_history": [
+                    {
+                        "type": "message",
+                        "role": "developer",
+                        "content": [
+                            {
+                                "type": "input_text",
+                                "text": "<permissions instructions>\nworkspace-write\n"
+                                "</permissions instructions>",
+                            }
+                        ],
+                    },
+                    _said(
+                        "user",
+                        f"<environment_context>\n  <cwd>{head['cwd']}</cwd>\n"
+                        "</environment_context>",
+                    ),
+                    {"type": "compaction", "encrypted_content": "gAAAAharborCOMPACTED"},
+                ],
+            },
+        ),
+    }
+    for name, (sid, payload) in variants.items():
+        out = [dict(x) for x in lines]
+        out[0] = {**out[0], "payload": {**head, "id": sid}}
+        out[at] = {**out[at], "payload": payload}
+        write(HERE / "codex" / "compactions" / f"{name}-{sid}.jsonl", out)
 
 
 if __name__ == "__main__":
