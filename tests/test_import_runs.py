@@ -874,3 +874,28 @@ def test_an_awl_log_with_a_broken_header_is_still_awls(tmp_path: Path, header: A
     assert out.output.splitlines()[0] == f"{log}: an awl session log, not another tool's"
     out = cli("show", str(log))
     assert out.exit_code == 1 and "not awl's" not in out.output
+
+
+def test_an_update_after_awls_own_turns_says_they_stay_on_their_branch(tmp_path: Path) -> None:
+    from awl import Message, Text
+
+    src = tmp_path / "full.jsonl"
+    lines = PI_FULL.read_bytes().splitlines(keepends=True)
+    src.write_bytes(b"".join(lines[:6]))
+    first = run(src)
+    assert first.path is not None
+    with SessionManager.open(first.path) as m:
+        mine = m.append_message(Message("user", [Text("carry on in awl")]))
+    src.write_bytes(b"".join(lines[:12]))
+    out = cli("import", str(src))
+    assert out.exit_code == 0, out.output
+    assert out.output.splitlines()[0] == (
+        f"{src}: the turns awl added since the last import stay on their branch; the "
+        "source's new lines are the current one, where awl --resume goes on"
+    )
+    with SessionManager.open(first.path, read_only=True) as m:
+        assert m.leaf_id != mine  # the source's last line is the leaf again
+    # The next update, with no awl turn since, says nothing of it.
+    src.write_bytes(b"".join(lines))
+    out = cli("import", str(src))
+    assert out.exit_code == 0 and len(out.output.splitlines()) == 1, out.output

@@ -211,6 +211,7 @@ class _Import:
         self.head: list[tuple[int, dict[str, Any]]] = []
         self.hashing: Hashing | None = None  # the main file's, kept as it is read
         self.earlier: Any = None  # the source the last import record names
+        self.resumed = False  # awl appended turns after the last import
 
     # ── deciding ──
 
@@ -278,6 +279,11 @@ class _Import:
                 self.imported = read_records(path)
                 if not self._check(path, files, self.imported.last):
                     return
+                if self.manager is not None:
+                    leaf = self.manager.leaf_id
+                    # awl's own turns (a resume) after what imports wrote: the source's
+                    # new lines become the current branch, which the user is told.
+                    self.resumed = leaf is not None and leaf not in self.imported.ids.values()
             self._convert(fmt, info, files, path, fresh=not exists)
         finally:
             for f in files[1:]:
@@ -447,6 +453,11 @@ class _Import:
                 r.unrecognised[name] = r.unrecognised.get(name, 0) + n
         else:
             r.status = "imported" if fresh else "updated"
+            if self.resumed:
+                r.notes.append(
+                    "the turns awl added since the last import stay on their branch; the "
+                    "source's new lines are the current one, where awl --resume goes on"
+                )
         r.duplicates = b.duplicates
 
     def _fallback(self, conv: Converter) -> tuple[str, str]:
