@@ -9,7 +9,7 @@ from typing import Any
 from awl import SessionManager, request_history
 from awl.agent import open_tool_uses
 from awl.importers import SourceSpec, import_source, session_id_for
-from awl.importers._codex import SUMMARY_PREFIX
+from awl.importers._codex import COMPACTED, ENCRYPTED, SUMMARY_PREFIX
 from awl.store import verify_log
 from tests.import_fixtures import (
     BARE_ID,
@@ -148,7 +148,7 @@ def test_the_compaction_is_kept_and_the_rollback_is_a_branch(tmp_path: Path) -> 
     assert rollback["data"]["payload"] == {"type": "thread_rolled_back", "num_turns": 1}
     # The compaction, then the history Codex went on with: the rolled-back turn hung
     # there too.
-    compacted, *history = on[on.index(rollback) - 4 : on.index(rollback)]
+    compacted, *history = on[on.index(rollback) - 5 : on.index(rollback)]
     assert compacted["type"] == "x-codex-compacted"
     assert [e["parentId"] for e in history] == [e["id"] for e in [compacted, *history[:-1]]]
     dropped = next(m for m in _messages(r.path) if texts(m) == ["Supprime le test."])
@@ -452,8 +452,9 @@ def _compaction(path: str | None) -> tuple[dict[str, Any], list[dict[str, Any]]]
 
 def test_a_compaction_goes_on_with_the_history_codex_kept(tmp_path: Path) -> None:
     """The user and assistant items of ``replacement_history`` are messages under the
-    compaction's node, its injected context left out, the first marked: a request
-    sends them and what follows, as Codex goes on from that history."""
+    compaction's node, its injected context left out, after awl's line saying what
+    they are, which is marked: a request sends them and what follows, as Codex goes
+    on from that history."""
     r = _harbor(tmp_path)
     node, kept = _compaction(r.path)
     line = next(k for k, o in enumerate(HARBOR, 1) if o["type"] == "compacted")
@@ -461,16 +462,21 @@ def test_a_compaction_goes_on_with_the_history_codex_kept(tmp_path: Path) -> Non
     assert node["line"] == line
     # The AGENTS.md item (injected) is left out; each other item is a message.
     assert [e["message"]["content"] for e in kept] == [
-        [{"type": "text", "text": x["content"][0]["text"]}] for x in history[1:]
+        [{"type": "text", "text": COMPACTED}],
+        *([{"type": "text", "text": x["content"][0]["text"]}] for x in history[1:]),
     ]
-    assert [e["message"].get("compaction") for e in kept] == [{"kept": 0}, None, None]
+    assert [e["message"].get("compaction") for e in kept] == [{"kept": 0}, None, None, None]
     assert texts(kept[-1])[0].startswith(SUMMARY_PREFIX + "\nSummary: fixed the tide period")
-    assert [e["x-codex"] for e in kept] == [{"compacted": line, "history": k} for k in (1, 2, 3)]
+    assert [e["x-codex"] for e in kept] == [
+        {"compacted": line},
+        *({"compacted": line, "history": k} for k in (1, 2, 3)),
+    ]
     assert {(e["provider"], e["model"]) for e in kept} == {("openai", "gpt-5.4-mini")}
     with SessionManager.open(r.path, read_only=True) as m:
         conversation = m.rebuild_conversation()
         sent = request_history(conversation)
     assert [x.text()[:20] for x in sent[1:]] == [
+        COMPACTED[:20],
         "Pourquoi `cargo test",
         "Et ce graphique ?",
         "Another language mod",
@@ -514,10 +520,11 @@ def test_a_compaction_whose_summary_only_openai_can_read_says_so(tmp_path: Path)
     r = run(copy_tree(CODEX_ENCRYPTED, tmp_path / "s" / CODEX_ENCRYPTED.name))
     assert r.path is not None
     _, (kept,) = _compaction(r.path)
-    assert texts(kept) == [
+    assert texts(kept) == [ENCRYPTED]
+    assert ENCRYPTED == (
         "The earlier conversation was compacted by Codex; its summary is encrypted, readable"
         " only by OpenAI, and is not part of this request."
-    ]
+    )
     assert kept["message"]["compaction"] == {"kept": 0}
     assert accounted_lines(r.path) == source_lines(CODEX_ENCRYPTED)
     with SessionManager.open(r.path, read_only=True) as m:
@@ -525,9 +532,10 @@ def test_a_compaction_whose_summary_only_openai_can_read_says_so(tmp_path: Path)
     assert [x.role for x in sent] == ["system", "user", "user", "assistant"]
 
 
-def test_a_kept_history_that_opens_with_a_reply_gets_a_prompt_before_it(tmp_path: Path) -> None:
-    # A remote compaction keeps items as the server chose: the marked message must be
-    # a user message, so one says what happened before the reply.
+def test_a_remote_compactions_kept_history_says_its_summary_went_unread(tmp_path: Path) -> None:
+    # A remote compaction keeps items as the server chose, its summary encrypted among
+    # them: the marked message (a user message, though the history opens with a
+    # reply) says the summary is not sent, so the model is not left unaware of it.
     said = [
         {
             "type": "message",
@@ -549,7 +557,7 @@ def test_a_kept_history_that_opens_with_a_reply_gets_a_prompt_before_it(tmp_path
     r = run(src)
     _, kept = _compaction(r.path)
     assert [(e["message"]["role"], texts(e), e["message"].get("compaction")) for e in kept] == [
-        ("user", ["The earlier conversation was compacted by Codex."], {"kept": 0}),
+        ("user", [ENCRYPTED], {"kept": 0}),
         ("assistant", ["J'ai corrigé la période."], None),
         ("user", ["Merci."], None),
     ]

@@ -219,6 +219,7 @@ def test_a_codex_rollout_resumes_through_openai(tmp_path: Path, server: FakeServ
     )
     assert items == [
         _system("/home/ana/harbor"),
+        ("user", "text", "The earlier conversation was compacted by Codex."),
         ("user", "text", "Pourquoi `cargo test` échoue ? ⚓"),
         ("user", "text", "Et ce graphique ?"),
         ("user", "text", summary),

@@ -353,14 +353,21 @@ class CodexConverter(Converter):
     def _compacted(self, p: dict[str, Any], line: int, ts: str) -> None:
         """The history Codex goes on with after a compaction, as messages under its
         node: each user and assistant message of ``replacement_history``
-        (injected context left out), else the summary as Codex sends it.  The
-        first is a user message marked as a compaction that keeps nothing before
-        it: a request starts there."""
+        (injected context left out), after awl's line saying what they are (and
+        that the summary went unread, when it is encrypted); else the summary as
+        Codex sends it.  The first is a user message marked as a compaction that
+        keeps nothing before it: a request starts there."""
         said: list[tuple[str, list[DiskContentBlock], int | None]] = []
         history = p.get("replacement_history")
+        encrypted = False
         for k, item in enumerate(history if isinstance(history, list) else []):
-            if not isinstance(item, dict) or item.get("type") != "message":
-                continue  # the encrypted summary, ghost snapshots
+            if not isinstance(item, dict):
+                continue
+            if item.get("type") == "compaction":
+                encrypted = True  # a remote compaction's summary: only OpenAI reads it
+                continue
+            if item.get("type") != "message":
+                continue  # ghost snapshots
             role = item.get("role")
             if role not in ("user", "assistant"):
                 continue  # developer messages
@@ -378,8 +385,11 @@ class CodexConverter(Converter):
             else:
                 text = ENCRYPTED  # a remote compaction: only OpenAI can read what it kept
             said.append(("user", [DiskText(text)], None))
-        elif said[0][0] != "user":
-            said.insert(0, ("user", [DiskText(COMPACTED)], None))
+        else:
+            # The history kept opens with awl's line saying what it is (and that a
+            # summary went unread, when one did): the marked message a request
+            # starts at, so that the kept messages are not taken for a summary.
+            said.insert(0, ("user", [DiskText(ENCRYPTED if encrypted else COMPACTED)], None))
         for n, (role, blocks, at) in enumerate(said):
             key = self.b.unique(f"L{line}:{n}", line)
             # Derived from the compacted line (which its node holds): where it came
