@@ -44,14 +44,14 @@ class SessionNotFound(SessionError):
 class AmbiguousSession(SessionError):
     """A prefix matches more than one session."""
 
-    def __init__(self, prefix: str, candidates: Sequence[str]) -> None:
+    def __init__(self, prefix: str, candidates: Sequence[str], *, lead: str | None = None) -> None:
         self.prefix = prefix
         self.candidates = list(candidates)
         shown = ", ".join(self.candidates[:10])
         more = f" and {len(self.candidates) - 10} more" if len(self.candidates) > 10 else ""
-        super().__init__(
-            f"prefix {prefix!r} matches {len(self.candidates)} sessions: {shown}{more}"
-        )
+        # ``lead`` says what matched, where it is not a prefix (a source's id).
+        lead = lead if lead is not None else f"prefix {prefix!r} matches"
+        super().__init__(f"{lead} {len(self.candidates)} sessions: {shown}{more}")
 
 
 class SessionWriteError(SessionError):

@@ -899,3 +899,59 @@ def test_an_update_after_awls_own_turns_says_they_stay_on_their_branch(tmp_path:
     src.write_bytes(b"".join(lines))
     out = cli("import", str(src))
     assert out.exit_code == 0 and len(out.output.splitlines()) == 1, out.output
+
+
+def test_a_sources_own_id_finds_its_imported_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The id pi, Claude Code or Codex gave a session names its awl session too:
+    ``awl show`` and ``awl --resume`` take it, as the tool's own resume did."""
+    from awl.importers import find_imported
+
+    results = {fmt: run(src) for fmt, src in SOURCES.items()}
+    for fmt, r in results.items():
+        assert r.source_id is not None and r.path is not None
+        assert find_imported(r.source_id, tmp_path) == Path(r.path), fmt
+        assert find_imported(r.source_id.upper(), tmp_path) == Path(r.path), fmt
+        shown = cli("show", r.source_id)
+        assert shown.exit_code == 0, shown.output
+        assert shown.output.startswith(f"session {r.session} "), fmt
+    # Not a source's id: nothing, and the usual one line.
+    assert find_imported("not-an-id", tmp_path) is None
+    unknown = "5f0c2a9e-1111-4222-8333-000000000000"
+    assert find_imported(unknown, tmp_path) is None
+    out = cli("show", unknown)
+    assert out.exit_code == 2 and out.output == f"Error: no session matches '{unknown}'\n"
+    # A resume by the source's id goes on with the imported session.
+    project = tmp_path / "tide"
+    project.mkdir()
+    first, *rest = PI_FULL.read_text(encoding="utf-8").splitlines(keepends=True)
+    header = {**json.loads(first), "id": "0b0b0b0b-1f14-72f6-bd6c-2b9f3b1cc06b"}
+    header["cwd"] = str(project)
+    src = tmp_path / "here.jsonl"
+    src.write_text(json.dumps(header) + "\n" + "".join(rest), encoding="utf-8")
+    r = run(src)
+    assert r.path is not None
+    monkeypatch.chdir(tmp_path)  # elsewhere: found through every project
+    went = cli("--resume", header["id"], "--provider", "offline", "-p", "Et maintenant ?")
+    assert went.exit_code == 0, went.output
+    with SessionManager.open(r.path, read_only=True) as m:
+        said = [x.text() for x in m.rebuild_conversation()]
+    assert said[-2] == "Et maintenant ?"
+
+
+def test_a_sources_id_that_two_imports_share_is_ambiguous(tmp_path: Path) -> None:
+    # pi's id, two starts (a copy whose header was rewritten): two awl sessions.
+    first, *rest = PI_FULL.read_text(encoding="utf-8").splitlines(keepends=True)
+    header = json.loads(first)
+    made = []
+    for n, start in enumerate(("2026-12-04T06:59:49.140Z", "2026-12-05T06:59:49.140Z")):
+        src = tmp_path / f"copy{n}.jsonl"
+        src.write_text(json.dumps({**header, "timestamp": start}) + "\n" + "".join(rest))
+        made.append(run(src).session)
+    out = cli("show", header["id"])
+    assert out.exit_code == 2
+    assert out.output == (
+        f"Error: the source session {header['id']} was imported as 2 sessions: "
+        f"{', '.join(sorted(str(s) for s in made))}\n"
+    )

@@ -122,16 +122,31 @@ def version_message() -> str:
 
 
 def resolve_session(ref: str, cwd: Path) -> Path:
-    """A session path from an id or a unique id prefix (SessionNotFound, AmbiguousSession
-    and their kin as one-line errors)."""
+    """A session path from an id, a unique id prefix, or the id a source tool gave
+    an imported session (SessionNotFound, AmbiguousSession and their kin as
+    one-line errors)."""
     from ..store import find_session
 
     try:
-        return find_session(ref, cwd)
+        try:
+            return find_session(ref, cwd)
+        except SessionNotFound:
+            found = imported_session(ref, cwd)
+            if found is None:
+                raise
+            return found
     except (SessionNotFound, AmbiguousSession) as exc:
         fail(str(exc), usage=True)
     except AwlError as exc:
         fail(str(exc))
+
+
+def imported_session(ref: str, cwd: Path) -> Path | None:
+    """The log of the session imported from the pi, Claude Code or Codex session whose
+    own id is ``ref``, or None (see :func:`awl.importers.find_imported`)."""
+    from ..importers import find_imported
+
+    return find_imported(ref, cwd)
 
 
 def count(n: int, one: str, many: str | None = None) -> str:

@@ -10,11 +10,12 @@ from pathlib import Path
 from ..agent import Agent, open_session
 from ..conversation import ToolUse
 from ..environment import verbose
-from ..errors import AwlError
+from ..errors import AwlError, SessionNotFound
 from ..providers import PROVIDER_NAMES, NullSink, ProviderError, default_provider_name
-from ..store import resume_prefix
+from ..store import read_header, resume_prefix
 from ..tools import ToolOutput
 from ..ui import TerminalSink, visible
+from ._common import imported_session
 
 
 def run_session(
@@ -30,7 +31,15 @@ def run_session(
     returns the exit status."""
 
     err = sys.stderr
-    manager, resumed = open_session(cwd, resume, provider, model, base_url=base_url)
+    try:
+        manager, resumed = open_session(cwd, resume, provider, model, base_url=base_url)
+    except SessionNotFound:
+        # Not an awl id: perhaps the id pi, Claude Code or Codex gave a session awl imported.
+        found = imported_session(resume, cwd) if resume else None
+        if found is None:
+            raise
+        awl_id = read_header(found).id
+        manager, resumed = open_session(cwd, awl_id, provider, model, base_url=base_url)
     try:
         # A resumed session's tools run where its header and system prompt
         # say it works, whichever directory it is resumed from.

@@ -11,7 +11,7 @@ sessions") gives the mapping of each format, line type by line type.
 
 from __future__ import annotations
 
-from ._build import session_id_for
+from ._build import session_id_for, session_id_tail
 from ._bulk import (
     ImportPlan,
     ImportSummary,
@@ -20,6 +20,7 @@ from ._bulk import (
     import_sessions,
     plan_import,
 )
+from ._find import find_imported
 from ._record import Imported, last_record, read_records
 from ._run import BATCH_BYTES, FORMAT_NAMES, STATUSES, ImportResult, SourceSpec, import_source
 from ._source import FORMATS, detect, detect_file
@@ -38,10 +39,12 @@ __all__ = [
     "default_stores",
     "detect",
     "detect_file",
+    "find_imported",
     "import_sessions",
     "import_source",
     "last_record",
     "plan_import",
     "read_records",
     "session_id_for",
+    "session_id_tail",
 ]

@@ -253,6 +253,13 @@ def session_id_for(fmt: str, source_id: str, start: str) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
+def session_id_tail(fmt: str, source_id: str) -> str:
+    """What follows the time in the awl session id of a source session (its last 22
+    characters, ``7xxx-xxxx-xxxxxxxxxxxx``): the same whenever it started, so that
+    a source's own id finds its awl session."""
+    return session_id_for(fmt, source_id, "1970-01-01T00:00:00.000Z")[14:]
+
+
 def without(obj: dict[str, Any], *keys: str) -> dict[str, Any]:
     """A copy of ``obj`` less ``keys`` (a copy then deletions: cheaper than a comprehension)."""
     out = dict(obj)

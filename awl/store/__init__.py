@@ -21,7 +21,13 @@ from .._lazy import exports
 
 if TYPE_CHECKING:
     from . import scanner as scanner
-    from ._catalog import find_session, most_recent, resume_prefix, unique_prefixes
+    from ._catalog import (
+        find_session,
+        find_session_ending,
+        most_recent,
+        resume_prefix,
+        unique_prefixes,
+    )
     from ._checkpoint import CheckpointPolicy
     from ._clock import format_timestamp
     from ._codec import (
@@ -82,6 +88,7 @@ _HOMES = {
     "scanner": "scanner",
     "scanner_description": "_native_loader",
     "find_session": "_catalog",
+    "find_session_ending": "_catalog",
     "most_recent": "_catalog",
     "resume_prefix": "_catalog",
     "unique_prefixes": "_catalog",
@@ -189,6 +196,7 @@ __all__ = [
     "disk_message_to_internal",
     "expand_paths",
     "find_session",
+    "find_session_ending",
     "format_timestamp",
     "list_all_sessions",
     "list_sessions",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 from ..errors import AmbiguousSession, SessionError, SessionNotFound
@@ -80,6 +80,43 @@ def find_session(
     if len({sid for sid, _ in matches}) > 1:
         raise AmbiguousSession(prefix, sorted(sid for sid, _ in matches))
     if len(matches) > 1:  # copies of one log: which one to write is not ours to guess
+        files = ", ".join(str(p) for _, p in matches)
+        raise SessionError(f"session {matches[0][0]} is in {len(matches)} files: {files}")
+    return matches[0][1]
+
+
+def find_session_ending(
+    tails: Collection[str],
+    cwd: str | os.PathLike[str],
+    *,
+    session_dir: str | os.PathLike[str] | None = None,
+) -> Path | None:
+    """The log whose session id ends with one of ``tails``, or None: searched as
+    :func:`find_session` searches (this cwd's sessions, then every project's).
+
+    What an import's ids are found by from the source's own id (their tail
+    is a hash of it).  Raises AmbiguousSession when several sessions match,
+    SessionError when copies of one log do.
+    """
+    wanted = tuple(t.lower() for t in tails if t)
+    if not wanted:
+        return None
+    root = Path(session_dir) if session_dir is not None else session_root()
+    here = project_dir(cwd, root)
+    cwd_text = os.path.abspath(os.fspath(cwd))
+    matches = [(sid, p) for sid, p in session_files(here, cwd_text) if sid.endswith(wanted)]
+    if not matches:
+        for folder in project_folders(root):
+            try:
+                found = list(session_files(folder, None))
+            except SessionError:
+                continue  # a folder that cannot be listed: find_session names it
+            matches.extend((sid, p) for sid, p in found if sid.endswith(wanted))
+    if not matches:
+        return None
+    if len({sid for sid, _ in matches}) > 1:
+        raise AmbiguousSession(wanted[0], sorted(sid for sid, _ in matches))
+    if len(matches) > 1:
         files = ", ".join(str(p) for _, p in matches)
         raise SessionError(f"session {matches[0][0]} is in {len(matches)} files: {files}")
     return matches[0][1]
