@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
 from ..errors import AmbiguousSession, SessionError, SessionNotFound
@@ -56,10 +56,27 @@ def find_session(
     prefix = id_or_prefix.strip().lower()
     if not _PREFIX_RE.fullmatch(prefix):
         raise SessionNotFound(f"{id_or_prefix!r} is not a session id or prefix")
+    matches, unlisted = _matching(lambda sid: sid.startswith(prefix), cwd, session_dir)
+    exact = [m for m in matches if m[0] == prefix]
+    if exact:
+        matches = exact
+    if not matches:
+        why = f" ({len(unlisted)} not searched: {unlisted[0]})" if unlisted else ""
+        raise SessionNotFound(f"no session matches {id_or_prefix!r}{why}")
+    return _one(prefix, matches)
+
+
+def _matching(
+    match: Callable[[str], bool],
+    cwd: str | os.PathLike[str],
+    session_dir: str | os.PathLike[str] | None,
+) -> tuple[list[tuple[str, Path]], list[str]]:
+    """(id, path) of the sessions whose id ``match`` takes: this cwd's, else every
+    project's; and why folders that could not be listed were not searched."""
     root = Path(session_dir) if session_dir is not None else session_root()
     here = project_dir(cwd, root)
     cwd_text = os.path.abspath(os.fspath(cwd))
-    matches = [(sid, p) for sid, p in session_files(here, cwd_text) if sid.startswith(prefix)]
+    matches = [(sid, p) for sid, p in session_files(here, cwd_text) if match(sid)]
     unlisted: list[str] = []
     if not matches:
         # Here too, without the cwd filter: another cwd's folder name can
@@ -70,16 +87,16 @@ def find_session(
             except SessionError as exc:  # one bad folder does not hide the others
                 unlisted.append(str(exc))
                 continue
-            matches.extend((sid, p) for sid, p in found if sid.startswith(prefix))
-    exact = [m for m in matches if m[0] == prefix]
-    if exact:
-        matches = exact
-    if not matches:
-        why = f" ({len(unlisted)} not searched: {unlisted[0]})" if unlisted else ""
-        raise SessionNotFound(f"no session matches {id_or_prefix!r}{why}")
+            matches.extend((sid, p) for sid, p in found if match(sid))
+    return matches, unlisted
+
+
+def _one(what: str, matches: list[tuple[str, Path]]) -> Path:
+    """The one log of ``matches``: AmbiguousSession for several sessions, SessionError
+    for copies of one log (which one to write is not ours to guess)."""
     if len({sid for sid, _ in matches}) > 1:
-        raise AmbiguousSession(prefix, sorted(sid for sid, _ in matches))
-    if len(matches) > 1:  # copies of one log: which one to write is not ours to guess
+        raise AmbiguousSession(what, sorted(sid for sid, _ in matches))
+    if len(matches) > 1:
         files = ", ".join(str(p) for _, p in matches)
         raise SessionError(f"session {matches[0][0]} is in {len(matches)} files: {files}")
     return matches[0][1]
@@ -101,25 +118,9 @@ def find_session_ending(
     wanted = tuple(t.lower() for t in tails if t)
     if not wanted:
         return None
-    root = Path(session_dir) if session_dir is not None else session_root()
-    here = project_dir(cwd, root)
-    cwd_text = os.path.abspath(os.fspath(cwd))
-    matches = [(sid, p) for sid, p in session_files(here, cwd_text) if sid.endswith(wanted)]
-    if not matches:
-        for folder in project_folders(root):
-            try:
-                found = list(session_files(folder, None))
-            except SessionError:
-                continue  # a folder that cannot be listed: find_session names it
-            matches.extend((sid, p) for sid, p in found if sid.endswith(wanted))
-    if not matches:
-        return None
-    if len({sid for sid, _ in matches}) > 1:
-        raise AmbiguousSession(wanted[0], sorted(sid for sid, _ in matches))
-    if len(matches) > 1:
-        files = ", ".join(str(p) for _, p in matches)
-        raise SessionError(f"session {matches[0][0]} is in {len(matches)} files: {files}")
-    return matches[0][1]
+    # Folders that cannot be listed are named by find_session, which failed first.
+    matches, _ = _matching(lambda sid: sid.endswith(wanted), cwd, session_dir)
+    return _one(wanted[0], matches) if matches else None
 
 
 def most_recent(
