@@ -106,10 +106,12 @@ class ToolUse:
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """The output of a tool call, answering the ToolUse with ``tool_use_id``."""
+    """The output of a tool call, answering the ToolUse with ``tool_use_id``;
+    ``is_error`` when the call failed (a provider that has the flag is told)."""
 
     tool_use_id: str
     content: str
+    is_error: bool = False
 
 
 # The block types awl's model has: an Opaque block is none of them.

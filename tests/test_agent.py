@@ -33,7 +33,7 @@ from awl.agent import (
 from awl.conversation import Text, ToolResult, ToolUse
 from awl.paths import encode_cwd, session_file_name
 from awl.providers.offline import OfflineProvider
-from awl.ui import TerminalSink
+from awl.ui import TerminalSink, render_message
 from tests.helpers import line, write_log
 from tests.servers import FakeServer, Reply, serve
 from tests.servers import anthropic_server as sse
@@ -65,7 +65,13 @@ def _timestamp_ms(text: str) -> int:
 def _check_block(block: dict[str, Any], role: str, where: str) -> None:
     kind = block.get("type")
     assert kind in BLOCK_KEYS, f"{where}: unknown block type {kind!r}"
-    assert list(block) == BLOCK_KEYS[kind], f"{where}: {kind} block keys {list(block)}"
+    keys = list(block)
+    if kind == "toolResult" and keys[-1:] == ["isError"]:
+        # awl's one addition to the seed's blocks: a failed call's result says so,
+        # and only then (a result without it is the seed's block as it was).
+        assert block["isError"] is True, f"{where}: isError is {block['isError']!r}"
+        keys.pop()
+    assert keys == BLOCK_KEYS[kind], f"{where}: {kind} block keys {list(block)}"
     for key in BLOCK_KEYS[kind][1:]:
         assert isinstance(block[key], str), f"{where}: {kind}.{key} is not a string"
     if kind == "toolUse":
@@ -315,6 +321,10 @@ class Script:
         """Some text, then a bash call per (id, command), in one reply."""
         raise NotImplementedError
 
+    def call(self, call_id: str, name: str, args: dict[str, Any]) -> Reply:
+        """A reply that is one call of any tool."""
+        raise NotImplementedError
+
     def cut(self, *parts: str) -> Reply:
         """Text parts, then the socket closes mid-body."""
         raise NotImplementedError
@@ -356,6 +366,14 @@ class AnthropicScript(Script):
             sse.message_start(),
             sse.text_block(0, "Running it."),
             *blocks,
+            sse.message_delta("tool_use"),
+            sse.message_stop(),
+        )
+
+    def call(self, call_id: str, name: str, args: dict[str, Any]) -> Reply:
+        return sse.stream(
+            sse.message_start(),
+            sse.tool_block(0, call_id, name, json.dumps(args)),
             sse.message_delta("tool_use"),
             sse.message_stop(),
         )
@@ -418,6 +436,14 @@ class OpenAIScript(Script):
             oa.finish("tool_calls"),
             oa.usage(),
             oa.DONE,
+        )
+
+    def call(self, call_id: str, name: str, args: dict[str, Any]) -> Reply:
+        return oa.stream(
+            oa.role(),
+            oa.tool_call(0, call_id, name, json.dumps(args)),
+            oa.finish("tool_calls"),
+            oa.usage(),
         )
 
     def at_limit(self, answer: str) -> Reply:
@@ -636,6 +662,36 @@ def test_tool_turn_runs_the_tool_and_sends_the_result(
     ]
     assert texts(final["message"]) == "All done."
     assert final["message"]["stopReason"] == "stop"
+
+
+def test_a_failed_call_is_saved_flagged_and_sent_as_failed(
+    agents: Agents, server: FakeServer, script: Script, root: Path, project: Path
+) -> None:
+    agent = agents.new(script)
+    server.queue(script.call("call_r", "read", {"path": "missing.txt"}), script.text("No file."))
+    agent.run_turn("read it", Sink())
+    agents.close(agent)
+    _, retried = server.requests
+    wire = retried.body["messages"][-1]
+    if script.name == "anthropic":  # the API with the flag is told
+        (result,) = wire["content"]
+        assert result["is_error"] is True and "no such file" in result["content"]
+    else:  # Chat Completions has no flag: the text says it
+        assert wire["role"] == "tool" and wire["content"].startswith("error: ")
+    log = only_log(root, project)
+    (block,) = log.entries[3]["message"]["content"]
+    assert block == {
+        "type": "toolResult",
+        "toolUseId": "call_r",
+        "content": block["content"],
+        "isError": True,
+    }
+    # The flag comes back on resume, and awl show says it.
+    resumed = agents.reopen(log.path)
+    (again,) = resumed.conversation[-2].content
+    assert again == ToolResult("call_r", block["content"], is_error=True)
+    assert "[tool result (error)]" in render_message(resumed.conversation[-2])
+    agents.close(resumed)
 
 
 # ── failures: the log keeps what arrived and the session goes on ──
@@ -1054,7 +1110,12 @@ def test_a_round_whose_results_carry_an_image_is_still_open_for_the_calls_unansw
     # (check_log knows awl's own blocks only: the lines are read as they are.)
     entries = [json.loads(x) for x in path.read_bytes().splitlines()[1:]]
     assert entries[4]["message"]["content"] == [
-        {"type": "toolResult", "toolUseId": "call_b", "content": INTERRUPTED_IN_FLIGHT},
+        {
+            "type": "toolResult",
+            "toolUseId": "call_b",
+            "content": INTERRUPTED_IN_FLIGHT,
+            "isError": True,
+        },
         {"type": "text", "text": "what happened?"},
     ]
     assert entries[3]["message"]["content"][1] == image  # the log keeps it as it was
@@ -1088,10 +1149,23 @@ def test_open_tool_calls_after_a_crash_are_answered_as_interrupted(
     assert answer["parentId"] == "aaaa0003"
     assert (answer["provider"], answer["model"]) == (script.name, script.model)
     assert answer["message"]["content"] == [
-        {"type": "toolResult", "toolUseId": "call_a", "content": INTERRUPTED_IN_FLIGHT},
-        {"type": "toolResult", "toolUseId": "call_b", "content": INTERRUPTED_RESULT},
+        {
+            "type": "toolResult",
+            "toolUseId": "call_a",
+            "content": INTERRUPTED_IN_FLIGHT,
+            "isError": True,
+        },
+        {
+            "type": "toolResult",
+            "toolUseId": "call_b",
+            "content": INTERRUPTED_RESULT,
+            "isError": True,
+        },
         {"type": "text", "text": "what happened?"},
     ]
+    if script.name == "anthropic":  # the one API with the flag: told the calls failed
+        flags = [b.get("is_error") for b in req.body["messages"][-1]["content"]]
+        assert flags == [True, True, None]
     assert INTERRUPTED_RESULT.startswith("interrupted")
     assert INTERRUPTED_IN_FLIGHT.startswith("interrupted")
     assert texts(log.entries[4]["message"]) == "Understood."

@@ -479,7 +479,12 @@ def test_kill_9_mid_tool_then_resume(term: Any, root: Path, project: Path) -> No
     answer = log.entries[3]
     assert answer["parentId"] == log.entries[2]["id"]
     assert answer["message"]["content"] == [
-        {"type": "toolResult", "toolUseId": tool_id, "content": INTERRUPTED_IN_FLIGHT},
+        {
+            "type": "toolResult",
+            "toolUseId": tool_id,
+            "content": INTERRUPTED_IN_FLIGHT,
+            "isError": True,
+        },
         {"type": "text", "text": "carry on"},
     ]
     assert texts(log.entries[4]["message"]).startswith("The tool returned:\ninterrupted")
@@ -541,8 +546,18 @@ def test_kill_9_during_the_second_call_of_a_round_keeps_the_first_result(
     log = one_log(root, project)
     answer = log.branch[4]["message"]["content"]
     assert answer == [
-        {"type": "toolResult", "toolUseId": calls[1], "content": INTERRUPTED_IN_FLIGHT},
-        {"type": "toolResult", "toolUseId": calls[2], "content": INTERRUPTED_RESULT},
+        {
+            "type": "toolResult",
+            "toolUseId": calls[1],
+            "content": INTERRUPTED_IN_FLIGHT,
+            "isError": True,
+        },
+        {
+            "type": "toolResult",
+            "toolUseId": calls[2],
+            "content": INTERRUPTED_RESULT,
+            "isError": True,
+        },
         {"type": "text", "text": "what happened?"},
     ]
     assert roles(log) == ["system", "user", "assistant", "user", "user", "assistant"]

@@ -125,6 +125,40 @@ def test_a_bad_compaction_marker_is_a_format_error_naming_it(marker: bytes, erro
     assert message_from_object(orjson.loads(line)) is None  # the slow path says why
 
 
+_FAILED = (
+    b'{"type":"message","id":"a1b2c3d4","parentId":"s1s2s3s4","timestamp":"2026-04-25T14:00:01.000Z",'
+    b'"provider":"anthropic","model":"m","message":{"role":"user","content":['
+    b'{"type":"toolResult","toolUseId":"t1","content":"error: no such file","isError":true},'
+    b'{"type":"toolResult","toolUseId":"t2","content":"ok"}]}}\n'
+)
+
+
+def test_a_failed_calls_result_is_flagged_by_both_paths_and_only_it() -> None:
+    entry = parse_line(_FAILED)
+    assert isinstance(entry, MessageEntry)
+    assert entry.message.content == [
+        DiskToolResult("t1", "error: no such file", True),
+        DiskToolResult("t2", "ok"),
+    ]
+    assert serialize_entry(entry) == _FAILED  # the flag last, and only where it is true
+    fast = message_from_object(orjson.loads(_FAILED))
+    assert fast == Message(
+        "user", [ToolResult("t1", "error: no such file", is_error=True), ToolResult("t2", "ok")]
+    )
+    assert message_to_disk(fast) == entry.message
+    # false is the absent flag: read, and written as the seed's block
+    plain = parse_line(_FAILED.replace(b"true", b"false"))
+    assert isinstance(plain, MessageEntry) and b"isError" not in serialize_entry(plain)
+
+
+@pytest.mark.parametrize("flag", [b'"true"', b"1", b"null", b"{}"])
+def test_an_is_error_that_is_not_true_or_false_is_a_format_error(flag: bytes) -> None:
+    line = _FAILED.replace(b'"isError":true', b'"isError":' + flag)
+    with pytest.raises(FormatError, match="a toolResult block's 'isError' must be true or false"):
+        parse_line(line)
+    assert message_from_object(orjson.loads(line)) is None  # the slow path says why
+
+
 @pytest.mark.parametrize("role", ["assistant", "system"])
 def test_only_a_user_message_marks_a_compaction(role: str) -> None:
     line = _SUMMARY.replace(b'"role":"user"', f'"role":"{role}"'.encode())
@@ -442,11 +476,12 @@ _values = st.one_of(
     st.lists(st.none(), max_size=1),
     st.dictionaries(st.text(max_size=2), st.none(), max_size=1),
 )
-_BLOCKS = [
+_BLOCKS: list[dict[str, Any]] = [
     {"type": "text", "text": "hi"},
     {"type": "thinking", "thinking": "hm"},
     {"type": "toolUse", "id": "t1", "name": "bash", "input": "{}"},
     {"type": "toolResult", "toolUseId": "t1", "content": "ok"},
+    {"type": "toolResult", "toolUseId": "t1", "content": "no such file", "isError": True},
     {"type": "image", "data": "..."},
 ]
 

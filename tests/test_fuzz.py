@@ -328,7 +328,7 @@ KEYS = [
     "prev",
 ]
 MSG_KEYS = ["role", "content", "provider", "model", "stopReason", "usage"]
-BLOCK_KEYS = ["type", "text", "thinking", "id", "name", "input", "toolUseId", "content"]
+BLOCK_KEYS = ["type", "text", "thinking", "id", "name", "input", "toolUseId", "content", "isError"]
 block = st.dictionaries(st.sampled_from(BLOCK_KEYS), json_value, max_size=5) | json_value
 message_obj = st.fixed_dictionaries(
     {},

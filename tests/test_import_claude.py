@@ -115,6 +115,7 @@ def test_parallel_results_are_one_message_in_order_failed_flags_and_images_kept(
         ("toolu_shop_02", "vite.config.js"),
     ]
     assert results["x-claude"]["blocks"][0] == {"is_error": True}
+    assert [b.get("isError") for b in content] == [True, None]  # in awl's own block too
     assert results["x-claude"]["lines"][1]["toolUseResult"]["filenames"] == ["vite.config.js"]
     # Both results answer the reply, though Claude Code hung each under its own call's line.
     reply = next(m for m in ms if m["message"]["role"] == "assistant")

@@ -107,6 +107,13 @@ def test_messages_convert_with_their_blocks_stamps_and_what_awl_has_no_field_for
         e for e in es.values() if e["message"]["content"][0].get("toolUseId") == "toolu_tide_01"
     )
     assert failed["x-pi"]["message"]["isError"] is True  # the error flag, kept
+    assert failed["message"]["content"][0]["isError"] is True  # and said in awl's own block
+    assert all(
+        "isError" not in b
+        for e in es.values()
+        if e is not failed and "message" in e
+        for b in e["message"]["content"]
+    )
     assert failed["message"]["content"][0]["content"].endswith("Command exited with code 1")
     image_result = next(
         e for e in es.values() if e["message"]["content"][0].get("toolUseId") == "toolu_tide_02"

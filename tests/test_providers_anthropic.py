@@ -566,7 +566,7 @@ def test_a_history_with_calls_unanswered_and_results_astray_is_sent_as_the_api_t
             "role": "user",
             "content": [
                 {"type": "tool_result", "tool_use_id": "a", "content": "A"},
-                {"type": "tool_result", "tool_use_id": "b", "content": NO_RESULT},
+                {"type": "tool_result", "tool_use_id": "b", "content": NO_RESULT, "is_error": True},
                 {"type": "text", "text": "wait"},
                 {"type": "text", "text": "[the result of tool call x]\nX"},
                 {"type": "text", "text": "[the result of tool call a]\nA again"},
@@ -579,7 +579,7 @@ def test_a_history_with_calls_unanswered_and_results_astray_is_sent_as_the_api_t
         {
             "role": "user",
             "content": [
-                {"type": "tool_result", "tool_use_id": "c", "content": NO_RESULT},
+                {"type": "tool_result", "tool_use_id": "c", "content": NO_RESULT, "is_error": True},
                 {"type": "text", "text": "stop that"},
             ],
         },

@@ -202,7 +202,7 @@ def test_a_call_without_a_result_is_answered_and_the_prompt_kept() -> None:
     history = [Message("assistant", blocks), Message("user", [Text("now?")])]
     (_, answer) = anthropic.to_message_params(history)
     assert answer["content"] == [
-        {"type": "tool_result", "tool_use_id": "a", "content": NO_RESULT},
+        {"type": "tool_result", "tool_use_id": "a", "content": NO_RESULT, "is_error": True},
         {"type": "text", "text": "now?"},
     ]
 

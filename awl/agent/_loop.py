@@ -186,7 +186,11 @@ class Agent:
         provider = self.provider()
         pending, started = self.open_calls()
         content: list[Text | ToolResult] = [
-            ToolResult(t.id, INTERRUPTED_IN_FLIGHT if started and not k else INTERRUPTED_RESULT)
+            ToolResult(
+                t.id,
+                INTERRUPTED_IN_FLIGHT if started and not k else INTERRUPTED_RESULT,
+                is_error=True,
+            )
             for k, t in enumerate(pending)
         ]
         content.append(Text(prompt))
@@ -216,7 +220,7 @@ class Agent:
                     output = run_tool(self.tools, use.name, use.input, self.cwd)
                 if on_tool is not None:
                     on_tool(use, output)
-                results.append(ToolResult(use.id, output.content))
+                results.append(ToolResult(use.id, output.content, output.is_error))
                 if k + 1 < len(uses):
                     self._save_partial(results, saved)
             self._save_round(results, saved)
@@ -310,7 +314,7 @@ def storable(message: Message) -> Message:
         elif isinstance(b, ToolUse):
             out.append(ToolUse(_whole(b.id), _whole(b.name), _whole(b.input)))
         elif isinstance(b, ToolResult):
-            out.append(ToolResult(_whole(b.tool_use_id), _whole(b.content)))
+            out.append(ToolResult(_whole(b.tool_use_id), _whole(b.content), b.is_error))
         else:
             out.append(b)  # read from a log: JSON already
     return Message(message.role, out, message.compaction)

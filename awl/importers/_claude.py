@@ -575,7 +575,8 @@ def _result_blocks(content: list[Any]) -> tuple[list[DiskContentBlock], list[Any
             elif inner is not None:
                 rest["content"] = inner
             call = blk.get("tool_use_id")
-            out.append(DiskToolResult(call if isinstance(call, str) else "", "\n".join(texts)))
+            call = call if isinstance(call, str) else ""
+            out.append(DiskToolResult(call, "\n".join(texts), blk.get("is_error") is True))
             extras.append(rest or None)
             out.extend(images)
             extras.extend([None] * len(images))

@@ -345,5 +345,7 @@ def _result(m: dict[str, Any], rest: dict[str, Any]) -> tuple[list[DiskContentBl
         # Several text blocks (joined below), or members awl has no place for:
         # the structure is kept as it was.
         rest["content"] = content
-    result = DiskToolResult(call if isinstance(call, str) else "", "\n".join(texts))
+    result = DiskToolResult(
+        call if isinstance(call, str) else "", "\n".join(texts), m.get("isError") is True
+    )
     return [result, *others], None

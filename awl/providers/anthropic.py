@@ -307,15 +307,16 @@ def _content_params(message: Message) -> list[ContentParam]:
             }
             blocks.append(params)
         elif isinstance(block, ToolResult):
-            blocks.append(
-                {
-                    "type": "tool_result",
-                    "tool_use_id": wire_id(block.tool_use_id, ID_LIMIT),
-                    # The API refuses an empty result as it refuses empty text (an
-                    # imported tool's, such as a file write's, may be).
-                    "content": block.content if block.content.strip() else EMPTY_RESULT,
-                }
-            )
+            result: ToolResultBlockParam = {
+                "type": "tool_result",
+                "tool_use_id": wire_id(block.tool_use_id, ID_LIMIT),
+                # The API refuses an empty result as it refuses empty text (an
+                # imported tool's, such as a file write's, may be).
+                "content": block.content if block.content.strip() else EMPTY_RESULT,
+            }
+            if block.is_error:
+                result["is_error"] = True
+            blocks.append(result)
         elif isinstance(block, Opaque):
             text = opaque_text(block)
             if text is not None:

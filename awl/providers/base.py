@@ -289,7 +289,7 @@ def unique_calls(messages: Sequence[Message]) -> Sequence[Message]:
             content = []
             for b in m.content:
                 if isinstance(b, ToolResult) and given.get(b.tool_use_id):
-                    b = ToolResult(given[b.tool_use_id].pop(0), b.content)
+                    b = ToolResult(given[b.tool_use_id].pop(0), b.content, b.is_error)
                 content.append(b)
             m = Message(m.role, content)
         last = m.role
@@ -347,7 +347,7 @@ def answered_history(messages: Sequence[Message]) -> list[Message]:
                 else:
                     others.append(Text(f"[the result of tool call {b.tool_use_id}]\n{b.content}"))
             rest.append(others)
-        results += [ToolResult(i, NO_RESULT) for i in wanted]
+        results += [ToolResult(i, NO_RESULT, is_error=True) for i in wanted]
         rest[0] = results + rest[0]
         out += [Message("user", blocks) for blocks in rest if blocks]
         k = end

@@ -86,11 +86,11 @@ _BLOCK_JSON: dict[type, Any] = {
     DiskText: lambda b: {"type": "text", "text": b.text},
     DiskThinking: lambda b: {"type": "thinking", "thinking": b.thinking},
     DiskToolUse: lambda b: {"type": "toolUse", "id": b.id, "name": b.name, "input": b.input},
-    DiskToolResult: lambda b: {
-        "type": "toolResult",
-        "toolUseId": b.tool_use_id,
-        "content": b.content,
-    },
+    DiskToolResult: lambda b: (
+        {"type": "toolResult", "toolUseId": b.tool_use_id, "content": b.content, "isError": True}
+        if b.is_error
+        else {"type": "toolResult", "toolUseId": b.tool_use_id, "content": b.content}
+    ),
     DiskUnknownBlock: lambda b: b.raw,
 }
 """Each block type's JSON (a lookup by type: a chain of isinstance costs more per block)."""
@@ -250,10 +250,20 @@ def parse_block(obj: Any) -> DiskContentBlock:
         return DiskToolUse(_str(obj, "id", what), _str(obj, "name", what), _str(obj, "input", what))
     if kind == "toolResult":
         what = "a toolResult block"
-        return DiskToolResult(_str(obj, "toolUseId", what), _str(obj, "content", what))
+        return DiskToolResult(
+            _str(obj, "toolUseId", what), _str(obj, "content", what), _is_error(obj)
+        )
     if not isinstance(kind, str):
         raise FormatError("a content block needs a string 'type'")
     return DiskUnknownBlock(obj)
+
+
+def _is_error(obj: dict[str, Any]) -> bool:
+    """A toolResult block's ``isError`` (absent: false)."""
+    flag = obj.get("isError", False)
+    if type(flag) is not bool:
+        raise FormatError("a toolResult block's 'isError' must be true or false")
+    return flag
 
 
 def parse_message(obj: Any) -> DiskMessage:
@@ -461,7 +471,7 @@ def content_block_to_disk(block: ContentBlock) -> DiskContentBlock:
     if isinstance(block, ToolUse):
         return DiskToolUse(block.id, block.name, block.input)
     if isinstance(block, ToolResult):
-        return DiskToolResult(block.tool_use_id, block.content)
+        return DiskToolResult(block.tool_use_id, block.content, block.is_error)
     if isinstance(block, Opaque):
         return DiskUnknownBlock(block.raw)
     raise TypeError(f"not a content block: {block!r}")
@@ -476,7 +486,7 @@ def disk_block_to_internal(block: DiskContentBlock) -> ContentBlock:
     if isinstance(block, DiskToolUse):
         return ToolUse(block.id, block.name, block.input)
     if isinstance(block, DiskToolResult):
-        return ToolResult(block.tool_use_id, block.content)
+        return ToolResult(block.tool_use_id, block.content, block.is_error)
     return Opaque(block.raw)
 
 
@@ -557,10 +567,10 @@ def message_from_object(obj: dict[str, Any]) -> Message | None:
                 return None
             blocks.append(ToolUse(tid, name, raw))
         elif kind == "toolResult":
-            tid, text = b.get("toolUseId"), b.get("content")
-            if type(tid) is not str or type(text) is not str:
+            tid, text, failed = b.get("toolUseId"), b.get("content"), b.get("isError", False)
+            if type(tid) is not str or type(text) is not str or type(failed) is not bool:
                 return None
-            blocks.append(ToolResult(tid, text))
+            blocks.append(ToolResult(tid, text, failed))
         elif type(kind) is not str:
             return None
         else:

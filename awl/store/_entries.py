@@ -75,10 +75,12 @@ class DiskToolUse:
 
 @dataclass(frozen=True, slots=True)
 class DiskToolResult:
-    """``{"type":"toolResult","toolUseId":...,"content":...}``"""
+    """``{"type":"toolResult","toolUseId":...,"content":...}``, with ``"isError":true``
+    when the call failed (absent otherwise, as in the seed's format)."""
 
     tool_use_id: str
     content: str
+    is_error: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -82,7 +82,7 @@ def render_message(msg: Message, *, full: bool = True) -> str:
             out.append(f"[tool call {b.name} {b.input}]")
         elif isinstance(b, ToolResult):
             body = b.content if full else _clip(b.content, _TOOL_OUTPUT_LINES)
-            out.append(f"[tool result]\n{body}")
+            out.append(f"[tool result{' (error)' if b.is_error else ''}]\n{body}")
         elif isinstance(b, Opaque):
             out.append(_opaque_label(b))
     return visible("\n".join(out))
