@@ -188,6 +188,20 @@ def test_a_session_root_one_cannot_write_refuses_a_new_session(store: Store) -> 
     assert error == f"Error: {folder}: cannot create the session folder: Permission denied"
 
 
+def test_a_project_folder_one_cannot_enter_refuses_a_new_session_in_one_line(
+    store: Store,
+) -> None:
+    here = store.cwd("p1")
+    store.session(here, "mine", other=True)
+    folder = project_dir(here, store.root)
+    deny(folder, read=True)  # not even the resume hint's look at the log may fail loudly
+    done = store.awl(["-p", "hello", "--provider", "offline"], here)
+    assert done.returncode == 1
+    (error,) = one_line_errors(done.stderr)
+    assert error.endswith("cannot create session file: Permission denied"), error
+    assert folder.stat().st_uid == (NOBODY if ROOT else os.getuid())
+
+
 def test_an_index_cache_folder_one_cannot_write_only_means_no_cache(store: Store) -> None:
     here = store.cwd("p1")
     mine = store.session(here, "mine")

@@ -75,10 +75,10 @@ def run_session(
         return interactive_loop(agent, resumed=resumed)
     finally:
         manager.close()
-        if manager.path.exists():
-            # Only a hint: a folder that cannot be listed now must not turn
-            # the run (or the error it is ending with) into another failure.
-            with contextlib.suppress(AwlError):
+        # Only a hint: a folder that cannot be entered or listed now must not
+        # turn the run (or the error it is ending with) into another failure.
+        with contextlib.suppress(AwlError, OSError):
+            if manager.path.exists():
                 err.write(f"awl --resume {resume_prefix(manager.id, manager.path)}\n")
 
 
@@ -91,7 +91,17 @@ def _same_dir(a: Path, b: Path) -> bool:
 
 def _print_turn(agent: Agent, prompt: str) -> int:
     sink = TerminalSink(sys.stderr, show_thinking=False) if verbose() else None
-    result = agent.run_turn(prompt, sink or NullSink(), on_tool=_note_tool)
+
+    def on_tool(use: ToolUse, output: ToolOutput) -> None:
+        if sink is not None:
+            sink.end()  # the "[calling ...]" line, before the call's own
+        _note_tool(use, output)
+
+    try:
+        result = agent.run_turn(prompt, sink or NullSink(), on_tool=on_tool)
+    finally:
+        if sink is not None:
+            sink.end()  # streamed text ends its line before anything else on stderr
     if result.text:
         sys.stdout.write(result.text + ("" if result.text.endswith("\n") else "\n"))
     if result.error:
