@@ -5,6 +5,8 @@
 ``AWL_INDEX_CACHE_MIN``   bytes from which a log keeps an index cache file
 ``AWL_NATIVE``            ``0`` forces the pure-Python scanner
 ``AWL_VERBOSE``           ``1`` shows a ``-p`` turn's progress on stderr
+``AWL_BASH_TIMEOUT``      seconds a bash call may run (default 120)
+``AWL_BASH_MAX_OUTPUT``   characters of a bash call's output kept
 ========================  ==============================================
 
 The switches take ``1``/``0``, ``true``/``false``, ``yes``/``no`` or
@@ -20,9 +22,17 @@ so that a typo never silently means something else.
 
 from __future__ import annotations
 
+import math
 import os
 
-__all__ = ["fsync_enabled", "index_cache_min", "native_disabled", "problems", "verbose"]
+__all__ = [
+    "MAX_BASH_TIMEOUT",
+    "fsync_enabled",
+    "index_cache_min",
+    "native_disabled",
+    "problems",
+    "verbose",
+]
 
 _ON = ("1", "true", "yes", "on")
 _OFF = ("0", "false", "no", "off")
@@ -70,4 +80,28 @@ def problems() -> list[str]:
     value = os.environ.get("AWL_INDEX_CACHE_MIN", "")
     if value.strip() and index_cache_min(-1) < 0:
         found.append(f"AWL_INDEX_CACHE_MIN={value!r} is not a number of bytes (e.g. 1048576)")
+    # The bash tool's limits (read by awl.tools, which would use its default).
+    value = os.environ.get("AWL_BASH_TIMEOUT", "")
+    if value.strip() and not _number(value, 0, MAX_BASH_TIMEOUT):
+        found.append(
+            f"AWL_BASH_TIMEOUT={value!r} is not a number of seconds above 0,"
+            f" up to {MAX_BASH_TIMEOUT:g} (e.g. 300)"
+        )
+    value = os.environ.get("AWL_BASH_MAX_OUTPUT", "")
+    if value.strip() and not (value.strip().isascii() and value.strip().isdigit() and int(value)):
+        found.append(
+            f"AWL_BASH_MAX_OUTPUT={value!r} is not a number of characters above 0 (e.g. 100000)"
+        )
     return found
+
+
+MAX_BASH_TIMEOUT = 24 * 3600.0
+"""The longest a bash call may be given (``awl.tools``' bound too)."""
+
+
+def _number(text: str, above: float, most: float) -> bool:
+    try:
+        value = float(text)
+    except ValueError:
+        return False
+    return math.isfinite(value) and above < value <= most

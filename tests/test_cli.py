@@ -759,6 +759,46 @@ def test_the_resume_preview_shows_control_characters_as_escapes(root: Path, here
     assert "\x1b" not in r.stdout and "\x07" not in r.stdout
 
 
+def test_a_verbose_turn_ends_its_streamed_line_before_the_resume_hint(here: Path) -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "awl.cli", "--provider", "offline", "-p", "v"],
+        cwd=here,
+        env=child_env(AWL_FSYNC="0", AWL_VERBOSE="1"),
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.splitlines()
+    assert lines[-1].startswith("awl --resume "), r.stderr
+    assert r.stdout.strip() in lines[:-1]  # the reply, streamed, on a line of its own
+
+
+def test_the_resume_banner_names_the_session_by_the_prefix_resume_takes(
+    root: Path, here: Path
+) -> None:
+    # Two sessions of one minute share their first 8 characters and more.
+    twin = ID_A[:-1] + ("0" if ID_A[-1] != "0" else "1")
+    for sid in (ID_A, twin):
+        log(
+            root,
+            header(sid, "2026-04-25T17:40:15.990Z", here),
+            [msg("00000001", None, "user", "hi")],
+        )
+    env = child_env(AWL_FSYNC="0")
+    r = subprocess.run(
+        [sys.executable, "-m", "awl.cli", "--resume", ID_A, "--provider", "offline"],
+        cwd=here,
+        env=env,
+        input="/quit\n",
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    assert r.returncode == 0, r.stderr
+    assert f"resumed session {ID_A} (1 message" in r.stdout  # all of it: no shorter is unique
+
+
 @pytest.mark.parametrize(
     ("options", "names"),
     [

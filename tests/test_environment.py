@@ -15,7 +15,14 @@ from awl.store._index_cache import CACHE_MIN_BYTES, wants_cache
 
 from .test_cli import child_env
 
-VARS = ("AWL_FSYNC", "AWL_NATIVE", "AWL_VERBOSE", "AWL_INDEX_CACHE_MIN")
+VARS = (
+    "AWL_FSYNC",
+    "AWL_NATIVE",
+    "AWL_VERBOSE",
+    "AWL_INDEX_CACHE_MIN",
+    "AWL_BASH_TIMEOUT",
+    "AWL_BASH_MAX_OUTPUT",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -81,6 +88,30 @@ def test_problems_name_each_bad_variable(monkeypatch: pytest.MonkeyPatch) -> Non
         "AWL_FSYNC='fasle' is not a switch: 1 or 0 (true/false, yes/no, on/off)",
         "AWL_INDEX_CACHE_MIN='1M' is not a number of bytes (e.g. 1048576)",
     ]
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-5", "nan", "inf", "90000", "2m"])
+def test_a_bash_timeout_that_is_not_seconds_is_named(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv("AWL_BASH_TIMEOUT", value)
+    assert environment.problems() == [
+        f"AWL_BASH_TIMEOUT={value!r} is not a number of seconds above 0, up to 86400 (e.g. 300)"
+    ]
+    monkeypatch.setenv("AWL_BASH_TIMEOUT", " 2.5 ")
+    assert environment.problems() == []
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-5", "1.5", "1e5", "٣"])
+def test_a_bash_output_limit_that_is_not_a_count_is_named(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv("AWL_BASH_MAX_OUTPUT", value)
+    assert environment.problems() == [
+        f"AWL_BASH_MAX_OUTPUT={value!r} is not a number of characters above 0 (e.g. 100000)"
+    ]
+    monkeypatch.setenv("AWL_BASH_MAX_OUTPUT", "100000")
+    assert environment.problems() == []
 
 
 def test_the_cli_refuses_a_typo_in_one_line(

@@ -620,6 +620,29 @@ def test_cli_output_exit_status_and_json(
     assert res.stderr == f"awl: {log}:6: not a complete JSON object (the log is corrupt)\n"
 
 
+def test_cli_hits_name_their_sessions_by_a_prefix_show_takes_and_skip_system_prompts(
+    root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(project)
+    # Two sessions of one minute: their ids share far more than 8 characters.
+    for sid in SID[:2]:
+        write(root, str(project), sid, rich_entries())
+    res = cli("search", "plain answer")
+    assert res.exit_code == 0, res.output
+    shorts = [line.split("  ", 1)[0].rstrip() for line in res.stdout.splitlines()]
+    assert sorted(shorts) == sorted(s[: len(SID[0])] for s in SID[:2])  # unique: all of it
+    assert len({line.index("2026") for line in res.stdout.splitlines()}) == 1  # one column
+    for short in shorts:
+        assert cli("show", short).exit_code == 0
+    # awl's system prompt opens every session: not searched unless asked for.
+    assert cli("search", "you are a helper").exit_code == 1
+    res = cli("search", "you are a helper", "--role", "system")
+    assert res.exit_code == 0 and res.stdout.count("\n") == 2
+    # Literal text, not a pattern.
+    assert cli("search", "plain.answer").exit_code == 1
+    assert "literal text" in cli("search", "--help").stdout
+
+
 @pytest.mark.parametrize(
     ("args", "error"),
     [

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 import click
 
 from ..errors import AmbiguousSession, AwlError, SessionNotFound
+from ..paths import SESSION_FILE_RE
 from ._app import main
 from ._common import current_dir, end_quickly, fail, json_text
 
@@ -67,7 +68,7 @@ def _colour(choice: str) -> bool:
     "roles",
     multiple=True,
     type=click.Choice(["system", "user", "assistant"]),
-    help="Only messages of this role (repeatable).",
+    help="Only messages of this role (repeatable; default user and assistant).",
 )
 @click.option(
     "--kind",
@@ -105,13 +106,21 @@ def search_command(
 ) -> None:
     """Find what was said in this directory's sessions (--all: every project's).
 
-    Matches the text of messages as it was said — text, thinking, tool calls'
+    QUERY is literal text (as grep -F: no pattern), matched in the text of
+    user and assistant messages as it was said — text, thinking, tool calls'
     input, tool results — whatever the log escaped; never keys or ids.  The
-    most recently active sessions come first.  Exit status: 0 found, 1 none,
+    system prompts (awl's own opens every session) are searched with --role
+    system.  The most recently active sessions come first.  Exit status: 0 found, 1 none,
     2 error.  From a hit, `awl show ID --around ENTRY` shows the message in
     its context and `awl --resume ID` continues the session.
     """
-    from ..store import SearchProblem, SearchQuery, search, search_scope
+    from ..store import (
+        SearchProblem,
+        SearchQuery,
+        search,
+        search_scope,
+        unique_prefixes,
+    )
 
     if not query:
         fail("the query is empty", usage=True)
@@ -130,7 +139,9 @@ def search_command(
     q = SearchQuery(
         query,
         ignore_case=ignore_case,
-        roles=frozenset(roles or ("system", "user", "assistant")),
+        # awl's own system prompt opens every session: by default it would
+        # match its every word in each of them.
+        roles=frozenset(roles or ("user", "assistant")),
         kinds=frozenset(KINDS[k] for k in kinds or KINDS),
         since=when[0],
         until=when[1],
@@ -147,7 +158,11 @@ def search_command(
     tty = out.isatty()
     paint = _colour(colour)
     found = errors = 0
-    shown: dict[str, str] = {}
+    # Each session by the shortest prefix that names it among those searched
+    # (an id's first 8 characters are shared by sessions made in one minute).
+    names = (SESSION_FILE_RE.match(p.name) for p in logs)
+    shown = unique_prefixes([m.group("id") for m in names if m])
+    width = max(map(len, shown.values()), default=8)
     cwd = None if all_projects or session else os.fspath(here) if here else None
     for item in search(q, logs, cwd=cwd, jobs=jobs, limit=limit):
         if isinstance(item, SearchProblem):
@@ -158,7 +173,7 @@ def search_command(
         if as_json:
             out.write(json_text(item.as_json()) + "\n")
         else:
-            out.write(_line(item, shown, paint) + "\n")
+            out.write(_line(item, shown, width, paint) + "\n")
         if tty:
             out.flush()  # each hit as it comes: the rest of the store is still being read
     out.flush()
@@ -173,13 +188,14 @@ def _visible(text: str) -> str:
     return visible(text, one_line=True)
 
 
-def _line(hit: object, shown: dict[str, str], paint: bool) -> str:
+def _line(hit: object, shown: dict[str, str], width: int, paint: bool) -> str:
     """``019dc5ba  2026-04-25 17:40  user       …snippet with the match…``."""
     from ..store import SearchHit
     from ..ui import local_time
 
     assert isinstance(hit, SearchHit)
-    short = shown.setdefault(hit.session, hit.session[:8])
+    short = shown.get(hit.session) or hit.session[:8]  # a header id that is not its file's
+    short = short.ljust(width)
     a, b = hit.match
     before, match, after = hit.snippet[:a], hit.snippet[a:b], hit.snippet[b:]
     match = f"\x1b[1;31m{_visible(match)}\x1b[0m" if paint else _visible(match)

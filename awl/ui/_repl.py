@@ -19,7 +19,7 @@ from ..conversation import ToolUse
 from ..errors import AwlError
 from ..paths import history_path
 from ..providers import ProviderError
-from ..store import default_env, disk_message_to_internal, make_private_dirs
+from ..store import default_env, disk_message_to_internal, make_private_dirs, resume_prefix
 from ..tools import ToolOutput
 from ._terminal import TerminalSink, stdin_text
 from ._text import visible
@@ -77,7 +77,11 @@ def show_resume(agent: Agent) -> None:
     m = agent.manager
     out = sys.stdout
     model = visible(f"{agent.provider_name}/{agent.model}", one_line=True)
-    out.write(f"resumed session {m.id[:8]} ({m.message_count} messages, {model})\n")
+    try:
+        short = resume_prefix(m.id, m.path)  # what `awl --resume` takes, as sessions lists it
+    except (AwlError, OSError):
+        short = m.id
+    out.write(f"resumed session {short} ({m.message_count} messages, {model})\n")
     for entry in m.recent_entries(RESUME_SHOWN):
         out.write(render_message(disk_message_to_internal(entry.message), full=False) + "\n")
     pending, started = agent.open_calls()
