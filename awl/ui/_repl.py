@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 import sys
 import threading
@@ -32,6 +33,7 @@ HELP = """\
 /quit                    leave (Ctrl+D too); Ctrl+C cancels a streaming reply"""
 
 RESUME_SHOWN = 4
+_NOT_UTF8 = re.compile("[\ud800-\udfff]")  # what a terminal's undecodable bytes become
 
 
 def _reader() -> Callable[[str], str]:
@@ -48,11 +50,13 @@ def _reader() -> Callable[[str], str]:
 
         return plain
     from prompt_toolkit import PromptSession
-    from prompt_toolkit.history import FileHistory
+
+    from ._history import PromptHistory
 
     # Never beside the sessions: with AWL_SESSION_DIR=/tmp/sessions that would
     # be /tmp/history, which every user of the machine can read and replace.
     history = history_path()
+    file_history: PromptHistory | None = None
     try:
         make_private_dirs(default_env(), history.parent)
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK | os.O_CLOEXEC
@@ -62,12 +66,18 @@ def _reader() -> Callable[[str], str]:
                 raise OSError(errno.EINVAL, "not a regular file")
         finally:
             os.close(fd)
-        session: PromptSession[str] = PromptSession(history=FileHistory(str(history)))
+        file_history = PromptHistory(str(history))
+        session: PromptSession[str] = PromptSession(history=file_history)
     except OSError:
         session = PromptSession()
 
     def rich(prompt: str) -> str:
-        return session.prompt(prompt)
+        try:
+            return session.prompt(prompt)
+        finally:
+            warning = file_history.take_warning() if file_history is not None else None
+            if warning is not None:
+                sys.stderr.write(f"awl: {visible(warning, one_line=True)}\n")
 
     return rich
 
@@ -160,6 +170,11 @@ def interactive_loop(agent: Agent, *, resumed: bool) -> int:
             return 0
         except KeyboardInterrupt:
             continue
+        if _NOT_UTF8.search(line):
+            # Bytes that are not UTF-8 (a paste from a binary file) cannot be
+            # logged: the prompt is kept with each replaced, and the user told.
+            line = _NOT_UTF8.sub("\ufffd", line)
+            sys.stdout.write("awl: bytes of the input that are not UTF-8 are sent as \ufffd\n")
         text = line.strip()
         if not text:
             continue

@@ -1,0 +1,113 @@
+"""The interactive prompt's input: its history file failing, and bytes that are not UTF-8.
+
+Real processes in a real pseudo-terminal (pexpect), the offline provider,
+and real file-system failures: ``/dev/full`` and a file-size limit.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import resource
+import signal
+import sys
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from awl.ui._history import PromptHistory
+from tests.helpers import awl_env
+from tests.test_agent import session_files
+
+AWL = [sys.executable, "-m", "awl.cli"]
+READY = "\x1b[?2004h"  # prompt_toolkit turns bracketed paste on as it starts reading a line
+
+
+def test_a_history_file_that_cannot_be_written_warns_once_and_keeps_lines_in_memory() -> None:
+    history = PromptHistory("/dev/full")  # every write: "No space left on device"
+    history.append_string("first")
+    warning = history.take_warning()
+    assert warning is not None and "cannot be saved (No space left on device)" in warning
+    history.append_string("second")
+    assert history.take_warning() is None  # said once
+    assert history.get_strings() == ["first", "second"]
+
+
+def test_a_history_file_that_cannot_be_read_starts_empty_and_says_so(tmp_path: Path) -> None:
+    history = PromptHistory(str(tmp_path))  # a folder: open() fails
+    assert list(history.load_history_strings()) == []
+    warning = history.take_warning()
+    assert warning is not None and "cannot be read" in warning
+
+
+def _limited(limit: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    # Writes past the limit fail with EFBIG (Python ignores SIGXFSZ).
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
+@pytest.fixture
+def term_env(tmp_path: Path) -> dict[str, str]:
+    return awl_env(tmp_path, PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm", PYTHONUNBUFFERED="1")
+
+
+def _spawn(env: dict[str, str], cwd: Path, limit: int | None = None) -> pexpect.spawn:
+    return pexpect.spawn(
+        AWL[0],
+        [*AWL[1:], "--provider", "offline"],
+        env=env,
+        cwd=str(cwd),
+        dimensions=(40, 200),
+        timeout=20,
+        encoding="utf-8",
+        codec_errors="replace",
+        preexec_fn=(lambda: _limited(limit)) if limit else _default_sigint,
+    )
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def test_a_full_history_file_is_one_warning_not_an_exception_at_each_prompt(
+    tmp_path: Path, term_env: dict[str, str]
+) -> None:
+    history = Path(term_env["XDG_STATE_HOME"]) / "awl" / "history"
+    history.parent.mkdir(parents=True)
+    history.write_text("\n# earlier\n+" + "x" * 9000 + "\n")  # already past the limit
+    history.chmod(0o600)
+    child = _spawn(term_env, tmp_path, limit=8192)
+    child.logfile_read = seen = io.StringIO()
+    for word in ("alpha", "beta"):
+        child.expect_exact(READY)
+        child.sendline(word)
+        child.expect_exact(f"You said: {word}")
+    child.expect_exact(READY)
+    child.sendline("/quit")
+    child.expect(pexpect.EOF)
+    child.close()
+    out = seen.getvalue()
+    assert child.exitstatus == 0, out
+    assert "Unhandled exception" not in out and "Traceback" not in out
+    assert out.count("cannot be saved (File too large)") == 1, out
+    (log,) = session_files(Path(term_env["AWL_SESSION_DIR"]))
+    assert b"alpha" in log.read_bytes() and b"beta" in log.read_bytes()
+
+
+def test_bytes_that_are_not_utf8_in_the_input_are_replaced_and_said(
+    tmp_path: Path, term_env: dict[str, str]
+) -> None:
+    child = _spawn(term_env, tmp_path)
+    child.expect_exact(READY)
+    os.write(child.child_fd, b"bad \xff\xfe end\r")  # raw bytes, as a paste sends them
+    child.expect_exact("awl: bytes of the input that are not UTF-8 are sent as \ufffd")
+    child.expect_exact("You said: bad")
+    child.expect_exact(READY)
+    child.sendline("/quit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    (log,) = session_files(Path(term_env["AWL_SESSION_DIR"]))
+    assert "bad \ufffd\ufffd end" in log.read_text(encoding="utf-8")
+    assert os.path.getsize(log) > 0
