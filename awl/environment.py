@@ -7,6 +7,8 @@
 ``AWL_VERBOSE``           ``1`` shows a ``-p`` turn's progress on stderr
 ``AWL_BASH_TIMEOUT``      seconds a bash call may run (default 120)
 ``AWL_BASH_MAX_OUTPUT``   characters of a bash call's output kept
+``AWL_RETRIES``           times a request failing with a passing error is
+                          sent again (default 3, ``0``: never)
 ========================  ==============================================
 
 The switches take ``1``/``0``, ``true``/``false``, ``yes``/``no`` or
@@ -31,6 +33,7 @@ __all__ = [
     "index_cache_min",
     "native_disabled",
     "problems",
+    "retries",
     "verbose",
 ]
 
@@ -70,6 +73,19 @@ def index_cache_min(default: int) -> int:
     return int(value) if value.isascii() and value.isdigit() else default
 
 
+DEFAULT_RETRIES = 3
+_MOST_RETRIES = 10
+
+
+def retries() -> int:
+    """``$AWL_RETRIES``: how many times a request that failed with a passing error
+    (a rate limit, an overload, a server error) is sent again; 3 by default."""
+    value = os.environ.get("AWL_RETRIES", "").strip()
+    if value.isascii() and value.isdigit() and int(value) <= _MOST_RETRIES:
+        return int(value)
+    return DEFAULT_RETRIES
+
+
 def problems() -> list[str]:
     """One line for each variable above that is set to something it cannot mean."""
     found = []
@@ -80,6 +96,11 @@ def problems() -> list[str]:
     value = os.environ.get("AWL_INDEX_CACHE_MIN", "")
     if value.strip() and index_cache_min(-1) < 0:
         found.append(f"AWL_INDEX_CACHE_MIN={value!r} is not a number of bytes (e.g. 1048576)")
+    value = os.environ.get("AWL_RETRIES", "")
+    if value.strip() and not (
+        value.strip().isascii() and value.strip().isdigit() and int(value) <= _MOST_RETRIES
+    ):
+        found.append(f"AWL_RETRIES={value!r} is not a number of retries from 0 to {_MOST_RETRIES}")
     # The bash tool's limits (read by awl.tools, which would use its default).
     value = os.environ.get("AWL_BASH_TIMEOUT", "")
     if value.strip() and not _number(value, 0, MAX_BASH_TIMEOUT):

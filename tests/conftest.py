@@ -36,6 +36,14 @@ def index_cache_for_every_log(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
+def errors_reported_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loopback server's error is the test's answer, sent once: awl's default
+    of sending a request again after a passing error (a rate limit, an
+    overload) is tested in tests/test_retries.py, which removes this."""
+    monkeypatch.setenv("AWL_RETRIES", "0")
+
+
+@pytest.fixture(autouse=True)
 def buffered_like_a_user(monkeypatch: pytest.MonkeyPatch) -> None:
     """Child processes run with Python's usual buffering, as a user's awl does:
     a PYTHONUNBUFFERED=1 in the environment of the test run would hide every

@@ -39,6 +39,9 @@ class Sink:
     def tool_use(self, name: str) -> None:
         self.events.append(("tool_use", name))
 
+    def retrying(self, error: str, wait: float) -> None:
+        self.events.append(("retrying", f"{error} / {wait:g}"))
+
 
 def awl_env(base: Path, **extra: str) -> dict[str, str]:
     """The environment of an awl process in a test: this one's without API keys
@@ -54,6 +57,9 @@ def awl_env(base: Path, **extra: str) -> dict[str, str]:
         XDG_DATA_HOME=str(base / "data"),
         XDG_STATE_HOME=str(base / "state"),
         AWL_FSYNC="0",
+        # Errors from the loopback servers are reported at once, each request
+        # once (tests/test_retries.py sends them again, as awl does by default).
+        AWL_RETRIES="0",
     )
     env.update(extra)
     return env

@@ -497,6 +497,9 @@ class Sink:
     def tool_use(self, name: str) -> None:
         self.events.append(("tool_use", name))
 
+    def retrying(self, error: str, wait: float) -> None:
+        self.events.append(("retrying", f"{error} / {wait:g}"))
+
     def shown(self) -> str:
         return "".join(d for k, d in self.events if k == "text")
 

@@ -22,6 +22,7 @@ VARS = (
     "AWL_INDEX_CACHE_MIN",
     "AWL_BASH_TIMEOUT",
     "AWL_BASH_MAX_OUTPUT",
+    "AWL_RETRIES",
 )
 
 
@@ -112,6 +113,18 @@ def test_a_bash_output_limit_that_is_not_a_count_is_named(
     ]
     monkeypatch.setenv("AWL_BASH_MAX_OUTPUT", "100000")
     assert environment.problems() == []
+
+
+def test_retries_are_a_count_up_to_ten(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert environment.retries() == 3 and environment.problems() == []
+    monkeypatch.setenv("AWL_RETRIES", " 0 ")
+    assert environment.retries() == 0 and environment.problems() == []
+    for bad in ("11", "-1", "two", "1.5"):
+        monkeypatch.setenv("AWL_RETRIES", bad)
+        assert environment.retries() == 3  # the library keeps the default
+        assert environment.problems() == [
+            f"AWL_RETRIES={bad!r} is not a number of retries from 0 to 10"
+        ]
 
 
 def test_the_cli_refuses_a_typo_in_one_line(

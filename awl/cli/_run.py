@@ -91,6 +91,7 @@ def _same_dir(a: Path, b: Path) -> bool:
 
 def _print_turn(agent: Agent, prompt: str) -> int:
     sink = TerminalSink(sys.stderr, show_thinking=False) if verbose() else None
+    quiet = _RetryNotes()  # a wait before a request is sent again is said even then
 
     def on_tool(use: ToolUse, output: ToolOutput) -> None:
         if sink is not None:
@@ -98,7 +99,7 @@ def _print_turn(agent: Agent, prompt: str) -> int:
         _note_tool(use, output)
 
     try:
-        result = agent.run_turn(prompt, sink or NullSink(), on_tool=on_tool)
+        result = agent.run_turn(prompt, sink or quiet, on_tool=on_tool)
     finally:
         if sink is not None:
             sink.end()  # streamed text ends its line before anything else on stderr
@@ -108,6 +109,16 @@ def _print_turn(agent: Agent, prompt: str) -> int:
         sys.stderr.write(f"awl: {result.error}\n")
         return 1
     return 0
+
+
+class _RetryNotes(NullSink):
+    """The sink of a quiet ``-p`` turn: nothing but the retries, on stderr."""
+
+    def retrying(self, error: str, wait: float) -> None:
+        """Say that the request is sent again, and when."""
+        shown = visible(error, one_line=True)
+        sys.stderr.write(f"awl: {shown}; sending it again in {wait:g} s\n")
+        sys.stderr.flush()
 
 
 def _note_tool(use: ToolUse, output: ToolOutput) -> None:

@@ -39,6 +39,7 @@ from anthropic.types import (
 from awl.conversation import Message, Opaque, Text, ToolResult, ToolUse
 from awl.providers.base import (
     CANCELLED,
+    TRANSIENT,
     HostedProvider,
     ProviderError,
     Response,
@@ -51,9 +52,11 @@ from awl.providers.base import (
     describe_api_error,
     one_line,
     opaque_text,
+    retry_wait,
     stream_failure,
     system_text,
     wire_id,
+    with_retries,
 )
 
 # The API takes a tool call id of [A-Za-z0-9_-], 64 characters at most (wire_id).
@@ -113,8 +116,8 @@ class AnthropicProvider(HostedProvider):
                 f"AWL_THINKING_BUDGET ({self.thinking_budget}) must be less than "
                 f"AWL_MAX_TOKENS ({self.max_tokens})"
             )
-        # No SDK retries: the agent shows the error and the user decides; a
-        # silent retry loop on 429/529 would look like a hang.
+        # No SDK retries: the SDK's are silent, and a wait on 429/529 would look
+        # like a hang; awl's own (with_retries) say each wait and can be cancelled.
         self._client = self._connect(
             lambda: anthropic.Anthropic(
                 api_key=api_key, base_url=self.base_url, max_retries=0, timeout=timeout
@@ -130,7 +133,18 @@ class AnthropicProvider(HostedProvider):
         sink: StreamSink,
         cancel: threading.Event | None = None,
     ) -> Response:
-        """Stream one turn; see :meth:`Provider.complete`."""
+        """Stream one turn, sent again on a passing error (:func:`with_retries`);
+        see :meth:`Provider.complete`."""
+        return with_retries(lambda: self._once(model, messages, tools, sink, cancel), sink, cancel)
+
+    def _once(
+        self,
+        model: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        sink: StreamSink,
+        cancel: threading.Event | None,
+    ) -> Response:
         run = _Run(model, sink)
         if cancel is not None and cancel.is_set():
             return run.failed(CANCELLED)
@@ -163,9 +177,13 @@ class AnthropicProvider(HostedProvider):
             # An `event: error` inside a 200 stream arrives as a status error
             # carrying the stream's 200; report it as a mid-stream event.
             status = exc.status_code if exc.status_code != 200 else None
-            return run.failed(
+            failed = run.failed(
                 describe_api_error(self.name, status, exc.type, exc.api_message or exc.message)
             )
+            if status in TRANSIENT or (stream is not None and exc.type == "overloaded_error"):
+                failed.transient = True
+                failed.retry_after = retry_wait(exc.response.headers)
+            return failed
         except anthropic.APITimeoutError:
             return run.failed(f"{self.name}: request timed out ({self._where()})")
         except anthropic.APIConnectionError as exc:

@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import threading
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Protocol, Self, TypeVar
 
+from awl import environment
 from awl.conversation import STOP_REASONS as STOP_REASONS
 from awl.conversation import ContentBlock, Message, Opaque, Text, Thinking, ToolResult, ToolUse
 from awl.conversation import StopReason as StopReason
@@ -48,6 +50,11 @@ class StreamSink(Protocol):
         """A tool call named ``name`` has started (its input is still streaming)."""
         ...
 
+    def retrying(self, error: str, wait: float) -> None:
+        """The request failed with ``error`` before anything arrived, an error the
+        API calls passing: it is sent again in ``wait`` seconds."""
+        ...
+
 
 class NullSink:
     """A :class:`StreamSink` that discards everything (for callers that only want the result)."""
@@ -60,6 +67,9 @@ class NullSink:
 
     def tool_use(self, name: str) -> None:
         """Ignore tool starts."""
+
+    def retrying(self, error: str, wait: float) -> None:
+        """Ignore retries."""
 
 
 @dataclass(slots=True)
@@ -78,10 +88,62 @@ class Response:
     usage: Usage | None
     model: str
     error: str | None = None
+    transient: bool = False
+    """The request failed with an error the API calls passing (:data:`TRANSIENT`):
+    :func:`with_retries` sends it again when nothing had arrived."""
+    retry_after: float | None = None
+    """The seconds a transient error's server asked to wait, None when it did not say."""
 
     def message(self) -> Message:
         """The content as an assistant :class:`Message`."""
         return Message("assistant", list(self.content))
+
+
+TRANSIENT = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+"""HTTP statuses worth sending the same request again for: timeouts, conflicts,
+rate limits, server errors, Anthropic's overload."""
+
+LONGEST_RETRY_WAIT = 60.0
+"""A server that asks for a longer wait gets its error reported instead."""
+
+
+def retry_wait(headers: Mapping[str, str]) -> float | None:
+    """The wait a response's ``retry-after-ms`` or ``retry-after`` (seconds) asks for;
+    None when it names none (an HTTP date is taken as none)."""
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        try:
+            value = float(headers.get(name, "")) * scale
+        except ValueError:
+            continue
+        if math.isfinite(value) and value >= 0:
+            return value
+    return None
+
+
+def with_retries(
+    attempt: Callable[[], Response], sink: StreamSink, cancel: threading.Event | None
+) -> Response:
+    """``attempt()``, and again while it fails before anything arrived with a
+    passing error, up to ``AWL_RETRIES`` more times (default 3): after the
+    wait the server asked for, else 1, 2, 4... seconds.  Each wait is said
+    through ``sink`` first, and ``cancel`` ends it at once."""
+    retries = environment.retries()
+    tries = 0
+    while True:
+        response = attempt()
+        if not response.transient or response.content or tries >= retries:
+            return response
+        asked = response.retry_after
+        wait = float(2**tries) if asked is None else asked
+        if wait > LONGEST_RETRY_WAIT:
+            return response
+        tries += 1
+        sink.retrying(response.error or "error", wait)
+        try:
+            if (cancel or threading.Event()).wait(wait):
+                return Response([], "error", None, response.model, CANCELLED)
+        except KeyboardInterrupt:  # awl -p waits in the main thread
+            return Response([], "error", None, response.model, CANCELLED)
 
 
 class ProviderError(AwlError):

@@ -48,6 +48,7 @@ from openai.types.chat.chat_completion_chunk import ChoiceDelta
 from awl.conversation import ContentBlock, Message, Opaque, Text, ToolResult, ToolUse
 from awl.providers.base import (
     CANCELLED,
+    TRANSIENT,
     HostedProvider,
     ProviderError,
     Response,
@@ -60,8 +61,10 @@ from awl.providers.base import (
     describe_api_error,
     one_line,
     opaque_text,
+    retry_wait,
     stream_failure,
     wire_id,
+    with_retries,
 )
 
 # Chat Completions takes a tool call id of 40 characters at most (wire_id).
@@ -119,7 +122,7 @@ class OpenAIProvider(HostedProvider):
                 self.max_tokens = int(raw_max)
             except ValueError:
                 raise ProviderError(f"AWL_MAX_TOKENS must be an integer, not {raw_max!r}") from None
-        # No SDK retries: errors go to the user at once instead of a silent wait.
+        # No SDK retries: the SDK's wait in silence; awl's own (with_retries) say it.
         self._client = self._connect(
             lambda: openai.OpenAI(
                 api_key=api_key, base_url=self.base_url, max_retries=0, timeout=timeout
@@ -135,7 +138,18 @@ class OpenAIProvider(HostedProvider):
         sink: StreamSink,
         cancel: threading.Event | None = None,
     ) -> Response:
-        """Stream one turn; see :meth:`Provider.complete`."""
+        """Stream one turn, sent again on a passing error (:func:`with_retries`);
+        see :meth:`Provider.complete`."""
+        return with_retries(lambda: self._once(model, messages, tools, sink, cancel), sink, cancel)
+
+    def _once(
+        self,
+        model: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        sink: StreamSink,
+        cancel: threading.Event | None,
+    ) -> Response:
         run = _Run(model, sink)
         if cancel is not None and cancel.is_set():
             return run.failed(CANCELLED)
@@ -164,7 +178,11 @@ class OpenAIProvider(HostedProvider):
             body = exc.body if isinstance(exc.body, dict) else {}
             message = body.get("message") if isinstance(body.get("message"), str) else None
             detail = message or (exc.body if isinstance(exc.body, str) else None) or exc.message
-            return run.failed(describe_api_error(self.name, exc.status_code, exc.type, detail))
+            failed = run.failed(describe_api_error(self.name, exc.status_code, exc.type, detail))
+            if exc.status_code in TRANSIENT:
+                failed.transient = True
+                failed.retry_after = retry_wait(exc.response.headers)
+            return failed
         except openai.APITimeoutError:
             return run.failed(f"{self.name}: request timed out ({self._where()})")
         except openai.APIConnectionError as exc:

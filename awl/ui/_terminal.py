@@ -75,6 +75,12 @@ class TerminalSink:
         self.out.write(f"[calling {visible(name, one_line=True)}]")
         self.out.flush()
 
+    def retrying(self, error: str, wait: float) -> None:
+        """Say, on a line of its own, that the request is sent again after ``wait``."""
+        self.end()
+        self.out.write(f"[{visible(error, one_line=True)}; sending it again in {wait:g} s]\n")
+        self.out.flush()
+
     def end(self) -> None:
         """Finish the current line."""
         self._flush_held()

@@ -1,0 +1,172 @@
+"""A request that fails with a passing error is sent again: the real SDKs against
+the loopback servers, with awl's default of 3 retries (``AWL_RETRIES``)."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from awl.conversation import Message, Text
+from awl.providers import CANCELLED
+from awl.providers.anthropic import AnthropicProvider
+from awl.providers.base import Provider, retry_wait
+from awl.providers.openai import OpenAIProvider
+from awl.ui import TerminalSink
+from tests.helpers import Sink, awl_env
+from tests.servers import FakeServer, Reply, serve
+from tests.servers import anthropic_server as sse
+from tests.servers import openai_server as oa
+
+HISTORY = [Message("user", [Text("hi")])]
+
+
+@pytest.fixture(autouse=True)
+def default_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AWL_RETRIES", raising=False)
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    with serve() as s:
+        yield s
+
+
+def _anthropic(server: FakeServer) -> AnthropicProvider:
+    return AnthropicProvider(api_key="k", base_url=server.url)
+
+
+def _openai(server: FakeServer) -> OpenAIProvider:
+    return OpenAIProvider(api_key="k", base_url=server.url + "/v1")
+
+
+def _busy(status: int, **headers: str) -> Reply:
+    reply = sse.error_reply(status, "overloaded_error", "Overloaded")
+    reply.headers.update(headers)
+    return reply
+
+
+def test_an_overloaded_api_is_asked_again_after_the_wait_it_names(server: FakeServer) -> None:
+    server.queue(_busy(529, **{"retry-after": "0"}), sse.text_reply("at last"))
+    sink = Sink()
+    r = _anthropic(server).complete("m", HISTORY, [], sink)
+    assert (r.stop_reason, r.error, r.content) == ("stop", None, [Text("at last")])
+    assert len(server.requests) == 2
+    assert sink.events[0] == ("retrying", "anthropic: overloaded (529): Overloaded / 0")
+
+
+def test_a_rate_limit_without_a_wait_is_asked_again_after_a_second(server: FakeServer) -> None:
+    limited = oa.error_reply(429, "slow down", "rate_limit_exceeded")
+    server.queue(limited, oa.text_reply("ok"))
+    sink = Sink()
+    r = _openai(server).complete("m", HISTORY, [], sink)
+    assert (r.stop_reason, r.error) == ("stop", None)
+    assert [e for e in sink.events if e[0] == "retrying"] == [
+        ("retrying", "openai: rate limited (429): slow down / 1")
+    ]
+
+
+def test_the_retries_end_and_the_last_error_is_the_answer(
+    server: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWL_RETRIES", "2")
+    server.queue(*[_busy(500, **{"retry-after-ms": "0"}) for _ in range(3)])
+    sink = Sink()
+    r = _anthropic(server).complete("m", HISTORY, [], sink)
+    assert r.stop_reason == "error" and r.error is not None and "(500)" in r.error
+    assert len(server.requests) == 3  # the first, and 2 more
+    assert [k for k, _ in sink.events] == ["retrying", "retrying"]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        sse.error_reply(400, "invalid_request_error", "messages: bad"),
+        sse.error_reply(401, "authentication_error", "invalid x-api-key"),
+        _busy(529, **{"retry-after": "600"}),  # longer than awl waits: said at once
+    ],
+    ids=["400", "401", "a wait too long"],
+)
+def test_errors_that_do_not_pass_are_reported_at_once(server: FakeServer, reply: Reply) -> None:
+    server.queue(reply)
+    sink = Sink()
+    r = _anthropic(server).complete("m", HISTORY, [], sink)
+    assert r.stop_reason == "error" and len(server.requests) == 1
+    assert not [e for e in sink.events if e[0] == "retrying"]
+
+
+def test_a_reply_cut_after_text_arrived_is_not_sent_again(server: FakeServer) -> None:
+    chunks = [sse.message_start(), *sse.text_block(0, "half", stop=False)]
+    server.queue(Reply(chunks=[*chunks, sse.error_event("overloaded_error")]))
+    r = _anthropic(server).complete("m", HISTORY, [], Sink())
+    assert r.stop_reason == "error" and r.content == [Text("half")]
+    assert len(server.requests) == 1  # the user saw it: asking again would say it twice
+
+
+def test_an_overload_event_before_anything_arrived_is_asked_again(server: FakeServer) -> None:
+    server.queue(
+        Reply(chunks=[sse.message_start(), sse.error_event("overloaded_error")]),
+        sse.text_reply("fine"),
+    )
+    r = _anthropic(server).complete("m", HISTORY, [], Sink())
+    assert (r.stop_reason, r.content) == ("stop", [Text("fine")])
+
+
+@pytest.mark.parametrize("make", [_anthropic, _openai], ids=["anthropic", "openai"])
+def test_a_cancel_ends_the_wait(server: FakeServer, make: Callable[[FakeServer], Provider]) -> None:
+    busy = _busy(503, **{"retry-after": "30"})
+    server.queue(busy)
+    cancel = threading.Event()
+    threading.Timer(0.2, cancel.set).start()
+    start = time.monotonic()
+    r = make(server).complete("m", HISTORY, [], Sink(), cancel)
+    assert (r.stop_reason, r.error) == ("error", CANCELLED)
+    assert time.monotonic() - start < 20  # not the 30 s the server asked for
+    assert len(server.requests) == 1
+
+
+def test_retry_wait_reads_both_headers() -> None:
+    assert retry_wait({"retry-after": "2"}) == 2.0
+    assert retry_wait({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
+    assert retry_wait({"retry-after": "0"}) == 0.0
+    assert retry_wait({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) is None
+    assert retry_wait({"retry-after": "-1"}) is None
+    assert retry_wait({}) is None
+
+
+def test_awl_p_says_each_wait_on_stderr(server: FakeServer, tmp_path: Path) -> None:
+    server.queue(_busy(529, **{"retry-after": "0"}), sse.text_reply("Done."))
+    env = awl_env(tmp_path, ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=server.url)
+    del env["AWL_RETRIES"]
+    r = subprocess.run(
+        [sys.executable, "-m", "awl.cli", "-p", "go", "--provider", "anthropic"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "Done.\n"
+    assert r.stderr.splitlines()[0] == (
+        "awl: anthropic: overloaded (529): Overloaded; sending it again in 0 s"
+    )
+    assert os.environ.get("AWL_RETRIES") is None
+
+
+def test_the_terminal_says_the_wait_on_a_line_of_its_own() -> None:
+    out = io.StringIO()
+    sink = TerminalSink(out)
+    sink.text("Reading the file.")  # an earlier round's reply, its line still open
+    sink.retrying("anthropic: overloaded (529): Overloaded", 2.0)
+    assert out.getvalue() == (
+        "Reading the file.\n[anthropic: overloaded (529): Overloaded; sending it again in 2 s]\n"
+    )
