@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import textwrap
@@ -757,6 +758,40 @@ def test_the_resume_preview_shows_control_characters_as_escapes(root: Path, here
     assert r.returncode == 0, r.stderr
     assert f"hi {SHOWN}" in r.stdout.splitlines()
     assert "\x1b" not in r.stdout and "\x07" not in r.stdout
+
+
+def test_an_unknown_provider_and_a_context_without_around_are_usage_errors(
+    store: dict[str, Path],
+) -> None:
+    res = cli("--provider", "bogus", "-p", "x")
+    assert (res.exit_code, res.stdout) == (2, "")
+    assert res.stderr == "Error: --provider 'bogus' is not one of anthropic, openai, offline\n"
+    res = cli("show", ID_A, "--context", "2")
+    assert (res.exit_code, res.stdout) == (2, "")
+    assert res.stderr == "Error: --context goes with --around ENTRY\n"
+
+
+def test_a_p_turn_stopped_by_ctrl_c_exits_130(root: Path, here: Path) -> None:
+    env = child_env(AWL_FSYNC="0", AWL_OFFLINE_DELAY="0.5")
+    child = subprocess.Popen(
+        [sys.executable, "-m", "awl.cli", "--provider", "offline", "-p", "a b c d e f g h"],
+        cwd=here,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    assert child.stdout is not None and child.stderr is not None
+    deadline = time.monotonic() + 20
+    while not any(project_dir(here, root).glob("*.jsonl")):
+        assert time.monotonic() < deadline, "the session never started"
+        time.sleep(0.05)
+    time.sleep(0.3)  # into the streamed reply
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=20)
+    assert child.returncode == 130, err
+    assert "awl: cancelled" in err.splitlines()
 
 
 def test_a_verbose_turn_ends_its_streamed_line_before_the_resume_hint(here: Path) -> None:

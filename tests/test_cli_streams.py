@@ -171,6 +171,6 @@ def test_a_closed_stderr_breaks_nothing(env: dict[str, str], root: Path, project
     r = awl(["--resume", "-p", "run: echo out; echo err >&2"], env, project, redirect="2>&-")
     assert (r.returncode, r.stdout) == (0, "The tool returned:\nout\nerr\n")
     r = awl(["--provider", "nosuch", "-p", "x"], env, project, redirect="2>&-")
-    assert (r.returncode, r.stdout, r.stderr) == (1, "", "")
+    assert (r.returncode, r.stdout, r.stderr) == (2, "", "")  # a usage error
     r = awl(["sessions"], env, project, redirect="2>&-")
     assert r.returncode == 0 and len(r.stdout.splitlines()) == 1

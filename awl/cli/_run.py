@@ -11,7 +11,13 @@ from ..agent import Agent, open_session
 from ..conversation import ToolUse
 from ..environment import verbose
 from ..errors import AwlError, SessionNotFound
-from ..providers import PROVIDER_NAMES, NullSink, ProviderError, default_provider_name
+from ..providers import (
+    CANCELLED,
+    PROVIDER_NAMES,
+    NullSink,
+    ProviderError,
+    default_provider_name,
+)
 from ..store import read_header, resume_prefix
 from ..tools import ToolOutput
 from ..ui import TerminalSink, visible
@@ -107,7 +113,8 @@ def _print_turn(agent: Agent, prompt: str) -> int:
         sys.stdout.write(result.text + ("" if result.text.endswith("\n") else "\n"))
     if result.error:
         sys.stderr.write(f"awl: {result.error}\n")
-        return 1
+        # Ctrl+C's status, as a shell reports a command it interrupted.
+        return 130 if result.error == CANCELLED else 1
     return 0
 
 

@@ -25,14 +25,16 @@ from ._common import current_dir, fail, json_text, resolve_session
 @click.option(
     "--context",
     type=click.IntRange(min=0),
-    default=3,
-    show_default=True,
-    help="Messages before and after the one --around names.",
+    help="Messages before and after the one --around names.  [default: 3]",
 )
-def show(ref: str, as_json: bool, around: str | None, context: int) -> None:
+def show(ref: str, as_json: bool, around: str | None, context: int | None) -> None:
     """Print a session's conversation.  Read-only: never trims, locks or writes."""
     from ..store import SessionManager
     from ..ui import around_document, session_json, transcript, transcript_around
+
+    if context is not None and around is None:
+        fail("--context goes with --around ENTRY", usage=True)
+    context = 3 if context is None else context
 
     path = (
         Path(ref) if ("/" in ref or ref.endswith(".jsonl")) else resolve_session(ref, current_dir())
