@@ -620,6 +620,19 @@ def test_cli_output_exit_status_and_json(
     assert res.stderr == f"awl: {log}:6: not a complete JSON object (the log is corrupt)\n"
 
 
+def test_an_empty_log_is_named_in_the_words_of_the_other_commands(
+    root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(project)
+    write(root, str(project), SID[0], rich_entries())
+    empty = write(root, str(project), SID[1], [])
+    empty.write_bytes(b"")
+    res = cli("search", "plain answer")
+    assert res.exit_code == 2 and res.stdout.count("\n") == 1  # the other log's hit
+    assert res.stderr == f"awl: {empty}: empty file, not a session log\n"
+    assert f"{empty}: empty file, not a session log" in cli("sessions").output
+
+
 def test_cli_hits_name_their_sessions_by_a_prefix_show_takes_and_skip_system_prompts(
     root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -353,6 +353,9 @@ def _open_log(path: Path, cwd: str | None, mapped: bool = True) -> _Log | Search
             os.close(fd)
             return SearchProblem(path, f"{path}: not a regular file")
         size = st.st_size
+        if size == 0:  # in the words every other command uses
+            os.close(fd)
+            return SearchProblem(path, f"{path}: empty file, not a session log")
         head = os.pread(fd, min(size, 4096), 0)
         nl = head.find(b"\n")
         if nl < 0 and size > len(head):
