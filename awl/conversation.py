@@ -204,11 +204,17 @@ class Message:
     messages right before it are kept; None for an ordinary message.  awl
     compacts nothing itself; an import marks the summaries its source made
     (``docs/format.md``), and :func:`request_history` honours them.
+
+    ``stop_reason`` is the one an assistant message was saved with, when it
+    was read from a log (``"error"``: the reply was cut short, by a failure
+    or a cancel; ``"length"``: at the output limit); it says how the reply
+    ended, not what it is, so equality leaves it out.
     """
 
     role: Role
     content: list[ContentBlock] = field(default_factory=list)
     compaction: int | None = None
+    stop_reason: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:

@@ -372,6 +372,39 @@ def rich(root: Path, here: Path) -> Path:
     return log(root, header(ID_A, "2026-04-25T17:40:15.990Z", here), RICH)
 
 
+def test_show_heads_a_reply_that_did_not_end_on_its_own(root: Path, here: Path) -> None:
+    def reply(eid: str, parent: str, text: str | None, stop: str) -> dict[str, Any]:
+        entry = msg(eid, parent, "assistant", text or "")
+        entry["message"] |= {"provider": "openai", "model": "m", "stopReason": stop}
+        if text is None:
+            entry["message"]["content"] = []
+        return entry
+
+    log(
+        root,
+        header(ID_A, "2026-04-25T17:40:15.990Z", here),
+        [
+            msg("00000001", None, "user", "one"),
+            reply("00000002", "00000001", "Half an ans", "error"),
+            msg("00000003", "00000002", "user", "two"),
+            reply("00000004", "00000003", None, "error"),
+            msg("00000005", "00000004", "user", "three"),
+            reply("00000006", "00000005", "Long and", "length"),
+            msg("00000007", "00000006", "user", "four"),
+            reply("00000008", "00000007", "Done.", "stop"),
+        ],
+    )
+    res = cli("show", ID_A)
+    assert res.exit_code == 0, res.output
+    blocks = res.output.split("\n\n")[1:]
+    assert blocks[1] == "── assistant · cut short (an error, or cancelled) ──\nHalf an ans"
+    assert blocks[3] == (
+        "── assistant · cut short (an error, or cancelled) ──\n(nothing had arrived)"
+    )
+    assert blocks[5] == "── assistant · cut off at the output limit ──\nLong and"
+    assert blocks[7] == "── assistant ──\nDone.\n"
+
+
 def test_show_json_document(rich: Path, here: Path) -> None:
     for ref in (ID_A, "019dc5ba", str(rich)):
         res = cli("show", "--json", ref)
@@ -379,15 +412,20 @@ def test_show_json_document(rich: Path, here: Path) -> None:
         doc = orjson.loads(res.output)
         assert list(doc) == ["id", "cwd", "leafId", "activeProvider", "activeModel", "messages"]
         replay = reference_replay(rich)
+        # An assistant message saved with a stop reason says it (how it ended).
+        ended = {2: "toolUse"}
         assert doc == {
             "id": ID_A,
             "cwd": str(here),
             "leafId": "00000005",
             "activeProvider": "openai",
             "activeModel": "gpt-4o",
-            "messages": [{"role": r, "content": c} for r, c in replay.messages],
+            "messages": [
+                {"role": r, "content": c} | ({"stopReason": ended[k]} if k in ended else {})
+                for k, (r, c) in enumerate(replay.messages)
+            ],
         }
-        assert all(list(m) == ["role", "content"] for m in doc["messages"])
+        assert all(list(m)[:2] == ["role", "content"] for m in doc["messages"])
 
 
 @pytest.mark.parametrize("messages", [RICH, []], ids=["rich", "header only"])
@@ -807,6 +845,32 @@ def test_a_verbose_turn_ends_its_streamed_line_before_the_resume_hint(here: Path
     lines = r.stderr.splitlines()
     assert lines[-1].startswith("awl --resume "), r.stderr
     assert r.stdout.strip() in lines[:-1]  # the reply, streamed, on a line of its own
+
+
+def test_the_resume_preview_shows_the_head_of_a_long_reply(root: Path, here: Path) -> None:
+    reply = "\n".join(f"line {i}" for i in range(300))
+    log(
+        root,
+        header(ID_A, "2026-04-25T17:40:15.990Z", here),
+        [
+            msg("00000001", None, "user", "write a lot"),
+            msg("00000002", "00000001", "assistant", reply),
+        ],
+    )
+    r = subprocess.run(
+        [sys.executable, "-m", "awl.cli", "--resume", "--provider", "offline"],
+        cwd=here,
+        env=child_env(AWL_FSYNC="0"),
+        input="/quit\n",
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "line 39" in lines and "line 40" not in lines
+    assert "… (260 more lines)" in lines
+    assert len(lines) < 60
 
 
 def test_the_resume_banner_names_the_session_by_the_prefix_resume_takes(

@@ -29,6 +29,7 @@ from awl.store import (
     SessionHeader,
     UnknownEntry,
     content_block_to_disk,
+    disk_message_to_internal,
     format_timestamp,
     message_to_disk,
     parse_line,
@@ -149,6 +150,19 @@ def test_a_failed_calls_result_is_flagged_by_both_paths_and_only_it() -> None:
     # false is the absent flag: read, and written as the seed's block
     plain = parse_line(_FAILED.replace(b"true", b"false"))
     assert isinstance(plain, MessageEntry) and b"isError" not in serialize_entry(plain)
+
+
+def test_how_a_reply_ended_is_carried_by_both_paths_and_left_out_of_equality() -> None:
+    line = (
+        b'{"type":"message","id":"a1b2c3d4","parentId":null,"timestamp":"2026-04-25T14:00:01.000Z",'
+        b'"message":{"role":"assistant","content":[{"type":"text","text":"Half"}],'
+        b'"provider":"p","model":"m","stopReason":"error"}}\n'
+    )
+    fast = message_from_object(orjson.loads(line))
+    entry = parse_line(line)
+    assert isinstance(entry, MessageEntry) and fast is not None
+    assert fast.stop_reason == disk_message_to_internal(entry.message).stop_reason == "error"
+    assert fast == Message("assistant", [Text("Half")])  # a reply is its content
 
 
 @pytest.mark.parametrize("flag", [b'"true"', b"1", b"null", b"{}"])

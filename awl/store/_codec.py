@@ -575,13 +575,16 @@ def message_from_object(obj: dict[str, Any]) -> Message | None:
             return None
         else:
             blocks.append(Opaque(b))  # a block of another type: kept, shown, not sent
-    return Message(role, blocks, kept)
+    return Message(role, blocks, kept, m.get("stopReason") if role == "assistant" else None)
 
 
 def disk_message_to_internal(message: DiskMessage) -> Message:
     """The Conversation message of an on-disk message (role and content only)."""
     return Message(
-        message.role, [disk_block_to_internal(b) for b in message.content], message.compaction
+        message.role,
+        [disk_block_to_internal(b) for b in message.content],
+        message.compaction,
+        message.stop_reason if message.role == "assistant" else None,
     )
 
 

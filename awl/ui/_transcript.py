@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from ..store import MessageEntry, SessionManager
 
 _TOOL_OUTPUT_LINES = 20
+_TEXT_LINES = 40  # a preview (full=False) of a long reply: its head, not a screenful of it
 
 
 def _head(m: SessionManager) -> dict[str, Any]:
@@ -35,13 +36,17 @@ def _message_json(msg: Message) -> dict[str, Any]:
     }
     if msg.compaction is not None:
         out["compaction"] = {"kept": msg.compaction}
+    if msg.stop_reason is not None:
+        out["stopReason"] = msg.stop_reason
     return out
 
 
 def session_document(m: SessionManager) -> dict[str, Any]:
     """The session as ``{"id", "cwd", "leafId", "activeProvider", "activeModel", "messages"}``.
 
-    Message content blocks are in the on-disk schema.
+    Each message is ``{"role", "content"}``, with ``"compaction"`` on a
+    compaction summary and ``"stopReason"`` on an assistant message saved with
+    one; content blocks are in the on-disk schema.
     """
     return _head(m) | {"messages": [_message_json(msg) for msg in m.rebuild_conversation()]}
 
@@ -72,12 +77,18 @@ def _clip(text: str, lines: int) -> str:
 def render_message(msg: Message, *, full: bool = True) -> str:
     """One message as readable text, control characters shown (:func:`visible`).
     A compaction summary says so in its heading: a request starts there."""
-    out = [f"── {msg.role} ──" if msg.compaction is None else _compaction_heading(msg.compaction)]
+    if msg.compaction is not None:
+        out = [_compaction_heading(msg.compaction)]
+    else:
+        ended = _ENDED.get(msg.stop_reason or "") if msg.role == "assistant" else None
+        out = [f"── {msg.role}{f' · {ended}' if ended else ''} ──"]
+        if ended and not msg.content:
+            out.append("(nothing had arrived)")
     for b in msg.content:
         if isinstance(b, Thinking):
             out.append("(thinking) " + (b.text if full else _clip(b.text, 3)))
         elif isinstance(b, Text):
-            out.append(b.text)
+            out.append(b.text if full else _clip(b.text, _TEXT_LINES))
         elif isinstance(b, ToolUse):
             out.append(f"[tool call {b.name} {b.input}]")
         elif isinstance(b, ToolResult):
@@ -86,6 +97,13 @@ def render_message(msg: Message, *, full: bool = True) -> str:
         elif isinstance(b, Opaque):
             out.append(_opaque_label(b))
     return visible("\n".join(out))
+
+
+_ENDED = {
+    "error": "cut short (an error, or cancelled)",
+    "length": "cut off at the output limit",
+}
+"""How a reply that did not end on its own is headed, by its saved stop reason."""
 
 
 def _compaction_heading(kept: int) -> str:
