@@ -23,8 +23,10 @@ import pexpect
 import pytest
 
 from awl.agent import INTERRUPTED_IN_FLIGHT, INTERRUPTED_RESULT
+from awl.tools.bash import CANCELLED_NOTE
 from tests.helpers import awl_env, snapshot
 from tests.test_agent import Log, check_log, session_files, texts
+from tests.test_tools import live_in_group, wait_for_file
 
 AWL = [sys.executable, "-m", "awl.cli"]
 TIMEOUT = 20
@@ -32,6 +34,7 @@ READY = "\x1b[?2004h"  # prompt_toolkit turns bracketed paste on as it starts re
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|[\x08\r]")
 LISTING_RE = re.compile(r"^(\S+)  \d{4}-\d\d-\d\d \d\d:\d\d  (\d+) messages?$")
 RESUME_RE = re.compile(r"awl --resume (\S+)")
+CANCELLING = "[cancelling: the reply or running command is stopped; nothing more goes to the model]"
 
 
 def plain(text: str) -> str:
@@ -358,7 +361,7 @@ def test_ctrl_c_cancels_the_streaming_turn(
     t.line(long_prompt)
     t.expect("You said: ")  # the reply has started streaming
     t.child.sendintr()
-    t.expect("[cancelling]")
+    t.expect(CANCELLING)
     t.line("short")
     t.expect("You said: short")
     t.quit()
@@ -380,14 +383,14 @@ def test_ctrl_c_during_a_tool_ends_that_turn_before_the_next(
     term: Any, root: Path, project: Path
 ) -> None:
     t = term()
-    t.line("run: sleep 1.5; echo SLEPT")
+    t.line("run: sleep 30; echo SLEPT")
     t.expect("[calling bash]")
     deadline = time.monotonic() + TIMEOUT
-    while not any("sleep 1.5" in _cmdline(p) for p in _children(t.child.pid)):
+    while not any("sleep 30" in _cmdline(p) for p in _children(t.child.pid)):
         assert time.monotonic() < deadline, "the tool never started"
         time.sleep(0.02)
     t.child.sendintr()
-    t.expect("[cancelling]")
+    t.expect(CANCELLING)
     t.line("next")
     # The cancelled turn must be over (its tool result saved) before the next one starts;
     # "The tool returned:" here means "next" was sent with the call still open.
@@ -404,10 +407,77 @@ def test_ctrl_c_during_a_tool_ends_that_turn_before_the_next(
     ]
     # The call is answered once, right after it, and "next" is a turn of its own.
     assert [(i, b["toolUseId"]) for i, b in answers] == [(3, call["id"])]
-    assert answers[0][1]["content"] == "SLEPT"  # it ran in this process: not "interrupted"
+    # Stopped in this process: not "interrupted", and not let finish.
+    assert answers[0][1]["content"] == CANCELLED_NOTE
+    assert answers[0][1]["isError"] is True
     assert texts(log.entries[-2]["message"]) == "next"
     assert texts(log.entries[-1]["message"]) == "You said: next"
     assert "awl: cancelled" in t.transcript()
+
+
+def test_ctrl_c_stops_a_running_command_and_makes_no_further_request(
+    term: Any, root: Path, project: Path
+) -> None:
+    """A model (a loopback server) asks for `sleep 60`; Ctrl+C kills the
+    command's whole group at once, its output so far is its result, marked an
+    error, no request follows, and the session goes on with the next prompt."""
+    from tests.servers import openai_server as oa
+    from tests.servers import serve
+
+    command = "echo started; (sleep 61; echo late) & echo $$ > pgid; sleep 60; echo never"
+    with serve() as server:
+        server.queue(
+            oa.stream(
+                oa.role(),
+                oa.tool_call(0, "call_sleep", "bash", json.dumps({"command": command})),
+                oa.finish("tool_calls"),
+                oa.usage(),
+                oa.DONE,
+            ),
+            oa.text_reply("going on"),
+        )
+        t = term("--provider", "openai", "--base-url", server.url + "/v1", "--model", oa.MODEL)
+        t.line("sleep a minute")
+        t.expect("[calling bash]")
+        pgid = int(wait_for_file(project / "pgid"))
+        assert live_in_group(pgid)
+        t.child.sendintr()
+        stopped = time.monotonic()
+        t.expect(CANCELLING)
+        t.expect(f"[bash error]\nstarted\n{CANCELLED_NOTE}\n")
+        t.expect("awl: cancelled")
+        t.ready()
+        assert time.monotonic() - stopped < 20  # of a 60 s sleep
+        deadline = time.monotonic() + 10
+        while live_in_group(pgid):
+            assert time.monotonic() < deadline, "the command's group outlived the cancel"
+            time.sleep(0.02)
+        assert len(server.requests) == 1  # nothing was sent after the cancel
+        t.child.sendline("and now?")
+        t.expect("going on")
+        t.quit()
+        assert len(server.requests) == 2
+        sent = server.requests[1].body["messages"]
+        assert {
+            "role": "tool",
+            "tool_call_id": "call_sleep",
+            "content": f"started\n{CANCELLED_NOTE}",
+        } in sent
+
+    log = one_log(root, project)
+    assert roles(log) == ["system", "user", "assistant", "user", "user", "assistant"]
+    assert log.entries[2]["message"]["stopReason"] == "toolUse"
+    assert log.entries[3]["message"]["content"] == [
+        {
+            "type": "toolResult",
+            "toolUseId": "call_sleep",
+            "content": f"started\n{CANCELLED_NOTE}",
+            "isError": True,
+        }
+    ]
+    assert texts(log.entries[4]["message"]) == "and now?"
+    assert texts(log.entries[5]["message"]) == "going on"
+    assert "Traceback" not in t.transcript()
 
 
 def _children(pid: int) -> list[int]:
@@ -459,7 +529,12 @@ def test_kill_9_mid_tool_then_resume(term: Any, root: Path, project: Path) -> No
         assert roles(log) == ["system", "user", "assistant"]
         assert log.entries[2]["message"]["stopReason"] == "toolUse"
 
-        # The orphaned command is still running: resuming must not depend on it.
+        # The command died with awl (its group killed by the watcher awl's
+        # death set off), instead of living on re-parented.
+        deadline = time.monotonic() + 10
+        while any(live_in_group(pid) for pid in shells):
+            assert time.monotonic() < deadline, "the command outlived awl"
+            time.sleep(0.02)
         t = term("--resume")
         t.expect("resumed session")
         t.expect("[tool call bash")

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import signal
 import stat
+import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, ClassVar
@@ -27,7 +31,8 @@ from awl.tools import (
     run_tool,
     tool_specs,
 )
-from awl.tools.bash import _without_line_ends
+from awl.tools.base import CANCELLED_BEFORE
+from awl.tools.bash import CANCELLED_NOTE, _without_line_ends
 
 
 def j(**kw: Any) -> str:
@@ -83,7 +88,9 @@ def test_exceptions_inside_a_tool_become_error_output(tmp_path: Path) -> None:
         description = "always fails"
         input_schema: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
 
-        def call(self, args: dict[str, Any], cwd: Path) -> ToolOutput:
+        def call(
+            self, args: dict[str, Any], cwd: Path, *, cancel: threading.Event | None = None
+        ) -> ToolOutput:
             raise RuntimeError("kaboom")
 
     out = run_tool([Broken()], "broken", "{}", tmp_path)
@@ -210,6 +217,184 @@ def test_bash_does_not_wait_for_a_process_that_left_the_group(tmp_path: Path) ->
         os.kill(pid, 0)  # left running, as it asked
     finally:
         os.kill(pid, signal.SIGKILL)
+
+
+# --- bash: cancel, and awl dying mid-command -----------------------------------------
+
+needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+
+
+def live_in_group(pgid: int) -> list[int]:
+    """The processes of group ``pgid`` that still run.
+
+    A zombie counts as gone: where no init reaps orphans (a container's
+    PID 1), a killed command's children stay zombies in the group for ever,
+    and ``killpg(pgid, 0)`` still finds them.
+    """
+    live = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            text = (entry / "stat").read_text()
+        except OSError:
+            continue  # it just ended
+        state, _ppid, pgrp = text[text.rindex(")") + 2 :].split()[:3]
+        if int(pgrp) == pgid and state not in "ZXx":
+            live.append(int(entry.name))
+    return live
+
+
+def wait_for_file(path: Path, seconds: float = 20) -> str:
+    """``path``'s text once it holds a whole line."""
+    deadline = time.monotonic() + seconds
+    while True:
+        with contextlib.suppress(FileNotFoundError):
+            text = path.read_text()
+            if text.endswith("\n"):
+                return text
+        assert time.monotonic() < deadline, f"{path.name} never written"
+        time.sleep(0.02)
+
+
+def cancel_once_written(path: Path) -> threading.Event:
+    """An event set, from another thread, once the command has written ``path``."""
+    cancel = threading.Event()
+
+    def watch() -> None:
+        try:
+            wait_for_file(path)
+        finally:
+            cancel.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    return cancel
+
+
+@needs_proc
+def test_bash_cancel_kills_the_process_group_and_keeps_what_it_printed(tmp_path: Path) -> None:
+    command = "echo started; (sleep 60; echo late) & echo $$ > pgid; sleep 60; echo never"
+    cancel = cancel_once_written(tmp_path / "pgid")
+    start = time.monotonic()
+    out = run_tool([BashTool()], "bash", j(command=command), tmp_path, cancel=cancel)
+    assert time.monotonic() - start < 10  # of a 60 s sleep
+    assert out == ToolOutput(f"started\n{CANCELLED_NOTE}", is_error=True)
+    assert CANCELLED_NOTE == "[cancelled by the user; the command was killed]"
+    # The shell, the sleep and the background subshell: none of them is left.
+    assert live_in_group(int((tmp_path / "pgid").read_text())) == []
+
+
+@needs_proc
+def test_bash_cancel_reaches_background_processes_holding_the_output(tmp_path: Path) -> None:
+    """The shell has exited; a background child keeps the output open, which
+    the tool waits for up to the timeout: a cancel ends that wait too."""
+    command = "sleep 60 & echo started; echo $$ > pgid"
+    cancel = cancel_once_written(tmp_path / "pgid")
+    start = time.monotonic()
+    out = run_tool([BashTool()], "bash", j(command=command), tmp_path, cancel=cancel)
+    assert time.monotonic() - start < 10
+    assert out == ToolOutput(f"started\n{CANCELLED_NOTE}", is_error=True)
+    assert live_in_group(int((tmp_path / "pgid").read_text())) == []
+
+
+def test_a_call_cancelled_before_it_starts_is_not_run(tmp_path: Path) -> None:
+    cancel = threading.Event()
+    cancel.set()
+    marker = tmp_path / "ran"
+    calls = [
+        ("bash", j(command=f"touch {marker}")),
+        ("write", j(path=str(marker), content="x")),
+        ("edit", j(path=str(marker), old="a", new="b")),
+        ("read", j(path=str(marker))),
+    ]
+    for name, raw in calls:
+        out = run_tool(default_tools(), name, raw, tmp_path, cancel=cancel)
+        assert out == ToolOutput(CANCELLED_BEFORE, is_error=True), name
+    assert not marker.exists()
+
+
+def test_bash_with_a_cancel_never_set_is_as_without(tmp_path: Path) -> None:
+    def call(command: str, **kw: Any) -> ToolOutput:
+        tool = BashTool(timeout=kw.pop("timeout", None))
+        return run_tool([tool], "bash", j(command=command), tmp_path, cancel=threading.Event())
+
+    assert call("echo out; echo err >&2; exit 3") == ToolOutput("out\nerr\n[exit status 3]")
+    assert call("sleep 30", timeout=0.3) == ToolOutput(
+        "[timed out after 0.3 s; the command was killed]", is_error=True
+    )
+    assert call("sleep 20 & echo bg", timeout=0.5).content == (
+        "bg\n[exit status 0; background processes still holding the output after 0.5 s were killed]"
+    )
+
+
+def _children() -> set[int]:
+    """This process's children, zombies too."""
+    out: set[int] = set()
+    for task in Path("/proc/self/task").iterdir():
+        with contextlib.suppress(OSError):
+            out.update(int(p) for p in (task / "children").read_text().split())
+    return out
+
+
+@needs_proc
+def test_bash_leaves_no_process_of_its_own_behind(tmp_path: Path) -> None:
+    """The watcher that kills a command's group if awl dies ends with the call,
+    killing nothing: a process that left the group is left running."""
+    before = _children()
+    assert bash("echo hi", tmp_path).content == "hi"
+    assert bash("sleep 30", tmp_path, timeout=0.2).is_error
+    out = bash("setsid sleep 30 & echo $! > pid; echo started", tmp_path, timeout=20)
+    pid = int((tmp_path / "pid").read_text())
+    try:
+        assert out.content.startswith("started\n[exit status 0; a process that left")
+        time.sleep(0.2)
+        assert Path(f"/proc/{pid}").exists()
+        assert Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] not in "ZX"
+        assert _children() == before
+    finally:
+        os.kill(pid, signal.SIGKILL)
+
+
+_RUN_IN_A_THREAD = """
+import json, sys, threading
+from pathlib import Path
+from awl.tools import BashTool, run_tool
+
+def work():
+    run_tool([BashTool()], "bash", json.dumps({"command": sys.argv[1]}), Path(sys.argv[2]))
+
+# As in the interactive session: the call runs in a worker thread.
+worker = threading.Thread(target=work)
+worker.start()
+worker.join()
+"""
+
+
+@needs_proc
+def test_a_command_dies_with_the_process_that_runs_it(tmp_path: Path) -> None:
+    """kill -9 of the process running a bash call (from a worker thread, as
+    the interactive session does): the command's whole group is killed, the
+    shell and what it forked, instead of living on re-parented."""
+    command = "sleep 61 & (sleep 62; echo late) & echo $$ > pgid; sleep 60; echo never"
+    child = subprocess.Popen(
+        [sys.executable, "-c", _RUN_IN_A_THREAD, command, str(tmp_path)],
+        start_new_session=True,
+    )
+    try:
+        pgid = int(wait_for_file(tmp_path / "pgid"))
+        deadline = time.monotonic() + 20
+        while len(live_in_group(pgid)) < 3:  # the shell, two subshells or sleeps
+            assert time.monotonic() < deadline, live_in_group(pgid)
+            time.sleep(0.02)
+    finally:
+        child.kill()
+        child.wait()
+    deadline = time.monotonic() + 10
+    while live_in_group(pgid):
+        if time.monotonic() > deadline:
+            os.killpg(pgid, signal.SIGKILL)
+            pytest.fail("the command outlived the process that ran it")
+        time.sleep(0.02)
 
 
 def test_bash_output_is_capped_head_and_tail(tmp_path: Path) -> None:

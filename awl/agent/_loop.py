@@ -217,7 +217,7 @@ class Agent:
                 if cancel is not None and cancel.is_set():
                     output = ToolOutput("cancelled by the user before it ran", is_error=True)
                 else:
-                    output = run_tool(self.tools, use.name, use.input, self.cwd)
+                    output = run_tool(self.tools, use.name, use.input, self.cwd, cancel=cancel)
                 if on_tool is not None:
                     on_tool(use, output)
                 results.append(ToolResult(use.id, output.content, output.is_error))

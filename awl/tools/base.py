@@ -5,11 +5,17 @@ parses and checks the raw JSON the model produced against the simple subset of
 that schema awl uses (an object; required keys; string / integer / number /
 boolean fields) before the tool sees it, so each tool deals only in valid,
 typed arguments.
+
+A call may be given a ``cancel`` event (the user pressed Ctrl+C): a tool that
+can take long (``bash``) watches it and stops, answering with what it has so
+far as an error; the quick ones do not look at it. A call whose event is set
+before it starts is not run.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,6 +23,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from awl.conversation import ToolSpec
+
+CANCELLED_BEFORE = "cancelled by the user before it ran"
+"""A call's output when the user cancelled before it started: it was not run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,40 +47,59 @@ class Tool(ABC):
     description: ClassVar[str]
     input_schema: ClassVar[dict[str, Any]]
 
-    def run(self, input_json: str, cwd: Path) -> ToolOutput:
+    def run(
+        self, input_json: str, cwd: Path, *, cancel: threading.Event | None = None
+    ) -> ToolOutput:
         """Parse and check ``input_json``, then run the tool in ``cwd``.
 
         Bad input and :class:`ToolError` become an error ``ToolOutput``; other
-        exceptions propagate (:func:`run_tool` catches them).
+        exceptions propagate (:func:`run_tool` catches them).  With ``cancel``
+        already set, the tool is not run (:data:`CANCELLED_BEFORE`).
         """
+        if cancel is not None and cancel.is_set():
+            return ToolOutput(CANCELLED_BEFORE, is_error=True)
         try:
             args = parse_input(input_json, self.input_schema)
-            return self.call(args, cwd)
+            return self.call(args, cwd, cancel=cancel)
         except ToolError as exc:
             return ToolOutput(f"error: {exc}", is_error=True)
 
     @abstractmethod
-    def call(self, args: dict[str, Any], cwd: Path) -> ToolOutput:
-        """Run with arguments already checked against ``input_schema``."""
+    def call(
+        self, args: dict[str, Any], cwd: Path, *, cancel: threading.Event | None = None
+    ) -> ToolOutput:
+        """Run with arguments already checked against ``input_schema``.
+
+        A tool that can run for long stops soon after ``cancel`` is set and
+        returns what it has, with ``is_error``; a quick one may ignore it.
+        """
 
     def spec(self) -> ToolSpec:
         """The tool as offered to the model."""
         return ToolSpec(self.name, self.description, self.input_schema)
 
 
-def run_tool(tools: Sequence[Tool], name: str, input_json: str, cwd: Path) -> ToolOutput:
+def run_tool(
+    tools: Sequence[Tool],
+    name: str,
+    input_json: str,
+    cwd: Path,
+    *,
+    cancel: threading.Event | None = None,
+) -> ToolOutput:
     """Run the tool called ``name``; never raises (except KeyboardInterrupt / SystemExit).
 
     An unknown tool, unparsable or ill-typed input, or any exception inside the
     tool comes back as ``ToolOutput(is_error=True, content="error: ...")`` so the
-    model can read what went wrong and try again.
+    model can read what went wrong and try again.  ``cancel`` is handed to the
+    tool (:meth:`Tool.call`).
     """
     tool = next((t for t in tools if t.name == name), None)
     if tool is None:
         known = ", ".join(t.name for t in tools) or "none"
         return ToolOutput(f"error: unknown tool {name!r} (available: {known})", is_error=True)
     try:
-        return tool.run(input_json, cwd)
+        return tool.run(input_json, cwd, cancel=cancel)
     except Exception as exc:
         return ToolOutput(f"error: {name} failed: {type(exc).__name__}: {exc}", is_error=True)
 

@@ -1,4 +1,10 @@
-"""The ``bash`` tool: run a shell command in the session's directory."""
+"""The ``bash`` tool: run a shell command in the session's directory.
+
+The command runs in a process group of its own, which is killed whole when
+it times out, when the user cancels (Ctrl+C: the ``cancel`` event), and, by
+a small watcher outside the group (:class:`_Lifeline`), when awl itself dies
+while the command runs (``kill -9``, a crash, a closed terminal).
+"""
 
 from __future__ import annotations
 
@@ -23,6 +29,10 @@ _READ_SIZE = 65536
 _DRAIN_SECONDS = 2.0
 # How often, once the shell has exited, to look for processes left in its group.
 _GROUP_POLL = 0.05
+# How often, while the shell runs, to look at the cancel event.
+_CANCEL_POLL = 0.05
+CANCELLED_NOTE = "[cancelled by the user; the command was killed]"
+"""The note ending a command's output when the user cancelled it while it ran."""
 
 
 class BashTool(Tool):
@@ -53,8 +63,15 @@ class BashTool(Tool):
         self.timeout = timeout
         self.max_output = max_output
 
-    def call(self, args: dict[str, Any], cwd: Path) -> ToolOutput:
-        """Run the command; see the class docstring."""
+    def call(
+        self, args: dict[str, Any], cwd: Path, *, cancel: threading.Event | None = None
+    ) -> ToolOutput:
+        """Run the command; see the class docstring.
+
+        Once ``cancel`` is set, the command's process group is killed, as at a
+        timeout, and the output so far comes back with :data:`CANCELLED_NOTE`
+        as an error.
+        """
         command: str = args["command"]
         timeout = float(args.get("timeout", self.timeout))
         # NaN would never time out, and inf or 1e300 overflow the deadline
@@ -65,35 +82,46 @@ class BashTool(Tool):
             raise ToolError("command is empty")
         if not cwd.is_dir():
             raise ToolError(f"working directory {cwd} does not exist")
+        lifeline = _Lifeline.start()
         # A list argv: the command reaches bash as one argument, nothing is
         # interpolated by Python. A new session makes the shell a process group
-        # leader so a timeout can kill everything it started.
-        proc = subprocess.Popen(
-            ["bash", "-c", command],
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        # leader so a timeout or a cancel can kill everything it started.
+        try:
+            proc = subprocess.Popen(
+                ["bash", "-c", command],
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except BaseException:
+            if lifeline is not None:
+                lifeline.release()
+            raise
+        if lifeline is not None:
+            lifeline.watch(proc.pid)
         assert proc.stdout is not None
         capture = _Capture(proc.stdout.fileno(), keep=self.max_output * 4)
         reader = threading.Thread(target=capture.run, name="awl-bash-reader", daemon=True)
         reader.start()
         deadline = time.monotonic() + timeout
-        timed_out = background = detached = False
+        timed_out = background = detached = cancelled = False
         try:
             try:
-                proc.wait(timeout=timeout)
-                # Background children may hold the pipe open after the shell
-                # exits; they are in the group, so the same deadline bounds them.
-                detached = _wait_for_group(proc.pid, reader, deadline)
-                timed_out = background = reader.is_alive() and not detached
+                cancelled = _wait_for_shell(proc, deadline, cancel)
+                if not cancelled:
+                    # Background children may hold the pipe open after the shell
+                    # exits; they are in the group, so the same deadline bounds them.
+                    detached = _wait_for_group(proc.pid, reader, deadline, cancel)
+                    held = reader.is_alive() and not detached
+                    cancelled = held and cancel is not None and cancel.is_set()
+                    timed_out = background = held and not cancelled
             except subprocess.TimeoutExpired:
                 timed_out = True
         finally:
             # Also reached on KeyboardInterrupt: never leave the command running.
-            if timed_out or proc.poll() is None or reader.is_alive():
+            if timed_out or cancelled or proc.poll() is None or reader.is_alive():
                 _kill_group(proc)
             # Nothing left in the group to kill: a detached holder would only
             # make the drain wait its full time.
@@ -103,9 +131,13 @@ class BashTool(Tool):
             # else: a process that left the group (setsid) still holds the pipe;
             # the daemon reader keeps the fd until it exits rather than racing it.
             proc.wait()
+            if lifeline is not None:
+                lifeline.release()
         text = capture.text(self.max_output)
         notes: list[str] = []
-        if detached:
+        if cancelled:
+            notes.append(CANCELLED_NOTE)
+        elif detached:
             notes.append(
                 f"[exit status {proc.returncode}; a process that left the command's process "
                 "group (setsid, a daemon) still holds the output; it was left running and its "
@@ -129,7 +161,7 @@ class BashTool(Tool):
         if not text and not notes:
             text = "(only empty lines)" if printed else "(no output)"
         body = "\n".join(part for part in (text, *notes) if part)
-        return ToolOutput(body, is_error=timed_out)
+        return ToolOutput(body, is_error=timed_out or cancelled)
 
 
 def _without_line_ends(text: str) -> str:
@@ -189,8 +221,30 @@ class _Capture:
         return f"{head}\n[... output cut: {cut} of {self.total} bytes not shown ...]\n{tail}"
 
 
-def _wait_for_group(pgid: int, reader: threading.Thread, deadline: float) -> bool:
-    """After the shell has exited, wait until its output ends or ``deadline``.
+def _wait_for_shell(
+    proc: subprocess.Popen[bytes], deadline: float, cancel: threading.Event | None
+) -> bool:
+    """Wait for the shell to exit; True as soon as ``cancel`` is set before it does.
+
+    Raises :class:`subprocess.TimeoutExpired` at ``deadline``.
+    """
+    if cancel is None:
+        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        return False
+    while not cancel.is_set():
+        try:
+            proc.wait(timeout=max(0.0, min(_CANCEL_POLL, deadline - time.monotonic())))
+            return False
+        except subprocess.TimeoutExpired:
+            if time.monotonic() >= deadline:
+                raise
+    return True
+
+
+def _wait_for_group(
+    pgid: int, reader: threading.Thread, deadline: float, cancel: threading.Event | None
+) -> bool:
+    """After the shell has exited, wait until its output ends, ``deadline`` or ``cancel``.
 
     Returns True early when the pipe is still open but no process is left in
     the command's group: whatever holds it left the group (``setsid``, a
@@ -201,6 +255,8 @@ def _wait_for_group(pgid: int, reader: threading.Thread, deadline: float) -> boo
         reader.join(timeout=max(0.0, min(_GROUP_POLL, deadline - time.monotonic())))
         if not reader.is_alive() or time.monotonic() >= deadline:
             return False
+        if cancel is not None and cancel.is_set():
+            return False
         try:
             os.killpg(pgid, 0)
         except ProcessLookupError:
@@ -209,6 +265,83 @@ def _wait_for_group(pgid: int, reader: threading.Thread, deadline: float) -> boo
             return reader.is_alive()
         except PermissionError:
             pass  # someone else's process took the id: treat the group as alive
+
+
+class _Lifeline:
+    """Kills the command's process group when awl dies before the command ends.
+
+    A small ``sh``, in a session of its own (a terminal's Ctrl+C does not
+    reach it) and outside the command's group (the group's emptiness is how a
+    detached holder is told apart), reads a pipe whose one write end awl
+    holds: first the group's id, then, once the command is over, a newline.
+    When awl dies first (``kill -9``, a crash, a closed terminal) the kernel
+    closes the write end, the read ends without that newline, and the
+    watcher kills the group: nothing the command started is left running,
+    but what left the group on purpose (``setsid``), as at a timeout.
+
+    Not ``prctl(PR_SET_PDEATHSIG)``: that reaches only the shell, not what it
+    forks (a pipeline, ``a; b``, a background job: the setting is cleared
+    at ``fork``), needs code run between ``fork`` and ``exec`` (unsafe in a
+    process with threads), and is tied to the thread that forked.
+    """
+
+    _SCRIPT = 'read -r group && [ -n "$group" ] || exit 0; read -r _ || kill -s KILL -- "-$group"'
+
+    def __init__(self, proc: subprocess.Popen[bytes], fd: int) -> None:
+        self._proc = proc
+        self._fd: int | None = fd
+        self._watching = False
+
+    @classmethod
+    def start(cls) -> _Lifeline | None:
+        """A watcher waiting for the group's id; None when it cannot be started
+        (the command then runs without one)."""
+        read_end, write_end = os.pipe()  # not inherited: only awl holds write_end
+        try:
+            proc = subprocess.Popen(
+                ["/bin/sh", "-c", cls._SCRIPT, "awl-bash-lifeline"],
+                stdin=read_end,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                cwd="/",
+                env={"PATH": os.defpath},
+                start_new_session=True,
+            )
+        except BaseException as exc:
+            os.close(write_end)
+            if isinstance(exc, OSError):
+                return None
+            raise
+        finally:
+            os.close(read_end)
+        return cls(proc, write_end)
+
+    def watch(self, pgid: int) -> None:
+        """Have the watcher kill group ``pgid`` if awl dies from now on."""
+        self._watching = True
+        self._send(f"{pgid}\n".encode())
+
+    def release(self) -> None:
+        """The command is over (or never started): the watcher ends, killing nothing."""
+        if self._watching:
+            self._send(b"\n")
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        try:
+            self._proc.wait(timeout=_DRAIN_SECONDS)
+        except subprocess.TimeoutExpired:  # stopped (SIGSTOP)? it is only a watcher
+            self._proc.kill()
+            self._proc.wait()
+
+    def _send(self, data: bytes) -> None:
+        if self._fd is None:
+            return
+        try:
+            os.write(self._fd, data)
+        except OSError:  # the watcher is gone (someone killed it): nothing to tell
+            os.close(self._fd)
+            self._fd = None
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

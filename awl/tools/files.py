@@ -1,10 +1,15 @@
-"""File tools: ``read`` (numbered lines), ``write`` (whole file) and ``edit`` (exact replace)."""
+"""File tools: ``read`` (numbered lines), ``write`` (whole file) and ``edit`` (exact replace).
+
+They are quick: a ``cancel`` is not watched (one set before a call starts
+keeps it from running, :meth:`Tool.run`).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import secrets
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
@@ -56,7 +61,9 @@ class ReadTool(Tool):
         "required": ["path"],
     }
 
-    def call(self, args: dict[str, Any], cwd: Path) -> ToolOutput:
+    def call(
+        self, args: dict[str, Any], cwd: Path, *, cancel: threading.Event | None = None
+    ) -> ToolOutput:
         """Read the file; see the class docstring."""
         path = resolve_path(args["path"], cwd)
         offset: int = args.get("offset", 1)
@@ -111,7 +118,9 @@ class WriteTool(Tool):
         "required": ["path", "content"],
     }
 
-    def call(self, args: dict[str, Any], cwd: Path) -> ToolOutput:
+    def call(
+        self, args: dict[str, Any], cwd: Path, *, cancel: threading.Event | None = None
+    ) -> ToolOutput:
         """Write the file; see the class docstring."""
         path = resolve_path(args["path"], cwd)
         content: str = args["content"]
@@ -144,7 +153,9 @@ class EditTool(Tool):
         "required": ["path", "old", "new"],
     }
 
-    def call(self, args: dict[str, Any], cwd: Path) -> ToolOutput:
+    def call(
+        self, args: dict[str, Any], cwd: Path, *, cancel: threading.Event | None = None
+    ) -> ToolOutput:
         """Edit the file; see the class docstring."""
         path = resolve_path(args["path"], cwd)
         old: str = args["old"]

@@ -30,7 +30,10 @@ HELP = """\
 /model PROVIDER [MODEL]  switch provider/model from the next message on
 /session                 show the session id and file
 /help                    this help
-/quit                    leave (Ctrl+D too); Ctrl+C cancels a streaming reply"""
+/quit                    leave (Ctrl+D too)
+Ctrl+C                   cancel the turn: stop the streaming reply or kill the running
+                         command (its output so far is its result); nothing more is
+                         sent to the model until your next message"""
 
 RESUME_SHOWN = 4
 _NOT_UTF8 = re.compile("[\ud800-\udfff]")  # what a terminal's undecodable bytes become
@@ -146,8 +149,15 @@ def _run_with_cancel(agent: Agent, prompt: str, sink: TerminalSink) -> TurnResul
         except KeyboardInterrupt:
             if not cancel.is_set():
                 cancel.set()
-                # A running tool is let finish; no further model request is made.
-                sys.stdout.write("\n[cancelling]\n")
+                # The streaming reply stops, a running bash command is killed
+                # with its whole process group (its output so far is saved as
+                # the call's result, an error), calls not yet started are
+                # answered as not run, and no further model request is made.
+                # A second Ctrl+C has nothing more to stop.
+                sys.stdout.write(
+                    "\n[cancelling: the reply or running command is stopped; "
+                    "nothing more goes to the model]\n"
+                )
                 sys.stdout.flush()
     sink.end()
     result = box[0] if box else None
