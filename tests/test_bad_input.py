@@ -601,8 +601,10 @@ def test_stdin_that_is_not_utf8_under_a_strict_locale(project: Path, root: Path,
     if how == "-p -":
         assert out.returncode == 2 and "the prompt is not valid UTF-8 text" in text
         assert not root.exists()
-    else:  # that line is refused, the next one answered
-        assert out.returncode == 0 and "not valid UTF-8" in text and "You said: hello" in text
+    else:  # that line is sent with the byte replaced, and said; the next one answered
+        assert out.returncode == 0, text
+        assert "bytes of the input that are not UTF-8 are sent as \ufffd" in text
+        assert "You said: hi \ufffd" in text and "You said: hello" in text
 
 
 def test_show_json_prints_nothing_of_a_log_with_a_bad_entry(project: Path, root: Path) -> None:

@@ -811,14 +811,20 @@ def test_an_unknown_provider_and_a_context_without_around_are_usage_errors(
 
 def test_a_p_turn_stopped_by_ctrl_c_exits_130(root: Path, here: Path) -> None:
     env = child_env(AWL_FSYNC="0", AWL_OFFLINE_DELAY="0.5")
+    # SIGINT as a terminal's awl gets it, whatever this runner's disposition (a
+    # background job ignores it): set before exec, with no preexec_fn.
+    start = (
+        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+        "os.execv(sys.argv[1], sys.argv[1:])"
+    )
+    awl = [sys.executable, "-m", "awl.cli", "--provider", "offline", "-p", "a b c d e f g h"]
     child = subprocess.Popen(
-        [sys.executable, "-m", "awl.cli", "--provider", "offline", "-p", "a b c d e f g h"],
+        [sys.executable, "-c", start, *awl],
         cwd=here,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert child.stdout is not None and child.stderr is not None
     deadline = time.monotonic() + 20
