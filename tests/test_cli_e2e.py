@@ -261,7 +261,11 @@ def test_failed_model_switch_keeps_the_previous_model(term: Any, root: Path, pro
     t.line("/model nosuch")
     t.expect("awl: unknown provider 'nosuch'")
     t.line("/model anthropic")  # no ANTHROPIC_API_KEY
-    t.expect("ANTHROPIC_API_KEY is not set")
+    t.expect(
+        "ANTHROPIC_API_KEY is not set; export it, or choose another provider (e.g. /model offline)"
+    )
+    t.line("/model")  # says what is in use
+    t.expect("using offline/echo; /model PROVIDER [MODEL] switches")
     t.line("still here")
     got = t.child.expect_exact(["You said: still here", "ANTHROPIC_API_KEY is not set"])
     assert got == 0, "the failed /model left awl on anthropic"

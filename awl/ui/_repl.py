@@ -216,13 +216,17 @@ def handle_command(agent: Agent, text: str) -> bool:
         out.write(f"session {agent.manager.id}\nfile {Path(agent.manager.path)}\n")
     elif name == "/model":
         if len(parts) not in (2, 3):
-            out.write("usage: /model PROVIDER [MODEL]\n")
+            current = visible(f"{agent.provider_name}/{agent.model}", one_line=True)
+            out.write(f"using {current}; /model PROVIDER [MODEL] switches\n")
         else:
             try:
                 agent.switch_model(parts[1], parts[2] if len(parts) == 3 else None)
                 out.write(f"now using {agent.provider_name}/{agent.model}\n")
             except (ProviderError, AwlError) as exc:
-                out.write(f"awl: {visible(str(exc), one_line=True)}\n")
+                # The provider's message names the command-line option; here the
+                # same choice is this command's.
+                said = str(exc).replace("--provider offline", "/model offline")
+                out.write(f"awl: {visible(said, one_line=True)}\n")
     else:
         out.write(f"unknown command {name}; /help lists them\n")
     out.flush()
