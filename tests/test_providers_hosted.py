@@ -2,12 +2,29 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from awl.providers import InvalidBaseURL, ProviderError, get_provider
+from tests.helpers import awl_env
 
 
-@pytest.mark.parametrize("url", ["http://[::1", "http://a:b:c/v1", "http://\x1bx"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://[::1",
+        "http://a:b:c/v1",
+        "http://\x1bx",
+        # Taken by the SDK, refused only by the first request, after the prompt is saved:
+        "not-a-url",
+        "localhost:8080/v1",
+        "ftp://example.com",
+        "http://",
+    ],
+)
 @pytest.mark.parametrize(
     ("name", "variable", "key"),
     [
@@ -33,3 +50,24 @@ def test_a_base_url_that_is_no_url_is_refused_in_one_line(
     assert str(from_env.value).startswith(f"{variable}={url!r} is not a valid URL (")
     assert "\n" not in str(from_env.value)
     assert isinstance(from_env.value, ProviderError)
+
+
+def test_a_base_url_without_a_scheme_stops_awl_before_anything_is_saved(
+    tmp_path: Path,
+) -> None:
+    env = awl_env(tmp_path, OPENAI_API_KEY="sk-test", OPENAI_BASE_URL="localhost:8080/v1")
+    r = subprocess.run(
+        [sys.executable, "-m", "awl.cli", "--provider", "openai", "-p", "hi"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr == (
+        "Error: OPENAI_BASE_URL='localhost:8080/v1' is not a valid URL"
+        " (it needs http:// or https:// and a host)\n"
+    )
+    assert not (tmp_path / "sessions").exists()

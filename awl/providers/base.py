@@ -17,6 +17,7 @@ import json
 import math
 import re
 import threading
+import urllib.parse
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
@@ -225,8 +226,21 @@ class HostedProvider(Provider):
     _client: _Closable
 
     def _connect(self, make: Callable[[], _Client], *, given: str | None) -> _Client:
-        """``make()`` the SDK client; a base URL it cannot parse is
+        """``make()`` the SDK client; a base URL it cannot parse, or one without
+        ``http://``/``https://`` and a host (which the SDK would take, and fail
+        on at the first request, after the prompt is saved), is
         :class:`InvalidBaseURL`, naming the variable unless it was ``given``."""
+        if self.base_url is not None:
+            try:
+                parts = urllib.parse.urlsplit(self.base_url)
+                usable = parts.scheme in ("http", "https") and bool(parts.hostname)
+            except ValueError:  # a bracket left open: the SDK says why, below
+                usable = True
+            if not usable:
+                source = None if given else self.base_url_variable
+                raise InvalidBaseURL(
+                    self.base_url, source, "it needs http:// or https:// and a host"
+                )
         try:
             return make()
         except Exception as exc:
