@@ -22,7 +22,10 @@ if TYPE_CHECKING:  # the listing: imported once the command runs
     "--all", "all_projects", is_flag=True, help="Every project's sessions, grouped by cwd."
 )
 @click.option(
-    "--long", "long_format", is_flag=True, help="Add the modified time and the first prompt."
+    "--long",
+    "long_format",
+    is_flag=True,
+    help="Add the time of the last message (else the file's) and the first prompt.",
 )
 def sessions(as_json: bool, all_projects: bool, long_format: bool) -> None:
     """List the sessions of this directory, oldest first."""
@@ -75,7 +78,11 @@ def _info_line(info: SessionInfo, short: str, long_format: bool, indent: str) ->
     noun = "message" if info.message_count == 1 else "messages"
     text = f"{indent}{short}  {when}  {info.message_count} {noun}"
     if long_format:
-        text += f"  (modified {local_time(info.modified)})"
+        # The conversation's own time: an import or a reindex sets the file's.
+        if info.last_activity:
+            text += f"  (last active {local_time(info.last_activity)})"
+        else:
+            text += f"  (modified {local_time(info.modified)})"
         if info.first_prompt:
             text += f"  {info.first_prompt}"
     return text
