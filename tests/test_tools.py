@@ -82,15 +82,31 @@ def test_bad_input_is_an_error_output(
     assert out.content.startswith(message)
 
 
+def test_a_tool_written_without_cancel_still_runs_and_is_kept_from_starting(
+    tmp_path: Path,
+) -> None:
+    class Plain(Tool):  # the API before cancel: call(args, cwd)
+        name = "plain"
+        description = "says hi"
+        input_schema: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
+
+        def call(self, args: dict[str, Any], cwd: Path) -> ToolOutput:
+            return ToolOutput("hi")
+
+    cancel = threading.Event()
+    assert run_tool([Plain()], "plain", "{}", tmp_path, cancel=cancel) == ToolOutput("hi")
+    cancel.set()
+    out = run_tool([Plain()], "plain", "{}", tmp_path, cancel=cancel)
+    assert out == ToolOutput("cancelled by the user before it ran", is_error=True)
+
+
 def test_exceptions_inside_a_tool_become_error_output(tmp_path: Path) -> None:
     class Broken(Tool):
         name = "broken"
         description = "always fails"
         input_schema: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
 
-        def call(
-            self, args: dict[str, Any], cwd: Path, *, cancel: threading.Event | None = None
-        ) -> ToolOutput:
+        def call(self, args: dict[str, Any], cwd: Path) -> ToolOutput:
             raise RuntimeError("kaboom")
 
     out = run_tool([Broken()], "broken", "{}", tmp_path)

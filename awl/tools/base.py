@@ -46,6 +46,9 @@ class Tool(ABC):
     name: ClassVar[str]
     description: ClassVar[str]
     input_schema: ClassVar[dict[str, Any]]
+    watches_cancel: ClassVar[bool] = False
+    """True for a tool whose ``call`` takes a ``cancel`` keyword and stops soon after
+    it is set; ``call(args, cwd)`` alone otherwise (the API tools were written to)."""
 
     def run(
         self, input_json: str, cwd: Path, *, cancel: threading.Event | None = None
@@ -60,18 +63,19 @@ class Tool(ABC):
             return ToolOutput(CANCELLED_BEFORE, is_error=True)
         try:
             args = parse_input(input_json, self.input_schema)
-            return self.call(args, cwd, cancel=cancel)
+            if self.watches_cancel:
+                return self.call(args, cwd, cancel=cancel)  # type: ignore[call-arg]
+            return self.call(args, cwd)
         except ToolError as exc:
             return ToolOutput(f"error: {exc}", is_error=True)
 
     @abstractmethod
-    def call(
-        self, args: dict[str, Any], cwd: Path, *, cancel: threading.Event | None = None
-    ) -> ToolOutput:
+    def call(self, args: dict[str, Any], cwd: Path) -> ToolOutput:
         """Run with arguments already checked against ``input_schema``.
 
-        A tool that can run for long stops soon after ``cancel`` is set and
-        returns what it has, with ``is_error``; a quick one may ignore it.
+        A tool that can run for long sets :attr:`watches_cancel` and takes a
+        ``cancel`` keyword too: it stops soon after the event is set and
+        returns what it has, with ``is_error``.
         """
 
     def spec(self) -> ToolSpec:

@@ -53,6 +53,7 @@ class BashTool(Tool):
         },
         "required": ["command"],
     }
+    watches_cancel: ClassVar[bool] = True
 
     def __init__(self, *, timeout: float | None = None, max_output: int | None = None) -> None:
         """Defaults come from AWL_BASH_TIMEOUT (seconds) and AWL_BASH_MAX_OUTPUT (characters)."""

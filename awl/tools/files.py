@@ -1,6 +1,6 @@
 """File tools: ``read`` (numbered lines), ``write`` (whole file) and ``edit`` (exact replace).
 
-They are quick: a ``cancel`` is not watched (one set before a call starts
+They are quick: they do not watch a ``cancel`` (one set before a call starts
 keeps it from running, :meth:`Tool.run`).
 """
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
@@ -61,9 +60,7 @@ class ReadTool(Tool):
         "required": ["path"],
     }
 
-    def call(
-        self, args: dict[str, Any], cwd: Path, *, cancel: threading.Event | None = None
-    ) -> ToolOutput:
+    def call(self, args: dict[str, Any], cwd: Path) -> ToolOutput:
         """Read the file; see the class docstring."""
         path = resolve_path(args["path"], cwd)
         offset: int = args.get("offset", 1)
@@ -118,9 +115,7 @@ class WriteTool(Tool):
         "required": ["path", "content"],
     }
 
-    def call(
-        self, args: dict[str, Any], cwd: Path, *, cancel: threading.Event | None = None
-    ) -> ToolOutput:
+    def call(self, args: dict[str, Any], cwd: Path) -> ToolOutput:
         """Write the file; see the class docstring."""
         path = resolve_path(args["path"], cwd)
         content: str = args["content"]
@@ -153,9 +148,7 @@ class EditTool(Tool):
         "required": ["path", "old", "new"],
     }
 
-    def call(
-        self, args: dict[str, Any], cwd: Path, *, cancel: threading.Event | None = None
-    ) -> ToolOutput:
+    def call(self, args: dict[str, Any], cwd: Path) -> ToolOutput:
         """Edit the file; see the class docstring."""
         path = resolve_path(args["path"], cwd)
         old: str = args["old"]
