@@ -811,7 +811,8 @@ def test_an_unknown_provider_and_a_context_without_around_are_usage_errors(
     assert res.stderr == "Error: --context goes with --around ENTRY\n"
 
 
-def test_a_p_turn_stopped_by_ctrl_c_exits_130(root: Path, here: Path) -> None:
+@pytest.mark.parametrize("during", ["the reply", "a command"])
+def test_a_p_turn_stopped_by_ctrl_c_exits_130(root: Path, here: Path, during: str) -> None:
     env = child_env(AWL_FSYNC="0", AWL_OFFLINE_DELAY="0.5")
     # SIGINT as a terminal's awl gets it, whatever this runner's disposition (a
     # background job ignores it): set before exec, with no preexec_fn.
@@ -819,7 +820,8 @@ def test_a_p_turn_stopped_by_ctrl_c_exits_130(root: Path, here: Path) -> None:
         "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
         "os.execv(sys.argv[1], sys.argv[1:])"
     )
-    awl = [sys.executable, "-m", "awl.cli", "--provider", "offline", "-p", "a b c d e f g h"]
+    prompt = "a b c d e f g h" if during == "the reply" else "run: echo started; sleep 30"
+    awl = [sys.executable, "-m", "awl.cli", "--provider", "offline", "-p", prompt]
     child = subprocess.Popen(
         [sys.executable, "-c", start, *awl],
         cwd=here,
@@ -830,14 +832,21 @@ def test_a_p_turn_stopped_by_ctrl_c_exits_130(root: Path, here: Path) -> None:
     )
     assert child.stdout is not None and child.stderr is not None
     deadline = time.monotonic() + 20
-    while not any(project_dir(here, root).glob("*.jsonl")):
-        assert time.monotonic() < deadline, "the session never started"
+    wanted = b'"type":"toolUse"' if during == "a command" else b""
+    while not any(wanted in p.read_bytes() for p in project_dir(here, root).glob("*.jsonl")):
+        assert time.monotonic() < deadline, "the session never got there"
         time.sleep(0.05)
-    time.sleep(0.3)  # into the streamed reply
+    time.sleep(0.5)  # into the streamed reply, or the command
     child.send_signal(signal.SIGINT)
     _, err = child.communicate(timeout=20)
     assert child.returncode == 130, err
     assert "awl: cancelled" in err.splitlines()
+    if during == "a command":  # killed, and its output so far saved as its result
+        (path,) = project_dir(here, root).glob("*.jsonl")
+        last = orjson.loads(path.read_bytes().splitlines()[-1])
+        (result,) = last["message"]["content"]
+        assert result["isError"] is True
+        assert result["content"] == "started\n[cancelled by the user; the command was killed]"
 
 
 def test_a_verbose_turn_ends_its_streamed_line_before_the_resume_hint(here: Path) -> None:
@@ -857,12 +866,18 @@ def test_a_verbose_turn_ends_its_streamed_line_before_the_resume_hint(here: Path
 
 def test_the_resume_preview_shows_the_head_of_a_long_reply(root: Path, here: Path) -> None:
     reply = "\n".join(f"line {i}" for i in range(300))
+    one_line = msg("00000004", "00000003", "assistant", "x" * 50_000)
+    one_line["message"]["content"].append(
+        {"type": "toolUse", "id": "t1", "name": "write", "input": '{"content":"' + "y" * 20_000}
+    )
     log(
         root,
         header(ID_A, "2026-04-25T17:40:15.990Z", here),
         [
             msg("00000001", None, "user", "write a lot"),
             msg("00000002", "00000001", "assistant", reply),
+            msg("00000003", "00000002", "user", "and in one line"),
+            one_line,
         ],
     )
     r = subprocess.run(
@@ -878,7 +893,9 @@ def test_the_resume_preview_shows_the_head_of_a_long_reply(root: Path, here: Pat
     lines = r.stdout.splitlines()
     assert "line 39" in lines and "line 40" not in lines
     assert "… (260 more lines)" in lines
-    assert len(lines) < 60
+    assert len(lines) < 70
+    assert len(r.stdout) < 15_000  # not the 70 KB of one line and one call
+    assert "… (42000 more characters)" in r.stdout and "… (19812 more characters)]" in r.stdout
 
 
 def test_the_resume_banner_names_the_session_by_the_prefix_resume_takes(

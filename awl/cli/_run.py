@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
-from ..agent import Agent, open_session
+from ..agent import Agent, TurnResult, open_session
 from ..conversation import ToolUse
 from ..environment import verbose
 from ..errors import AwlError, SessionNotFound
@@ -104,8 +107,12 @@ def _print_turn(agent: Agent, prompt: str) -> int:
             sink.end()  # the "[calling ...]" line, before the call's own
         _note_tool(use, output)
 
+    cancel = threading.Event()
     try:
-        result = agent.run_turn(prompt, sink or quiet, on_tool=on_tool)
+        with _ctrl_c_sets(cancel):
+            result = agent.run_turn(prompt, sink or quiet, cancel=cancel, on_tool=on_tool)
+    except KeyboardInterrupt:  # a second Ctrl+C: at once, the tool in hand killed
+        result = TurnResult("", "error", CANCELLED, 0)
     finally:
         if sink is not None:
             sink.end()  # streamed text ends its line before anything else on stderr
@@ -116,6 +123,32 @@ def _print_turn(agent: Agent, prompt: str) -> int:
         # Ctrl+C's status, as a shell reports a command it interrupted.
         return 130 if result.error == CANCELLED else 1
     return 0
+
+
+@contextlib.contextmanager
+def _ctrl_c_sets(cancel: threading.Event) -> Iterator[None]:
+    """While inside, the first Ctrl+C sets ``cancel`` (the turn ends as the REPL's
+    does: a running command killed, its output so far saved as its result, no
+    further request) and a second one interrupts at once."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    ):
+        # Handlers belong to the main thread; and a run that ignores SIGINT (a
+        # background job of a script) goes on ignoring it.
+        yield
+        return
+
+    def first(signum: int, frame: object) -> None:
+        if cancel.is_set():
+            raise KeyboardInterrupt
+        cancel.set()
+
+    previous = signal.signal(signal.SIGINT, first)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 class _RetryNotes(NullSink):
