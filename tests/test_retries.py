@@ -4,7 +4,6 @@ the loopback servers, with awl's default of 3 retries (``AWL_RETRIES``)."""
 from __future__ import annotations
 
 import io
-import os
 import subprocess
 import sys
 import threading
@@ -17,7 +16,7 @@ import pytest
 from awl.conversation import Message, Text
 from awl.providers import CANCELLED
 from awl.providers.anthropic import AnthropicProvider
-from awl.providers.base import Provider, retry_wait
+from awl.providers.base import Provider, backoff, retry_wait
 from awl.providers.openai import OpenAIProvider
 from awl.ui import TerminalSink
 from tests.helpers import Sink, awl_env
@@ -110,6 +109,41 @@ def test_a_reply_cut_after_text_arrived_is_not_sent_again(server: FakeServer) ->
     assert len(server.requests) == 1  # the user saw it: asking again would say it twice
 
 
+def test_a_call_shown_starting_is_not_asked_for_again(server: FakeServer) -> None:
+    started = [sse.message_start(), *sse.tool_block(0, "toolu_1", "bash", '{"comm', stop=False)]
+    server.queue(Reply(chunks=[*started, sse.error_event("overloaded_error")]))
+    sink = Sink()
+    r = _anthropic(server).complete("m", HISTORY, [], sink)
+    assert r.stop_reason == "error" and r.content == []  # the half call is dropped
+    assert sink.events == [("tool_use", "bash")] and len(server.requests) == 1
+
+
+def test_a_cancel_while_the_request_was_out_is_no_wait(server: FakeServer) -> None:
+    busy = _busy(529, **{"retry-after": "0"})
+    busy.stall = 1.0  # the answer comes after the user pressed Ctrl+C
+    server.queue(busy)
+    cancel = threading.Event()
+    threading.Timer(0.2, cancel.set).start()
+    sink = Sink()
+    r = _anthropic(server).complete("m", HISTORY, [], sink, cancel)
+    assert (r.stop_reason, r.error) == ("error", CANCELLED)
+    assert sink.events == [] and len(server.requests) == 1
+
+
+def test_awls_own_waits_double_up_to_a_cap(
+    server: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert [backoff(k) for k in range(8)] == [1, 2, 4, 8, 16, 30, 30, 30]
+    # Every retry asked for is made, however long the waits have grown (a cap of
+    # a few milliseconds here, to keep the test short).
+    monkeypatch.setattr("awl.providers.base.BACKOFF_CAP", 0.004)
+    monkeypatch.setenv("AWL_RETRIES", "10")
+    server.queue(*[_busy(503) for _ in range(11)])
+    sink = Sink()
+    r = _anthropic(server).complete("m", HISTORY, [], sink)
+    assert r.stop_reason == "error" and len(server.requests) == 11
+
+
 def test_an_overload_event_before_anything_arrived_is_asked_again(server: FakeServer) -> None:
     server.queue(
         Reply(chunks=[sse.message_start(), sse.error_event("overloaded_error")]),
@@ -159,7 +193,6 @@ def test_awl_p_says_each_wait_on_stderr(server: FakeServer, tmp_path: Path) -> N
     assert r.stderr.splitlines()[0] == (
         "awl: anthropic: overloaded (529): Overloaded; sending it again in 0 s"
     )
-    assert os.environ.get("AWL_RETRIES") is None
 
 
 def test_the_terminal_says_the_wait_on_a_line_of_its_own() -> None:

@@ -180,7 +180,8 @@ class AnthropicProvider(HostedProvider):
             failed = run.failed(
                 describe_api_error(self.name, status, exc.type, exc.api_message or exc.message)
             )
-            if status in TRANSIENT or (stream is not None and exc.type == "overloaded_error"):
+            passing = status in TRANSIENT or (stream is not None and exc.type == "overloaded_error")
+            if passing and not run.blocks.shown:
                 failed.transient = True
                 failed.retry_after = retry_wait(exc.response.headers)
             return failed

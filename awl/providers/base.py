@@ -90,8 +90,8 @@ class Response:
     model: str
     error: str | None = None
     transient: bool = False
-    """The request failed with an error the API calls passing (:data:`TRANSIENT`):
-    :func:`with_retries` sends it again when nothing had arrived."""
+    """The request failed, before anything was shown, with an error the API calls
+    passing (:data:`TRANSIENT`): :func:`with_retries` sends it again."""
     retry_after: float | None = None
     """The seconds a transient error's server asked to wait, None when it did not say."""
 
@@ -107,6 +107,9 @@ rate limits, server errors, Anthropic's overload."""
 LONGEST_RETRY_WAIT = 60.0
 """A server that asks for a longer wait gets its error reported instead."""
 
+BACKOFF_CAP = 30.0
+"""awl's own wait, when the server names none, doubles from 1 s up to this."""
+
 
 def retry_wait(headers: Mapping[str, str]) -> float | None:
     """The wait a response's ``retry-after-ms`` or ``retry-after`` (seconds) asks for;
@@ -121,6 +124,12 @@ def retry_wait(headers: Mapping[str, str]) -> float | None:
     return None
 
 
+def backoff(tries: int) -> float:
+    """awl's wait before retry ``tries + 1`` when the server names none: 1, 2, 4...
+    seconds, up to :data:`BACKOFF_CAP`."""
+    return min(2.0**tries, BACKOFF_CAP)
+
+
 def with_retries(
     attempt: Callable[[], Response], sink: StreamSink, cancel: threading.Event | None
 ) -> Response:
@@ -132,12 +141,14 @@ def with_retries(
     tries = 0
     while True:
         response = attempt()
-        if not response.transient or response.content or tries >= retries:
+        if not response.transient or tries >= retries:
             return response
         asked = response.retry_after
-        wait = float(2**tries) if asked is None else asked
-        if wait > LONGEST_RETRY_WAIT:
+        if asked is not None and asked > LONGEST_RETRY_WAIT:
             return response
+        wait = backoff(tries) if asked is None else asked
+        if cancel is not None and cancel.is_set():  # while the request was in flight
+            return Response([], "error", None, response.model, CANCELLED)
         tries += 1
         sink.retrying(response.error or "error", wait)
         try:
@@ -469,6 +480,9 @@ class StreamAssembler:
         # Each slot is a Text/Thinking being filled or a pending tool call.
         self._slots: list[Text | Thinking | _PendingTool] = []
         self._by_key: dict[object, Text | Thinking | _PendingTool] = {}
+        self.shown = False
+        """Whether the sink has been told anything (a request sent again would
+        show it twice)."""
 
     def _textual(self, key: object, kind: type[Text] | type[Thinking]) -> Text | Thinking:
         block = self._by_key.get(key)
@@ -482,12 +496,14 @@ class StreamAssembler:
         """Append visible text to the block ``key`` (created on first use)."""
         if delta:
             self._textual(key, Text).append(delta)
+            self.shown = True
             self._sink.text(delta)
 
     def thinking(self, key: object, delta: str) -> None:
         """Append reasoning to the block ``key`` (created on first use)."""
         if delta:
             self._textual(key, Thinking).append(delta)
+            self.shown = True
             self._sink.thinking(delta)
 
     def start_tool(self, key: object, tool_id: str, name: str) -> None:
@@ -496,6 +512,7 @@ class StreamAssembler:
         self._slots.append(tool)
         self._by_key[key] = tool
         if name:
+            self.shown = True
             self._sink.tool_use(name)
 
     def update_tool(self, key: object, tool_id: str | None, name: str | None) -> None:
@@ -511,6 +528,7 @@ class StreamAssembler:
             tool.id = tool_id
         if name and not tool.name:
             tool.name = name
+            self.shown = True
             self._sink.tool_use(name)
 
     def tool(self, key: object) -> _PendingTool | None:

@@ -179,7 +179,7 @@ class OpenAIProvider(HostedProvider):
             message = body.get("message") if isinstance(body.get("message"), str) else None
             detail = message or (exc.body if isinstance(exc.body, str) else None) or exc.message
             failed = run.failed(describe_api_error(self.name, exc.status_code, exc.type, detail))
-            if exc.status_code in TRANSIENT:
+            if exc.status_code in TRANSIENT and not run.blocks.shown:
                 failed.transient = True
                 failed.retry_after = retry_wait(exc.response.headers)
             return failed
