@@ -603,7 +603,7 @@ def test_stdin_that_is_not_utf8_under_a_strict_locale(project: Path, root: Path,
         assert not root.exists()
     else:  # that line is sent with the byte replaced, and said; the next one answered
         assert out.returncode == 0, text
-        assert "bytes of the input that are not UTF-8 are sent as \ufffd" in text
+        assert "bytes of the input that are not UTF-8 are replaced with \ufffd" in text
         assert "You said: hi \ufffd" in text and "You said: hello" in text
 
 

@@ -34,6 +34,16 @@ def test_a_history_file_that_cannot_be_written_warns_once_and_keeps_lines_in_mem
     assert history.get_strings() == ["first", "second"]
 
 
+def test_undecodable_terminal_bytes_are_written_to_the_history_as_u_fffd(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "history"
+    history = PromptHistory(str(path))
+    history.append_string("bad \udcff end")  # as prompt_toolkit decodes a stray 0xff
+    assert history.take_warning() is None
+    assert "+bad \ufffd end" in path.read_text(encoding="utf-8")
+
+
 def test_a_history_file_that_cannot_be_read_starts_empty_and_says_so(tmp_path: Path) -> None:
     history = PromptHistory(str(tmp_path))  # a folder: open() fails
     assert list(history.load_history_strings()) == []
@@ -101,7 +111,7 @@ def test_bytes_that_are_not_utf8_in_the_input_are_replaced_and_said(
     child = _spawn(term_env, tmp_path)
     child.expect_exact(READY)
     os.write(child.child_fd, b"bad \xff\xfe end\r")  # raw bytes, as a paste sends them
-    child.expect_exact("awl: bytes of the input that are not UTF-8 are sent as \ufffd")
+    child.expect_exact("awl: bytes of the input that are not UTF-8 are replaced with \ufffd")
     child.expect_exact("You said: bad")
     child.expect_exact(READY)
     child.sendline("/quit")

@@ -10,9 +10,12 @@ interactive reader: prompt_toolkit costs startup time.)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from prompt_toolkit.history import FileHistory
+
+_NOT_UTF8 = re.compile("[\ud800-\udfff]")
 
 
 class PromptHistory(FileHistory):
@@ -32,11 +35,13 @@ class PromptHistory(FileHistory):
             return []
 
     def store_string(self, string: str) -> None:
-        """Append ``string`` to the file, until the file first fails."""
+        """Append ``string`` to the file, until the file first fails.  Bytes the
+        terminal sent that are not UTF-8 (lone surrogates) are written as U+FFFD:
+        some prompt_toolkit versions would raise on them."""
         if self._failed:
             return
         try:
-            super().store_string(string)
+            super().store_string(_NOT_UTF8.sub("\ufffd", string))
         except OSError as exc:
             self._fail("saved", exc)
 

@@ -184,7 +184,8 @@ def interactive_loop(agent: Agent, *, resumed: bool) -> int:
             # Bytes that are not UTF-8 (a paste from a binary file) cannot be
             # logged: the prompt is kept with each replaced, and the user told.
             line = _NOT_UTF8.sub("\ufffd", line)
-            sys.stdout.write("awl: bytes of the input that are not UTF-8 are sent as \ufffd\n")
+            said = "bytes of the input that are not UTF-8 are replaced with \ufffd"
+            sys.stdout.write(f"awl: {said}\n")
         text = line.strip()
         if not text:
             continue
