@@ -647,6 +647,9 @@ def test_cli_hits_name_their_sessions_by_a_prefix_show_takes_and_skip_system_pro
     assert len({line.index("2026") for line in res.stdout.splitlines()}) == 1  # one column
     for short in shorts:
         assert cli("show", short).exit_code == 0
+    # One session searched: named as its folder's other sessions require.
+    res = cli("search", "plain answer", "--session", SID[0])
+    assert res.stdout.split("  ", 1)[0].rstrip() == SID[0]
     # awl's system prompt opens every session: not searched unless asked for.
     assert cli("search", "you are a helper").exit_code == 1
     res = cli("search", "you are a helper", "--role", "system")

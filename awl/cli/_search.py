@@ -11,11 +11,12 @@ import os
 import re
 import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import click
 
 from ..errors import AmbiguousSession, AwlError, SessionNotFound
-from ..paths import SESSION_FILE_RE
+from ..paths import SESSION_FILE_RE, log_files
 from ._app import main
 from ._common import current_dir, end_quickly, fail, json_text
 
@@ -158,10 +159,10 @@ def search_command(
     tty = out.isatty()
     paint = _colour(colour)
     found = errors = 0
-    # Each session by the shortest prefix that names it among those searched
-    # (an id's first 8 characters are shared by sessions made in one minute).
-    names = (SESSION_FILE_RE.match(p.name) for p in logs)
-    shown = unique_prefixes([m.group("id") for m in names if m])
+    # Each session by the shortest prefix that names it among the sessions of
+    # its folder, as `awl show` and `awl --resume` look them up (an id's first
+    # 8 characters are shared by sessions made in one minute).
+    shown = unique_prefixes(_folder_ids(logs))
     width = max(map(len, shown.values()), default=8)
     cwd = None if all_projects or session else os.fspath(here) if here else None
     for item in search(q, logs, cwd=cwd, jobs=jobs, limit=limit):
@@ -182,6 +183,18 @@ def search_command(
     sys.exit(0 if found else 1)
 
 
+def _folder_ids(logs: list[Path]) -> list[str]:
+    """The session ids (from file names) of every log in the folders of ``logs``."""
+    ids: list[str] = []
+    for folder in {p.parent for p in logs}:
+        try:
+            names = [p.name for p in log_files(folder)]
+        except (AwlError, OSError):
+            names = [p.name for p in logs if p.parent == folder]
+        ids += [m.group("id") for name in names if (m := SESSION_FILE_RE.match(name))]
+    return ids
+
+
 def _visible(text: str) -> str:
     from ..ui import visible
 
@@ -194,7 +207,7 @@ def _line(hit: object, shown: dict[str, str], width: int, paint: bool) -> str:
     from ..ui import local_time
 
     assert isinstance(hit, SearchHit)
-    short = shown.get(hit.session) or hit.session[:8]  # a header id that is not its file's
+    short = shown.get(hit.session) or hit.session  # a header id that is not its file's: all
     short = short.ljust(width)
     a, b = hit.match
     before, match, after = hit.snippet[:a], hit.snippet[a:b], hit.snippet[b:]
