@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 _TOOL_OUTPUT_LINES = 20
 _TEXT_LINES = 40  # a preview (full=False) of a long reply: its head, not a screenful of it
+_LINE_CHARS = 200  # and as many characters as that many lines of this width
 
 
 def _head(m: SessionManager) -> dict[str, Any]:
@@ -69,9 +70,16 @@ def session_json(m: SessionManager) -> Iterator[bytes]:
 
 def _clip(text: str, lines: int) -> str:
     parts = text.splitlines()
-    if len(parts) <= lines:
+    if len(parts) > lines:
+        text = "\n".join(parts[:lines]) + f"\n… ({len(parts) - lines} more lines)"
+    return _cut(text, lines * _LINE_CHARS)
+
+
+def _cut(text: str, chars: int) -> str:
+    """``text`` up to ``chars`` characters (a long line is as much as many short ones)."""
+    if len(text) <= chars:
         return text
-    return "\n".join(parts[:lines]) + f"\n… ({len(parts) - lines} more lines)"
+    return text[:chars] + f"… ({len(text) - chars} more characters)"
 
 
 def render_message(msg: Message, *, full: bool = True) -> str:
@@ -90,7 +98,7 @@ def render_message(msg: Message, *, full: bool = True) -> str:
         elif isinstance(b, Text):
             out.append(b.text if full else _clip(b.text, _TEXT_LINES))
         elif isinstance(b, ToolUse):
-            out.append(f"[tool call {b.name} {b.input}]")
+            out.append(f"[tool call {b.name} {b.input if full else _cut(b.input, _LINE_CHARS)}]")
         elif isinstance(b, ToolResult):
             body = b.content if full else _clip(b.content, _TOOL_OUTPUT_LINES)
             out.append(f"[tool result{' (error)' if b.is_error else ''}]\n{body}")
