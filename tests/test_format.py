@@ -557,7 +557,9 @@ def test_the_fast_path_and_the_parser_accept_the_same_entries(obj: dict[str, Any
     except FormatError:
         entry = None
     if isinstance(entry, MessageEntry):
-        assert fast == disk_message_to_internal(entry.message)
+        slow = disk_message_to_internal(entry.message)
+        assert fast == slow
+        assert fast is not None and fast.stop_reason == slow.stop_reason  # not in ==
     else:
         assert fast is None
 
