@@ -101,6 +101,23 @@ def test_errors_that_do_not_pass_are_reported_at_once(server: FakeServer, reply:
     assert not [e for e in sink.events if e[0] == "retrying"]
 
 
+@pytest.mark.parametrize(
+    ("reply", "again"),
+    [
+        (_busy(501, **{"retry-after": "0"}), True),  # any 5xx, as the SDKs' rule has it
+        (sse.error_reply(400, "invalid_request_error", "x"), False),
+        (_busy(400, **{"x-should-retry": "true", "retry-after": "0"}), True),  # the server says
+        (_busy(503, **{"x-should-retry": "false"}), False),
+    ],
+    ids=["501", "400", "400 x-should-retry true", "503 x-should-retry false"],
+)
+def test_which_errors_pass(server: FakeServer, reply: Reply, again: bool) -> None:
+    server.queue(reply, sse.text_reply("ok"))
+    r = _anthropic(server).complete("m", HISTORY, [], Sink())
+    assert (r.stop_reason == "stop") is again
+    assert len(server.requests) == (2 if again else 1)
+
+
 def test_a_reply_cut_after_text_arrived_is_not_sent_again(server: FakeServer) -> None:
     chunks = [sse.message_start(), *sse.text_block(0, "half", stop=False)]
     server.queue(Reply(chunks=[*chunks, sse.error_event("overloaded_error")]))

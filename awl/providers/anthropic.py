@@ -39,7 +39,6 @@ from anthropic.types import (
 from awl.conversation import Message, Opaque, Text, ToolResult, ToolUse
 from awl.providers.base import (
     CANCELLED,
-    TRANSIENT,
     HostedProvider,
     ProviderError,
     Response,
@@ -50,6 +49,7 @@ from awl.providers.base import (
     Usage,
     answered_history,
     describe_api_error,
+    is_transient,
     one_line,
     opaque_text,
     retry_wait,
@@ -180,7 +180,9 @@ class AnthropicProvider(HostedProvider):
             failed = run.failed(
                 describe_api_error(self.name, status, exc.type, exc.api_message or exc.message)
             )
-            passing = status in TRANSIENT or (stream is not None and exc.type == "overloaded_error")
+            passing = is_transient(status, exc.response.headers) or (
+                status is None and exc.type == "overloaded_error"
+            )
             if passing and not run.blocks.shown:
                 failed.transient = True
                 failed.retry_after = retry_wait(exc.response.headers)

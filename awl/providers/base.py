@@ -91,7 +91,7 @@ class Response:
     error: str | None = None
     transient: bool = False
     """The request failed, before anything was shown, with an error the API calls
-    passing (:data:`TRANSIENT`): :func:`with_retries` sends it again."""
+    passing (:func:`is_transient`): :func:`with_retries` sends it again."""
     retry_after: float | None = None
     """The seconds a transient error's server asked to wait, None when it did not say."""
 
@@ -100,9 +100,20 @@ class Response:
         return Message("assistant", list(self.content))
 
 
-TRANSIENT = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
-"""HTTP statuses worth sending the same request again for: timeouts, conflicts,
-rate limits, server errors, Anthropic's overload."""
+TRANSIENT = frozenset({408, 409, 429})
+"""HTTP statuses below 500 worth sending the same request again for: timeouts,
+conflicts, rate limits (every 5xx is too: server errors, Anthropic's 529
+overload), as the SDKs' own rule has it."""
+
+
+def is_transient(status: int | None, headers: Mapping[str, str]) -> bool:
+    """Whether an error response is worth sending the request again for: the
+    server's ``x-should-retry`` says so when it is there, else the status."""
+    said = headers.get("x-should-retry", "").strip().lower()
+    if said in ("true", "false"):
+        return said == "true"
+    return status is not None and (status in TRANSIENT or status >= 500)
+
 
 LONGEST_RETRY_WAIT = 60.0
 """A server that asks for a longer wait gets its error reported instead."""

@@ -48,7 +48,6 @@ from openai.types.chat.chat_completion_chunk import ChoiceDelta
 from awl.conversation import ContentBlock, Message, Opaque, Text, ToolResult, ToolUse
 from awl.providers.base import (
     CANCELLED,
-    TRANSIENT,
     HostedProvider,
     ProviderError,
     Response,
@@ -59,6 +58,7 @@ from awl.providers.base import (
     Usage,
     answered_history,
     describe_api_error,
+    is_transient,
     one_line,
     opaque_text,
     retry_wait,
@@ -179,7 +179,7 @@ class OpenAIProvider(HostedProvider):
             message = body.get("message") if isinstance(body.get("message"), str) else None
             detail = message or (exc.body if isinstance(exc.body, str) else None) or exc.message
             failed = run.failed(describe_api_error(self.name, exc.status_code, exc.type, detail))
-            if exc.status_code in TRANSIENT and not run.blocks.shown:
+            if is_transient(exc.status_code, exc.response.headers) and not run.blocks.shown:
                 failed.transient = True
                 failed.retry_after = retry_wait(exc.response.headers)
             return failed
