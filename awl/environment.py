@@ -6,7 +6,7 @@
 ``AWL_NATIVE``            ``0`` forces the pure-Python scanner
 ``AWL_VERBOSE``           ``1`` shows a ``-p`` turn's progress on stderr
 ``AWL_BASH_TIMEOUT``      seconds a bash call may run (default 120)
-``AWL_BASH_MAX_OUTPUT``   characters of a bash call's output kept
+``AWL_BASH_MAX_OUTPUT``   characters of a bash call's output kept (up to 10,000,000)
 ``AWL_RETRIES``           times a request failing with a passing error is
                           sent again (default 3, ``0``: never)
 ========================  ==============================================
@@ -29,6 +29,9 @@ import os
 
 __all__ = [
     "MAX_BASH_TIMEOUT",
+    "MOST_BASH_OUTPUT",
+    "bash_max_output",
+    "bash_timeout",
     "fsync_enabled",
     "index_cache_min",
     "native_disabled",
@@ -101,23 +104,43 @@ def problems() -> list[str]:
         value.strip().isascii() and value.strip().isdigit() and int(value) <= _MOST_RETRIES
     ):
         found.append(f"AWL_RETRIES={value!r} is not a number of retries from 0 to {_MOST_RETRIES}")
-    # The bash tool's limits (read by awl.tools, which would use its default).
     value = os.environ.get("AWL_BASH_TIMEOUT", "")
-    if value.strip() and not _number(value, 0, MAX_BASH_TIMEOUT):
+    if value.strip() and bash_timeout(-1.0) < 0:
         found.append(
             f"AWL_BASH_TIMEOUT={value!r} is not a number of seconds above 0,"
             f" up to {MAX_BASH_TIMEOUT:g} (e.g. 300)"
         )
     value = os.environ.get("AWL_BASH_MAX_OUTPUT", "")
-    if value.strip() and not (value.strip().isascii() and value.strip().isdigit() and int(value)):
+    if value.strip() and bash_max_output(-1) < 0:
         found.append(
-            f"AWL_BASH_MAX_OUTPUT={value!r} is not a number of characters above 0 (e.g. 100000)"
+            f"AWL_BASH_MAX_OUTPUT={value!r} is not a number of characters from 1"
+            f" to {MOST_BASH_OUTPUT} (e.g. 100000)"
         )
     return found
 
 
 MAX_BASH_TIMEOUT = 24 * 3600.0
 """The longest a bash call may be given (``awl.tools``' bound too)."""
+
+MOST_BASH_OUTPUT = 10_000_000
+"""The most characters of a bash call's output kept: it is held in memory and
+sent to the model whole."""
+
+
+def bash_timeout(default: float) -> float:
+    """``$AWL_BASH_TIMEOUT`` in seconds (above 0, up to :data:`MAX_BASH_TIMEOUT`),
+    else ``default``."""
+    value = os.environ.get("AWL_BASH_TIMEOUT", "").strip()
+    return float(value) if value and _number(value, 0, MAX_BASH_TIMEOUT) else default
+
+
+def bash_max_output(default: int) -> int:
+    """``$AWL_BASH_MAX_OUTPUT`` in characters (1 to :data:`MOST_BASH_OUTPUT`), else
+    ``default``."""
+    value = os.environ.get("AWL_BASH_MAX_OUTPUT", "").strip()
+    if value.isascii() and value.isdigit() and 0 < int(value) <= MOST_BASH_OUTPUT:
+        return int(value)
+    return default
 
 
 def _number(text: str, above: float, most: float) -> bool:

@@ -103,16 +103,34 @@ def test_a_bash_timeout_that_is_not_seconds_is_named(
     assert environment.problems() == []
 
 
-@pytest.mark.parametrize("value", ["abc", "0", "-5", "1.5", "1e5", "٣"])
+@pytest.mark.parametrize("value", ["abc", "0", "-5", "1.5", "1e5", "٣", "10000001"])
 def test_a_bash_output_limit_that_is_not_a_count_is_named(
     monkeypatch: pytest.MonkeyPatch, value: str
 ) -> None:
     monkeypatch.setenv("AWL_BASH_MAX_OUTPUT", value)
     assert environment.problems() == [
-        f"AWL_BASH_MAX_OUTPUT={value!r} is not a number of characters above 0 (e.g. 100000)"
+        f"AWL_BASH_MAX_OUTPUT={value!r} is not a number of characters from 1 to 10000000"
+        " (e.g. 100000)"
     ]
     monkeypatch.setenv("AWL_BASH_MAX_OUTPUT", "100000")
     assert environment.problems() == []
+
+
+def test_the_bash_tool_takes_its_limits_from_the_one_parser(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from awl.tools.bash import DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT, BashTool
+
+    monkeypatch.setenv("AWL_BASH_TIMEOUT", "2.5")
+    monkeypatch.setenv("AWL_BASH_MAX_OUTPUT", "500")
+    tool = BashTool()
+    assert (tool.timeout, tool.max_output) == (2.5, 500)
+    # What the command refuses, a library caller gets the defaults for.
+    monkeypatch.setenv("AWL_BASH_TIMEOUT", "1e9")
+    monkeypatch.setenv("AWL_BASH_MAX_OUTPUT", "99999999999")
+    tool = BashTool()
+    assert (tool.timeout, tool.max_output) == (DEFAULT_TIMEOUT, DEFAULT_MAX_OUTPUT)
+    assert len(environment.problems()) == 2
 
 
 def test_retries_are_a_count_up_to_ten(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,10 +17,11 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
+from awl.environment import MAX_BASH_TIMEOUT, bash_max_output, bash_timeout
 from awl.tools.base import Tool, ToolError, ToolOutput
 
 DEFAULT_TIMEOUT = 120.0
-MAX_TIMEOUT = 24 * 3600.0
+MAX_TIMEOUT = MAX_BASH_TIMEOUT
 """The longest timeout a command may be given (a day); more, inf and NaN are refused."""
 DEFAULT_MAX_OUTPUT = 30_000
 _READ_SIZE = 65536
@@ -58,9 +59,9 @@ class BashTool(Tool):
     def __init__(self, *, timeout: float | None = None, max_output: int | None = None) -> None:
         """Defaults come from AWL_BASH_TIMEOUT (seconds) and AWL_BASH_MAX_OUTPUT (characters)."""
         if timeout is None:
-            timeout = _env_number("AWL_BASH_TIMEOUT", DEFAULT_TIMEOUT)
+            timeout = bash_timeout(DEFAULT_TIMEOUT)
         if max_output is None:
-            max_output = int(_env_number("AWL_BASH_MAX_OUTPUT", DEFAULT_MAX_OUTPUT))
+            max_output = bash_max_output(DEFAULT_MAX_OUTPUT)
         self.timeout = timeout
         self.max_output = max_output
 
@@ -349,12 +350,3 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     # The group may be gone already (everything exited on its own).
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-
-
-def _env_number(name: str, default: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    try:
-        value = float(raw) if raw else default
-    except ValueError:
-        return default
-    return value if value > 0 else default
