@@ -933,3 +933,26 @@ def test_parallel_halves_give_the_same_records(monkeypatch: pytest.MonkeyPatch) 
             want = expected_scan[expected_scan["offset"] >= start]
             assert got.tobytes() == want.tobytes()
         assert scanner.line_starts(buf).tolist() == expected_starts.tolist()
+
+
+def test_ctrl_c_during_a_two_core_scan_is_the_interrupt_not_a_buffer_error(
+    scanner_impl: str,
+) -> None:
+    """A scan of a large range runs its halves on two threads; an interrupt of the
+    waiting thread must surface as KeyboardInterrupt once they are done with the
+    buffer (BufferError from releasing it under them was a traceback)."""
+    import _thread
+    import threading
+
+    if scanner_impl != "native":
+        pytest.skip("the fallback scans on one thread")
+    line = b'{"type":"message","id":"0000000a","parentId":null,"x":"' + b"y" * 360 + b'"}\n'
+    buf = bytearray(line * 400_000)  # ~170 MB: split in two
+    for k in range(12):
+        timer = threading.Timer(0.01 + 0.01 * k, _thread.interrupt_main)
+        timer.start()
+        try:
+            scanner.scan(buf)
+            timer.join()  # a late interrupt lands here, not in the next scan
+        except KeyboardInterrupt:
+            timer.join()

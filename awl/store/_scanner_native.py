@@ -8,6 +8,7 @@ orjson's verdict.
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -115,7 +116,14 @@ class NativeScanner:
             result: npt.NDArray[Any] = fn(mv, start, end)
             return result
         futures = [_pool().submit(fn, mv, lo, hi) for lo, hi in halves]
-        parts = [f.result() for f in futures]
+        try:
+            parts = [f.result() for f in futures]
+        except BaseException:
+            # Ctrl+C in this thread: the workers still hold views of the buffer,
+            # and releasing it under them would raise BufferError over the
+            # interrupt (a traceback instead of the one line a stop prints).
+            concurrent.futures.wait(futures)
+            raise
         return concat_records(parts) if parts[0].dtype == INDEX_DTYPE else np.concatenate(parts)
 
     def line_starts(self, mv: memoryview, start: int, end: int) -> npt.NDArray[np.uint64]:
