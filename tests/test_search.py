@@ -390,6 +390,35 @@ def test_the_command_as_a_process_prints_every_hit_and_its_status(root: Path) ->
     assert done.stderr == f"awl: {log}:3002: not a complete JSON object (the log is corrupt)\n"
 
 
+def test_a_search_stopped_by_ctrl_c_exits_130_not_1(root: Path) -> None:
+    """1 is "nothing found": a script must not take an interrupted search for that."""
+    import signal
+    import subprocess
+    import time
+
+    objs = [
+        entry(f"{i + 1:08x}", f"{i:08x}" if i else None, "user", [{"type": "text", "text": "ibis"}])
+        for i in range(5000)
+    ]
+    write(root, "/w/p", SID[0], objs)
+    env = dict(os.environ, AWL_SESSION_DIR=str(root), NO_COLOR="1")
+    start = (  # SIGINT's default disposition, whatever this runner's, set before exec
+        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+        "os.execv(sys.argv[1], sys.argv[1:])"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", start, sys.executable, "-m", "awl", "search", "--all", "ibis"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    time.sleep(3)  # its hits fill the pipe no one reads: it waits, mid-search
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 130, err
+    assert b"Traceback" not in err and b"Aborted" not in err and out
+
+
 def test_hits_stream_before_the_store_is_read(root: Path) -> None:
     logs = [write(root, "/w/p", SID[0], rich_entries())]
     logs += [

@@ -58,6 +58,15 @@ class _Main(click.Group):
             _load(module)
         return super().get_command(ctx, cmd_name)
 
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; a Ctrl+C it does not handle itself ends it with 130, the
+        status a shell gives a command it interrupted (click's would be
+        ``Aborted!`` and 1, which ``awl search`` means as "nothing found")."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            sys.exit(130)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         """Every command's name (for ``--help``), every module imported."""
         for module in _COMMANDS.values():

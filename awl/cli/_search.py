@@ -112,8 +112,9 @@ def search_command(
     input, tool results — whatever the log escaped; never keys or ids.  The
     system prompts (awl's own opens every session) are searched with --role
     system.  The most recently active sessions come first.  Exit status: 0 found, 1 none,
-    2 error.  From a hit, `awl show ID --around ENTRY` shows the message in
-    its context and `awl --resume ID` continues the session.
+    2 error (130 when stopped by Ctrl+C).  `awl --resume ID` continues a hit's
+    session; `awl show ID --around ENTRY` shows its message in context, with
+    ENTRY the hit's "entry" in --json.
     """
     from ..store import (
         SearchProblem,
