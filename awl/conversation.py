@@ -114,6 +114,21 @@ class ToolResult:
     is_error: bool = False
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_lone_surrogates(text: str) -> bool:
+    """Whether ``text`` holds half a character: a model's ``\\ud83d`` without its
+    pair, or a byte that was not UTF-8 (a terminal's, a file name's), which
+    Python carries as a lone surrogate and no log can hold."""
+    return _LONE_SURROGATE.search(text) is not None
+
+
+def without_lone_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
 # The block types awl's model has: an Opaque block is none of them.
 _OWN_BLOCKS = frozenset(("text", "thinking", "toolUse", "toolResult"))
 _TOKEN = r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}"  # RFC 6838's restricted names

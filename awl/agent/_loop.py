@@ -15,7 +15,6 @@ answers the calls that never ran.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,7 +30,9 @@ from ..conversation import (
     Thinking,
     ToolResult,
     ToolUse,
+    has_lone_surrogates,
     request_history,
+    without_lone_surrogates,
 )
 from ..providers import Provider, Response, StreamSink, get_provider
 from ..store import MAX_REPLACED, SessionManager
@@ -290,11 +291,7 @@ class Agent:
         self.conversation.append(message)
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _whole(text: str) -> str:
-    return _LONE_SURROGATE.sub("\ufffd", text)
+_whole = without_lone_surrogates
 
 
 def storable(message: Message) -> Message:
@@ -305,7 +302,7 @@ def storable(message: Message) -> Message:
     the log would refuse the whole message, and lose the rest with it.
     """
     blocks = message.content
-    if not any(_LONE_SURROGATE.search(t) for b in blocks for t in _texts(b)):
+    if not any(has_lone_surrogates(t) for b in blocks for t in _texts(b)):
         return message
     out: list[ContentBlock] = []
     for b in blocks:

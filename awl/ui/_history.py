@@ -10,12 +10,11 @@ interactive reader: prompt_toolkit costs startup time.)
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from prompt_toolkit.history import FileHistory
 
-_NOT_UTF8 = re.compile("[\ud800-\udfff]")
+from ..conversation import without_lone_surrogates
 
 
 class PromptHistory(FileHistory):
@@ -41,7 +40,7 @@ class PromptHistory(FileHistory):
         if self._failed:
             return
         try:
-            super().store_string(_NOT_UTF8.sub("\ufffd", string))
+            super().store_string(without_lone_surrogates(string))
         except OSError as exc:
             self._fail("saved", exc)
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import stat
 import sys
 import threading
@@ -16,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..agent import Agent, TurnResult
-from ..conversation import ToolUse
+from ..conversation import ToolUse, has_lone_surrogates, without_lone_surrogates
 from ..errors import AwlError
 from ..paths import history_path
 from ..providers import ProviderError
@@ -36,7 +35,6 @@ Ctrl+C                   cancel the turn: stop the streaming reply or kill the r
                          sent to the model until your next message"""
 
 RESUME_SHOWN = 4
-_NOT_UTF8 = re.compile("[\ud800-\udfff]")  # what a terminal's undecodable bytes become
 
 
 def _reader() -> Callable[[str], str]:
@@ -180,10 +178,10 @@ def interactive_loop(agent: Agent, *, resumed: bool) -> int:
             return 0
         except KeyboardInterrupt:
             continue
-        if _NOT_UTF8.search(line):
+        if has_lone_surrogates(line):  # what a terminal's undecodable bytes become
             # Bytes that are not UTF-8 (a paste from a binary file) cannot be
             # logged: the prompt is kept with each replaced, and the user told.
-            line = _NOT_UTF8.sub("\ufffd", line)
+            line = without_lone_surrogates(line)
             said = "bytes of the input that are not UTF-8 are replaced with \ufffd"
             sys.stdout.write(f"awl: {said}\n")
         text = line.strip()
