@@ -56,7 +56,6 @@ from awl.providers.base import (
     stream_failure,
     system_text,
     wire_id,
-    with_retries,
 )
 
 # The API takes a tool call id of [A-Za-z0-9_-], 64 characters at most (wire_id).
@@ -125,18 +124,6 @@ class AnthropicProvider(HostedProvider):
             given=base_url,
         )
 
-    def complete(
-        self,
-        model: str,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        sink: StreamSink,
-        cancel: threading.Event | None = None,
-    ) -> Response:
-        """Stream one turn, sent again on a passing error (:func:`with_retries`);
-        see :meth:`Provider.complete`."""
-        return with_retries(lambda: self._once(model, messages, tools, sink, cancel), sink, cancel)
-
     def _once(
         self,
         model: str,
@@ -145,6 +132,7 @@ class AnthropicProvider(HostedProvider):
         sink: StreamSink,
         cancel: threading.Event | None,
     ) -> Response:
+        """One request, streamed; see :meth:`HostedProvider._once`."""
         run = _Run(model, sink)
         if cancel is not None and cancel.is_set():
             return run.failed(CANCELLED)

@@ -238,14 +238,38 @@ class HostedProvider(Provider):
     """A provider that talks to an HTTP API through its official SDK client.
 
     Subclasses set ``default_host`` (named in errors when no base URL is
-    set) and ``base_url_variable``, and in ``__init__`` ``base_url`` and
-    ``_client`` (made through :meth:`_connect`).
+    set) and ``base_url_variable``, in ``__init__`` ``base_url`` and
+    ``_client`` (made through :meth:`_connect`), and implement one request,
+    :meth:`_once`, which :meth:`complete` sends again on a passing error.
     """
 
     default_host: ClassVar[str]
     base_url_variable: ClassVar[str]
     base_url: str | None
     _client: _Closable
+
+    def complete(
+        self,
+        model: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        sink: StreamSink,
+        cancel: threading.Event | None = None,
+    ) -> Response:
+        """Stream one turn, sent again on a passing error (:func:`with_retries`);
+        see :meth:`Provider.complete`."""
+        return with_retries(lambda: self._once(model, messages, tools, sink, cancel), sink, cancel)
+
+    @abstractmethod
+    def _once(
+        self,
+        model: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        sink: StreamSink,
+        cancel: threading.Event | None,
+    ) -> Response:
+        """One request, streamed: a passing error comes back marked ``transient``."""
 
     def _connect(self, make: Callable[[], _Client], *, given: str | None) -> _Client:
         """``make()`` the SDK client; a base URL it cannot parse, or one without

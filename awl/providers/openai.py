@@ -64,7 +64,6 @@ from awl.providers.base import (
     retry_wait,
     stream_failure,
     wire_id,
-    with_retries,
 )
 
 # Chat Completions takes a tool call id of 40 characters at most (wire_id).
@@ -130,18 +129,6 @@ class OpenAIProvider(HostedProvider):
             given=base_url,
         )
 
-    def complete(
-        self,
-        model: str,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        sink: StreamSink,
-        cancel: threading.Event | None = None,
-    ) -> Response:
-        """Stream one turn, sent again on a passing error (:func:`with_retries`);
-        see :meth:`Provider.complete`."""
-        return with_retries(lambda: self._once(model, messages, tools, sink, cancel), sink, cancel)
-
     def _once(
         self,
         model: str,
@@ -150,6 +137,7 @@ class OpenAIProvider(HostedProvider):
         sink: StreamSink,
         cancel: threading.Event | None,
     ) -> Response:
+        """One request, streamed; see :meth:`HostedProvider._once`."""
         run = _Run(model, sink)
         if cancel is not None and cancel.is_set():
             return run.failed(CANCELLED)
