@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,18 @@ class Sink:
 
     def retrying(self, error: str, wait: float) -> None:
         self.events.append(("retrying", f"{error} / {wait:g}"))
+
+
+def with_default_sigint(argv: list[str]) -> list[str]:
+    """``argv`` run with SIGINT's default disposition, as a terminal's awl gets it,
+    whatever this runner's (a background job ignores SIGINT): set in a small
+    Python that then execs ``argv``, rather than in a ``preexec_fn``, which
+    failed now and then in this threaded process."""
+    start = (
+        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+        "os.execv(sys.argv[1], sys.argv[1:])"
+    )
+    return [sys.executable, "-c", start, *argv]
 
 
 def awl_env(base: Path, **extra: str) -> dict[str, str]:

@@ -25,7 +25,16 @@ from awl.paths import corrupt_path, project_dir
 from awl.store import scanner
 from awl.ui import local_time
 
-from .helpers import HEADER, chain, line, msg, reference_replay, snapshot, write_log
+from .helpers import (
+    HEADER,
+    chain,
+    line,
+    msg,
+    reference_replay,
+    snapshot,
+    with_default_sigint,
+    write_log,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 TZ = "XYZ-05:30"  # a fixed offset of +05:30, no tz database needed
@@ -774,6 +783,25 @@ def test_show_and_listings_show_control_characters_as_escapes(root: Path, here: 
     assert line.endswith(f"  hi {SHOWN} there !")  # first_words folded the \r
 
 
+def _resume_then_quit(here: Path, *ref: str) -> subprocess.CompletedProcess[str]:
+    """``awl --resume [REF] --provider offline`` in ``here``, given ``/quit``: what
+    it showed (a success)."""
+    env = child_env(AWL_FSYNC="0")
+    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
+        env.pop(key, None)
+    r = subprocess.run(
+        [sys.executable, "-m", "awl.cli", "--resume", *ref, "--provider", "offline"],
+        cwd=here,
+        env=env,
+        input="/quit\n",
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    assert r.returncode == 0, r.stderr
+    return r
+
+
 def test_the_resume_preview_shows_control_characters_as_escapes(root: Path, here: Path) -> None:
     log(
         root,
@@ -783,19 +811,7 @@ def test_the_resume_preview_shows_control_characters_as_escapes(root: Path, here
             msg("00000002", "00000001", "assistant", "ok"),
         ],
     )
-    env = child_env(AWL_FSYNC="0")
-    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
-        env.pop(key, None)
-    r = subprocess.run(
-        [sys.executable, "-m", "awl.cli", "--resume", "--provider", "offline"],
-        cwd=here,
-        env=env,
-        input="/quit\n",
-        capture_output=True,
-        text=True,
-        timeout=20,
-    )
-    assert r.returncode == 0, r.stderr
+    r = _resume_then_quit(here)
     assert f"hi {SHOWN}" in r.stdout.splitlines()
     assert "\x1b" not in r.stdout and "\x07" not in r.stdout
 
@@ -814,16 +830,10 @@ def test_an_unknown_provider_and_a_context_without_around_are_usage_errors(
 @pytest.mark.parametrize("during", ["the reply", "a command"])
 def test_a_p_turn_stopped_by_ctrl_c_exits_130(root: Path, here: Path, during: str) -> None:
     env = child_env(AWL_FSYNC="0", AWL_OFFLINE_DELAY="0.5")
-    # SIGINT as a terminal's awl gets it, whatever this runner's disposition (a
-    # background job ignores it): set before exec, with no preexec_fn.
-    start = (
-        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
-        "os.execv(sys.argv[1], sys.argv[1:])"
-    )
     prompt = "a b c d e f g h" if during == "the reply" else "run: echo started; sleep 30"
     awl = [sys.executable, "-m", "awl.cli", "--provider", "offline", "-p", prompt]
     child = subprocess.Popen(
-        [sys.executable, "-c", start, *awl],
+        with_default_sigint(awl),
         cwd=here,
         env=env,
         stdout=subprocess.PIPE,
@@ -880,16 +890,7 @@ def test_the_resume_preview_shows_the_head_of_a_long_reply(root: Path, here: Pat
             one_line,
         ],
     )
-    r = subprocess.run(
-        [sys.executable, "-m", "awl.cli", "--resume", "--provider", "offline"],
-        cwd=here,
-        env=child_env(AWL_FSYNC="0"),
-        input="/quit\n",
-        capture_output=True,
-        text=True,
-        timeout=20,
-    )
-    assert r.returncode == 0, r.stderr
+    r = _resume_then_quit(here)
     lines = r.stdout.splitlines()
     assert "line 39" in lines and "line 40" not in lines
     assert "… (260 more lines)" in lines
@@ -909,17 +910,7 @@ def test_the_resume_banner_names_the_session_by_the_prefix_resume_takes(
             header(sid, "2026-04-25T17:40:15.990Z", here),
             [msg("00000001", None, "user", "hi")],
         )
-    env = child_env(AWL_FSYNC="0")
-    r = subprocess.run(
-        [sys.executable, "-m", "awl.cli", "--resume", ID_A, "--provider", "offline"],
-        cwd=here,
-        env=env,
-        input="/quit\n",
-        capture_output=True,
-        text=True,
-        timeout=20,
-    )
-    assert r.returncode == 0, r.stderr
+    r = _resume_then_quit(here, ID_A)
     assert f"resumed session {ID_A} (1 message" in r.stdout  # all of it: no shorter is unique
 
 

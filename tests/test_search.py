@@ -36,7 +36,7 @@ from awl.store import (
 from awl.store._search import needles
 from awl.store._search_fallback import decode_once_more
 
-from .helpers import HEADER, snapshot
+from .helpers import HEADER, snapshot, with_default_sigint
 
 pytestmark = pytest.mark.usefixtures("scanner_impl")
 
@@ -402,12 +402,8 @@ def test_a_search_stopped_by_ctrl_c_exits_130_not_1(root: Path) -> None:
     ]
     write(root, "/w/p", SID[0], objs)
     env = dict(os.environ, AWL_SESSION_DIR=str(root), NO_COLOR="1")
-    start = (  # SIGINT's default disposition, whatever this runner's, set before exec
-        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
-        "os.execv(sys.argv[1], sys.argv[1:])"
-    )
     child = subprocess.Popen(
-        [sys.executable, "-c", start, sys.executable, "-m", "awl", "search", "--all", "ibis"],
+        with_default_sigint([sys.executable, "-m", "awl", "search", "--all", "ibis"]),
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
