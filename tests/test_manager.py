@@ -199,6 +199,30 @@ def test_tree_traversal_root_to_leaf_and_branches(tmp_path: Path) -> None:
         assert r.message_count == 3
         assert [x.text() for x in r.rebuild_conversation()] == ["message 0", "message 1", "branch"]
         assert r.get_entry("nothere") is None
+        assert r.branch_message_ids() == ["00000001", "00000002", "0000000a"]
+        assert r.branch_message_ids("00000003") == ["00000001", "00000002", "00000003"]
+        with pytest.raises(KeyError):
+            r.branch_message_ids("nothere")
+
+
+def test_branch_message_ids_skip_other_entries_and_include_ones_own(tmp_path: Path) -> None:
+    objs = [
+        HEADER,
+        msg("00000001", None, "user", "one"),
+        {"type": "compaction", "id": "00000002", "parentId": "00000001", "timestamp": "t"},
+        msg("00000003", "00000002", "assistant", "two"),
+    ]
+    p = write_log(tmp_path / "s.jsonl", objs)
+    with SessionManager.open(p) as m:
+        assert m.branch_message_ids() == ["00000001", "00000003"]
+        new = m.append_message(Message("user", [Text("three")]))
+        assert m.branch_message_ids() == ["00000001", "00000003", new]
+        assert m.branch_message_ids("00000002") == ["00000001"]
+    fresh = SessionManager.create(tmp_path, "offline", "echo", session_dir=tmp_path / "root")
+    assert fresh.branch_message_ids() == []
+    first = fresh.append_message(Message("system", [Text("sys")]))
+    assert fresh.branch_message_ids() == [first]
+    fresh.close()
 
 
 def test_seed_example_ids_that_are_not_hex(tmp_path: Path) -> None:

@@ -734,6 +734,37 @@ def test_show_around_a_hit(root: Path, project: Path, monkeypatch: pytest.Monkey
     assert cli("show", m.id[:8], "--around", "ffffffff").exit_code == 2
 
 
+def test_show_around_reads_only_the_messages_it_shows(
+    root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A message far from the window that cannot be read does not stop ``--around``
+    (it is never parsed: a long session is not read whole); ``show`` of the whole
+    session still says where the log is bad."""
+    monkeypatch.chdir(project)
+    objs = [entry("0000000a", None, "user", [{"type": "text", "text": "turn 0"}])]
+    for i in range(1, 12):
+        objs.append(
+            entry(
+                f"{i + 10:08x}",
+                objs[-1]["id"],
+                "user" if i % 2 == 0 else "assistant",
+                [{"type": "text", "text": f"turn {i}"}],
+            )
+        )
+    objs[2]["message"]["content"] = 5  # indexed as a message, refused when read
+    write(root, str(project), SID[0], objs)
+    res = cli("show", SID[0][:8], "--around", objs[9]["id"], "--context", "1")
+    assert res.exit_code == 0, res.output
+    assert [ln for ln in res.stdout.splitlines() if ln.startswith("turn ")] == [
+        "turn 8",
+        "turn 9",
+        "turn 10",
+    ]
+    whole = cli("show", SID[0][:8])
+    assert whole.exit_code != 0 and "Traceback" not in whole.output
+    assert cli("show", SID[0][:8], "--around", objs[2]["id"]).exit_code != 0
+
+
 def test_tool_blocks_through_the_agents_own_writes(project: Path, root: Path) -> None:
     """What awl itself saves (thinking, calls, results) is found as it was said."""
     m = SessionManager.create(project, "offline", "echo", session_dir=root)

@@ -393,6 +393,29 @@ class SessionManager:
 
         return self._indexed(walk)
 
+    def branch_message_ids(self, from_id: str | None = None) -> list[str]:
+        """The ids of the message entries from the root to ``from_id`` (default: the
+        leaf), root first, found through the index without reading a message.
+
+        KeyError when the log has no entry ``from_id``.  With :meth:`get_entry`
+        this reads a few messages of a long branch without parsing the rest.
+        """
+        start = from_id if from_id is not None else self._state.leaf
+        if start is None:
+            return []
+        if self._log is None:
+            pending = [e.base.id for _, e in self._pending]
+            if start not in pending:
+                raise KeyError(start)
+            return pending[: pending.index(start) + 1]
+
+        def ids(index: LogIndex, tree: Tree) -> list[str]:
+            if tree.pos_of(start) is None:
+                raise KeyError(start)
+            return [loc.id for loc in branch_messages(index, tree, start)]
+
+        return self._indexed(ids)
+
     def rebuild_conversation(self) -> Conversation:
         """The Conversation of the branch, materialized lazily.
 
@@ -451,7 +474,7 @@ class SessionManager:
             return []
         recent = self._state.recent
         if n > len(recent) and len(recent) < self._state.message_count:
-            return self._branch_messages()[-n:]
+            return self._branch_messages(n)
         out: list[MessageEntry] = []
         for loc in recent[-n:]:
             try:
@@ -459,13 +482,15 @@ class SessionManager:
             except (StaleIndex, CorruptSession):
                 # Not the entry the checkpoint located: read the branch instead,
                 # which reports the log's own corruption, if that is what it is.
-                return self._branch_messages()[-n:]
+                return self._branch_messages(n)
             if isinstance(entry, MessageEntry):
                 out.append(entry)
         return out
 
-    def _branch_messages(self) -> list[MessageEntry]:
-        return [e for e in self.get_branch() if isinstance(e, MessageEntry)]
+    def _branch_messages(self, n: int) -> list[MessageEntry]:
+        """The last ``n`` message entries of the branch, reading only those."""
+        out = [self.get_entry(i) for i in self.branch_message_ids()[-n:]]
+        return [e for e in out if isinstance(e, MessageEntry)]
 
     # ── appending ──
 

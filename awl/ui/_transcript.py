@@ -151,14 +151,16 @@ def messages_around(
     in the list.  KeyError when the log has no such entry."""
     from ..store import MessageEntry
 
-    branch = [e for e in m.get_branch(entry_id) if isinstance(e, MessageEntry)]
-    if not branch or branch[-1].base.id != entry_id:
+    # Ids first, through the index: only the few messages shown are read,
+    # however long the branch.
+    upto = m.branch_message_ids(entry_id)
+    if not upto or upto[-1] != entry_id:
         raise KeyError(entry_id)
-    before = branch[-(context + 1) :]
-    current = [e for e in m.get_branch() if isinstance(e, MessageEntry)]
-    ids = [e.base.id for e in current]
-    after = current[ids.index(entry_id) + 1 :][:context] if entry_id in ids else []
-    return before + after, len(before) - 1
+    current = m.branch_message_ids()
+    after = current[current.index(entry_id) + 1 :][:context] if entry_id in current else []
+    before = upto[-(context + 1) :]
+    entries = [m.get_entry(i) for i in before + after]
+    return [e for e in entries if isinstance(e, MessageEntry)], len(before) - 1
 
 
 def transcript_around(m: SessionManager, entry_id: str, context: int = 3) -> Iterator[str]:
