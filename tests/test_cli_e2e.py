@@ -22,6 +22,7 @@ from typing import Any
 import pexpect
 import pytest
 
+from awl import SessionManager
 from awl.agent import INTERRUPTED_IN_FLIGHT, INTERRUPTED_RESULT
 from awl.tools.bash import CANCELLED_NOTE
 from tests.helpers import awl_env, snapshot
@@ -354,6 +355,41 @@ def test_ctrl_d_resume_prefix_and_sessions(
     t.quit()
     assert check_log(path_b, cwd=project).entries == log_b.entries
     assert [n for _, n in listing(env, project)] == [5, 5]
+
+
+def test_a_log_another_program_appended_to_is_refused_then_resumes(
+    term: Any, root: Path, project: Path
+) -> None:
+    """A line appended past the lock (no newline) while awl runs: the next turn says
+    so in one line and writes nothing; the session still quits cleanly, and a
+    resume takes the other program's line as it is and goes on after it."""
+    t = term()
+    t.line("before it")
+    t.expect("You said: before it")
+    (path,) = session_files(root)
+    with open(path, "ab") as fh:
+        fh.write(b'{"type":"note","text":"from another program"}')
+    after = path.read_bytes()
+    t.line("while it was there")
+    t.expect("another program appended 45 bytes to the log while awl had it open")
+    prefix = t.quit()
+    assert "Traceback" not in t.transcript()
+    assert path.read_bytes() == after
+
+    t = term("--resume", prefix)
+    t.expect("You said: before it")
+    t.line("after resuming")
+    t.expect("You said: after resuming")
+    t.quit()
+    data = path.read_bytes()
+    assert data.startswith(after + b"\n")
+    with SessionManager.open(path, read_only=True) as m:
+        assert [x.text() for x in m.rebuild_conversation()][1:] == [
+            "before it",
+            "You said: before it",
+            "after resuming",
+            "You said: after resuming",
+        ]
 
 
 def test_ctrl_c_cancels_the_streaming_turn(

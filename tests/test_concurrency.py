@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
-from awl import Message, SessionManager, Text
+from awl import Message, SessionManager, SessionWriteError, Text
 from awl.paths import corrupt_path
 from awl.store import reindex, reindex_file
 
@@ -495,3 +496,64 @@ def test_readers_survive_a_writer_trimming_a_torn_tail(
         f"trim-under-readers trims={trims} reader_exit_codes={codes} rounds(reader,search)={rounds}"
     )
     assert codes == [0, 0], f"a reader died (status {codes}) while a writer trimmed a torn tail"
+
+
+# ── another program that ignores the lock ──
+
+
+def _foreign_append(path: Path) -> bytes:
+    """What a careless script does: a line without its newline, past the lock."""
+    with open(path, "ab") as fh:
+        fh.write(b'{"note": "from another program"}')
+    return path.read_bytes()
+
+
+def _foreign_cut(path: Path) -> bytes:
+    os.truncate(path, path.stat().st_size - 10)
+    return path.read_bytes()
+
+
+def _foreign_replace(path: Path) -> bytes:
+    """An editor's save: a new file renamed over the log."""
+    data = path.read_bytes() + b'{"note": "edited"}\n'
+    tmp = path.with_name(path.name + ".edit")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+    return data
+
+
+def _foreign_remove(path: Path) -> bytes:
+    path.unlink()
+    return b""
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (_foreign_append, "another program appended 32 bytes to the log"),
+        (_foreign_cut, "another program cut 10 bytes off the log"),
+        (_foreign_replace, "another program removed or replaced the log file"),
+        (_foreign_remove, "another program removed or replaced the log file"),
+    ],
+)
+def test_a_log_changed_behind_the_writer_is_written_no_more(
+    tmp_path: Path, change: Any, said: str
+) -> None:
+    """The writer notices at its next append and stops writing to the log, saying why
+    in one line: it glues nothing to another program's line, records no wrong
+    offset, writes nothing to a file no longer at the log's name, and adds no
+    checkpoint at close.  What the other program left is left as it is."""
+    m = SessionManager.create(tmp_path, "offline", "echo", session_dir=tmp_path / "root")
+    m.append_message(Message("user", [Text("one")]))
+    m.append_message(Message("assistant", [Text("two")]))
+    state = m.state
+    after = change(m.path)
+    for _ in range(2):  # and again: the log stays refused
+        with pytest.raises(SessionWriteError) as err:
+            m.append_message(Message("user", [Text("three")]))
+        text = str(err.value)
+        assert said in text and str(m.path) in text and "\n" not in text
+        assert "resume the session" in text
+        assert m.state == state
+    m.close()
+    assert (m.path.read_bytes() if m.path.exists() else b"") == after

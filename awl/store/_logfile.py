@@ -140,6 +140,7 @@ class LogFile:
         self.size = 0
         self.needs_newline = False  # the last line has no newline: the next append adds one
         self.broken = False  # a failed append could not be cut back
+        self.changed: str | None = None  # how another program changed the file, once seen
         self._map: LogMap | None = None
 
     # ── opening ──
@@ -269,6 +270,33 @@ class LogFile:
                 f"{self.path}: a failed write could not be undone; "
                 "reopen the session (the torn line is trimmed then)"
             )
+        if self.changed is not None:
+            raise SessionWriteError(
+                f"{self.path}: {self.changed} while awl had it open; awl writes "
+                "nothing more to it (resume the session to go on)"
+            )
+
+    def _check_unchanged(self) -> None:
+        """Raise SessionWriteError when the file is no longer as this writer left it.
+
+        Another program that ignores the lock may append to the log, cut it,
+        or replace it (an editor's save).  Appending after it would glue an
+        entry to a line without its newline, record wrong offsets, or write
+        to a file no longer at the log's name; so the writer stops instead,
+        and says why.  One fstat an append: nothing beside its fsync.
+        """
+        assert self.fd is not None
+        try:
+            now = self.env.fstat(self.fd)
+        except OSError as exc:
+            raise SessionWriteError(f"{self.path}: cannot check the log: {exc.strerror}") from None
+        if now.st_nlink == 0:  # its name now names another file, or none
+            self.changed = "another program removed or replaced the log file"
+        elif now.st_size > self.size:
+            self.changed = f"another program appended {now.st_size - self.size} bytes to the log"
+        elif now.st_size < self.size:
+            self.changed = f"another program cut {self.size - now.st_size} bytes off the log"
+        self.check_writable()
 
     def append(self, line: bytes) -> int:
         """Append one line (``\\n`` included) and sync it; returns its offset.
@@ -277,6 +305,7 @@ class LogFile:
         SessionWriteError is raised.
         """
         self.check_writable()
+        self._check_unchanged()
         assert self.fd is not None
         data = b"\n" + line if self.needs_newline else line
         start = self.size

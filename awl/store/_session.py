@@ -779,7 +779,7 @@ class SessionManager:
         if log is None or log.fd is None:
             return
         try:
-            if not self.read_only and not log.broken:
+            if not self.read_only and not log.broken and log.changed is None:
                 with contextlib.suppress(SessionWriteError):
                     self._checkpoint(closing=True)
                 with contextlib.suppress(SessionError, OSError):
