@@ -10,13 +10,14 @@ import io
 import os
 import resource
 import signal
+import stat
 import sys
 from pathlib import Path
 
 import pexpect
 import pytest
 
-from awl.ui._history import PromptHistory
+from awl.ui._history import KEEP, KEEP_BYTES, PromptHistory
 from tests.helpers import awl_env
 from tests.test_agent import session_files
 
@@ -49,6 +50,43 @@ def test_a_history_file_that_cannot_be_read_starts_empty_and_says_so(tmp_path: P
     assert list(history.load_history_strings()) == []
     warning = history.take_warning()
     assert warning is not None and "cannot be read" in warning
+
+
+def _history_with(path: Path, texts: list[str]) -> bytes:
+    writer = PromptHistory(str(path))
+    for text in texts:
+        writer.store_string(text)
+    return path.read_bytes()
+
+
+def test_a_long_history_file_keeps_its_newest_entries_as_they_were(tmp_path: Path) -> None:
+    """Past a quarter over KEEP entries, reading the file cuts it to the newest KEEP,
+    each kept byte for byte (its time line too); under that it is not touched."""
+    path = tmp_path / "history"
+    texts = [f"prompt {i}\nsecond line {i}" for i in range(KEEP * 5 // 4)]
+    before = _history_with(path, texts)
+    assert list(PromptHistory(str(path)).load_history_strings()) == texts[::-1]
+    assert path.read_bytes() == before  # within the margin: left alone
+
+    before = _history_with(path, ["one more", "and another"])
+    got = list(PromptHistory(str(path)).load_history_strings())
+    assert got == [*texts, "one more", "and another"][::-1][:KEEP]
+    after = path.read_bytes()
+    assert before.endswith(after) and after.startswith(b"\n# ")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["history"]
+
+
+def test_a_history_file_is_kept_to_its_byte_budget_and_its_newest_entry(tmp_path: Path) -> None:
+    path = tmp_path / "history"
+    big = ["x" * (KEEP_BYTES // 8) + str(i) for i in range(12)]
+    _history_with(path, big)
+    got = list(PromptHistory(str(path)).load_history_strings())
+    assert got == big[::-1][: len(got)] and 0 < len(got) < 8
+    assert path.stat().st_size <= KEEP_BYTES
+    huge = "y" * (KEEP_BYTES * 2)
+    _history_with(path, [huge])
+    assert list(PromptHistory(str(path)).load_history_strings()) == [huge]
 
 
 def _limited(limit: int) -> None:

@@ -98,6 +98,8 @@ def test_a_tool_written_without_cancel_still_runs_and_is_kept_from_starting(
     cancel.set()
     out = run_tool([Plain()], "plain", "{}", tmp_path, cancel=cancel)
     assert out == ToolOutput("cancelled by the user before it ran", is_error=True)
+    # Nor is a call to an unknown tool looked up: it was not run either.
+    assert run_tool([Plain()], "nosuch", "{}", tmp_path, cancel=cancel) == out
 
 
 def test_exceptions_inside_a_tool_become_error_output(tmp_path: Path) -> None:

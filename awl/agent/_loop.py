@@ -215,10 +215,8 @@ class Agent:
             results: list[ToolResult] = []
             saved = _Saved()
             for k, use in enumerate(uses):
-                if cancel is not None and cancel.is_set():
-                    output = ToolOutput("cancelled by the user before it ran", is_error=True)
-                else:
-                    output = run_tool(self.tools, use.name, use.input, self.cwd, cancel=cancel)
+                # Once cancelled, each call left gets its result without running.
+                output = run_tool(self.tools, use.name, use.input, self.cwd, cancel=cancel)
                 if on_tool is not None:
                     on_tool(use, output)
                 results.append(ToolResult(use.id, output.content, output.is_error))

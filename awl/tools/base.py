@@ -96,8 +96,11 @@ def run_tool(
     An unknown tool, unparsable or ill-typed input, or any exception inside the
     tool comes back as ``ToolOutput(is_error=True, content="error: ...")`` so the
     model can read what went wrong and try again.  ``cancel`` is handed to the
-    tool (:meth:`Tool.call`).
+    tool (:meth:`Tool.call`); with it already set nothing is run, not even
+    looked up (:data:`CANCELLED_BEFORE`).
     """
+    if cancel is not None and cancel.is_set():
+        return ToolOutput(CANCELLED_BEFORE, is_error=True)
     tool = next((t for t in tools if t.name == name), None)
     if tool is None:
         known = ", ".join(t.name for t in tools) or "none"
