@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import functools
 import multiprocessing
+import os
 import signal
+import threading
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
@@ -13,21 +16,45 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 _stopping: Any = None  # in a worker: the pool's stop event
+_busy = False  # in a worker: a task is under way
+_PARENT_POLL = 0.2  # seconds between a worker's looks at whether its parent lives
 
 
-def _start_worker(stopping: Any) -> None:
+def _start_worker(stopping: Any, parent: int) -> None:
     global _stopping
     _stopping = stopping
     # The parent alone decides what a signal does: a worker finishes the task it
     # is on (a terminal's Ctrl-C reaches the whole process group).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    threading.Thread(target=_outlive_no_parent, args=(parent,), daemon=True).start()
+
+
+def _outlive_no_parent(parent: int) -> None:
+    """End this worker once its parent is gone (``kill -9``, a crash): nothing will
+    take its results, and a worker waiting for its next task would wait for
+    ever (the other workers hold the queue's pipe open).  The task under way
+    is finished first, so it leaves nothing half-done.
+
+    A poll, not ``PR_SET_PDEATHSIG``: that signal follows the thread that
+    started the worker, which may end long before the parent does.
+    """
+    while os.getppid() == parent:
+        time.sleep(_PARENT_POLL)
+    while _busy:
+        time.sleep(_PARENT_POLL)
+    os._exit(1)
 
 
 def _unless_stopping(call: Callable[[T], R], task: T) -> R | None:
+    global _busy
     if _stopping is not None and _stopping.is_set():
         return None  # handed over before the stop: not started
-    return call(task)
+    _busy = True
+    try:
+        return call(task)
+    finally:
+        _busy = False
 
 
 def run_in_processes(
@@ -45,10 +72,13 @@ def run_in_processes(
     An exception here (KeyboardInterrupt, one ``done`` raises) ends the run
     once each worker has finished the task it is on: no task is started
     after it.  Workers ignore SIGINT and SIGTERM's handler, so what a task
-    does is not cut short.
+    does is not cut short.  When this process dies without a word (``kill
+    -9``), each worker ends after its task.
     """
     stopping = multiprocessing.get_context().Event()
-    pool = ProcessPoolExecutor(max_workers=workers, initializer=_start_worker, initargs=(stopping,))
+    pool = ProcessPoolExecutor(
+        max_workers=workers, initializer=_start_worker, initargs=(stopping, os.getpid())
+    )
     try:
         for result in pool.map(
             functools.partial(_unless_stopping, call), tasks, chunksize=chunksize

@@ -42,3 +42,61 @@ def test_an_interruption_lets_each_worker_finish_its_task_and_starts_no_other(
         run_in_processes(_mark, tasks, stop, workers=2, chunksize=chunksize)
     started = sorted(int(n) for n in os.listdir(tmp_path))
     assert 0 in started and len(started) <= 2 * chunksize + 2
+
+
+_PARENT = """
+import sys, time
+from pathlib import Path
+from awl._processes import run_in_processes
+from tests.test_processes import _mark_pid
+
+folder = Path(sys.argv[1])
+run_in_processes(_mark_pid, [(folder, n) for n in range(50)], lambda _: None, workers=2)
+"""
+
+
+def _mark_pid(task: tuple[Path, int]) -> int:
+    folder, n = task
+    (folder / f"start-{n}-{os.getpid()}").touch()
+    time.sleep(0.4)
+    (folder / f"end-{n}").touch()
+    return n
+
+
+def _gone(pid: int) -> bool:
+    """Exited: no such process, or a zombie nobody reaps (an orphan's parent may not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+def test_workers_end_after_their_task_when_the_parent_is_killed(tmp_path: Path) -> None:
+    """``kill -9`` of the parent: each worker finishes the task it is on, then ends
+    (it used to wait for its next task for ever)."""
+    import signal
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[1]
+    parent = subprocess.Popen(
+        [sys.executable, "-c", _PARENT, str(tmp_path)],
+        cwd=repo,
+        env=dict(os.environ, PYTHONPATH=str(repo)),
+    )
+    deadline = time.monotonic() + 30
+    while len({p.name.split("-")[2] for p in tmp_path.glob("start-*")}) < 2:
+        assert time.monotonic() < deadline and parent.poll() is None
+        time.sleep(0.05)
+    parent.kill()
+    parent.wait()
+    assert parent.returncode == -signal.SIGKILL
+    workers = {int(p.name.split("-")[2]) for p in tmp_path.glob("start-*")}
+    deadline = time.monotonic() + 10
+    while not all(_gone(pid) for pid in workers):
+        assert time.monotonic() < deadline, f"workers {workers} outlived their parent"
+        time.sleep(0.05)
+    started = {p.name.split("-")[1] for p in tmp_path.glob("start-*")}
+    ended = {p.name.split("-")[1] for p in tmp_path.glob("end-*")}
+    assert started == ended  # each task under way was finished first
