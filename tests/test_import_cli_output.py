@@ -290,12 +290,11 @@ def test_the_progress_bar_fits_the_terminal(tmp_path: Path, columns: int, piped:
         assert last.endswith("12/12 sessions"), last
 
 
-def test_on_a_real_terminal_the_bar_stays_on_one_line(tmp_path: Path) -> None:
-    """In tmux, 50 columns wide: once the import is done the screen holds one bar
-    line, then the summary."""
+def _tmux_screen(tmp_path: Path, store: Path) -> list[str]:
+    """The non-blank lines of a 50-column tmux window once ``awl import -j 1 store``
+    has ended (then ``ENDED``)."""
     if shutil.which("tmux") is None:
         pytest.skip("needs tmux")
-    store = _store(tmp_path / "store", 40)
     env = _terminal_env(tmp_path)
     argv = [sys.executable, "-m", "awl.cli", "import", "-j", "1", str(store)]
     command = (
@@ -325,12 +324,35 @@ def test_on_a_real_terminal_the_bar_stays_on_one_line(tmp_path: Path) -> None:
             time.sleep(0.2)
         lines = [x for x in screen if x.strip()]
         assert lines[-1] == "ENDED", screen
-        bars = [x for x in lines if x.startswith("import  [")]
-        assert len(bars) == 1, screen
-        assert bars[0].rstrip().endswith("100%  40/40 sessions"), screen
-        assert lines[1].startswith("40 sessions, "), screen  # the summary, wrapped at 50
+        return lines
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True, check=False, timeout=30)
+
+
+def test_on_a_real_terminal_the_bar_stays_on_one_line(tmp_path: Path) -> None:
+    """In tmux, 50 columns wide: once the import is done the screen holds one bar
+    line, then the summary."""
+    lines = _tmux_screen(tmp_path, _store(tmp_path / "store", 40))
+    bars = [x for x in lines if x.startswith("import  [")]
+    assert len(bars) == 1, lines
+    assert bars[0].rstrip().endswith("100%  40/40 sessions"), lines
+    assert lines[1].startswith("40 sessions, "), lines  # the summary, wrapped at 50
+
+
+def test_on_a_real_terminal_reports_leave_no_stale_bar_behind(tmp_path: Path) -> None:
+    """Sessions with lines to report among others: each report is on the screen
+    once, and the one bar is the last drawn, below them all (a bar left above
+    each report filled the screen with stale copies)."""
+    store = _store(tmp_path / "store", 12)
+    for name in ("00003.jsonl", "00008.jsonl"):
+        first, *rest = (store / name).read_bytes().splitlines(keepends=True)
+        (store / name).write_bytes(first + b"{not json\n" + b"".join(rest))
+    lines = _tmux_screen(tmp_path, store)
+    bars = [k for k, x in enumerate(lines) if x.startswith("import  [")]
+    reports = [k for k, x in enumerate(lines) if "skipped: not JSON" in x]
+    assert len(bars) == 1 and len(reports) == 2, lines
+    assert reports[-1] < bars[0], lines
+    assert lines[bars[0]].rstrip().endswith("100%  12/12 sessions"), lines
 
 
 # ── where the tools keep their sessions ──

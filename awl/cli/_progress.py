@@ -38,8 +38,9 @@ def terminal_columns() -> int:
 class Progress:
     """Files and bytes done of a known total; :meth:`done` after each file.
 
-    Lines written between updates (:meth:`say`) start on a line of their
-    own, so the bar and a report never share one.
+    Lines written between updates (:meth:`say`) take the bar's line, cleared
+    first, and the bar is drawn again below them: the screen holds each
+    report once and one bar, never a stale bar above each report.
     """
 
     def __init__(
@@ -94,13 +95,19 @@ class Progress:
         one line with its control characters as escapes (a file name may hold
         any), unless ``escaped`` (JSON text, escaped already)."""
         out = sys.stdout
+        if self._bar is not None:
+            sys.stderr.write("\r\x1b[K")  # the bar's line, emptied for the reports
+            sys.stderr.flush()
         for text in lines:
-            if self._bar is not None:
-                sys.stderr.write("\n")
             # Not click.echo: its checks of the stream on each line add up
             # on a store of thousands of logs.
             out.write((text if escaped else visible(text, one_line=True)) + "\n")
         out.flush()
+        if self._bar is not None:
+            # click draws only a line that differs from its last: the same line,
+            # gone from the screen, is drawn again.
+            self._bar._last_line = None
+            self._bar.render_progress()
 
 
 @contextmanager
