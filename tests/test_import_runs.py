@@ -591,6 +591,9 @@ def test_a_session_served_by_a_provider_awl_lacks_resumes_with_the_provider_name
         "(anthropic, openai, offline) and, optionally, --model"
     ) in refused.output
     assert "Traceback" not in refused.output
+    # One line: no hint to resume with the very command just refused.
+    assert refused.stderr.splitlines() == [refused.stderr.strip()], refused.stderr
+    assert "awl --resume" not in refused.output
     model_only = cli("--resume", listed["id"], "--model", "gemini-x", "-p", "Et maintenant ?")
     assert model_only.exit_code == 1
     assert "this session's provider 'google' is not one awl has" in model_only.output
@@ -670,6 +673,32 @@ def test_a_stopped_import_says_so_in_a_line_and_the_same_import_again_takes_the_
     )
     for path in made[:: max(1, len(made) // 20)]:
         assert verify_log(path).ok
+
+
+def test_a_stopped_dry_run_says_it_wrote_nothing(tmp_path: Path) -> None:
+    total = 1500
+    store = tmp_path / "store"
+    _many_sessions(store, total)
+    root = tmp_path / "sessions"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "AWL_SESSION_DIR": str(root)}
+    argv = [sys.executable, "-m", "awl.cli", "import", "--dry-run", "--json", "-j", "1"]
+    child = subprocess.Popen(
+        [*argv, str(store)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        assert child.stdout is not None
+        assert json.loads(child.stdout.readline())["status"] == "imported"  # it would be
+        child.send_signal(signal.SIGTERM)
+        _, err = child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 128 + signal.SIGTERM, err
+    (last,) = err.decode().splitlines()
+    said = rf"awl: import --dry-run stopped \(SIGTERM\) after at least \d+ of {total} sessions"
+    assert re.fullmatch(said + "; nothing was written", last), last
+    assert not root.exists()
 
 
 def test_the_progress_bar_counts_sessions_on_a_terminal_only(tmp_path: Path) -> None:
@@ -806,6 +835,20 @@ def test_a_folder_without_session_logs_says_so(tmp_path: Path) -> None:
         f"{empty}: nothing to import: no session logs (*.jsonl) in it",
         "0 sessions, 0 B: 0 imported, 0 updated, 0 unchanged; 0 lines skipped; 0 errors, "
         "1 with nothing to import",
+    ]
+
+
+def test_a_folder_named_twice_is_taken_once_and_said_of_neither(tmp_path: Path) -> None:
+    """The same folder under two names (``store`` and ``store/../store``): its
+    sessions are imported once, and the second name is not called empty."""
+    store = tmp_path / "store"
+    store.mkdir()
+    shutil.copy(PI_FULL, store / "full.jsonl")
+    out = cli("import", str(store), str(store / ".." / "store"))
+    assert out.exit_code == 0, out.output
+    assert out.output.splitlines() == [
+        f"1 session, {format_bytes(PI_FULL.stat().st_size)}: 1 imported, 0 updated, "
+        "0 unchanged; 0 lines skipped; 0 errors"
     ]
 
 

@@ -61,12 +61,14 @@ def import_command(
     sizes = {s.path: s.size for s in plan.sources}
     total = len(plan.sources)
     with stoppable_progress(
-        "import",
+        "import --dry-run" if dry_run else "import",
         total,
         sum(sizes.values()),
         quiet=as_json,
         unit="sessions",
-        again="nothing is left half-written, and the same import again takes the rest",
+        again="nothing was written"
+        if dry_run
+        else "nothing is left half-written, and the same import again takes the rest",
     ) as bar:
 
         def on_result(r: ImportResult) -> None:

@@ -49,6 +49,7 @@ def run_session(
             raise
         awl_id = read_header(found).id
         manager, resumed = open_session(cwd, awl_id, provider, model, base_url=base_url)
+    ran = False  # a turn or the interactive loop started: only then is a hint useful
     try:
         # A resumed session's tools run where its header and system prompt
         # say it works, whichever directory it is resumed from.
@@ -77,6 +78,7 @@ def run_session(
             )
         if resume == "" and not resumed:
             err.write("awl: no session to resume in this directory; starting a new one\n")
+        ran = True
         if prompt is not None:
             return _print_turn(agent, prompt)
         from ..ui import interactive_loop
@@ -84,10 +86,11 @@ def run_session(
         return interactive_loop(agent, resumed=resumed)
     finally:
         manager.close()
-        # Only a hint: a folder that cannot be entered or listed now must not
-        # turn the run (or the error it is ending with) into another failure.
+        # Only a hint, and not after a refusal to start (it would name the very
+        # command refused): a folder that cannot be entered or listed now must
+        # not turn the run (or the error it is ending with) into another failure.
         with contextlib.suppress(AwlError, OSError):
-            if manager.path.exists():
+            if ran and manager.path.exists():
                 err.write(f"awl --resume {resume_prefix(manager.id, manager.path)}\n")
 
 

@@ -132,6 +132,7 @@ def _file(p: Path, fmt: str | None, plan: ImportPlan, seen: set[tuple[int, int]]
 
 def _folder(top: Path, fmt: str | None, plan: ImportPlan, seen: set[tuple[int, int]]) -> None:
     before = (len(plan.sources), len(plan.problems))
+    listed = False  # a log seen here, even one another path named first
     # Folders are followed through symbolic links (a store kept elsewhere and
     # linked in), each once: a link back up would walk forever.
     walked: set[tuple[int, int]] = set()
@@ -152,6 +153,7 @@ def _folder(top: Path, fmt: str | None, plan: ImportPlan, seen: set[tuple[int, i
         if _SUBAGENTS in here.parts and _owner_of_subagents(here) is not None:
             continue  # a session's subagents: taken with the session
         logs = sorted(n for n in names if n.endswith(".jsonl"))
+        listed = listed or any(n.endswith((".jsonl", ".jsonl.zst")) for n in names)
         owners = _agent_owners(here, logs) if fmt in (None, "claude") else {}
         for name in logs:
             if name in owners:
@@ -162,7 +164,7 @@ def _folder(top: Path, fmt: str | None, plan: ImportPlan, seen: set[tuple[int, i
         for name in sorted(n for n in names if n.endswith(".jsonl.zst")):
             if name[: -len(".zst")] not in names:  # the plain file wins (as in Codex)
                 _add(plan, seen, here / name, fmt, (), explicit=False)
-    if (len(plan.sources), len(plan.problems)) == before:
+    if not listed and (len(plan.sources), len(plan.problems)) == before:
         # Said, not silently nothing: a folder named, or a store, with no session logs.
         plan.problems.append(
             ImportResult(
