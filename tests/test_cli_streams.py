@@ -98,23 +98,40 @@ def test_a_turn_whose_answer_cannot_be_written_fails_but_is_saved(
     assert "You said: second" in shown.stdout
 
 
-def test_a_closed_pipe_still_ends_quietly(env: dict[str, str], project: Path, session: str) -> None:
-    """A reader that stops early (``awl show ID | head -c1``): status 1, nothing on stderr."""
-    for args in (["show", session], ["show", "--json", session], ["--resume", "-p", "x" * 99999]):
-        p = subprocess.Popen(
-            [*AWL, *args],
-            env=env,
-            cwd=project,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        assert p.stdout is not None and p.stderr is not None
-        p.stdout.close()
-        err = p.stderr.read()
-        assert p.wait(TIMEOUT) == 1, err
-        assert "Traceback" not in err and "Error" not in err, err
+@pytest.mark.parametrize(
+    ("args", "status"),
+    [
+        (["show", "ID"], 0),
+        (["show", "--json", "ID"], 0),
+        (["search", "said"], 0),
+        (["search", "--json", "said"], 0),
+        (["sessions"], 0),
+        (["sessions", "--json"], 0),
+        (["--resume", "-p", "x" * 99999], 1),
+    ],
+    ids=lambda x: " ".join(x)[:30] if isinstance(x, list) else str(x),
+)
+def test_a_closed_pipe_still_ends_quietly(
+    env: dict[str, str], project: Path, session: str, args: list[str], status: int
+) -> None:
+    """A reader that stops early (``awl show ID | head -c1``): nothing on stderr, and
+    status 0 for a command whose work is its output, as ripgrep's (1 from ``awl
+    search`` would say "nothing found"); 1 for a turn whose answer was not read."""
+    args = [session if a == "ID" else a for a in args]
+    p = subprocess.Popen(
+        [*AWL, *args],
+        env=env,
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert p.stdout is not None and p.stderr is not None
+    p.stdout.close()
+    err = p.stderr.read()
+    assert p.wait(TIMEOUT) == status, err
+    assert "Traceback" not in err and "Error" not in err, err
 
 
 # ── streams closed at start ──

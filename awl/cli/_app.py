@@ -41,6 +41,12 @@ _COMMANDS = {
     "show": "_show",
 }
 
+# Commands whose whole work is their output: a reader that stops early (``awl
+# search X | head -1``) ends them with 0, as ripgrep does, not with 1, which
+# ``awl search`` means as "nothing found".  A turn (-p), an import or a
+# reindex that could not say what it did ends with 1.
+_READERS = frozenset({"search", "sessions", "show"})
+
 
 def _load(module: str) -> None:
     # __import__ rather than importlib.import_module: the import is then the
@@ -61,11 +67,25 @@ class _Main(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         """Run the command; a Ctrl+C it does not handle itself ends it with 130, the
         status a shell gives a command it interrupted (click's would be
-        ``Aborted!`` and 1, which ``awl search`` means as "nothing found")."""
+        ``Aborted!`` and 1, which ``awl search`` means as "nothing found").  A
+        reader's closed pipe ends a reading command with 0 (see ``_READERS``)."""
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
             sys.exit(130)
+        except OSError as exc:
+            if exc.errno != errno.EPIPE or not self._reading:
+                raise
+            discard_output(sys.stdout)
+            sys.exit(0)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """The command named first in ``args``; notes whether it is one of the readers."""
+        name, command, rest = super().resolve_command(ctx, args)
+        self._reading = name in _READERS
+        return name, command, rest
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         """Every command's name (for ``--help``), every module imported."""
@@ -80,6 +100,7 @@ class _Main(click.Group):
         a command that called :func:`~._common.end_quickly` ends the process
         without the interpreter's teardown once its output is flushed.
         """
+        self._reading = False
         try:
             return self._guarded_main(*args, **kwargs)
         except SystemExit as exc:
@@ -113,7 +134,7 @@ class _Main(click.Group):
             if exc.errno != errno.EPIPE:
                 raise
             discard_output(real)  # a broken pipe found by the last flush: quiet, as click's
-            sys.exit(1)
+            sys.exit(0 if self._reading else 1)
         finally:
             if sys.stdout is guarded:
                 sys.stdout = real
