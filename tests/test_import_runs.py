@@ -701,6 +701,52 @@ def test_a_stopped_dry_run_says_it_wrote_nothing(tmp_path: Path) -> None:
     assert not root.exists()
 
 
+def test_an_import_whose_output_is_closed_says_so_and_goes_on_the_next_time(
+    tmp_path: Path,
+) -> None:
+    """``awl import --json | head -1``: the run stops, one line on stderr says so and
+    how far it got, status 1; the same import again takes the rest."""
+    total = 400
+    store = tmp_path / "store"
+    _many_sessions(store, total)
+    root = tmp_path / "sessions"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "AWL_SESSION_DIR": str(root)}
+    argv = [sys.executable, "-m", "awl.cli", "import", "--json", "-j", "1", str(store)]
+    child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert child.stdout is not None and child.stderr is not None
+        child.stdout.readline()
+        child.stdout.close()
+        err = child.stderr.read().decode()
+        child.wait(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 1, err
+    (last,) = err.splitlines()
+    said = re.fullmatch(
+        rf"awl: import stopped: its output was closed after at least (\d+) of {total} "
+        "sessions; the same import again takes the rest",
+        last,
+    )
+    assert said is not None, last
+    made = len(list(root.rglob("*.jsonl")))
+    assert int(said.group(1)) <= made < total
+    again = subprocess.run(
+        [*argv[:-1], "-j", "2", str(store)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert again.returncode == 0, again.stderr
+    statuses = [json.loads(x)["status"] for x in again.stdout.splitlines()]
+    assert sorted(set(statuses)) == ["imported", "unchanged"] and len(statuses) == total
+    assert statuses.count("unchanged") == made
+
+
 def test_the_progress_bar_counts_sessions_on_a_terminal_only(tmp_path: Path) -> None:
     pexpect = pytest.importorskip("pexpect")
     store = tmp_path / "store"
@@ -825,6 +871,30 @@ def test_folders_are_followed_through_links_once(tmp_path: Path) -> None:
     assert plan.problems == []
 
 
+def test_paths_that_name_no_file_are_errors_but_not_sessions(tmp_path: Path) -> None:
+    """A FIFO, a device, a link to nothing and a loop of links, in a folder or named:
+    each an error in a line, none counted as a session (as a file that is no
+    session log is not)."""
+    store = tmp_path / "store"
+    store.mkdir()
+    os.mkfifo(store / "fifo.jsonl")
+    (store / "zero.jsonl").symlink_to("/dev/zero")
+    (store / "gone.jsonl").symlink_to(tmp_path / "nothing")
+    (store / "loop-a.jsonl").symlink_to(store / "loop-b.jsonl")
+    (store / "loop-b.jsonl").symlink_to(store / "loop-a.jsonl")
+    shutil.copy(PI_FULL, store / "full.jsonl")
+    for args, bad, sessions in (
+        ([str(store)], 5, "1 session"),  # the five, and full.jsonl
+        (["/dev/null", str(store / "fifo.jsonl")], 2, "0 sessions"),
+    ):
+        out = cli("import", "--dry-run", *args)
+        assert out.exit_code == 1, out.output
+        *said, summary = out.output.splitlines()
+        assert len(said) == bad, said
+        assert summary.startswith(sessions + ", "), summary
+        assert summary.endswith(f"{len(said)} errors"), summary
+
+
 def test_a_folder_without_session_logs_says_so(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     (empty / "deeper").mkdir(parents=True)
@@ -876,7 +946,7 @@ def test_a_session_open_in_another_process_is_not_imported_and_the_run_fails(
         assert out.exit_code == 1
         assert out.output.splitlines() == [
             f"{src}: not imported: its awl session {first.path} is open in another awl "
-            "process (a resume, or an import of the same session from another file); "
+            "process (a resume, or another import of this session, from this file or a copy); "
             "import again once it is closed",
             f"1 session, {format_bytes(src.stat().st_size)}: 0 imported, 0 updated, "
             "0 unchanged; 0 lines skipped; 0 errors, 1 skipped as busy",

@@ -216,3 +216,28 @@ def test_an_index_cache_folder_one_cannot_write_only_means_no_cache(store: Store
     )
     assert done.returncode == 0, done.stderr
     assert b"again" in mine.read_bytes()
+
+
+def test_an_import_into_a_root_one_cannot_write_says_it_once(store: Store) -> None:
+    """Every session's folder fails the same way: the line is said once, and the
+    summary counts each failure."""
+    import json
+
+    from tests.import_fixtures import PI_FULL
+
+    first, *rest = PI_FULL.read_text(encoding="utf-8").splitlines(keepends=True)
+    header = json.loads(first)
+    header["cwd"] = str(store.cwd("p1"))
+    sources = store.base / "pi"
+    sources.mkdir()
+    for i in range(3):
+        header["id"] = f"{i:08x}-0000-4000-8000-000000000000"
+        (sources / f"{i}.jsonl").write_text(json.dumps(header) + "\n" + "".join(rest))
+    store.root.mkdir()
+    deny(store.root, read=False)
+    done = store.awl(["import", str(sources)], store.base)
+    assert done.returncode == 1
+    folder = project_dir(store.base / "p1", store.root)
+    said, summary = done.stdout.splitlines()
+    assert said == f"{folder}: cannot create the session folder: Permission denied"
+    assert summary.startswith("3 sessions, ") and summary.endswith("; 3 errors"), summary

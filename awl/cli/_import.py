@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -9,7 +10,7 @@ import click
 
 from ..ui import format_bytes, visible
 from ._app import main
-from ._common import count, fail, json_text
+from ._common import count, discard_output, fail, json_text
 from ._progress import stoppable_progress
 
 if TYPE_CHECKING:  # the importers: only once the command runs
@@ -70,23 +71,37 @@ def import_command(
         if dry_run
         else "nothing is left half-written, and the same import again takes the rest",
     ) as bar:
+        said: set[str] = set()
 
         def on_result(r: ImportResult) -> None:
             if r.source in sizes:
                 bar.done(sizes[r.source])
             if as_json:
                 bar.say([json_text(r.as_json())], escaped=True)
-            else:
-                bar.say(list(describe(r)))
+                return
+            # A line said already (a session folder that cannot be made, the same
+            # for every session) is said once; the summary counts every one.
+            lines = [x for x in describe(r) if x not in said]
+            said.update(lines)
+            bar.say(lines)
 
-        _, summary = import_sessions(
-            plan.sources,
-            jobs=jobs,
-            dry_run=dry_run,
-            system_prompt=SYSTEM_PROMPT,
-            on_result=on_result,
-            problems=plan.problems,
-        )
+        try:
+            _, summary = import_sessions(
+                plan.sources,
+                jobs=jobs,
+                dry_run=dry_run,
+                system_prompt=SYSTEM_PROMPT,
+                on_result=on_result,
+                problems=plan.problems,
+            )
+        except BrokenPipeError:
+            # The reader went away (``awl import --json | head``): the run stops,
+            # as at a signal, and says so where it can still be read.
+            discard_output(sys.stdout)
+            done = f"after at least {bar.done_files} of {total} sessions"
+            again = "nothing was written" if dry_run else "the same import again takes the rest"
+            click.echo(f"awl: import stopped: its output was closed {done}; {again}", err=True)
+            raise SystemExit(1) from None
     # One line for a terminal, as the run's other lines are (Progress.say).
     click.echo(visible(summary_line(summary, dry_run=dry_run), one_line=True), err=as_json)
     if summary.failed:

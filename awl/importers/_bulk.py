@@ -10,6 +10,7 @@ uses every core.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 from collections.abc import Callable, Iterable, Sequence
@@ -209,6 +210,8 @@ def _add(
                 "error",
                 error=f"{path_text(p)}: {exc.strerror or exc}",
                 explicit=explicit,
+                # A link to nothing, or a loop of links, names no session.
+                is_session=exc.errno not in (errno.ENOENT, errno.ELOOP),
             )
         )
         return

@@ -17,6 +17,7 @@ import record, so memory holds one batch and a crash leaves whole batches.
 
 from __future__ import annotations
 
+import errno
 import gc
 import os
 import time
@@ -142,6 +143,9 @@ def import_source(
         fd = open_source(spec.path)
     except OSError as exc:
         r.error = f"{shown}: cannot read: {exc.strerror or exc}"
+        # A link to nothing, a loop of links, a device or a FIFO names no session
+        # (an unreadable file may well hold one): it is not counted as one.
+        r.is_session = exc.errno not in (errno.ENOENT, errno.ELOOP, errno.EISDIR)
         return r
     # The cyclic collector is held off: a batch is many containers that live until it
     # is written, which every collection would go through again (cycles, if any, wait).
@@ -153,7 +157,7 @@ def import_source(
         r.status = "busy"
         r.error = (
             f"{shown}: not imported: its awl session {r.path} is open in another awl "
-            "process (a resume, or an import of the same session from another file); "
+            "process (a resume, or another import of this session, from this file or a copy); "
             "import again once it is closed"
         )
     except (SessionError, OSError) as exc:
