@@ -1029,12 +1029,17 @@ def test_a_sources_own_id_finds_its_imported_session(
         shown = cli("show", r.source_id)
         assert shown.exit_code == 0, shown.output
         assert shown.output.startswith(f"session {r.session} "), fmt
+        # search --session takes it too, from any directory (as show does).
+        found = cli("search", "--json", "--session", r.source_id, "e")
+        assert found.exit_code == 0, found.output
+        assert {json.loads(x)["session"] for x in found.stdout.splitlines()} == {r.session}
     # Not a source's id: nothing, and the usual one line.
     assert find_imported("not-an-id", tmp_path) is None
     unknown = "5f0c2a9e-1111-4222-8333-000000000000"
     assert find_imported(unknown, tmp_path) is None
-    out = cli("show", unknown)
-    assert out.exit_code == 2 and out.output == f"Error: no session matches '{unknown}'\n"
+    for args in (["show", unknown], ["search", "--session", unknown, "x"]):
+        out = cli(*args)
+        assert out.exit_code == 2 and out.output == f"Error: no session matches '{unknown}'\n"
     # A resume by the source's id goes on with the imported session.
     project = tmp_path / "tide"
     project.mkdir()

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import click
 
-from ..errors import AmbiguousSession, AwlError, SessionNotFound
+from ..errors import AwlError, SessionNotFound
 from ..paths import SESSION_FILE_RE, log_files
 from ._app import main
-from ._common import current_dir, end_quickly, fail, json_text
+from ._common import current_dir, end_quickly, fail, imported_session, json_text
 
 KINDS = {
     "text": "text",
@@ -151,8 +151,13 @@ def search_command(
     here = None if all_projects else current_dir()
     try:
         logs = search_scope(here, all_projects=all_projects, session=session)
-    except (SessionNotFound, AmbiguousSession) as exc:
-        fail(str(exc), usage=True)
+    except SessionNotFound as exc:
+        # As show and --resume take it: the id the source tool gave a session
+        # awl imported.
+        imported = imported_session(session, here) if session and here else None
+        if imported is None:
+            fail(str(exc), usage=True)
+        logs = [imported]
     except AwlError as exc:
         fail(str(exc), usage=True)
     end_quickly()  # it writes nothing: the process needs no teardown
