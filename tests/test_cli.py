@@ -416,12 +416,38 @@ def test_show_heads_a_reply_that_did_not_end_on_its_own(root: Path, here: Path) 
     assert blocks[7] == "── assistant ──\nDone.\n"
 
 
+def test_show_says_what_other_branches_hold_and_around_reaches_them(root: Path, here: Path) -> None:
+    """Entries off the branch shown (a rewind, turns an import moved aside) are
+    counted in a line, so they do not look lost; --around shows one of them."""
+    side = msg("0000000a", "00000002", "user", "the rewound question")
+    log(root, header(ID_A, "2026-04-25T17:40:15.990Z", here), [*chain(4), side])
+    res = cli("show", ID_A)
+    assert res.exit_code == 0, res.output
+    assert res.stdout.splitlines()[1] == (
+        "(2 entries on other branches, not shown: awl search finds what they say, "
+        "awl show ID --around ENTRY shows one)"
+    )
+    assert "message 3" not in res.stdout and "the rewound question" in res.stdout
+    assert orjson.loads(cli("show", "--json", ID_A).stdout)["entriesOffBranch"] == 2
+    around = cli("show", ID_A, "--around", "00000004", "--context", "1")
+    assert around.exit_code == 0, around.output
+    assert "message 3" in around.stdout
+
+
 def test_show_json_document(rich: Path, here: Path) -> None:
     for ref in (ID_A, "019dc5ba", str(rich)):
         res = cli("show", "--json", ref)
         assert res.exit_code == 0, res.output
         doc = orjson.loads(res.output)
-        assert list(doc) == ["id", "cwd", "leafId", "activeProvider", "activeModel", "messages"]
+        assert list(doc) == [
+            "id",
+            "cwd",
+            "leafId",
+            "activeProvider",
+            "activeModel",
+            "entriesOffBranch",
+            "messages",
+        ]
         replay = reference_replay(rich)
         # An assistant message saved with a stop reason says it (how it ended).
         ended = {2: "toolUse"}
@@ -431,6 +457,7 @@ def test_show_json_document(rich: Path, here: Path) -> None:
             "leafId": "00000005",
             "activeProvider": "openai",
             "activeModel": "gpt-4o",
+            "entriesOffBranch": 0,
             "messages": [
                 {"role": r, "content": c} | ({"stopReason": ended[k]} if k in ended else {})
                 for k, (r, c) in enumerate(replay.messages)

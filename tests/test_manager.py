@@ -200,6 +200,7 @@ def test_tree_traversal_root_to_leaf_and_branches(tmp_path: Path) -> None:
         assert [x.text() for x in r.rebuild_conversation()] == ["message 0", "message 1", "branch"]
         assert r.get_entry("nothere") is None
         assert r.branch_message_ids() == ["00000001", "00000002", "0000000a"]
+        assert r.entries_off_branch() == 2  # 00000003 and 00000004
         assert r.branch_message_ids("00000003") == ["00000001", "00000002", "00000003"]
         with pytest.raises(KeyError):
             r.branch_message_ids("nothere")

@@ -55,7 +55,15 @@ from ._index_keeper import IndexKeeper
 from ._listing import SessionInfo, list_all_sessions, list_sessions
 from ._logfile import LogFile
 from ._logmap import LogMap, Passing
-from ._reader import StaleIndex, branch_messages, entry_at, locations, message_at, parse_at
+from ._reader import (
+    StaleIndex,
+    branch_messages,
+    branch_positions,
+    entry_at,
+    locations,
+    message_at,
+    parse_at,
+)
 from ._recovery import recover
 from ._state import MAX_REPLACED, SessionState
 from ._tree import Tree
@@ -415,6 +423,15 @@ class SessionManager:
             return [loc.id for loc in branch_messages(index, tree, start)]
 
         return self._indexed(ids)
+
+    def entries_off_branch(self) -> int:
+        """Tree entries not on the branch from the root to the leaf: other branches
+        (a rewind, a fork, turns an import moved aside), which a rebuild leaves
+        out.  Counted through the index, reading no entry."""
+        leaf = self._state.leaf
+        if self._log is None or leaf is None:
+            return 0
+        return self._indexed(lambda index, tree: len(tree) - len(branch_positions(tree, leaf)))
 
     def rebuild_conversation(self) -> Conversation:
         """The Conversation of the branch, materialized lazily.

@@ -27,6 +27,7 @@ def _head(m: SessionManager) -> dict[str, Any]:
         "leafId": m.leaf_id,
         "activeProvider": provider,
         "activeModel": model,
+        "entriesOffBranch": m.entries_off_branch(),
     }
 
 
@@ -43,7 +44,9 @@ def _message_json(msg: Message) -> dict[str, Any]:
 
 
 def session_document(m: SessionManager) -> dict[str, Any]:
-    """The session as ``{"id", "cwd", "leafId", "activeProvider", "activeModel", "messages"}``.
+    """The session as ``{"id", "cwd", "leafId", "activeProvider", "activeModel",
+    "entriesOffBranch", "messages"}`` (``entriesOffBranch``: the entries of other
+    branches, which ``messages`` leaves out).
 
     Each message is ``{"role", "content"}``, with ``"compaction"`` on a
     compaction summary and ``"stopReason"`` on an assistant message saved with
@@ -138,6 +141,14 @@ def transcript(m: SessionManager) -> Iterator[str]:
     provider, model = m.active_model()
     head = f"session {m.id}  cwd {m.cwd}  model {provider}/{model}  {m.message_count} messages"
     yield visible(head, one_line=True)
+    off = m.entries_off_branch()
+    if off:
+        # Else the turns of an earlier branch (a rewind, turns an import moved
+        # aside) look lost: say where they are, and how to see them.
+        yield (
+            f"({off} {'entry' if off == 1 else 'entries'} on other branches, not shown: "
+            "awl search finds what they say, awl show ID --around ENTRY shows one)"
+        )
     for msg in m.rebuild_conversation().stream():
         yield ""
         yield render_message(msg)
