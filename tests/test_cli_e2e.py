@@ -796,8 +796,8 @@ def test_a_session_whose_directory_is_relative_is_not_resumed(
     r = run(["--resume", sid[:13], "-p", "run: pwd"], env, tmp_path)  # where ./A exists
     assert r.returncode == 1 and r.stdout == "", r.stderr
     assert r.stderr.splitlines() == [
-        "Error: cannot resume: the session's directory A is not an absolute path "
-        "(its tools would run there; awl show still reads the session)"
+        "Error: cannot resume: the session's directory A is not an absolute path; "
+        "its tools would run there (awl show still reads the session)"
     ]
     assert snapshot(root) == before
 
@@ -819,8 +819,8 @@ def test_a_session_whose_directory_is_gone_is_not_resumed(
     assert r.returncode == 1 and r.stdout == "", r.stderr
     what = "no longer exists" if gone == "removed" else "is not a directory"
     assert r.stderr.splitlines() == [
-        f"Error: cannot resume: the session's directory {a} {what} "
-        "(its tools would run there; awl show still reads the session)"
+        f"Error: cannot resume: the session's directory {a} {what}; "
+        "its tools would run there (awl show still reads the session)"
     ]
     assert snapshot(root) == before
 

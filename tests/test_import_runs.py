@@ -784,8 +784,8 @@ def test_a_session_recorded_on_windows_imports_and_lists_and_says_why_it_cannot_
     resumed = cli("--resume", listed["id"], "--provider", "offline", "-p", "Et maintenant ?")
     assert resumed.exit_code == 1
     assert (
-        f"cannot resume: the session's directory {cwd} is a Windows path (the session was "
-        "recorded on Windows)"
+        f"cannot resume: the session's directory {cwd} is a Windows path: the session was "
+        "recorded on Windows; its tools would run there (awl show still reads the session)"
     ) in resumed.output
     assert cli("show", listed["id"]).exit_code == 0
 

@@ -67,13 +67,13 @@ def check_session_dir(cwd: str) -> None:
     different directory depending on where awl runs)."""
     what = None
     if windows_path(cwd):
-        what = "is a Windows path (the session was recorded on Windows)"
+        what = "is a Windows path: the session was recorded on Windows"
     elif not os.path.isabs(cwd):
         what = "is not an absolute path"
     elif not os.path.isdir(cwd):
         what = "is not a directory" if os.path.lexists(cwd) else "no longer exists"
     if what is not None:
         raise SessionError(
-            f"cannot resume: the session's directory {cwd} {what} "
-            "(its tools would run there; awl show still reads the session)"
+            f"cannot resume: the session's directory {cwd} {what}; its tools would "
+            "run there (awl show still reads the session)"
         )

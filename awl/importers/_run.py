@@ -493,7 +493,8 @@ class _Import:
             return None
         if repaired:
             r.notes.append(
-                f"{f.key or 'line'} {number}: text JSON allows but a log cannot keep, replaced"
+                f"{f.key or 'line'} {number}: text a log cannot keep (bytes that are not "
+                "UTF-8, half a UTF-16 pair) replaced with U+FFFD"
             )
         return obj
 
