@@ -18,7 +18,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from awl import SessionManager
+from awl import Message, SessionManager, Text
 from awl.cli import main
 from awl.importers import SourceSpec, import_source, plan_import, read_records
 from awl.store import verify_log
@@ -1058,6 +1058,28 @@ def test_a_sources_own_id_finds_its_imported_session(
     assert said[-2] == "Et maintenant ?"
 
 
+def test_show_says_where_an_imported_session_came_from(tmp_path: Path) -> None:
+    from awl.importers import import_origin
+
+    for fmt, src in SOURCES.items():
+        r = run(src)
+        assert r.path is not None and r.session is not None
+        origin = {"format": fmt, "source": str(src), "sourceId": r.source_id}
+        assert import_origin(r.path) == origin
+        shown = cli("show", r.session)
+        assert shown.exit_code == 0, shown.output
+        name = {"pi": "pi", "claude": "Claude Code", "codex": "Codex"}[fmt]
+        assert shown.stdout.splitlines()[1] == f"(imported from {name}: {src})", fmt
+        doc = json.loads(cli("show", "--json", r.session).stdout)
+        assert doc["importedFrom"] == origin and list(doc)[-2:] == ["importedFrom", "messages"]
+    # A session awl began says nothing of the kind, and reads one line to know it.
+    m = SessionManager.create(tmp_path, "offline", "echo", session_dir=tmp_path / "own")
+    m.append_message(Message("user", [Text('{"type":"x-import", not at its place')]))
+    m.close()
+    assert import_origin(m.path) is None
+    assert "importedFrom" not in json.loads(cli("show", "--json", str(m.path)).stdout)
+
+
 def test_a_sources_id_that_two_imports_share_is_ambiguous(tmp_path: Path) -> None:
     # pi's id, two starts (a copy whose header was rewritten): two awl sessions.
     first, *rest = PI_FULL.read_text(encoding="utf-8").splitlines(keepends=True)
@@ -1067,9 +1089,10 @@ def test_a_sources_id_that_two_imports_share_is_ambiguous(tmp_path: Path) -> Non
         src = tmp_path / f"copy{n}.jsonl"
         src.write_text(json.dumps({**header, "timestamp": start}) + "\n" + "".join(rest))
         made.append(run(src).session)
-    out = cli("show", header["id"])
-    assert out.exit_code == 2
-    assert out.output == (
-        f"Error: the source session {header['id']} was imported as 2 sessions: "
-        f"{', '.join(sorted(str(s) for s in made))}\n"
-    )
+    for args in (["show", header["id"]], ["search", "--session", header["id"], "e"]):
+        out = cli(*args)
+        assert out.exit_code == 2
+        assert out.output == (
+            f"Error: the source session {header['id']} was imported as 2 sessions: "
+            f"{', '.join(sorted(str(s) for s in made))}\n"
+        )

@@ -154,7 +154,10 @@ def search_command(
     except SessionNotFound as exc:
         # As show and --resume take it: the id the source tool gave a session
         # awl imported.
-        imported = imported_session(session, here) if session and here else None
+        try:
+            imported = imported_session(session, here) if session and here else None
+        except AwlError as ambiguous:  # one source imported from two copies
+            fail(str(ambiguous), usage=True)
         if imported is None:
             fail(str(exc), usage=True)
         logs = [imported]

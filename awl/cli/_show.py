@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import stat
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -47,6 +48,7 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
         fail(f"{path}: {exc.strerror}", usage=True)
     if not stat.S_ISREG(mode):
         fail(f"{path}: not a regular file", usage=True)
+    origin = _origin(path) if around is None else None
     try:
         with SessionManager.open(path, read_only=True) as m:
             if around is not None:
@@ -58,11 +60,13 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
                 except KeyError:
                     fail(f"{path}: no entry {around!r} in this session", usage=True)
             elif as_json:
-                for piece in session_json(m):
+                extra = {"importedFrom": origin} if origin else None
+                for piece in session_json(m, extra):
                     click.echo(piece, nl=False)
                 click.echo()
             else:
-                for chunk in transcript(m):
+                notes = [_origin_line(origin)] if origin else []
+                for chunk in transcript(m, notes):
                     click.echo(chunk)
     except AwlError as exc:
         from ..importers import FORMAT_NAMES, detect_file
@@ -74,3 +78,23 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
                 f"{path}: a {FORMAT_NAMES[found]} session log, not awl's: `awl import` takes it in"
             )
         fail(str(exc))
+
+
+def _origin(path: Path) -> dict[str, Any] | None:
+    """Where an imported session came from (see :func:`awl.importers.import_origin`);
+    None for one awl began, or when its import record cannot be read (the
+    session is still shown)."""
+    from ..importers import import_origin
+
+    try:
+        return import_origin(path)
+    except (AwlError, OSError, ValueError):
+        return None
+
+
+def _origin_line(origin: dict[str, Any]) -> str:
+    from ..importers import FORMAT_NAMES
+
+    fmt = origin.get("format")
+    name = FORMAT_NAMES.get(fmt, str(fmt)) if isinstance(fmt, str) else "another tool"
+    return f"(imported from {name}: {origin.get('source')})"

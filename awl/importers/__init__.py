@@ -21,7 +21,7 @@ from ._bulk import (
     plan_import,
 )
 from ._find import find_imported
-from ._record import Imported, last_record, read_records
+from ._record import Imported, import_origin, last_record, read_records
 from ._run import BATCH_BYTES, FORMAT_NAMES, STATUSES, ImportResult, SourceSpec, import_source
 from ._source import FORMATS, detect, detect_file
 
@@ -40,6 +40,7 @@ __all__ = [
     "detect",
     "detect_file",
     "find_imported",
+    "import_origin",
     "import_sessions",
     "import_source",
     "last_record",

@@ -74,6 +74,29 @@ def last_record(path: str | os.PathLike[str]) -> dict[str, Any] | None:
         os.close(fd)
 
 
+def import_origin(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """Where the session at ``path`` was imported from: ``{"format", "source",
+    "sourceId"}`` of its latest import record, or None for a session awl began.
+
+    An imported log holds an import record right after its header, so a log
+    without one there costs one line's read, however long it is.
+    """
+    fd, mm = _mapped(path)
+    try:
+        if mm is None:
+            return None
+        nl = mm.find(b"\n")
+        if nl < 0 or mm[nl + 1 : nl + 1 + len(_START)] != _START:
+            return None
+        at = mm.rfind(b"\n" + _START)
+        record = _parse(_line_at(mm, at + 1)[0], path)
+        return {k: record.get(k) for k in ("format", "source", "sourceId")}
+    finally:
+        if mm is not None:
+            mm.close()
+        os.close(fd)
+
+
 def read_records(path: str | os.PathLike[str]) -> Imported:
     """Every import record of the log at ``path``, and the awl id of each source key
     they name.  Raises SessionError when a record does not match the entries after it."""

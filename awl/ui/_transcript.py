@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -55,17 +55,18 @@ def session_document(m: SessionManager) -> dict[str, Any]:
     return _head(m) | {"messages": [_message_json(msg) for msg in m.rebuild_conversation()]}
 
 
-def session_json(m: SessionManager) -> Iterator[bytes]:
+def session_json(m: SessionManager, extra: dict[str, Any] | None = None) -> Iterator[bytes]:
     """:func:`session_document` as compact JSON, in pieces, a message at a time.
 
-    The pieces joined are ``orjson.dumps(session_document(m))``; memory holds
+    The pieces joined are ``orjson.dumps(session_document(m))`` (``extra``'s keys
+    added before ``messages``); memory holds
     one message, so a session of gigabytes prints in constant memory.  Every
     message is read once before the first piece, so a bad entry raises
     before anything is written: a script never gets half a document.
     """
     for msg in m.rebuild_conversation().stream():
         _message_json(msg)
-    yield orjson.dumps(_head(m))[:-1] + b',"messages":['
+    yield orjson.dumps(_head(m) | (extra or {}))[:-1] + b',"messages":['
     for i, msg in enumerate(m.rebuild_conversation().stream()):
         yield (b"," if i else b"") + orjson.dumps(_message_json(msg))
     yield b"]}"
@@ -136,11 +137,14 @@ def _opaque_label(block: Opaque) -> str:
     return f"[{kind}: {about}]" if about else f"[{kind}]"
 
 
-def transcript(m: SessionManager) -> Iterator[str]:
-    """The whole conversation as readable text, message by message (see :func:`visible`)."""
+def transcript(m: SessionManager, notes: Sequence[str] = ()) -> Iterator[str]:
+    """The whole conversation as readable text, message by message (see :func:`visible`),
+    each of ``notes`` a line under the heading."""
     provider, model = m.active_model()
     head = f"session {m.id}  cwd {m.cwd}  model {provider}/{model}  {m.message_count} messages"
     yield visible(head, one_line=True)
+    for note in notes:
+        yield visible(note, one_line=True)
     off = m.entries_off_branch()
     if off:
         # Else the turns of an earlier branch (a rewind, turns an import moved
