@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import multiprocessing
+import multiprocessing.connection
 import os
 import signal
 import threading
@@ -16,45 +17,71 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 _stopping: Any = None  # in a worker: the pool's stop event
-_busy = False  # in a worker: a task is under way
 _PARENT_POLL = 0.2  # seconds between a worker's looks at whether its parent lives
 
 
-def _start_worker(stopping: Any, parent: int) -> None:
+class _Orphan:
+    """A worker's state: whether a task is under way, and whether its parent is gone
+    (then no task starts), both under one lock."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.busy = False
+        self.gone = False
+
+
+_orphan = _Orphan()
+
+
+def _start_worker(stopping: Any) -> None:
     global _stopping
     _stopping = stopping
     # The parent alone decides what a signal does: a worker finishes the task it
     # is on (a terminal's Ctrl-C reaches the whole process group).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    threading.Thread(target=_outlive_no_parent, args=(parent,), daemon=True).start()
+    parent = multiprocessing.parent_process()
+    sentinel = parent.sentinel if parent is not None else None
+    threading.Thread(target=_outlive_no_parent, args=(os.getppid(), sentinel), daemon=True).start()
 
 
-def _outlive_no_parent(parent: int) -> None:
-    """End this worker once its parent is gone (``kill -9``, a crash): nothing will
-    take its results, and a worker waiting for its next task would wait for
-    ever (the other workers hold the queue's pipe open).  The task under way
-    is finished first, so it leaves nothing half-done.
+def _outlive_no_parent(ppid: int, sentinel: int | None) -> None:
+    """End this worker once the process that started the pool is gone (``kill -9``,
+    a crash): nothing will take its results, and a worker waiting for its next
+    task would wait for ever (the other workers hold the queue's pipe open).
+    The task under way is finished first, so it leaves nothing half-done;
+    none is started after.
 
-    A poll, not ``PR_SET_PDEATHSIG``: that signal follows the thread that
-    started the worker, which may end long before the parent does.
+    Two signs, whichever comes first: the parent process id changes (a
+    forked worker is re-parented at once), or the pool's own sentinel pipe
+    closes (a worker of the fork server, Python 3.14's default, whose parent
+    is that server).  Not ``PR_SET_PDEATHSIG``: that signal follows the
+    thread that started the worker, which may end long before the parent.
     """
-    while os.getppid() == parent:
+    while os.getppid() == ppid:
+        if sentinel is None:
+            time.sleep(_PARENT_POLL)
+        elif multiprocessing.connection.wait([sentinel], timeout=_PARENT_POLL):
+            break
+    with _orphan.lock:
+        _orphan.gone = True
+    while True:
+        with _orphan.lock:
+            if not _orphan.busy:
+                os._exit(1)
         time.sleep(_PARENT_POLL)
-    while _busy:
-        time.sleep(_PARENT_POLL)
-    os._exit(1)
 
 
 def _unless_stopping(call: Callable[[T], R], task: T) -> R | None:
-    global _busy
-    if _stopping is not None and _stopping.is_set():
-        return None  # handed over before the stop: not started
-    _busy = True
+    with _orphan.lock:
+        if _orphan.gone or (_stopping is not None and _stopping.is_set()):
+            return None  # handed over before the stop, or with no one to take it
+        _orphan.busy = True
     try:
         return call(task)
     finally:
-        _busy = False
+        with _orphan.lock:
+            _orphan.busy = False
 
 
 def run_in_processes(
@@ -73,12 +100,10 @@ def run_in_processes(
     once each worker has finished the task it is on: no task is started
     after it.  Workers ignore SIGINT and SIGTERM's handler, so what a task
     does is not cut short.  When this process dies without a word (``kill
-    -9``), each worker ends after its task.
+    -9``), each worker ends after its task, and starts no other.
     """
     stopping = multiprocessing.get_context().Event()
-    pool = ProcessPoolExecutor(
-        max_workers=workers, initializer=_start_worker, initargs=(stopping, os.getpid())
-    )
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_start_worker, initargs=(stopping,))
     try:
         for result in pool.map(
             functools.partial(_unless_stopping, call), tasks, chunksize=chunksize

@@ -553,7 +553,47 @@ def test_a_log_changed_behind_the_writer_is_written_no_more(
             m.append_message(Message("user", [Text("three")]))
         text = str(err.value)
         assert said in text and str(m.path) in text and "\n" not in text
-        assert "resume the session" in text
+        assert ("resume the session" in text) == (change is not _foreign_remove)
         assert m.state == state
     m.close()
     assert (m.path.read_bytes() if m.path.exists() else b"") == after
+
+
+_CLOSE_AFTER = """
+import os, sys
+from pathlib import Path
+from awl import Message, SessionManager, Text
+
+root, how = Path(sys.argv[1]), sys.argv[2]
+m = SessionManager.create(root, "offline", "echo", session_dir=root / "s")
+for i in range(300):
+    m.append_message(Message("user" if i % 2 == 0 else "assistant", [Text("x" * 400 + str(i))]))
+m.branch_message_ids()  # the log mapped and indexed, as after a turn
+size = m.path.stat().st_size
+if how == "cut":
+    os.truncate(m.path, size // 2)
+else:
+    with open(m.path, "ab") as fh:
+        fh.write(b'{"type":"note"}')
+after = m.path.read_bytes()
+m.close()
+assert m.path.read_bytes() == after, "close wrote to a log another program changed"
+print("closed")
+"""
+
+
+@pytest.mark.parametrize("how", ["cut", "appended"])
+def test_closing_a_log_another_program_changed_writes_nothing_and_survives(
+    tmp_path: Path, how: str
+) -> None:
+    """No append came after the change: the close notices it (one fstat), adds no
+    checkpoint and saves no index, and never reads past a cut end (SIGBUS)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _CLOSE_AFTER, str(tmp_path), how],
+        env={**os.environ, "PYTHONPATH": str(REPO), "AWL_INDEX_CACHE_MIN": "0"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "closed"), done.stderr

@@ -68,13 +68,17 @@ def test_a_long_history_file_keeps_its_newest_entries_as_they_were(tmp_path: Pat
     assert list(PromptHistory(str(path)).load_history_strings()) == texts[::-1]
     assert path.read_bytes() == before  # within the margin: left alone
 
-    before = _history_with(path, ["one more", "and another"])
-    got = list(PromptHistory(str(path)).load_history_strings())
-    assert got == [*texts, "one more", "and another"][::-1][:KEEP]
+    before = _history_with(path, ["one more", "and\rCR"])
+    path.chmod(0o640)
+    # Through a symbolic link (a dotfile manager's): the file it names is cut.
+    link = tmp_path / "link"
+    link.symlink_to(path)
+    got = list(PromptHistory(str(link)).load_history_strings())
+    assert got == [*texts, "one more", "and\rCR"][::-1][:KEEP]
     after = path.read_bytes()
     assert before.endswith(after) and after.startswith(b"\n# ")
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert [p.name for p in tmp_path.iterdir()] == ["history"]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640 and link.is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["history", "link"]
 
 
 def test_a_history_file_is_kept_to_its_byte_budget_and_its_newest_entry(tmp_path: Path) -> None:
@@ -87,6 +91,9 @@ def test_a_history_file_is_kept_to_its_byte_budget_and_its_newest_entry(tmp_path
     huge = "y" * (KEEP_BYTES * 2)
     _history_with(path, [huge])
     assert list(PromptHistory(str(path)).load_history_strings()) == [huge]
+    alone = path.stat()
+    assert list(PromptHistory(str(path)).load_history_strings()) == [huge]
+    assert path.stat().st_ino == alone.st_ino  # one entry, over the budget: not rewritten
 
 
 def _limited(limit: int) -> None:

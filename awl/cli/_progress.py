@@ -94,6 +94,8 @@ class Progress:
         """Write ``lines`` to stdout (flushed: a pipe keeps step with the bar), each as
         one line with its control characters as escapes (a file name may hold
         any), unless ``escaped`` (JSON text, escaped already)."""
+        if not lines:
+            return  # most sessions say nothing: the bar is left as drawn
         out = sys.stdout
         if self._bar is not None:
             sys.stderr.write("\r\x1b[K")  # the bar's line, emptied for the reports

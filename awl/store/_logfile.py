@@ -271,31 +271,43 @@ class LogFile:
                 "reopen the session (the torn line is trimmed then)"
             )
         if self.changed is not None:
+            # A removed log cannot be resumed; a replaced one (an editor's save) can.
+            gone = "removed" in self.changed and not os.path.lexists(self.path)
+            then = "" if gone else " (resume the session to go on)"
             raise SessionWriteError(
                 f"{self.path}: {self.changed} while awl had it open; awl writes "
-                "nothing more to it (resume the session to go on)"
+                f"nothing more to it{then}"
             )
 
-    def _check_unchanged(self) -> None:
-        """Raise SessionWriteError when the file is no longer as this writer left it.
+    def notice_change(self) -> bool:
+        """Whether the file is no longer as this writer left it (then :attr:`changed`
+        says how, and appends are refused).
 
         Another program that ignores the lock may append to the log, cut it,
         or replace it (an editor's save).  Appending after it would glue an
         entry to a line without its newline, record wrong offsets, or write
-        to a file no longer at the log's name; so the writer stops instead,
-        and says why.  One fstat an append: nothing beside its fsync.
+        to a file no longer at the log's name; reading the mapped pages of a
+        cut log would kill the process (SIGBUS).  So the writer stops
+        writing, and says why.  One fstat: nothing beside an append's fsync.
         """
         assert self.fd is not None
-        try:
+        if self.changed is None:
             now = self.env.fstat(self.fd)
+            if now.st_nlink == 0:  # its name now names another file, or none
+                self.changed = "another program removed or replaced the log file"
+            elif now.st_size > self.size:
+                grown = now.st_size - self.size
+                self.changed = f"another program appended {grown} bytes to the log"
+            elif now.st_size < self.size:
+                self.changed = f"another program cut {self.size - now.st_size} bytes off the log"
+        return self.changed is not None
+
+    def _check_unchanged(self) -> None:
+        """Raise SessionWriteError when :meth:`notice_change` finds a change."""
+        try:
+            self.notice_change()
         except OSError as exc:
             raise SessionWriteError(f"{self.path}: cannot check the log: {exc.strerror}") from None
-        if now.st_nlink == 0:  # its name now names another file, or none
-            self.changed = "another program removed or replaced the log file"
-        elif now.st_size > self.size:
-            self.changed = f"another program appended {now.st_size - self.size} bytes to the log"
-        elif now.st_size < self.size:
-            self.changed = f"another program cut {self.size - now.st_size} bytes off the log"
         self.check_writable()
 
     def append(self, line: bytes) -> int:

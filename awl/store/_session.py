@@ -796,11 +796,14 @@ class SessionManager:
         if log is None or log.fd is None:
             return
         try:
-            if not self.read_only and not log.broken and log.changed is None:
+            # A log another program changed gets nothing more: no checkpoint, and
+            # no index read from pages it may have cut.
+            if not self.read_only and not log.broken and not _changed(log):
                 with contextlib.suppress(SessionWriteError):
                     self._checkpoint(closing=True)
-                with contextlib.suppress(SessionError, OSError):
-                    self._cache_on_close(log)
+                if log.changed is None:
+                    with contextlib.suppress(SessionError, OSError):
+                        self._cache_on_close(log)
         finally:
             self._keeper.drop()
             log.close()
@@ -847,3 +850,11 @@ class SessionManager:
     def __repr__(self) -> str:
         mode = "read-only" if self.read_only else "writer"
         return f"<SessionManager {self.id} {mode} {self._path}>"
+
+
+def _changed(log: LogFile) -> bool:
+    """Whether another program changed the log (an fstat that fails counts as so)."""
+    try:
+        return log.notice_change()
+    except OSError:
+        return True

@@ -36,7 +36,9 @@ def _entries(data: bytes) -> list[bytes]:
     out: list[bytes] = []
     current: list[bytes] = []
     in_entry = False
-    for line in data.splitlines(keepends=True):
+    # Lines as prompt_toolkit reads them: ended by \n alone (a \r is text).
+    *whole, last = data.split(b"\n")
+    for line in [x + b"\n" for x in whole] + ([last] if last else []):
         is_text = line.startswith(b"+")
         if in_entry and not is_text:
             out.append(b"".join(current))
@@ -60,7 +62,8 @@ def trimmed(data: bytes) -> bytes | None:
     size = sum(len(e) for e in kept)
     while len(kept) > 1 and size > KEEP_BYTES:
         size -= len(kept.pop(0))
-    return b"".join(kept)
+    # One entry over the budget alone is kept: nothing to rewrite.
+    return None if len(kept) == len(entries) else b"".join(kept)
 
 
 class PromptHistory(FileHistory):
@@ -94,14 +97,18 @@ class PromptHistory(FileHistory):
     def _trim(self) -> None:
         """Rewrite the file with its newest entries when it has grown too long.
 
-        Under a new name, then renamed over it: a crash leaves the old file or
-        the new one.  A failure leaves the file as it was (reading it then says
-        what is wrong).
+        Written whole and synced under a new name, with the file's mode, then
+        renamed over it (the file a symbolic link names, not the link): a crash
+        leaves the old file or the new one.  A failure leaves the file as it
+        was (reading it then says what is wrong).  A prompt another awl saves
+        between the read and the rename is lost: a window of a millisecond,
+        once in a few hundred starts.
         """
-        path = os.fsdecode(self.filename)
+        path = os.path.realpath(os.fsdecode(self.filename))
         try:
             with open(path, "rb") as fh:
                 data = fh.read()
+                mode = os.fstat(fh.fileno()).st_mode & 0o7777
         except OSError:
             return
         smaller = trimmed(data)
@@ -112,6 +119,9 @@ class PromptHistory(FileHistory):
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
             with os.fdopen(fd, "wb") as out:
                 out.write(smaller)
+                out.flush()
+                os.fchmod(out.fileno(), mode)
+                os.fsync(out.fileno())
             os.replace(tmp, path)
         except OSError:
             with contextlib.suppress(OSError):
