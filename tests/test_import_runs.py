@@ -747,6 +747,22 @@ def test_an_import_whose_output_is_closed_says_so_and_goes_on_the_next_time(
     assert statuses.count("unchanged") == made
 
 
+def test_an_import_whose_summary_has_no_reader_still_says_how_it_went(tmp_path: Path) -> None:
+    """Text mode with nothing to report: the run is done when its one line (the
+    summary) finds the pipe closed; the status is the run's (0), nothing on stderr."""
+    store = tmp_path / "store"
+    _many_sessions(store, 3)
+    root = tmp_path / "sessions"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "AWL_SESSION_DIR": str(root)}
+    argv = [sys.executable, "-m", "awl.cli", "import", "-j", "1", str(store)]
+    child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert child.stdout is not None
+    child.stdout.close()
+    _, err = child.communicate(timeout=120)
+    assert (child.returncode, err) == (0, b"")
+    assert len(list(root.rglob("*.jsonl"))) == 3
+
+
 def test_the_progress_bar_counts_sessions_on_a_terminal_only(tmp_path: Path) -> None:
     pexpect = pytest.importorskip("pexpect")
     store = tmp_path / "store"

@@ -103,7 +103,12 @@ def import_command(
             click.echo(f"awl: import stopped: its output was closed {done}; {again}", err=True)
             raise SystemExit(1) from None
     # One line for a terminal, as the run's other lines are (Progress.say).
-    click.echo(visible(summary_line(summary, dry_run=dry_run), one_line=True), err=as_json)
+    try:
+        click.echo(visible(summary_line(summary, dry_run=dry_run), one_line=True), err=as_json)
+    except BrokenPipeError:
+        # The run is done; only its summary had no reader: the status still
+        # says whether it went well.
+        discard_output(sys.stdout)
     if summary.failed:
         raise SystemExit(1)
 

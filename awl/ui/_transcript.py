@@ -151,7 +151,7 @@ def transcript(m: SessionManager, notes: Sequence[str] = ()) -> Iterator[str]:
         # aside) look lost: say where they are, and how to see them.
         yield (
             f"({off} {'entry' if off == 1 else 'entries'} on other branches, not shown: "
-            "awl search finds what they say, awl show ID --around ENTRY shows one)"
+            f"awl search finds what they say, awl show {m.id} --around ENTRY shows one)"
         )
     for msg in m.rebuild_conversation().stream():
         yield ""
