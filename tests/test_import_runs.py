@@ -859,7 +859,8 @@ def test_a_copy_of_an_imported_session_that_differs_names_the_file_imported(
     a.parent.mkdir()
     b.parent.mkdir()
     shutil.copy(PI_FULL, a)
-    b.write_bytes(b"".join(PI_FULL.read_bytes().splitlines(keepends=True)[:4]))
+    lines = PI_FULL.read_bytes().splitlines(keepends=True)
+    b.write_bytes(b"".join(lines[:4]).replace(b"make check", b"make chekk", 1))
     first = run(a)
     assert first.status == "imported"
     r = import_source(SourceSpec(str(b)), system_prompt=PROMPT)
@@ -872,6 +873,39 @@ def test_a_copy_of_an_imported_session_that_differs_names_the_file_imported(
     a.write_bytes(a.read_bytes().replace(b"make check", b"make chekk", 1))
     r = import_source(SourceSpec(str(a)), system_prompt=PROMPT)
     assert r.status == "conflict" and "rewritten since it was imported" in str(r.error)
+
+
+def test_a_copy_holding_part_of_what_was_imported_is_unchanged(tmp_path: Path) -> None:
+    """The tool's own file, then a longer copy of it (a backup) imported: the tool's
+    file holds nothing the session lacks, before it grows, as it grows up to what
+    the copy held, and past it (then its new lines are taken).  Without the copy
+    to compare with, a start that no import recorded cannot be told from a
+    rewrite: a conflict, as before."""
+    lines = PI_FULL.read_bytes().splitlines(keepends=True)
+    assert len(lines) >= 8
+    live, backup = tmp_path / "tool" / "x.jsonl", tmp_path / "backup" / "x.jsonl"
+    live.parent.mkdir()
+    backup.parent.mkdir()
+    live.write_bytes(b"".join(lines[:3]))
+    backup.write_bytes(b"".join(lines[:-1]))
+    assert run(live).status == "imported"
+    assert run(backup).status == "updated"
+    size = Path(str(run(live).path)).stat().st_size
+    assert run(live).status == "unchanged"  # as an import recorded it, at its length
+    live.write_bytes(b"".join(lines[:5]))  # grown, still a start of the backup
+    r = import_source(SourceSpec(str(live)), system_prompt=PROMPT)
+    assert (r.status, r.error, r.failed) == ("unchanged", None, False)
+    assert cli("import", str(live)).exit_code == 0
+    assert Path(str(r.path)).stat().st_size == size  # nothing written
+    live.write_bytes(b"".join(lines))  # past the backup: its new line is taken
+    assert run(live).status == "updated"
+    # Without the file last imported to compare with: not provable, a conflict.
+    other = tmp_path / "other" / "x.jsonl"
+    other.parent.mkdir()
+    other.write_bytes(b"".join(lines[:6]))
+    live.unlink()
+    r = import_source(SourceSpec(str(other)), system_prompt=PROMPT)
+    assert r.status == "conflict" and "the two files differ" in str(r.error)
 
 
 def test_folders_are_followed_through_links_once(tmp_path: Path) -> None:

@@ -334,6 +334,11 @@ class _Import:
                 grown = grown or not same
                 continue
             if f.size < taken:
+                if not f.rel and self._holds_part_of_the_import(f, taken):
+                    # An older copy (or the tool's own file, after a longer copy
+                    # was imported): nothing in it that the session lacks.
+                    r.status = "unchanged"
+                    return False
                 return self._conflict(f, "it is shorter than what was imported")
             f.hasher = digest(f.fd, taken)
             f.hashed = f.consumed = taken
@@ -345,6 +350,34 @@ class _Import:
             r.status = "unchanged"
             return False
         return True
+
+    def _holds_part_of_the_import(self, f: _File, taken: int) -> bool:
+        """Whether the main file ``f``, shorter than the ``taken`` bytes imported, is
+        a start of what was imported: its hash is one an earlier import recorded
+        at that length, or it is the start of the file last imported, which
+        still holds what was taken (its hash up to ``taken`` is the record's)."""
+        mine = digest(f.fd, f.size).hexdigest()
+        for record in self.imported.records:
+            known = (record.get("files") or {}).get("")
+            at = isinstance(known, dict) and known.get("consumed") == f.size
+            if at and isinstance(known, dict) and known.get("sha256") == mine:
+                return True
+        here = path_text(os.path.abspath(self.spec.path))
+        if not isinstance(self.earlier, str) or self.earlier == here or f.known is None:
+            return False
+        try:
+            fd = open_source(self.earlier)
+        except OSError:
+            return False
+        try:
+            start = digest(fd, f.size)
+            if start.hexdigest() != mine:
+                return False
+            return bool(digest(fd, taken, start, f.size).hexdigest() == f.known.get("sha256"))
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
 
     def _conflict(self, f: _File, why: str) -> bool:
         r = self.r
