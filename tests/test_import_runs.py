@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -11,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -675,30 +677,45 @@ def test_a_stopped_import_says_so_in_a_line_and_the_same_import_again_takes_the_
         assert verify_log(path).ok
 
 
-def test_a_stopped_dry_run_says_it_wrote_nothing(tmp_path: Path) -> None:
-    total = 1500
-    store = tmp_path / "store"
-    _many_sessions(store, total)
-    root = tmp_path / "sessions"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "AWL_SESSION_DIR": str(root)}
-    argv = [sys.executable, "-m", "awl.cli", "import", "--dry-run", "--json", "-j", "1"]
+@contextlib.contextmanager
+def _importing(tmp_path: Path, sessions: int, *args: str) -> Iterator[subprocess.Popen[bytes]]:
+    """``awl import ARGS STORE`` of a store of ``sessions`` sessions into
+    ``tmp_path/sessions``, in a child process whose output is piped; killed at
+    the end if it still runs."""
+    _many_sessions(tmp_path / "store", sessions)
     child = subprocess.Popen(
-        [*argv, str(store)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [*_IMPORT, *args, str(tmp_path / "store")],
+        env=_import_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     try:
-        assert child.stdout is not None
-        assert json.loads(child.stdout.readline())["status"] == "imported"  # it would be
-        child.send_signal(signal.SIGTERM)
-        _, err = child.communicate(timeout=120)
+        yield child
     finally:
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+_IMPORT = [sys.executable, "-m", "awl.cli", "import"]
+
+
+def _import_env(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO), "AWL_SESSION_DIR": str(tmp_path / "sessions")}
+
+
+def test_a_stopped_dry_run_says_it_wrote_nothing(tmp_path: Path) -> None:
+    total = 1500
+    with _importing(tmp_path, total, "--dry-run", "--json", "-j", "1") as child:
+        assert child.stdout is not None
+        assert json.loads(child.stdout.readline())["status"] == "imported"  # it would be
+        child.send_signal(signal.SIGTERM)
+        _, err = child.communicate(timeout=120)
     assert child.returncode == 128 + signal.SIGTERM, err
     (last,) = err.decode().splitlines()
     said = rf"awl: import --dry-run stopped \(SIGTERM\) after at least \d+ of {total} sessions"
     assert re.fullmatch(said + "; nothing was written", last), last
-    assert not root.exists()
+    assert not (tmp_path / "sessions").exists()
 
 
 def test_an_import_whose_output_is_closed_says_so_and_goes_on_the_next_time(
@@ -707,22 +724,12 @@ def test_an_import_whose_output_is_closed_says_so_and_goes_on_the_next_time(
     """``awl import --json | head -1``: the run stops, one line on stderr says so and
     how far it got, status 1; the same import again takes the rest."""
     total = 400
-    store = tmp_path / "store"
-    _many_sessions(store, total)
-    root = tmp_path / "sessions"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "AWL_SESSION_DIR": str(root)}
-    argv = [sys.executable, "-m", "awl.cli", "import", "--json", "-j", "1", str(store)]
-    child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
+    with _importing(tmp_path, total, "--json", "-j", "1") as child:
         assert child.stdout is not None and child.stderr is not None
         child.stdout.readline()
         child.stdout.close()
         err = child.stderr.read().decode()
         child.wait(timeout=120)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
     assert child.returncode == 1, err
     (last,) = err.splitlines()
     said = re.fullmatch(
@@ -731,11 +738,11 @@ def test_an_import_whose_output_is_closed_says_so_and_goes_on_the_next_time(
         last,
     )
     assert said is not None, last
-    made = len(list(root.rglob("*.jsonl")))
+    made = len(list((tmp_path / "sessions").rglob("*.jsonl")))
     assert int(said.group(1)) <= made < total
     again = subprocess.run(
-        [*argv[:-1], "-j", "2", str(store)],
-        env=env,
+        [*_IMPORT, "--json", "-j", "2", str(tmp_path / "store")],
+        env=_import_env(tmp_path),
         capture_output=True,
         text=True,
         timeout=300,
@@ -750,17 +757,12 @@ def test_an_import_whose_output_is_closed_says_so_and_goes_on_the_next_time(
 def test_an_import_whose_summary_has_no_reader_still_says_how_it_went(tmp_path: Path) -> None:
     """Text mode with nothing to report: the run is done when its one line (the
     summary) finds the pipe closed; the status is the run's (0), nothing on stderr."""
-    store = tmp_path / "store"
-    _many_sessions(store, 3)
-    root = tmp_path / "sessions"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "AWL_SESSION_DIR": str(root)}
-    argv = [sys.executable, "-m", "awl.cli", "import", "-j", "1", str(store)]
-    child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert child.stdout is not None
-    child.stdout.close()
-    _, err = child.communicate(timeout=120)
+    with _importing(tmp_path, 3, "-j", "1") as child:
+        assert child.stdout is not None
+        child.stdout.close()
+        _, err = child.communicate(timeout=120)
     assert (child.returncode, err) == (0, b"")
-    assert len(list(root.rglob("*.jsonl"))) == 3
+    assert len(list((tmp_path / "sessions").rglob("*.jsonl"))) == 3
 
 
 def test_the_progress_bar_counts_sessions_on_a_terminal_only(tmp_path: Path) -> None:

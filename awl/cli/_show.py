@@ -88,7 +88,7 @@ def _origin(path: Path) -> dict[str, Any] | None:
 
     try:
         return import_origin(path)
-    except (AwlError, OSError, ValueError):
+    except (AwlError, OSError):
         return None
 
 

@@ -10,9 +10,11 @@ together or not at all.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,14 +42,20 @@ class Imported:
         return self.records[-1] if self.records else None
 
 
-def _mapped(path: str | os.PathLike[str]) -> tuple[int, mmap.mmap | None]:
+@contextlib.contextmanager
+def _mapped(path: str | os.PathLike[str]) -> Iterator[mmap.mmap | None]:
+    """The log at ``path``, mapped read-only (None when it is empty)."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     try:
         size = os.fstat(fd).st_size
-        return fd, (mmap.mmap(fd, size, prot=mmap.PROT_READ) if size else None)
-    except BaseException:
-        os.close(fd)
-        raise
+        mm = mmap.mmap(fd, size, prot=mmap.PROT_READ) if size else None
+    finally:
+        os.close(fd)  # the mapping holds the file
+    try:
+        yield mm
+    finally:
+        if mm is not None:
+            mm.close()
 
 
 def _line_at(mm: mmap.mmap, start: int) -> tuple[bytes, int]:
@@ -56,22 +64,16 @@ def _line_at(mm: mmap.mmap, start: int) -> tuple[bytes, int]:
     return mm[start:end], end + 1
 
 
+def _last(mm: mmap.mmap | None, path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    at = mm.rfind(b"\n" + _START) if mm is not None else -1
+    return None if mm is None or at < 0 else _parse(_line_at(mm, at + 1)[0], path)
+
+
 def last_record(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The latest import record of the log at ``path``, found from its end
     (no lock taken, nothing else parsed), or None."""
-    fd, mm = _mapped(path)
-    try:
-        if mm is None:
-            return None
-        at = mm.rfind(b"\n" + _START)
-        if at < 0:
-            return None
-        raw, _ = _line_at(mm, at + 1)
-        return _parse(raw, path)
-    finally:
-        if mm is not None:
-            mm.close()
-        os.close(fd)
+    with _mapped(path) as mm:
+        return _last(mm, path)
 
 
 def import_origin(path: str | os.PathLike[str]) -> dict[str, Any] | None:
@@ -81,28 +83,19 @@ def import_origin(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     An imported log holds an import record right after its header, so a log
     without one there costs one line's read, however long it is.
     """
-    fd, mm = _mapped(path)
-    try:
-        if mm is None:
+    with _mapped(path) as mm:
+        nl = mm.find(b"\n") if mm is not None else -1
+        if mm is None or nl < 0 or mm[nl + 1 : nl + 1 + len(_START)] != _START:
             return None
-        nl = mm.find(b"\n")
-        if nl < 0 or mm[nl + 1 : nl + 1 + len(_START)] != _START:
-            return None
-        at = mm.rfind(b"\n" + _START)
-        record = _parse(_line_at(mm, at + 1)[0], path)
-        return {k: record.get(k) for k in ("format", "source", "sourceId")}
-    finally:
-        if mm is not None:
-            mm.close()
-        os.close(fd)
+        record = _last(mm, path)
+    return None if record is None else {k: record.get(k) for k in ("format", "source", "sourceId")}
 
 
 def read_records(path: str | os.PathLike[str]) -> Imported:
     """Every import record of the log at ``path``, and the awl id of each source key
     they name.  Raises SessionError when a record does not match the entries after it."""
     out = Imported()
-    fd, mm = _mapped(path)
-    try:
+    with _mapped(path) as mm:
         if mm is None:
             return out
         at = mm.find(b"\n" + _START)
@@ -128,11 +121,6 @@ def read_records(path: str | os.PathLike[str]) -> Imported:
             out.records.append(record)
             at = mm.find(b"\n" + _START, pos - 1)
         return out
-    finally:
-        mm_close = getattr(mm, "close", None)
-        if mm_close is not None:
-            mm_close()
-        os.close(fd)
 
 
 def _parse(raw: bytes, path: str | os.PathLike[str]) -> dict[str, Any]:

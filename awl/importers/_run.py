@@ -359,8 +359,10 @@ class _Import:
         mine = digest(f.fd, f.size).hexdigest()
         for record in self.imported.records:
             known = (record.get("files") or {}).get("")
-            at = isinstance(known, dict) and known.get("consumed") == f.size
-            if at and isinstance(known, dict) and known.get("sha256") == mine:
+            if isinstance(known, dict) and (known.get("consumed"), known.get("sha256")) == (
+                f.size,
+                mine,
+            ):
                 return True
         here = path_text(os.path.abspath(self.spec.path))
         if not isinstance(self.earlier, str) or self.earlier == here or f.known is None:

@@ -272,8 +272,7 @@ class LogFile:
             )
         if self.changed is not None:
             # A removed log cannot be resumed; a replaced one (an editor's save) can.
-            gone = "removed" in self.changed and not os.path.lexists(self.path)
-            then = "" if gone else " (resume the session to go on)"
+            then = " (resume the session to go on)" if os.path.lexists(self.path) else ""
             raise SessionWriteError(
                 f"{self.path}: {self.changed} while awl had it open; awl writes "
                 f"nothing more to it{then}"
