@@ -214,3 +214,70 @@ def test_find_in_either_part_is_bytes_find(tmp_path: Path) -> None:
         log.close()
     finally:
         os.close(fd)
+
+
+def _trimmed_and_torn_again(
+    monkeypatch: pytest.MonkeyPatch, path: Path, whole: int, torn: bytes
+) -> list[int]:
+    """Make the file change under a reader's reads as a writer's open and a second
+    crash change it: the first read finds it trimmed to ``whole`` bytes, the next one
+    finds the torn line written again.  The reads and the file are real; only their
+    order against the writer is fixed here.  Returns the sizes each read saw."""
+    real = os.pread
+    seen: list[int] = []
+
+    def pread(fd: int, n: int, offset: int) -> bytes:
+        if not seen:
+            os.truncate(path, whole)  # the writer trims the torn tail
+        elif len(seen) == 1:
+            with open(path, "ab") as fh:  # and the next writer dies mid-write again
+                fh.write(torn)
+        seen.append(os.fstat(fd).st_size)
+        return real(fd, n, offset)
+
+    monkeypatch.setattr(os, "pread", pread)  # the reads awl.store._logmap makes
+    return seen
+
+
+def test_a_reader_looks_again_at_a_log_cut_and_torn_again_under_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long torn tail trimmed, then written again, between a reader's reads: the
+    reader judged the last line on bytes of two files, and left out the whole log."""
+    data = _log_bytes([10, 20, 30, 40])
+    torn = b'{"type":"message","id":"0000beef","message":{"content":"' + b"z" * (2 << 20)
+    path = tmp_path / "log"
+    path.write_bytes(data + torn)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        seen = _trimmed_and_torn_again(monkeypatch, path, len(data), torn)
+        log = LogMap.for_reader(fd, len(data) + len(torn))
+        assert len(seen) >= 2  # the change came between two reads
+        assert bytes(log.view(0, len(log))) == data  # every whole line, nothing else
+        assert log.cut == 0  # the torn line came after the size the second look took
+        log.close()
+    finally:
+        os.close(fd)
+
+
+def test_a_reader_gives_up_on_a_log_cut_under_every_look(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file cut under each of a reader's looks is an error, not a guess."""
+    data = _log_bytes([10, 20])
+    path = tmp_path / "log"
+    path.write_bytes(data)
+    real = os.pread
+
+    def pread(fd: int, n: int, offset: int) -> bytes:
+        # Every look finds the file a byte shorter than the size it took.
+        got = real(fd, n, offset)
+        return got[:-1] if got else got
+
+    monkeypatch.setattr(os, "pread", pread)  # the reads awl.store._logmap makes
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with pytest.raises(OSError, match="cut 64 times while it was read"):
+            LogMap.for_reader(fd, len(data))
+    finally:
+        os.close(fd)

@@ -17,6 +17,7 @@ touch without a read.
 from __future__ import annotations
 
 import contextlib
+import errno
 import mmap
 import os
 from typing import TYPE_CHECKING
@@ -35,14 +36,15 @@ RELEASE_WINDOW = 64 << 20
 _PAGE = mmap.PAGESIZE
 
 
-def _last_line_start(fd: int, size: int) -> int:
-    """Where the file's last line starts (after the last newline before its final byte)."""
+def _last_line_start(fd: int, size: int) -> int | None:
+    """Where the file's last line starts (after the last newline before its final
+    byte); None if the file is shorter than ``size`` now (cut meanwhile)."""
     pos, step = size - 1, 4096  # most last lines are short: read a page first
     while pos > 0:
         lo = max(0, pos - step)
         chunk = os.pread(fd, pos - lo, lo)
         if len(chunk) < pos - lo:
-            return 0  # the file shrank under us: treat everything as the last line
+            return None
         nl = chunk.rfind(b"\n")
         if nl >= 0:
             return lo + nl + 1
@@ -61,15 +63,16 @@ def _find(buf: mmap.mmap | bytes, sub: bytes, start: int, end: int) -> int:
     return scanner.find(buf, sub, start, end)
 
 
-def _may_be_whole(fd: int, start: int, end: int) -> bool:
+def _may_be_whole(fd: int, start: int, end: int) -> bool | None:
     """Whether ``[start, end)`` can be one JSON object: its last byte that is not
-    white space is ``}`` (read backwards, a chunk at a time)."""
+    white space is ``}`` (read backwards, a chunk at a time); None if the file
+    is shorter than ``end`` now (cut meanwhile)."""
     pos = end
     while pos > start:
         lo = max(start, pos - _CHUNK)
         raw = os.pread(fd, pos - lo, lo)
         if len(raw) < pos - lo:
-            return True  # the file shrank under us: read what is there, as before
+            return None
         chunk = raw.rstrip(_JSON_SPACE)
         if chunk:
             return chunk.endswith(b"}")
@@ -94,6 +97,9 @@ TAIL_READ_LIMIT = 1 << 20
 
 _JSON_SPACE = b" \t\r\n"
 
+_LOOKS = 64
+"""Times a reader looks at a log cut under it again before it gives up."""
+
 
 class LogMap:
     """``[0, split)`` memory-mapped, ``[split, size)`` held as bytes read with pread.
@@ -117,12 +123,33 @@ class LogMap:
         The last line is read with pread unless it is long and cannot be a
         complete object, which must end with ``}`` (then followed only by
         JSON white space): its bytes are left out, and counted in ``cut``.
+        A file cut while it is looked at (a writer trimming a torn tail, which
+        may then be written again) is looked at afresh, as it is then: a last
+        line judged on bytes of two different files could hide all the others.
         """
+        for _ in range(_LOOKS):
+            found = cls._look(fd, size)
+            if found is not None:
+                return found
+            size = os.fstat(fd).st_size
+        raise OSError(errno.EAGAIN, f"the file was cut {_LOOKS} times while it was read")
+
+    @classmethod
+    def _look(cls, fd: int, size: int) -> LogMap | None:
         split = _last_line_start(fd, size) if size else 0
+        if split is None:
+            return None
         cut = 0
-        if size - split > TAIL_READ_LIMIT and not _may_be_whole(fd, split, size):
-            cut, size = size - split, split
+        if size - split > TAIL_READ_LIMIT:
+            whole = _may_be_whole(fd, split, size)
+            if whole is None:
+                return None
+            if not whole:
+                cut, size = size - split, split
         tail = _pread_all(fd, size - split, split)
+        if len(tail) < size - split:
+            return None
+        # [0, split) is whole lines, which nobody cuts: it stays mapped safely.
         mm = mmap.mmap(fd, split, access=mmap.ACCESS_READ) if split else None
         return cls(mm, split, tail, cut)
 
