@@ -31,9 +31,9 @@ from typing import Any
 import orjson
 import pytest
 
-from awl import Message, SessionManager, SessionWriteError, Text
+from awl import Message, SessionBusy, SessionManager, SessionWriteError, Text
 from awl.paths import corrupt_path
-from awl.store import reindex, reindex_file
+from awl.store import Env, reindex, reindex_file
 
 from .helpers import reference_replay, snapshot
 
@@ -122,6 +122,70 @@ def message_ids(path: Path) -> list[str]:
         if o["type"] == "message":
             out.append(o["id"])
     return out
+
+
+# ── a lock outliving its taker ──
+
+# Takes the writer's lock, then leaves it to a child of its own that holds the
+# log's descriptor a moment longer and exits, as a tool's child does between its
+# fork and its exec when awl is killed; the taker itself exits at once.
+ORPHANED_LOCK = """
+import os, sys, time
+from awl import SessionManager
+m = SessionManager.open(sys.argv[1])
+r, w = os.pipe()
+if os.fork() == 0:
+    os.close(r)
+    os.close(w)  # the taker sees the child has started
+    time.sleep(float(sys.argv[2]))
+    os._exit(0)
+os.close(w)
+os.read(r, 1)
+print("taken", flush=True)
+os._exit(0)
+"""
+
+
+class _Flocks(Env):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tries = 0
+
+    def flock(self, fd: int, operation: int) -> None:
+        self.tries += 1
+        super().flock(fd, operation)
+
+
+def test_a_lock_left_to_a_dying_child_is_waited_for(project: Path, root: Path) -> None:
+    """awl killed while it started a tool: its child holds the lock until its exec.
+    A resume right then waits the moment out, rather than say the session is busy."""
+    path = new_log(project, root)
+    taker = spawn(ORPHANED_LOCK, str(path), "0.1")
+    assert readline(taker) == "taken"
+    taker.wait(timeout=30)  # the taker is gone; its child still holds the lock
+    env = _Flocks()
+    with SessionManager.open(path, env=env) as m:
+        m.append_message(Message("user", [Text("after the kill")]))
+    assert env.tries > 1  # it found the lock taken, and waited
+
+
+def test_a_live_writer_is_busy_at_once(project: Path, root: Path) -> None:
+    """The grace is for a lock whose taker has exited only: a running writer's
+    lock is reported busy at the first try."""
+    path = new_log(project, root)
+    holder = spawn(RACER, "A")
+    try:
+        assert holder.stdin is not None
+        holder.stdin.write(f"go {path} 0\n")
+        holder.stdin.flush()
+        assert readline(holder).startswith("got ")
+        env = _Flocks()
+        with pytest.raises(SessionBusy):
+            SessionManager.open(path, env=env)
+        assert env.tries == 1
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
 
 
 # ── two writers ──

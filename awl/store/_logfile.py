@@ -15,8 +15,9 @@ The durability contract of a log (``docs/reliability.md``, "Durability"):
   ``<log>.corrupt`` (whose name is synced in its folder when new); keeping
   them is idempotent, so a repair interrupted between the two steps adds
   no second copy when it runs again.
-- A writer holds an exclusive ``flock`` until it closes; a reader takes no
-  lock and writes nothing.  Nothing is written through a symbolic link.
+- A writer holds an exclusive ``flock`` until it closes (an open waits
+  :data:`LOCK_GRACE` for it); a reader takes no lock and writes nothing.
+  Nothing is written through a symbolic link.
 
 Every call that can fail goes through the :class:`~awl.store._fs.Env`.
 """
@@ -27,6 +28,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -122,6 +124,67 @@ def read_header_fd(fd: int, path: Path, env: Env) -> SessionHeader:
         raise CorruptSession(path, 1, str(exc)) from None
 
 
+# How long a writer's open waits for a lock whose taker has exited: a process
+# killed while it started a tool leaves a child that holds the log's descriptor
+# (and so the lock) between its fork and its exec, which closes it.  A lock
+# whose taker still runs is a live writer's: the open says busy at once.
+LOCK_GRACE = 0.25
+
+
+def _lock(env: Env, fd: int, path: Path) -> None:
+    """Take the writer's lock on ``fd``, or raise SessionBusy (see LOCK_GRACE)."""
+    deadline: float | None = None
+    pause = 0.002
+    while True:
+        try:
+            env.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            now = time.monotonic()
+            if deadline is None:
+                if not _taker_gone(fd):
+                    raise SessionBusy(path) from None
+                deadline = now + LOCK_GRACE
+            if now >= deadline:
+                raise SessionBusy(path) from None
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+
+
+def _taker_gone(fd: int) -> bool:
+    """Whether the process that took the lock on ``fd``'s file has exited, as far as
+    ``/proc/locks`` tells (Linux); True when it cannot tell (the grace is short)."""
+    try:
+        st = os.fstat(fd)
+        with open("/proc/locks", "rb") as fh:
+            table = fh.read()
+    except OSError:
+        return True
+    where = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}".encode()
+    for row in table.splitlines():
+        # "1: FLOCK  ADVISORY  WRITE 1234 fe:00:2302065 0 EOF"
+        cols = row.split()
+        if len(cols) >= 6 and cols[1] == b"FLOCK" and cols[5] == where:
+            try:
+                pid = int(cols[4])
+            except ValueError:
+                return True
+            return pid <= 0 or not _running(pid)  # 0, -1: in another pid namespace
+    return True  # released meanwhile
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a process that has not exited (a zombie has)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return False
+    # The state follows the command's closing parenthesis (which may hold spaces).
+    state = stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
+    return state not in (b"Z", b"X", b"")
+
+
 class LogFile:
     """An open log: made by :meth:`open` or :meth:`create`, ended by :meth:`close`.
 
@@ -170,10 +233,7 @@ class LogFile:
             raise SessionError(f"{path}: cannot open: {exc.strerror}") from None
         try:
             if not read_only:
-                try:
-                    env.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    raise SessionBusy(path) from None
+                _lock(env, fd, path)
             header = read_header_fd(fd, path, env)
             log = cls(path, header, fd, env, read_only=read_only)
             log.size = env.fstat(fd).st_size
