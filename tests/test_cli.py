@@ -764,13 +764,50 @@ def test_the_resume_hint_is_best_effort(here: Path, monkeypatch: pytest.MonkeyPa
     import awl.cli._run
     from awl.errors import SessionError
 
-    def unlistable(session_id: str, path: Path) -> str:
+    def unlistable(session_id: str, path: Path, cwd: object) -> str:
         raise SessionError("folder: cannot list sessions: Permission denied")
 
     monkeypatch.setattr(awl.cli._run, "resume_prefix", unlistable)
     res = CliRunner().invoke(main, ["--provider", "offline", "-p", "hello"])
     assert res.exit_code == 0, res.output
     assert "You said: hello" in res.output and "awl --resume" not in res.output
+
+
+def test_the_ids_awl_prints_find_the_session_from_where_it_runs(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session of another directory, resumed or searched from here, is named by a
+    prefix that finds it from here: unique among every project's sessions, not only
+    among its own folder's (8 characters that 3 sessions elsewhere share, once)."""
+    from awl import Message, SessionManager, Text
+
+    here, there, other = (tmp_path / n for n in ("here", "there", "other"))
+    ours = "01a24543-e000-7000-8000-000000000001"
+    for cwd, sid in [
+        (there, ours),
+        (other, "01a24543-f000-7000-8000-000000000002"),
+        (other, "01a24543-a000-7000-8000-000000000003"),
+    ]:
+        cwd.mkdir(exist_ok=True)
+        with SessionManager.create(cwd, "offline", "echo", session_id=sid) as m:
+            m.append_message(Message("user", [Text(f"hello from {cwd.name}")]))
+    here.mkdir()
+    monkeypatch.chdir(here)
+    res = CliRunner().invoke(main, ["--resume", ours, "-p", "first"])
+    assert res.exit_code == 0, res.output
+    hint = res.output.splitlines()[-1]
+    assert hint == "awl --resume 01a24543-e"
+    res = CliRunner().invoke(main, ["--resume", hint.split()[-1], "-p", "second"])
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(main, ["search", "--session", ours, "hello"])
+    assert res.exit_code == 0, res.output
+    assert res.output.startswith("01a24543-e "), res.output
+    res = CliRunner().invoke(main, ["show", "01a24543-e"])
+    assert res.exit_code == 0 and "second" in res.output, res.output
+    # In the session's own directory its folder's prefix is enough, as before.
+    monkeypatch.chdir(there)
+    res = CliRunner().invoke(main, ["--resume", ours, "-p", "third"])
+    assert res.output.splitlines()[-1] == "awl --resume 01a24543", res.output
 
 
 # ── control characters from a log reach no terminal raw ──
@@ -1004,3 +1041,22 @@ def test_visible_shows_the_bytes_of_a_name_that_is_not_utf8_as_escapes() -> None
     assert visible(name) == "caf\\xe9-\\xff.jsonl"
     assert visible(name, one_line=True).encode("utf-8") == b"caf\\xe9-\\xff.jsonl"
     assert visible("half \ud83d of a pair") == "half \\ud83d of a pair"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["search", "x"], ["sessions"], ["show", "0"], ["reindex"], ["import"], ["-p", "hi"]],
+    ids=" ".join,
+)
+def test_a_bad_setting_is_a_usage_error_for_every_command(
+    monkeypatch: pytest.MonkeyPatch, root: Path, command: list[str]
+) -> None:
+    """Status 2, as a bad option: search's 1 says only that nothing was found."""
+    monkeypatch.setenv("AWL_FSYNC", "maybe")
+    before = snapshot(root)
+    res = cli(*command)
+    assert res.exit_code == 2, res.output
+    assert res.output.splitlines() == [
+        "Error: AWL_FSYNC='maybe' is not a switch: 1 or 0 (true/false, yes/no, on/off)"
+    ]
+    assert snapshot(root) == before

@@ -723,6 +723,25 @@ def test_print_resume_by_prefix(env: dict[str, str], root: Path, project: Path) 
     ]
 
 
+def test_a_resume_that_repairs_a_torn_line_says_so(
+    env: dict[str, str], root: Path, project: Path
+) -> None:
+    """The crash's torn line goes to .corrupt, as always: the user is told where."""
+    assert run(["-p", "one"], env, project).returncode == 0
+    (log,) = session_files(root)
+    torn = b'{"type":"message","id":"dead'
+    with open(log, "ab") as fh:
+        fh.write(torn)
+    r = run(["--resume", "-p", "two"], env, project)
+    assert (r.returncode, r.stdout) == (0, "You said: two\n"), r.stderr
+    assert r.stderr.splitlines()[0] == (
+        f"awl: moved a torn last line ({len(torn)} bytes) to {log}.corrupt"
+    )
+    assert Path(f"{log}.corrupt").read_bytes().rstrip(b"\n") == torn
+    r = run(["--resume", "-p", "three"], env, project)  # said once: nothing is torn now
+    assert "torn" not in r.stderr, r.stderr
+
+
 @pytest.mark.parametrize(
     "ref", ["nosuch", "abcdef12", "0", "../x", "/etc/passwd", "0" * 40], ids=repr
 )
@@ -952,4 +971,43 @@ def test_an_offline_delay_that_cannot_be_slept_is_one_line(
         assert r.stderr.splitlines() == [
             f"Error: AWL_OFFLINE_DELAY must be a number of seconds from 0 to 3600, not {value!r}"
         ]
+    assert not root.exists() or session_files(root) == []
+
+
+@pytest.mark.parametrize("given", ["--base-url", "OPENAI_BASE_URL"])
+def test_a_base_url_without_a_provider_or_key_means_openai(
+    env: dict[str, str], root: Path, project: Path, given: str
+) -> None:
+    """A local server's URL, no key, no --provider: the request goes there (it once
+    went to the offline echo, the URL unused)."""
+    from tests.servers import openai_server as oa
+    from tests.servers import serve
+
+    with serve() as server:
+        server.queue(oa.text_reply("local answer"))
+        args = ["-p", "hi"]
+        if given == "--base-url":
+            args[:0] = ["--base-url", server.url + "/v1"]
+        else:
+            env["OPENAI_BASE_URL"] = server.url + "/v1"
+        r = run(args, env, project)
+        assert (r.returncode, r.stdout) == (0, "local answer\n"), r.stderr
+        assert len(server.requests) == 1
+    assert one_log(root, project).header["provider"] == "openai"
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--base-url", "ftp://x"], "Error: --base-url 'ftp://x' is not a valid URL"),
+        (["--provider", "offline", "--base-url", "http://127.0.0.1:9/v1"], "offline sends no"),
+        (["--provider", "offline", "--base-url", "ftp://x"], "offline sends no"),
+    ],
+)
+def test_a_base_url_that_cannot_be_used_is_refused_whatever_the_provider(
+    env: dict[str, str], root: Path, project: Path, args: list[str], said: str
+) -> None:
+    r = run([*args, "-p", "hi"], env, project)
+    assert (r.returncode, r.stdout) == (2, ""), r.stderr
+    assert len(r.stderr.splitlines()) == 1 and said in r.stderr, r.stderr
     assert not root.exists() or session_files(root) == []

@@ -152,7 +152,7 @@ def test_the_cli_refuses_a_typo_in_one_line(
     monkeypatch.setenv("AWL_INDEX_CACHE_MIN", "1M")
     for args in (["sessions"], ["reindex", "--all"], ["-p", "hi", "--provider", "offline"]):
         res = CliRunner().invoke(main, args)
-        assert res.exit_code == 1, (args, res.output)
+        assert res.exit_code == 2, (args, res.output)  # as a bad option
         assert res.output == (
             "Error: AWL_INDEX_CACHE_MIN='1M' is not a number of bytes (e.g. 1048576)\n"
         )

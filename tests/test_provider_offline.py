@@ -174,21 +174,36 @@ def test_get_provider_and_names() -> None:
 
 
 @pytest.mark.parametrize(
-    ("anthropic_key", "openai_key", "expected"),
-    [("a", "o", "anthropic"), ("", "o", "openai"), (None, None, "offline"), ("", "", "offline")],
+    ("anthropic_key", "openai_key", "base_url", "variable", "expected"),
+    [
+        ("a", "o", None, None, "anthropic"),
+        ("", "o", None, None, "openai"),
+        (None, None, None, None, "offline"),
+        ("", "", None, None, "offline"),
+        (None, None, "http://localhost:11434/v1", None, "openai"),
+        (None, None, None, "http://localhost:11434/v1", "openai"),
+        ("a", None, "http://localhost:8080", None, "anthropic"),
+        (None, None, "", "", "offline"),
+    ],
 )
 def test_default_provider_name(
     monkeypatch: pytest.MonkeyPatch,
     anthropic_key: str | None,
     openai_key: str | None,
+    base_url: str | None,
+    variable: str | None,
     expected: str,
 ) -> None:
-    for name, value in (("ANTHROPIC_API_KEY", anthropic_key), ("OPENAI_API_KEY", openai_key)):
+    for name, value in (
+        ("ANTHROPIC_API_KEY", anthropic_key),
+        ("OPENAI_API_KEY", openai_key),
+        ("OPENAI_BASE_URL", variable),
+    ):
         if value is None:
             monkeypatch.delenv(name, raising=False)
         else:
             monkeypatch.setenv(name, value)
-    assert default_provider_name() == expected
+    assert default_provider_name(base_url) == expected
 
 
 def test_importing_providers_does_not_import_sdks() -> None:

@@ -43,7 +43,7 @@ def open_session(
             if recorded is not None:
                 check_session_dir(recorded)
             return SessionManager.open(path), True
-    name = provider or default_provider_name()
+    name = provider or default_provider_name(base_url)
     if model is None:
         with get_provider(name, base_url=base_url) as made:  # a missing key fails here
             model = made.default_model

@@ -231,10 +231,17 @@ def main(
             fail(f"{what} is not valid UTF-8 text", usage=True)
         if value == "" and what != "the prompt":
             fail(f"{what} needs a value, not an empty string", usage=True)
-    from ..providers import PROVIDER_NAMES
+    from ..providers import PROVIDER_NAMES, check_base_url
 
     if provider is not None and provider not in PROVIDER_NAMES:
         fail(f"--provider {provider!r} is not one of {', '.join(PROVIDER_NAMES)}", usage=True)
+    if base_url is not None:
+        if provider == "offline":
+            fail("--base-url is for anthropic and openai: offline sends no requests", usage=True)
+        try:
+            check_base_url(base_url)
+        except InvalidBaseURL as exc:
+            fail(f"--base-url {exc}", usage=True)
     if prompt is not None and not prompt.strip():
         # As the interactive loop passes over a blank line: nothing to send, and an
         # empty prompt in the log would be sent again on every resume.

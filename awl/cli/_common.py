@@ -97,10 +97,11 @@ def fail(message: str, *, usage: bool = False) -> NoReturn:
 
 
 def refuse_bad_environment() -> None:
-    """Stop, naming it, if a variable of :mod:`awl.environment` holds what it cannot mean."""
+    """Stop, naming it, if a variable of :mod:`awl.environment` holds what it cannot mean
+    (status 2, as a bad option: ``awl search``'s 1 means only that nothing was found)."""
     bad = environment.problems()
     if bad:
-        fail("; ".join(bad))
+        fail("; ".join(bad), usage=True)
 
 
 def current_dir() -> Path:

@@ -14,6 +14,7 @@ from ..agent import Agent, TurnResult, open_session
 from ..conversation import ToolUse
 from ..environment import verbose
 from ..errors import AwlError, SessionNotFound
+from ..paths import corrupt_path
 from ..providers import (
     CANCELLED,
     PROVIDER_NAMES,
@@ -55,6 +56,11 @@ def run_session(
         # say it works, whichever directory it is resumed from.
         tools_dir = Path(manager.cwd) if resumed else cwd
         agent = Agent(manager, base_url=base_url, cwd=tools_dir)
+        torn = manager.stats.trimmed
+        if resumed and torn:
+            # Repaired as every writer's open does; said, as `awl reindex` says it.
+            kept = visible(os.fspath(corrupt_path(manager.path)), one_line=True)
+            err.write(f"awl: moved a torn last line ({torn} bytes) to {kept}\n")
         if resumed and not _same_dir(tools_dir, cwd):
             where = visible(manager.cwd, one_line=True)
             err.write(f"awl: tools run in the session's directory, {where}\n")
@@ -72,7 +78,7 @@ def run_session(
                     " and, optionally, --model"
                 ) from None
             raise
-        if not resumed and provider is None and default_provider_name() == "offline":
+        if not resumed and provider is None and default_provider_name(base_url) == "offline":
             err.write(
                 "awl: no ANTHROPIC_API_KEY or OPENAI_API_KEY set; using the offline provider\n"
             )
@@ -91,7 +97,7 @@ def run_session(
         # not turn the run (or the error it is ending with) into another failure.
         with contextlib.suppress(AwlError, OSError):
             if ran and manager.path.exists():
-                err.write(f"awl --resume {resume_prefix(manager.id, manager.path)}\n")
+                err.write(f"awl --resume {resume_prefix(manager.id, manager.path, cwd)}\n")
 
 
 def _same_dir(a: Path, b: Path) -> bool:

@@ -11,12 +11,10 @@ import os
 import re
 import sys
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import click
 
 from ..errors import AwlError, SessionNotFound
-from ..paths import SESSION_FILE_RE, log_files
 from ._app import main
 from ._common import current_dir, end_quickly, fail, imported_session, json_text
 
@@ -119,9 +117,9 @@ def search_command(
     from ..store import (
         SearchProblem,
         SearchQuery,
+        resume_prefixes,
         search,
         search_scope,
-        unique_prefixes,
     )
 
     if not query:
@@ -168,10 +166,10 @@ def search_command(
     tty = out.isatty()
     paint = _colour(colour)
     found = errors = 0
-    # Each session by the shortest prefix that names it among the sessions of
-    # its folder, as `awl show` and `awl --resume` look them up (an id's first
-    # 8 characters are shared by sessions made in one minute).
-    shown = unique_prefixes(_folder_ids(logs))
+    # Each session by the shortest prefix that `awl show` and `awl --resume` run
+    # here find it by (an id's first 8 characters are shared by sessions made
+    # in one minute).
+    shown = resume_prefixes(logs, here)
     width = max(map(len, shown.values()), default=8)
     cwd = None if all_projects or session else os.fspath(here) if here else None
     for item in search(q, logs, cwd=cwd, jobs=jobs, limit=limit):
@@ -190,18 +188,6 @@ def search_command(
     if errors:
         sys.exit(2)
     sys.exit(0 if found else 1)
-
-
-def _folder_ids(logs: list[Path]) -> list[str]:
-    """The session ids (from file names) of every log in the folders of ``logs``."""
-    ids: list[str] = []
-    for folder in {p.parent for p in logs}:
-        try:
-            names = [p.name for p in log_files(folder)]
-        except (AwlError, OSError):
-            names = [p.name for p in logs if p.parent == folder]
-        ids += [m.group("id") for name in names if (m := SESSION_FILE_RE.match(name))]
-    return ids
 
 
 def _visible(text: str) -> str:

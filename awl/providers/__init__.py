@@ -21,6 +21,7 @@ from awl.providers.base import (
     StreamSink,
     ToolSpec,
     Usage,
+    check_base_url,
 )
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "StreamSink",
     "ToolSpec",
     "Usage",
+    "check_base_url",
     "default_provider_name",
     "get_provider",
 ]
@@ -69,15 +71,17 @@ def get_provider(name: str, *, base_url: str | None = None) -> Provider:
     raise ProviderError(f"unknown provider {name!r}; choose one of {', '.join(PROVIDER_NAMES)}")
 
 
-def default_provider_name() -> str:
+def default_provider_name(base_url: str | None = None) -> str:
     """The provider to use when none is named.
 
     ``anthropic`` if ANTHROPIC_API_KEY is set, else ``openai`` if OPENAI_API_KEY
-    is, else ``offline``.
+    is, or if a base URL is given (``base_url``, ``--base-url``, or
+    OPENAI_BASE_URL: the local servers, which need no key, speak OpenAI's API),
+    else ``offline``.
     """
     if os.environ.get("ANTHROPIC_API_KEY"):
         return "anthropic"
-    if os.environ.get("OPENAI_API_KEY"):
+    if os.environ.get("OPENAI_API_KEY") or base_url or os.environ.get("OPENAI_BASE_URL"):
         return "openai"
     return "offline"
 

@@ -188,6 +188,19 @@ class InvalidBaseURL(ProviderError):
         super().__init__(f"{where} is not a valid URL ({one_line(detail)})")
 
 
+def check_base_url(url: str, variable: str | None = None) -> None:
+    """Raise :class:`InvalidBaseURL` unless ``url`` has ``http://`` or ``https://``
+    and a host (an SDK takes one without, and fails on the first request, after the
+    prompt is saved).  ``variable`` names where it came from (None: ``--base-url``)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        usable = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:  # a bracket left open: the SDK says why when it parses it
+        usable = True
+    if not usable:
+        raise InvalidBaseURL(url, variable, "it needs http:// or https:// and a host")
+
+
 def is_invalid_url(exc: BaseException) -> bool:
     """Whether ``exc`` is the HTTP stack refusing a URL (httpx's ``InvalidURL``, by name:
     the SDKs bundle their own httpx)."""
@@ -277,16 +290,7 @@ class HostedProvider(Provider):
         on at the first request, after the prompt is saved), is
         :class:`InvalidBaseURL`, naming the variable unless it was ``given``."""
         if self.base_url is not None:
-            try:
-                parts = urllib.parse.urlsplit(self.base_url)
-                usable = parts.scheme in ("http", "https") and bool(parts.hostname)
-            except ValueError:  # a bracket left open: the SDK says why, below
-                usable = True
-            if not usable:
-                source = None if given else self.base_url_variable
-                raise InvalidBaseURL(
-                    self.base_url, source, "it needs http:// or https:// and a host"
-                )
+            check_base_url(self.base_url, None if given else self.base_url_variable)
         try:
             return make()
         except Exception as exc:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         find_session_ending,
         most_recent,
         resume_prefix,
+        resume_prefixes,
         unique_prefixes,
     )
     from ._checkpoint import CheckpointPolicy
@@ -91,6 +92,7 @@ _HOMES = {
     "find_session_ending": "_catalog",
     "most_recent": "_catalog",
     "resume_prefix": "_catalog",
+    "resume_prefixes": "_catalog",
     "unique_prefixes": "_catalog",
     "CheckpointPolicy": "_checkpoint",
     "format_timestamp": "_clock",
@@ -211,6 +213,7 @@ __all__ = [
     "reindex",
     "reindex_file",
     "resume_prefix",
+    "resume_prefixes",
     "scanner",
     "scanner_description",
     "search",

@@ -6,6 +6,7 @@ Nothing here opens a log as a session: headers and listings are enough.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
@@ -180,11 +181,37 @@ def unique_prefixes(ids: list[str], minimum: int = 8) -> dict[str, str]:
     return out
 
 
-def resume_prefix(session_id: str, path: Path) -> str:
-    """The id prefix that ``awl --resume`` needs for a session, from its folder's file names."""
-    ids = [session_id]
-    for p in log_files(path.parent):
-        m = SESSION_FILE_RE.match(p.name)
-        if m:
-            ids.append(m.group("id"))
-    return unique_prefixes(ids)[session_id]
+def resume_prefixes(
+    logs: Collection[Path],
+    cwd: str | os.PathLike[str] | None,
+    *,
+    session_dir: str | os.PathLike[str] | None = None,
+) -> dict[str, str]:
+    """The shortest prefix of each log's session id (by its file name) that ``awl
+    --resume``, ``awl show`` and ``awl search --session``, run in ``cwd``, find it
+    by (:func:`find_session`: this cwd's sessions, then every project's): unique
+    among its folder's sessions when that folder is cwd's, else among every
+    project's (``cwd`` None: every project's).  A folder that cannot be listed
+    counts with the logs given of it."""
+    root = Path(session_dir) if session_dir is not None else session_root()
+    here = project_dir(cwd, root) if cwd is not None else None
+    folders = {p.parent for p in logs}
+    if folders - {here}:
+        # A root that cannot be listed leaves the folders of the logs given.
+        with contextlib.suppress(SessionError):
+            folders.update(project_folders(root))
+    names = [p.name for p in logs]
+    for folder in folders:
+        try:
+            names += [p.name for p in log_files(folder)]
+        except SessionError:
+            continue
+    ids = [m.group("id") for name in names if (m := SESSION_FILE_RE.match(name))]
+    return unique_prefixes(ids)
+
+
+def resume_prefix(session_id: str, path: Path, cwd: str | os.PathLike[str] | None) -> str:
+    """The id prefix that ``awl --resume`` run in ``cwd`` needs for the session
+    ``session_id`` whose log is ``path`` (see :func:`resume_prefixes`)."""
+    root = path.parent.parent
+    return resume_prefixes([path], cwd, session_dir=root).get(session_id, session_id)

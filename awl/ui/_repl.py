@@ -89,7 +89,8 @@ def show_resume(agent: Agent) -> None:
     out = sys.stdout
     model = visible(f"{agent.provider_name}/{agent.model}", one_line=True)
     try:
-        short = resume_prefix(m.id, m.path)  # what `awl --resume` takes, as sessions lists it
+        # What `awl --resume` takes here, where the user stands.
+        short = resume_prefix(m.id, m.path, os.getcwd())
     except (AwlError, OSError):
         short = m.id
     out.write(f"resumed session {short} ({m.message_count} messages, {model})\n")
