@@ -449,6 +449,10 @@ def test_show_json_document(rich: Path, here: Path) -> None:
             "messages",
         ]
         replay = reference_replay(rich)
+        # Each message's entry, as search and --around name it, and its time.
+        objs = [orjson.loads(line) for line in rich.read_bytes().splitlines()[1:]]
+        stamps = {o["id"]: o["timestamp"] for o in objs if o.get("type") == "message"}
+        entries = [(i, stamps[i]) for i in replay.branch_ids if i in stamps]
         # An assistant message saved with a stop reason says it (how it ended).
         ended = {2: "toolUse"}
         assert doc == {
@@ -459,11 +463,16 @@ def test_show_json_document(rich: Path, here: Path) -> None:
             "activeModel": "gpt-4o",
             "entriesOffBranch": 0,
             "messages": [
-                {"role": r, "content": c} | ({"stopReason": ended[k]} if k in ended else {})
+                {"entry": entries[k][0], "timestamp": entries[k][1], "role": r, "content": c}
+                | ({"stopReason": ended[k]} if k in ended else {})
                 for k, (r, c) in enumerate(replay.messages)
             ],
         }
-        assert all(list(m)[:2] == ["role", "content"] for m in doc["messages"])
+        keys = ["entry", "timestamp", "role", "content"]  # as --around gives them
+        assert all(list(m)[:4] == keys for m in doc["messages"])
+        wide = ["--around", "00000003", "--context", "9"]
+        around = orjson.loads(cli("show", "--json", ref, *wide).stdout)
+        assert around["messages"] == doc["messages"]
 
 
 @pytest.mark.parametrize("messages", [RICH, []], ids=["rich", "header only"])
@@ -1060,3 +1069,25 @@ def test_a_bad_setting_is_a_usage_error_for_every_command(
         "Error: AWL_FSYNC='maybe' is not a switch: 1 or 0 (true/false, yes/no, on/off)"
     ]
     assert snapshot(root) == before
+
+
+def test_reindex_takes_a_session_id_as_show_does(
+    store: dict[str, Path], here: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`awl reindex ID`: the session's log (it was taken for a path, and not found)."""
+    torn = b'{"type":"message","id":"dead'
+    with open(store["C"], "ab") as fh:
+        fh.write(torn)
+    res = cli("reindex", "--json", ID_C[:13])
+    assert res.exit_code == 0, res.output
+    (done,) = orjson.loads(res.output)["files"]
+    assert (done["path"], done["repaired"]) == (str(store["C"]), len(torn))
+    # An id no session has, or one several share: one line, as show says it.
+    for ref, said in (("deadbeef", "deadbeef"), (ID_A[:8], "matches")):
+        res = cli("reindex", ref)
+        assert res.exit_code == 2 and len(res.output.splitlines()) == 1, res.output
+        assert said in res.output, res.output
+    # A file of that name is the file.
+    (here / "deadbeef").write_bytes(b"")
+    res = cli("reindex", "deadbeef")
+    assert "deadbeef: " in res.output and "1 with errors" in res.output, res.output

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -11,7 +12,7 @@ import click
 from ..errors import AwlError
 from ..ui import format_bytes
 from ._app import main
-from ._common import count, current_dir, fail, json_text
+from ._common import count, current_dir, fail, json_text, resolve_session
 from ._progress import stoppable_progress
 
 if TYPE_CHECKING:  # numpy and the index: only once the command runs
@@ -40,7 +41,8 @@ def reindex_command(
 ) -> None:
     """Repair torn tails, checkpoint and index this directory's sessions (or PATHS, or --all).
 
-    PATHS are log files, or folders standing for their logs; a folder with
+    PATHS are log files, or folders standing for their logs, or session ids (a
+    unique prefix, as `awl show` takes) where no such file is; a folder with
     none of its own (the session root, a copy of a store) stands for the
     logs of its folders, and one with none at all is an error. Without PATHS
     it also settles session creations whose process died (hidden .creating
@@ -51,6 +53,7 @@ def reindex_command(
 
     if paths and all_projects:
         fail("give PATHS or --all, not both", usage=True)
+    paths = tuple(_log_or_id(p) for p in paths)
     try:
         # --all needs no current directory (it may have been removed).
         cwd = None if paths or all_projects else current_dir()
@@ -97,6 +100,17 @@ def reindex_command(
         click.echo(summary_line(summary, dry_run=dry_run))
     if summary.errors:
         raise SystemExit(1)
+
+
+def _log_or_id(arg: str) -> str:
+    """A PATHS argument: itself when it names a file (or is no id), else the log of
+    the session whose id or unique prefix it is (one line when there is none)."""
+    if os.path.lexists(arg) or not _ID_RE.fullmatch(arg.lower()):
+        return arg
+    return os.fspath(resolve_session(arg, current_dir()))
+
+
+_ID_RE = re.compile(r"[0-9a-f]{8}[0-9a-f-]{0,28}")
 
 
 def summary_line(summary: ReindexSummary, *, dry_run: bool = False) -> str:
