@@ -71,6 +71,24 @@ def message_at(log: LogMap, loc: Location, path: PathLike) -> Message:
     return disk_message_to_internal(entry.message)
 
 
+def stamped_message_at(log: LogMap, loc: Location, path: PathLike) -> tuple[str, Message]:
+    """(timestamp, Conversation message) of the message entry at ``loc``: as
+    :func:`message_at`, with the entry's own time."""
+    o, n = loc.offset, loc.length
+    try:
+        obj = orjson.loads(log.view(o, o + n))
+    except orjson.JSONDecodeError:
+        obj = None
+    if type(obj) is dict and obj.get("id") == loc.id and type(obj.get("timestamp")) is str:
+        fast = message_from_object(obj)
+        if fast is not None:
+            return obj["timestamp"], fast
+    entry = entry_at(log, loc, path)
+    if not isinstance(entry, MessageEntry):
+        raise StaleIndex
+    return entry.base.timestamp, disk_message_to_internal(entry.message)
+
+
 def fields_at(log: LogMap, index: LogIndex, row: int, path: PathLike) -> scanner.EntryFields:
     """(timestamp, provider, model) of an indexed line, without parsing its content."""
     offset = int(index.records["offset"][row])

@@ -63,6 +63,7 @@ from ._reader import (
     locations,
     message_at,
     parse_at,
+    stamped_message_at,
 )
 from ._recovery import recover
 from ._state import MAX_REPLACED, SessionState
@@ -423,6 +424,53 @@ class SessionManager:
             return [loc.id for loc in branch_messages(index, tree, start)]
 
         return self._indexed(ids)
+
+    def stream_branch(self) -> Iterator[tuple[str, str, Message]]:
+        """(entry id, timestamp, message) of each message on the branch from the
+        root to the leaf, root first: :meth:`rebuild_conversation`'s messages with
+        their entries' ids and times, each parsed as the pass reaches it (memory
+        holds one; the pass releases the log's pages behind it)."""
+        if self._log is None:
+            for _, e in self._pending:
+                yield e.base.id, e.base.timestamp, disk_message_to_internal(e.message)
+            return
+        leaf = self._state.leaf
+        if leaf is None:
+            return
+        log = self._log.map()
+        locs: list[Location] = []
+
+        def read(k: int) -> Callable[[LogIndex, Tree], tuple[str, Message]]:
+            # Through the index again: an index found stale is rebuilt, and read again.
+            def at(index: LogIndex, tree: Tree) -> tuple[str, Message]:
+                nonlocal locs
+                locs = branch_messages(index, tree, leaf)
+                if k >= len(locs):
+                    raise StaleIndex
+                return stamped_message_at(log, locs[k], self._path)
+
+            return at
+
+        k = 0
+        stamp, message = self._indexed(read(0))
+        behind: Passing | None = None  # the pass releases the pages behind it
+        while True:
+            loc = locs[k]
+            mine = self._mine.get(loc.id)
+            if mine is not None:
+                stamp, message = mine.base.timestamp, disk_message_to_internal(mine.message)
+            yield loc.id, stamp, message
+            k += 1
+            if k >= len(locs):
+                return
+            nxt = locs[k]
+            if behind is None:
+                behind = log.passing(nxt.offset)
+            behind.at(nxt.offset)
+            try:
+                stamp, message = stamped_message_at(log, nxt, self._path)
+            except StaleIndex:
+                stamp, message = self._indexed(read(k))
 
     def entries_off_branch(self) -> int:
         """Tree entries not on the branch from the root to the leaf: other branches

@@ -48,11 +48,16 @@ def session_document(m: SessionManager) -> dict[str, Any]:
     "entriesOffBranch", "messages"}`` (``entriesOffBranch``: the entries of other
     branches, which ``messages`` leaves out).
 
-    Each message is ``{"role", "content"}``, with ``"compaction"`` on a
-    compaction summary and ``"stopReason"`` on an assistant message saved with
-    one; content blocks are in the on-disk schema.
+    Each message is ``{"entry", "timestamp", "role", "content"}`` (its entry's
+    id, which ``awl show --around`` and ``awl search`` name it by, and time),
+    with ``"compaction"`` on a compaction summary and ``"stopReason"`` on an
+    assistant message saved with one; content blocks are in the on-disk schema.
     """
-    return _head(m) | {"messages": [_message_json(msg) for msg in m.rebuild_conversation()]}
+    return _head(m) | {"messages": [_entry_json(*item) for item in m.stream_branch()]}
+
+
+def _entry_json(entry: str, timestamp: str, msg: Message) -> dict[str, Any]:
+    return {"entry": entry, "timestamp": timestamp} | _message_json(msg)
 
 
 def session_json(m: SessionManager, extra: dict[str, Any] | None = None) -> Iterator[bytes]:
@@ -64,11 +69,11 @@ def session_json(m: SessionManager, extra: dict[str, Any] | None = None) -> Iter
     message is read once before the first piece, so a bad entry raises
     before anything is written: a script never gets half a document.
     """
-    for msg in m.rebuild_conversation().stream():
-        _message_json(msg)
+    for item in m.stream_branch():
+        _entry_json(*item)
     yield orjson.dumps(_head(m) | (extra or {}))[:-1] + b',"messages":['
-    for i, msg in enumerate(m.rebuild_conversation().stream()):
-        yield (b"," if i else b"") + orjson.dumps(_message_json(msg))
+    for i, item in enumerate(m.stream_branch()):
+        yield (b"," if i else b"") + orjson.dumps(_entry_json(*item))
     yield b"]}"
 
 
@@ -199,8 +204,7 @@ def around_document(m: SessionManager, entry_id: str, context: int = 3) -> dict[
 
     entries, _ = messages_around(m, entry_id, context)
     messages = [
-        {"entry": e.base.id, "timestamp": e.base.timestamp}
-        | _message_json(disk_message_to_internal(e.message))
+        _entry_json(e.base.id, e.base.timestamp, disk_message_to_internal(e.message))
         for e in entries
     ]
     return _head(m) | {"around": entry_id, "messages": messages}
