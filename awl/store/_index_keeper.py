@@ -82,7 +82,7 @@ class IndexKeeper:
             self._dirty = True
         index = self.index
         if self._checked < len(index):
-            check_lines(index.records[self._checked :], self.path, self._checked)
+            check_lines(index.records[self._checked :], self.path, self._checked, log=log)
             self._checked = len(index)
         return index, index.tree(log, self.path)
 

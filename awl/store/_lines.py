@@ -7,12 +7,16 @@ collects every one (:class:`Problems` with ``collect=True``).
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from ..errors import CorruptSession
 from . import scanner
 from ._numpy import np
 from ._scanner_abi import Records
 from ._scanner_fallback import bad_line_mask
+
+if TYPE_CHECKING:
+    from ._logmap import LogMap
 
 
 class Problems:
@@ -36,11 +40,26 @@ class Problems:
             self.found.append((line, problem))
 
 
-def _line_problem(kind: int, flags: int, first: bool) -> str:
+INVALID = "not a complete JSON object"
+
+
+def invalid_line(raw: bytes | memoryview) -> str:
+    """What is wrong with a line the scanner found invalid: bytes that are not
+    UTF-8 are named (the line may be whole), else it is not one JSON object."""
+    data = bytes(raw)
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = data[exc.start]
+        return f"{INVALID} (byte {exc.start + 1} of the line, 0x{bad:02x}, is not UTF-8)"
+    return INVALID
+
+
+def _line_problem(kind: int, flags: int, first: bool, raw: memoryview | None = None) -> str:
     if first:
         return "the first line is not a session header"
     if kind == scanner.KIND_INVALID:
-        return "not a complete JSON object"
+        return INVALID if raw is None else invalid_line(raw)
     if kind == scanner.KIND_UNTYPED:
         return "entry has no string 'type'"
     if kind == scanner.KIND_SESSION:
@@ -57,12 +76,14 @@ def check_lines(
     path: str | os.PathLike[str],
     first_line: int = 0,
     problems: Problems | None = None,
+    log: LogMap | None = None,
 ) -> None:
     """Report every line that is not an acceptable entry (raise at the first by default).
 
     ``records`` must not include a torn last line (the caller handles that).
     ``first_line`` is the 0-based line index of ``records[0]``; line 0 must be
-    the session header.
+    the session header.  With ``log`` (the bytes the records were scanned from),
+    an invalid line's problem says whether its bytes are UTF-8.
     """
     if not len(records):
         return
@@ -77,7 +98,11 @@ def check_lines(
     bad = bad_line_mask(records[first:], first_line == 0 and first == 0)
     for i in np.flatnonzero(bad)[: sink.limit + 1]:
         row = first + int(i)
+        raw = None
+        if log is not None and int(kind[row]) == scanner.KIND_INVALID:
+            at = int(records["offset"][row])
+            raw = log.view(at, at + int(records["length"][row]))
         sink.report(
             first_line + row + 1,
-            _line_problem(int(kind[row]), int(flags[row]), first_line + row == 0),
+            _line_problem(int(kind[row]), int(flags[row]), first_line + row == 0, raw),
         )

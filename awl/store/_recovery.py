@@ -95,7 +95,7 @@ def recover(log: LogFile, keeper: IndexKeeper, search: int = CHECKPOINT_SEARCH) 
         tail_nodes = 0
         if tail_start < size:
             tail = mm.scan(tail_start, size)
-            check_lines(tail, log.path, checkpoint.line + 1)
+            check_lines(tail, log.path, checkpoint.line + 1, log=mm)
             tail_lines = len(tail)
             kinds = tail["kind"]
             is_node = (kinds == scanner.KIND_MESSAGE) | (kinds == scanner.KIND_OTHER)

@@ -74,7 +74,7 @@ def verify_log(path: str | os.PathLike[str], *, limit: int = 1000) -> VerifyRepo
                 report.torn = int(records["length"][-1])
                 records = records[:-1]
             report.lines = len(records)
-            check_lines(records, p, 0, sink)
+            check_lines(records, p, 0, sink, log)
             tree = build_tree(records, log, p, sink)
             report.entries = len(tree)
             _check_entries(records, log, sink)

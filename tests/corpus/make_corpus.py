@@ -90,6 +90,11 @@ def ok(
     }
 
 
+# A line whose bytes are not UTF-8: the problem names the byte (which one, the test
+# of each case leaves to the message).
+NOT_UTF8 = "not a complete JSON object (byte "
+
+
 def corrupt(line: int | None, problem: str, *, why: str) -> dict[str, Any]:
     return {
         "open": "corrupt",
@@ -169,11 +174,11 @@ CASES: dict[str, tuple[bytes, dict[str, Any]]] = {
     ),
     "invalid_utf8_middle": (
         H + M1 + M2.replace(b"two", b"t\xc3\x28o") + M3,
-        corrupt(3, "not a complete JSON object", why=NOT_GUESSED),
+        corrupt(3, NOT_UTF8, why=NOT_GUESSED),
     ),
     "invalid_utf8_overlong_middle": (
         H + M1 + M2.replace(b"two", b"t\xc0\xafo") + M3,
-        corrupt(3, "not a complete JSON object", why=NOT_GUESSED),
+        corrupt(3, NOT_UTF8, why=NOT_GUESSED),
     ),
     "invalid_utf8_last": (
         H + M1 + M2 + M3.replace(b"three", b"thr\xffe"),
@@ -294,7 +299,7 @@ CASES: dict[str, tuple[bytes, dict[str, Any]]] = {
     ),
     "lone_surrogate_raw_utf8_middle": (
         H + M1 + M2.replace(b"two", b"t\xed\xa0\x80o") + M3,
-        corrupt(3, "not a complete JSON object", why=NOT_GUESSED + " (surrogates are not UTF-8)"),
+        corrupt(3, NOT_UTF8, why=NOT_GUESSED + " (surrogates are not UTF-8)"),
     ),
     "surrogate_pair_escaped": (
         H + M1 + M2.replace(b"two", b"\\ud83d\\ude00two") + M3,
