@@ -299,6 +299,21 @@ def test_the_prompt_history_is_private_and_apart_from_the_sessions(
     assert not (root.parent / "history").exists()  # beside the sessions, as it was
 
 
+def test_session_before_the_first_prompt_says_its_file_is_not_written_yet(
+    term: Any, root: Path
+) -> None:
+    """The log is made with the first prompt: /session before it says so, as
+    quitting then leaves no file (nor a resume hint)."""
+    t = term()
+    t.expect("awl — offline/echo — /help for commands")
+    t.line("/session")
+    t.expect_re(r"file \S+\.jsonl \(not written yet: made with the first prompt\)\r\n")
+    t.line("/quit")
+    rest, status, sig = t.finish()
+    assert (status, sig) == (0, None) and "awl --resume" not in rest, t.transcript()
+    assert not root.exists() or session_files(root) == []
+
+
 def test_ctrl_d_resume_prefix_and_sessions(
     term: Any, env: dict[str, str], root: Path, project: Path
 ) -> None:

@@ -213,7 +213,11 @@ def handle_command(agent: Agent, text: str) -> bool:
     if name == "/help":
         out.write(HELP + "\n")
     elif name == "/session":
-        out.write(f"session {agent.manager.id}\nfile {Path(agent.manager.path)}\n")
+        path = Path(agent.manager.path)
+        # A new session's log is made with its first prompt: quitting before leaves none.
+        later = "" if path.exists() else " (not written yet: made with the first prompt)"
+        shown = visible(str(path), one_line=True)
+        out.write(f"session {agent.manager.id}\nfile {shown}{later}\n")
     elif name == "/model":
         if len(parts) not in (2, 3):
             current = visible(f"{agent.provider_name}/{agent.model}", one_line=True)
