@@ -475,7 +475,20 @@ def test_show_json_document(rich: Path, here: Path) -> None:
         assert around["messages"] == doc["messages"]
 
 
-@pytest.mark.parametrize("messages", [RICH, []], ids=["rich", "header only"])
+# A branch of no message: a tree entry of a type awl keeps as it is (an import's).
+NO_MESSAGE = [
+    {
+        "type": "x-pi-model_change",
+        "id": "00000001",
+        "parentId": None,
+        "timestamp": "2026-04-25T17:40:16.000Z",
+    }
+]
+
+
+@pytest.mark.parametrize(
+    "messages", [RICH, [], NO_MESSAGE], ids=["rich", "header only", "no message"]
+)
 def test_show_json_pieces_make_the_document(
     root: Path, here: Path, messages: list[dict[str, Any]]
 ) -> None:
@@ -483,9 +496,10 @@ def test_show_json_pieces_make_the_document(
     from awl.ui import session_document, session_json
 
     path = log(root, header(ID_A, "2026-04-25T17:40:15.990Z", here), messages)
+    shown = [e for e in messages if e["type"] == "message"]
     with SessionManager.open(path, read_only=True) as m:
         pieces = list(session_json(m))
-        assert len(pieces) == len(messages) + 2
+        assert len(pieces) == len(shown) + 2
         assert b"".join(pieces) == orjson.dumps(session_document(m))
     res = cli("show", "--json", str(path))
     assert res.exit_code == 0, res.output
@@ -1082,6 +1096,8 @@ def test_reindex_takes_a_session_id_as_show_does(
     assert res.exit_code == 0, res.output
     (done,) = orjson.loads(res.output)["files"]
     assert (done["path"], done["repaired"]) == (str(store["C"]), len(torn))
+    res = cli("reindex", "--json", ID_C[:4])  # any unique prefix, as show takes
+    assert orjson.loads(res.output)["files"][0]["path"] == str(store["C"]), res.output
     # An id no session has, or one several share: one line, as show says it.
     for ref, said in (("deadbeef", "deadbeef"), (ID_A[:8], "matches")):
         res = cli("reindex", ref)

@@ -169,6 +169,32 @@ def test_a_lock_left_to_a_dying_child_is_waited_for(project: Path, root: Path) -
     assert env.tries > 1  # it found the lock taken, and waited
 
 
+# A writer with a large heap: the kernel takes a while to tear it down once killed.
+BIG_WRITER = """
+import sys
+from awl import SessionManager
+m = SessionManager.open(sys.argv[1])
+heap = bytearray(256 << 20)
+heap[:: 4096] = b"x" * len(heap[:: 4096])  # touched: pages to free at exit
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_resume_right_after_kill_9_is_not_refused(project: Path, root: Path) -> None:
+    """kill -9, then at once a writer's open: the killed taker still holds the lock
+    while the kernel tears it down (its SIGKILL pending, then exiting), which the
+    open waits out rather than say the session is busy."""
+    path = new_log(project, root)
+    for _ in range(max(1, int(5 * SCALE))):
+        writer = spawn(BIG_WRITER, str(path))
+        assert readline(writer) == "ready"
+        os.kill(writer.pid, signal.SIGKILL)
+        with SessionManager.open(path) as m:  # no wait for the kill to land
+            m.append_message(Message("user", [Text("after kill -9")]))
+        writer.wait(timeout=30)
+
+
 def test_a_live_writer_is_busy_at_once(project: Path, root: Path) -> None:
     """The grace is for a lock whose taker has exited only: a running writer's
     lock is reported busy at the first try."""

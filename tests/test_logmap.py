@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import awl.store._logmap as logmap
+from awl.errors import SessionError
 from awl.store import scanner
 from awl.store._logmap import LogMap
 
@@ -277,7 +278,7 @@ def test_a_reader_gives_up_on_a_log_cut_under_every_look(
     monkeypatch.setattr(os, "pread", pread)  # the reads awl.store._logmap makes
     fd = os.open(path, os.O_RDONLY)
     try:
-        with pytest.raises(OSError, match="cut 64 times while it was read"):
+        with pytest.raises(SessionError, match="cut 64 times while it was read"):
             LogMap.for_reader(fd, len(data))
     finally:
         os.close(fd)

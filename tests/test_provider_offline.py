@@ -184,6 +184,7 @@ def test_get_provider_and_names() -> None:
         (None, None, None, "http://localhost:11434/v1", "openai"),
         ("a", None, "http://localhost:8080", None, "anthropic"),
         (None, None, "", "", "offline"),
+        (None, None, None, "anthropic-proxy", "anthropic"),
     ],
 )
 def test_default_provider_name(
@@ -197,7 +198,8 @@ def test_default_provider_name(
     for name, value in (
         ("ANTHROPIC_API_KEY", anthropic_key),
         ("OPENAI_API_KEY", openai_key),
-        ("OPENAI_BASE_URL", variable),
+        ("OPENAI_BASE_URL", variable if variable != "anthropic-proxy" else None),
+        ("ANTHROPIC_BASE_URL", "http://proxy:8080" if variable == "anthropic-proxy" else None),
     ):
         if value is None:
             monkeypatch.delenv(name, raising=False)

@@ -110,7 +110,7 @@ def _log_or_id(arg: str) -> str:
     return os.fspath(resolve_session(arg, current_dir()))
 
 
-_ID_RE = re.compile(r"[0-9a-f]{8}[0-9a-f-]{0,28}")
+_ID_RE = re.compile(r"[0-9a-f][0-9a-f-]{0,35}")  # as find_session takes a prefix
 
 
 def summary_line(summary: ReindexSummary, *, dry_run: bool = False) -> str:

@@ -77,12 +77,14 @@ def default_provider_name(base_url: str | None = None) -> str:
     ``anthropic`` if ANTHROPIC_API_KEY is set, else ``openai`` if OPENAI_API_KEY
     is, or if a base URL is given (``base_url``, ``--base-url``, or
     OPENAI_BASE_URL: the local servers, which need no key, speak OpenAI's API),
-    else ``offline``.
+    else ``anthropic`` if ANTHROPIC_BASE_URL is set, else ``offline``.
     """
     if os.environ.get("ANTHROPIC_API_KEY"):
         return "anthropic"
     if os.environ.get("OPENAI_API_KEY") or base_url or os.environ.get("OPENAI_BASE_URL"):
         return "openai"
+    if os.environ.get("ANTHROPIC_BASE_URL"):
+        return "anthropic"  # a proxy's: it says so if it wants a key
     return "offline"
 
 

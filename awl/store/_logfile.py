@@ -28,6 +28,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import signal
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -124,11 +125,12 @@ def read_header_fd(fd: int, path: Path, env: Env) -> SessionHeader:
         raise CorruptSession(path, 1, str(exc)) from None
 
 
-# How long a writer's open waits for a lock whose taker has exited: a process
-# killed while it started a tool leaves a child that holds the log's descriptor
-# (and so the lock) between its fork and its exec, which closes it.  A lock
-# whose taker still runs is a live writer's: the open says busy at once.
-LOCK_GRACE = 0.25
+# How long a writer's open waits for a lock whose taker has exited or is being
+# killed: a process killed holds its files until the kernel has torn it down (a
+# large one for a while), and one killed while it started a tool leaves a child
+# that holds the log's descriptor (and so the lock) until its exec closes it.  A
+# lock whose taker still runs is a live writer's: the open says busy at once.
+LOCK_GRACE = 1.0
 
 
 def _lock(env: Env, fd: int, path: Path) -> None:
@@ -155,34 +157,68 @@ def _taker_gone(fd: int) -> bool:
     """Whether the process that took the lock on ``fd``'s file has exited, as far as
     ``/proc/locks`` tells (Linux); True when it cannot tell (the grace is short)."""
     try:
-        st = os.fstat(fd)
+        ino = os.fstat(fd).st_ino
         with open("/proc/locks", "rb") as fh:
             table = fh.read()
     except OSError:
         return True
-    where = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}".encode()
+    # By inode alone: btrfs and overlayfs show another device there than stat does.
+    # A lock on another file with this inode (another file system) only costs the
+    # wait, or says busy as every open used to.
+    suffix = f":{ino}".encode()
+    takers: list[int] = []
     for row in table.splitlines():
         # "1: FLOCK  ADVISORY  WRITE 1234 fe:00:2302065 0 EOF"
         cols = row.split()
-        if len(cols) >= 6 and cols[1] == b"FLOCK" and cols[5] == where:
+        if len(cols) >= 6 and cols[1] == b"FLOCK" and cols[5].endswith(suffix):
             try:
-                pid = int(cols[4])
+                takers.append(int(cols[4]))
             except ValueError:
-                return True
-            return pid <= 0 or not _running(pid)  # 0, -1: in another pid namespace
-    return True  # released meanwhile
+                continue
+    # 0 or -1: a taker in another pid namespace, which cannot be told.
+    return not any(pid > 0 and _running(pid) for pid in takers)
+
+
+_PF_EXITING = 0x4  # the kernel's flag of a process being torn down (include/linux/sched.h)
 
 
 def _running(pid: int) -> bool:
-    """Whether ``pid`` is a process that has not exited (a zombie has)."""
+    """Whether ``pid`` is a process that is not exiting: a zombie, or one a SIGKILL
+    is tearing down (still in state R, its files not yet closed), has exited."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             stat = fh.read()
     except OSError:
         return False
-    # The state follows the command's closing parenthesis (which may hold spaces).
-    state = stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
-    return state not in (b"Z", b"X", b"")
+    # The fields after the command's closing parenthesis (which may hold spaces):
+    # state ppid pgrp session tty_nr tpgid flags ...
+    fields = stat[stat.rfind(b")") + 1 :].split()
+    if len(fields) < 7 or fields[0] in (b"Z", b"X"):
+        return False
+    try:
+        if int(fields[6]) & _PF_EXITING:
+            return False
+    except ValueError:
+        return True
+    return not _kill_pending(pid)
+
+
+def _kill_pending(pid: int) -> bool:
+    """Whether a SIGKILL waits for ``pid`` (sent, not yet acted on: it is as good as gone)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            status = fh.read()
+    except OSError:
+        return True
+    kill = 1 << (signal.SIGKILL - 1)
+    for row in status.splitlines():
+        if row.startswith((b"ShdPnd:", b"SigPnd:")):
+            try:
+                if int(row.split()[1], 16) & kill:
+                    return True
+            except (IndexError, ValueError):
+                continue
+    return False
 
 
 class LogFile:
@@ -301,7 +337,7 @@ class LogFile:
             assert self.fd is not None
             if self.read_only:
                 # Every line but the last is mapped: see awl.store._logmap.
-                self._map = LogMap.for_reader(self.fd, self.size)
+                self._map = LogMap.for_reader(self.fd, self.size, self.path)
             else:
                 # mmap keeps a dup of the descriptor it maps, and a dup shares
                 # the flock: map through a descriptor of its own so that the

@@ -17,10 +17,11 @@ touch without a read.
 from __future__ import annotations
 
 import contextlib
-import errno
 import mmap
 import os
 from typing import TYPE_CHECKING
+
+from ..errors import SessionError
 
 if TYPE_CHECKING:
     from ._scanner_abi import Records
@@ -117,7 +118,7 @@ class LogMap:
         self.cut = cut
 
     @classmethod
-    def for_reader(cls, fd: int, size: int) -> LogMap:
+    def for_reader(cls, fd: int, size: int, path: str | os.PathLike[str] | None = None) -> LogMap:
         """Map all but the last line of ``fd``'s first ``size`` bytes.
 
         The last line is read with pread unless it is long and cannot be a
@@ -132,7 +133,10 @@ class LogMap:
             if found is not None:
                 return found
             size = os.fstat(fd).st_size
-        raise OSError(errno.EAGAIN, f"the file was cut {_LOOKS} times while it was read")
+        raise SessionError(
+            f"{path or 'the log'}: cut {_LOOKS} times while it was read "
+            "(another program keeps rewriting it?)"
+        )
 
     @classmethod
     def _look(cls, fd: int, size: int) -> LogMap | None:

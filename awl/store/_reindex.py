@@ -474,7 +474,7 @@ def _dry_run(p: str, result: FileResult) -> None:
         result.entries = m.entry_count
         fd = open_regular(default_env(), p)
         try:
-            log = LogMap.for_reader(fd, m.size)
+            log = LogMap.for_reader(fd, m.size, p)
             try:
                 cached = load_cache(log, os.fstat(fd), m.size, Path(p))
                 stale = cached is None or cached.size < m.size

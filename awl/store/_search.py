@@ -384,7 +384,7 @@ def _open_log(path: Path, cwd: str | None, mapped: bool = True) -> _Log | Search
 
 def _map(log: _Log) -> None:
     """Map ``log`` as a reader does (a long torn tail left out) and find its last line."""
-    log.log = LogMap.for_reader(log.fd, log.end)
+    log.log = LogMap.for_reader(log.fd, log.end, log.path)
     log.end = len(log.log)
     log.start = min(log.start, log.end)
     if log.end > log.start:
@@ -728,6 +728,8 @@ def _search_small(plan: _Plan, path: Path, cwd: str | None) -> _Done:
         got = _open_log(path, cwd, mapped=not fd_search)
     except OSError as exc:
         return _Done([SearchProblem(path, f"{path}: cannot read: {exc.strerror or exc}")])
+    except SessionError as exc:  # a log cut under every read of it
+        return _Done([SearchProblem(path, str(exc))])
     if got is None:
         return _Done([])
     if isinstance(got, SearchProblem):
@@ -761,6 +763,8 @@ def _search_small(plan: _Plan, path: Path, cwd: str | None) -> _Done:
         return _Done(out)
     except OSError as exc:
         return _Done([SearchProblem(path, f"{path}: cannot read: {exc.strerror or exc}")])
+    except SessionError as exc:
+        return _Done([SearchProblem(path, str(exc))])
     finally:
         if got is not None:
             got.close()

@@ -440,19 +440,24 @@ class SessionManager:
         log = self._log.map()
         locs: list[Location] = []
 
-        def read(k: int) -> Callable[[LogIndex, Tree], tuple[str, Message]]:
+        def read(k: int) -> Callable[[LogIndex, Tree], tuple[str, Message] | None]:
             # Through the index again: an index found stale is rebuilt, and read again.
-            def at(index: LogIndex, tree: Tree) -> tuple[str, Message]:
+            def at(index: LogIndex, tree: Tree) -> tuple[str, Message] | None:
                 nonlocal locs
                 locs = branch_messages(index, tree, leaf)
                 if k >= len(locs):
+                    if k == 0:
+                        return None  # a branch of other entries only (a model change)
                     raise StaleIndex
                 return stamped_message_at(log, locs[k], self._path)
 
             return at
 
         k = 0
-        stamp, message = self._indexed(read(0))
+        first = self._indexed(read(0))
+        if first is None:
+            return
+        stamp, message = first
         behind: Passing | None = None  # the pass releases the pages behind it
         while True:
             loc = locs[k]
@@ -470,7 +475,9 @@ class SessionManager:
             try:
                 stamp, message = stamped_message_at(log, nxt, self._path)
             except StaleIndex:
-                stamp, message = self._indexed(read(k))
+                again = self._indexed(read(k))
+                assert again is not None  # k > 0: a branch shorter than k is stale
+                stamp, message = again
 
     def entries_off_branch(self) -> int:
         """Tree entries not on the branch from the root to the leaf: other branches

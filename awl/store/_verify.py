@@ -67,7 +67,7 @@ def verify_log(path: str | os.PathLike[str], *, limit: int = 1000) -> VerifyRepo
             sink.report(None, "empty file, not a session log")
             return _finish(report, sink)
         has_checkpoint = False
-        log = LogMap.for_reader(fd, size)  # safe against a writer trimming meanwhile
+        log = LogMap.for_reader(fd, size, p)  # safe against a writer trimming meanwhile
         try:
             records = log.scan(0, len(log))
             if len(records) > 1 and int(records["kind"][-1]) == scanner.KIND_INVALID:
