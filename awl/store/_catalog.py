@@ -213,5 +213,13 @@ def resume_prefixes(
 def resume_prefix(session_id: str, path: Path, cwd: str | os.PathLike[str] | None) -> str:
     """The id prefix that ``awl --resume`` run in ``cwd`` needs for the session
     ``session_id`` whose log is ``path`` (see :func:`resume_prefixes`)."""
+    from ._logfile import read_header  # the header check needs the scanner
+
+    if cwd is not None:
+        # A folder's name can stand for two directories ("/a-b/c", "/a/b-c"): a
+        # session of the other one is found, from here, among every project's.
+        with contextlib.suppress(SessionError):
+            if read_header(path).cwd != os.path.abspath(os.fspath(cwd)):
+                cwd = None
     root = path.parent.parent
     return resume_prefixes([path], cwd, session_dir=root).get(session_id, session_id)
