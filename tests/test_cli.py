@@ -1107,3 +1107,29 @@ def test_reindex_takes_a_session_id_as_show_does(
     (here / "deadbeef").write_bytes(b"")
     res = cli("reindex", "deadbeef")
     assert "deadbeef: " in res.output and "1 with errors" in res.output, res.output
+
+
+def test_a_printed_id_finds_a_session_of_a_directory_sharing_this_ones_folder(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "/x/a-b/c" and "/x/a/b-c" share one folder: a session of the other one, resumed
+    from here, is named by a prefix unique among every project's, as find_session
+    looks for it from here (this directory's sessions hold none)."""
+    from awl import Message, SessionManager, Text
+    from awl.paths import project_dir
+
+    here, there, third = tmp_path / "a-b" / "c", tmp_path / "a" / "b-c", tmp_path / "z"
+    assert project_dir(here) == project_dir(there)
+    ours = "019dc5ba-1000-7000-8000-000000000001"
+    for cwd, sid in [(there, ours), (third, "019dc5ba-2000-7000-8000-000000000002")]:
+        cwd.mkdir(parents=True)
+        with SessionManager.create(cwd, "offline", "echo", session_id=sid) as m:
+            m.append_message(Message("user", [Text("hi")]))
+    here.mkdir(parents=True)
+    monkeypatch.chdir(here)
+    res = CliRunner().invoke(main, ["--resume", ours, "-p", "again"])
+    assert res.exit_code == 0, res.output
+    hint = res.output.splitlines()[-1].split()[-1]
+    assert hint == "019dc5ba-1", res.output
+    res = CliRunner().invoke(main, ["show", hint])
+    assert res.exit_code == 0 and "again" in res.output, res.output

@@ -1026,3 +1026,27 @@ def test_a_base_url_that_cannot_be_used_is_refused_whatever_the_provider(
     assert (r.returncode, r.stdout) == (2, ""), r.stderr
     assert len(r.stderr.splitlines()) == 1 and said in r.stderr, r.stderr
     assert not root.exists() or session_files(root) == []
+
+
+def test_a_base_url_for_a_resumed_offline_session_asks_for_a_provider(
+    env: dict[str, str], root: Path, project: Path
+) -> None:
+    """--base-url alone on the resume of an offline session: it would go unused."""
+    from tests.servers import openai_server as oa
+    from tests.servers import serve
+
+    assert run(["-p", "one"], env, project).returncode == 0
+    (log,) = session_files(root)
+    before = log.read_bytes()
+    with serve() as server:
+        url = server.url + "/v1"
+        r = run(["--resume", "--base-url", url, "-p", "two"], env, project)
+        assert (r.returncode, r.stdout) == (1, ""), r.stderr
+        assert r.stderr.splitlines() == [
+            "Error: this session uses the offline provider, which sends no requests: "
+            "add --provider openai (or anthropic) to send it to --base-url"
+        ]
+        assert log.read_bytes() == before and server.requests == []
+        server.queue(oa.text_reply("served"))
+        r = run(["--resume", "--provider", "openai", "--base-url", url, "-p", "two"], env, project)
+        assert (r.returncode, r.stdout) == (0, "served\n"), r.stderr

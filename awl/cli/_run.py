@@ -64,6 +64,13 @@ def run_session(
         if resumed and not _same_dir(tools_dir, cwd):
             where = visible(manager.cwd, one_line=True)
             err.write(f"awl: tools run in the session's directory, {where}\n")
+        unused = base_url is not None and provider is None and agent.provider_name == "offline"
+        if resumed and unused:
+            # The URL would go unused: the session goes on with the model it last had.
+            raise ProviderError(
+                "this session uses the offline provider, which sends no requests: "
+                "add --provider openai (or anthropic) to send it to --base-url"
+            )
         try:
             if resumed and (provider or model):
                 agent.switch_model(provider or agent.provider_name, model)
