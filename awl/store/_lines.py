@@ -40,10 +40,10 @@ class Problems:
             self.found.append((line, problem))
 
 
-INVALID = "not a complete JSON object"
+_INVALID = "not a complete JSON object"
 
 
-def invalid_line(raw: bytes | memoryview) -> str:
+def _invalid_line(raw: bytes | memoryview) -> str:
     """What is wrong with a line the scanner found invalid: bytes that are not
     UTF-8 are named (the line may be whole), else it is not one JSON object."""
     data = bytes(raw)
@@ -51,15 +51,15 @@ def invalid_line(raw: bytes | memoryview) -> str:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
         bad = data[exc.start]
-        return f"{INVALID} (byte {exc.start + 1} of the line, 0x{bad:02x}, is not UTF-8)"
-    return INVALID
+        return f"{_INVALID} (byte {exc.start + 1} of the line, 0x{bad:02x}, is not UTF-8)"
+    return _INVALID
 
 
 def _line_problem(kind: int, flags: int, first: bool, raw: memoryview | None = None) -> str:
     if first:
         return "the first line is not a session header"
     if kind == scanner.KIND_INVALID:
-        return INVALID if raw is None else invalid_line(raw)
+        return _INVALID if raw is None else _invalid_line(raw)
     if kind == scanner.KIND_UNTYPED:
         return "entry has no string 'type'"
     if kind == scanner.KIND_SESSION:

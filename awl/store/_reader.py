@@ -56,33 +56,29 @@ def message_at(log: LogMap, loc: Location, path: PathLike) -> Message:
     takes the slow path, which gives the exact error or finds the location
     stale.
     """
+    return _message_at(log, loc, path, stamped=False)[1]
+
+
+def stamped_message_at(log: LogMap, loc: Location, path: PathLike) -> tuple[str, Message]:
+    """(timestamp, Conversation message) of the message entry at ``loc``: as
+    :func:`message_at`, with the entry's own time."""
+    return _message_at(log, loc, path, stamped=True)
+
+
+def _message_at(
+    log: LogMap, loc: Location, path: PathLike, *, stamped: bool
+) -> tuple[str, Message]:
     o, n = loc.offset, loc.length
     try:
         obj = orjson.loads(log.view(o, o + n))
     except orjson.JSONDecodeError:
         obj = None
     if type(obj) is dict and obj.get("id") == loc.id:
-        fast = message_from_object(obj)
-        if fast is not None:
-            return fast
-    entry = entry_at(log, loc, path)
-    if not isinstance(entry, MessageEntry):
-        raise StaleIndex
-    return disk_message_to_internal(entry.message)
-
-
-def stamped_message_at(log: LogMap, loc: Location, path: PathLike) -> tuple[str, Message]:
-    """(timestamp, Conversation message) of the message entry at ``loc``: as
-    :func:`message_at`, with the entry's own time."""
-    o, n = loc.offset, loc.length
-    try:
-        obj = orjson.loads(log.view(o, o + n))
-    except orjson.JSONDecodeError:
-        obj = None
-    if type(obj) is dict and obj.get("id") == loc.id and type(obj.get("timestamp")) is str:
-        fast = message_from_object(obj)
-        if fast is not None:
-            return obj["timestamp"], fast
+        stamp = obj.get("timestamp")
+        if type(stamp) is str or not stamped:
+            fast = message_from_object(obj)
+            if fast is not None:
+                return (stamp if type(stamp) is str else ""), fast
     entry = entry_at(log, loc, path)
     if not isinstance(entry, MessageEntry):
         raise StaleIndex

@@ -460,15 +460,15 @@ class SessionManager:
         stamp, message = first
         behind: Passing | None = None  # the pass releases the pages behind it
         while True:
-            loc = locs[k]
-            mine = self._mine.get(loc.id)
-            if mine is not None:
-                stamp, message = mine.base.timestamp, disk_message_to_internal(mine.message)
-            yield loc.id, stamp, message
+            yield locs[k].id, stamp, message
             k += 1
             if k >= len(locs):
                 return
             nxt = locs[k]
+            mine = self._mine.get(nxt.id)  # this process wrote it: in memory already
+            if mine is not None:
+                stamp, message = mine.base.timestamp, disk_message_to_internal(mine.message)
+                continue
             if behind is None:
                 behind = log.passing(nxt.offset)
             behind.at(nxt.offset)
