@@ -1148,3 +1148,38 @@ def test_a_sources_id_that_two_imports_share_is_ambiguous(tmp_path: Path) -> Non
             f"Error: the source session {header['id']} was imported as 2 sessions: "
             f"{', '.join(sorted(str(s) for s in made))}\n"
         )
+
+
+def test_a_listing_says_which_tool_a_session_was_imported_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``awl sessions`` (text and ``--json``) names the format of an imported
+    session, from the quick path (a checkpoint last) as from the full open; awl's
+    own sessions name none."""
+    from awl.store import _listing
+
+    root = tmp_path / "sessions"
+    monkeypatch.setenv("AWL_SESSION_DIR", str(root))
+    logs = {fmt: Path(str(run(src, session_dir=root).path)) for fmt, src in SOURCES.items()}
+    # awl carries the Codex session on, long enough for a checkpoint to close it.
+    with SessionManager.open(logs["codex"]) as m:
+        m.append_message(Message("user", [Text("go on " * 40_000)]), provider="o", model="g")
+    assert b'"type":"checkpoint"' in logs["codex"].read_bytes().splitlines()[-1]
+    own = SessionManager.create(str(tmp_path), "anthropic", "m", session_dir=root)
+    own.append_message(Message("user", [Text("mine")]), provider="anthropic", model="m")
+    own.close()
+    quick = _listing._quick_info(logs["codex"], None)  # no doubt: the quick path answers
+    assert quick.imported_from == "codex"
+
+    listed = cli("sessions", "--all", "--json")
+    assert listed.exit_code == 0, listed.output
+    by_path = {Path(i["path"]): i["from"] for i in json.loads(listed.output)}
+    assert by_path == {**{p: fmt for fmt, p in logs.items()}, own.path: None}
+    text = cli("sessions", "--all")
+    shown = [line for line in text.output.splitlines() if line.startswith("  ")]
+    assert sorted(line.rsplit("  ", 1)[-1] for line in shown) == [
+        "(from claude)",
+        "(from codex)",
+        "(from pi)",
+        "1 message",
+    ]

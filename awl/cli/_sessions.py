@@ -61,7 +61,8 @@ def sessions(as_json: bool, all_projects: bool, long_format: bool) -> None:
 
 
 def format_info(info: SessionInfo, short: str, long_format: bool, indent: str = "") -> str:
-    """One listing line in the seed's format: ``019dc5ba  2026-04-25 17:40  14 messages``.
+    """One listing line in the seed's format: ``019dc5ba  2026-04-25 17:40  14 messages``,
+    and ``  (from claude)`` after it for a session ``awl import`` made.
 
     Control characters (in a first prompt, an error's file name) are shown
     as escapes: the line is for a terminal.
@@ -77,6 +78,8 @@ def _info_line(info: SessionInfo, short: str, long_format: bool, indent: str) ->
         return f"{indent}{short}  {when}  unreadable: {info.error}"
     noun = "message" if info.message_count == 1 else "messages"
     text = f"{indent}{short}  {when}  {info.message_count} {noun}"
+    if info.imported_from:
+        text += f"  (from {info.imported_from})"  # the word `awl import --from` takes
     if long_format:
         # The conversation's own time: an import or a reindex sets the file's.
         if info.last_activity:

@@ -17,6 +17,7 @@ Nothing here imports numpy or the index, so ``awl sessions`` starts fast.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -59,6 +60,7 @@ class SessionInfo:
     last_activity: str = ""
     size: int = 0
     error: str | None = None
+    imported_from: str = ""  # the source's format ("pi", "claude", "codex") of an import
 
     def as_json(self) -> dict[str, Any]:
         """The line as a JSON object (``awl sessions --json``)."""
@@ -73,6 +75,7 @@ class SessionInfo:
             "firstPrompt": self.first_prompt,
             "size": self.size,
             "error": self.error,
+            "from": self.imported_from or None,  # as `awl import --from` names it
         }
 
 
@@ -128,6 +131,35 @@ class _Reads:
         """The offset of ``sub`` in ``[start, end)``, or -1."""
         i = self.view(start, end).find(sub)
         return start + i if i >= 0 else -1
+
+
+# An imported log's first entry is its import record, which awl writes with
+# these keys first (docs/format.md, "Imported sessions").
+_IMPORT_RECORD = re.compile(
+    rb'\{"type":"x-import","timestamp":"[^"\\]*","importer":[0-9]+,"format":"([a-z]{1,16})"'
+)
+
+
+def _imported_from(head: bytes, body: int) -> str:
+    """The source format named by the import record that opens a log ("" if none)."""
+    m = _IMPORT_RECORD.match(head, body)
+    return m.group(1).decode() if m else ""
+
+
+def _imported_from_log(path: Path) -> str:
+    """:func:`_imported_from` of the log at ``path`` ("" when it cannot be read)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return ""
+    try:
+        head = os.pread(fd, _HEAD_READ, 0)
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+    nl = head.find(b"\n")
+    return _imported_from(head, nl + 1) if nl >= 0 else ""
 
 
 def _load(line: bytes) -> dict[str, Any]:
@@ -218,6 +250,7 @@ def _quick_info_fd(fd: int, path: Path, cwd: str | None) -> SessionInfo:
         first_prompt=prompt,
         last_activity=activity,
         size=size,
+        imported_from=_imported_from(head, body),
     )
 
 
@@ -380,6 +413,7 @@ def _full_info(path: Path, cwd: str | None, st: os.stat_result) -> SessionInfo |
         first_prompt=state.first_prompt,
         last_activity=state.last_activity,
         size=size,
+        imported_from=_imported_from_log(path),
     )
 
 
