@@ -1218,3 +1218,27 @@ def test_conversation_of_a_resumed_agent_matches_the_log(
     kinds = [type(b) for m in before for b in m.content]
     assert kinds == [Text, Text, Text, ToolUse, ToolResult, Text]
     assert (agent.provider_name, agent.model) == ("anthropic", script.model)
+
+
+@pytest.mark.parametrize(
+    ("names", "started", "said"),
+    [
+        (["bash"], True, "a tool call unanswered (bash): it may have run, in part or in whole. It"),
+        (["bash"], False, "a tool call unanswered (bash): it did not run. It is"),
+        (
+            ["bash", "read"],
+            True,
+            "2 tool calls unanswered (bash, read): the first may have run, in part or in whole; "
+            "the others did not run. They are",
+        ),
+        (["bash", "read"], False, "2 tool calls unanswered (bash, read): none of them ran. They"),
+    ],
+)
+def test_a_resume_says_which_unanswered_calls_may_have_run(
+    names: list[str], started: bool, said: str
+) -> None:
+    from awl.ui._repl import unanswered_note
+
+    note = unanswered_note(names, started)
+    assert note.startswith(f"(the last turn ended with {said}")
+    assert note.endswith(" answered as interrupted with your next message)")

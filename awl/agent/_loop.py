@@ -42,13 +42,13 @@ MAX_TOOL_ROUNDS = 50
 """A turn stops after this many tool rounds (a model stuck in a loop)."""
 
 INTERRUPTED_RESULT = (
-    "interrupted: the previous awl session ended before this tool call ran; it was not run. "
+    "interrupted: the session ended before this tool call ran; it was not run. "
     "Ask the user before running it again."
 )
 """The answer, on resume, to a tool call of a round cut short after the one in flight."""
 
 INTERRUPTED_IN_FLIGHT = (
-    "interrupted: the previous awl session ended before this tool call's result was saved; "
+    "interrupted: the session ended before this tool call's result was saved; "
     "it may have run, in part or in whole. Check its effects before running it again."
 )
 """The answer, on resume, to the first unanswered tool call of a round cut short.

@@ -98,17 +98,28 @@ def show_resume(agent: Agent) -> None:
         out.write(render_message(disk_message_to_internal(entry.message), full=False) + "\n")
     pending, started = agent.open_calls()
     if pending:
-        names = visible(", ".join(t.name for t in pending), one_line=True)
-        if started:
-            others = "; any after it did not run" if len(pending) > 1 else ""
-            ran = f"the first may have run, in part or in whole{others}"
-        else:
-            ran = "none of them ran"
-        out.write(
-            f"(the last turn ended with {len(pending)} tool call(s) unanswered ({names}): "
-            f"{ran}. They are answered as interrupted with your next message)\n"
-        )
+        out.write(unanswered_note([t.name for t in pending], started) + "\n")
     out.flush()
+
+
+def unanswered_note(names: list[str], started: bool) -> str:
+    """What a resume says of the tool calls its last turn left unanswered (``started``:
+    the first may have been running when the session ended)."""
+    listed = visible(", ".join(names), one_line=True)
+    if len(names) == 1:
+        calls, ran = "a tool call", "it may have run" if started else "it did not run"
+        answered = "It is answered"
+    else:
+        calls, answered = f"{len(names)} tool calls", "They are answered"
+        ran = "the first may have run" if started else "none of them ran"
+    if started:
+        ran += ", in part or in whole"
+        if len(names) > 1:
+            ran += "; the others did not run"
+    return (
+        f"(the last turn ended with {calls} unanswered ({listed}): {ran}. "
+        f"{answered} as interrupted with your next message)"
+    )
 
 
 def _run_with_cancel(agent: Agent, prompt: str, sink: TerminalSink) -> TurnResult | None:
