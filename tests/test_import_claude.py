@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -744,3 +745,33 @@ def test_a_session_ending_in_a_hooks_line_gets_no_checkpoint_readers_would_not_b
     assert tree[-1]["parentId"] == tree[-2]["id"] and tree[-2]["type"] == "x-claude-system"
     assert log_lines(log)[-1]["type"] == "checkpoint"  # a message is the leaf again
     assert verify_log(log).ok
+
+
+def test_chain_lines_without_a_parent_uuid_follow_the_line_before(tmp_path: Path) -> None:
+    """Claude Code writes ``parentUuid: null`` for a root; files other tools made
+    leave the key out: each such line is the child of the line before, not a
+    root of its own (which would leave one message on the conversation)."""
+    base = {"sessionId": "s", "cwd": str(tmp_path), "timestamp": "2025-12-24T10:00:00.000Z"}
+    said = [
+        ("user", "make hello"),
+        ("assistant", "made it"),
+        ("user", "thanks"),
+        ("assistant", "ok"),
+    ]
+    src = tmp_path / "p" / "0f6c2d1e-0000-4000-8000-00000000cccc.jsonl"
+    src.parent.mkdir()
+    src.write_text(
+        "".join(
+            json.dumps(
+                {**base, "type": role, "uuid": f"u{k}", "message": {"role": role, "content": text}}
+            )
+            + "\n"
+            for k, (role, text) in enumerate(said)
+        )
+    )
+    (r,) = _import(src)
+    got = [(e["message"]["role"], e["message"]["content"][0]["text"]) for e in branch(r.path)]
+    assert got[1:] == said
+    assert r.notes == ["line 2: chain lines without a parentUuid follow the line before"]
+    (again,) = _import(src)
+    assert again.status == "unchanged"

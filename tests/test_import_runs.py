@@ -240,6 +240,69 @@ def test_a_claude_reply_split_by_two_imports_keeps_every_block(tmp_path: Path) -
 # ── bad input ──
 
 
+@pytest.mark.parametrize("fmt", sorted(SOURCES))
+def test_objects_on_one_line_without_a_newline_between_are_each_taken(
+    tmp_path: Path, fmt: str
+) -> None:
+    """A line holding two or three JSON objects back to back (pi has written such
+    lines) imports as its objects would on lines of their own, with a note; the
+    same glue as the source's unterminated last line waits for its newline."""
+    expected = _flat(str(run(SOURCES[fmt], session_dir=tmp_path / "plain").path))
+    lines = SOURCES[fmt].read_bytes().splitlines()
+    glued = [lines[0], lines[1], lines[2] + b" " + lines[3] + lines[4], *lines[5:-2]]
+    src = tmp_path / "src" / SOURCES[fmt].name
+    src.parent.mkdir()
+    src.write_bytes(b"\n".join(glued) + b"\n" + lines[-2] + lines[-1])
+    first = run(src)
+    assert first.skipped == [("", len(glued) + 1, "an incomplete last line (left for later)")]
+    src.write_bytes(src.read_bytes() + b"\n")
+    r = run(src)
+    assert r.status == "updated" and r.path is not None and r.skipped == []
+    assert _flat(r.path) == expected
+    assert set(accounted_lines(r.path)) == set(source_lines(src))
+    notes = [n for rec in read_records(r.path).records for n in rec.get("notes", [])]
+    assert [n for n in notes if "newline" in n] == [
+        "line 3: 3 JSON objects with no newline between them; each taken",
+        f"line {len(glued) + 1}: 2 JSON objects with no newline between them; each taken",
+    ]
+    assert not [n for n in notes if "used before" in n]
+    assert run(src).status == "unchanged"
+
+
+def test_objects_glued_on_a_subagents_line_are_each_taken(tmp_path: Path) -> None:
+    plain = copy_tree(CLAUDE_SHOP, tmp_path / "plain" / CLAUDE_SHOP.name)
+    (spec,) = plan_import([plain]).sources
+    done = run(plain, extras=spec.extras, session_dir=tmp_path / "s1")
+    expected = [o for o in log_lines(str(done.path)) if o.get("file", "").endswith(".jsonl")]
+    src = copy_tree(CLAUDE_SHOP, tmp_path / "glued" / CLAUDE_SHOP.name)
+    agent = src.parent / CLAUDE_SHOP.stem / "subagents" / "agent-a1b2c3d.jsonl"
+    lines = agent.read_bytes().splitlines()
+    assert len(lines) > 2
+    agent.write_bytes(lines[0] + lines[1] + b"\n" + b"\n".join(lines[2:]) + b"\n")
+    (spec,) = plan_import([src]).sources
+    r = run(src, extras=spec.extras, session_dir=tmp_path / "s2")
+    assert r.path is not None and r.skipped == []
+    got = [o for o in log_lines(r.path) if o.get("file", "").endswith(".jsonl")]
+    assert [o["data"] for o in got] == [o["data"] for o in expected]
+    assert [o["line"] for o in got] == [1, 1, *(o["line"] - 1 for o in expected[2:])]
+    assert f"{agent.relative_to(src.parent).as_posix()[len(CLAUDE_SHOP.stem) + 1 :]} 1: 2 JSON" in (
+        " ".join(r.notes)
+    )
+    assert run(src, extras=spec.extras, session_dir=tmp_path / "s2").status == "unchanged"
+
+
+def test_a_line_split_into_its_objects_counts_characters_as_bytes() -> None:
+    from awl.importers._source import split_glued
+
+    assert split_glued('{"a":"é€😀"} {"b":[1]}\r'.encode()) == [
+        ({"a": "é€😀"}, '{"a":"é€😀"}'.encode()),
+        ({"b": [1]}, b'{"b":[1]}'),
+    ]
+    for not_glued in (b'{"a":1}', b'{"a":1}x', b'{"a":1}[1]', b'[1]{"a":1}', b'{"a":1}{"b"'):
+        assert split_glued(not_glued) is None, not_glued
+    assert split_glued(b"{}" * 65) is None  # not a missed newline
+
+
 def test_torn_and_malformed_lines_are_reported_skipped_and_counted(tmp_path: Path) -> None:
     src = copy_tree(CODEX_HARBOR, tmp_path / CODEX_HARBOR.name)
     lines = src.read_bytes().splitlines(keepends=True)
@@ -285,6 +348,17 @@ def test_a_file_of_no_known_format_is_refused_with_one_line(tmp_path: Path, root
     out = cli("import", str(tmp_path))
     assert out.exit_code == 0, out.output
     assert out.output.splitlines()[-1].endswith("0 errors, 2 files not a session")
+    # A folder with no session log (of the format asked) at all: nothing found, a failure.
+    only_pi = tmp_path / "pi"
+    only_pi.mkdir()
+    shutil.copy(PI_FULL, only_pi / "full.jsonl")
+    out = cli("import", "--from", "codex", str(only_pi))
+    assert out.exit_code == 1, out.output
+    assert out.output.splitlines() == [
+        f"{only_pi / 'full.jsonl'}: not a Codex session (it looks like pi's)",
+        "0 sessions, 0 B: 0 imported, 0 updated, 0 unchanged; 0 lines skipped; "
+        "0 errors, 1 file not a session",
+    ]
     out = cli("import", "--from", "codex", str(PI_FULL))
     assert out.exit_code == 1
     assert out.output.splitlines()[0] == f"{PI_FULL}: not a Codex session (it looks like pi's)"

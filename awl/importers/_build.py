@@ -141,7 +141,7 @@ class Builder:
         """``key``, or, when the source used it already, one made unique by the line."""
         if key not in self.known:
             return key
-        if self.live:
+        if self.live and key != f"L{line}":  # not the key awl makes of an id-less line
             self.notes.append(f"line {line}: id {key} used before; kept as {key}@{line}")
         return f"{key}@{line}"
 

@@ -144,6 +144,7 @@ class ClaudeConverter(Converter):
         # if the next line is its expansion for the model.
         self.command: tuple[Planned, dict[str, Any], int] | None = None
         self.command_cut = False  # whether a batch or an import ended after it
+        self.unparented = False  # whether a line without a parentUuid was noted
 
     # ── dispatch ──
 
@@ -187,7 +188,17 @@ class ClaudeConverter(Converter):
         # A logical parent not seen (gone, or yet to come) is the entry before, so
         # that what came before the compaction stays on the conversation; unless
         # the file starts at the boundary (a session continued in a new file).
-        parent = None if lost and self.last is None else self._parent(p, line)
+        if "parentUuid" not in obj and logical is None and self.last is not None:
+            # No parent named at all (Claude Code writes null for a root; files
+            # made by other tools leave the key out): the line before's child.
+            parent: str | None = self.redirect.get(self.last, self.last)
+            if b.live and not self.unparented:
+                self.unparented = True
+                b.notes.append(
+                    f"line {line}: chain lines without a parentUuid follow the line before"
+                )
+        else:
+            parent = None if lost and self.last is None else self._parent(p, line)
         if kind == "assistant" and isinstance(obj.get("message"), dict):
             self._assistant(obj, uuid, parent, ts, line)
         elif kind == "user" and isinstance(obj.get("message"), dict):

@@ -41,7 +41,17 @@ from ..store import (
 from . import _claude, _codex, _pi
 from ._build import ROOT_KEY, Builder, Converter, Planned, SourceInfo, session_id_for
 from ._record import RECORD_TYPE, Imported, last_record, read_records
-from ._source import FORMATS, Hashing, detect, digest, head, lines, open_source, parse
+from ._source import (
+    FORMATS,
+    Hashing,
+    detect,
+    digest,
+    head,
+    lines,
+    open_source,
+    parse,
+    split_glued,
+)
 
 BATCH_BYTES = 32 << 20
 """Source bytes after which a batch is written at the next point where one may end."""
@@ -212,6 +222,8 @@ class _Import:
         self.written = 0
         self.marks = (0, 0, 0)  # skipped lines, repeated lines, notes: recorded up to here
         self.raw: bytes | None = None  # the bytes of the line last parsed, unless repaired
+        # The objects after the first of a line that held several (split_glued).
+        self.glued: list[tuple[dict[str, Any], bytes]] = []
         self.head: list[tuple[int, dict[str, Any]]] = []
         self.hashing: Hashing | None = None  # the main file's, kept as it is read
         self.earlier: Any = None  # the source the last import record names
@@ -445,6 +457,9 @@ class _Import:
                 obj, _, _ = parse(raw) if raw.strip() else (None, None, False)
                 if obj is not None:
                     feed(obj, number)
+                elif terminated and raw.strip():
+                    for o, _ in split_glued(raw) or ():
+                        feed(o, number)
                 while next_cut < len(cuts) and cuts[next_cut] <= end:
                     conv.flush()
                     next_cut += 1
@@ -475,6 +490,8 @@ class _Import:
                 self._write(conv, final=False)
                 start_batch = main.consumed
             feed(obj, number)
+            if self.glued:
+                self._feed_glued(number)
             main.consumed = end
             main.lines = number
         r.lines += max(0, main.lines - first_line + 1)
@@ -499,6 +516,13 @@ class _Import:
                 )
         r.duplicates = b.duplicates
 
+    def _feed_glued(self, number: int) -> None:
+        """The objects that followed the first on line ``number``, as lines of their own."""
+        for obj, part in self.glued:
+            self.b.raw = part
+            self.conv.feed(obj, number)
+        self.glued = []
+
     def _fallback(self, conv: Converter) -> tuple[str, str]:
         last = getattr(conv, "model", None)
         provider = getattr(conv, "provider", None)
@@ -518,6 +542,12 @@ class _Import:
             return None
         obj, problem, repaired = parse(raw)
         self.raw = None if repaired else raw
+        if obj is None and terminated and (glued := split_glued(raw)) is not None:
+            (obj, self.raw), *self.glued = glued
+            r.notes.append(
+                f"{f.key or 'line'} {number}: {len(glued)} JSON objects with no newline "
+                "between them; each taken"
+            )
         if obj is None:
             if not terminated:
                 # Still being written, perhaps: left for the next import.
@@ -564,6 +594,10 @@ class _Import:
             self.r.lines += 1
             self.b.raw = _unterminated(self.raw)
             conv.extra(f.key, obj, number)
+            for o, part in self.glued:
+                self.b.raw = part
+                conv.extra(f.key, o, number)
+            self.glued = []
             f.consumed, f.lines = end, number
 
     # ── writing ──

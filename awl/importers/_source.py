@@ -231,6 +231,41 @@ def parse(raw: bytes) -> tuple[dict[str, Any] | None, str | None, bool]:
     return obj, None, False
 
 
+_GLUED = "unexpected content after document"
+_MAX_GLUED = 64  # more objects than this on one line is not a missed newline
+
+
+def split_glued(raw: bytes) -> list[tuple[dict[str, Any], bytes]] | None:
+    """The JSON objects of a line that holds several back to back (a writer that
+    left a newline out, as some pi versions did), each with its bytes; None
+    unless every part is a whole JSON object."""
+    out: list[tuple[dict[str, Any], bytes]] = []
+    rest = raw
+    while len(out) < _MAX_GLUED:
+        try:
+            obj = orjson.loads(rest)
+        except orjson.JSONDecodeError as exc:
+            if exc.msg != _GLUED:
+                return None
+            # orjson counts characters; the split is in bytes.
+            cut = len(rest.decode("utf-8", "replace")[: exc.pos].encode("utf-8"))
+            part = rest[:cut].strip()
+            try:
+                first = orjson.loads(part)
+            except orjson.JSONDecodeError:
+                return None
+            if not isinstance(first, dict):
+                return None
+            out.append((first, part))
+            rest = rest[cut:]
+            continue
+        if not out or not isinstance(obj, dict):
+            return None
+        out.append((obj, rest.strip()))
+        return out
+    return None
+
+
 def _repaired(raw: bytes) -> Any:
     """``raw`` as JSON once what orjson refuses is replaced, or None."""
     import json
