@@ -604,3 +604,60 @@ def test_a_rollout_an_older_awl_imported_across_its_compaction_goes_on_under_it(
         "La période comptait une seconde de trop.",
     ]
     assert verify_log(r.path).ok
+
+
+def test_another_agents_message_is_a_user_message_the_model_read(tmp_path: Path) -> None:
+    """Codex's ``agent_message`` item (a message another agent sent this one) is input
+    the model read: a user message with its text, sent on resume and searchable;
+    its sender and recipient kept, and what is encrypted kept as a block; in a
+    compaction's kept history too."""
+    said = "Message Type: FINAL_ANSWER\nSender: /root/review\nPayload: one unused import."
+    item = {
+        "type": "agent_message",
+        "author": "/root/review",
+        "recipient": "/root",
+        "content": [
+            {"type": "input_text", "text": said},
+            {"type": "encrypted_content", "encrypted_content": "c2VhbGVk"},
+        ],
+    }
+    lines = [dict(o) for o in HARBOR]
+    at = next(k for k, o in enumerate(lines) if o["payload"].get("type") == "function_call_output")
+    stamp = lines[at]["timestamp"]
+    lines.insert(at + 1, {"timestamp": stamp, "type": "response_item", "payload": item})
+    (c,) = [k for k, o in enumerate(lines) if o["type"] == "compacted"]
+    history = lines[c]["payload"]["replacement_history"]
+    lines[c] = {
+        **lines[c],
+        "payload": {**lines[c]["payload"], "replacement_history": [*history, item]},
+    }
+    src = tmp_path / "s" / CODEX_HARBOR.name
+    src.parent.mkdir()
+    src.write_bytes(b"".join(json.dumps(o, ensure_ascii=False).encode() + b"\n" for o in lines))
+    r = run(src)
+    assert r.unrecognised == {} and r.path is not None
+    got = [e for e in _messages(r.path) if said in texts(e)]
+    assert len(got) == 2  # where it came, and in the history the compaction kept
+    first, kept = got
+    # As a user message does: the model the next request went to (the one answering it).
+    after = _messages(r.path)[_messages(r.path).index(first) + 1]
+    assert first["message"]["role"] == "user" and after["message"]["role"] == "assistant"
+    assert (first["provider"], first["model"]) == (
+        after["message"]["provider"],
+        after["message"]["model"],
+    )
+    assert first["message"]["content"][1] == {
+        "type": "x-codex-encrypted_content",
+        "encrypted_content": "c2VhbGVk",
+    }
+    (rec,) = first["x-codex"]["items"]
+    assert rec["line"] == at + 2 and rec["item"] == {
+        "type": "agent_message",
+        "author": "/root/review",
+        "recipient": "/root",
+    }
+    assert kept["x-codex"]["history"] == len(history)
+    with SessionManager.open(r.path, read_only=True) as m:
+        sent = request_history(m.rebuild_conversation())
+    assert [x.text() for x in sent].count(said) == 1  # the kept copy: after the compaction
+    assert accounted_lines(r.path) == source_lines(src)

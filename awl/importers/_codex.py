@@ -366,9 +366,11 @@ class CodexConverter(Converter):
             if item.get("type") == "compaction":
                 encrypted = True  # a remote compaction's summary: only OpenAI reads it
                 continue
-            if item.get("type") != "message":
+            kind = item.get("type")
+            # Another agent's message is a user message, as the item is outside.
+            role: Any = "user" if kind == "agent_message" else item.get("role")
+            if kind not in ("message", "agent_message"):
                 continue  # ghost snapshots
-            role = item.get("role")
             if role not in ("user", "assistant"):
                 continue  # developer messages
             if role == "user" and _injected(_text(item.get("content"))):
@@ -525,6 +527,28 @@ class CodexConverter(Converter):
                         without(x, "text") if isinstance(x, dict) else x for x in out
                     ]
             self._record(results, obj, line, left)
+            return
+        if kind == "agent_message":
+            # Another agent's message to this one (Codex's agents talk so): input the
+            # model read, so a user message; its sender and recipient in the record.
+            self._close()
+            blocks, parts = _parts(p.get("content"))
+            key = b.unique(f"L{line}", line)
+            entry = self._link(
+                Planned(
+                    key,
+                    self.tip,
+                    ts,
+                    role="user",
+                    content=blocks,
+                    provider=self.provider,
+                    model=self.model,
+                )
+            )
+            left = without(p, "content")
+            if parts is not None:
+                left["parts"] = parts
+            self._record(entry, obj, line, left)
             return
         self._close()
         if kind not in HISTORY_OTHER:
