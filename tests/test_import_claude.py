@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -266,6 +267,32 @@ def test_a_subagent_file_named_alone_imports_its_session(tmp_path: Path) -> None
     plan = plan_import([store / "agent-9f8e7d6.jsonl"])
     (spec,) = plan.sources
     assert Path(spec.path).name == CLAUDE_V20.name and spec.extras == ("agent-9f8e7d6.jsonl",)
+
+
+def test_a_subagents_folder_named_alone_imports_its_session(tmp_path: Path) -> None:
+    main = copy_tree(CLAUDE_SHOP, tmp_path / "p" / CLAUDE_SHOP.name)
+    for named in (main.parent / SID / "subagents", main.parent / SID):
+        plan = plan_import([named])
+        (spec,) = plan.sources
+        assert Path(spec.path) == main and spec.extras == (SUB, META)
+        assert plan.problems == []
+    # Read as another format, its transcripts are not sessions of that format.
+    plan = plan_import([main.parent / SID / "subagents"], fmt="pi")
+    assert [Path(s.path).name for s in plan.sources] == ["agent-a1b2c3d.jsonl"]
+    # A session folder holding only the tool outputs Claude Code kept apart.
+    other = copy_tree(CLAUDE_SHOP, tmp_path / "q" / CLAUDE_SHOP.name)
+    shutil.rmtree(other.parent / SID / "subagents")
+    (other.parent / SID / "tool-results").mkdir()
+    (other.parent / SID / "tool-results" / "toolu_1.txt").write_text("output\n")
+    (spec,) = plan_import([other.parent / SID / "tool-results"]).sources
+    assert Path(spec.path) == other and spec.extras == (f"{SID}/tool-results/toolu_1.txt",)
+    # A folder named subagents beside a file that is no Claude Code session: a folder.
+    work = tmp_path / "work"
+    (work / "notes" / "subagents").mkdir(parents=True)
+    (work / "notes.jsonl").write_text("{}\n")
+    inside = copy_tree(CLAUDE_SHOP, work / "notes" / "subagents" / CLAUDE_SHOP.name)
+    plan = plan_import([work / "notes" / "subagents"])
+    assert [Path(s.path) for s in plan.sources] == [inside]
 
 
 def test_a_session_cut_off_mid_turn(tmp_path: Path) -> None:

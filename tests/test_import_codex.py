@@ -661,3 +661,28 @@ def test_another_agents_message_is_a_user_message_the_model_read(tmp_path: Path)
         sent = request_history(m.rebuild_conversation())
     assert [x.text() for x in sent].count(said) == 1  # the kept copy: after the compaction
     assert accounted_lines(r.path) == source_lines(src)
+
+
+def test_another_agents_message_is_stamped_with_the_request_it_went_to(tmp_path: Path) -> None:
+    """Between a turn and the next turn's ``turn_context`` (which names a new model),
+    an agent's message goes with the next request: that model, as a prompt's."""
+    item = {
+        "type": "agent_message",
+        "author": "/root/review",
+        "recipient": "/root",
+        "content": [{"type": "input_text", "text": "FROM REVIEW"}],
+    }
+    lines = [dict(o) for o in HARBOR]
+    at = next(k for k, o in enumerate(lines) if o["payload"].get("model") == "gpt-5.4-mini")
+    before = next(o["payload"]["model"] for o in lines if o["type"] == "turn_context")
+    assert before != "gpt-5.4-mini"
+    lines.insert(
+        at, {"timestamp": lines[at]["timestamp"], "type": "response_item", "payload": item}
+    )
+    src = tmp_path / "s" / CODEX_HARBOR.name
+    src.parent.mkdir()
+    src.write_bytes(b"".join(json.dumps(o, ensure_ascii=False).encode() + b"\n" for o in lines))
+    r = run(src)
+    assert r.path is not None
+    (said,) = [e for e in _messages(r.path) if texts(e) == ["FROM REVIEW"]]
+    assert (said["provider"], said["model"]) == ("openai", "gpt-5.4-mini")

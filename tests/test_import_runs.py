@@ -269,6 +269,87 @@ def test_objects_on_one_line_without_a_newline_between_are_each_taken(
     assert run(src).status == "unchanged"
 
 
+@pytest.mark.parametrize("fmt", sorted(SOURCES))
+def test_an_object_glued_after_one_imported_before_its_newline_is_taken(
+    tmp_path: Path, fmt: str
+) -> None:
+    """An import takes a last line, a whole object, before its newline comes; the
+    writer then puts the next object on the same line: the next import takes it
+    (and what follows), as one import of the final file does."""
+    lines = SOURCES[fmt].read_bytes().splitlines()
+    k = len(lines) - 3
+    final = b"\n".join([*lines[:k], lines[k] + lines[k + 1], *lines[k + 2 :]]) + b"\n"
+    whole = tmp_path / "whole" / SOURCES[fmt].name
+    whole.parent.mkdir()
+    whole.write_bytes(final)
+    expected = _flat(str(run(whole, session_dir=tmp_path / "one").path))
+    src = tmp_path / "src" / SOURCES[fmt].name
+    src.parent.mkdir()
+    src.write_bytes(b"\n".join(lines[: k + 1]))  # line k whole, its newline not there yet
+    assert run(src, session_dir=tmp_path / "two").skipped == []
+    src.write_bytes(final)
+    grown = run(src, session_dir=tmp_path / "two")
+    assert grown.status == "updated" and grown.path is not None
+    assert f"line {k + 1}: more JSON followed the object an earlier import took" in grown.notes[0]
+    assert _flat(grown.path) == expected
+    assert set(accounted_lines(grown.path)) == set(source_lines(src))
+    assert run(src, session_dir=tmp_path / "two").status == "unchanged"
+
+
+def test_many_objects_glued_on_one_line_each_get_a_key_of_their_own(tmp_path: Path) -> None:
+    """Codex keys a line's entries by its number: ten objects on one line (a
+    compaction, prompts, replies, a rollback) stay ten entries, the tree as it was."""
+    expected = _flat(str(run(CODEX_HARBOR, session_dir=tmp_path / "plain").path))
+    lines = CODEX_HARBOR.read_bytes().splitlines()
+    glued = [*lines[:31], b"".join(lines[31:41]), *lines[41:]]
+    src = tmp_path / "src" / CODEX_HARBOR.name
+    src.parent.mkdir()
+    src.write_bytes(b"\n".join(glued) + b"\n")
+    r = run(src)
+    assert r.path is not None and r.skipped == []
+    assert _flat(r.path) == expected
+    assert run(src).status == "unchanged"
+
+
+@pytest.mark.parametrize("fmt", ["pi", "codex"])
+def test_a_header_glued_to_the_first_entry_is_still_the_sessions(tmp_path: Path, fmt: str) -> None:
+    expected = _flat(str(run(SOURCES[fmt], session_dir=tmp_path / "plain").path))
+    lines = SOURCES[fmt].read_bytes().splitlines()
+    src = tmp_path / "src" / SOURCES[fmt].name
+    src.parent.mkdir()
+    src.write_bytes(b"\n".join([lines[0] + lines[1], *lines[2:]]) + b"\n")
+    r = run(src)
+    assert r.status == "imported" and r.path is not None
+    assert _flat(r.path) == expected
+
+
+def test_a_line_an_older_import_skipped_stays_skipped_on_the_replay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A log an older awl imported skipped a glued line (it could not split one):
+    importing the grown source replays that line as skipped, as the older import
+    read it, so a new entry whose parent was on it is said to have lost it."""
+    from awl.importers import _run
+
+    lines = PI_FULL.read_bytes().splitlines()
+    src = tmp_path / "src" / PI_FULL.name
+    src.parent.mkdir()
+    k = len(lines) - 3
+    src.write_bytes(b"\n".join([*lines[:k], lines[k] + lines[k + 1]]) + b"\n")
+    with monkeypatch.context() as mp:
+        mp.setattr(_run, "split_glued", lambda raw: None)  # as an older awl read it
+        old = run(src)
+    assert [n for _, n, _ in old.skipped] == [k + 1] and old.path is not None
+    before = _flat(old.path)
+    src.write_bytes(src.read_bytes() + lines[-1] + b"\n")  # the source grows
+    grown = run(src)
+    parent = orjson.loads(lines[-1])["parentId"]
+    assert grown.status == "updated"
+    assert grown.notes == [f"line {k + 2}: parent {parent} not found; hung under the entry before"]
+    assert _flat(grown.path or "")[: len(before)] == before
+    assert run(src).status == "unchanged"
+
+
 def test_objects_glued_on_a_subagents_line_are_each_taken(tmp_path: Path) -> None:
     plain = copy_tree(CLAUDE_SHOP, tmp_path / "plain" / CLAUDE_SHOP.name)
     (spec,) = plan_import([plain]).sources

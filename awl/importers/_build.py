@@ -141,9 +141,13 @@ class Builder:
         """``key``, or, when the source used it already, one made unique by the line."""
         if key not in self.known:
             return key
+        made, n = f"{key}@{line}", 1
+        while made in self.known:  # a third object of one line (glued lines)
+            n += 1
+            made = f"{key}@{line}.{n}"
         if self.live and key != f"L{line}":  # not the key awl makes of an id-less line
-            self.notes.append(f"line {line}: id {key} used before; kept as {key}@{line}")
-        return f"{key}@{line}"
+            self.notes.append(f"line {line}: id {key} used before; kept as {made}")
+        return made
 
     def unrecognised_type(self, name: str) -> None:
         """Count a line whose type this importer does not know (kept as an opaque entry)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import stat
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +27,8 @@ from ._run import ImportResult, SourceSpec, import_source
 from ._source import FORMATS
 
 _SUBAGENTS = "subagents"
+# Claude Code names a session's file and folder by its id, a UUID.
+_SESSION_NAME = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def default_store(fmt: str) -> Path:
@@ -151,8 +154,15 @@ def _folder(top: Path, fmt: str | None, plan: ImportPlan, seen: set[tuple[int, i
             continue
         walked.add((st.st_dev, st.st_ino))
         dirs.sort()
-        if _SUBAGENTS in here.parts and _owner_of_subagents(here) is not None:
-            continue  # a session's subagents: taken with the session
+        owner = _session_of_folder(here) if fmt in (None, "claude") else None
+        if owner is not None:
+            # A Claude Code session's own folder (its subagents, its tool outputs):
+            # taken with the session, which a walk that began inside the folder
+            # has not passed, so it is taken from here.
+            _add(plan, seen, owner, fmt, _claude_extras(owner, None), explicit=False)
+            listed = True
+            dirs.clear()
+            continue
         logs = sorted(n for n in names if n.endswith(".jsonl"))
         listed = listed or any(n.endswith((".jsonl", ".jsonl.zst")) for n in names)
         owners = _agent_owners(here, logs) if fmt in (None, "claude") else {}
@@ -256,7 +266,18 @@ def _owner_of_subagents(folder: Path) -> Path | None:
     i = len(parts) - 1 - parts[::-1].index(_SUBAGENTS)
     session_dir = Path(*parts[:i])
     owner = session_dir.parent / f"{session_dir.name}.jsonl"
-    return owner if owner.is_file() else None
+    return owner if _SESSION_NAME.fullmatch(session_dir.name) and owner.is_file() else None
+
+
+def _session_of_folder(folder: Path) -> Path | None:
+    """The Claude Code session whose folder (``<session id>/``, beside
+    ``<session id>.jsonl``) ``folder`` is or is inside, if it is there."""
+    for d in (folder, *folder.parents):
+        if _SESSION_NAME.fullmatch(d.name):  # no stat for the folders of other names
+            owner = d.parent / f"{d.name}.jsonl"
+            if owner.is_file():
+                return owner
+    return None
 
 
 def _session_of_agent(p: Path) -> Path | None:

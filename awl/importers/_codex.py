@@ -534,17 +534,8 @@ class CodexConverter(Converter):
             self._close()
             blocks, parts = _parts(p.get("content"))
             key = b.unique(f"L{line}", line)
-            entry = self._link(
-                Planned(
-                    key,
-                    self.tip,
-                    ts,
-                    role="user",
-                    content=blocks,
-                    provider=self.provider,
-                    model=self.model,
-                )
-            )
+            # Stamped, as a prompt is, with the model of the request it went to.
+            entry = self._link(Planned(key, self.tip, ts, role="user", content=blocks))
             left = without(p, "content")
             if parts is not None:
                 left["parts"] = parts

@@ -21,6 +21,7 @@ import errno
 import gc
 import os
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from hashlib import sha256
 from pathlib import Path
@@ -437,6 +438,10 @@ class _Import:
         first_line = main.lines + 1
         # The lines the format's detection parsed already, when nothing is replayed.
         cached = dict(self.head) if boundary == 0 else {}
+        glued_head = Counter(n for n, _ in self.head)
+        for n, k in glued_head.items():
+            if k > 1:
+                cached.pop(n, None)  # objects glued on one line: parsed again, as a line
         if ROOT_KEY in self.imported.ids:
             b.known.add(ROOT_KEY)
         if fresh and self.system_prompt is not None:
@@ -449,21 +454,39 @@ class _Import:
         # The main file is hashed as it is read, past what the check hashed already.
         hashing = Hashing(main.hasher.copy() if main.hasher is not None else sha256(), boundary)
         self.hashing = hashing
+        # Lines an earlier import skipped: replayed as skipped (one that awl now reads,
+        # glued objects, was not written then).
+        skipped_before = {
+            n
+            for rec in self.imported.records
+            for f, n, why in rec.get("skipped", ())
+            if f == "" and not str(why).startswith("an incomplete last line")
+        }
         for number, end, raw, terminated in lines(main.fd, hashing=hashing):
-            if end - len(raw) - terminated < boundary:
+            start = end - len(raw) - terminated
+            if start < boundary:
                 # Taken by an earlier import (which may have taken a last line before
                 # its newline came): replayed to rebuild the converter's state, its
                 # entries not kept (they are in the log).
-                obj, _, _ = parse(raw) if raw.strip() else (None, None, False)
+                taken = raw[: boundary - start]
+                obj, _, _ = parse(taken) if taken.strip() else (None, None, False)
                 if obj is not None:
                     feed(obj, number)
-                elif terminated and raw.strip():
-                    for o, _ in split_glued(raw) or ():
+                elif terminated and taken.strip() and number not in skipped_before:
+                    for o, _ in split_glued(taken) or ():
                         feed(o, number)
-                while next_cut < len(cuts) and cuts[next_cut] <= end:
+                while next_cut < len(cuts) and cuts[next_cut] <= min(end, boundary):
                     conv.flush()
                     next_cut += 1
-                continue
+                if not raw[boundary - start :].strip():
+                    continue
+                # The earlier import took this line's first object before its newline
+                # came; more came after it on the line: taken now.
+                raw = raw[boundary - start :]
+                b.notes.append(
+                    f"line {number}: more JSON followed the object an earlier import took "
+                    "before its newline came; taken"
+                )
             b.live = True
             obj = cached.pop(number, None)
             if obj is None:

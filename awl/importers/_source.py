@@ -313,15 +313,20 @@ def digest(fd: int, upto: int, hasher: Any = None, start: int = 0) -> Any:
 
 def head(fd: int, limit: int = 24, max_bytes: int = 1 << 20) -> list[tuple[int, dict[str, Any]]]:
     """Up to ``limit`` parsed objects from the start of a file, with their line
-    numbers (lines that are not whole JSON objects are passed over; a last line
-    without its newline counts when it is one, as an import takes it)."""
+    numbers (lines that are not whole JSON objects are passed over, but for the
+    objects glued on one, which share its number; a last line without its
+    newline counts when it is one, as an import takes it)."""
     out: list[tuple[int, dict[str, Any]]] = []
-    for number, end, raw, _ in lines(fd, chunk=1 << 14):
+    for number, end, raw, terminated in lines(fd, chunk=1 << 14):
         if end > max_bytes and out:
             break
         obj, _, repaired = parse(raw) if raw.strip() else (None, None, False)
         if obj is not None and not repaired:
             out.append((number, obj))
+        elif obj is None and terminated and raw.strip():
+            # Objects glued on one line (a header and the first entry): each, under
+            # the line's number, as an import takes them.
+            out.extend((number, o) for o, _ in split_glued(raw) or ())
         if len(out) >= limit or number >= limit * 2:
             break
     return out
