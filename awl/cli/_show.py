@@ -97,4 +97,9 @@ def _origin_line(origin: dict[str, Any]) -> str:
 
     fmt = origin.get("format")
     name = FORMAT_NAMES.get(fmt, str(fmt)) if isinstance(fmt, str) else "another tool"
-    return f"(imported from {name}: {origin.get('source')})"
+    n = origin.get("subagentTranscripts")
+    kept = ""
+    if isinstance(n, int) and n > 0:
+        what = "subagent transcript" if n == 1 else "subagent transcripts"
+        kept = f"; {n} {what} kept in its log, not shown or searched"
+    return f"(imported from {name}: {origin.get('source')}{kept})"

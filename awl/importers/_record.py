@@ -78,7 +78,9 @@ def last_record(path: str | os.PathLike[str]) -> dict[str, Any] | None:
 
 def import_origin(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """Where the session at ``path`` was imported from: ``{"format", "source",
-    "sourceId"}`` of its latest import record, or None for a session awl began.
+    "sourceId"}`` of its latest import record (and ``subagentTranscripts``, how
+    many subagent transcripts it holds, when there are any), or None for a
+    session awl began.
 
     An imported log holds an import record right after its header, so a log
     without one there costs one line's read, however long it is.
@@ -88,7 +90,15 @@ def import_origin(path: str | os.PathLike[str]) -> dict[str, Any] | None:
         if mm is None or nl < 0 or mm[nl + 1 : nl + 1 + len(_START)] != _START:
             return None
         record = _last(mm, path)
-    return None if record is None else {k: record.get(k) for k in ("format", "source", "sourceId")}
+    if record is None:
+        return None
+    origin = {k: record.get(k) for k in ("format", "source", "sourceId")}
+    files = record.get("files")
+    # Subagents' transcripts are kept as opaque entries: neither shown nor searched.
+    n = sum(1 for rel in files if rel and rel.endswith(".jsonl")) if isinstance(files, dict) else 0
+    if n:
+        origin["subagentTranscripts"] = n
+    return origin
 
 
 def read_records(path: str | os.PathLike[str]) -> Imported:
