@@ -519,6 +519,34 @@ def test_an_awl_log_is_not_imported(root: Path, project: Path) -> None:
     assert out.output.splitlines()[0] == f"{r.path}: an awl session log, not another tool's"
 
 
+def test_awls_own_store_is_passed_over_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Named by mistake, awl's session store (or a folder in it) is one line, not a
+    line a log; a folder holding it (a home folder) has it passed over in one."""
+    home = tmp_path / "home"
+    store = home / ".local" / "share" / "awl" / "sessions"
+    monkeypatch.setenv("AWL_SESSION_DIR", str(store))
+    copy_tree(PI_FULL, home / "old" / "full.jsonl")
+    for k in range(3):
+        r = run(PI_FULL, session_dir=store / f"x{k}")  # logs in three folders of the store
+        assert r.status == "imported"
+    project = next(store.iterdir())
+    for named in (store, project):
+        out = cli("import", str(named))
+        assert out.exit_code == 1, out.output
+        assert out.output.splitlines() == [
+            f"{named}: in awl's own session store: nothing to import there",
+            "0 sessions, 0 B: 0 imported, 0 updated, 0 unchanged; 0 lines skipped; 1 error",
+        ]
+    out = cli("import", str(home))
+    assert out.exit_code == 0, out.output
+    said = out.output.splitlines()
+    assert said[0] == f"{store}: awl's own session store, passed over"
+    assert said[-1].startswith("1 session, ") and ": 1 imported," in said[-1]
+    assert len(said) == 2
+
+
 def test_lines_of_a_kind_never_seen_are_kept_and_named(tmp_path: Path) -> None:
     pi = copy_tree(PI_FULL, tmp_path / "pi" / "full.jsonl")
     last = orjson.loads(pi.read_bytes().splitlines()[-1])
@@ -1279,6 +1307,21 @@ def test_show_says_where_an_imported_session_came_from(tmp_path: Path) -> None:
         assert shown.stdout.splitlines()[1] == f"(imported from {name}: {src})", fmt
         doc = json.loads(cli("show", "--json", r.session).stdout)
         assert doc["importedFrom"] == origin and list(doc)[-2:] == ["importedFrom", "messages"]
+    # A Claude Code session with its subagent: how many transcripts it keeps unshown.
+    (spec,) = plan_import([CLAUDE_SHOP]).sources
+    r = run(CLAUDE_SHOP, extras=spec.extras, session_dir=tmp_path / "with")
+    assert r.path is not None
+    assert import_origin(r.path) == {
+        "format": "claude",
+        "source": str(CLAUDE_SHOP),
+        "sourceId": r.source_id,
+        "subagentTranscripts": 1,
+    }
+    shown = cli("show", str(r.path)).stdout.splitlines()[1]
+    assert shown == (
+        f"(imported from Claude Code: {CLAUDE_SHOP}; 1 subagent transcript kept in its log, "
+        "not shown or searched)"
+    )
     # A session awl began says nothing of the kind, and reads one line to know it.
     m = SessionManager.create(tmp_path, "offline", "echo", session_dir=tmp_path / "own")
     m.append_message(Message("user", [Text('{"type":"x-import", not at its place')]))

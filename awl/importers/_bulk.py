@@ -22,7 +22,8 @@ from typing import Any
 import orjson
 
 from .._processes import run_in_processes
-from ..paths import path_text
+from ..errors import AwlError
+from ..paths import path_text, session_root
 from ._run import ImportResult, SourceSpec, import_source
 from ._source import FORMATS
 
@@ -68,7 +69,10 @@ class ImportPlan:
 
 
 def plan_import(
-    paths: Sequence[str | os.PathLike[str]] = (), *, fmt: str | None = None
+    paths: Sequence[str | os.PathLike[str]] = (),
+    *,
+    fmt: str | None = None,
+    session_dir: str | os.PathLike[str] | None = None,
 ) -> ImportPlan:
     """The source sessions that ``paths`` name: a file as a session, a folder as every
     session under it (any depth; a Codex rollout compressed as ``.jsonl.zst``
@@ -77,12 +81,16 @@ def plan_import(
 
     A Claude Code session's subagent transcripts (``<session>/subagents/``, or
     ``agent-*.jsonl`` beside it naming it) go with it, not as sessions of their
-    own.  Raises ValueError for an empty path or an unknown format.
+    own.  awl's own session store (``session_dir``, default
+    :func:`awl.paths.session_root`) is passed over in one line, and a folder
+    in it is refused in one.  Raises ValueError for an empty path or an
+    unknown format.
     """
     if fmt is not None and fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
     plan = ImportPlan()
     seen: set[tuple[int, int]] = set()
+    own = _awl_store(session_dir)
     if not paths:
         stores = [s for f in ([fmt] if fmt else FORMATS) for s in default_stores(f)]
         found = [s for s in stores if s.is_dir()]
@@ -98,7 +106,7 @@ def plan_import(
                 )
             )
         for store in found:
-            _folder(store, fmt, plan, seen)
+            _folder(store, fmt, plan, seen, own)
         return plan
     for raw in paths:
         if not os.fspath(raw):
@@ -119,7 +127,7 @@ def plan_import(
             )
             continue
         if stat.S_ISDIR(st.st_mode):
-            _folder(p, fmt, plan, seen)
+            _folder(p, fmt, plan, seen, own)
         else:
             _file(p, fmt, plan, seen)
     return plan
@@ -134,7 +142,46 @@ def _file(p: Path, fmt: str | None, plan: ImportPlan, seen: set[tuple[int, int]]
     _add(plan, seen, main, fmt, extras, explicit=True)
 
 
-def _folder(top: Path, fmt: str | None, plan: ImportPlan, seen: set[tuple[int, int]]) -> None:
+def _awl_store(session_dir: str | os.PathLike[str] | None) -> tuple[int, int] | None:
+    """(device, inode) of awl's own session store, if it is there."""
+    try:
+        st = os.stat(session_dir if session_dir is not None else session_root())
+    except (OSError, AwlError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _in_store(top: Path, own: tuple[int, int]) -> bool:
+    """Whether ``top`` is awl's session store or a folder in it."""
+    for d in (top, *Path(os.path.abspath(top)).parents):
+        try:
+            st = os.stat(d)
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) == own:
+            return True
+    return False
+
+
+def _folder(
+    top: Path,
+    fmt: str | None,
+    plan: ImportPlan,
+    seen: set[tuple[int, int]],
+    own: tuple[int, int] | None,
+) -> None:
+    if own is not None and _in_store(top, own):
+        plan.problems.append(
+            ImportResult(
+                str(top),
+                fmt,
+                "error",
+                error=f"{path_text(top)}: in awl's own session store: nothing to import there",
+                explicit=True,
+                is_session=False,
+            )
+        )
+        return
     before = (len(plan.sources), len(plan.problems))
     listed = False  # a log seen here, even one another path named first
     # Folders are followed through symbolic links (a store kept elsewhere and
@@ -153,6 +200,20 @@ def _folder(top: Path, fmt: str | None, plan: ImportPlan, seen: set[tuple[int, i
             dirs.clear()
             continue
         walked.add((st.st_dev, st.st_ino))
+        if (st.st_dev, st.st_ino) == own:
+            # awl's own sessions (a home folder named, say): said once, not a line a log.
+            plan.problems.append(
+                ImportResult(
+                    str(here),
+                    fmt,
+                    "empty",
+                    error=f"{path_text(here)}: awl's own session store, passed over",
+                    is_session=False,
+                )
+            )
+            dirs.clear()
+            listed = True
+            continue
         dirs.sort()
         owner = _session_of_folder(here) if fmt in (None, "claude") else None
         if owner is not None:
