@@ -50,7 +50,8 @@ def import_command(
     source session becomes an awl session in its own working directory's
     project (awl sessions, awl --resume and awl show find it). Importing again
     changes nothing, and adds only what a source gained since; sources are
-    never written. Exit status 1 when a session could not be imported.
+    never written. Exit status 1 when a session could not be imported, or
+    when the folders named held files but no session log (of --from's format).
     """
     from ..agent import SYSTEM_PROMPT
     from ..importers import import_sessions, plan_import
