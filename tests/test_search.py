@@ -645,6 +645,45 @@ def test_cli_output_exit_status_and_json(
     assert res.stderr == f"awl: {log}:6: not a complete JSON object (the log is corrupt)\n"
 
 
+def test_every_projects_hits_are_headed_by_their_project_on_a_terminal_only(
+    root: Path, project: Path
+) -> None:
+    """As ripgrep heads a file's matches on a terminal: ``--all`` puts each project's
+    directory above its hits there, a blank line between projects; a pipe, and
+    ``--json``, get the hits alone."""
+    pexpect = pytest.importorskip("pexpect")
+    said = [("/w/alpha", "egret one"), ("/w/beta", "egret two"), ("/w/beta", "egret three")]
+    for n, (cwd, text) in enumerate(said):
+        write(
+            root,
+            cwd,
+            SID[n],
+            [entry("0000000a", None, "user", [{"type": "text", "text": text}])],
+            ts=f"2026-04-2{n + 1}T17:40:15.990Z",
+        )
+    argv = ["-m", "awl.cli", "search", "--all", "egret", "--color", "never"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    child = pexpect.spawn(sys.executable, argv, env=env, cwd=project, encoding="utf-8")
+    child.expect(pexpect.EOF)
+    child.close()
+    lines = str(child.before).replace("\r\n", "\n").splitlines()
+    assert child.exitstatus == 0, lines
+    assert [x if x.startswith("/") or not x else x.rsplit("  ", 1)[-1] for x in lines] == [
+        "/w/beta",
+        "egret three",
+        "egret two",
+        "",
+        "/w/alpha",
+        "egret one",
+    ]
+    piped = cli("search", "--all", "egret")
+    assert [x.rsplit("  ", 1)[-1] for x in piped.stdout.splitlines()] == [
+        "egret three",
+        "egret two",
+        "egret one",
+    ]
+
+
 def test_an_empty_log_is_named_in_the_words_of_the_other_commands(
     root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -172,6 +172,10 @@ def search_command(
     shown = resume_prefixes(logs, here)
     width = max(map(len, shown.values()), default=8)
     cwd = None if all_projects or session else os.fspath(here) if here else None
+    # Every project's hits, read by a person: each project's directory heads its
+    # hits (as ripgrep heads a file's on a terminal); a pipe gets the lines alone.
+    headings = all_projects and tty and not as_json
+    project: str | None = None
     for item in search(q, logs, cwd=cwd, jobs=jobs, limit=limit):
         if isinstance(item, SearchProblem):
             errors += 1
@@ -181,6 +185,10 @@ def search_command(
         if as_json:
             out.write(json_text(item.as_json()) + "\n")
         else:
+            if headings and item.cwd != project:
+                name = _heading(_visible(item.cwd), paint)
+                out.write(("\n" if project is not None else "") + name + "\n")
+                project = item.cwd
             out.write(_line(item, shown, width, paint) + "\n")
         if tty:
             out.flush()  # each hit as it comes: the rest of the store is still being read
@@ -188,6 +196,10 @@ def search_command(
     if errors:
         sys.exit(2)
     sys.exit(0 if found else 1)
+
+
+def _heading(name: str, paint: bool) -> str:
+    return f"\x1b[35m{name}\x1b[0m" if paint else name
 
 
 def _visible(text: str) -> str:
