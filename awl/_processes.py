@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -10,7 +9,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -84,6 +83,10 @@ def _unless_stopping(call: Callable[[T], R], task: T) -> R | None:
             _orphan.busy = False
 
 
+def _chunk(call: Callable[[T], R], tasks: list[T]) -> list[R | None]:
+    return [_unless_stopping(call, t) for t in tasks]
+
+
 def run_in_processes(
     call: Callable[[T], R],
     tasks: Iterable[T],
@@ -92,9 +95,11 @@ def run_in_processes(
     workers: int,
     chunksize: int = 1,
 ) -> None:
-    """``done(call(task))`` for every task, in order, ``call`` (a module-level
-    function) running in ``workers`` processes, ``chunksize`` tasks handed over
-    at once.
+    """``done(call(task))`` for every task, ``call`` (a module-level function)
+    running in ``workers`` processes, ``chunksize`` tasks handed over at once:
+    in order within a chunk, the chunks as each ends (a long first chunk does
+    not hold back what the other workers have done: a progress bar moves, and
+    a stop counts what was done).
 
     An exception here (KeyboardInterrupt, one ``done`` raises) ends the run
     once each worker has finished the task it is on: no task is started
@@ -105,11 +110,15 @@ def run_in_processes(
     stopping = multiprocessing.get_context().Event()
     pool = ProcessPoolExecutor(max_workers=workers, initializer=_start_worker, initargs=(stopping,))
     try:
-        for result in pool.map(
-            functools.partial(_unless_stopping, call), tasks, chunksize=chunksize
-        ):
-            assert result is not None  # nothing is skipped before the stop
-            done(result)
+        items = list(tasks)
+        futures = [
+            pool.submit(_chunk, call, items[i : i + chunksize])
+            for i in range(0, len(items), chunksize)
+        ]
+        for future in as_completed(futures):
+            for result in future.result():
+                assert result is not None  # nothing is skipped before the stop
+                done(result)
     except BaseException:
         # Tasks already handed to a worker are skipped there; the rest cancelled.
         stopping.set()

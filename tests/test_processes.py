@@ -18,11 +18,27 @@ def _mark(task: tuple[Path, int, float]) -> int:
     return n * n
 
 
-def test_every_result_in_order(tmp_path: Path) -> None:
+@pytest.mark.parametrize("chunksize", [1, 3])
+def test_every_result_once_in_order_within_its_chunk(tmp_path: Path, chunksize: int) -> None:
     got: list[int] = []
-    run_in_processes(_mark, [(tmp_path, n, 0.0) for n in range(40)], got.append, workers=2)
-    assert got == [n * n for n in range(40)]
+    tasks = [(tmp_path, n, 0.0) for n in range(40)]
+    run_in_processes(_mark, tasks, got.append, workers=2, chunksize=chunksize)
+    assert sorted(got) == [n * n for n in range(40)]
+    for k in range(0, 40, chunksize):
+        chunk = [n * n for n in range(k, min(k + chunksize, 40))]
+        at = got.index(chunk[0])
+        assert got[at : at + len(chunk)] == chunk
     assert len(os.listdir(tmp_path)) == 40
+
+
+def test_a_long_first_task_does_not_hold_back_the_others_results(tmp_path: Path) -> None:
+    """The largest session goes first: while one worker is on it, what the other
+    does is counted as it ends (a progress bar moves; a stop says how many)."""
+    got: list[int] = []
+    tasks = [(tmp_path, n, 3.0 if n == 0 else 0.0) for n in range(20)]
+    run_in_processes(_mark, tasks, got.append, workers=2)
+    assert sorted(got) == [n * n for n in range(20)]
+    assert got[-1] == 0  # the long one last: the 19 others came while it ran
 
 
 @pytest.mark.parametrize("chunksize", [1, 4])
