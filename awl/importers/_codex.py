@@ -431,14 +431,9 @@ class CodexConverter(Converter):
                 self._close()
                 self._unmatched()
                 self.held = None
-                blocks, parts = _parts(p.get("content"))
-                key = b.unique(f"L{line}", line)
-                entry = self._link(Planned(key, self.tip, ts, role="user", content=blocks))
-                left = without(p, "content")
-                if parts is not None:
-                    left["parts"] = parts
-                self._record(entry, obj, line, left)
-                self.turns.append(key)
+                entry = self._user_item(p, obj, line, ts)
+                assert entry.key is not None
+                self.turns.append(entry.key)
                 self.prompt = entry
                 self._match_pending(entry)
                 return
@@ -532,19 +527,24 @@ class CodexConverter(Converter):
             # Another agent's message to this one (Codex's agents talk so): input the
             # model read, so a user message; its sender and recipient in the record.
             self._close()
-            blocks, parts = _parts(p.get("content"))
-            key = b.unique(f"L{line}", line)
-            # Stamped, as a prompt is, with the model of the request it went to.
-            entry = self._link(Planned(key, self.tip, ts, role="user", content=blocks))
-            left = without(p, "content")
-            if parts is not None:
-                left["parts"] = parts
-            self._record(entry, obj, line, left)
+            self._user_item(p, obj, line, ts)
             return
         self._close()
         if kind not in HISTORY_OTHER:
             b.unrecognised_type(f"x-codex-response_item ({type_name(kind)})")
         self._node("x-codex-response_item", obj or p, line, ts)
+
+    def _user_item(self, p: dict[str, Any], obj: dict[str, Any], line: int, ts: str) -> Planned:
+        """A user message of an item's content, the item's other members in its record;
+        stamped, when its answer comes, with the model of the request it went to."""
+        blocks, parts = _parts(p.get("content"))
+        key = self.b.unique(f"L{line}", line)
+        entry = self._link(Planned(key, self.tip, ts, role="user", content=blocks))
+        left = without(p, "content")
+        if parts is not None:
+            left["parts"] = parts
+        self._record(entry, obj, line, left)
+        return entry
 
     # ── events ──
 

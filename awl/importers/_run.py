@@ -437,11 +437,9 @@ class _Import:
         next_cut = 0
         first_line = main.lines + 1
         # The lines the format's detection parsed already, when nothing is replayed.
-        cached = dict(self.head) if boundary == 0 else {}
-        glued_head = Counter(n for n, _ in self.head)
-        for n, k in glued_head.items():
-            if k > 1:
-                cached.pop(n, None)  # objects glued on one line: parsed again, as a line
+        # Not a line's glued objects (several under its number): parsed again, as a line.
+        counts = Counter(n for n, _ in self.head)
+        cached = {n: o for n, o in self.head if counts[n] == 1} if boundary == 0 else {}
         if ROOT_KEY in self.imported.ids:
             b.known.add(ROOT_KEY)
         if fresh and self.system_prompt is not None:
@@ -478,11 +476,11 @@ class _Import:
                 while next_cut < len(cuts) and cuts[next_cut] <= min(end, boundary):
                     conv.flush()
                     next_cut += 1
-                if not raw[boundary - start :].strip():
+                raw = raw[boundary - start :]
+                if not raw.strip():
                     continue
                 # The earlier import took this line's first object before its newline
                 # came; more came after it on the line: taken now.
-                raw = raw[boundary - start :]
                 b.notes.append(
                     f"line {number}: more JSON followed the object an earlier import took "
                     "before its newline came; taken"
