@@ -425,7 +425,7 @@ def test_show_says_what_other_branches_hold_and_around_reaches_them(root: Path, 
     assert res.exit_code == 0, res.output
     assert res.stdout.splitlines()[1] == (
         "(2 entries on other branches, not shown: awl search finds what they say, "
-        f"awl show {ID_A} --around ENTRY shows one)"
+        f"awl show {ID_A}:ENTRY shows one)"
     )
     assert "message 3" not in res.stdout and "the rewound question" in res.stdout
     assert orjson.loads(cli("show", "--json", ID_A).stdout)["entriesOffBranch"] == 2
@@ -824,9 +824,12 @@ def test_the_ids_awl_prints_find_the_session_from_where_it_runs(
     assert res.exit_code == 0, res.output
     res = CliRunner().invoke(main, ["search", "--session", ours, "hello"])
     assert res.exit_code == 0, res.output
-    assert res.output.startswith("01a24543-e "), res.output
+    assert res.output.startswith("01a24543-e:"), res.output
+    hit = res.output.split()[0]  # the session and the entry: what show takes too
     res = CliRunner().invoke(main, ["show", "01a24543-e"])
     assert res.exit_code == 0 and "second" in res.output, res.output
+    res = CliRunner().invoke(main, ["show", hit])
+    assert res.exit_code == 0 and "hello from there" in res.output, res.output
     # In the session's own directory its folder's prefix is enough, as before.
     monkeypatch.chdir(there)
     res = CliRunner().invoke(main, ["--resume", ours, "-p", "third"])

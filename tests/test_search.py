@@ -624,7 +624,8 @@ def test_cli_output_exit_status_and_json(
     )
     res = cli("search", "out: say")
     assert res.exit_code == 0, res.output
-    assert res.stdout == f"{SID[0][:8]}  " + res.stdout.split("  ", 1)[1]
+    # The session's prefix and the hit's entry, as awl show takes them.
+    assert res.stdout == f"{SID[0][:8]}:0000000d  " + res.stdout.split("  ", 1)[1]
     assert res.stdout.rstrip("\n").endswith('user       out: say "hi" to café C:\\tmp x next 日本')
     assert "\x1b[" not in res.stdout  # no colour off a terminal
     assert cli("search", "egret").exit_code == 1  # another project's
@@ -706,14 +707,16 @@ def test_cli_hits_name_their_sessions_by_a_prefix_show_takes_and_skip_system_pro
         write(root, str(project), sid, rich_entries())
     res = cli("search", "plain answer")
     assert res.exit_code == 0, res.output
-    shorts = [line.split("  ", 1)[0].rstrip() for line in res.stdout.splitlines()]
+    firsts = [line.split("  ", 1)[0].rstrip() for line in res.stdout.splitlines()]
+    shorts = [first.partition(":")[0] for first in firsts]
     assert sorted(shorts) == sorted(s[: len(SID[0])] for s in SID[:2])  # unique: all of it
+    assert {first.partition(":")[2] for first in firsts} == {"0000000c"}
     assert len({line.index("2026") for line in res.stdout.splitlines()}) == 1  # one column
     for short in shorts:
         assert cli("show", short).exit_code == 0
     # One session searched: named as its folder's other sessions require.
     res = cli("search", "plain answer", "--session", SID[0])
-    assert res.stdout.split("  ", 1)[0].rstrip() == SID[0]
+    assert res.stdout.split("  ", 1)[0].rstrip() == f"{SID[0]}:0000000c"
     # awl's system prompt opens every session: not searched unless asked for.
     assert cli("search", "you are a helper").exit_code == 1
     res = cli("search", "you are a helper", "--role", "system")
@@ -721,6 +724,34 @@ def test_cli_hits_name_their_sessions_by_a_prefix_show_takes_and_skip_system_pro
     # Literal text, not a pattern.
     assert cli("search", "plain.answer").exit_code == 1
     assert "literal text" in cli("search", "--help").stdout
+
+
+def test_a_hits_first_word_given_to_show_shows_its_message_in_context(
+    root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``SESSION:ENTRY``, the first word of a hit's line, is what ``awl show`` takes
+    for ``SESSION --around ENTRY``; the same entry named twice is fine, two are not."""
+    monkeypatch.chdir(project)
+    write(root, str(project), SID[0], rich_entries())
+    write(root, str(project), SID[1], rich_entries())
+    (line,) = cli("search", "out: say", "--session", SID[1]).stdout.splitlines()
+    first = line.split("  ", 1)[0]
+    assert first == f"{SID[1]}:0000000d"
+    res = cli("show", first, "--context", "1")
+    assert res.exit_code == 0, res.output
+    same = cli("show", SID[1], "--around", "0000000d", "--context", "1")
+    assert res.stdout == same.stdout and "plain answer" in res.stdout
+    assert "you are a helper" not in res.stdout  # the context asked for, no more
+    assert cli("show", first, "--around", "0000000d", "--context", "1").stdout == same.stdout
+    for ref, args, error in [
+        (f"{SID[1]}:0000000d", ["--around", "0000000c"], "the entry is named twice"),
+        (f"{SID[1]}:", [], "ID:ENTRY needs both"),
+        (":0000000d", [], "ID:ENTRY needs both"),
+        (f"{SID[1]}:0000fffe", [], "no entry '0000fffe' in this session"),
+    ]:
+        res = cli("show", ref, *args)
+        assert res.exit_code == 2, (ref, res.output)
+        assert error in res.stderr and res.stderr.count("\n") == 1, res.stderr
 
 
 @pytest.mark.parametrize(

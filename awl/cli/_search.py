@@ -111,8 +111,8 @@ def search_command(
     system prompts (awl's own opens every session) are searched with --role
     system.  The most recently active sessions come first.  Exit status: 0 found, 1 none,
     2 error (130 when stopped by Ctrl+C).  `awl --resume ID` continues a hit's
-    session; `awl show ID --around ENTRY` shows its message in context, with
-    ENTRY the hit's "entry" in --json.
+    session; `awl show ID:ENTRY` (the hit's first word) shows its message in
+    context.
     """
     from ..store import (
         SearchProblem,
@@ -170,7 +170,8 @@ def search_command(
     # here find it by (an id's first 8 characters are shared by sessions made
     # in one minute).
     shown = resume_prefixes(logs, here)
-    width = max(map(len, shown.values()), default=8)
+    # The session's prefix, then the entry: `awl show` takes the pair as it stands.
+    width = max(map(len, shown.values()), default=8) + 9
     cwd = None if all_projects or session else os.fspath(here) if here else None
     # Every project's hits, read by a person: each project's directory heads its
     # hits (as ripgrep heads a file's on a terminal); a pipe gets the lines alone.
@@ -209,13 +210,14 @@ def _visible(text: str) -> str:
 
 
 def _line(hit: object, shown: dict[str, str], width: int, paint: bool) -> str:
-    """``019dc5ba  2026-04-25 17:40  user       …snippet with the match…``."""
+    """``019dc5ba:5c1f09aa  2026-04-25 17:40  user       …snippet with the match…``:
+    the session and the entry, as ``awl show SESSION:ENTRY`` takes them."""
     from ..store import SearchHit
     from ..ui import local_time
 
     assert isinstance(hit, SearchHit)
     short = shown.get(hit.session) or hit.session  # a header id that is not its file's: all
-    short = short.ljust(width)
+    short = f"{short}:{hit.entry}".ljust(width)
     a, b = hit.match
     before, match, after = hit.snippet[:a], hit.snippet[a:b], hit.snippet[b:]
     match = f"\x1b[1;31m{_visible(match)}\x1b[0m" if paint else _visible(match)

@@ -14,7 +14,7 @@ from ._common import current_dir, fail, json_text, resolve_session
 
 
 @main.command()
-@click.argument("ref", metavar="ID|PREFIX|PATH")
+@click.argument("ref", metavar="ID|PREFIX|PATH|ID:ENTRY")
 @click.option(
     "--json", "as_json", is_flag=True, help="One JSON document of the rebuilt conversation."
 )
@@ -29,17 +29,29 @@ from ._common import current_dir, fail, json_text, resolve_session
     help="Messages before and after the one --around names.  [default: 3]",
 )
 def show(ref: str, as_json: bool, around: str | None, context: int | None) -> None:
-    """Print a session's conversation.  Read-only: never trims, locks or writes."""
+    """Print a session's conversation.  Read-only: never trims, locks or writes.
+
+    ID:ENTRY, as awl search prints a hit, stands for ID --around ENTRY.
+    """
     from ..store import SessionManager
     from ..ui import around_document, session_json, transcript, transcript_around
 
+    if ":" in ref and not _names_a_file(ref):
+        # A session id never holds a colon: what follows it is an entry.
+        ref, _, entry = ref.rpartition(":")
+        if not ref or not entry:
+            fail(
+                "ID:ENTRY needs both the session and the entry (as awl search prints them)",
+                usage=True,
+            )
+        if around is not None and around != entry:
+            fail(f"the entry is named twice: {entry} and --around {around}", usage=True)
+        around = entry
     if context is not None and around is None:
         fail("--context goes with --around ENTRY", usage=True)
     context = 3 if context is None else context
 
-    path = (
-        Path(ref) if ("/" in ref or ref.endswith(".jsonl")) else resolve_session(ref, current_dir())
-    )
+    path = Path(ref) if _names_a_file(ref) else resolve_session(ref, current_dir())
     try:
         mode = path.stat().st_mode
     except (FileNotFoundError, NotADirectoryError):
@@ -78,6 +90,11 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
                 f"{path}: a {FORMAT_NAMES[found]} session log, not awl's: `awl import` takes it in"
             )
         fail(str(exc))
+
+
+def _names_a_file(ref: str) -> bool:
+    """Whether ``ref`` is a path (a session id or prefix has no slash and no suffix)."""
+    return "/" in ref or ref.endswith(".jsonl")
 
 
 def _origin(path: Path) -> dict[str, Any] | None:

@@ -156,7 +156,7 @@ def transcript(m: SessionManager, notes: Sequence[str] = ()) -> Iterator[str]:
         # aside) look lost: say where they are, and how to see them.
         yield (
             f"({off} {'entry' if off == 1 else 'entries'} on other branches, not shown: "
-            f"awl search finds what they say, awl show {m.id} --around ENTRY shows one)"
+            f"awl search finds what they say, awl show {m.id}:ENTRY shows one)"
         )
     for msg in m.rebuild_conversation().stream():
         yield ""
