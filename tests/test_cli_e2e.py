@@ -204,14 +204,19 @@ def test_converse_tool_model_session_help_quit(term: Any, root: Path, project: P
     t.expect("/model PROVIDER [MODEL]  switch provider/model")
     t.expect("/quit                    leave")
     t.line("/nosuch")
-    t.expect("unknown command /nosuch")
+    t.expect("unknown command /nosuch; /help lists them (//nosuch sends it as text)")
+    # A path first is a message, not a command; "//" sends a line starting with "/".
+    t.line("/etc/hosts is what file?")
+    t.expect("You said: /etc/hosts is what file?")
+    t.line("//help me")
+    t.expect("You said: /help me")
     prefix = t.quit()
 
     log = one_log(root, project)
     assert (shown_id, shown_path) == (log.header["id"], str(log.path))
     assert log.header["id"].startswith(prefix) and len(prefix) >= 8
     assert (log.header["provider"], log.header["model"]) == ("offline", "echo")
-    assert roles(log) == ["system"] + ["user", "assistant"] * 4
+    assert roles(log) == ["system"] + ["user", "assistant"] * 6
     e = log.entries
     assert e[1]["message"]["content"] == [{"type": "text", "text": "hello there"}]
     assert e[2]["message"]["content"] == [
@@ -229,10 +234,11 @@ def test_converse_tool_model_session_help_quit(term: Any, root: Path, project: P
     assert texts(e[6]["message"]) == "The tool returned:\n42XYZ"
     # Stamps: everything before /model on offline/echo, after it offline/other.
     stamps = [(x["provider"], x["model"]) for x in e if x["message"]["role"] == "user"]
-    assert stamps == [("offline", "echo")] * 3 + [("offline", "other")]
+    assert stamps == [("offline", "echo")] * 3 + [("offline", "other")] * 3
     assert texts(e[7]["message"]) == "after the switch"
     assert (e[8]["message"]["provider"], e[8]["message"]["model"]) == ("offline", "other")
     assert texts(e[8]["message"]) == "You said: after the switch"
+    assert [texts(x["message"]) for x in e[9::2]] == ["/etc/hosts is what file?", "/help me"]
 
 
 def test_escape_sequences_from_a_tool_or_the_model_never_reach_the_terminal(
@@ -755,6 +761,32 @@ def test_a_resume_that_repairs_a_torn_line_says_so(
     assert Path(f"{log}.corrupt").read_bytes().rstrip(b"\n") == torn
     r = run(["--resume", "-p", "three"], env, project)  # said once: nothing is torn now
     assert "torn" not in r.stderr, r.stderr
+
+
+def test_a_message_that_cannot_be_read_ends_a_resume_before_its_prompt_is_saved(
+    term: Any, env: dict[str, str], root: Path, project: Path
+) -> None:
+    """A message line edited into a shape awl cannot read (valid JSON), before the few
+    a resume reads at once: the first prompt, in -p or at the interactive prompt,
+    is refused in one line with nothing saved and no resume hint; not each prompt
+    saved, then failed."""
+    for text in ("turn 1", "turn 2", "turn 3", "turn 4"):
+        assert run(["--resume", "-p", text], env, project).returncode == 0
+    (log,) = session_files(root)
+    log.write_bytes(log.read_bytes().replace(b'"text":"turn 2"', b'"text":22', 1))
+    before = log.read_bytes()
+    r = run(["--resume", "-p", "go on"], env, project)
+    assert (r.returncode, r.stdout) == (1, ""), r.stderr
+    (line,) = r.stderr.splitlines()
+    assert "this session cannot go on" in line and "a text block needs a string 'text'" in line
+    assert f"{log}:5:" in line and "nothing was saved" in line
+    assert log.read_bytes() == before
+    t = term("--resume")
+    t.line("go on")
+    rest, status, _ = t.finish()
+    assert status == 1 and "this session cannot go on" in rest, t.transcript()
+    assert "Traceback" not in t.transcript() and not RESUME_RE.search(rest), rest
+    assert log.read_bytes() == before
 
 
 @pytest.mark.parametrize(

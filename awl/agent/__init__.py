@@ -17,6 +17,7 @@ from ._loop import (
     SYSTEM_PROMPT,
     Agent,
     TurnResult,
+    UnresumableSession,
     open_tool_uses,
     storable,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "SYSTEM_PROMPT",
     "Agent",
     "TurnResult",
+    "UnresumableSession",
     "check_session_dir",
     "open_session",
     "open_tool_uses",

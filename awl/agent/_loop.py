@@ -34,6 +34,7 @@ from ..conversation import (
     request_history,
     without_lone_surrogates,
 )
+from ..errors import CorruptSession, SessionError
 from ..providers import Provider, Response, StreamSink, get_provider
 from ..store import MAX_REPLACED, SessionManager
 from ..tools import Tool, ToolOutput, default_tools, run_tool, tool_specs
@@ -64,6 +65,11 @@ SYSTEM_PROMPT = (
     "with the bash tool and read, write and edit files with the read, write and edit tools. "
     "Be concise; show your work through tool calls."
 )
+
+
+class UnresumableSession(SessionError):
+    """A message the next request would send cannot be read from the log (a line
+    edited by hand): no turn can be sent, and nothing was saved."""
 
 
 @dataclass(slots=True)
@@ -183,9 +189,22 @@ class Agent:
         cancel: threading.Event | None = None,
         on_tool: Callable[[ToolUse, ToolOutput], None] | None = None,
     ) -> TurnResult:
-        """Send ``prompt`` and run tool rounds until the model stops."""
+        """Send ``prompt`` and run tool rounds until the model stops.
+
+        Everything the request sends is read from the log before the prompt is
+        saved: a message awl cannot read (a line edited by hand) raises
+        :class:`UnresumableSession` with nothing written, instead of each
+        prompt being saved and then failing.
+        """
         provider = self.provider()
         pending, started = self.open_calls()
+        try:
+            request_history(self.conversation)  # each message is loaded once, and kept
+        except CorruptSession as exc:
+            raise UnresumableSession(
+                f"this session cannot go on: {exc} "
+                "(nothing was saved; awl reindex --verify names each problem)"
+            ) from None
         content: list[Text | ToolResult] = [
             ToolResult(
                 t.id,

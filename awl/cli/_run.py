@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..agent import Agent, TurnResult, open_session
+from ..agent import Agent, TurnResult, UnresumableSession, open_session
 from ..conversation import ToolUse
 from ..environment import verbose
 from ..errors import AwlError, SessionNotFound
@@ -92,11 +92,15 @@ def run_session(
         if resume == "" and not resumed:
             err.write("awl: no session to resume in this directory; starting a new one\n")
         ran = True
-        if prompt is not None:
-            return _print_turn(agent, prompt)
-        from ..ui import interactive_loop
+        try:
+            if prompt is not None:
+                return _print_turn(agent, prompt)
+            from ..ui import interactive_loop
 
-        return interactive_loop(agent, resumed=resumed)
+            return interactive_loop(agent, resumed=resumed)
+        except UnresumableSession:
+            ran = False  # the hint would name a session that cannot go on
+            raise
     finally:
         manager.close()
         # Only a hint, and not after a refusal to start (it would name the very

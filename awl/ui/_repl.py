@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from ..agent import Agent, TurnResult
+from ..agent import Agent, TurnResult, UnresumableSession
 from ..conversation import ToolUse, has_lone_surrogates, without_lone_surrogates
 from ..errors import AwlError
 from ..paths import history_path
@@ -30,6 +30,7 @@ HELP = """\
 /session                 show the session id and file
 /help                    this help
 /quit                    leave (Ctrl+D too)
+//text                   send "/text" as a message (a line starting /path/... is one anyway)
 Ctrl+C                   cancel the turn: stop the streaming reply or kill the running
                          command (its output so far is its result); nothing more is
                          sent to the model until your next message"""
@@ -199,19 +200,31 @@ def interactive_loop(agent: Agent, *, resumed: bool) -> int:
         text = line.strip()
         if not text:
             continue
-        if text.startswith("/"):
+        if is_command(text):
             if handle_command(agent, text):
                 return 0
             continue
+        if text.startswith("//"):
+            line = line.lstrip()[1:]  # "//" sends a line that starts with "/"
         sink = TerminalSink(sys.stdout)
         try:
             result = _run_with_cancel(agent, line, sink)
+        except UnresumableSession:
+            raise  # no prompt can be sent, and none was saved: the session ends
         except (AwlError, ProviderError) as exc:
             sys.stdout.write(f"awl: {visible(str(exc), one_line=True)}\n")
             continue
         if result is not None and result.error:
             sys.stdout.write(f"awl: {result.error}\n")
         sys.stdout.flush()
+
+
+def is_command(text: str) -> bool:
+    """Whether a typed line (stripped) is a slash command: ``/word`` first, not a
+    path (``/etc/hosts is what?`` is a message) nor ``//`` (which sends the rest)."""
+    if not text.startswith("/") or text.startswith("//"):
+        return False
+    return "/" not in text.split(maxsplit=1)[0][1:]
 
 
 def handle_command(agent: Agent, text: str) -> bool:
@@ -243,6 +256,7 @@ def handle_command(agent: Agent, text: str) -> bool:
                 said = str(exc).replace("--provider offline", "/model offline")
                 out.write(f"awl: {visible(said, one_line=True)}\n")
     else:
-        out.write(f"unknown command {name}; /help lists them\n")
+        shown = visible(name, one_line=True)
+        out.write(f"unknown command {shown}; /help lists them (//{shown[1:]} sends it as text)\n")
     out.flush()
     return False
