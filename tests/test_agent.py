@@ -907,9 +907,10 @@ def test_terminal_sink_escapes_control_characters_across_deltas() -> None:
     for delta in ["a\x1b[2J", "b\r", "\nc\r", "d\x07\r"]:
         sink.text(delta)
     sink.tool_use("ba\x1bsh")
+    sink.tool_use("read")  # a round of two calls: a line each
     sink.end()
     # CRLF is kept even when a delta ends between its two characters.
-    assert out.getvalue() == "a\\x1b[2Jb\r\nc\\rd\\x07\\r\n[calling ba\\x1bsh]\n"
+    assert out.getvalue() == ("a\\x1b[2Jb\r\nc\\rd\\x07\\r\n[calling ba\\x1bsh]\n[calling read]\n")
 
 
 # ── a round of several calls: each result saved as its call ends ──

@@ -576,6 +576,15 @@ def test_write_to_directory_is_an_error(tmp_path: Path) -> None:
     assert out.is_error and "is a directory" in out.content
 
 
+@pytest.mark.skipif(not Path("/proc/version").is_file(), reason="needs Linux's /proc")
+def test_a_write_that_cannot_be_made_names_the_file_asked_for(tmp_path: Path) -> None:
+    """Written through a new file beside it: when none can be made there, the error
+    names the file the model asked for, not awl's temporary one."""
+    out = write(tmp_path, path="/proc/version", content="x")
+    assert out.is_error and out.content.startswith("error: cannot write /proc/version: ")
+    assert ".tmp" not in out.content, out.content
+
+
 # --- edit ----------------------------------------------------------------------------
 
 

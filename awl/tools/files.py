@@ -190,7 +190,14 @@ def atomic_write(path: Path, data: bytes) -> None:
     with contextlib.suppress(FileNotFoundError):
         mode = path.stat().st_mode & 0o7777
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as exc:
+        # The temporary file is awl's detail: the error names the file asked for.
+        raise ToolError(
+            f"cannot write {path}: a new file cannot be made beside it to replace it "
+            f"({exc.strerror})"
+        ) from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -199,10 +206,17 @@ def atomic_write(path: Path, data: bytes) -> None:
         if mode is not None:
             os.chmod(tmp, mode)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise _as_of(exc, path) from None
         raise
+
+
+def _as_of(exc: OSError, path: Path) -> OSError:
+    """``exc`` naming ``path``, not the temporary file beside it."""
+    return type(exc)(exc.errno, exc.strerror, str(path))
 
 
 def _check_file(path: Path) -> None:

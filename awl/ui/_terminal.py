@@ -70,7 +70,9 @@ class TerminalSink:
         self._write(delta)
 
     def tool_use(self, name: str) -> None:
-        """Say that a tool call has started."""
+        """Say that a tool call has started, on a line of its own."""
+        if self._mode == "tool":
+            self.out.write("\n")  # a round of several calls: one line each
         self._switch("tool")
         self.out.write(f"[calling {visible(name, one_line=True)}]")
         self.out.flush()
