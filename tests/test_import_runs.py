@@ -445,6 +445,31 @@ def test_a_file_of_no_known_format_is_refused_with_one_line(tmp_path: Path, root
     assert out.output.splitlines()[0] == f"{PI_FULL}: not a Codex session (it looks like pi's)"
 
 
+@pytest.mark.parametrize("fmt", sorted(SOURCES))
+def test_a_working_directory_no_file_system_takes_is_one_line_and_the_rest_imports(
+    tmp_path: Path, root: Path, fmt: str
+) -> None:
+    """A recorded working directory holding NUL (no path can): that session is
+    an error in one line, in a run and a dry run alike; the others import."""
+    data = SOURCES[fmt].read_bytes()
+    cwd = re.search(rb'"cwd": ?"([^"]*)"', data)
+    assert cwd is not None
+    bad = tmp_path / "bad" / SOURCES[fmt].name
+    bad.parent.mkdir()
+    bad.write_bytes(data.replace(cwd.group(0), b'"cwd":"/a\\u0000b"'))
+    good = tmp_path / "good" / PI_FULL.name
+    good.parent.mkdir()
+    shutil.copy(PI_FULL, good)
+    for dry in (["--dry-run"], []):
+        out = cli("import", *dry, "-j", "1", str(bad), str(good))
+        assert out.exit_code == 1, out.output
+        assert "Traceback" not in out.output
+        assert f"{bad}: its working directory '/a\\x00b' holds a NUL character" in out.output
+        assert out.output.splitlines()[-1].endswith("1 error"), out.output
+    assert out.output.splitlines()[-1].startswith("2 sessions, "), out.output
+    assert " 1 imported, " in out.output.splitlines()[-1]
+
+
 def test_files_that_are_no_session_say_so_in_one_line(
     tmp_path: Path, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

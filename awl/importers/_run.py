@@ -276,6 +276,10 @@ class _Import:
         if not os.path.isabs(info.cwd) and not windows_path(info.cwd):
             r.error = f"{self.shown}: its working directory {info.cwd!r} is not an absolute path"
             return
+        if "\x00" in info.cwd:
+            # No file system takes it: the session's folder could not be named.
+            r.error = f"{self.shown}: its working directory {info.cwd!r} holds a NUL character"
+            return
         sid = session_id_for(fmt, info.source_id, info.start)
         path = project_dir(info.cwd, self.session_dir) / session_file_name(info.start, sid)
         r.session, r.path, r.source_id = sid, str(path), info.source_id
