@@ -70,10 +70,24 @@ def verbose() -> bool:
     return _switch("AWL_VERBOSE") is True
 
 
+_HUGE = 10**19
+"""What any count of more than 19 digits reads as: more than every bound here."""
+
+
+def _count(value: str) -> int | None:
+    """``value`` (stripped) as a count written in ASCII digits, else None.  A count
+    too long for :func:`int` to read (4300 digits) is :data:`_HUGE`, not an error."""
+    value = value.strip()
+    if not (value.isascii() and value.isdigit()):
+        return None
+    digits = value.lstrip("0") or "0"
+    return int(digits) if len(digits) <= 19 else _HUGE
+
+
 def index_cache_min(default: int) -> int:
     """``$AWL_INDEX_CACHE_MIN`` as a number of bytes, else ``default``."""
-    value = os.environ.get("AWL_INDEX_CACHE_MIN", "").strip()
-    return int(value) if value.isascii() and value.isdigit() else default
+    value = _count(os.environ.get("AWL_INDEX_CACHE_MIN", ""))
+    return default if value is None else value
 
 
 DEFAULT_RETRIES = 3
@@ -83,10 +97,13 @@ _MOST_RETRIES = 10
 def retries() -> int:
     """``$AWL_RETRIES``: how many times a request that failed with a passing error
     (a rate limit, an overload, a server error) is sent again; 3 by default."""
-    value = os.environ.get("AWL_RETRIES", "").strip()
-    if value.isascii() and value.isdigit() and int(value) <= _MOST_RETRIES:
-        return int(value)
-    return DEFAULT_RETRIES
+    value = _count(os.environ.get("AWL_RETRIES", ""))
+    return value if value is not None and value <= _MOST_RETRIES else DEFAULT_RETRIES
+
+
+def _shown(value: str) -> str:
+    """A variable's value as an error line quotes it: cut short when it is long."""
+    return repr(value if len(value) <= 40 else value[:40] + "…")
 
 
 def problems() -> list[str]:
@@ -95,25 +112,27 @@ def problems() -> list[str]:
     for name in _SWITCHES:
         value = os.environ.get(name, "")
         if value.strip() and _switch(name) is None:
-            found.append(f"{name}={value!r} is not a switch: 1 or 0 (true/false, yes/no, on/off)")
+            found.append(
+                f"{name}={_shown(value)} is not a switch: 1 or 0 (true/false, yes/no, on/off)"
+            )
     value = os.environ.get("AWL_INDEX_CACHE_MIN", "")
     if value.strip() and index_cache_min(-1) < 0:
-        found.append(f"AWL_INDEX_CACHE_MIN={value!r} is not a number of bytes (e.g. 1048576)")
+        found.append(f"AWL_INDEX_CACHE_MIN={_shown(value)} is not a number of bytes (e.g. 1048576)")
     value = os.environ.get("AWL_RETRIES", "")
-    if value.strip() and not (
-        value.strip().isascii() and value.strip().isdigit() and int(value) <= _MOST_RETRIES
-    ):
-        found.append(f"AWL_RETRIES={value!r} is not a number of retries from 0 to {_MOST_RETRIES}")
+    if value.strip() and not ((n := _count(value)) is not None and n <= _MOST_RETRIES):
+        found.append(
+            f"AWL_RETRIES={_shown(value)} is not a number of retries from 0 to {_MOST_RETRIES}"
+        )
     value = os.environ.get("AWL_BASH_TIMEOUT", "")
     if value.strip() and bash_timeout(-1.0) < 0:
         found.append(
-            f"AWL_BASH_TIMEOUT={value!r} is not a number of seconds above 0,"
+            f"AWL_BASH_TIMEOUT={_shown(value)} is not a number of seconds above 0,"
             f" up to {MAX_BASH_TIMEOUT:g} (e.g. 300)"
         )
     value = os.environ.get("AWL_BASH_MAX_OUTPUT", "")
     if value.strip() and bash_max_output(-1) < 0:
         found.append(
-            f"AWL_BASH_MAX_OUTPUT={value!r} is not a number of characters from 1"
+            f"AWL_BASH_MAX_OUTPUT={_shown(value)} is not a number of characters from 1"
             f" to {MOST_BASH_OUTPUT} (e.g. 100000)"
         )
     return found
@@ -131,16 +150,16 @@ def bash_timeout(default: float) -> float:
     """``$AWL_BASH_TIMEOUT`` in seconds (above 0, up to :data:`MAX_BASH_TIMEOUT`),
     else ``default``."""
     value = os.environ.get("AWL_BASH_TIMEOUT", "").strip()
-    return float(value) if value and _number(value, 0, MAX_BASH_TIMEOUT) else default
+    # ASCII only: float() also reads other scripts' digits (fullwidth, Arabic-Indic).
+    ok = value.isascii() and _number(value, 0, MAX_BASH_TIMEOUT)
+    return float(value) if ok else default
 
 
 def bash_max_output(default: int) -> int:
     """``$AWL_BASH_MAX_OUTPUT`` in characters (1 to :data:`MOST_BASH_OUTPUT`), else
     ``default``."""
-    value = os.environ.get("AWL_BASH_MAX_OUTPUT", "").strip()
-    if value.isascii() and value.isdigit() and 0 < int(value) <= MOST_BASH_OUTPUT:
-        return int(value)
-    return default
+    value = _count(os.environ.get("AWL_BASH_MAX_OUTPUT", ""))
+    return value if value is not None and 0 < value <= MOST_BASH_OUTPUT else default
 
 
 def _number(text: str, above: float, most: float) -> bool:

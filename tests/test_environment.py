@@ -91,7 +91,7 @@ def test_problems_name_each_bad_variable(monkeypatch: pytest.MonkeyPatch) -> Non
     ]
 
 
-@pytest.mark.parametrize("value", ["abc", "0", "-5", "nan", "inf", "90000", "2m"])
+@pytest.mark.parametrize("value", ["abc", "0", "-5", "nan", "inf", "90000", "2m", "\uff11\uff12"])
 def test_a_bash_timeout_that_is_not_seconds_is_named(
     monkeypatch: pytest.MonkeyPatch, value: str
 ) -> None:
@@ -131,6 +131,27 @@ def test_the_bash_tool_takes_its_limits_from_the_one_parser(
     tool = BashTool()
     assert (tool.timeout, tool.max_output) == (DEFAULT_TIMEOUT, DEFAULT_MAX_OUTPUT)
     assert len(environment.problems()) == 2
+
+
+def test_counts_of_thousands_of_digits_are_named_in_a_short_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past 4300 digits int() refuses to read a number (a ValueError of its own):
+    such a count is only too large, and its line quotes its start, not all of it."""
+    nines, zeros = "9" * 4301, "0" * 4301
+    monkeypatch.setenv("AWL_RETRIES", nines)
+    monkeypatch.setenv("AWL_BASH_MAX_OUTPUT", nines)
+    monkeypatch.setenv("AWL_INDEX_CACHE_MIN", nines)  # more bytes than any log: no cache
+    quoted = repr("9" * 40 + "…")
+    assert environment.problems() == [
+        f"AWL_RETRIES={quoted} is not a number of retries from 0 to 10",
+        f"AWL_BASH_MAX_OUTPUT={quoted} is not a number of characters from 1 to 10000000"
+        " (e.g. 100000)",
+    ]
+    assert environment.retries() == 3 and environment.index_cache_min(7) > 10**18
+    monkeypatch.setenv("AWL_RETRIES", zeros)
+    monkeypatch.setenv("AWL_INDEX_CACHE_MIN", zeros + "12")
+    assert environment.retries() == 0 and environment.index_cache_min(7) == 12
 
 
 def test_retries_are_a_count_up_to_ten(monkeypatch: pytest.MonkeyPatch) -> None:
