@@ -32,6 +32,7 @@ from awl.store import (
     SearchQuery,
     search,
     search_scope,
+    verify_log,
 )
 from awl.store._search import needles
 from awl.store._search_fallback import decode_once_more
@@ -281,10 +282,63 @@ def test_a_corrupt_log_is_named_and_the_others_searched(root: Path) -> None:
     out = list(search(SearchQuery("zebra"), [bad, not_a_log, good]))
     problems = [p.message for p in out if isinstance(p, SearchProblem)]
     assert problems == [
-        f"{bad}:4: not a complete JSON object (the log is corrupt)",
+        f"{bad}:4: not a complete JSON object",
         f"{not_a_log}:1: the first line is not a session header",
     ]
     assert found([good], "you are a") == [("0000000a", "text", 0)]
+    # The bad line hides nothing after it in its own log.
+    assert [h.entry for h in out if isinstance(h, SearchHit) and h.path == bad] == ["0000000e"]
+
+
+def turns_with_bad_bytes(root: Path, n: int, bad: set[int]) -> Path:
+    """A log of ``n`` user messages ``turn I``, those of ``bad`` with a byte that is
+    not UTF-8 at the end of their text (the line is otherwise whole)."""
+    log = write(root, "/w/p", SID[0], user_chain([f"turn {i} x" for i in range(n)]))
+    lines = log.read_bytes().split(b"\n")
+    for i in bad:
+        lines[i + 1] = lines[i + 1].replace(f"turn {i} x".encode(), f"turn {i} ".encode() + b"\xff")
+    log.write_bytes(b"\n".join(lines))
+    return log
+
+
+@pytest.mark.parametrize("size", ["small", "big"])
+def test_a_corrupt_line_is_named_and_the_rest_of_its_log_still_searched(
+    root: Path, monkeypatch: pytest.MonkeyPatch, size: str
+) -> None:
+    """A line whose bytes are not UTF-8 is named in its place, in the words of
+    ``awl reindex --verify``, and every hit after it in that log is still found."""
+    if size == "big":
+        monkeypatch.setattr(search_module, "PIECE", 4096)
+        monkeypatch.setattr(search_module, "BIG", 8192)
+    n = 200 if size == "big" else 4
+    log = turns_with_bad_bytes(root, n, {1})
+    out = list(search(SearchQuery("turn"), [log]))
+    problems = [x.message for x in out if isinstance(x, SearchProblem)]
+    at = log.read_bytes().split(b"\n")[2].index(b"\xff") + 1
+    assert problems == [
+        f"{log}:3: not a complete JSON object (byte {at} of the line, 0xff, is not UTF-8)"
+    ]
+    assert [h.line if isinstance(h, SearchHit) else "bad" for h in out] == [
+        2,
+        "bad",
+        *range(4, n + 2),
+    ]
+    assert "not UTF-8" in next(p for _, p in verify_log(log).problems)  # the same words
+
+
+def test_a_badly_damaged_log_names_its_first_bad_lines_and_counts_the_rest(root: Path) -> None:
+    named = search_module.NAMED_BAD_LINES
+    log = turns_with_bad_bytes(root, 20, set(range(2, 2 + named + 3)))
+    out = list(search(SearchQuery("turn"), [log]))
+    problems = [x.message for x in out if isinstance(x, SearchProblem)]
+    assert [p.split(": ", 1)[0] for p in problems[:named]] == [
+        f"{log}:{i + 2}" for i in range(2, 2 + named)
+    ]
+    assert problems[named:] == [
+        f"{log}: and 3 more lines are not complete JSON objects "
+        "(awl reindex --verify names every one)"
+    ]
+    assert len([h for h in out if isinstance(h, SearchHit)]) == 20 - named - 3
 
 
 def test_search_writes_locks_and_trims_nothing(tmp_path: Path, project: Path, root: Path) -> None:
@@ -387,7 +441,7 @@ def test_the_command_as_a_process_prints_every_hit_and_its_status(root: Path) ->
     log.write_bytes(log.read_bytes() + b"{ibis 7}\n" + log.read_bytes().split(b"\n")[1] + b"\n")
     done = awl("ibis 7")
     assert done.returncode == 2 and done.stdout.count("\n") == 111
-    assert done.stderr == f"awl: {log}:3002: not a complete JSON object (the log is corrupt)\n"
+    assert done.stderr == f"awl: {log}:3002: not a complete JSON object\n"
 
 
 def test_a_search_stopped_by_ctrl_c_exits_130_not_1(root: Path) -> None:
@@ -642,8 +696,8 @@ def test_cli_output_exit_status_and_json(
         log.read_bytes() + b"{not json: out: say}\n" + log.read_bytes().split(b"\n", 1)[1]
     )
     res = cli("search", "out: say")
-    assert res.exit_code == 2 and res.stdout.count("\n") == 1
-    assert res.stderr == f"awl: {log}:6: not a complete JSON object (the log is corrupt)\n"
+    assert res.exit_code == 2 and res.stdout.count("\n") == 2  # and the hit after it
+    assert res.stderr == f"awl: {log}:6: not a complete JSON object\n"
 
 
 def test_every_projects_hits_are_headed_by_their_project_on_a_terminal_only(
@@ -833,6 +887,99 @@ def test_show_around_reads_only_the_messages_it_shows(
     whole = cli("show", SID[0][:8])
     assert whole.exit_code != 0 and "Traceback" not in whole.output
     assert cli("show", SID[0][:8], "--around", objs[2]["id"]).exit_code != 0
+
+
+def damaged_turns(root: Path, project: Path) -> tuple[Path, list[str]]:
+    """A log of user and assistant turns ``turn 0`` to ``turn 7`` whose ``turn 3`` has
+    a byte that is not UTF-8 (an open refuses the whole log), and the ids."""
+    objs = [entry("0000000a", None, "user", [{"type": "text", "text": "turn 0"}])]
+    for i in range(1, 8):
+        role = "user" if i % 2 == 0 else "assistant"
+        objs.append(
+            entry(f"{i + 10:08x}", objs[-1]["id"], role, [{"type": "text", "text": f"turn {i}"}])
+        )
+    log = write(root, str(project), SID[0], objs)
+    log.write_bytes(log.read_bytes().replace(b"turn 3", b"turn \xff"))
+    return log, [o["id"] for o in objs]
+
+
+def test_show_around_passes_a_corrupt_line_outside_what_it_shows(
+    root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A line an open refuses (bytes that are not UTF-8) before the window: the window
+    is shown whole, status 0; ``show`` of the whole session still refuses the log."""
+    monkeypatch.chdir(project)
+    _, ids = damaged_turns(root, project)
+    assert cli("show", SID[0][:8]).exit_code == 1
+    res = cli("show", f"{SID[0][:8]}:{ids[6]}", "--context", "1")
+    assert (res.exit_code, res.stderr) == (0, "")
+    assert [ln for ln in res.stdout.splitlines() if ln.startswith("turn ")] == [
+        "turn 5",
+        "turn 6",
+        "turn 7",
+    ]
+    doc = json.loads(cli("show", SID[0][:8], "--around", ids[1], "--context", "1", "--json").stdout)
+    assert [m["entry"] for m in doc["messages"]] == ids[0:3]
+    assert doc["leafId"] == ids[7] and doc["activeModel"] == "claude"
+
+
+def test_show_around_says_in_one_line_which_message_it_cannot_read(
+    root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A corrupt message inside the window: one line in its place (its entry, line and
+    what is wrong), named on stderr, status 1; the messages on both sides of it
+    are shown, as one branch (awl writes a line's id and parentId first)."""
+    monkeypatch.chdir(project)
+    log, ids = damaged_turns(root, project)
+    at = log.read_bytes().split(b"\n")[4].index(b"\xff") + 1
+    problem = f"line 5: not a complete JSON object (byte {at} of the line, 0xff, is not UTF-8)"
+    res = cli("show", SID[0][:8], "--around", ids[4], "--context", "2")
+    assert res.exit_code == 1
+    lines = res.stdout.splitlines()
+    assert [ln for ln in lines if ln.startswith("turn ")] == [
+        "turn 2",
+        "turn 4",
+        "turn 5",
+        "turn 6",
+    ]
+    assert f"── entry {ids[3]} not shown: {problem} ──" in lines
+    assert res.stderr == f"awl: {log}:{problem.removeprefix('line ')}\n"
+    # The message asked for is the bad one: its line, marked, between its neighbours.
+    res = cli("show", f"{SID[0][:8]}:{ids[3]}", "--context", "1", "--json")
+    assert res.exit_code == 1
+    doc = json.loads(res.stdout)
+    assert doc["messages"][1] == {"entry": ids[3], "line": 5, "problem": problem.split(": ", 1)[1]}
+    assert [m["entry"] for m in doc["messages"]] == ids[2:5]
+    assert cli("show", SID[0][:8], "--around", "ffffffff").exit_code == 2
+
+
+def test_search_output_that_cannot_be_written_is_an_error_not_nothing_found(
+    root: Path, scanner_impl: str
+) -> None:
+    """1 means nothing found: a full disk under the hits is 2, in one line; a reader
+    that stops early is still 0 (``test_cli_streams.py``)."""
+    import subprocess
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("needs /dev/full")
+    write(root, "/w/p", SID[0], [entry("0000000a", None, "user", [{"type": "text", "text": "hi"}])])
+    env = dict(
+        os.environ, AWL_SESSION_DIR=str(root), AWL_NATIVE="1" if scanner_impl == "native" else "0"
+    )
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "awl", "search", "--all", "hi"],
+            env=env,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert (done.returncode, done.stderr) == (
+        2,
+        "Error: cannot write output: No space left on device\n",
+    )
 
 
 def test_tool_blocks_through_the_agents_own_writes(project: Path, root: Path) -> None:

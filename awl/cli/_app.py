@@ -47,6 +47,10 @@ _COMMANDS = {
 # reindex that could not say what it did ends with 1.
 _READERS = frozenset({"search", "sessions", "show"})
 
+# Commands whose status 1 is an answer (``awl search``: nothing found): output
+# they cannot write (a full disk) ends them with 2, as grep's, not with 1.
+_ANSWERING = frozenset({"search"})
+
 
 def _load(module: str) -> None:
     # __import__ rather than importlib.import_module: the import is then the
@@ -85,6 +89,7 @@ class _Main(click.Group):
         """The command named first in ``args``; notes whether it is one of the readers."""
         name, command, rest = super().resolve_command(ctx, args)
         self._reading = name in _READERS
+        self._answering = name in _ANSWERING
         return name, command, rest
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -100,7 +105,7 @@ class _Main(click.Group):
         a command that called :func:`~._common.end_quickly` ends the process
         without the interpreter's teardown once its output is flushed.
         """
-        self._reading = False
+        self._reading = self._answering = False
         try:
             return self._guarded_main(*args, **kwargs)
         except SystemExit as exc:
@@ -129,7 +134,7 @@ class _Main(click.Group):
             discard_output(real)
             with contextlib.suppress(OSError):
                 click.echo(f"Error: cannot write output: {exc}", err=True)
-            sys.exit(1)
+            sys.exit(2 if self._answering else 1)
         except OSError as exc:
             if exc.errno != errno.EPIPE:
                 raise

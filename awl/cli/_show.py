@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import stat
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
 from ..errors import AwlError
+from ..ui import visible
 from ._app import main
 from ._common import current_dir, fail, json_text, resolve_session
 
@@ -34,7 +36,7 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
     ID:ENTRY, as awl search prints a hit, stands for ID --around ENTRY.
     """
     from ..store import SessionManager
-    from ..ui import around_document, session_json, transcript, transcript_around
+    from ..ui import session_json, transcript
 
     if ":" in ref and not _names_a_file(ref):
         # A session id never holds a colon: what follows it is an entry.
@@ -60,18 +62,13 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
         fail(f"{path}: {exc.strerror}", usage=True)
     if not stat.S_ISREG(mode):
         fail(f"{path}: not a regular file", usage=True)
-    origin = _origin(path) if around is None else None
+    if around is not None:
+        _show_around(path, around, context, as_json)
+        return
+    origin = _origin(path)
     try:
         with SessionManager.open(path, read_only=True) as m:
-            if around is not None:
-                try:
-                    if as_json:
-                        click.echo(json_text(around_document(m, around, context)))
-                    else:
-                        click.echo("\n".join(transcript_around(m, around, context)))
-                except KeyError:
-                    fail(f"{path}: no entry {around!r} in this session", usage=True)
-            elif as_json:
+            if as_json:
                 extra = {"importedFrom": origin} if origin else None
                 for piece in session_json(m, extra):
                     click.echo(piece, nl=False)
@@ -81,15 +78,56 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
                 for chunk in transcript(m, notes):
                     click.echo(chunk)
     except AwlError as exc:
-        from ..importers import FORMAT_NAMES, detect_file
+        _fail_to_read(path, exc)
 
-        found = detect_file(path)
-        if found in FORMAT_NAMES:
-            # Another agent's log, not a broken awl one: say what brings it in.
-            fail(
-                f"{path}: a {FORMAT_NAMES[found]} session log, not awl's: `awl import` takes it in"
-            )
-        fail(str(exc))
+
+def _show_around(path: Path, around: str, context: int, as_json: bool) -> None:
+    """The message ``around`` and its neighbours.  A line an open refuses does not
+    stop it: the log is then read as :func:`awl.store.window_in_damaged_log`
+    reads it.  A message of the window that cannot be read is one line in its
+    place, named on stderr too, and the status is then 1 (the window is not
+    whole); a bad line outside the window is not read at all."""
+    from ..errors import CorruptSession
+    from ..store import SessionManager, UnreadableMessage, Window, window_in_damaged_log
+    from ..ui import around_document, transcript_around, window_around
+
+    def render(w: Window) -> tuple[str, list[UnreadableMessage]]:
+        text = (
+            json_text(around_document(w, around))
+            if as_json
+            else "\n".join(transcript_around(w, around))
+        )
+        return text, [e for e in w.messages if isinstance(e, UnreadableMessage)]
+
+    damaged = False
+    try:
+        try:
+            with SessionManager.open(path, read_only=True) as m:
+                # Everything is read before anything is printed: no half window.
+                text, bad = render(window_around(m, around, context))
+        except CorruptSession:
+            damaged = True
+            text, bad = render(window_in_damaged_log(path, around, context))
+    except KeyError:
+        where = "the lines of this session that can be read" if damaged else "this session"
+        fail(f"{path}: no entry {around!r} in {where}", usage=True)
+    except AwlError as exc:
+        _fail_to_read(path, exc)
+    click.echo(text)
+    for item in bad:
+        click.echo(visible(f"awl: {path}:{item.line}: {item.problem}", one_line=True), err=True)
+    if bad:
+        sys.exit(1)
+
+
+def _fail_to_read(path: Path, exc: AwlError) -> NoReturn:
+    from ..importers import FORMAT_NAMES, detect_file
+
+    found = detect_file(path)
+    if found in FORMAT_NAMES:
+        # Another agent's log, not a broken awl one: say what brings it in.
+        fail(f"{path}: a {FORMAT_NAMES[found]} session log, not awl's: `awl import` takes it in")
+    fail(str(exc))
 
 
 def _names_a_file(ref: str) -> bool:

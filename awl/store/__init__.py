@@ -79,6 +79,7 @@ if TYPE_CHECKING:
         settle_creation,
         unfinished_creations,
     )
+    from ._salvage import UnreadableMessage, Window, window_in_damaged_log
     from ._search import SearchHit, SearchProblem, SearchQuery, search, search_scope
     from ._session import OpenStats, SessionManager
     from ._state import MAX_REPLACED, CheckpointMark, SessionState
@@ -143,6 +144,9 @@ _HOMES = {
     "session_paths": "_reindex",
     "settle_creation": "_reindex",
     "unfinished_creations": "_reindex",
+    "UnreadableMessage": "_salvage",
+    "Window": "_salvage",
+    "window_in_damaged_log": "_salvage",
     "SearchHit": "_search",
     "SearchProblem": "_search",
     "SearchQuery": "_search",
@@ -190,7 +194,9 @@ __all__ = [
     "SessionManager",
     "SessionState",
     "UnknownEntry",
+    "UnreadableMessage",
     "VerifyReport",
+    "Window",
     "block_to_json",
     "checkpoint_disagreement",
     "content_block_to_disk",
@@ -228,6 +234,7 @@ __all__ = [
     "use_env",
     "uuid7",
     "verify_log",
+    "window_in_damaged_log",
 ]
 
 __getattr__, __dir__ = exports(__name__, _HOMES, globals())

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import CorruptSession
 from . import scanner
+from ._invalid import INVALID, invalid_line
 from ._numpy import np
 from ._scanner_abi import Records
 from ._scanner_fallback import bad_line_mask
@@ -40,26 +41,11 @@ class Problems:
             self.found.append((line, problem))
 
 
-_INVALID = "not a complete JSON object"
-
-
-def _invalid_line(raw: bytes | memoryview) -> str:
-    """What is wrong with a line the scanner found invalid: bytes that are not
-    UTF-8 are named (the line may be whole), else it is not one JSON object."""
-    data = bytes(raw)
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        bad = data[exc.start]
-        return f"{_INVALID} (byte {exc.start + 1} of the line, 0x{bad:02x}, is not UTF-8)"
-    return _INVALID
-
-
 def _line_problem(kind: int, flags: int, first: bool, raw: memoryview | None = None) -> str:
     if first:
         return "the first line is not a session header"
     if kind == scanner.KIND_INVALID:
-        return _INVALID if raw is None else _invalid_line(raw)
+        return INVALID if raw is None else invalid_line(raw)
     if kind == scanner.KIND_UNTYPED:
         return "entry has no string 'type'"
     if kind == scanner.KIND_SESSION:

@@ -37,6 +37,7 @@ from ..paths import log_files, project_dir, project_folders, session_root
 from . import _native_loader
 from ._clock import format_timestamp
 from ._header import header_fields
+from ._invalid import invalid_line
 from ._logmap import LogMap
 from ._search_fallback import BLOCK_KINDS, ROLES, Matcher, line_matches, load
 
@@ -56,6 +57,11 @@ into one reused buffer costs less than mapping and unmapping them (a line
 longer than this is searched through the reader's map)."""
 
 MAX_HEADER = 1 << 20
+
+NAMED_BAD_LINES = 5
+"""Corrupt lines of one log named one by one; any more are counted in one line, so
+that a badly damaged log does not flood stderr (``awl reindex --verify`` names
+every one)."""
 
 MAX_NEEDLES = 32
 """The most byte forms of one query sought (``native/search.c``'s limit)."""
@@ -230,7 +236,8 @@ class SearchHit(NamedTuple):
 
 
 class SearchProblem(NamedTuple):
-    """A log that could not be searched (or not to its end), and why, in one line."""
+    """A log that could not be searched, or a line of one that the search had to
+    skip (the rest of that log is still searched), and why, in one line."""
 
     path: Path
     message: str
@@ -309,7 +316,7 @@ class _Log:
     """
 
     __slots__ = (
-        *("cwd", "end", "fd", "last", "line_at", "lines", "log", "path", "problem"),
+        *("bad", "cwd", "end", "fd", "last", "line_at", "lines", "log", "path"),
         *("session", "start"),
     )
 
@@ -331,7 +338,7 @@ class _Log:
         self.last = last  # where the last line starts: if it is no object, it is a torn tail
         self.line_at = 0  # the offset up to which lines are counted
         self.lines = 0  # lines before line_at
-        self.problem: str | None = None
+        self.bad = 0  # corrupt lines found so far
 
     def close(self) -> None:
         self.log.close()
@@ -683,8 +690,12 @@ def _hits(plan: _Plan, log: _Log, raw: list[RawHit]) -> Iterator[SearchHit | Sea
             continue  # a torn last line: a reader ignores it, as every reader does
         line = _count_lines(plan, log, offset)
         if kind == 0:
-            log.problem = f"{log.path}:{line}: not a complete JSON object (the log is corrupt)"
-            return
+            # Named, and skipped: one bad line must not hide the hits after it.
+            log.bad += 1
+            if log.bad <= NAMED_BAD_LINES:
+                said = invalid_line(log.log.view(offset, offset + length))
+                yield SearchProblem(log.path, f"{log.path}:{line}: {said}")
+            continue
         obj = load(log.log.view(offset, offset + length))
         stamp = obj.get("timestamp") if type(obj) is dict else None
         stamp = stamp if type(stamp) is str else ""
@@ -707,6 +718,19 @@ def _hits(plan: _Plan, log: _Log, raw: list[RawHit]) -> Iterator[SearchHit | Sea
                 snippet,
                 match,
             )
+
+
+def _unnamed(log: _Log) -> SearchProblem | None:
+    """The one line that counts a log's corrupt lines past :data:`NAMED_BAD_LINES`."""
+    more = log.bad - NAMED_BAD_LINES
+    if more <= 0:
+        return None
+    what = "line is" if more == 1 else "lines are"
+    return SearchProblem(
+        log.path,
+        f"{log.path}: and {more} more {what} not complete JSON objects "
+        "(awl reindex --verify names every one)",
+    )
 
 
 class _Done:
@@ -758,8 +782,9 @@ def _search_small(plan: _Plan, path: Path, cwd: str | None) -> _Done:
                 for h in _piece_hits(plan, buf, base, lo, hi)
             ]
         out: list[SearchHit | SearchProblem] = list(_hits(plan, got, raw))
-        if got.problem is not None:
-            out.append(SearchProblem(got.path, got.problem))
+        more = _unnamed(got)
+        if more is not None:
+            out.append(more)
         return _Done(out)
     except OSError as exc:
         return _Done([SearchProblem(path, f"{path}: cannot read: {exc.strerror or exc}")])
@@ -828,8 +853,11 @@ def search(
     limit: int | None = None,
 ) -> Iterator[SearchHit | SearchProblem]:
     """Every hit of ``query`` in ``logs``, log by log in the order given, each log's in
-    file order; a log that cannot be searched (to its end) gives a
-    :class:`SearchProblem` and the others are searched all the same.
+    file order; a log that cannot be searched gives a :class:`SearchProblem` and
+    the others are searched all the same.  A corrupt line where the search
+    looks gives one too, in its place among its log's hits, and the rest of
+    that log is still searched (past :data:`NAMED_BAD_LINES` of one log, one
+    last problem counts the others).
 
     ``cwd``, when given, skips logs whose header names another directory.
     Nothing is written, locked or trimmed.  ``jobs`` threads search at once
@@ -909,11 +937,11 @@ def _search_big(plan: _Plan, log: _Log, pool: _Pool) -> Iterator[SearchHit | Sea
                     raw += _search_mapped(plan, log, reached, hi)
             else:
                 raw = task.result()
-            if log.problem is None:
-                yield from _hits(plan, log, raw)
-                if log.problem is not None:
-                    yield SearchProblem(log.path, log.problem)
+            yield from _hits(plan, log, raw)
             log.log.release(lo, hi)  # memory stays flat over a large log
+        more = _unnamed(log)
+        if more is not None:
+            yield more
     finally:
         for task, _, _ in running:
             task.cancelled = True

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         session_json,
         transcript,
         transcript_around,
+        window_around,
     )
 
 _HOMES = {
@@ -42,6 +43,7 @@ _HOMES = {
     "session_json": "_transcript",
     "transcript": "_transcript",
     "transcript_around": "_transcript",
+    "window_around": "_transcript",
 }
 
 __all__ = [
@@ -61,6 +63,7 @@ __all__ = [
     "transcript",
     "transcript_around",
     "visible",
+    "window_around",
 ]
 
 __getattr__, __dir__ = exports(__name__, _HOMES, globals())

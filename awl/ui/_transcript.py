@@ -12,7 +12,7 @@ from ..store import block_to_json, content_block_to_disk
 from ._text import format_bytes, visible
 
 if TYPE_CHECKING:
-    from ..store import MessageEntry, SessionManager
+    from ..store import MessageEntry, SessionManager, UnreadableMessage, Window
 
 _TOOL_OUTPUT_LINES = 20
 _TEXT_LINES = 40  # a preview (full=False) of a long reply: its head, not a screenful of it
@@ -165,11 +165,14 @@ def transcript(m: SessionManager, notes: Sequence[str] = ()) -> Iterator[str]:
 
 def messages_around(
     m: SessionManager, entry_id: str, context: int = 3
-) -> tuple[list[MessageEntry], int]:
+) -> tuple[list[MessageEntry | UnreadableMessage], int]:
     """The message entry ``entry_id`` with up to ``context`` messages before it (on its
     own branch) and after it (when it is on the current branch), and its place
-    in the list.  KeyError when the log has no such entry."""
-    from ..store import MessageEntry
+    in the list.  A message whose line cannot be read is an
+    :class:`~awl.store.UnreadableMessage` in its place: the others are still
+    shown.  KeyError when the log has no such entry."""
+    from ..errors import CorruptSession
+    from ..store import MessageEntry, UnreadableMessage
 
     # Ids first, through the index: only the few messages shown are read,
     # however long the branch.
@@ -179,32 +182,87 @@ def messages_around(
     current = m.branch_message_ids()
     after = current[current.index(entry_id) + 1 :][:context] if entry_id in current else []
     before = upto[-(context + 1) :]
-    entries = [m.get_entry(i) for i in before + after]
-    return [e for e in entries if isinstance(e, MessageEntry)], len(before) - 1
+    entries: list[MessageEntry | UnreadableMessage] = []
+    for i in before + after:
+        try:
+            entry = m.get_entry(i)
+        except CorruptSession as exc:
+            entries.append(UnreadableMessage(i, exc.line or 0, exc.problem))
+            continue
+        if isinstance(entry, MessageEntry):
+            entries.append(entry)
+    return entries, len(before) - 1
 
 
-def transcript_around(m: SessionManager, entry_id: str, context: int = 3) -> Iterator[str]:
-    """:func:`messages_around` as readable text, the message itself marked."""
-    from ..store import disk_message_to_internal
+def window_around(m: SessionManager, entry_id: str, context: int = 3) -> Window:
+    """:func:`messages_around` with the session's head, read once: what
+    :func:`transcript_around` and :func:`around_document` render, as
+    :func:`awl.store.window_in_damaged_log` gives it for a log an open refuses."""
+    from ..store import Window
 
     entries, at = messages_around(m, entry_id, context)
-    head = f"session {m.id}  cwd {m.cwd}  around entry {entry_id}"
-    yield visible(head, one_line=True)
+    provider, model = m.active_model()
+    return Window(m.header, entries, at, m.leaf_id, m.entries_off_branch(), provider, model)
+
+
+def _window(
+    m: SessionManager | Window, entry_id: str, context: int
+) -> tuple[dict[str, Any], list[MessageEntry | UnreadableMessage], int]:
+    """The head (as :func:`session_document`'s), messages and place of a window."""
+    from ..store import Window
+
+    w = m if isinstance(m, Window) else window_around(m, entry_id, context)
+    head = {
+        "id": w.header.id,
+        "cwd": w.header.cwd,
+        "leafId": w.leaf,
+        "activeProvider": w.provider,
+        "activeModel": w.model,
+        "entriesOffBranch": w.off_branch,
+    }
+    return head, w.messages, w.at
+
+
+def unreadable_line(item: UnreadableMessage) -> str:
+    """The one line that stands for a message that cannot be read."""
+    return visible(
+        f"── entry {item.entry} not shown: line {item.line}: {item.problem} ──", one_line=True
+    )
+
+
+def transcript_around(m: SessionManager | Window, entry_id: str, context: int = 3) -> Iterator[str]:
+    """:func:`messages_around` as readable text, the message itself marked; ``m`` is
+    an open session, or a window already read (:func:`window_around`,
+    :func:`awl.store.window_in_damaged_log`: ``context`` is then its own)."""
+    from ..store import UnreadableMessage, disk_message_to_internal
+
+    head, entries, at = _window(m, entry_id, context)
+    yield visible(
+        f"session {head['id']}  cwd {head['cwd']}  around entry {entry_id}", one_line=True
+    )
     for k, entry in enumerate(entries):
         yield ""
+        if isinstance(entry, UnreadableMessage):
+            if k == at:
+                yield f"▶ entry {entry.entry}"
+            yield unreadable_line(entry)
+            continue
         if k == at:
             yield f"▶ entry {entry.base.id}  {entry.base.timestamp}"
         yield render_message(disk_message_to_internal(entry.message))
 
 
-def around_document(m: SessionManager, entry_id: str, context: int = 3) -> dict[str, Any]:
+def around_document(m: SessionManager | Window, entry_id: str, context: int = 3) -> dict[str, Any]:
     """:func:`messages_around` as JSON for scripts: the session's head, the entry's id,
-    and each message (its ``entry`` id and ``timestamp`` beside role and content)."""
-    from ..store import disk_message_to_internal
+    and each message (its ``entry`` id and ``timestamp`` beside role and content;
+    one that cannot be read as ``{"entry", "line", "problem"}``)."""
+    from ..store import UnreadableMessage, disk_message_to_internal
 
-    entries, _ = messages_around(m, entry_id, context)
+    head, entries, _ = _window(m, entry_id, context)
     messages = [
-        _entry_json(e.base.id, e.base.timestamp, disk_message_to_internal(e.message))
+        {"entry": e.entry, "line": e.line, "problem": e.problem}
+        if isinstance(e, UnreadableMessage)
+        else _entry_json(e.base.id, e.base.timestamp, disk_message_to_internal(e.message))
         for e in entries
     ]
-    return _head(m) | {"around": entry_id, "messages": messages}
+    return head | {"around": entry_id, "messages": messages}
