@@ -444,8 +444,13 @@ def test_the_command_as_a_process_prints_every_hit_and_its_status(root: Path) ->
     assert done.stderr == f"awl: {log}:3002: not a complete JSON object\n"
 
 
-def test_a_search_stopped_by_ctrl_c_exits_130_not_1(root: Path) -> None:
-    """1 is "nothing found": a script must not take an interrupted search for that."""
+@pytest.mark.parametrize(("sig", "status"), [("SIGINT", 130), ("SIGTERM", 143)])
+def test_a_stopped_search_exits_with_its_signals_status_after_whole_lines(
+    root: Path, sig: str, status: int
+) -> None:
+    """1 is "nothing found": a script must not take an interrupted search for that.
+    Stopped (Ctrl-C, or SIGTERM from a script's timeout), the output ends with a
+    whole line: every --json line it wrote is one object."""
     import signal
     import subprocess
     import time
@@ -457,16 +462,18 @@ def test_a_search_stopped_by_ctrl_c_exits_130_not_1(root: Path) -> None:
     write(root, "/w/p", SID[0], objs)
     env = dict(os.environ, AWL_SESSION_DIR=str(root), NO_COLOR="1")
     child = subprocess.Popen(
-        with_default_sigint([sys.executable, "-m", "awl", "search", "--all", "ibis"]),
+        with_default_sigint([sys.executable, "-m", "awl", "search", "--all", "--json", "ibis"]),
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
     time.sleep(3)  # its hits fill the pipe no one reads: it waits, mid-search
-    child.send_signal(signal.SIGINT)
+    child.send_signal(getattr(signal, sig))
     out, err = child.communicate(timeout=60)
-    assert child.returncode == 130, err
+    assert child.returncode == status, err
     assert b"Traceback" not in err and b"Aborted" not in err and out
+    assert out.endswith(b"\n") and out.count(b"\n") < 5000
+    assert all(json.loads(line)["entry"] for line in out.splitlines())
 
 
 def test_hits_stream_before_the_store_is_read(root: Path) -> None:
@@ -806,6 +813,19 @@ def test_a_hits_first_word_given_to_show_shows_its_message_in_context(
         res = cli("show", ref, *args)
         assert res.exit_code == 2, (ref, res.output)
         assert error in res.stderr and res.stderr.count("\n") == 1, res.stderr
+
+
+def test_ages_and_thread_counts_past_any_bound_are_taken_at_their_bound(
+    root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An age older than the calendar (--since 99999999d) is from its first day;
+    -j far past the cores starts at most MOST_JOBS threads, not a traceback."""
+    monkeypatch.chdir(project)
+    write(root, str(project), SID[0], rich_entries())
+    for age in ("99999999d", "99999999w", "999999999999h", "9" * 40 + "m"):
+        assert cli("search", "plain answer", "--since", age).exit_code == 0, age
+        assert cli("search", "plain answer", "--until", age).exit_code == 1, age
+    assert cli("search", "plain answer", "-j", "100000000").exit_code == 0
 
 
 @pytest.mark.parametrize(

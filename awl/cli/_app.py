@@ -20,6 +20,7 @@ from ..errors import AmbiguousSession, AwlError, SessionNotFound
 from ._common import (
     GuardedOutput,
     OutputError,
+    Stopped,
     current_dir,
     discard_output,
     exit_now_if_asked,
@@ -75,6 +76,8 @@ class _Main(click.Group):
         reader's closed pipe ends a reading command with 0 (see ``_READERS``)."""
         try:
             return super().invoke(ctx)
+        except Stopped as exc:  # SIGTERM's too: the status a shell gives its signal
+            sys.exit(128 + exc.signum)
         except KeyboardInterrupt:
             sys.exit(130)
         except OSError as exc:

@@ -10,13 +10,22 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 import click
 
 from ..errors import AwlError, SessionNotFound
 from ._app import main
-from ._common import current_dir, end_quickly, fail, imported_session, json_text
+from ._common import (
+    current_dir,
+    end_quickly,
+    fail,
+    imported_session,
+    json_text,
+    stopped_by_signals,
+)
 
 KINDS = {
     "text": "text",
@@ -27,8 +36,12 @@ KINDS = {
     "toolResult": "toolResult",
 }
 
+if TYPE_CHECKING:
+    from ..store import SearchHit, SearchProblem
+
 _RELATIVE = re.compile(r"^(\d+)([smhdw])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_FIRST = datetime(1, 1, 1, tzinfo=UTC)
 
 
 def parse_when(text: str, *, end_of_day: bool = False) -> str:
@@ -38,7 +51,13 @@ def parse_when(text: str, *, end_of_day: bool = False) -> str:
     ValueError when it is none of these."""
     m = _RELATIVE.match(text.strip())
     if m:
-        when = datetime.now(UTC) - timedelta(seconds=int(m[1]) * _UNITS[m[2]])
+        # An age before the calendar's first day (99999999d) means from the start.
+        try:
+            when = datetime.now(UTC) - timedelta(seconds=int(m[1][:15]) * _UNITS[m[2]])
+        except OverflowError:
+            when = _FIRST
+        if len(m[1]) > 15:
+            when = _FIRST
     else:
         when = datetime.fromisoformat(text.strip())
         if len(text.strip()) == 10 and end_of_day:
@@ -115,7 +134,6 @@ def search_command(
     context.
     """
     from ..store import (
-        SearchProblem,
         SearchQuery,
         resume_prefixes,
         search,
@@ -162,10 +180,8 @@ def search_command(
     except AwlError as exc:
         fail(str(exc), usage=True)
     end_quickly()  # it writes nothing: the process needs no teardown
-    out = sys.stdout
-    tty = out.isatty()
+    tty = sys.stdout.isatty()
     paint = _colour(colour)
-    found = errors = 0
     # Each session by the shortest prefix that `awl show` and `awl --resume` run
     # here find it by (an id's first 8 characters are shared by sessions made
     # in one minute).
@@ -176,8 +192,33 @@ def search_command(
     # Every project's hits, read by a person: each project's directory heads its
     # hits (as ripgrep heads a file's on a terminal); a pipe gets the lines alone.
     headings = all_projects and tty and not as_json
+    # SIGTERM as Ctrl-C: the search stops between lines, and the output ends with a
+    # whole one (the default would end the process with half a line unwritten).
+    with stopped_by_signals():
+        found, errors = _print_hits(
+            search(q, logs, cwd=cwd, jobs=jobs, limit=limit), shown, width, paint, as_json, headings
+        )
+    if errors:
+        sys.exit(2)
+    sys.exit(0 if found else 1)
+
+
+def _print_hits(
+    items: Iterator[SearchHit | SearchProblem],
+    shown: dict[str, str],
+    width: int,
+    paint: bool,
+    as_json: bool,
+    headings: bool,
+) -> tuple[int, int]:
+    """Print each hit as it comes (each problem on stderr); (hits, problems)."""
+    from ..store import SearchProblem
+
+    out = sys.stdout
+    tty = out.isatty()
+    found = errors = 0
     project: str | None = None
-    for item in search(q, logs, cwd=cwd, jobs=jobs, limit=limit):
+    for item in items:
         if isinstance(item, SearchProblem):
             errors += 1
             click.echo(f"awl: {_visible(item.message)}", err=True)
@@ -194,9 +235,7 @@ def search_command(
         if tty:
             out.flush()  # each hit as it comes: the rest of the store is still being read
     out.flush()
-    if errors:
-        sys.exit(2)
-    sys.exit(0 if found else 1)
+    return found, errors
 
 
 def _heading(name: str, paint: bool) -> str:

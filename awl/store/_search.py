@@ -58,6 +58,9 @@ longer than this is searched through the reader's map)."""
 
 MAX_HEADER = 1 << 20
 
+MOST_JOBS = 64
+"""The most threads one search starts, whatever ``jobs`` asks for."""
+
 NAMED_BAD_LINES = 5
 """Corrupt lines of one log named one by one; any more are counted in one line, so
 that a badly damaged log does not flood stderr (``awl reindex --verify`` names
@@ -861,11 +864,14 @@ def search(
 
     ``cwd``, when given, skips logs whose header names another directory.
     Nothing is written, locked or trimmed.  ``jobs`` threads search at once
-    (default: the cores, at most 4); ``limit`` stops after that many hits.
-    Memory holds the hits of a few logs (a large log's: of a few pieces).
+    (default: the cores, at most 4; never more than :data:`MOST_JOBS`); ``limit``
+    stops after that many hits.  Memory holds the hits of a few logs (a large
+    log's: of a few pieces).
     """
     plan = _plan(query)
-    workers = jobs or min(4, os.cpu_count() or 1)
+    # Each thread keeps a read buffer and queued work: a count far past the cores
+    # (-j 100000) would only exhaust memory or the system's threads.
+    workers = min(jobs or min(4, os.cpu_count() or 1), MOST_JOBS)
     paths = iter(logs)
     ahead: deque[_Task[list[_Done]]] = deque()
     count = 0
