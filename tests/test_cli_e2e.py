@@ -476,6 +476,44 @@ def test_ctrl_c_during_a_tool_ends_that_turn_before_the_next(
     assert "awl: cancelled" in t.transcript()
 
 
+def test_ctrl_c_cancels_a_reply_the_server_is_silent_on(
+    term: Any, env: dict[str, str], root: Path, project: Path
+) -> None:
+    """The server takes the request and says nothing for a minute (no headers
+    yet): Ctrl+C ends the turn at once, not when the server answers, and the
+    next prompt is answered."""
+    from tests.servers import anthropic_server as sse
+    from tests.servers import serve
+
+    with serve() as server:
+        silent = sse.text_reply("too late")
+        silent.stall = 60
+        server.queue(silent, sse.text_reply("going on"))
+        env["ANTHROPIC_API_KEY"] = "k"
+        t = term("--provider", "anthropic", "--base-url", server.url, "--model", sse.MODEL)
+        t.line("hello?")
+        deadline = time.monotonic() + TIMEOUT
+        while not server.requests:
+            assert time.monotonic() < deadline, "no request came"
+            time.sleep(0.02)
+        time.sleep(0.3)  # awl waits for the headers
+        t.child.sendintr()
+        pressed = time.monotonic()
+        t.expect(CANCELLING)
+        t.ready()
+        assert time.monotonic() - pressed < 20  # of a 60 s silence
+        t.child.sendline("and now?")
+        t.expect("going on")
+        t.quit()
+        assert len(server.requests) == 2
+
+    log = one_log(root, project)
+    # Nothing had arrived, so no reply is saved for the first prompt.
+    assert roles(log) == ["system", "user", "user", "assistant"]
+    assert texts(log.entries[3]["message"]) == "going on"
+    assert "too late" not in t.transcript() and "Traceback" not in t.transcript()
+
+
 def test_ctrl_c_stops_a_running_command_and_makes_no_further_request(
     term: Any, root: Path, project: Path
 ) -> None:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import threading
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -39,6 +38,7 @@ from anthropic.types import (
 from awl.conversation import Message, Opaque, Text, ToolResult, ToolUse
 from awl.providers.base import (
     CANCELLED,
+    Exchange,
     HostedProvider,
     ProviderError,
     Response,
@@ -130,11 +130,12 @@ class AnthropicProvider(HostedProvider):
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
         sink: StreamSink,
-        cancel: threading.Event | None,
+        exchange: Exchange,
     ) -> Response:
         """One request, streamed; see :meth:`HostedProvider._once`."""
         run = _Run(model, sink)
-        if cancel is not None and cancel.is_set():
+        exchange.follow(run.failed)
+        if exchange.cancelled():
             return run.failed(CANCELLED)
         kwargs: dict[str, Any] = {}
         system = system_text(messages)
@@ -154,9 +155,10 @@ class AnthropicProvider(HostedProvider):
                 stream=True,
                 **kwargs,
             )
+            if not exchange.opened(stream.response):
+                return run.failed(CANCELLED)
             for event in stream:
-                run.handle(event)
-                if cancel is not None and cancel.is_set():
+                if not exchange.apply(run.handle, event):
                     return run.failed(CANCELLED)
             return run.finished()
         except KeyboardInterrupt:

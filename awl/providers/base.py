@@ -12,17 +12,19 @@ raise :class:`ProviderError`.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import re
+import socket
 import threading
 import urllib.parse
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Protocol, Self, TypeVar
+from typing import Any, ClassVar, Protocol, Self, TypeVar
 
 from awl import environment
 from awl.conversation import STOP_REASONS as STOP_REASONS
@@ -245,6 +247,89 @@ class _Closable(Protocol):
 
 
 _Client = TypeVar("_Client")
+_Event = TypeVar("_Event")
+
+POLL = 0.05
+"""How often, in seconds, the caller of a request looks at ``cancel`` while the
+request runs on its helper thread (one Event cannot wake a wait on another)."""
+
+
+class Exchange:
+    """One request of a :class:`HostedProvider`, as its helper thread and the
+    caller waiting for it share it.
+
+    The request runs on a helper thread so that a cancel ends the caller's wait
+    at once, whatever the request is blocked in: connecting, waiting for the
+    response headers, reading the next event (none of them looks at an Event,
+    and the SDKs' read timeouts are minutes long).  The caller then gives it
+    up (:meth:`abandon`): from that moment nothing the request delivers
+    reaches the sink or the content returned, since every event is applied
+    under one lock through :meth:`apply`; and a connection whose headers had
+    arrived is hung up, which ends the helper thread and tells the server to
+    stop.
+    """
+
+    def __init__(self, model: str, cancel: threading.Event | None) -> None:
+        self._cancel = cancel
+        self._lock = threading.Lock()
+        self._abandoned = False
+        self._failed: Callable[[str], Response] = lambda error: Response(
+            [], "error", None, model, error
+        )
+        self._response: object = None
+
+    def cancelled(self) -> bool:
+        """Whether ``cancel`` is set or the caller has given up on the request."""
+        return self._abandoned or (self._cancel is not None and self._cancel.is_set())
+
+    def follow(self, failed: Callable[[str], Response]) -> None:
+        """Name what a cancel returns: ``failed(CANCELLED)``, the content so far."""
+        with self._lock:
+            self._failed = failed
+
+    def opened(self, response: object) -> bool:
+        """The SDK's HTTP response (an httpx ``Response``) has its headers: a
+        cancel from now on hangs up its connection.  False when the caller has
+        given up already (the request is to be closed, nothing of it read)."""
+        with self._lock:
+            if self._abandoned:
+                return False
+            self._response = response
+            return True
+
+    def apply(self, handle: Callable[[_Event], None], event: _Event) -> bool:
+        """``handle(event)``: one stream event applied to the reply (and told to
+        the sink), unless the caller has given up.  Whether to read on: False
+        when the event was not applied or ``cancel`` is set."""
+        with self._lock:
+            if self._abandoned:
+                return False
+            handle(event)
+        return not self.cancelled()
+
+    def abandon(self) -> Response:
+        """Give up on the request: the content so far, cancelled.  No event is
+        applied after this, and the connection is hung up if its headers came."""
+        with self._lock:
+            self._abandoned = True
+            response = self._failed(CANCELLED)
+            opened = self._response
+        if opened is not None:
+            _hang_up(opened)
+        return response
+
+
+def _hang_up(response: object) -> None:
+    """Shut down the socket under an httpx response, which wakes the thread
+    blocked reading it (closing the socket would not, and the response's own
+    ``close`` is the reading thread's to call).  Only the plain socket's
+    ``shutdown``: a TLS socket's own would drop its SSL state under the reader."""
+    extensions: Any = getattr(response, "extensions", None)
+    network = extensions.get("network_stream") if isinstance(extensions, Mapping) else None
+    raw = network.get_extra_info("socket") if network is not None else None
+    if isinstance(raw, socket.socket):
+        with contextlib.suppress(OSError):  # closed already: the request ended by itself
+            socket.socket.shutdown(raw, socket.SHUT_RDWR)
 
 
 class HostedProvider(Provider):
@@ -253,7 +338,8 @@ class HostedProvider(Provider):
     Subclasses set ``default_host`` (named in errors when no base URL is
     set) and ``base_url_variable``, in ``__init__`` ``base_url`` and
     ``_client`` (made through :meth:`_connect`), and implement one request,
-    :meth:`_once`, which :meth:`complete` sends again on a passing error.
+    :meth:`_once`, which :meth:`complete` runs on a helper thread (see
+    :class:`Exchange`) and sends again on a passing error.
     """
 
     default_host: ClassVar[str]
@@ -270,8 +356,49 @@ class HostedProvider(Provider):
         cancel: threading.Event | None = None,
     ) -> Response:
         """Stream one turn, sent again on a passing error (:func:`with_retries`);
-        see :meth:`Provider.complete`."""
-        return with_retries(lambda: self._once(model, messages, tools, sink, cancel), sink, cancel)
+        see :meth:`Provider.complete`.  A cancel (or Ctrl-C in the calling
+        thread) ends it within :data:`POLL` seconds, however silent the server."""
+        return with_retries(
+            lambda: self._attempt(model, messages, tools, sink, cancel), sink, cancel
+        )
+
+    def _attempt(
+        self,
+        model: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        sink: StreamSink,
+        cancel: threading.Event | None,
+    ) -> Response:
+        """:meth:`_once` on a helper thread, waited for until it ends or ``cancel``
+        is set, whichever comes first."""
+        exchange = Exchange(model, cancel)
+        if exchange.cancelled():
+            return Response([], "error", None, model, CANCELLED)
+        outcome: list[Response | BaseException] = []
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                outcome.append(self._once(model, messages, tools, sink, exchange))
+            except BaseException as exc:  # the caller's to raise
+                outcome.append(exc)
+            finally:
+                done.set()
+
+        # A daemon: an abandoned request blocked until the server answers (or
+        # the read timeout) must not keep awl from exiting.
+        threading.Thread(target=run, name=f"awl-{self.name}-request", daemon=True).start()
+        try:
+            while not done.wait(POLL):
+                if exchange.cancelled():
+                    return exchange.abandon()
+        except KeyboardInterrupt:  # awl -p waits in the main thread
+            return exchange.abandon()
+        result = outcome[0]
+        if isinstance(result, BaseException):
+            raise result
+        return result
 
     @abstractmethod
     def _once(
@@ -280,9 +407,14 @@ class HostedProvider(Provider):
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
         sink: StreamSink,
-        cancel: threading.Event | None,
+        exchange: Exchange,
     ) -> Response:
-        """One request, streamed: a passing error comes back marked ``transient``."""
+        """One request, streamed, on the helper thread: a passing error comes back
+        marked ``transient``.  It names its cancelled result to ``exchange``
+        (:meth:`Exchange.follow`) before sending, hands it the HTTP response once
+        its headers arrive (:meth:`Exchange.opened`), and applies each event
+        through :meth:`Exchange.apply`, returning its cancelled result when either
+        says to stop."""
 
     def _connect(self, make: Callable[[], _Client], *, given: str | None) -> _Client:
         """``make()`` the SDK client; a base URL it cannot parse, or one without

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 from collections.abc import Sequence
 from typing import Any, ClassVar, cast
 
@@ -48,6 +47,7 @@ from openai.types.chat.chat_completion_chunk import ChoiceDelta
 from awl.conversation import ContentBlock, Message, Opaque, Text, ToolResult, ToolUse
 from awl.providers.base import (
     CANCELLED,
+    Exchange,
     HostedProvider,
     ProviderError,
     Response,
@@ -135,11 +135,12 @@ class OpenAIProvider(HostedProvider):
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
         sink: StreamSink,
-        cancel: threading.Event | None,
+        exchange: Exchange,
     ) -> Response:
         """One request, streamed; see :meth:`HostedProvider._once`."""
         run = _Run(model, sink)
-        if cancel is not None and cancel.is_set():
+        exchange.follow(run.failed)
+        if exchange.cancelled():
             return run.failed(CANCELLED)
         kwargs: dict[str, Any] = {}
         if tools:
@@ -155,9 +156,10 @@ class OpenAIProvider(HostedProvider):
                 stream_options={"include_usage": True},
                 **kwargs,
             )
+            if not exchange.opened(stream.response):
+                return run.failed(CANCELLED)
             for chunk in stream:
-                run.handle(chunk)
-                if cancel is not None and cancel.is_set():
+                if not exchange.apply(run.handle, chunk):
                     return run.failed(CANCELLED)
             return run.finished()
         except KeyboardInterrupt:

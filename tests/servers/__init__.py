@@ -8,12 +8,15 @@ JSON body) so tests can assert what the SDK actually sent.
 Streams use chunked transfer encoding, like the real APIs, so a stream can end
 three ways: properly (terminating chunk), ``clean_eof`` (the body ends early but
 well-formed) or ``cut`` (the socket is closed mid-body: the client sees an
-incomplete chunked read).
+incomplete chunked read).  A reply can stall, before its headers or between
+two chunks, as a server thinking or stuck does; a client that hangs up then
+is noticed at once (``aborted``).
 """
 
 from __future__ import annotations
 
 import json
+import select
 import socket
 import sys
 import threading
@@ -45,7 +48,9 @@ class Reply:
     ``body`` is sent whole with ``status``. ``cut_after`` closes the socket
     after that many chunks (no terminating chunk); ``clean_eof`` ends the body
     properly after ``cut_after`` chunks instead. ``stall`` seconds pass before
-    anything is sent.
+    anything is sent, or with ``stall_after`` after that many chunks; a stall
+    ends early when the server stops (``released``), and the reply there when
+    the client hangs up meanwhile.
     """
 
     status: int = 200
@@ -57,6 +62,7 @@ class Reply:
     cut_after: int | None = None
     clean_eof: bool = False
     stall: float = 0.0
+    stall_after: int | None = None
 
 
 class FakeServer:
@@ -156,8 +162,8 @@ def _handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
                 reply = json_reply(
                     500, {"error": {"type": "api_error", "message": "no reply queued"}}
                 )
-            if reply.stall:
-                server.released.wait(reply.stall)
+            if reply.stall and reply.stall_after is None and not self._stall(reply.stall):
+                return
             try:
                 if reply.chunks is None:
                     self._whole(reply)
@@ -189,6 +195,8 @@ def _handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
             for n, chunk in enumerate(reply.chunks):
                 if reply.cut_after is not None and n >= reply.cut_after:
                     break
+                if n == reply.stall_after and not self._stall(reply.stall):
+                    return
                 if n and reply.delay:
                     time.sleep(reply.delay)
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
@@ -200,5 +208,24 @@ def _handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
                 return
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
+
+        def _stall(self, seconds: float) -> bool:
+            """Wait ``seconds``, or until the server stops; False (and ``aborted``
+            set) as soon as the client hangs up meanwhile."""
+            end = time.monotonic() + seconds
+            while not server.released.is_set() and (left := end - time.monotonic()) > 0:
+                readable, _, _ = select.select([self.connection], [], [], min(left, 0.02))
+                if not readable:
+                    continue
+                try:
+                    hung_up = self.connection.recv(1, socket.MSG_PEEK) == b""
+                except OSError:
+                    hung_up = True
+                if hung_up:
+                    server.aborted.set()
+                    self.close_connection = True
+                    return False
+                server.released.wait(left)  # bytes from the client: nothing to watch for
+            return True
 
     return Handler
