@@ -1015,12 +1015,11 @@ def test_a_base_url_that_is_no_url_is_one_line(
     else:
         env[variable] = url
     r = run(args, env, project)
-    assert r.stdout == ""
+    # An option or a setting awl cannot use: status 2 either way (as AWL_FSYNC's).
+    assert r.stdout == "" and r.returncode == 2
     if source == "--base-url":
-        assert r.returncode == 2
         expected = f"Error: --base-url '{url}' is not a valid URL (Invalid port: ':1')"
     else:
-        assert r.returncode == 1
         expected = f"Error: {variable}='{url}' is not a valid URL (Invalid port: ':1')"
     assert r.stderr.splitlines() == [expected]
     assert not root.exists() or session_files(root) == []
@@ -1052,10 +1051,38 @@ def test_an_offline_delay_that_cannot_be_slept_is_one_line(
     env["AWL_OFFLINE_DELAY"] = value
     for args in (["-p", "hi"], ["--model", "echo", "-p", "hi"]):
         r = run(args, env, project)
-        assert (r.returncode, r.stdout) == (1, ""), r.stderr
+        assert (r.returncode, r.stdout) == (2, ""), r.stderr  # a setting it cannot use
         assert r.stderr.splitlines() == [
             f"Error: AWL_OFFLINE_DELAY must be a number of seconds from 0 to 3600, not {value!r}"
         ]
+    assert not root.exists() or session_files(root) == []
+
+
+@pytest.mark.parametrize(
+    ("provider", "variable", "value", "said"),
+    [
+        ("openai", "AWL_MAX_TOKENS", "0", "AWL_MAX_TOKENS must be positive, not 0"),
+        ("openai", "AWL_MAX_TOKENS", "abc", "AWL_MAX_TOKENS must be a positive integer, not 'abc'"),
+        ("anthropic", "AWL_MAX_TOKENS", "-5", "must be a positive integer, not '-5'"),
+        ("anthropic", "AWL_THINKING_BUDGET", "9" * 5000, "AWL_THINKING_BUDGET is too large: '999"),
+    ],
+)
+def test_a_provider_setting_it_cannot_use_is_a_usage_error_in_one_line(
+    env: dict[str, str],
+    root: Path,
+    project: Path,
+    provider: str,
+    variable: str,
+    value: str,
+    said: str,
+) -> None:
+    """As AWL_FSYNC's: status 2, a bad option's, before anything is saved; the same
+    rule for both providers (OpenAI's once sent 0 on to the server)."""
+    env.update({"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k", variable: value})
+    r = run(["--provider", provider, "-p", "hi"], env, project)
+    assert (r.returncode, r.stdout) == (2, ""), r.stderr
+    (line,) = r.stderr.splitlines()
+    assert said in line and len(line) < 200, line
     assert not root.exists() or session_files(root) == []
 
 

@@ -65,7 +65,7 @@ def test_a_base_url_without_a_scheme_stops_awl_before_anything_is_saved(
         timeout=60,
         check=False,
     )
-    assert r.returncode == 1 and r.stdout == ""
+    assert r.returncode == 2 and r.stdout == ""  # a setting awl cannot use, as a bad option
     assert r.stderr == (
         "Error: OPENAI_BASE_URL='localhost:8080/v1' is not a valid URL"
         " (it needs http:// or https:// and a host)\n"

@@ -223,7 +223,7 @@ def main(
         fail("--resume needs an id or prefix, not an empty string", usage=True)
     refuse_bad_environment()
     here = current_dir()
-    from ..providers import InvalidBaseURL
+    from ..providers import InvalidBaseURL, SettingError
     from ..ui import stdin_text
     from ._run import run_session
 
@@ -266,9 +266,10 @@ def main(
     except (SessionNotFound, AmbiguousSession) as exc:
         fail(str(exc), usage=True)
     except InvalidBaseURL as exc:
-        if exc.variable is None:  # --base-url's
-            fail(f"--base-url {exc}", usage=True)
-        fail(str(exc))
+        # A setting, as an option, that cannot be used: status 2 (as AWL_FSYNC's).
+        fail(f"--base-url {exc}" if exc.variable is None else str(exc), usage=True)
+    except SettingError as exc:
+        fail(str(exc), usage=True)
     except AwlError as exc:
         fail(str(exc))
     ctx.exit(code)

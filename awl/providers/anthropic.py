@@ -42,6 +42,7 @@ from awl.providers.base import (
     HostedProvider,
     ProviderError,
     Response,
+    SettingError,
     StopReason,
     StreamAssembler,
     StreamSink,
@@ -49,6 +50,7 @@ from awl.providers.base import (
     Usage,
     answered_history,
     describe_api_error,
+    env_count,
     is_transient,
     one_line,
     opaque_text,
@@ -97,8 +99,8 @@ class AnthropicProvider(HostedProvider):
     ) -> None:
         """Configure from arguments, falling back to the environment.
 
-        Raises :class:`ProviderError` if there is no API key or the AWL_* numbers
-        are not integers.
+        Raises :class:`ProviderError` if there is no API key, and its
+        :class:`SettingError` when the AWL_* numbers are not positive integers.
         """
         api_key = api_key or os.environ.get("ANTHROPIC_API_KEY")
         if not api_key:
@@ -107,11 +109,11 @@ class AnthropicProvider(HostedProvider):
                 "(e.g. --provider offline)"
             )
         self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
-        self.max_tokens = _env_int("AWL_MAX_TOKENS", DEFAULT_MAX_TOKENS)
+        self.max_tokens = env_count("AWL_MAX_TOKENS", DEFAULT_MAX_TOKENS)
         budget = os.environ.get("AWL_THINKING_BUDGET", "").strip()
-        self.thinking_budget = _env_int("AWL_THINKING_BUDGET", 0) if budget else None
+        self.thinking_budget = env_count("AWL_THINKING_BUDGET", 0) if budget else None
         if self.thinking_budget is not None and self.thinking_budget >= self.max_tokens:
-            raise ProviderError(
+            raise SettingError(
                 f"AWL_THINKING_BUDGET ({self.thinking_budget}) must be less than "
                 f"AWL_MAX_TOKENS ({self.max_tokens})"
             )
@@ -364,16 +366,3 @@ def _continues_tool_use(params: list[MessageParam]) -> bool:
     return not isinstance(content, str) and any(
         isinstance(b, dict) and b.get("type") == "tool_result" for b in content
     )
-
-
-def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ProviderError(f"{name} must be an integer, not {raw!r}") from None
-    if value <= 0:
-        raise ProviderError(f"{name} must be positive, not {value}")
-    return value

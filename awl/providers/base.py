@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import json
 import math
+import os
 import re
 import socket
 import threading
@@ -173,6 +174,31 @@ def with_retries(
 
 class ProviderError(AwlError):
     """A configuration problem found before any request (missing key, unknown provider)."""
+
+
+class SettingError(ProviderError):
+    """An environment variable a provider reads, set to a value it cannot mean
+    (``AWL_MAX_TOKENS=abc``): refused as a bad option is (status 2)."""
+
+
+def env_count(name: str, default: int) -> int:
+    """``$name`` as a positive count, ``default`` when unset or blank; SettingError
+    for anything else (a count of thousands of digits too: above any limit)."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if not (raw.isascii() and raw.isdigit()):
+        raise SettingError(f"{name} must be a positive integer, not {_quoted(raw)}")
+    if len(raw.lstrip("0")) > 18:
+        raise SettingError(f"{name} is too large: {_quoted(raw)}")
+    value = int(raw)
+    if value <= 0:
+        raise SettingError(f"{name} must be positive, not {value}")
+    return value
+
+
+def _quoted(value: str) -> str:
+    return repr(value if len(value) <= 40 else value[:40] + "…")
 
 
 class InvalidBaseURL(ProviderError):

@@ -36,8 +36,8 @@ from awl.conversation import (
 from awl.providers.base import (
     CANCELLED,
     Provider,
-    ProviderError,
     Response,
+    SettingError,
     StopReason,
     StreamSink,
     ToolSpec,
@@ -71,7 +71,7 @@ class OfflineProvider(Provider):
             # inf would overflow the sleep mid-turn, and nan, a negative delay
             # or more than an hour between chunks can only be a mistake.
             if not 0.0 <= delay <= MAX_DELAY:
-                raise ProviderError(
+                raise SettingError(
                     f"AWL_OFFLINE_DELAY must be a number of seconds from 0 to {MAX_DELAY:g}, "
                     f"not {raw!r}"
                 )

@@ -58,6 +58,7 @@ from awl.providers.base import (
     Usage,
     answered_history,
     describe_api_error,
+    env_count,
     is_transient,
     one_line,
     opaque_text,
@@ -114,13 +115,8 @@ class OpenAIProvider(HostedProvider):
                     "server, or choose another provider (e.g. --provider offline)"
                 )
             api_key = PLACEHOLDER_KEY
-        raw_max = os.environ.get("AWL_MAX_TOKENS", "").strip()
-        self.max_tokens: int | None = None
-        if raw_max:
-            try:
-                self.max_tokens = int(raw_max)
-            except ValueError:
-                raise ProviderError(f"AWL_MAX_TOKENS must be an integer, not {raw_max!r}") from None
+        # Unset: the server's own limit (a local model's may be below awl's default).
+        self.max_tokens: int | None = env_count("AWL_MAX_TOKENS", 0) or None
         # No SDK retries: the SDK's wait in silence; awl's own (with_retries) say it.
         self._client = self._connect(
             lambda: openai.OpenAI(
