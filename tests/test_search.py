@@ -804,6 +804,9 @@ def test_a_hits_first_word_given_to_show_shows_its_message_in_context(
     assert res.stdout == same.stdout and "plain answer" in res.stdout
     assert "you are a helper" not in res.stdout  # the context asked for, no more
     assert cli("show", first, "--around", "0000000d", "--context", "1").stdout == same.stdout
+    # A log's path takes the entry the same way.
+    log = next(root.rglob(f"*{SID[1]}.jsonl"))
+    assert cli("show", f"{log}:0000000d", "--context", "1").stdout == same.stdout
     for ref, args, error in [
         (f"{SID[1]}:0000000d", ["--around", "0000000c"], "the entry is named twice"),
         (f"{SID[1]}:", [], "ID:ENTRY needs both"),
@@ -818,14 +821,37 @@ def test_a_hits_first_word_given_to_show_shows_its_message_in_context(
 def test_ages_and_thread_counts_past_any_bound_are_taken_at_their_bound(
     root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An age older than the calendar (--since 99999999d) is from its first day;
-    -j far past the cores starts at most MOST_JOBS threads, not a traceback."""
+    """An age older than the calendar (--since 99999999d) is from its first day, and
+    a date a zone moves past the calendar's edge is that edge; -j far past the
+    cores starts at most MOST_JOBS threads; no traceback, no status 1."""
     monkeypatch.chdir(project)
     write(root, str(project), SID[0], rich_entries())
-    for age in ("99999999d", "99999999w", "999999999999h", "9" * 40 + "m"):
+    for age in ("99999999d", "99999999w", "999999999999h", "9" * 40 + "m", "0001-01-01"):
         assert cli("search", "plain answer", "--since", age).exit_code == 0, age
         assert cli("search", "plain answer", "--until", age).exit_code == 1, age
+    for date in ("9999-12-31T23:59:59-01:00", "9999-12-31"):
+        assert cli("search", "plain answer", "--until", date).exit_code == 0, date
+        assert cli("search", "plain answer", "--since", date).exit_code == 1, date
+    # Leading zeros are a number's, not a larger one's; other scripts' digits no age.
+    assert cli("search", "plain answer", "--since", "0000000000000001d").exit_code == 1
+    assert cli("search", "plain answer", "--since", "\u0661d").exit_code == 2
     assert cli("search", "plain answer", "-j", "100000000").exit_code == 0
+
+
+def test_ids_a_log_holds_are_printed_escaped(
+    root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hit's entry id comes from the log: a control character in it (a log made by
+    another program) is shown escaped, never sent to the terminal."""
+    monkeypatch.chdir(project)
+    objs = rich_entries()
+    objs[1]["id"] = "\x1b]0;pwned\x07\x1b[31mRED\nFAKE"
+    objs[2]["parentId"] = objs[1]["id"]
+    write(root, str(project), SID[0], objs)
+    res = cli("search", "user: say")
+    assert res.exit_code == 0, res.output
+    assert "\x1b" not in res.stdout and res.stdout.count("\n") == 1, repr(res.stdout)
+    assert "\\x1b]0;pwned" in res.stdout
 
 
 @pytest.mark.parametrize(
@@ -927,12 +953,20 @@ def test_show_around_passes_a_corrupt_line_outside_what_it_shows(
     root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A line an open refuses (bytes that are not UTF-8) before the window: the window
-    is shown whole, status 0; ``show`` of the whole session still refuses the log."""
+    is shown whole; the damage is said in one line on stderr and the status is 1
+    (a window of a damaged log may be cut short where a link is lost); ``show``
+    of the whole session still refuses the log."""
     monkeypatch.chdir(project)
-    _, ids = damaged_turns(root, project)
+    log, ids = damaged_turns(root, project)
     assert cli("show", SID[0][:8]).exit_code == 1
     res = cli("show", f"{SID[0][:8]}:{ids[6]}", "--context", "1")
-    assert (res.exit_code, res.stderr) == (0, "")
+    assert res.exit_code == 1
+    (said,) = res.stderr.splitlines()
+    assert said.startswith(f"awl: {log}:5: not a complete JSON object (byte ")
+    assert said.endswith(
+        f"the log is damaged; what is shown is what still links to {ids[6]}"
+        " (awl reindex --verify names every problem)"
+    )
     assert [ln for ln in res.stdout.splitlines() if ln.startswith("turn ")] == [
         "turn 5",
         "turn 6",
@@ -941,6 +975,24 @@ def test_show_around_passes_a_corrupt_line_outside_what_it_shows(
     doc = json.loads(cli("show", SID[0][:8], "--around", ids[1], "--context", "1", "--json").stdout)
     assert [m["entry"] for m in doc["messages"]] == ids[0:3]
     assert doc["leafId"] == ids[7] and doc["activeModel"] == "claude"
+
+
+def test_show_around_says_a_window_a_lost_link_cut_short_is_of_a_damaged_log(
+    root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A damaged line that no longer begins as a message: the entries after it are no
+    longer linked to those before it, so the window is short; said, status 1."""
+    monkeypatch.chdir(project)
+    log, ids = damaged_turns(root, project)
+    lines = log.read_bytes().split(b"\n")
+    lines[4] = lines[4].replace(b"turn \xff", b"turn 3").replace(b'"message"', b'"mess\xffge"', 1)
+    log.write_bytes(b"\n".join(lines))
+    res = cli("show", f"{SID[0][:8]}:{ids[5]}", "--context", "3")
+    assert res.exit_code == 1
+    shown = [ln for ln in res.stdout.splitlines() if ln.startswith("turn ")]
+    assert shown[0] != "turn 2" and "turn 5" in shown  # cut short, and said so:
+    assert res.stderr.startswith(f"awl: {log}:5: not a complete JSON object")
+    assert "the log is damaged" in res.stderr
 
 
 def test_show_around_says_in_one_line_which_message_it_cannot_read(

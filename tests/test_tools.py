@@ -576,6 +576,14 @@ def test_write_to_directory_is_an_error(tmp_path: Path) -> None:
     assert out.is_error and "is a directory" in out.content
 
 
+def test_a_file_name_near_the_limit_is_written(tmp_path: Path) -> None:
+    """The temporary file beside it is not named after it: 250 bytes leave it no room."""
+    out = write(tmp_path, path="a" * 250, content="x")
+    assert not out.is_error, out.content
+    assert (tmp_path / ("a" * 250)).read_text() == "x"
+    assert [p.name for p in tmp_path.iterdir()] == ["a" * 250]
+
+
 @pytest.mark.skipif(not Path("/proc/version").is_file(), reason="needs Linux's /proc")
 def test_a_write_that_cannot_be_made_names_the_file_asked_for(tmp_path: Path) -> None:
     """Written through a new file beside it: when none can be made there, the error

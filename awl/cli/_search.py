@@ -39,9 +39,10 @@ KINDS = {
 if TYPE_CHECKING:
     from ..store import SearchHit, SearchProblem
 
-_RELATIVE = re.compile(r"^(\d+)([smhdw])$")
+_RELATIVE = re.compile(r"^([0-9]+)([smhdw])$")  # ASCII digits: \d takes every script's
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _FIRST = datetime(1, 1, 1, tzinfo=UTC)
+_LAST = datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC)
 
 
 def parse_when(text: str, *, end_of_day: bool = False) -> str:
@@ -52,20 +53,27 @@ def parse_when(text: str, *, end_of_day: bool = False) -> str:
     m = _RELATIVE.match(text.strip())
     if m:
         # An age before the calendar's first day (99999999d) means from the start.
+        digits = m[1].lstrip("0") or "0"
         try:
-            when = datetime.now(UTC) - timedelta(seconds=int(m[1][:15]) * _UNITS[m[2]])
+            if len(digits) > 15:
+                raise OverflowError
+            when = datetime.now(UTC) - timedelta(seconds=int(digits) * _UNITS[m[2]])
         except OverflowError:
-            when = _FIRST
-        if len(m[1]) > 15:
             when = _FIRST
     else:
         when = datetime.fromisoformat(text.strip())
         if len(text.strip()) == 10 and end_of_day:
             when += timedelta(days=1, microseconds=-1000)
-        if when.tzinfo is None:
-            when = when.astimezone()  # a time without a zone is local
-        when = when.astimezone(UTC)
-    return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
+        try:
+            if when.tzinfo is None:
+                when = when.astimezone()  # a time without a zone is local
+            when = when.astimezone(UTC)
+        except (OverflowError, ValueError):
+            # A time the zone moves past the calendar's edge: the edge it reaches.
+            when = _LAST if when.year > 1 else _FIRST
+    # The year in four digits: timestamps compare as text.
+    millis = when.microsecond // 1000
+    return f"{when.year:04d}" + when.strftime("-%m-%dT%H:%M:%S.") + f"{millis:03d}Z"
 
 
 def _colour(choice: str) -> bool:
@@ -129,7 +137,7 @@ def search_command(
     input, tool results — whatever the log escaped; never keys or ids.  The
     system prompts (awl's own opens every session) are searched with --role
     system.  The most recently active sessions come first.  Exit status: 0 found, 1 none,
-    2 error (130 when stopped by Ctrl+C).  `awl --resume ID` continues a hit's
+    2 error (130 when stopped by Ctrl+C, 143 by SIGTERM).  `awl --resume ID` continues a hit's
     session; `awl show ID:ENTRY` (the hit's first word) shows its message in
     context.
     """
@@ -256,7 +264,8 @@ def _line(hit: object, shown: dict[str, str], width: int, paint: bool) -> str:
 
     assert isinstance(hit, SearchHit)
     short = shown.get(hit.session) or hit.session  # a header id that is not its file's: all
-    short = f"{short}:{hit.entry}".ljust(width)
+    # A log's ids are its writer's: control characters in one are shown escaped.
+    short = _visible(f"{short}:{hit.entry}").ljust(width)
     a, b = hit.match
     before, match, after = hit.snippet[:a], hit.snippet[a:b], hit.snippet[b:]
     match = f"\x1b[1;31m{_visible(match)}\x1b[0m" if paint else _visible(match)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import stat
 import sys
 from pathlib import Path
@@ -38,8 +39,9 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
     from ..store import SessionManager
     from ..ui import session_json, transcript
 
-    if ":" in ref and not _names_a_file(ref):
-        # A session id never holds a colon: what follows it is an entry.
+    if ":" in ref and (not _names_a_file(ref) or _file_and_entry(ref)):
+        # A session id never holds a colon: what follows it is an entry (and a
+        # path's, when the whole is no file but the part before it is).
         ref, _, entry = ref.rpartition(":")
         if not ref or not entry:
             fail(
@@ -84,9 +86,10 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
 def _show_around(path: Path, around: str, context: int, as_json: bool) -> None:
     """The message ``around`` and its neighbours.  A line an open refuses does not
     stop it: the log is then read as :func:`awl.store.window_in_damaged_log`
-    reads it.  A message of the window that cannot be read is one line in its
-    place, named on stderr too, and the status is then 1 (the window is not
-    whole); a bad line outside the window is not read at all."""
+    reads it, the damage is named on stderr and the status is 1, since the window
+    may be cut short where a link is lost.  A message of the window that cannot
+    be read is one line in its place, named on stderr too, and the status is
+    then 1; in a log an open takes, a bad line outside the window is not read."""
     from ..errors import CorruptSession
     from ..store import SessionManager, UnreadableMessage, Window, window_in_damaged_log
     from ..ui import around_document, transcript_around, window_around
@@ -99,24 +102,34 @@ def _show_around(path: Path, around: str, context: int, as_json: bool) -> None:
         )
         return text, [e for e in w.messages if isinstance(e, UnreadableMessage)]
 
-    damaged = False
+    damage: CorruptSession | None = None
     try:
         try:
             with SessionManager.open(path, read_only=True) as m:
                 # Everything is read before anything is printed: no half window.
                 text, bad = render(window_around(m, around, context))
-        except CorruptSession:
-            damaged = True
+        except CorruptSession as exc:
+            damage = exc
             text, bad = render(window_in_damaged_log(path, around, context))
     except KeyError:
-        where = "the lines of this session that can be read" if damaged else "this session"
+        where = "the lines of this session that can be read" if damage else "this session"
         fail(f"{path}: no entry {around!r} in {where}", usage=True)
     except AwlError as exc:
         _fail_to_read(path, exc)
     click.echo(text)
+    said = []
     for item in bad:
-        click.echo(visible(f"awl: {path}:{item.line}: {item.problem}", one_line=True), err=True)
-    if bad:
+        said.append(f"awl: {path}:{item.line}: {item.problem}")
+    if damage is not None and all(item.line != damage.line for item in bad):
+        # The window of a damaged log may be cut short where a link is lost,
+        # with no unreadable message in it to say so: said, whatever it shows.
+        said.append(
+            f"awl: {damage}: the log is damaged; what is shown is what still links to "
+            f"{around} (awl reindex --verify names every problem)"
+        )
+    for line in said:
+        click.echo(visible(line, one_line=True), err=True)
+    if said:
         sys.exit(1)
 
 
@@ -128,6 +141,12 @@ def _fail_to_read(path: Path, exc: AwlError) -> NoReturn:
         # Another agent's log, not a broken awl one: say what brings it in.
         fail(f"{path}: a {FORMAT_NAMES[found]} session log, not awl's: `awl import` takes it in")
     fail(str(exc))
+
+
+def _file_and_entry(ref: str) -> bool:
+    """Whether ``ref`` is ``PATH:ENTRY``: no file by its whole name, one before its colon."""
+    head = ref.rpartition(":")[0]
+    return bool(head) and not os.path.lexists(ref) and os.path.isfile(head)
 
 
 def _names_a_file(ref: str) -> bool:

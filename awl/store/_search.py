@@ -728,11 +728,12 @@ def _unnamed(log: _Log) -> SearchProblem | None:
     more = log.bad - NAMED_BAD_LINES
     if more <= 0:
         return None
-    what = "line is" if more == 1 else "lines are"
+    what = (
+        "line is not a complete JSON object" if more == 1 else "lines are not complete JSON objects"
+    )
     return SearchProblem(
         log.path,
-        f"{log.path}: and {more} more {what} not complete JSON objects "
-        "(awl reindex --verify names every one)",
+        f"{log.path}: and {more} more {what} (awl reindex --verify names every one)",
     )
 
 

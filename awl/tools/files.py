@@ -189,7 +189,8 @@ def atomic_write(path: Path, data: bytes) -> None:
     mode: int | None = None
     with contextlib.suppress(FileNotFoundError):
         mode = path.stat().st_mode & 0o7777
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    # Not named after the file: a name near the 255-byte limit would leave no room.
+    tmp = path.with_name(f".awl-write-{secrets.token_hex(4)}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     except OSError as exc:
