@@ -828,7 +828,7 @@ def test_a_message_that_cannot_be_read_ends_a_resume_before_its_prompt_is_saved(
 
 
 @pytest.mark.parametrize(
-    "ref", ["nosuch", "abcdef12", "0", "../x", "/etc/passwd", "0" * 40], ids=repr
+    "ref", ["nosuch", "abcdef12", "0", "../x", "/etc/passwd", "0" * 40, "0:5c1f09aa"], ids=repr
 )
 def test_print_resume_errors(env: dict[str, str], root: Path, project: Path, ref: str) -> None:
     for text in ("one", "two"):  # two sessions, so "0" is an ambiguous prefix
@@ -840,6 +840,8 @@ def test_print_resume_errors(env: dict[str, str], root: Path, project: Path, ref
     assert len(r.stderr.splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
     if ref == "0":
         assert "matches 2 sessions" in r.stderr
+    if ref == "0:5c1f09aa":  # a search hit's first word, pasted
+        assert "awl --resume 0 goes on where that session ended" in r.stderr
     assert snapshot(root) == before
 
 

@@ -197,9 +197,9 @@ class Agent:
         prompt being saved and then failing.
         """
         provider = self.provider()
-        pending, started = self.open_calls()
         try:
             request_history(self.conversation)  # each message is loaded once, and kept
+            pending, started = self.open_calls()
         except CorruptSession as exc:
             raise UnresumableSession(
                 f"this session cannot go on: {exc} "

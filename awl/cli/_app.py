@@ -254,6 +254,14 @@ def main(
         # As the interactive loop passes over a blank line: nothing to send, and an
         # empty prompt in the log would be sent again on every resume.
         fail("the prompt is empty", usage=True)
+    if resume not in (None, _MOST_RECENT) and ":" in resume and "/" not in resume:
+        # A search hit's first word, pasted: a session goes on from where it ended.
+        session = resume.partition(":")[0]
+        fail(
+            f"{resume} names a message (as awl search prints a hit): awl --resume {session} "
+            f"goes on where that session ended, awl show {resume} shows the message",
+            usage=True,
+        )
     try:
         code = run_session(
             cwd=here,
