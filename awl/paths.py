@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from .errors import SessionError
@@ -17,6 +18,20 @@ SESSION_FILE_RE = re.compile(
     r"^(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z)_"
     r"(?P<id>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$"
 )
+
+
+StrPath = str | os.PathLike[str]
+"""A path as awl's functions take one."""
+
+
+def path_list(paths: Iterable[StrPath] | StrPath) -> list[StrPath]:
+    """``paths`` as a list; a lone path (a str or a PathLike) as a list of one.
+
+    A str is a sequence of its characters, each of which a loop over paths
+    would take for a path of its own (``/``: the root, walked whole)."""
+    if isinstance(paths, str | os.PathLike):
+        return [paths]
+    return list(paths)
 
 
 def _xdg_dir(var: str, default: str) -> Path:

@@ -15,6 +15,7 @@ answers the calls that never ran.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -129,7 +130,18 @@ def _only_results(message: Message) -> bool:
 
 
 class Agent:
-    """Drives one session: holds the conversation, the provider and the tools."""
+    """Drives one session: holds the conversation, the provider and the tools.
+
+    ``provider`` and ``model`` default to the session's active ones (the
+    provider's default model when another provider is named); ``cwd``, where
+    tools run, to the session's directory.  The agent keeps the conversation
+    it sends in memory: append to its session through it (:meth:`run_turn`)
+    while it is in use, since a message appended through ``manager`` directly
+    is in the log but not in what the next request sends.  A session made
+    with :meth:`~awl.store.SessionManager.create` has no system prompt unless
+    one is appended first (:func:`open_session` appends awl's own,
+    :data:`SYSTEM_PROMPT`, as ``awl`` does).
+    """
 
     def __init__(
         self,
@@ -139,7 +151,7 @@ class Agent:
         model: str | None = None,
         base_url: str | None = None,
         tools: Sequence[Tool] | None = None,
-        cwd: Path | None = None,
+        cwd: str | os.PathLike[str] | None = None,
     ) -> None:
         self.manager = manager
         active_provider, active_model = manager.active_model()
@@ -149,7 +161,7 @@ class Agent:
         self.model = model or (active_model if self.provider_name == active_provider else "")
         self.base_url = base_url
         self.tools = list(tools) if tools is not None else default_tools()
-        self.cwd = cwd or Path(manager.cwd)
+        self.cwd = Path(cwd) if cwd is not None else Path(manager.cwd)
         self.conversation = manager.rebuild_conversation()
         self._provider: Provider | None = None
 

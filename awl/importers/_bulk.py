@@ -23,7 +23,7 @@ import orjson
 
 from .._processes import run_in_processes
 from ..errors import AwlError
-from ..paths import path_text, session_root
+from ..paths import path_list, path_text, session_root
 from ._run import ImportResult, SourceSpec, import_source
 from ._source import FORMATS
 
@@ -69,7 +69,7 @@ class ImportPlan:
 
 
 def plan_import(
-    paths: Sequence[str | os.PathLike[str]] = (),
+    paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str] = (),
     *,
     fmt: str | None = None,
     session_dir: str | os.PathLike[str] | None = None,
@@ -88,6 +88,7 @@ def plan_import(
     """
     if fmt is not None and fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
+    paths = path_list(paths)  # a lone str is one path, not its characters
     plan = ImportPlan()
     seen: set[tuple[int, int]] = set()
     own = _awl_store(session_dir)
@@ -480,8 +481,8 @@ def import_sessions(
 ) -> tuple[list[ImportResult], ImportSummary]:
     """Import every source session, largest first, across ``jobs`` worker processes
     (default: the cores); ``on_result`` sees each result as it comes.  ``problems``
-    (from :func:`plan_import`) are reported first.  Returns the results, in source
-    order, and the totals.
+    (from :func:`plan_import`) are reported first.  Returns the results, sorted by
+    source path, and the totals.
 
     An exception while importing (KeyboardInterrupt) ends the run once the
     sessions under way end (written whole, or not at all); none is started

@@ -31,6 +31,7 @@ from ..paths import (
     creations,
     index_cache_path,
     log_files,
+    path_list,
     project_dir,
     project_folders,
     session_file_name,
@@ -142,7 +143,7 @@ class ReindexPlan:
 
 
 def plan_reindex(
-    paths: Sequence[str | os.PathLike[str]] = (),
+    paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str] = (),
     *,
     cwd: str | os.PathLike[str] | None = None,
     all_projects: bool = False,
@@ -155,6 +156,7 @@ def plan_reindex(
     Raises ValueError for an empty path, SessionError when the root cannot be listed.
     """
     unlisted: list[FileResult] = []
+    paths = path_list(paths)  # a lone str is one path, not its characters
     if paths:
         targets = expand_paths(paths, unlisted=unlisted)
         creations: list[tuple[Path, Path]] = []
@@ -507,7 +509,7 @@ def _work(args: tuple[str, bool, bool]) -> FileResult:
 
 
 def reindex(
-    paths: Sequence[str | os.PathLike[str]],
+    paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     *,
     verify: bool = False,
     dry_run: bool = False,
@@ -528,6 +530,7 @@ def reindex(
     :func:`one_name_each` of ``paths`` when the caller has it already (a
     progress bar needs it first): a store is not stat'ed twice.
     """
+    paths = path_list(paths)  # a lone str is one path, not its characters
     sizes = dict(sizes) if sizes is not None else one_name_each(paths)
     results: list[FileResult] = []
     summary = ReindexSummary()

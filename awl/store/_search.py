@@ -27,7 +27,7 @@ import sys
 import threading
 from _queue import SimpleQueue  # queue's own import costs a millisecond
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from itertools import islice
 from pathlib import Path
 from typing import Any, Generic, NamedTuple, TypeVar
@@ -850,12 +850,12 @@ def _search_mapped(plan: _Plan, log: _Log, lo: int, hi: int) -> list[RawHit]:
 
 def search(
     query: SearchQuery,
-    logs: Sequence[Path],
+    logs: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     *,
     cwd: str | None = None,
     jobs: int | None = None,
     limit: int | None = None,
-) -> Iterator[SearchHit | SearchProblem]:
+) -> Generator[SearchHit | SearchProblem, None, None]:
     """Every hit of ``query`` in ``logs``, log by log in the order given, each log's in
     file order; a log that cannot be searched gives a :class:`SearchProblem` and
     the others are searched all the same.  A corrupt line where the search
@@ -869,7 +869,46 @@ def search(
     stops after that many hits.  Memory holds the hits of a few logs (a large
     log's: of a few pieces).
     """
-    plan = _plan(query)
+    if not isinstance(query, SearchQuery):
+        raise TypeError(f"query must be a SearchQuery, not {type(query).__name__}")
+    if limit is not None and limit < 1:
+        raise ValueError(f"limit must be at least 1, not {limit}")
+    # Checked here, not when the first hit is asked for.  The logs are taken as the
+    # search reaches them (a scope's walk goes on while the first hits come out).
+    given = [logs] if isinstance(logs, str | os.PathLike) else logs  # not its characters
+    return _search(_plan(query), (Path(p) for p in given), cwd, jobs, limit)
+
+
+class _SwitchInterval:
+    """The interpreter's thread switch interval, short while any search runs and put
+    back when the last one ends (two searches may overlap: a program's own
+    setting must outlive both)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._users = 0
+        self._before = 0.0
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if not self._users:
+                self._before = sys.getswitchinterval()
+                sys.setswitchinterval(min(self._before, 0.0005))
+            self._users += 1
+
+    def __exit__(self, *exc_info: object) -> None:
+        with self._lock:
+            self._users -= 1
+            if not self._users:
+                sys.setswitchinterval(self._before)
+
+
+_short_switches = _SwitchInterval()
+
+
+def _search(
+    plan: _Plan, logs: Iterator[Path], cwd: str | None, jobs: int | None, limit: int | None
+) -> Generator[SearchHit | SearchProblem, None, None]:
     # Each thread keeps a read buffer and queued work: a count far past the cores
     # (-j 100000) would only exhaust memory or the system's threads.
     workers = min(jobs or min(4, os.cpu_count() or 1), MOST_JOBS)
@@ -878,46 +917,41 @@ def search(
     count = 0
     # Workers hand results back through the GIL: a short switch interval keeps
     # them from waiting out the default 5 ms each time (a convoy on many logs).
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(min(interval, 0.0005))
-    try:
-        with _Pool(workers) as pool:
+    with _short_switches, _Pool(workers) as pool:
 
-            def fill() -> None:
-                while len(ahead) < 4 * workers:
-                    batch = list(islice(paths, _BATCH))
-                    if not batch:
-                        return
-                    ahead.append(pool.submit(_search_batch, plan, batch, cwd))
+        def fill() -> None:
+            while len(ahead) < 4 * workers:
+                batch = list(islice(paths, _BATCH))
+                if not batch:
+                    return
+                ahead.append(pool.submit(_search_batch, plan, batch, cwd))
 
-            taken: list[_Done] = []
-            try:
+        taken: list[_Done] = []
+        try:
+            fill()
+            while ahead:
+                taken = ahead.popleft().result()
                 fill()
-                while ahead:
-                    taken = ahead.popleft().result()
-                    fill()
-                    while taken:
-                        done = taken.pop(0)
-                        found: Iterator[SearchHit | SearchProblem] = iter(done.hits)
-                        if done.big is not None:
-                            found = _search_big(plan, done.big, pool)
-                        for item in found:
-                            yield item
-                            if isinstance(item, SearchHit):
-                                count += 1
-                                if limit is not None and count >= limit:
-                                    return
-            finally:
-                for task in ahead:
-                    task.cancelled = True
-                for task in ahead:
-                    task.done.wait()  # a call already running ends; the rest are skipped
-                    taken += task.value or []
-                for done in taken:
+                while taken:
+                    done = taken.pop(0)
+                    found: Iterator[SearchHit | SearchProblem] = iter(done.hits)
                     if done.big is not None:
-                        done.big.close()
-    finally:
-        sys.setswitchinterval(interval)
+                        found = _search_big(plan, done.big, pool)
+                    for item in found:
+                        yield item
+                        if isinstance(item, SearchHit):
+                            count += 1
+                            if limit is not None and count >= limit:
+                                return
+        finally:
+            for task in ahead:
+                task.cancelled = True
+            for task in ahead:
+                task.done.wait()  # a call already running ends; the rest are skipped
+                taken += task.value or []
+            for done in taken:
+                if done.big is not None:
+                    done.big.close()
 
 
 def _search_big(plan: _Plan, log: _Log, pool: _Pool) -> Iterator[SearchHit | SearchProblem]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from types import TracebackType
 from typing import TypeVar
 
 from ..conversation import Conversation, Message, Usage
-from ..errors import CorruptSession, SessionError, SessionWriteError
+from ..errors import CorruptSession, FormatError, SessionError, SessionWriteError
 from ..paths import project_dir, recorded_cwd, session_file_name
 from . import scanner
 from ._catalog import find_session, most_recent
@@ -31,6 +32,7 @@ from ._clock import format_timestamp
 from ._codec import (
     disk_message_to_internal,
     message_to_disk,
+    parse_line,
     serialize_entry,
     serialize_header,
     serialize_new_entry,
@@ -70,6 +72,9 @@ from ._state import MAX_REPLACED, SessionState
 from ._tree import Tree
 
 _T = TypeVar("_T")
+
+_SESSION_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,9 +146,10 @@ class SessionManager:
         """A new session for ``cwd``.  Nothing is written until the first user message
         (or :meth:`append_entries`).
 
-        ``session_id`` and ``created`` (an ISO timestamp) default to a new
-        UUIDv7 and now: an import gives its source's.  Raises
-        :class:`SessionError` when ``cwd`` is not valid UTF-8.
+        ``session_id`` (a lowercase UUID) and ``created`` (a timestamp as the
+        log writes them, ``2026-04-25T17:40:15.990Z``) default to a new UUIDv7
+        and now: an import gives its source's; ValueError for anything else.
+        Raises :class:`SessionError` when ``cwd`` is not valid UTF-8.
         """
         where = recorded_cwd(cwd)
         try:
@@ -159,6 +165,13 @@ class SessionManager:
         t = time.time()
         now = created if created is not None else format_timestamp(t)
         sid = session_id if session_id is not None else uuid7(t)
+        # Both name the log's file: anything else could put it outside its folder.
+        if not (isinstance(sid, str) and _SESSION_ID.fullmatch(sid)):
+            raise ValueError(f"session_id must be a lowercase UUID, not {sid!r}")
+        if not (isinstance(now, str) and _TIMESTAMP.fullmatch(now)):
+            raise ValueError(
+                f"created must be a timestamp such as {format_timestamp(t)!r}, not {now!r}"
+            )
         header = SessionHeader(id=sid, timestamp=now, cwd=where, provider=provider, model=model)
         path = project_dir(header.cwd, session_dir) / session_file_name(now, sid)
         state = SessionState.of_header(header, free_ids=(0, ID_SPACE))  # nothing is used yet
@@ -613,6 +626,13 @@ class SessionManager:
         )
         left = (lo + 1, hi)
         line = serialize_entry(entry)
+        try:
+            # What a reader would refuse (a number as text, a dict as a tool call's
+            # input, a negative count) is refused now, with nothing written: a log
+            # awl writes is one it reads back.
+            parse_line(line)
+        except FormatError as exc:
+            raise FormatError(f"the message cannot be saved: {exc}; nothing was written") from None
         if self._log is None and disk.role != "user":
             # Nothing touches the disk before the first user message.
             self._pending.append((line, entry))

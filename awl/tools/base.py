@@ -15,6 +15,7 @@ before it starts is not run.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -87,7 +88,7 @@ def run_tool(
     tools: Sequence[Tool],
     name: str,
     input_json: str,
-    cwd: Path,
+    cwd: str | os.PathLike[str],
     *,
     cancel: threading.Event | None = None,
 ) -> ToolOutput:
@@ -106,7 +107,7 @@ def run_tool(
         known = ", ".join(t.name for t in tools) or "none"
         return ToolOutput(f"error: unknown tool {name!r} (available: {known})", is_error=True)
     try:
-        return tool.run(input_json, cwd, cancel=cancel)
+        return tool.run(input_json, Path(cwd), cancel=cancel)
     except Exception as exc:
         return ToolOutput(f"error: {name} failed: {type(exc).__name__}: {exc}", is_error=True)
 
