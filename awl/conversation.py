@@ -232,6 +232,10 @@ class Message:
     stop_reason: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.content, list):
+            # A str would be taken block by block, a character each.
+            kind = type(self.content).__name__
+            raise TypeError(f"content must be a list of blocks (Text(...), ...), not {kind}")
         if self.role not in ROLES:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, not {self.role!r}")
         if self.compaction is not None and (

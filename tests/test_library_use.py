@@ -133,3 +133,24 @@ def test_a_working_directory_may_be_a_str(tmp_path: Path, session: SessionManage
     result = agent.run_turn("run: pwd", NullSink())
     assert result.error is None, result
     session.close()
+
+
+def test_a_query_that_would_match_everything_or_nothing_by_mistake_is_refused(
+    session: SessionManager,
+) -> None:
+    session.close()
+    for query, said in [
+        (SearchQuery(""), "the query is empty"),
+        (SearchQuery("h", roles="assistant"), "roles must be a set of"),  # type: ignore[arg-type]
+        (SearchQuery("h", roles=frozenset({"bot"})), "roles must be a set of"),
+        (SearchQuery("h", kinds=frozenset({"tool-call"})), "kinds must be a set of"),
+        (SearchQuery("h", since="7d"), "since must be a timestamp"),
+    ]:
+        with pytest.raises(ValueError, match=said):
+            search(query, [session.path])
+    assert list(search(SearchQuery("h", since="2000-01-01"), [session.path]))
+
+
+def test_content_given_as_a_str_is_refused_where_the_message_is_made() -> None:
+    with pytest.raises(TypeError, match="content must be a list of blocks"):
+        Message("user", "hello")  # type: ignore[arg-type]

@@ -871,12 +871,34 @@ def search(
     """
     if not isinstance(query, SearchQuery):
         raise TypeError(f"query must be a SearchQuery, not {type(query).__name__}")
+    _check(query)
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be at least 1, not {limit}")
     # Checked here, not when the first hit is asked for.  The logs are taken as the
     # search reaches them (a scope's walk goes on while the first hits come out).
     given = [logs] if isinstance(logs, str | os.PathLike) else logs  # not its characters
     return _search(_plan(query), (Path(p) for p in given), cwd, jobs, limit)
+
+
+_WHEN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}([T ].*)?")
+
+
+def _check(query: SearchQuery) -> None:
+    """ValueError for a query that would match everything or nothing by mistake."""
+    if not query.text:
+        raise ValueError("the query is empty: it would match every block")
+    for name, given, known in (
+        ("roles", query.roles, ROLES),
+        ("kinds", query.kinds, BLOCK_KINDS),
+    ):
+        if isinstance(given, str) or not set(given) <= set(known):
+            raise ValueError(f"{name} must be a set of {', '.join(known)}, not {given!r}")
+    for name, when in (("since", query.since), ("until", query.until)):
+        # Compared as text with the log's timestamps: an age ("7d") matches nothing.
+        if when is not None and not (isinstance(when, str) and _WHEN.fullmatch(when)):
+            raise ValueError(
+                f"{name} must be a timestamp such as 2026-05-01T00:00:00.000Z, not {when!r}"
+            )
 
 
 class _SwitchInterval:
