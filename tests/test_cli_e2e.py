@@ -413,6 +413,27 @@ def test_a_log_another_program_appended_to_is_refused_then_resumes(
         ]
 
 
+def test_what_is_typed_while_a_reply_streams_is_not_echoed_into_it_and_comes_next(
+    term: Any, env: dict[str, str], root: Path, project: Path
+) -> None:
+    """Typed ahead during a turn, text is not echoed into the streaming reply (the
+    terminal's echo is off while a turn runs); the next prompt takes it."""
+    env["AWL_OFFLINE_DELAY"] = "0.3"
+    long_prompt = " ".join(f"word{i}" for i in range(30))
+    t = term()
+    t.line(long_prompt)
+    t.expect("You said: ")  # streaming
+    t.child.send("typed ahead")
+    t.ready()  # the turn is over: the next prompt reads
+    reply = t.seen[-1]
+    assert "typed ahead" not in reply and long_prompt in reply, reply
+    t.child.sendline("")
+    t.expect("You said: typed ahead")
+    t.quit()
+    log = one_log(root, project)
+    assert [texts(m) for m in log.messages()[1::2]] == [long_prompt, "typed ahead"]
+
+
 def test_ctrl_c_cancels_the_streaming_turn(
     term: Any, env: dict[str, str], root: Path, project: Path
 ) -> None:

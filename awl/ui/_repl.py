@@ -6,12 +6,14 @@ for it; without a terminal the loop reads plain lines from stdin.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
 import sys
+import termios
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..agent import Agent, TurnResult, UnresumableSession
@@ -153,28 +155,56 @@ def _run_with_cancel(agent: Agent, prompt: str, sink: TerminalSink) -> TurnResul
     # Wait on an Event, not Thread.join: a KeyboardInterrupt inside join()
     # can leave the thread looking finished while it still runs (bpo-45274).
     threading.Thread(target=run, daemon=True).start()
-    while True:
-        try:
-            if finished.wait(0.1):
-                break
-        except KeyboardInterrupt:
-            if not cancel.is_set():
-                cancel.set()
-                # The streaming reply stops, a running bash command is killed
-                # with its whole process group (its output so far is saved as
-                # the call's result, an error), calls not yet started are
-                # answered as not run, and no further model request is made.
-                # A second Ctrl+C has nothing more to stop.
-                sys.stdout.write(
-                    "\n[cancelling: the reply or running command is stopped; "
-                    "nothing more goes to the model]\n"
-                )
-                sys.stdout.flush()
+    with _typing_not_echoed():
+        while True:
+            try:
+                if finished.wait(0.1):
+                    break
+            except KeyboardInterrupt:
+                if not cancel.is_set():
+                    cancel.set()
+                    # The streaming reply stops, a running bash command is killed
+                    # with its whole process group (its output so far is saved as
+                    # the call's result, an error), calls not yet started are
+                    # answered as not run, and no further model request is made.
+                    # A second Ctrl+C has nothing more to stop.
+                    sys.stdout.write(
+                        "\n[cancelling: the reply or running command is stopped; "
+                        "nothing more goes to the model]\n"
+                    )
+                    sys.stdout.flush()
     sink.end()
     result = box[0] if box else None
     if isinstance(result, BaseException):
         raise result
     return result
+
+
+@contextlib.contextmanager
+def _typing_not_echoed() -> Iterator[None]:
+    """While a turn runs, what the user types ahead is not echoed into the reply
+    streaming on the terminal; it stays in the input queue, and the next prompt
+    shows and takes it.  Ctrl+C still signals (only ECHO is turned off)."""
+    try:
+        fd = sys.stdin.fileno()
+        before = termios.tcgetattr(fd) if os.isatty(fd) else None
+    except (OSError, ValueError, termios.error):  # no terminal: nothing to do
+        before = None
+    if before is None:
+        yield
+        return
+    quiet = list(before)
+    quiet[3] &= ~termios.ECHO
+    try:
+        termios.tcsetattr(fd, termios.TCSANOW, quiet)  # TCSANOW: typed-ahead input kept
+    except termios.error:
+        before = None
+    try:
+        yield
+    finally:
+        if before is not None:
+            with contextlib.suppress(termios.error):
+                termios.tcsetattr(fd, termios.TCSANOW, before)
 
 
 def interactive_loop(agent: Agent, *, resumed: bool) -> int:
