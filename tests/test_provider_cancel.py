@@ -26,7 +26,7 @@ import pytest
 from awl.conversation import Message, Text
 from awl.providers import CANCELLED
 from awl.providers.anthropic import AnthropicProvider
-from awl.providers.base import HostedProvider, Response
+from awl.providers.base import Exchange, HostedProvider, Response
 from awl.providers.openai import OpenAIProvider
 from tests.helpers import Sink, awl_env, with_default_sigint
 from tests.servers import FakeServer, Reply, serve
@@ -280,3 +280,15 @@ def test_awl_p_stops_at_the_first_ctrl_c_while_the_server_is_silent(tmp_path: Pa
         assert out == "Half an \n"
         assert "awl: cancelled" in err.splitlines()
         assert server.aborted.wait(HANG), "the connection was not hung up"
+
+
+def test_an_event_that_comes_after_the_cancel_is_not_shown() -> None:
+    """Between the cancel and the caller giving the request up (up to a poll), an
+    event the helper thread reads is dropped, not shown under the cancel's note."""
+    cancel = threading.Event()
+    exchange = Exchange("m", cancel)
+    shown: list[str] = []
+    assert exchange.apply(shown.append, "before") is True
+    cancel.set()
+    assert exchange.apply(shown.append, "after") is False
+    assert shown == ["before"]

@@ -58,6 +58,14 @@ INTERRUPTED_IN_FLIGHT = (
 Calls run one at a time and each result is saved before the next call
 starts, so only this one can have been running when the session ended."""
 
+NOT_RUN_RESULT = (
+    "not run: the reply that asked for this tool call did not finish (it was cancelled, "
+    "cut off or failed), so the call never started. Ask the user before running it."
+)
+"""The answer, on the next turn, to a tool call of a reply that ended before it could
+ask for its calls to run (its stop reason is not ``toolUse``): none of them ran,
+and the session did not end."""
+
 CUT_OFF = "the reply was cut off at the model's output limit (AWL_MAX_TOKENS sets it)"
 """A turn's error when the reply stopped at the output limit: saved, but not whole."""
 
@@ -220,7 +228,11 @@ class Agent:
         content: list[Text | ToolResult] = [
             ToolResult(
                 t.id,
-                INTERRUPTED_IN_FLIGHT if started and not k else INTERRUPTED_RESULT,
+                NOT_RUN_RESULT
+                if not started
+                else INTERRUPTED_IN_FLIGHT
+                if not k
+                else INTERRUPTED_RESULT,
                 is_error=True,
             )
             for k, t in enumerate(pending)

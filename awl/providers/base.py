@@ -325,10 +325,12 @@ class Exchange:
 
     def apply(self, handle: Callable[[_Event], None], event: _Event) -> bool:
         """``handle(event)``: one stream event applied to the reply (and told to
-        the sink), unless the caller has given up.  Whether to read on: False
-        when the event was not applied or ``cancel`` is set."""
+        the sink), unless ``cancel`` is set or the caller has given up.  Whether
+        to read on: False when the event was not applied or ``cancel`` is set."""
         with self._lock:
-            if self._abandoned:
+            # ``cancel`` first: an event that comes after it is not shown, even
+            # in the moment before the caller notices and abandons the request.
+            if self.cancelled():
                 return False
             handle(event)
         return not self.cancelled()
