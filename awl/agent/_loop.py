@@ -219,23 +219,25 @@ class Agent:
         provider = self.provider()
         try:
             request_history(self.conversation)  # each message is loaded once, and kept
-            pending, started = self.open_calls()
+            pending, started, unfinished = self._open_round_state()
         except CorruptSession as exc:
             raise UnresumableSession(
                 f"this session cannot go on: {exc} "
                 "(nothing was saved; awl reindex --verify names each problem)"
             ) from None
+        # A round cut short: the first call perhaps ran, the others did not.  The
+        # calls of a reply that recorded another end never started.
+        answers = [
+            (INTERRUPTED_IN_FLIGHT if not k else INTERRUPTED_RESULT)
+            if started
+            else NOT_RUN_RESULT
+            if unfinished
+            else INTERRUPTED_RESULT
+            for k in range(len(pending))
+        ]
         content: list[Text | ToolResult] = [
-            ToolResult(
-                t.id,
-                NOT_RUN_RESULT
-                if not started
-                else INTERRUPTED_IN_FLIGHT
-                if not k
-                else INTERRUPTED_RESULT,
-                is_error=True,
-            )
-            for k, t in enumerate(pending)
+            ToolResult(t.id, answer, is_error=True)
+            for t, answer in zip(pending, answers, strict=True)
         ]
         content.append(Text(prompt))
         self._append(Message("user", list(content)))
@@ -279,13 +281,25 @@ class Agent:
         ``toolUse``), one at a time, each result saved before the next call
         starts; a cancelled, failed or cut-off reply runs none of its calls.
         """
+        pending, started, _ = self._open_round_state()
+        return pending, started
+
+    def _open_round_state(self) -> tuple[list[ToolUse], bool, bool]:
+        """:meth:`open_calls`, and whether the reply asking for the calls recorded
+        that it ended otherwise than asking (cancelled, failed, cut off): then
+        none of them ever started, and the session did not end."""
         after, pending = _open_round(self.conversation)
         if not pending:
-            return [], False
+            return [], False, False
         entries = self.manager.recent_entries(after + 1)
         asked = entries[0].message if len(entries) == after + 1 else None
         started = asked is None or (asked.role == "assistant" and asked.stop_reason == "toolUse")
-        return pending, started
+        unfinished = (
+            asked is not None
+            and asked.role == "assistant"
+            and asked.stop_reason not in (None, "toolUse")
+        )
+        return pending, started, unfinished
 
     def _save_partial(self, results: list[ToolResult], saved: _Saved) -> None:
         """Save a round's results so far: the newest as a message of its own, or,
