@@ -387,11 +387,12 @@ def test_a_log_another_program_appended_to_is_refused_then_resumes(
     t = term()
     t.line("before it")
     t.expect("You said: before it")
+    t.ready()  # the turn has ended: its reply is saved (shown is not yet saved)
     (path,) = session_files(root)
     with open(path, "ab") as fh:
         fh.write(b'{"type":"note","text":"from another program"}')
     after = path.read_bytes()
-    t.line("while it was there")
+    t.child.sendline("while it was there")
     t.expect("another program appended 45 bytes to the log while awl had it open")
     prefix = t.quit()
     assert "Traceback" not in t.transcript()
