@@ -28,14 +28,17 @@ import math
 import os
 
 __all__ = [
+    "HUGE",
     "MAX_BASH_TIMEOUT",
     "MOST_BASH_OUTPUT",
     "bash_max_output",
     "bash_timeout",
+    "count_of",
     "fsync_enabled",
     "index_cache_min",
     "native_disabled",
     "problems",
+    "quoted",
     "retries",
     "verbose",
 ]
@@ -70,23 +73,23 @@ def verbose() -> bool:
     return _switch("AWL_VERBOSE") is True
 
 
-_HUGE = 10**19
+HUGE = 10**19
 """What any count of more than 19 digits reads as: more than every bound here."""
 
 
-def _count(value: str) -> int | None:
+def count_of(value: str) -> int | None:
     """``value`` (stripped) as a count written in ASCII digits, else None.  A count
-    too long for :func:`int` to read (4300 digits) is :data:`_HUGE`, not an error."""
+    too long for :func:`int` to read (4300 digits) is :data:`HUGE`, not an error."""
     value = value.strip()
     if not (value.isascii() and value.isdigit()):
         return None
     digits = value.lstrip("0") or "0"
-    return int(digits) if len(digits) <= 19 else _HUGE
+    return int(digits) if len(digits) <= 19 else HUGE
 
 
 def index_cache_min(default: int) -> int:
     """``$AWL_INDEX_CACHE_MIN`` as a number of bytes, else ``default``."""
-    value = _count(os.environ.get("AWL_INDEX_CACHE_MIN", ""))
+    value = count_of(os.environ.get("AWL_INDEX_CACHE_MIN", ""))
     return default if value is None else value
 
 
@@ -97,11 +100,11 @@ _MOST_RETRIES = 10
 def retries() -> int:
     """``$AWL_RETRIES``: how many times a request that failed with a passing error
     (a rate limit, an overload, a server error) is sent again; 3 by default."""
-    value = _count(os.environ.get("AWL_RETRIES", ""))
+    value = count_of(os.environ.get("AWL_RETRIES", ""))
     return value if value is not None and value <= _MOST_RETRIES else DEFAULT_RETRIES
 
 
-def _shown(value: str) -> str:
+def quoted(value: str) -> str:
     """A variable's value as an error line quotes it: cut short when it is long."""
     return repr(value if len(value) <= 40 else value[:40] + "…")
 
@@ -113,26 +116,26 @@ def problems() -> list[str]:
         value = os.environ.get(name, "")
         if value.strip() and _switch(name) is None:
             found.append(
-                f"{name}={_shown(value)} is not a switch: 1 or 0 (true/false, yes/no, on/off)"
+                f"{name}={quoted(value)} is not a switch: 1 or 0 (true/false, yes/no, on/off)"
             )
     value = os.environ.get("AWL_INDEX_CACHE_MIN", "")
     if value.strip() and index_cache_min(-1) < 0:
-        found.append(f"AWL_INDEX_CACHE_MIN={_shown(value)} is not a number of bytes (e.g. 1048576)")
+        found.append(f"AWL_INDEX_CACHE_MIN={quoted(value)} is not a number of bytes (e.g. 1048576)")
     value = os.environ.get("AWL_RETRIES", "")
-    if value.strip() and not ((n := _count(value)) is not None and n <= _MOST_RETRIES):
+    if value.strip() and not ((n := count_of(value)) is not None and n <= _MOST_RETRIES):
         found.append(
-            f"AWL_RETRIES={_shown(value)} is not a number of retries from 0 to {_MOST_RETRIES}"
+            f"AWL_RETRIES={quoted(value)} is not a number of retries from 0 to {_MOST_RETRIES}"
         )
     value = os.environ.get("AWL_BASH_TIMEOUT", "")
     if value.strip() and bash_timeout(-1.0) < 0:
         found.append(
-            f"AWL_BASH_TIMEOUT={_shown(value)} is not a number of seconds above 0,"
+            f"AWL_BASH_TIMEOUT={quoted(value)} is not a number of seconds above 0,"
             f" up to {MAX_BASH_TIMEOUT:g} (e.g. 300)"
         )
     value = os.environ.get("AWL_BASH_MAX_OUTPUT", "")
     if value.strip() and bash_max_output(-1) < 0:
         found.append(
-            f"AWL_BASH_MAX_OUTPUT={_shown(value)} is not a number of characters from 1"
+            f"AWL_BASH_MAX_OUTPUT={quoted(value)} is not a number of characters from 1"
             f" to {MOST_BASH_OUTPUT} (e.g. 100000)"
         )
     return found
@@ -158,7 +161,7 @@ def bash_timeout(default: float) -> float:
 def bash_max_output(default: int) -> int:
     """``$AWL_BASH_MAX_OUTPUT`` in characters (1 to :data:`MOST_BASH_OUTPUT`), else
     ``default``."""
-    value = _count(os.environ.get("AWL_BASH_MAX_OUTPUT", ""))
+    value = count_of(os.environ.get("AWL_BASH_MAX_OUTPUT", ""))
     return value if value is not None and 0 < value <= MOST_BASH_OUTPUT else default
 
 

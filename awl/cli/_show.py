@@ -117,9 +117,7 @@ def _show_around(path: Path, around: str, context: int, as_json: bool) -> None:
     except AwlError as exc:
         _fail_to_read(path, exc)
     click.echo(text)
-    said = []
-    for item in bad:
-        said.append(f"awl: {path}:{item.line}: {item.problem}")
+    said = [f"awl: {path}:{item.line}: {item.problem}" for item in bad]
     if damage is not None and all(item.line != damage.line for item in bad):
         # The window of a damaged log may be cut short where a link is lost,
         # with no unreadable message in it to say so: said, whatever it shows.

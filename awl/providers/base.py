@@ -187,18 +187,14 @@ def env_count(name: str, default: int) -> int:
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
-    if not (raw.isascii() and raw.isdigit()):
-        raise SettingError(f"{name} must be a positive integer, not {_quoted(raw)}")
-    if len(raw.lstrip("0")) > 18:
-        raise SettingError(f"{name} is too large: {_quoted(raw)}")
-    value = int(raw)
+    value = environment.count_of(raw)
+    if value is None:
+        raise SettingError(f"{name} must be a positive integer, not {environment.quoted(raw)}")
+    if value >= environment.HUGE:
+        raise SettingError(f"{name} is too large: {environment.quoted(raw)}")
     if value <= 0:
         raise SettingError(f"{name} must be positive, not {value}")
     return value
-
-
-def _quoted(value: str) -> str:
-    return repr(value if len(value) <= 40 else value[:40] + "…")
 
 
 class InvalidBaseURL(ProviderError):

@@ -19,15 +19,20 @@ _TEXT_LINES = 40  # a preview (full=False) of a long reply: its head, not a scre
 _LINE_CHARS = 200  # and as many characters as that many lines of this width
 
 
-def _head(m: SessionManager) -> dict[str, Any]:
-    provider, model = m.active_model()
+def _head(m: SessionManager | Window) -> dict[str, Any]:
+    """A session document's head, of an open session or of a window already read."""
+    from ..store import Window
+
+    if not isinstance(m, Window):
+        provider, model = m.active_model()
+        m = Window(m.header, [], 0, m.leaf_id, m.entries_off_branch(), provider, model)
     return {
-        "id": m.id,
-        "cwd": m.cwd,
-        "leafId": m.leaf_id,
-        "activeProvider": provider,
-        "activeModel": model,
-        "entriesOffBranch": m.entries_off_branch(),
+        "id": m.header.id,
+        "cwd": m.header.cwd,
+        "leafId": m.leaf,
+        "activeProvider": m.provider,
+        "activeModel": m.model,
+        "entriesOffBranch": m.off_branch,
     }
 
 
@@ -212,15 +217,7 @@ def _window(
     from ..store import Window
 
     w = m if isinstance(m, Window) else window_around(m, entry_id, context)
-    head = {
-        "id": w.header.id,
-        "cwd": w.header.cwd,
-        "leafId": w.leaf,
-        "activeProvider": w.provider,
-        "activeModel": w.model,
-        "entriesOffBranch": w.off_branch,
-    }
-    return head, w.messages, w.at
+    return _head(w), w.messages, w.at
 
 
 def unreadable_line(item: UnreadableMessage) -> str:
