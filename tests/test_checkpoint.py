@@ -18,8 +18,10 @@ from awl.store import (
     MAX_REPLACED,
     CheckpointPolicy,
     MessageEntry,
+    NewEntry,
     block_to_json,
     content_block_to_disk,
+    format_timestamp,
 )
 
 from .helpers import entry_ids, line, msg, reference_replay
@@ -526,6 +528,10 @@ ops = st.lists(
         st.tuples(st.just("checkpoint"), st.just(0)),
         st.tuples(st.just("reopen"), st.just(0)),
         st.tuples(st.just("cache"), st.sampled_from(["delete", "garbage"])),
+        # Entries of another type (an import's hooks' lines): a chain under the
+        # leaf, or under an earlier message (a branch whose last message has
+        # others after it in the file).
+        st.tuples(st.just("nodes"), st.integers(0, 40)),
     ),
     min_size=1,
     max_size=25,
@@ -550,8 +556,10 @@ def test_checkpoint_plus_tail_equals_full_replay(
     root = tmp_path / f"s{os.urandom(4).hex()}"
     m = SessionManager.create(tmp_path, "anthropic", "claude", session_dir=root, checkpoints=EAGER)
     provider = "anthropic"
-    m.append_message(Message("user", [Text("first")]))
+    known = [m.append_message(Message("user", [Text("first")]))]
     for op, arg in ops:
+        if m.leaf_id is not None:
+            known.append(m.leaf_id)
         if op == "user":
             m.append_message(
                 Message("user", [Text("u" * arg)]), provider=provider, model=provider + "-m"
@@ -586,6 +594,12 @@ def test_checkpoint_plus_tail_equals_full_replay(
             assert state(m) == replay_state(m.path)
         elif op == "model":
             provider = arg
+        elif op == "nodes":
+            under = m.leaf_id if arg < 20 else known[arg % len(known)]
+            batch = [NewEntry(format_timestamp(), under, type="x-hook", fields={"n": arg})]
+            batch += [NewEntry(format_timestamp(), k, type="x-hook") for k in range(arg % 3)]
+            m.append_entries(batch, checkpoint=bool(arg % 2))
+            assert state(m) == replay_state(m.path)
         elif op == "checkpoint":
             m.checkpoint()
         elif op == "reopen":

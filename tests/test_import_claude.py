@@ -15,6 +15,7 @@ from awl import Message, SessionManager, Text, request_history
 from awl.agent import open_tool_uses
 from awl.importers import import_sessions, plan_import, session_id_for
 from awl.store import reindex_file, verify_log
+from awl.store._listing import _quick_info
 from tests.import_fixtures import (
     CLAUDE,
     CLAUDE_CUT,
@@ -743,29 +744,38 @@ def test_a_file_that_starts_at_a_compaction_hangs_it_under_the_system_message(
     _lossless(path, r)
 
 
-def test_a_session_ending_in_a_hooks_line_gets_no_checkpoint_readers_would_not_believe(
+def test_a_session_ending_in_a_hooks_line_gets_a_checkpoint_readers_believe(
     tmp_path: Path,
 ) -> None:
     # Claude Code 2.x ends a turn with a `turn_duration` system line: the imported
-    # leaf is that node, not a message, and checkpoint_fits would reject a
-    # checkpoint naming it (a verify would call it corrupt, reindex would add more).
+    # leaf is that node, not a message.  The checkpoint after it names that leaf,
+    # and an open and a listing believe it (the lines between show the chain).
     def build(c: Claude) -> None:
         c.prompt("Bonjour.")
         # Long enough for a checkpoint to fit its share of the log.
         c.reply([{"type": "text", "text": "Bonjour ! " + "x" * 200_000}], stop="end_turn")
         c.chain("system", subtype="turn_duration", durationMs=1200, isMeta=False)
+        c.chain("system", subtype="stop_hook_summary", hookCount=1, isMeta=False)
 
     path, _ = _session(tmp_path, build)
     (r,) = _import(path)
     log = Path(r.path)
-    assert [e["type"] for e in log_lines(log)][-1] == "x-claude-system"  # the leaf
+    lines = log_lines(log)
+    assert [e["type"] for e in lines][-3:] == ["x-claude-system", "x-claude-system", "checkpoint"]
+    assert lines[-1]["leafId"] == lines[-2]["id"]  # the hook's line is the leaf
     report = verify_log(log)
     assert report.ok, report
+    with SessionManager.open(log, read_only=True) as m:
+        assert m.stats.mode == "checkpoint" and m.leaf_id == lines[-2]["id"]
+        assert m.message_count == 3  # awl's system prompt, the prompt, the reply
+    listed = _quick_info(log, None)  # from its ends: raises when unsure
+    assert listed.message_count == 3 and listed.first_prompt == "Bonjour."
     size = log.stat().st_size
     for _ in range(2):
         assert reindex_file(log).error is None
     assert log.stat().st_size == size
     with SessionManager.open(log) as m:  # and it resumes under that node
+        assert m.stats.mode == "checkpoint"
         assert m.rebuild_conversation()[-1].text().startswith("Bonjour ! x")
         m.append_message(Message("user", [Text("Et ensuite ?")]))
     tree = [e for e in log_lines(log) if "parentId" in e]

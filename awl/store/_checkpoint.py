@@ -46,10 +46,6 @@ def checkpoint_fits(cp: Checkpoint, offset: int, body: int, header: SessionHeade
         and all(o >= body and o + n < offset for o, n, _line, _id in cp.recent)
         and (cp.prev is None or cp.prev < offset)
         and cp.checkpoint_bytes <= offset
-        # The leaf of an awl log is its last message: a leafId that is not
-        # the last located message is not trusted (forward-compatible leaves
-        # of other types just take the index path).
-        and (not cp.recent or cp.recent[-1][3] == cp.leaf_id)
         and (cp.message_count == 0) == (not cp.recent)
     )
 
@@ -89,8 +85,10 @@ def checkpoint_locates(cp: Checkpoint, log: LogReader, body: int) -> bool:
 
     Its ``recent`` locations must be in file order, none empty; the last
     must be one whole line (a newline before and after it, none inside)
-    holding the leaf's message, and no tree entry may come between it and
-    this checkpoint (the leaf is the last entry of the tree).  A checkpoint
+    holding the message it names.  The leaf is the last entry of the tree:
+    that message, or the last of the tree entries between it and this
+    checkpoint, which must be entries of other types each under the one
+    before (the first under the message), the last being ``leafId``.  A checkpoint
     without recent messages must have no entries at all, and none may come
     between the header (``body`` is where it ends) and the checkpoint.  A
     checkpoint believed past a leaf it misplaces would make a writer hang
@@ -105,11 +103,12 @@ def checkpoint_locates(cp: Checkpoint, log: LogReader, body: int) -> bool:
         if n == 0 or o < after:
             return False
         after = o + n + 1
+    last: str | None = None  # the last tree entry so far: the leaf, at the end
     if cp.recent:
-        o, n, _line, leaf = cp.recent[-1]
+        o, n, _line, last = cp.recent[-1]
         if o < 1 or log.byte(o - 1) != 0x0A or log.byte(o + n) != 0x0A:
             return False
-        if log.find(b"\n", o, o + n) >= 0 or not holds_message(log, o, n, leaf):
+        if log.find(b"\n", o, o + n) >= 0 or not holds_message(log, o, n, last):
             return False
         pos = after
     elif cp.entry_count or cp.leaf_id is not None:
@@ -118,25 +117,46 @@ def checkpoint_locates(cp: Checkpoint, log: LogReader, body: int) -> bool:
         pos = body
     while pos < cp.offset:
         end = log.find(b"\n", pos, cp.offset)
-        if end < 0 or not _outside_tree(log.view(pos, end)):
+        if end < 0:
             return False
+        kind = _kind_of(log.view(pos, end))
+        if kind is None:
+            return False
+        if kind != _OUTSIDE:
+            node, parent = kind
+            if last is None or parent != last:
+                return False  # a node off the leaf's chain (or before any message)
+            last = node
         pos = end + 1
-    return True
+    return last == cp.leaf_id
 
 
-def _outside_tree(line: bytes | memoryview) -> bool:
-    """Whether a line is sound and no tree entry: blank, a checkpoint, or an
-    entry of another type without an ``id`` (as the scanner tells nodes)."""
+_OUTSIDE = ("", "")
+
+
+def _kind_of(line: bytes | memoryview) -> tuple[str, str | None] | None:
+    """What a line between the last message and a checkpoint is: ``_OUTSIDE`` when it
+    is sound and no tree entry (blank, a checkpoint, or an entry of another
+    type without an ``id``, as the scanner tells nodes); ``(id, parentId)``
+    for a tree entry of another type; None for anything else (a message, a
+    header, a line that is not an entry)."""
     if not bytes(line).strip(b" \t\r"):
-        return True
+        return _OUTSIDE
     try:
         obj = load_object(line)
     except FormatError:
-        return False
+        return None
     kind = obj.get("type")
     if kind == "checkpoint":
-        return True
-    return isinstance(kind, str) and kind not in ("message", "session") and "id" not in obj
+        return _OUTSIDE
+    if not isinstance(kind, str) or kind in ("message", "session"):
+        return None
+    if "id" not in obj:
+        return _OUTSIDE
+    node, parent = obj["id"], obj.get("parentId")
+    if not isinstance(node, str) or not node or not (parent is None or isinstance(parent, str)):
+        return None
+    return node, parent
 
 
 def whole_lines_from(recent: tuple[Location, ...], log: LogReader) -> tuple[Location, ...]:
@@ -187,7 +207,7 @@ class CheckpointPolicy:
     During a session, once ``min_tail`` bytes and ``spacing`` times the
     last checkpoint's size follow it; at a clean close (and a writer's open
     of a log that needs one) whenever tree entries follow it.  Never when
-    the leaf is not the last message, nor when checkpoint lines would
+    readers could not locate the leaf (:func:`checkpoint_locates`), nor when checkpoint lines would
     exceed ``budget`` of the log's bytes; periodic ones use at most half
     of it, so the one written at close still fits.
     An open looks for the last one in the last ``search`` bytes.
@@ -214,10 +234,11 @@ class CheckpointPolicy:
         mark = state.mark
         if not state.entry_count or (not mark.nodes_since and mark.offset is not None):
             return None
-        if state.recent and state.recent[-1].id != state.leaf:
-            # The leaf is an entry of another type (an imported session ending in a
-            # hook's line): readers would not believe the line (checkpoint_fits),
-            # so none is written, and opening such a log takes the index path.
+        if not state.recent or (state.recent[-1].id != state.leaf and not state.leaf_chained):
+            # No message locates the leaf, or entries of other types after the last
+            # message do not chain it to the leaf: readers would not believe the
+            # line (checkpoint_locates), so none is written, and an open of
+            # such a log takes the index path.
             return None
         tail = size - mark.end
         if not closing and tail < max(self.min_tail, self.spacing * mark.length):

@@ -19,7 +19,7 @@ from ._logmap import LogMap, Passing
 from ._numpy import np
 from ._reader import entry_at_row, fields_at, locations, prompt_at
 from ._state import CheckpointMark, SessionState
-from ._tree import SLOW_KEY_BASE, Tree
+from ._tree import SLOW_KEY_BASE, IntArray, Tree
 
 PathLike = str | os.PathLike[str]
 
@@ -43,6 +43,8 @@ def from_checkpoint(
         recent=whole_lines_from(cp.recent, log),
         mark=CheckpointMark(cp.offset, cp.offset + cp_len + 1, cp.checkpoint_bytes + cp_len + 1),
         free_ids=cp.free_ids,
+        # Believed: any entries between its last message and it chain that to the leaf.
+        leaf_chained=True,
     )
 
 
@@ -147,7 +149,19 @@ def from_index(
         recent=tuple(locations(index, tree, msg_rows[-RECENT:])),
         mark=mark,
         free_ids=free,
+        leaf_chained=_leaf_chained(tree, branch_rows, msg_rows),
     )
+
+
+def _leaf_chained(tree: Tree, branch_rows: IntArray, msg_rows: IntArray) -> bool:
+    """Whether the tree entries after the branch's last message are the branch's
+    rest, in file order (see :class:`SessionState`)."""
+    if not len(msg_rows):
+        return False
+    last = int(msg_rows[-1])
+    rest = branch_rows[int(np.flatnonzero(branch_rows == last)[0]) :]
+    in_order = bool(np.all(rest[1:] > rest[:-1]))
+    return in_order and int(np.count_nonzero(tree.rows > last)) == len(rest) - 1
 
 
 def free_window(header: SessionHeader, tree: Tree) -> tuple[int, int]:

@@ -69,7 +69,10 @@ class SessionState:
     """What an open knows of a session (see the module's docstring).
 
     ``free_ids`` is the window of id numbers no entry uses (:mod:`._ids`),
-    None until it is known.
+    None until it is known.  ``leaf_chained``: the tree entries after the
+    last of ``recent``, if any, are entries of other types each under the
+    one before, the first under that message, the last the leaf (what a
+    checkpoint naming such a leaf needs: :func:`._checkpoint.checkpoint_locates`).
     """
 
     provider: str
@@ -83,6 +86,7 @@ class SessionState:
     recent: tuple[Location, ...] = ()
     mark: CheckpointMark = field(default_factory=CheckpointMark)
     free_ids: tuple[int, int] | None = None
+    leaf_chained: bool = True
 
     @classmethod
     def of_header(cls, header: SessionHeader, **fields: object) -> SessionState:
@@ -129,6 +133,7 @@ class SessionState:
             recent,
             CheckpointMark(mark.offset, mark.end, mark.bytes, mark.nodes_since + 1),
             free_ids if free_ids is not None else self.free_ids,
+            True,  # the leaf is this message
         )
 
     def batch_appended(
@@ -183,6 +188,12 @@ class SessionState:
             Location(starts[i], lengths[i] - 1, self.line_count + i, ids[i] or "")
             for i in messages[-RECENT_KEPT:]
         ]
+        if messages:
+            # The batch's tree entries after its last message are the rest of the path.
+            k = path.index(messages[-1])
+            chained = [i for i in nodes if i > messages[-1]] == path[k + 1 :]
+        else:
+            chained = extends and self.leaf_chained and nodes == path
         if extends:
             provider, model, first = self.provider, self.model, self.first_prompt
             count, recent = self.message_count, self.recent
@@ -218,6 +229,7 @@ class SessionState:
             (*recent, *found)[-RECENT_KEPT:],
             CheckpointMark(mark.offset, mark.end, mark.bytes, mark.nodes_since + len(nodes)),
             free_ids,
+            chained,
         )
 
     def placed(self, locations: tuple[Location, ...], lines: int) -> SessionState:
