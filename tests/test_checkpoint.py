@@ -750,3 +750,71 @@ def test_a_checkpoint_with_a_bad_window_is_not_believed(
         # null is "not recorded"; anything else malformed makes it no checkpoint.
         assert m.stats.mode == ("checkpoint" if bad is None else "index")
         assert state(m) == replay_state(path)
+
+
+# ── a leaf of another type after the last message (an import's hook's line) ──
+
+
+def _ending_in_nodes(project: Path, root: Path) -> tuple[Path, list[str]]:
+    """A checkpointed session whose last message has two entries of another type after
+    it, each under the one before; the path and the three ids (message first)."""
+    path = big_session(project, root, n=40, size=20_000)  # room for one more checkpoint
+    with SessionManager.open(path) as m:
+        last = m.leaf_id
+        assert last is not None
+        ids = m.append_entries(
+            [
+                NewEntry(format_timestamp(), last, type="x-hook"),
+                NewEntry(format_timestamp(), 0, type="x-hook"),
+            ]
+        )
+    assert ids[0] is not None and ids[1] is not None
+    assert checkpoints(path)[-1]["leafId"] == ids[1]
+    with SessionManager.open(path, read_only=True) as r:
+        assert r.stats.mode == "checkpoint" and r.leaf_id == ids[1]
+    return path, [last, ids[0], ids[1]]
+
+
+def _swap(path: Path, old: bytes, new: bytes, nth_line_from_end: int) -> None:
+    """Replace ``old`` by ``new`` (as long) in one line counted from the end."""
+    lines = path.read_bytes().splitlines(keepends=True)
+    k = len(lines) - nth_line_from_end
+    assert len(old) == len(new) and old in lines[k]
+    lines[k] = lines[k].replace(old, new, 1)
+    path.write_bytes(b"".join(lines))
+
+
+@pytest.mark.parametrize(
+    "forgery",
+    [
+        "the last node under the message, not the node before",
+        "the leaf named is the node before the last",
+        "the leaf named is the message",
+        "the first node takes the message's id",
+    ],
+)
+def test_a_checkpoint_whose_leaf_the_lines_before_it_do_not_chain_is_not_believed(
+    project: Path, root: Path, forgery: str
+) -> None:
+    """Entries of other types between the last message and the checkpoint are believed
+    only as a chain to the leaf it names: a fork, a leaf short of the last
+    entry, or an id met twice sends the open to the index."""
+    path, (message, first, second) = _ending_in_nodes(project, root)
+    quoted = [orjson.dumps(i) for i in (message, first, second)]
+    if forgery == "the last node under the message, not the node before":
+        _swap(path, b'"parentId":' + quoted[1], b'"parentId":' + quoted[0], 2)
+    elif forgery == "the leaf named is the node before the last":
+        _swap(path, b'"leafId":' + quoted[2], b'"leafId":' + quoted[1], 1)
+    elif forgery == "the leaf named is the message":
+        _swap(path, b'"leafId":' + quoted[2], b'"leafId":' + quoted[0], 1)
+    else:
+        _swap(path, b'"id":' + quoted[1], b'"id":' + quoted[0], 3)
+        with pytest.raises(CorruptSession, match="duplicate entry id"):
+            SessionManager.open(path, read_only=True)
+        return
+    expect = replay_state(path)
+    with SessionManager.open(path, read_only=True) as m:
+        assert m.stats.mode == "index" and state(m) == expect
+    assert [i.message_count for i in SessionManager.list_sessions(project, session_dir=root)] == [
+        len(expect[3])
+    ]

@@ -115,6 +115,7 @@ def checkpoint_locates(cp: Checkpoint, log: LogReader, body: int) -> bool:
         return False  # a leaf no location vouches for
     else:
         pos = body
+    chain = {last}  # an id met twice is no chain (a log that reuses one is indexed)
     while pos < cp.offset:
         end = log.find(b"\n", pos, cp.offset)
         if end < 0:
@@ -124,8 +125,9 @@ def checkpoint_locates(cp: Checkpoint, log: LogReader, body: int) -> bool:
             return False
         if kind != _OUTSIDE:
             node, parent = kind
-            if last is None or parent != last:
+            if last is None or parent != last or node in chain:
                 return False  # a node off the leaf's chain (or before any message)
+            chain.add(node)
             last = node
         pos = end + 1
     return last == cp.leaf_id
