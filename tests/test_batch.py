@@ -88,3 +88,29 @@ def test_a_parent_that_is_no_earlier_tree_entry_is_refused(tmp_path: Path) -> No
     with pytest.raises(ValueError, match="parent 1"):
         m.append_entries([NewEntry(T, 1, _msg("user", "hi"), "offline", "echo")])
     assert not m.path.exists()
+
+
+@pytest.mark.parametrize(
+    ("entry", "named"),
+    [
+        (NewEntry(T, 0, type="checkpoint"), "type 'checkpoint'"),
+        (NewEntry(T, 0, type="session"), "type 'session'"),
+        (NewEntry(T, 0, type="message"), "type 'message'"),
+        (NewEntry(T, type="x-note", fields={"id": "abcdef01"}, node=False), "'id'"),
+        (NewEntry(T, 0, type="x-hook", fields={"parentId": None}), "'parentId'"),
+    ],
+)
+def test_an_entry_readers_would_take_for_another_kind_is_refused(
+    tmp_path: Path, entry: NewEntry, named: str
+) -> None:
+    """An entry of another type named as one of the format's own, or whose fields
+    would give it an id or a parent: the scanner would read its line otherwise
+    than the writer's state does (a leaf the tree lacks).  Nothing is written."""
+    m = SessionManager.create(tmp_path, "offline", "echo", session_dir=tmp_path / "s")
+    m.append_entries([NewEntry(T, None, _msg("user", "hi"), "offline", "echo")])
+    size = m.path.stat().st_size
+    with pytest.raises(ValueError, match=named):
+        m.append_entries([NewEntry(T, m.leaf_id, _msg("assistant", "ok")), entry])
+    assert m.path.stat().st_size == size and m.message_count == 1
+    m.close()
+    assert verify_log(m.path).ok

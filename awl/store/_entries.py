@@ -193,6 +193,9 @@ class NewEntry:
     sent to); any other is of ``type`` with ``fields`` as its members, a
     tree node unless ``node`` is False (then it has no id and no parent).
     ``fields`` of a message entry are kept beside it (``MessageEntry.extra``).
+    An entry of another type may not take a type of the format's own
+    (``message``, ``session``, ``checkpoint``), nor have ``fields`` named
+    ``id``, ``parentId`` or ``type``: :meth:`append_entries` refuses it.
     """
 
     timestamp: str

@@ -95,6 +95,7 @@ class _Reads:
     already read, else small preads; a long way to read is a doubt."""
 
     LIMIT = 256 * 1024  # a leaf longer than this: the full open is cheaper
+    PAGES = 256  # pages kept: 1 MiB read before the tail is a doubt
 
     def __init__(self, fd: int, size: int, tail_at: int, tail: bytes) -> None:
         self.fd, self.size, self.tail_at, self.tail = fd, size, tail_at, tail
@@ -123,14 +124,39 @@ class _Reads:
             return self.tail[k]  # IndexError past the end: the caller checked
         page = self.pages.get(pos >> 12)
         if page is None:
+            if len(self.pages) >= self.PAGES:
+                raise _Doubt  # a long way from the tail: the full open is cheaper
             lo = pos & ~4095
             page = self.pages[pos >> 12] = _pread_exact(self.fd, min(4096, self.size - lo), lo)
         return page[pos & 4095]
 
     def find(self, sub: bytes, start: int, end: int) -> int:
-        """The offset of ``sub`` in ``[start, end)``, or -1."""
-        i = self.view(start, end).find(sub)
-        return start + i if i >= 0 else -1
+        """The offset of ``sub`` in ``[start, end)``, or -1; raises _Doubt past the file
+        or :attr:`LIMIT` bytes from ``start``.
+
+        A byte is sought page by page, through the pages :meth:`byte` keeps,
+        and in the tail where it lies: a caller going line by line to ``end``
+        reads each page once, not the rest of the range at every line."""
+        if start < 0 or end > self.size or start > end:
+            raise _Doubt
+        if len(sub) != 1:
+            i = self.view(start, end).find(sub)
+            return start + i if i >= 0 else -1
+        at = start
+        while at < end:
+            if at >= self.tail_at:
+                i = self.tail.find(sub, at - self.tail_at, end - self.tail_at)
+                return self.tail_at + i if i >= 0 else -1
+            if at - start > self.LIMIT:
+                raise _Doubt
+            self.byte(at)  # reads its page, once
+            lo = at & ~4095
+            page = self.pages[at >> 12]
+            i = page.find(sub, at - lo, min(end, lo + len(page)) - lo)
+            if i >= 0:
+                return lo + i
+            at = lo + 4096
+        return -1
 
 
 # An imported log's first entry is its import record, which awl writes with

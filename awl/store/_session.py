@@ -666,6 +666,8 @@ class SessionManager:
         from the batch), so that a batch written last costs one sync, not two.
         """
         self._check_writable()
+        for k, entry in enumerate(entries):
+            _check_new_entry(k, entry)
         nodes = sum(1 for e in entries if e.node or e.message is not None)
         lo, hi = self._free_ids()
         if hi - lo < nodes:
@@ -933,3 +935,19 @@ def _changed(log: LogFile) -> bool:
         return log.notice_change()
     except OSError:
         return True
+
+
+_RESERVED_TYPES = frozenset(("message", "session", "checkpoint"))
+
+
+def _check_new_entry(k: int, entry: NewEntry) -> None:
+    """Refuse (ValueError) an entry whose line readers would take for another kind than
+    the writer does: an entry of another type named as one of the format's
+    own, or whose members would give it an id or a parent the batch did not."""
+    if entry.message is not None:
+        return  # the format's members come first; its fields cannot replace them
+    if not isinstance(entry.type, str) or entry.type in _RESERVED_TYPES:
+        raise ValueError(f"entry {k}: type {entry.type!r} is not one for an entry of another type")
+    taken = {"id", "parentId", "type"} & entry.fields.keys()
+    if taken:
+        raise ValueError(f"entry {k}: its fields name {sorted(taken)}, which the batch gives")
