@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import multiprocessing.connection
 import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, TypeVar
 
@@ -121,7 +122,33 @@ def run_in_processes(
                 done(result)
     except BaseException:
         # Tasks already handed to a worker are skipped there; the rest cancelled.
-        stopping.set()
-        pool.shutdown(wait=True, cancel_futures=True)
+        # A second Ctrl-C meanwhile must not cut the shutdown short: the pool's
+        # workers would wait for ever for the word to stop, and the exit with them.
+        with _signals_held():
+            stopping.set()
+            pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM do nothing while the block runs (the run is stopping
+    already); their handlers are put back after it.  Only the main thread
+    sets handlers: elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = (signal.SIGINT, signal.SIGTERM)
+    saved = [signal.getsignal(s) for s in held]
+    for s in held:
+        signal.signal(s, _already_stopping)
+    try:
+        yield
+    finally:
+        for s, handler in zip(held, saved, strict=True):
+            signal.signal(s, handler if handler is not None else signal.SIG_DFL)
+
+
+def _already_stopping(signum: int, frame: Any) -> None:
+    """A signal that came while a run stops: that is under way."""

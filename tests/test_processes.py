@@ -128,3 +128,51 @@ def test_workers_end_after_their_task_when_the_parent_is_killed(
     # and none was started after (a worker about to start one as the kill
     # came may have): the chunks queued for them were left.
     assert len(started) <= at_kill + 2, (at_kill, sorted(started))
+
+
+_TWO_INTERRUPTIONS = """
+import os, signal, sys, threading, time
+from pathlib import Path
+from awl._processes import run_in_processes
+from tests.test_processes import _mark
+
+folder = Path(sys.argv[1])
+tasks = [(folder, n, 0.0 if n == 0 else 1.0) for n in range(40)]
+
+def interrupt(after):
+    time.sleep(after)
+    os.kill(os.getpid(), signal.SIGINT)
+
+def first(_):
+    # The run's first result: two Ctrl-C presses, the second while it stops.
+    threading.Thread(target=interrupt, args=(0.0,)).start()
+    threading.Thread(target=interrupt, args=(0.05,)).start()
+    time.sleep(0.5)
+
+try:
+    run_in_processes(_mark, tasks, first, workers=2)
+except KeyboardInterrupt:
+    print("stopped", flush=True)
+"""
+
+
+def test_a_second_interruption_while_the_run_stops_does_not_hang_it(tmp_path: Path) -> None:
+    """Ctrl-C twice: the second press comes while the workers finish their tasks.
+    It used to cut the pool's shutdown short, leaving the workers waiting for
+    a word that never came and the exit waiting for them, for ever."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, PYTHONPATH=str(root))
+    run = subprocess.run(
+        [sys.executable, "-c", _TWO_INTERRUPTIONS, str(tmp_path)],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.stdout == "stopped\n", run.stderr
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
+    assert len(os.listdir(tmp_path)) <= 4  # the first task, and those under way

@@ -35,13 +35,20 @@ class Stopped(KeyboardInterrupt):
 @contextlib.contextmanager
 def stopped_by_signals() -> Iterator[None]:
     """Within: SIGINT and SIGTERM raise :class:`Stopped` (SIGTERM would otherwise
-    end the process where it stands, a terminal's cursor left hidden)."""
+    end the process where it stands, a terminal's cursor left hidden); once.
+    A second signal while the command stops (Ctrl-C pressed twice) does
+    nothing: it would cut short what the first one began (the workers' end,
+    the line that says what was done)."""
     if threading.current_thread() is not threading.main_thread():
         yield  # signals reach the main thread only
         return
+    fired = False
 
     def stop(signum: int, _frame: object) -> None:
-        raise Stopped(signum)
+        nonlocal fired
+        if not fired:
+            fired = True
+            raise Stopped(signum)
 
     before = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:

@@ -147,15 +147,17 @@ def stoppable_progress(
     the cursor back, one line says how many ``unit`` were done and ``again``
     (what running it again does), and the exit status is 128 + the signal."""
     bar: Progress | None = None
-    try:
-        with stopped_by_signals(), progress(label, files, total, quiet=quiet, unit=unit) as bar:
-            yield bar
-    except Stopped as exc:
-        # What was reported: workers report in order, so a large log under way
-        # holds back the reports of smaller ones done after it ("at least").
-        done = bar.done_files if bar is not None else 0
-        click.echo(
-            f"awl: {label} stopped ({exc.name}) after at least {done} of {files} {unit}; {again}",
-            err=True,
-        )
-        raise SystemExit(128 + exc.signum) from None
+    with stopped_by_signals():  # the line below said before a second signal counts
+        try:
+            with progress(label, files, total, quiet=quiet, unit=unit) as bar:
+                yield bar
+        except Stopped as exc:
+            # What was reported: workers report in order, so a large log under way
+            # holds back the reports of smaller ones done after it ("at least").
+            done = bar.done_files if bar is not None else 0
+            click.echo(
+                f"awl: {label} stopped ({exc.name}) after at least {done} of {files} {unit}; "
+                f"{again}",
+                err=True,
+            )
+            raise SystemExit(128 + exc.signum) from None
