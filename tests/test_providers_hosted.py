@@ -71,3 +71,29 @@ def test_a_base_url_without_a_scheme_stops_awl_before_anything_is_saved(
         " (it needs http:// or https:// and a host)\n"
     )
     assert not (tmp_path / "sessions").exists()
+
+
+@pytest.mark.parametrize(("name", "variable"), [("anthropic", "ANTHROPIC"), ("openai", "OPENAI")])
+def test_a_missing_key_is_said_before_the_sdk_is_imported(
+    tmp_path: Path, name: str, variable: str
+) -> None:
+    """Importing Anthropic's SDK takes seconds: a session that cannot start for want of
+    a key says so at once (a resumed pi or Claude Code session is an Anthropic one)."""
+    code = (
+        "import sys\n"
+        "from awl.providers import ProviderError, get_provider\n"
+        "try:\n"
+        f"    get_provider({name!r})\n"
+        "except ProviderError as exc:\n"
+        "    print(exc)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('anthropic', 'openai')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env=awl_env(tmp_path),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert out[0].startswith(f"{variable}_API_KEY is not set; export it")
+    assert out[1] == "[]"

@@ -12,6 +12,8 @@ import os
 from awl.errors import missing_dependency as _missing_dependency
 from awl.providers.base import (
     CANCELLED,
+    NO_ANTHROPIC_KEY,
+    NO_OPENAI_KEY,
     InvalidBaseURL,
     NullSink,
     Provider,
@@ -58,13 +60,18 @@ def get_provider(name: str, *, base_url: str | None = None) -> Provider:
         from awl.providers.offline import OfflineProvider
 
         return OfflineProvider()
+    # A missing key is said before the SDK is imported (Anthropic's takes seconds).
     if name == "anthropic":
+        if not os.environ.get("ANTHROPIC_API_KEY"):
+            raise ProviderError(NO_ANTHROPIC_KEY)
         try:
             from awl.providers.anthropic import AnthropicProvider
         except ImportError as exc:
             raise ProviderError(_missing_sdk("anthropic", exc)) from exc
         return AnthropicProvider(base_url=base_url)
     if name == "openai":
+        if not (os.environ.get("OPENAI_API_KEY") or base_url or os.environ.get("OPENAI_BASE_URL")):
+            raise ProviderError(NO_OPENAI_KEY)
         try:
             from awl.providers.openai import OpenAIProvider
         except ImportError as exc:

@@ -38,6 +38,7 @@ from anthropic.types import (
 from awl.conversation import Message, Opaque, Text, ToolResult, ToolUse
 from awl.providers.base import (
     CANCELLED,
+    NO_ANTHROPIC_KEY,
     Exchange,
     HostedProvider,
     ProviderError,
@@ -104,10 +105,7 @@ class AnthropicProvider(HostedProvider):
         """
         api_key = api_key or os.environ.get("ANTHROPIC_API_KEY")
         if not api_key:
-            raise ProviderError(
-                "ANTHROPIC_API_KEY is not set; export it, or choose another provider "
-                "(e.g. --provider offline)"
-            )
+            raise ProviderError(NO_ANTHROPIC_KEY)
         self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
         self.max_tokens = env_count("AWL_MAX_TOKENS", DEFAULT_MAX_TOKENS)
         budget = os.environ.get("AWL_THINKING_BUDGET", "").strip()

@@ -38,6 +38,14 @@ from awl.errors import AwlError
 CANCELLED = "cancelled"
 """The ``Response.error`` of a turn stopped by ``cancel`` or Ctrl-C."""
 
+NO_ANTHROPIC_KEY = (
+    "ANTHROPIC_API_KEY is not set; export it, or choose another provider (e.g. --provider offline)"
+)
+NO_OPENAI_KEY = (
+    "OPENAI_API_KEY is not set; export it, set OPENAI_BASE_URL for a local "
+    "server, or choose another provider (e.g. --provider offline)"
+)
+
 
 class StreamSink(Protocol):
     """Receives deltas while a provider streams; the agent passes one to display them."""

@@ -47,6 +47,7 @@ from openai.types.chat.chat_completion_chunk import ChoiceDelta
 from awl.conversation import ContentBlock, Message, Opaque, Text, ToolResult, ToolUse
 from awl.providers.base import (
     CANCELLED,
+    NO_OPENAI_KEY,
     Exchange,
     HostedProvider,
     ProviderError,
@@ -110,10 +111,7 @@ class OpenAIProvider(HostedProvider):
         api_key = api_key or os.environ.get("OPENAI_API_KEY")
         if not api_key:
             if self.base_url is None:
-                raise ProviderError(
-                    "OPENAI_API_KEY is not set; export it, set OPENAI_BASE_URL for a local "
-                    "server, or choose another provider (e.g. --provider offline)"
-                )
+                raise ProviderError(NO_OPENAI_KEY)
             api_key = PLACEHOLDER_KEY
         # Unset: the server's own limit (a local model's may be below awl's default).
         self.max_tokens: int | None = env_count("AWL_MAX_TOKENS", 0) or None
