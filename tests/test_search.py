@@ -672,6 +672,41 @@ def cli(*args: str) -> Any:
     return CliRunner().invoke(main, list(args))
 
 
+def test_a_hits_line_says_whether_it_is_text_thinking_a_tool_call_or_a_result(
+    root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two hits in one reply, one in its thinking and one in its text, would read
+    alike: the third column is the role only for a text block."""
+    monkeypatch.chdir(project)
+    write(root, str(project), SID[0], rich_entries())
+    res = cli("search", PLANTED[:12])
+    assert res.exit_code == 0, res.output
+    assert [line.split()[3] for line in res.stdout.splitlines()] == [
+        "user",
+        "thinking",
+        "tool",
+        "result",
+    ]
+    assert res.stdout.splitlines()[2].split("  ")[2] == "tool call"
+
+
+def test_a_directory_without_sessions_says_so_and_where_to_look(
+    root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing to search is not nothing found: imported sessions live under their own
+    directories, and a search run elsewhere would end in silence."""
+    write(root, "/elsewhere", SID[1], rich_entries())
+    monkeypatch.chdir(project)
+    res = cli("search", PLANTED[:12])
+    assert (res.exit_code, res.stdout) == (1, "")
+    assert res.stderr == (
+        "awl: no sessions in this directory (awl search --all searches every project's)\n"
+    )
+    write(root, str(project), SID[0], [rich_entries()[0]])
+    res = cli("search", PLANTED[:12])  # sessions, and nothing in them: no word
+    assert (res.exit_code, res.stdout, res.stderr) == (1, "", "")
+
+
 def test_cli_output_exit_status_and_json(
     root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -687,7 +722,7 @@ def test_cli_output_exit_status_and_json(
     assert res.exit_code == 0, res.output
     # The session's prefix and the hit's entry, as awl show takes them.
     assert res.stdout == f"{SID[0][:8]}:0000000d  " + res.stdout.split("  ", 1)[1]
-    assert res.stdout.rstrip("\n").endswith('user       out: say "hi" to café C:\\tmp x next 日本')
+    assert res.stdout.rstrip("\n").endswith('result     out: say "hi" to café C:\\tmp x next 日本')
     assert "\x1b[" not in res.stdout  # no colour off a terminal
     assert cli("search", "egret").exit_code == 1  # another project's
     res = cli("search", "egret", "--all", "--json")

@@ -206,6 +206,13 @@ def search_command(
         found, errors = _print_hits(
             search(q, logs, cwd=cwd, jobs=jobs, limit=limit), shown, width, paint, as_json, headings
         )
+    if not logs and here is not None and not session:
+        # Nothing to search is not the same as nothing found (imported sessions
+        # live under their own directories).
+        click.echo(
+            "awl: no sessions in this directory (awl search --all searches every project's)",
+            err=True,
+        )
     if errors:
         sys.exit(2)
     sys.exit(0 if found else 1)
@@ -270,4 +277,10 @@ def _line(hit: object, shown: dict[str, str], width: int, paint: bool) -> str:
     before, match, after = hit.snippet[:a], hit.snippet[a:b], hit.snippet[b:]
     match = f"\x1b[1;31m{_visible(match)}\x1b[0m" if paint else _visible(match)
     when = local_time(hit.timestamp) if hit.timestamp else "????-??-?? ??:??"
-    return f"{short}  {when}  {hit.role:<9}  {_visible(before)}{match}{_visible(after)}"
+    what = _WHAT.get(hit.block, hit.role)
+    return f"{short}  {when}  {what:<9}  {_visible(before)}{match}{_visible(after)}"
+
+
+# A hit's third column: its role for a text block, else the block's kind (a
+# thinking block and a tool call are the assistant's, a result a user message's).
+_WHAT = {"thinking": "thinking", "toolUse": "tool call", "toolResult": "result"}
