@@ -437,12 +437,28 @@ def test_a_file_of_no_known_format_is_refused_with_one_line(tmp_path: Path, root
     assert out.exit_code == 1, out.output
     assert out.output.splitlines() == [
         f"{only_pi / 'full.jsonl'}: not a Codex session (it looks like pi's)",
+        "awl: 1 file looked like pi's sessions, not Codex's: awl import --from pi takes them "
+        "(or leave out --from)",
         "0 sessions, 0 B: 0 imported, 0 updated, 0 unchanged; 0 lines skipped; "
         "0 errors, 1 file not a session",
     ]
     out = cli("import", "--from", "codex", str(PI_FULL))
     assert out.exit_code == 1
     assert out.output.splitlines()[0] == f"{PI_FULL}: not a Codex session (it looks like pi's)"
+    # A whole store given the wrong --from: the first few named, the rest counted.
+    for n in range(7):
+        shutil.copy(PI_FULL, only_pi / f"copy{n}.jsonl")
+    out = cli("import", "--from", "codex", str(only_pi))
+    assert out.exit_code == 1, out.output
+    lines = out.output.splitlines()
+    assert len(lines) == 5 and all(x.endswith("(it looks like pi's)") for x in lines[:3])
+    assert lines[3] == (
+        "awl: 8 files looked like pi's sessions, not Codex's (5 not named above): "
+        "awl import --from pi takes them (or leave out --from)"
+    )
+    out = cli("import", "--from", "codex", "--json", str(only_pi))
+    docs = [json.loads(x) for x in out.stdout.splitlines()]
+    assert len(docs) == 8 and {d["looksLike"] for d in docs} == {"pi"}
 
 
 @pytest.mark.parametrize("fmt", sorted(SOURCES))

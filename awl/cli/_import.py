@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -73,6 +74,9 @@ def import_command(
         else "nothing is left half-written, and the same import again takes the rest",
     ) as bar:
         said: set[str] = set()
+        # Files of another format than --from's, by that format: the first few are
+        # named, the rest counted (a whole store given the wrong --from).
+        mismatched: Counter[str] = Counter()
 
         def on_result(r: ImportResult) -> None:
             if r.source in sizes:
@@ -80,6 +84,10 @@ def import_command(
             if as_json:
                 bar.say([json_text(r.as_json())], escaped=True)
                 return
+            if r.looks_like is not None:
+                mismatched[r.looks_like] += 1
+                if mismatched[r.looks_like] > NAMED_MISMATCHES:
+                    return
             # A line said already (a session folder that cannot be made, the same
             # for every session) is said once; the summary counts every one.
             lines = [x for x in describe(r) if x not in said]
@@ -103,6 +111,9 @@ def import_command(
             again = "nothing was written" if dry_run else "the same import again takes the rest"
             click.echo(f"awl: import stopped: its output was closed {done}; {again}", err=True)
             raise SystemExit(1) from None
+    if fmt is not None:
+        for other, n in sorted(mismatched.items()):
+            click.echo(visible(mismatch_line(fmt, other, n), one_line=True), err=True)
     # One line for a terminal, as the run's other lines are (Progress.say).
     try:
         click.echo(visible(summary_line(summary, dry_run=dry_run), one_line=True), err=as_json)
@@ -112,6 +123,23 @@ def import_command(
         discard_output(sys.stdout)
     if summary.failed:
         raise SystemExit(1)
+
+
+NAMED_MISMATCHES = 3
+"""Files of one other format than ``--from``'s named one by one; the rest are counted."""
+
+
+def mismatch_line(fmt: str, other: str, n: int) -> str:
+    """What to do about ``n`` files that look like ``other``'s sessions, not ``fmt``'s."""
+    from ..importers import FORMAT_NAMES
+
+    unnamed = n - NAMED_MISMATCHES
+    more = f" ({unnamed} not named above)" if unnamed > 0 else ""
+    return (
+        f"awl: {count(n, 'file')} looked like {FORMAT_NAMES.get(other, other)}'s sessions, "
+        f"not {FORMAT_NAMES[fmt]}'s{more}: awl import --from {other} takes them "
+        "(or leave out --from)"
+    )
 
 
 def summary_line(summary: ImportSummary, *, dry_run: bool = False) -> str:

@@ -96,6 +96,8 @@ class ImportResult:
     error: str | None = None
     explicit: bool = False
     dry_run: bool = False
+    # Refused as not of the format asked: the format it looks like instead.
+    looks_like: str | None = None
     # False for a problem with a path that holds no session to count (missing,
     # not listable, no store at all): said, but not a session of the summary.
     is_session: bool = True
@@ -122,6 +124,7 @@ class ImportResult:
             "duplicates": self.duplicates,
             "notes": self.notes,
             "error": self.error,
+            "looksLike": self.looks_like,
             "dryRun": self.dry_run,
         }
 
@@ -253,7 +256,7 @@ class _Import:
             r.error = f"{self.shown}: not a session log of pi, Claude Code or Codex"
             return
         if spec.format is not None and found is not None and found != spec.format:
-            r.status = "refused"
+            r.status, r.looks_like = "refused", found
             r.error = (
                 f"{self.shown}: not a {FORMAT_NAMES[fmt]} session "
                 f"(it looks like {FORMAT_NAMES.get(found, found)}'s)"
