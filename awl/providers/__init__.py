@@ -12,8 +12,6 @@ import os
 from awl.errors import missing_dependency as _missing_dependency
 from awl.providers.base import (
     CANCELLED,
-    NO_ANTHROPIC_KEY,
-    NO_OPENAI_KEY,
     InvalidBaseURL,
     NullSink,
     Provider,
@@ -26,6 +24,8 @@ from awl.providers.base import (
     Usage,
     check_base_url,
 )
+from awl.providers.base import NO_ANTHROPIC_KEY as _NO_ANTHROPIC_KEY
+from awl.providers.base import NO_OPENAI_KEY as _NO_OPENAI_KEY
 
 __all__ = [
     "CANCELLED",
@@ -63,7 +63,7 @@ def get_provider(name: str, *, base_url: str | None = None) -> Provider:
     # A missing key is said before the SDK is imported (Anthropic's takes seconds).
     if name == "anthropic":
         if not os.environ.get("ANTHROPIC_API_KEY"):
-            raise ProviderError(NO_ANTHROPIC_KEY)
+            raise ProviderError(_NO_ANTHROPIC_KEY)
         try:
             from awl.providers.anthropic import AnthropicProvider
         except ImportError as exc:
@@ -71,7 +71,7 @@ def get_provider(name: str, *, base_url: str | None = None) -> Provider:
         return AnthropicProvider(base_url=base_url)
     if name == "openai":
         if not (os.environ.get("OPENAI_API_KEY") or base_url or os.environ.get("OPENAI_BASE_URL")):
-            raise ProviderError(NO_OPENAI_KEY)
+            raise ProviderError(_NO_OPENAI_KEY)
         try:
             from awl.providers.openai import OpenAIProvider
         except ImportError as exc:
