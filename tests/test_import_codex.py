@@ -249,6 +249,8 @@ def test_a_compressed_rollout_imports_as_the_rollout_it_holds(tmp_path: Path) ->
     assert fresh.status == "imported" and fresh.path is not None and first.path is not None
     assert _messages(fresh.path) == _messages(first.path)
     assert accounted_lines(fresh.path) == source_lines(CODEX_HARBOR)
+    # Its bytes are the file's, as the progress bar counts them (spec.size).
+    assert fresh.bytes == spec.size == packed.stat().st_size < first.bytes
 
 
 def test_a_file_that_is_not_zstd_data_is_one_line_and_nothing_written(

@@ -17,6 +17,7 @@ import record, so memory holds one batch and a crash leaves whole batches.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import gc
 import os
@@ -292,6 +293,10 @@ class _Import:
         r = self.r
         files = self._files()
         r.bytes = sum(f.size for f in files)
+        if self.spec.path.endswith(".zst"):
+            # The file's size, as a progress bar counts it, not what it unpacks to.
+            with contextlib.suppress(OSError):
+                r.bytes += os.stat(self.spec.path).st_size - files[0].size
         try:
             exists = path.exists() or path.is_symlink()
             if exists:
