@@ -532,6 +532,9 @@ ops = st.lists(
         # leaf, or under an earlier message (a branch whose last message has
         # others after it in the file).
         st.tuples(st.just("nodes"), st.integers(0, 40)),
+        # An earlier entry's branch made current (awl --resume ID:ENTRY): what
+        # comes next goes under it.
+        st.tuples(st.just("branch"), st.integers(0, 40)),
     ),
     min_size=1,
     max_size=25,
@@ -600,6 +603,8 @@ def test_checkpoint_plus_tail_equals_full_replay(
             batch += [NewEntry(format_timestamp(), k, type="x-hook") for k in range(arg % 3)]
             m.append_entries(batch, checkpoint=bool(arg % 2))
             assert state(m) == replay_state(m.path)
+        elif op == "branch":
+            m.branch_from(known[arg % len(known)])
         elif op == "checkpoint":
             m.checkpoint()
         elif op == "reopen":

@@ -425,7 +425,7 @@ def test_show_says_what_other_branches_hold_and_around_reaches_them(root: Path, 
     assert res.exit_code == 0, res.output
     assert res.stdout.splitlines()[1] == (
         "(2 entries on other branches, not shown: awl search finds what they say, "
-        f"awl show {ID_A}:ENTRY shows one)"
+        f"awl show {ID_A}:ENTRY shows one, awl --resume {ID_A}:ENTRY goes on from it)"
     )
     assert "message 3" not in res.stdout and "the rewound question" in res.stdout
     assert orjson.loads(cli("show", "--json", ID_A).stdout)["entriesOffBranch"] == 2

@@ -25,7 +25,7 @@ import pytest
 from awl import SessionManager
 from awl.agent import INTERRUPTED_IN_FLIGHT, INTERRUPTED_RESULT
 from awl.tools.bash import CANCELLED_NOTE
-from tests.helpers import awl_env, snapshot
+from tests.helpers import awl_env, reference_replay, snapshot
 from tests.test_agent import Log, check_log, session_files, texts
 from tests.test_tools import live_in_group, wait_for_file
 
@@ -862,8 +862,38 @@ def test_print_resume_errors(env: dict[str, str], root: Path, project: Path, ref
     assert len(r.stderr.splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
     if ref == "0":
         assert "matches 2 sessions" in r.stderr
-    if ref == "0:5c1f09aa":  # a search hit's first word, pasted
-        assert "awl --resume 0 goes on where that session ended" in r.stderr
+    if ref == "0:5c1f09aa":  # a search hit's first word, of a prefix two sessions share
+        assert "matches 2 sessions" in r.stderr
+    assert snapshot(root) == before
+
+
+def test_resume_at_an_entry_goes_on_from_that_message(
+    env: dict[str, str], root: Path, project: Path
+) -> None:
+    """``awl --resume ID:ENTRY``, a search hit's first word: the conversation up to that
+    message, the next prompt under it; the turns after it stay in the log."""
+    assert run(["-p", "first"], env, project).returncode == 0
+    assert run(["--resume", "-p", "second"], env, project).returncode == 0
+    log = one_log(root, project)
+    sid = log.header["id"][:8]
+    answer = log.branch[2]["id"]
+    assert log.branch[2]["message"]["role"] == "assistant"
+    r = run(["--resume", f"{sid}:{answer}", "-p", "third"], env, project)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "You said: third\n"
+    assert r.stderr.splitlines()[0] == (
+        f"awl: going on from {answer}; what followed it stays in the log, on its own branch"
+    )
+    (path,) = session_files(root)
+    replay = reference_replay(path)  # the agent's own checks know no such branch
+    said = [content[0]["text"] for role, content in replay.messages if role == "user"]
+    assert said == ["first", "third"]
+    assert replay.branch_ids[2] == answer and len(replay.branch_ids) == 5
+    before = snapshot(root)
+    r = run(["--resume", f"{sid}:0badf00d", "-p", "x"], env, project)
+    assert r.returncode == 2 and r.stderr == (
+        f"Error: session {sid} has no entry '0badf00d' (awl show {sid} lists its messages)\n"
+    )
     assert snapshot(root) == before
 
 

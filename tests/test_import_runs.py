@@ -1279,11 +1279,15 @@ def test_an_update_after_awls_own_turns_says_they_stay_on_their_branch(tmp_path:
     out = cli("import", str(src))
     assert out.exit_code == 0, out.output
     assert out.output.splitlines()[0] == (
-        f"{src}: the turns awl added since the last import stay on their branch; the "
-        "source's new lines are the current one, where awl --resume goes on"
+        f"{src}: the turns awl added since the last import stay on their branch (awl "
+        f"--resume {first.session}:{mine} goes on from them); the source's new lines are "
+        "the current one, where awl --resume goes on"
     )
     with SessionManager.open(first.path, read_only=True) as m:
         assert m.leaf_id != mine  # the source's last line is the leaf again
+    with SessionManager.open(first.path) as m:  # what the note says to run does
+        m.branch_from(mine)
+        assert m.rebuild_conversation()[-1].text() == "carry on in awl"
     # The next update, with no awl turn since, says nothing of it.
     src.write_bytes(b"".join(lines))
     out = cli("import", str(src))

@@ -737,3 +737,65 @@ def test_replacing_what_is_not_a_rounds_saved_results_is_refused(
         m.append_message(message, replacing=replacing)
     assert m.path.read_bytes() == before and m.message_count == count
     m.close()
+
+
+# ── a branch made current (awl --resume ID:ENTRY) ──
+
+
+def _four_messages(tmp_path: Path) -> tuple[Path, list[str]]:
+    m = SessionManager.create(tmp_path, "offline", "echo", session_dir=tmp_path / "s")
+    ids = [
+        m.append_message(Message("user", [Text("first question")])),
+        m.append_message(
+            Message("assistant", [Text("first answer")]), provider="offline", model="echo"
+        ),
+        m.append_message(Message("user", [Text("second question")])),
+        m.append_message(
+            Message("assistant", [Text("second answer")]), provider="offline", model="echo"
+        ),
+    ]
+    m.close()
+    return m.path, ids
+
+
+def test_a_branch_made_current_takes_what_comes_next(tmp_path: Path) -> None:
+    """The conversation is the branch up to the entry; the next message goes under it,
+    and the turns after it stay in the log, on their branch."""
+    from awl.store import CheckpointPolicy, verify_log
+
+    path, (u1, a1, _, a2) = _four_messages(tmp_path)
+    # A checkpoint at the close whatever the log's size: the next open believes it.
+    with SessionManager.open(path, checkpoints=CheckpointPolicy(budget=1.0)) as m:
+        m.branch_from(a1)
+        assert m.leaf_id == a1 and m.message_count == 2
+        assert [x.text() for x in m.rebuild_conversation()] == ["first question", "first answer"]
+        assert m.branch_message_ids() == [u1, a1]
+        new = m.append_message(Message("user", [Text("another way")]))
+        assert m.entries_off_branch() == 2
+    with SessionManager.open(path, read_only=True) as r:
+        assert r.stats.mode == "checkpoint" and r.leaf_id == new and r.message_count == 3
+        assert [x.text() for x in r.rebuild_conversation()] == [
+            "first question",
+            "first answer",
+            "another way",
+        ]
+        assert r.get_entry(a2) is not None  # still in the log
+    assert verify_log(path).ok
+
+
+def test_a_branch_made_current_and_left_writes_nothing(tmp_path: Path) -> None:
+    from awl.store import CheckpointPolicy
+
+    path, (_, a1, _, a2) = _four_messages(tmp_path)
+    eager = CheckpointPolicy(budget=1.0)
+    with SessionManager.open(path, checkpoints=eager):
+        pass  # a writer's open checkpoints a log without one: done before
+    before = path.read_bytes()
+    with SessionManager.open(path, checkpoints=eager) as m:
+        m.branch_from(a1)
+        m.checkpoint()  # none can name a leaf that is not the log's last entry
+    assert path.read_bytes() == before
+    with SessionManager.open(path, read_only=True) as r:
+        assert r.leaf_id == a2
+    with SessionManager.open(path) as m, pytest.raises(KeyError):
+        m.branch_from("0badf00d")

@@ -166,7 +166,10 @@ _MOST_RECENT = "\0"
     flag_value=_MOST_RECENT,
     default=None,
     metavar="[ID]",
-    help="Resume the most recent session of this directory, or the one with this id or prefix.",
+    help=(
+        "Resume the most recent session of this directory, or the one with this id or "
+        "prefix; ID:ENTRY (a search hit's first word) goes on from that message."
+    ),
 )
 @click.option(
     "-p",
@@ -254,18 +257,20 @@ def main(
         # As the interactive loop passes over a blank line: nothing to send, and an
         # empty prompt in the log would be sent again on every resume.
         fail("the prompt is empty", usage=True)
+    entry = None
     if resume not in (None, _MOST_RECENT) and ":" in resume and "/" not in resume:
-        # A search hit's first word, pasted: a session goes on from where it ended.
-        session = resume.partition(":")[0]
-        fail(
-            f"{resume} names a message (as awl search prints a hit): awl --resume {session} "
-            f"goes on where that session ended, awl show {resume} shows the message",
-            usage=True,
-        )
+        # A search hit's first word: the session goes on from that message.
+        resume, _, entry = resume.partition(":")
+        if not resume or not entry:
+            fail(
+                "ID:ENTRY needs both the session and the entry (as awl search prints them)",
+                usage=True,
+            )
     try:
         code = run_session(
             cwd=here,
             resume="" if resume == _MOST_RECENT else resume,
+            entry=entry,
             prompt=prompt,
             provider=provider,
             model=model,

@@ -22,7 +22,7 @@ from ..providers import (
     ProviderError,
     default_provider_name,
 )
-from ..store import read_header, resume_prefix
+from ..store import SessionManager, read_header, resume_prefix
 from ..tools import ToolOutput
 from ..ui import TerminalSink, visible
 from ._common import imported_session
@@ -36,9 +36,11 @@ def run_session(
     provider: str | None,
     model: str | None,
     base_url: str | None,
+    entry: str | None = None,
 ) -> int:
     """``awl``: open or create the session, run one turn (``-p``) or the interactive loop;
-    returns the exit status."""
+    returns the exit status.  ``entry``: the resumed session goes on from that entry
+    (its branch made current, see :meth:`awl.store.SessionManager.branch_from`)."""
 
     err = sys.stderr
     try:
@@ -52,6 +54,8 @@ def run_session(
         manager, resumed = open_session(cwd, awl_id, provider, model, base_url=base_url)
     ran = False  # a turn or the interactive loop started: only then is a hint useful
     try:
+        if entry is not None:
+            _go_on_from(manager, entry, cwd)
         # A resumed session's tools run where its header and system prompt
         # say it works, whichever directory it is resumed from.
         tools_dir = Path(manager.cwd) if resumed else cwd
@@ -109,6 +113,23 @@ def run_session(
         with contextlib.suppress(AwlError, OSError):
             if ran and manager.path.exists():
                 err.write(f"awl --resume {resume_prefix(manager.id, manager.path, cwd)}\n")
+
+
+def _go_on_from(manager: SessionManager, entry: str, cwd: Path) -> None:
+    """Make ``entry``'s branch the one the session goes on from, saying so."""
+    if manager.leaf_id == entry:
+        return
+    try:
+        manager.branch_from(entry)
+    except KeyError:
+        session = resume_prefix(manager.id, manager.path, cwd)
+        raise SessionNotFound(
+            f"session {session} has no entry {entry!r} (awl show {session} lists its messages)"
+        ) from None
+    sys.stderr.write(
+        f"awl: going on from {visible(entry, one_line=True)}; what followed it stays in "
+        "the log, on its own branch\n"
+    )
 
 
 def _same_dir(a: Path, b: Path) -> bool:

@@ -233,6 +233,7 @@ class _Import:
         self.hashing: Hashing | None = None  # the main file's, kept as it is read
         self.earlier: Any = None  # the source the last import record names
         self.resumed = False  # awl appended turns after the last import
+        self.awl_leaf: str | None = None  # the leaf those turns left
 
     # ── deciding ──
 
@@ -313,6 +314,7 @@ class _Import:
                     # awl's own turns (a resume) after what imports wrote: the source's
                     # new lines become the current branch, which the user is told.
                     self.resumed = leaf is not None and leaf not in self.imported.ids.values()
+                    self.awl_leaf = leaf
             self._convert(fmt, info, files, path, fresh=not exists)
         finally:
             for f in files[1:]:
@@ -544,8 +546,9 @@ class _Import:
             r.status = "imported" if fresh else "updated"
             if self.resumed:
                 r.notes.append(
-                    "the turns awl added since the last import stay on their branch; the "
-                    "source's new lines are the current one, where awl --resume goes on"
+                    "the turns awl added since the last import stay on their branch (awl "
+                    f"--resume {r.session}:{self.awl_leaf} goes on from them); the source's "
+                    "new lines are the current one, where awl --resume goes on"
                 )
         r.duplicates = b.duplicates
 

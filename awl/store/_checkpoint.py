@@ -236,6 +236,8 @@ class CheckpointPolicy:
         mark = state.mark
         if not state.entry_count or (not mark.nodes_since and mark.offset is not None):
             return None
+        if state.detached:
+            return None  # a branch made current: the log's last entry is another
         if not state.recent or (state.recent[-1].id != state.leaf and not state.leaf_chained):
             # No message locates the leaf, or entries of other types after the last
             # message do not chain it to the leaf: readers would not believe the

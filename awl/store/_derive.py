@@ -55,10 +55,12 @@ def from_index(
     log: LogMap,
     path: PathLike,
     cp: tuple[Checkpoint, int] | None = None,
+    leaf_pos: int | None = None,
 ) -> SessionState:
     """The state of the whole log from its index; ``cp`` is its last believed
     checkpoint, if any (its first prompt and active model stand for the
-    entries before it that the derivation then need not read).
+    entries before it that the derivation then need not read).  The leaf is
+    the last tree entry, or the one at ``leaf_pos`` (a branch made current).
 
     Raises CorruptSession for an entry the derivation must read and cannot.
     """
@@ -79,7 +81,7 @@ def from_index(
     state = SessionState.of_header(header, line_count=len(index), entry_count=len(tree), mark=mark)
     if not len(tree):
         return state
-    leaf_pos = len(tree) - 1
+    leaf_pos = len(tree) - 1 if leaf_pos is None else leaf_pos
     branch_rows = tree.rows[tree.branch(leaf_pos)]
     msg_rows = branch_rows[kinds[branch_rows] == scanner.KIND_MESSAGE]
     cp_row = -1

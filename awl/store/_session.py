@@ -17,7 +17,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
@@ -500,6 +500,42 @@ class SessionManager:
         if self._log is None or leaf is None:
             return 0
         return self._indexed(lambda index, tree: len(tree) - len(branch_positions(tree, leaf)))
+
+    def branch_from(self, entry_id: str) -> None:
+        """Make the branch from the root to ``entry_id`` the current one: the
+        conversation is that branch's, and the next entry appended goes under
+        ``entry_id``, a branch of its own (what came after it stays in the log,
+        on its branch).  Nothing is written until that append: a close before
+        it leaves the log as it was, its leaf where it was.
+
+        KeyError when the log has no tree entry ``entry_id``.
+        """
+        self._check_writable()
+        if entry_id == self._state.leaf:
+            return
+        if self._log is None:
+            raise KeyError(entry_id)
+
+        def derive(index: LogIndex, tree: Tree) -> tuple[SessionState, bool] | None:
+            pos = tree.pos_of(entry_id)
+            if pos is None:
+                return None
+            state = from_index(self.header, index, tree, self._log_map(), self._path, leaf_pos=pos)
+            return state, pos != len(tree) - 1
+
+        found = self._indexed(derive)
+        if found is None:
+            raise KeyError(entry_id)
+        state, detached = found
+        now = self._state
+        # The log is the same: its checkpoints' budget, its free ids, its lines.
+        self._state = replace(
+            state,
+            mark=now.mark,
+            free_ids=now.free_ids if now.free_ids is not None else state.free_ids,
+            line_count=now.line_count,
+            detached=detached,
+        )
 
     def rebuild_conversation(self) -> Conversation:
         """The Conversation of the branch, materialized lazily.

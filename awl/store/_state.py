@@ -73,6 +73,9 @@ class SessionState:
     last of ``recent``, if any, are entries of other types each under the
     one before, the first under that message, the last the leaf (what a
     checkpoint naming such a leaf needs: :func:`._checkpoint.checkpoint_locates`).
+    ``detached``: the leaf is not the log's last tree entry (a branch made
+    current, :meth:`awl.store.SessionManager.branch_from`, before anything is
+    appended under it); no checkpoint can name it.
     """
 
     provider: str
@@ -87,6 +90,7 @@ class SessionState:
     mark: CheckpointMark = field(default_factory=CheckpointMark)
     free_ids: tuple[int, int] | None = None
     leaf_chained: bool = True
+    detached: bool = False
 
     @classmethod
     def of_header(cls, header: SessionHeader, **fields: object) -> SessionState:
@@ -134,6 +138,7 @@ class SessionState:
             CheckpointMark(mark.offset, mark.end, mark.bytes, mark.nodes_since + 1),
             free_ids if free_ids is not None else self.free_ids,
             True,  # the leaf is this message
+            False,  # and the last entry
         )
 
     def batch_appended(
@@ -230,6 +235,7 @@ class SessionState:
             CheckpointMark(mark.offset, mark.end, mark.bytes, mark.nodes_since + len(nodes)),
             free_ids,
             chained,
+            False,  # the batch's last tree entry is the leaf
         )
 
     def placed(self, locations: tuple[Location, ...], lines: int) -> SessionState:

@@ -161,7 +161,8 @@ def transcript(m: SessionManager, notes: Sequence[str] = ()) -> Iterator[str]:
         # aside) look lost: say where they are, and how to see them.
         yield (
             f"({off} {'entry' if off == 1 else 'entries'} on other branches, not shown: "
-            f"awl search finds what they say, awl show {m.id}:ENTRY shows one)"
+            f"awl search finds what they say, awl show {m.id}:ENTRY shows one, "
+            f"awl --resume {m.id}:ENTRY goes on from it)"
         )
     for msg in m.rebuild_conversation().stream():
         yield ""
