@@ -434,6 +434,31 @@ def test_show_says_what_other_branches_hold_and_around_reaches_them(root: Path, 
     assert "message 3" in around.stdout
 
 
+def test_show_gives_a_tool_calls_lines_of_text_as_lines(root: Path, here: Path) -> None:
+    """A patch or a script in a tool call's input reads as it was written, not as
+    one line of escapes; a call without lines in it stays one line."""
+    patch = "*** Begin Patch\n*** Update File: a.py\n-old\n+new\n*** End Patch"
+    call = msg("00000002", "00000001", "assistant", "")
+    call["message"]["content"] = [
+        {
+            "type": "toolUse",
+            "id": "c1",
+            "name": "apply_patch",
+            "input": orjson.dumps({"input": patch}).decode(),
+        },
+        {"type": "toolUse", "id": "c2", "name": "bash", "input": '{"command":"ls","timeout":5}'},
+    ]
+    log(
+        root,
+        header(ID_A, "2026-04-25T17:40:15.990Z", here),
+        [msg("00000001", None, "user", "go"), call],
+    )
+    res = cli("show", ID_A)
+    assert res.exit_code == 0, res.output
+    assert f"[tool call apply_patch]\ninput:\n{patch}\n" in res.stdout
+    assert '[tool call bash {"command":"ls","timeout":5}]' in res.stdout
+
+
 def test_show_json_document(rich: Path, here: Path) -> None:
     for ref in (ID_A, "019dc5ba", str(rich)):
         res = cli("show", "--json", ref)

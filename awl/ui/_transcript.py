@@ -112,13 +112,36 @@ def render_message(msg: Message, *, full: bool = True) -> str:
         elif isinstance(b, Text):
             out.append(b.text if full else _clip(b.text, _TEXT_LINES))
         elif isinstance(b, ToolUse):
-            out.append(f"[tool call {b.name} {b.input if full else _cut(b.input, _LINE_CHARS)}]")
+            out.append(
+                _tool_call(b) if full else f"[tool call {b.name} {_cut(b.input, _LINE_CHARS)}]"
+            )
         elif isinstance(b, ToolResult):
             body = b.content if full else _clip(b.content, _TOOL_OUTPUT_LINES)
             out.append(f"[tool result{' (error)' if b.is_error else ''}]\n{body}")
         elif isinstance(b, Opaque):
             out.append(_opaque_label(b))
     return visible("\n".join(out))
+
+
+def _tool_call(b: ToolUse) -> str:
+    """A tool call in full: its input as JSON, on one line; or, when a member holds
+    lines of text (a command, a patch, a file's new content), each such member
+    as ``name:`` and its lines below, as they would be read."""
+    try:
+        args = orjson.loads(b.input)
+    except orjson.JSONDecodeError:
+        args = None
+    if not isinstance(args, dict) or not any(
+        isinstance(v, str) and "\n" in v for v in args.values()
+    ):
+        return f"[tool call {b.name} {b.input}]"
+    out = [f"[tool call {b.name}]"]
+    for key, value in args.items():
+        if isinstance(value, str) and "\n" in value:
+            out.append(f"{key}:\n{value}")
+        else:
+            out.append(f"{key}: {orjson.dumps(value).decode()}")
+    return "\n".join(out)
 
 
 _ENDED = {
