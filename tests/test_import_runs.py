@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from awl import Message, SessionManager, Text
 from awl.cli import main
-from awl.importers import SourceSpec, import_source, plan_import, read_records
+from awl.importers import SourceSpec, import_sessions, import_source, plan_import, read_records
 from awl.store import verify_log
 from awl.ui import format_bytes
 from tests.import_fixtures import (
@@ -1236,12 +1236,32 @@ def test_a_session_open_in_another_process_is_not_imported_and_the_run_fails(
 
 
 @pytest.mark.parametrize("fmt", sorted(SOURCES))
-def test_show_of_another_agents_log_says_what_takes_it_in(fmt: str) -> None:
-    out = cli("show", str(SOURCES[fmt]))
-    assert out.exit_code == 1
+def test_show_of_another_agents_log_says_what_takes_it_in(tmp_path: Path, fmt: str) -> None:
+    """Named by its path, another agent's log is not shown: awl says what brings it
+    in, or, once imported, the awl session it became (and whether that lacks
+    what the source gained since)."""
     name = {"pi": "pi", "claude": "Claude Code", "codex": "Codex"}[fmt]
+    src = copy_tree(SOURCES[fmt], tmp_path / "src" / SOURCES[fmt].name)
+    out = cli("show", str(src))
+    assert out.exit_code == 1
+    assert (
+        out.output == f"Error: {src}: a {name} session log, not awl's: `awl import` takes it in\n"
+    )
+    (made,), _ = import_sessions(plan_import([src]).sources)  # as `awl import` does
+    assert made.status == "imported" and made.session is not None
+    sid = made.session
+    out = cli("show", str(src))
+    assert (out.exit_code, out.output) == (
+        1,
+        f"Error: {src}: a {name} session log, imported as the awl session {sid} (awl show {sid})\n",
+    )
+    assert cli("show", sid).exit_code == 0
+    with src.open("ab") as f:  # the source goes on
+        f.write(SOURCES[fmt].read_bytes().splitlines(keepends=True)[-1])
+    out = cli("show", str(src))
     assert out.output == (
-        f"Error: {SOURCES[fmt]}: a {name} session log, not awl's: `awl import` takes it in\n"
+        f"Error: {src}: a {name} session log, imported as the awl session {sid}, which lacks "
+        f"what it gained since (awl import {src} takes that; awl show {sid})\n"
     )
 
 

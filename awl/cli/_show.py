@@ -136,9 +136,36 @@ def _fail_to_read(path: Path, exc: AwlError) -> NoReturn:
 
     found = detect_file(path)
     if found in FORMAT_NAMES:
-        # Another agent's log, not a broken awl one: say what brings it in.
-        fail(f"{path}: a {FORMAT_NAMES[found]} session log, not awl's: `awl import` takes it in")
+        # Another agent's log, not a broken awl one: the awl session it became,
+        # or what brings it in.
+        what = f"{path}: a {FORMAT_NAMES[found]} session log"
+        sid, current = _imported_as(path, found)
+        if sid is None:
+            fail(f"{what}, not awl's: `awl import` takes it in")
+        if current:
+            fail(f"{what}, imported as the awl session {sid} (awl show {sid})")
+        fail(
+            f"{what}, imported as the awl session {sid}, which lacks what it gained since "
+            f"(awl import {path} takes that; awl show {sid})"
+        )
     fail(str(exc))
+
+
+def _imported_as(path: Path, fmt: str) -> tuple[str | None, bool]:
+    """The awl session an import made of the source log at ``path``, if one did, and
+    whether it holds all the source holds (an import's dry run says both)."""
+    from ..importers import import_source, plan_import
+
+    try:
+        sources = plan_import([path], fmt=fmt).sources
+    except ValueError:
+        return None, False
+    if len(sources) != 1:
+        return None, False
+    r = import_source(sources[0], dry_run=True)
+    if r.session is None or r.path is None or not Path(r.path).exists():
+        return None, False
+    return r.session, r.status == "unchanged"
 
 
 def _file_and_entry(ref: str) -> bool:
