@@ -65,12 +65,14 @@ def reindex_command(
     # The bar counts each log's size as it was before the run (a repair shrinks it).
     before = one_name_each(plan.targets)  # as the run counts them: each file once
     with stoppable_progress(
-        "reindex",
+        "reindex --dry-run" if dry_run else "reindex",
         len(before),
         sum(before.values()),
         quiet=as_json,
         unit="files",
-        again="each log is as a writer leaves it, and the same reindex again goes on",
+        again="nothing was written"
+        if dry_run
+        else "each log is as a writer leaves it, and the same reindex again goes on",
     ) as bar:
 
         def on_result(r: FileResult) -> None:
