@@ -763,7 +763,7 @@ def test_a_branch_made_current_takes_what_comes_next(tmp_path: Path) -> None:
     and the turns after it stay in the log, on their branch."""
     from awl.store import CheckpointPolicy, verify_log
 
-    path, (u1, a1, _, a2) = _four_messages(tmp_path)
+    path, (u1, a1, u2, a2) = _four_messages(tmp_path)
     # A checkpoint at the close whatever the log's size: the next open believes it.
     with SessionManager.open(path, checkpoints=CheckpointPolicy(budget=1.0)) as m:
         m.branch_from(a1)
@@ -772,6 +772,7 @@ def test_a_branch_made_current_takes_what_comes_next(tmp_path: Path) -> None:
         assert m.branch_message_ids() == [u1, a1]
         new = m.append_message(Message("user", [Text("another way")]))
         assert m.entries_off_branch() == 2
+        assert m.child_ids(a1) == [u2, new] and m.child_ids(new) == []
     with SessionManager.open(path, read_only=True) as r:
         assert r.stats.mode == "checkpoint" and r.leaf_id == new and r.message_count == 3
         assert [x.text() for x in r.rebuild_conversation()] == [

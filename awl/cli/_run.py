@@ -116,20 +116,54 @@ def run_session(
 
 
 def _go_on_from(manager: SessionManager, entry: str, cwd: Path) -> None:
-    """Make ``entry``'s branch the one the session goes on from, saying so."""
-    if manager.leaf_id == entry:
-        return
+    """Make ``entry``'s branch the one the session goes on from, saying so.  A reply
+    that asked for tools goes on from the message under it that answers all its
+    calls, when there is one: those calls ran, and would otherwise be answered
+    as interrupted."""
     try:
-        manager.branch_from(entry)
+        answer = _answer_of(manager, entry)
+        target = answer or entry
+        if manager.leaf_id == target:
+            return
+        manager.branch_from(target)
     except KeyError:
         session = resume_prefix(manager.id, manager.path, cwd)
         raise SessionNotFound(
             f"session {session} has no entry {entry!r} (awl show {session} lists its messages)"
         ) from None
-    sys.stderr.write(
-        f"awl: going on from {visible(entry, one_line=True)}; what followed it stays in "
-        "the log, on its own branch\n"
+    shown = visible(target, one_line=True)
+    what = (
+        f"{shown}, the results of {visible(entry, one_line=True)}'s tool calls" if answer else shown
     )
+    sys.stderr.write(
+        f"awl: going on from {what}; what followed it stays in the log, on its own branch\n"
+    )
+
+
+def _answer_of(manager: SessionManager, entry: str) -> str | None:
+    """The id of the message under the assistant message ``entry`` that holds the
+    results of all its tool calls (the last, where a tool round saved several),
+    or None.  KeyError when the log has no entry ``entry``."""
+    from ..store import DiskToolResult, DiskToolUse, MessageEntry
+
+    asked = manager.get_entry(entry)
+    if asked is None:
+        raise KeyError(entry)
+    if not isinstance(asked, MessageEntry) or asked.message.role != "assistant":
+        return None
+    calls = {b.id for b in asked.message.content if isinstance(b, DiskToolUse)}
+    if not calls:
+        return None
+    for child in reversed(manager.child_ids(entry)):
+        got = manager.get_entry(child)
+        if not isinstance(got, MessageEntry) or got.message.role != "user":
+            continue
+        blocks = got.message.content
+        if all(isinstance(b, DiskToolResult) for b in blocks) and calls <= {
+            b.tool_use_id for b in blocks if isinstance(b, DiskToolResult)
+        }:
+            return child
+    return None
 
 
 def _same_dir(a: Path, b: Path) -> bool:

@@ -438,6 +438,26 @@ class SessionManager:
 
         return self._indexed(ids)
 
+    def child_ids(self, entry_id: str) -> list[str]:
+        """The ids of the tree entries whose parent is ``entry_id``, in file order (more
+        than one where the tree branches there), found through the index.
+
+        KeyError when the log has no entry ``entry_id``.
+        """
+        if self._log is None:
+            pending = [e.base for _, e in self._pending]
+            if entry_id not in [b.id for b in pending]:
+                raise KeyError(entry_id)
+            return [b.id for b in pending if b.parent_id == entry_id]
+
+        def ids(index: LogIndex, tree: Tree) -> list[str]:
+            pos = tree.pos_of(entry_id)
+            if pos is None:
+                raise KeyError(entry_id)
+            return [tree.id_at(int(k)) for k in tree.children(pos)]
+
+        return self._indexed(ids)
+
     def stream_branch(self) -> Iterator[tuple[str, str, Message]]:
         """(entry id, timestamp, message) of each message on the branch from the
         root to the leaf, root first: :meth:`rebuild_conversation`'s messages with

@@ -89,6 +89,10 @@ class Tree:
     def __len__(self) -> int:
         return len(self.rows)
 
+    def children(self, pos: int) -> IntArray:
+        """Node positions whose parent is the node at ``pos``, in file order."""
+        return np.flatnonzero(self.parent_pos == pos).astype(np.int64)
+
     def branch(self, leaf_pos: int) -> IntArray:
         """Node positions from the root to ``leaf_pos``, root first."""
         n = leaf_pos + 1
