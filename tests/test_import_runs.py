@@ -450,7 +450,7 @@ def test_a_file_of_no_known_format_is_refused_with_one_line(tmp_path: Path, root
         shutil.copy(PI_FULL, only_pi / f"copy{n}.jsonl")
     out = cli("import", "--from", "codex", str(only_pi))
     assert out.exit_code == 1, out.output
-    lines = out.output.splitlines()
+    lines = out.stdout.splitlines()  # with the other problem lines
     assert len(lines) == 5 and all(x.endswith("(it looks like pi's)") for x in lines[:3])
     assert lines[3] == (
         "awl: 8 files looked like pi's sessions, not Codex's (5 not named above): "

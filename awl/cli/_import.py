@@ -112,8 +112,9 @@ def import_command(
             click.echo(f"awl: import stopped: its output was closed {done}; {again}", err=True)
             raise SystemExit(1) from None
     if fmt is not None:
+        # With the run's other problem lines, on standard output.
         for other, n in sorted(mismatched.items()):
-            click.echo(visible(mismatch_line(fmt, other, n), one_line=True), err=True)
+            click.echo(visible(mismatch_line(fmt, other, n), one_line=True))
     # One line for a terminal, as the run's other lines are (Progress.say).
     try:
         click.echo(visible(summary_line(summary, dry_run=dry_run), one_line=True), err=as_json)
