@@ -376,3 +376,57 @@ def test_an_unfinished_file_in_a_claude_sessions_folder_leaves_the_next_import_u
     main.write_bytes(main.read_bytes() + main.read_bytes().splitlines(keepends=True)[-1])
     grown = import_source(spec, session_dir=tmp_path / "s", system_prompt=PROMPT)
     assert (grown.status, grown.lines) == ("updated", 1)
+
+
+# ── a batch cut short by a crash ──
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@settings(PROPERTY, max_examples=25)
+@given(data=st.data())
+def test_a_batch_a_crash_cut_short_is_taken_again_by_the_next_import(
+    fmt: str, data: st.DataObject
+) -> None:
+    """A kill during an import's write leaves a prefix of its batch (a long write is
+    not atomic): the record, some of its entries, a torn line.  The next import
+    moves that prefix to the log's .corrupt file and takes it again, whether
+    the source grew since or not, and ends as one import of the whole."""
+    from awl.importers import _run
+    from awl.paths import corrupt_path
+
+    full = FULL[fmt]
+    with pytest.MonkeyPatch.context() as mp, tempfile.TemporaryDirectory() as tmp:
+        mp.setattr(_run, "BATCH_BYTES", data.draw(st.sampled_from([1, 2048, 1 << 22])))
+        src = Path(tmp) / "src" / SOURCES[fmt].name
+        src.parent.mkdir()
+        spec = SourceSpec(str(src))
+        store = Path(tmp) / "s"
+        lines = full.splitlines(keepends=True)
+        first = data.draw(st.integers(0, len(lines) - 1))
+        if first >= CONVERSATION_FROM[fmt] + 1:  # an earlier import, whole, then more
+            src.write_bytes(b"".join(lines[:first]))
+            assert import_source(spec, session_dir=store, system_prompt=PROMPT).status == "imported"
+        grown = data.draw(st.booleans())
+        src.write_bytes(full)
+        r = import_source(spec, session_dir=store, system_prompt=PROMPT)
+        assert r.path is not None and r.status in ("imported", "updated"), r.error
+        log = Path(r.path)
+        raw = log.read_bytes()
+        # The last batch: from its record to its end line (a checkpoint may follow).
+        start = raw.rindex(b'\n{"type":"x-import",') + 1
+        end = raw.index(b'\n{"type":"x-import-end",', start) + 1
+        cut = data.draw(st.integers(start + 1, end), label="cut")
+        log.write_bytes(raw[:cut])
+        if not grown:
+            src.write_bytes(full)  # the source as the cut import saw it
+        again = import_source(spec, session_dir=store, system_prompt=PROMPT)
+        assert again.status in ("imported", "updated") and again.error is None, again.error
+        # A record cut within its own line is a torn line, as any: nothing to say (one
+        # whole but for its newline is an entry, as the store takes a last line).
+        whole_record = cut >= raw.index(b"\n", start)
+        assert any("was cut short" in n for n in again.notes) == whole_record, again.notes
+        assert corrupt_path(log).exists() or cut == end
+        assert _flat(log) == _whole(fmt).flat
+        assert accounted_lines(log) == source_lines(src)
+        assert verify_log(log).ok
+        assert import_source(spec, session_dir=store, system_prompt=PROMPT).status == "unchanged"

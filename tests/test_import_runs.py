@@ -639,9 +639,7 @@ def test_lines_of_a_kind_never_seen_are_kept_and_named(tmp_path: Path) -> None:
     (spec,) = plan_import([pi]).sources
     path = import_source(spec).path
     assert path is not None
-    leaf = (
-        log_lines(path)[-2] if log_lines(path)[-1]["type"] == "checkpoint" else log_lines(path)[-1]
-    )
+    leaf = [o for o in log_lines(path) if o["type"] not in ("checkpoint", "x-import-end")][-1]
     assert leaf["message"]["content"] == [
         {"type": "x-pi-audio", "data": "AAA="},
         {"type": "text", "text": "écoute"},
@@ -1446,3 +1444,20 @@ def test_a_listing_says_which_tool_a_session_was_imported_from(
         "(from pi)",
         "1 message",
     ]
+
+
+def test_a_dry_run_says_what_an_import_cut_short_left_and_writes_nothing(tmp_path: Path) -> None:
+    src = copy_tree(PI_FULL, tmp_path / "src" / PI_FULL.name)
+    r = run(src, session_dir=tmp_path / "s")
+    assert r.path is not None
+    log = Path(r.path)
+    raw = log.read_bytes()
+    start = raw.rindex(b'\n{"type":"x-import",') + 1
+    log.write_bytes(raw[: raw.index(b"\n", start) + 200])  # the record, then a torn entry
+    before = log.read_bytes()
+    dry = run(src, session_dir=tmp_path / "s", dry_run=True)
+    assert dry.status == "imported" and log.read_bytes() == before
+    assert any("an import moves what it wrote to the log's .corrupt file" in n for n in dry.notes)
+    again = run(src, session_dir=tmp_path / "s")
+    assert again.status == "imported" and any("was cut short" in n for n in again.notes)
+    assert accounted_lines(log) == source_lines(src) and verify_log(log).ok

@@ -21,7 +21,7 @@ from ._bulk import (
     plan_import,
 )
 from ._find import find_imported
-from ._record import Imported, import_origin, last_record, read_records
+from ._record import Imported, cut_short, import_origin, last_record, read_records
 from ._run import BATCH_BYTES, FORMAT_NAMES, STATUSES, ImportResult, SourceSpec, import_source
 from ._source import FORMATS, detect, detect_file
 
@@ -35,6 +35,7 @@ __all__ = [
     "ImportSummary",
     "Imported",
     "SourceSpec",
+    "cut_short",
     "default_store",
     "default_stores",
     "detect",

@@ -4,8 +4,10 @@ Each batch an import appends starts with one ``x-import`` entry (outside
 the tree): the source files and how much of each it has taken (bytes, lines,
 a sha256 of those bytes), what it skipped, and the keys of the batch's tree
 entries in order.  The entries follow it in the same write, so their awl ids
-are read from the log itself: the record and its entries are on disk
-together or not at all.
+are read from the log itself, and an ``x-import-end`` line naming the
+record's ``batch`` ends it: a long write is not atomic, and a batch a kill
+cut short lacks that line (:func:`cut_short`), which the next import sets
+right.
 """
 
 from __future__ import annotations
@@ -24,7 +26,11 @@ import orjson
 from ..errors import SessionError
 
 RECORD_TYPE = "x-import"
+END_TYPE = "x-import-end"
+"""The line that ends a batch, naming the record's ``batch``: a batch without it was
+cut short (a crash, a kill, during the write; a long write is not atomic)."""
 _START = b'{"type":"x-import",'
+_END = b'{"type":"x-import-end",'
 # A tree entry's line starts with its type and its id (awl writes them first).
 _TREE_ID = re.compile(rb'\{"type":"(?:[^"\\]|\\.)*","id":"((?:[^"\\]|\\.)*)"')
 
@@ -64,9 +70,51 @@ def _line_at(mm: mmap.mmap, start: int) -> tuple[bytes, int]:
     return mm[start:end], end + 1
 
 
+def _last_at(mm: mmap.mmap | None) -> int:
+    """Where the last import record's line starts (-1: none).  A last line without
+    its newline that is no whole JSON object is torn (a write cut short), not a
+    record: the next writer's open moves it to the log's .corrupt file (a whole
+    one is an entry, as the store takes it)."""
+    if mm is None:
+        return -1
+    at = mm.rfind(b"\n" + _START)
+    if at >= 0 and mm.find(b"\n", at + 1) < 0:
+        try:
+            whole = isinstance(orjson.loads(mm[at + 1 :]), dict)
+        except orjson.JSONDecodeError:
+            whole = False
+        if not whole:
+            at = mm.rfind(b"\n" + _START, 0, at)
+    return at + 1 if at >= 0 else -1
+
+
 def _last(mm: mmap.mmap | None, path: str | os.PathLike[str]) -> dict[str, Any] | None:
-    at = mm.rfind(b"\n" + _START) if mm is not None else -1
-    return None if mm is None or at < 0 else _parse(_line_at(mm, at + 1)[0], path)
+    at = _last_at(mm)
+    return None if mm is None or at < 0 else _parse(_line_at(mm, at)[0], path)
+
+
+def cut_short(path: str | os.PathLike[str]) -> int | None:
+    """Where the last import record of the log at ``path`` starts, when its batch was
+    cut short: the record names a ``batch`` and no line ending that batch
+    follows it.  None otherwise (and for records of older imports, which name
+    none)."""
+    with _mapped(path) as mm:
+        at = _last_at(mm)
+        if mm is None or at < 0:
+            return None
+        record = _parse(_line_at(mm, at)[0], path)
+        batch = record.get("batch")
+        if batch is None:
+            return None
+        end = mm.find(b"\n" + _END, at)
+        while end >= 0:
+            line, nxt = _line_at(mm, end + 1)
+            with contextlib.suppress(orjson.JSONDecodeError):
+                obj = orjson.loads(line)
+                if isinstance(obj, dict) and obj.get("batch") == batch:
+                    return None
+            end = mm.find(b"\n" + _END, nxt - 1)
+        return at
 
 
 def last_record(path: str | os.PathLike[str]) -> dict[str, Any] | None:
@@ -101,15 +149,16 @@ def import_origin(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     return origin
 
 
-def read_records(path: str | os.PathLike[str]) -> Imported:
-    """Every import record of the log at ``path``, and the awl id of each source key
-    they name.  Raises SessionError when a record does not match the entries after it."""
+def read_records(path: str | os.PathLike[str], *, end: int | None = None) -> Imported:
+    """Every import record of the log at ``path`` (those that start before ``end``,
+    when given), and the awl id of each source key they name.  Raises
+    SessionError when a record does not match the entries after it."""
     out = Imported()
     with _mapped(path) as mm:
         if mm is None:
             return out
         at = mm.find(b"\n" + _START)
-        while at >= 0:
+        while at >= 0 and (end is None or at + 1 < end):
             raw, nxt = _line_at(mm, at + 1)
             record = _parse(raw, path)
             keys = record.get("keys") or []

@@ -32,7 +32,7 @@ import orjson
 
 from ..conversation import UNKNOWN, Usage
 from ..errors import SessionBusy, SessionError, SessionWriteError
-from ..paths import path_text, project_dir, session_file_name, windows_path
+from ..paths import corrupt_path, path_text, project_dir, session_file_name, windows_path
 from ..store import (
     DiskMessage,
     DiskText,
@@ -42,7 +42,7 @@ from ..store import (
 )
 from . import _claude, _codex, _pi
 from ._build import ROOT_KEY, Builder, Converter, Planned, SourceInfo, session_id_for
-from ._record import RECORD_TYPE, Imported, last_record, read_records
+from ._record import END_TYPE, RECORD_TYPE, Imported, cut_short, last_record, read_records
 from ._source import (
     FORMATS,
     Hashing,
@@ -300,14 +300,40 @@ class _Import:
                 r.bytes += os.stat(self.spec.path).st_size - files[0].size
         try:
             exists = path.exists() or path.is_symlink()
+            cut = exists and cut_short(path) is not None
+            # Decided without the lock when the last record says so (unchanged, a
+            # conflict); a log with no record yet is looked at under it, below.
+            record = last_record(path) if exists and not cut else None
+            if record is not None and not self._check(path, files, record):
+                return
+            if cut and self.dry_run:
+                r.notes.append(
+                    "an earlier import of this session was cut short (a crash, or a kill, "
+                    "while it wrote): an import moves what it wrote to the log's .corrupt "
+                    "file and takes it again"
+                )
+            if exists and not self.dry_run:
+                self.manager = SessionManager.open(path)
+                at = cut_short(path)  # under the lock now
+                if at is not None:
+                    moved = self.manager.discard_from(at)
+                    r.notes.append(
+                        "an earlier import of this session was cut short (a crash, or a kill, "
+                        f"while it wrote): what it wrote, {moved} bytes, was moved to "
+                        f"{corrupt_path(path)} and is taken again"
+                    )
             if exists:
-                if not self._check(path, files, last_record(path)):
-                    return
-                if not self.dry_run:
-                    self.manager = SessionManager.open(path)
-                # Under the lock now: what earlier imports wrote, from the log itself.
-                self.imported = read_records(path)
-                if not self._check(path, files, self.imported.last):
+                # Under the lock now: what earlier imports wrote, from the log itself
+                # (a dry run leaves a batch cut short where it is, and reads before it).
+                end = cut_short(path) if cut and self.dry_run else None
+                self.imported = read_records(path, end=end)
+                if self.imported.last is None and (
+                    self.manager is None or self.manager.state.entry_count == 0
+                ):
+                    # No entry yet: the first batch was cut short (within its record,
+                    # or all of it moved aside above). Imported as new, into this log.
+                    exists = False
+                elif not self._check(path, files, self.imported.last):
                     return
                 if self.manager is not None:
                     leaf = self.manager.leaf_id
@@ -661,7 +687,9 @@ class _Import:
         last_tree: int | str | None = None
         record: dict[str, Any] = {
             "importer": 1,
-            "format": conv.format,
+            "format": conv.format,  # right after "importer": the listing reads it there
+            # Named again by the batch's last line: without it, the batch was cut short.
+            "batch": os.urandom(4).hex(),
             "source": path_text(os.path.abspath(self.spec.path)),
             "sourceId": self.info.source_id,
             "files": {},
@@ -725,6 +753,8 @@ class _Import:
             record["files"].setdefault(rel, state)
         record["entries"] = len(entries) - 1
         r.entries += len(entries) - 1
+        now = format_timestamp(time.time())
+        entries.append(NewEntry(now, type=END_TYPE, fields={"batch": record["batch"]}, node=False))
         self.written += 1
         if self.dry_run:
             for key in keys:

@@ -67,7 +67,11 @@ def log_lines(path: str | Path) -> list[dict[str, Any]]:
 
 def entries(path: str | Path) -> list[dict[str, Any]]:
     """The entries of an awl log (no header, records or checkpoints)."""
-    return [o for o in log_lines(path)[1:] if o.get("type") not in ("checkpoint", "x-import")]
+    return [
+        o
+        for o in log_lines(path)[1:]
+        if o.get("type") not in ("checkpoint", "x-import", "x-import-end")
+    ]
 
 
 def by_id(path: str | Path) -> dict[str, dict[str, Any]]:
