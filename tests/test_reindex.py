@@ -1052,7 +1052,7 @@ def test_young_and_locked_creations_are_left_alone(root: Path, project: Path) ->
         ("other header", "its header is for session 019dc5ba-53f6-701c-8000-00000000001c"),
         ("other timestamp", "created 2026-04-25T17:41:00.000Z, not 2026-04-25T17-40-27"),
         ("bad first line", "the first line is not a session header"),
-        ("log exists", "exists and is another file"),
+        ("log exists, its header torn", "exists and is another file"),
         ("fifo", "not a regular file"),
     ],
 )
@@ -1074,10 +1074,10 @@ def test_creations_awl_did_not_leave_are_reported_and_kept(
                 b'"2026-04-25T17:40:27.000Z"', b'"2026-04-25T17:41:00.000Z"', 1
             ),
             "bad first line": b"not json\n" + first_lines(27, project),
-            "log exists": first_lines(27, project),
+            "log exists, its header torn": first_lines(27, project)[:40],
         }[what]
         tmp = leftover(root, project, 27, data)
-    if what == "log exists":
+    if what.startswith("log exists"):
         log.write_bytes(
             first_lines(27, project) + line(msg("00000003", "00000002", "assistant", "x"))
         )
@@ -1088,6 +1088,29 @@ def test_creations_awl_did_not_leave_are_reported_and_kept(
     (problem,) = [ln for ln in res.output.splitlines() if ln.startswith(str(tmp))]
     assert error in problem and problem.endswith("unfinished session creation left as it is")
     assert everything(root) == before
+
+
+def test_a_creation_of_a_log_another_process_made_since_is_kept_in_its_corrupt_file(
+    root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An import killed before its new log was renamed into place, then imported
+    again: the same log (the id comes from the source) now exists, made by the
+    second import.  The first one's file is kept where a torn line's bytes go,
+    and reindexing succeeds, now and the next time."""
+    folder = project_dir(project, root)
+    log = folder / log_name(header(27, project))
+    data = first_lines(27, project)
+    tmp = leftover(root, project, 27, data)
+    made = first_lines(27, project) + line(msg("00000003", "00000002", "assistant", "x"))
+    log.write_bytes(made)
+    monkeypatch.chdir(project)
+    res = run_cli("--dry-run")
+    assert res.exit_code == 0 and tmp.exists(), res.output
+    res = run_cli()
+    assert res.exit_code == 0, res.output
+    assert not tmp.exists() and log.read_bytes().startswith(made)
+    assert corrupt_path(log).read_bytes() == data
+    assert run_cli().exit_code == 0
 
 
 def test_dry_run_says_what_it_would_settle(

@@ -301,6 +301,9 @@ def settle_creation(
       died before the rename): it is renamed into place, to be reindexed like
       any log (a torn last line is repaired then); its first messages are
       kept;
+    - the log exists, another file, and this one has a complete header for
+      it (another process made the same log since: an import of the same
+      source): the file becomes ``<log>.corrupt`` (appended to it);
     - the file is empty: it is removed (nothing was written);
     - not even its header line is whole (it died in its first write): the
       file becomes ``<log>.corrupt``, where a torn line's bytes go;
@@ -342,6 +345,18 @@ def settle_creation(
         if other is not None:
             if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
                 return _remove(env, t, f"a second name of {lg}", dry_run)
+            if _header_names(env, fd, t, lg):
+                # The same session, created since by another process (an import
+                # makes the same log of the same source again): this attempt's
+                # bytes are kept where a torn line's go, the log left as it is.
+                target = os.fspath(corrupt_path(lg))
+                if not dry_run:
+                    _keep_in(env, fd, t, target)
+                return FileResult(
+                    t,
+                    removed=f"a creation of {lg}, which another process made since; "
+                    f"kept in {target}",
+                )
             return FileResult(t, st.st_size, error=f"{t}: {lg} exists and is another file; {left}")
         if st.st_size == 0:
             return _remove(env, t, "empty: its process died before writing", dry_run)
@@ -371,6 +386,15 @@ def settle_creation(
         return FileResult(t, error=f"{t}: cannot settle: {exc.strerror}; {left}")
     finally:
         env.close(fd)
+
+
+def _header_names(env: Env, fd: int, t: str, lg: str) -> bool:
+    """Whether the file ``t`` (open as ``fd``) has a whole header for the log ``lg``."""
+    try:
+        header = read_header_fd(fd, Path(t), env)
+    except CorruptSession:
+        return False
+    return session_file_name(header.timestamp, header.id) == os.path.basename(lg)
 
 
 def _keep_in(env: Env, fd: int, t: str, target: str) -> None:
