@@ -890,6 +890,33 @@ def test_resume_at_a_reply_that_asked_for_tools_goes_on_from_their_results(
     assert said[-1] == "again" and "interrupted" not in r.stdout
 
 
+def test_resume_at_a_reply_whose_round_was_cut_short_keeps_the_results_saved(
+    env: dict[str, str], root: Path, project: Path
+) -> None:
+    """A round of three calls saved call by call, the process gone during the third:
+    going on from the reply takes the two results saved, and only the third
+    call is answered as interrupted (as a plain resume answers it)."""
+    from awl import Message, SessionManager, Text, ToolResult, ToolUse
+
+    m = SessionManager.create(project, "offline", "echo", session_dir=root)
+    m.append_message(Message("user", [Text("three things")]))
+    calls = [ToolUse(f"c{k}", "bash", '{"command":"true"}') for k in (1, 2, 3)]
+    asked = m.append_message(Message("assistant", [*calls]), stop_reason="toolUse")
+    m.append_message(Message("user", [ToolResult("c1", "one")]))
+    second = m.append_message(Message("user", [ToolResult("c2", "two")]))
+    m.append_message(Message("user", [Text("something else")]))  # the leaf: elsewhere
+    m.close()
+    sid = m.id[:8]
+    r = run(["--resume", f"{sid}:{asked}", "-p", "go on"], env, project)
+    assert r.returncode == 0, r.stderr
+    assert f"awl: going on from {second}" in r.stderr.splitlines()[0]
+    replay = reference_replay(m.path)
+    results = [b for role, content in replay.messages for b in content if b["type"] == "toolResult"]
+    assert [b["content"] for b in results[:2]] == ["one", "two"]
+    assert [b["toolUseId"] for b in results] == ["c1", "c2", "c3"]
+    assert "interrupted" in results[2]["content"]
+
+
 def test_resume_at_an_entry_goes_on_from_that_message(
     env: dict[str, str], root: Path, project: Path
 ) -> None:

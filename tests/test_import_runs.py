@@ -1457,7 +1457,38 @@ def test_a_dry_run_says_what_an_import_cut_short_left_and_writes_nothing(tmp_pat
     before = log.read_bytes()
     dry = run(src, session_dir=tmp_path / "s", dry_run=True)
     assert dry.status == "imported" and log.read_bytes() == before
-    assert any("an import moves what it wrote to the log's .corrupt file" in n for n in dry.notes)
+    assert any("was cut short" in n and "to be taken again" in n for n in dry.notes)
     again = run(src, session_dir=tmp_path / "s")
     assert again.status == "imported" and any("was cut short" in n for n in again.notes)
-    assert accounted_lines(log) == source_lines(src) and verify_log(log).ok
+    assert verify_log(log).ok
+    with SessionManager.open(log, read_only=True) as m:
+        assert m.entries_off_branch() > 0  # what the cut batch wrote, kept
+    assert run(src, session_dir=tmp_path / "s").status == "unchanged"
+
+
+def test_turns_awl_added_after_an_import_cut_short_stay_in_the_log(tmp_path: Path) -> None:
+    """An import killed during its write, the session resumed and a turn added, then
+    imported again: the turn stays where it is, on its branch (awl show counts
+    it, awl --resume ID:ENTRY goes back to it), and the source's conversation
+    is taken whole."""
+    src = copy_tree(PI_FULL, tmp_path / "src" / PI_FULL.name)
+    lines = PI_FULL.read_bytes().splitlines(keepends=True)
+    src.write_bytes(b"".join(lines[:6]))
+    first = run(src, session_dir=tmp_path / "s")
+    assert first.path is not None
+    src.write_bytes(PI_FULL.read_bytes())
+    run(src, session_dir=tmp_path / "s")
+    log = Path(first.path)
+    raw = log.read_bytes()
+    start = raw.rindex(b'\n{"type":"x-import",') + 1
+    log.write_bytes(raw[: raw.index(b"\n", raw.index(b"\n", start) + 1) + 30])  # one entry, torn
+    with SessionManager.open(log) as m:
+        mine = m.append_message(Message("user", [Text("carried on in awl")]))
+    again = run(src, session_dir=tmp_path / "s")
+    assert again.status == "updated", again.error
+    assert any("was cut short" in n for n in again.notes)
+    with SessionManager.open(log, read_only=True) as m:
+        assert m.get_entry(mine) is not None and m.leaf_id != mine
+    whole = run(src, session_dir=tmp_path / "w")
+    assert whole.path is not None and _flat(log) == _flat(whole.path)
+    assert verify_log(log).ok

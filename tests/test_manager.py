@@ -800,33 +800,3 @@ def test_a_branch_made_current_and_left_writes_nothing(tmp_path: Path) -> None:
         assert r.leaf_id == a2
     with SessionManager.open(path) as m, pytest.raises(KeyError):
         m.branch_from("0badf00d")
-
-
-def test_discard_from_keeps_the_bytes_and_derives_the_state_again(tmp_path: Path) -> None:
-    """What only a writer can tell is incomplete (an import's batch cut short) is moved
-    to the log's .corrupt file, as a torn line is, and the session is what is left."""
-    from awl.paths import corrupt_path
-    from awl.store import verify_log
-
-    path, (u1, a1, u2, a2) = _four_messages(tmp_path)
-    raw = path.read_bytes()
-    at = raw.index(orjson.dumps(u2)) - len(b'{"type":"message","id":')
-    with SessionManager.open(path) as m:
-        with pytest.raises(ValueError, match="no line's start"):
-            m.discard_from(at + 1)
-        with pytest.raises(ValueError, match="no line's start"):
-            m.discard_from(5)  # within the header
-        assert m.discard_from(at) == len(raw) - at
-        assert m.leaf_id == a1 and m.message_count == 2
-        assert m.get_entry(a2) is None
-        assert m.discard_from(path.stat().st_size) == 0  # the end: nothing to move
-        m.append_message(Message("user", [Text("again")]))
-    assert corrupt_path(path).read_bytes() == raw[at:]
-    with SessionManager.open(path, read_only=True) as r:
-        assert [x.text() for x in r.rebuild_conversation()] == [
-            "first question",
-            "first answer",
-            "again",
-        ]
-        assert r.branch_message_ids()[:2] == [u1, a1]
-    assert verify_log(path).ok

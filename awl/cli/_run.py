@@ -141,9 +141,12 @@ def _go_on_from(manager: SessionManager, entry: str, cwd: Path) -> None:
 
 
 def _answer_of(manager: SessionManager, entry: str) -> str | None:
-    """The id of the message under the assistant message ``entry`` that holds the
-    results of all its tool calls (the last, where a tool round saved several),
-    or None.  KeyError when the log has no entry ``entry``."""
+    """The id of the message under the assistant message ``entry`` that answers its
+    tool calls: one holding the results of all of them (the last, where a
+    tool round saved several), else the deepest of the messages of results
+    saved call by call under it (a round cut short: the calls with no result
+    are then answered as interrupted, as a resume answers them); or None.
+    KeyError when the log has no entry ``entry``."""
     from ..store import DiskToolResult, DiskToolUse, MessageEntry
 
     asked = manager.get_entry(entry)
@@ -154,16 +157,26 @@ def _answer_of(manager: SessionManager, entry: str) -> str | None:
     calls = {b.id for b in asked.message.content if isinstance(b, DiskToolUse)}
     if not calls:
         return None
-    for child in reversed(manager.child_ids(entry)):
-        got = manager.get_entry(child)
+
+    def answered(eid: str) -> set[str] | None:
+        """The calls the message ``eid`` answers, when it holds only results."""
+        got = manager.get_entry(eid)
         if not isinstance(got, MessageEntry) or got.message.role != "user":
-            continue
+            return None
         blocks = got.message.content
-        if all(isinstance(b, DiskToolResult) for b in blocks) and calls <= {
-            b.tool_use_id for b in blocks if isinstance(b, DiskToolResult)
-        }:
-            return child
-    return None
+        if not blocks or not all(isinstance(b, DiskToolResult) for b in blocks):
+            return None
+        return {b.tool_use_id for b in blocks if isinstance(b, DiskToolResult)}
+
+    deepest, at = None, entry
+    while True:
+        under = [(c, got) for c in manager.child_ids(at) if (got := answered(c)) is not None]
+        whole = [c for c, got in under if calls <= got]
+        if whole:
+            return whole[-1]
+        if not under:
+            return deepest
+        deepest = at = under[0][0]
 
 
 def _same_dir(a: Path, b: Path) -> bool:

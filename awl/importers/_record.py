@@ -6,8 +6,8 @@ a sha256 of those bytes), what it skipped, and the keys of the batch's tree
 entries in order.  The entries follow it in the same write, so their awl ids
 are read from the log itself, and an ``x-import-end`` line naming the
 record's ``batch`` ends it: a long write is not atomic, and a batch a kill
-cut short lacks that line (:func:`cut_short`), which the next import sets
-right.
+cut short lacks that line (:func:`cut_short`); its record is then read as
+never written, and the next import takes that part of the source again.
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ class Imported:
 
     records: list[dict[str, Any]] = field(default_factory=list)
     ids: dict[str, str] = field(default_factory=dict)  # source key -> awl id
+    cut: int = 0  # records whose batch a crash cut short (left out)
+    cut_ids: set[str] = field(default_factory=set)  # the ids those batches wrote
 
     @property
     def last(self) -> dict[str, Any] | None:
@@ -150,15 +152,23 @@ def import_origin(path: str | os.PathLike[str]) -> dict[str, Any] | None:
 
 
 def read_records(path: str | os.PathLike[str], *, end: int | None = None) -> Imported:
-    """Every import record of the log at ``path`` (those that start before ``end``,
-    when given), and the awl id of each source key they name.  Raises
-    SessionError when a record does not match the entries after it."""
+    """Every whole import record of the log at ``path`` (those that start before
+    ``end``, when given), and the awl id of each source key they name.
+
+    A record whose batch was cut short (it names a ``batch`` and its end line
+    does not follow its entries) is left out, as if never written: the next
+    import takes that part of the source again, and what the cut batch wrote
+    stays in the log, off the branch; the ids it wrote are in ``cut_ids``.  A
+    torn last line is no record.  Raises SessionError when a record of an
+    older import (which names no batch) does not match the entries after it.
+    """
     out = Imported()
     with _mapped(path) as mm:
         if mm is None:
             return out
+        last = _last_at(mm)
         at = mm.find(b"\n" + _START)
-        while at >= 0 and (end is None or at + 1 < end):
+        while at >= 0 and (end is None or at + 1 < end) and at + 1 <= last:
             raw, nxt = _line_at(mm, at + 1)
             record = _parse(raw, path)
             keys = record.get("keys") or []
@@ -167,11 +177,26 @@ def read_records(path: str | os.PathLike[str], *, end: int | None = None) -> Imp
                 raise SessionError(f"{path}: an import record without its entry count")
             ids: list[str] = []
             pos = nxt
+            lines = []
             for _ in range(n):
                 line, pos = _line_at(mm, pos)
+                lines.append(line)
                 m = _TREE_ID.match(line, 0, 4096) if len(line) > 4096 else _TREE_ID.match(line)
                 if m is not None:
                     ids.append(orjson.loads(b'"' + m.group(1) + b'"'))
+            batch = record.get("batch")
+            if batch is not None and not _ends(_line_at(mm, pos)[0], batch):
+                # Cut short: its entries are what precedes the first line no batch
+                # holds (the checkpoint the open that trimmed its torn line wrote).
+                out.cut += 1
+                for line in lines:
+                    if line.startswith((b'{"type":"checkpoint"', _START)):
+                        break
+                    m = _TREE_ID.match(line, 0, 4096)
+                    if m is not None:
+                        out.cut_ids.add(orjson.loads(b'"' + m.group(1) + b'"'))
+                at = mm.find(b"\n" + _START, nxt - 1)
+                continue
             if len(ids) != len(keys):
                 raise SessionError(
                     f"{path}: an import record names {len(keys)} entries but {len(ids)} follow it"
@@ -180,6 +205,17 @@ def read_records(path: str | os.PathLike[str], *, end: int | None = None) -> Imp
             out.records.append(record)
             at = mm.find(b"\n" + _START, pos - 1)
         return out
+
+
+def _ends(line: bytes, batch: str) -> bool:
+    """Whether ``line`` is the end line of the batch ``batch``."""
+    if not line.startswith(_END):
+        return False
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(obj, dict) and obj.get("batch") == batch
 
 
 def _parse(raw: bytes, path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -32,7 +32,7 @@ import orjson
 
 from ..conversation import UNKNOWN, Usage
 from ..errors import SessionBusy, SessionError, SessionWriteError
-from ..paths import corrupt_path, path_text, project_dir, session_file_name, windows_path
+from ..paths import path_text, project_dir, session_file_name, windows_path
 from ..store import (
     DiskMessage,
     DiskText,
@@ -306,32 +306,24 @@ class _Import:
             record = last_record(path) if exists and not cut else None
             if record is not None and not self._check(path, files, record):
                 return
-            if cut and self.dry_run:
-                r.notes.append(
-                    "an earlier import of this session was cut short (a crash, or a kill, "
-                    "while it wrote): an import moves what it wrote to the log's .corrupt "
-                    "file and takes it again"
-                )
             if exists and not self.dry_run:
                 self.manager = SessionManager.open(path)
-                at = cut_short(path)  # under the lock now
-                if at is not None:
-                    moved = self.manager.discard_from(at)
-                    r.notes.append(
-                        "an earlier import of this session was cut short (a crash, or a kill, "
-                        f"while it wrote): what it wrote, {moved} bytes, was moved to "
-                        f"{corrupt_path(path)} and is taken again"
-                    )
+                cut = cut_short(path) is not None  # under the lock now
             if exists:
-                # Under the lock now: what earlier imports wrote, from the log itself
-                # (a dry run leaves a batch cut short where it is, and reads before it).
-                end = cut_short(path) if cut and self.dry_run else None
-                self.imported = read_records(path, end=end)
+                # Under the lock now: what earlier imports wrote, from the log itself.
+                self.imported = read_records(path)
+                if cut:
+                    r.notes.append(
+                        "an earlier import of this session was cut short (a crash, or a "
+                        "kill, while it wrote): the entries it wrote stay in the log, off "
+                        "the conversation's branch, and that part of the source is "
+                        + ("to be taken again" if self.dry_run else "taken again")
+                    )
                 if self.imported.last is None and (
-                    self.manager is None or self.manager.state.entry_count == 0
+                    cut or (self.manager is not None and self.manager.state.entry_count == 0)
                 ):
-                    # No entry yet: the first batch was cut short (within its record,
-                    # or all of it moved aside above). Imported as new, into this log.
+                    # The first batch was cut short: imported as new, into this log
+                    # (what the cut batch wrote stays, another tree beside it).
                     exists = False
                 elif not self._check(path, files, self.imported.last):
                     return
@@ -339,7 +331,8 @@ class _Import:
                     leaf = self.manager.leaf_id
                     # awl's own turns (a resume) after what imports wrote: the source's
                     # new lines become the current branch, which the user is told.
-                    self.resumed = leaf is not None and leaf not in self.imported.ids.values()
+                    made = set(self.imported.ids.values()) | self.imported.cut_ids
+                    self.resumed = leaf is not None and leaf not in made
                     self.awl_leaf = leaf
             self._convert(fmt, info, files, path, fresh=not exists)
         finally:

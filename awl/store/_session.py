@@ -785,37 +785,6 @@ class SessionManager:
             )
         return ids
 
-    def discard_from(self, offset: int) -> int:
-        """Move the log's lines from ``offset`` (where a line starts, after the
-        header) to its end into ``<log>.corrupt``, cut them off, and derive the
-        state again from what is left; returns the bytes moved (0 at the end).
-
-        For what a crash left that only its writer can tell is incomplete (an
-        import's batch without the line that ends it, :mod:`awl.importers`): as
-        a torn last line, its bytes are kept, never deleted.
-        """
-        self._check_writable()
-        log = self._log
-        if log is None:
-            return 0
-        mm = log.map()
-        body = mm.find(b"\n") + 1
-        if not body or not body <= offset <= log.size or mm.byte(offset - 1) != 0x0A:
-            raise ValueError(f"{self._path}: {offset} is no line's start after the header")
-        moved = log.size - offset
-        if not moved:
-            return 0
-        log.trim(offset, log.size)
-        log.size = offset
-        # What was read of the longer log (the index, entries this manager
-        # appended) describes bytes that are gone: derived again, as an open does.
-        self._keeper = IndexKeeper(self._path, self._env)
-        self._mine.clear()
-        found = recover(log, self._keeper, self._policy.search)
-        self._state, self._mode, self._tail_lines = found.state, found.mode, found.tail_lines
-        self._after_writer_open()
-        return moved
-
     def entries(self) -> Iterator[tuple[int, SessionEntry]]:
         """Every entry of the log after the header, in file order, with its 0-based line
         (checkpoints and blank lines left out; entries outside the tree included)."""
