@@ -12,7 +12,10 @@ taken (rewritten, truncated) is a ``conflict``: reported, nothing written.
 
 Entries are written in batches (a source's lines up to a point where a
 batch may end, ``BATCH_BYTES`` or more), each one write beginning with its
-import record, so memory holds one batch and a crash leaves whole batches.
+import record and ending with a line naming it, so memory holds one batch.
+A crash during a long write can leave a prefix of a batch: its record is
+then read as never written (:func:`~._record.read_records`), and the next
+import takes that part of the source again.
 """
 
 from __future__ import annotations
