@@ -247,3 +247,39 @@ def test_readers_do_not_hold_a_torn_tail(tmp_path: Path) -> None:
     torn = max(_peak_kb(show, env), _peak_kb(["sessions"], env))
     assert torn - clean < 30 * 1024, (clean, torn)
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss > 0
+
+
+@pytest.mark.parametrize("size", [40, 3 << 20], ids=["short", "over a piece"])
+@pytest.mark.parametrize("kept", ["nothing", "a start", "all", "another line"])
+def test_keeping_a_torn_tail_again_after_a_kill_during_the_copy_adds_no_second_copy(
+    tmp_path: Path, size: int, kept: str
+) -> None:
+    """A repair killed while it copied a torn tail into .corrupt left a start of it
+    there; the next repair makes that line the whole tail, instead of adding
+    a copy after it (a 200 MB tail killed five times grew .corrupt to 500 MB)."""
+    from awl.store._fs import default_env, keep_bytes
+
+    tail = b'{"type":"message","id":"t' + b"x" * size
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(b'{"type":"session"}\n' + tail)
+    start = len(b'{"type":"session"}\n')
+    before = {
+        "nothing": b"an earlier torn line\n",
+        "a start": b"an earlier torn line\n" + tail[: size // 2],
+        "all": b"an earlier torn line\n" + tail,
+        "another line": b"an earlier torn line\n" + b'{"type":"message","id":"u',
+    }[kept]
+    target = tmp_path / "log.jsonl.corrupt"
+    target.write_bytes(before)
+    fd = os.open(log, os.O_RDONLY)
+    try:
+        keep_bytes(default_env(), target, fd, start, start + len(tail))
+    finally:
+        os.close(fd)
+    expected = {
+        "nothing": before + tail,
+        "a start": b"an earlier torn line\n" + tail,
+        "all": before,
+        "another line": before + b"\n" + tail,
+    }[kept]
+    assert target.read_bytes() == expected

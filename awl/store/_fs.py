@@ -274,7 +274,9 @@ def keep_bytes(env: Env, target: Path, source: int, start: int, end: int) -> Non
     Each piece kept starts a line of its own (a newline is written first when
     ``target`` does not end in one).  Keeping is idempotent: when ``target``
     already ends with exactly this piece (a repair interrupted after keeping
-    its bytes and before cutting them off the log), nothing is added.  A
+    its bytes and before cutting them off the log), nothing is added; when
+    its last line is a start of this piece (a repair killed while it copied),
+    that line is replaced by the whole piece, which holds it.  A
     ``target`` this call creates has its name synced in its folder.
     ``target`` must not be ``source`` itself (a hard link).  Raises OSError;
     on failure ``target`` is cut back to what it held.
@@ -297,7 +299,11 @@ def keep_bytes(env: Env, target: Path, source: int, start: int, end: int) -> Non
         kept = st.st_size
         if kept >= length and _ends_with(env, cfd, kept, source, start, end):
             return  # kept already: the earlier repair died before the cut
+        begun = _begun(env, cfd, kept, source, start, end)
         try:
+            if begun is not None:
+                env.ftruncate(cfd, begun)  # a copy cut short: made whole below
+                kept = begun
             env.fchmod(cfd, 0o600)
             if kept and env.pread(cfd, 1, kept - 1) != b"\n":
                 write_all(env, cfd, b"\n")  # two torn tails stay told apart
@@ -317,6 +323,29 @@ def keep_bytes(env: Env, target: Path, source: int, start: int, end: int) -> Non
         env.close(cfd)
     if created:
         env.sync_dir(target.parent)
+
+
+def _begun(env: Env, fd: int, size: int, source: int, start: int, end: int) -> int | None:
+    """Where ``fd``'s last line starts when it is a start (not all) of ``source``'s
+    ``[start, end)``: a copy of it a killed repair began; else None."""
+    length = end - start
+    at = size  # the last line's start, found going back at most ``length`` bytes
+    while at > 0 and size - at < length:
+        lo = max(0, at - _PIECE, size - length)
+        cut = env.pread(fd, at - lo, lo).rfind(b"\n")
+        if cut >= 0:
+            at = lo + cut + 1
+            break
+        at = lo
+    if not 0 < size - at < length or (at and env.pread(fd, 1, at - 1) != b"\n"):
+        return None
+    pos = at
+    while pos < size:
+        n = min(_PIECE, size - pos)
+        if env.pread(fd, n, pos) != env.pread(source, n, start + pos - at):
+            return None
+        pos += n
+    return at
 
 
 def _ends_with(env: Env, fd: int, size: int, source: int, start: int, end: int) -> bool:
