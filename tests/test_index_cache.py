@@ -154,6 +154,29 @@ def test_reindex_counts_only_the_caches_it_writes(tmp_path: Path) -> None:
     assert again.caches == 0 and again.checkpointed == 0
 
 
+def test_a_log_whose_last_line_lacks_its_newline_keeps_its_cache_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cache stops short of a last line without its newline (it may yet grow): that
+    line is not a reason to write the same cache again at every reindex; once
+    the line has its newline, the cache is extended to cover it.  (A log small
+    enough that no checkpoint, which would end that line, fits its budget.)"""
+    monkeypatch.setenv("AWL_INDEX_CACHE_MIN", "0")
+    big = log_of(tmp_path, "big", 20_000)
+    big.write_bytes(big.read_bytes().rstrip(b"\n"))  # the last line whole, no newline
+    _, first = reindex([big], jobs=1)
+    assert first.caches == 1
+    cache = index_cache_path(big)
+    written = cache.read_bytes()
+    for _ in range(2):
+        _, again = reindex([big], jobs=1)
+        assert again.caches == 0 and cache.read_bytes() == written
+    with big.open("ab") as f:
+        f.write(b"\n")
+    _, grown = reindex([big], jobs=1)
+    assert grown.caches == 1 and cache.read_bytes() != written
+
+
 # ── stale cache files ──
 
 

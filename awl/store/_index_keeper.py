@@ -21,7 +21,7 @@ from ._index_cache import cache_covers, load_cache, save_cache, wants_cache
 from ._lines import check_lines
 from ._logmap import LogMap
 from ._reader import StaleIndex
-from ._scanner_abi import Records
+from ._scanner_abi import FLAG_UNTERMINATED, Records
 from ._tree import Tree
 
 _T = TypeVar("_T")
@@ -68,8 +68,7 @@ class IndexKeeper:
             if cached is not None:
                 self.index, self.cache = cached, "loaded"
                 if cached.size < size:
-                    cached.extend(log, size)
-                    self._dirty, self.cache = True, "extended"
+                    self._dirty, self.cache = _extended(cached, log, size), "extended"
             else:
                 self.index = LogIndex.build(log, size, self._known(size))
                 self._dirty, self.cache = True, "built"
@@ -141,13 +140,13 @@ class IndexKeeper:
                 # Kept, so that a close does not read the cache again.
                 self.index, self.cache, self._dirty, self._checked = cached, "loaded", False, 0
                 return False
+            dirty = True
             if cached is not None:
-                cached.extend(log, size)
-                self.cache = "extended"
+                dirty, self.cache = _extended(cached, log, size), "extended"
             else:
                 cached = LogIndex.build(log, size, self._known(size))
                 self.cache = "built"
-            self.index, self._dirty, self._checked = cached, True, 0
+            self.index, self._dirty, self._checked = cached, dirty, 0
         elif self.index.size < size:
             self.index.extend(log, size)
             self._dirty = True
@@ -176,3 +175,18 @@ class IndexKeeper:
     def drop(self) -> None:
         """Forget the index (the log is being closed)."""
         self.index = None
+
+
+def _extended(cached: LogIndex, log: LogMap, size: int) -> bool:
+    """Extend an index read from the cache file to ``size``; whether the file should
+    be written again.  A cache stops short of a last line without its newline
+    (it may yet grow): when that line is all that follows, the file on disk is
+    what a new one would be."""
+    covered = cached.size
+    cached.extend(log, size)
+    records = cached.records
+    return not (
+        len(records)
+        and int(records["flags"][-1]) & FLAG_UNTERMINATED
+        and int(records["offset"][-1]) == covered
+    )
