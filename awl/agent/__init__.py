@@ -8,7 +8,7 @@ nothing itself (a :class:`~awl.providers.StreamSink` does, see
 
 from __future__ import annotations
 
-from ._launch import check_session_dir, open_session
+from ._launch import check_session_dir, open_session, resume_point
 from ._loop import (
     CUT_OFF,
     INTERRUPTED_IN_FLIGHT,
@@ -36,5 +36,6 @@ __all__ = [
     "check_session_dir",
     "open_session",
     "open_tool_uses",
+    "resume_point",
     "storable",
 ]

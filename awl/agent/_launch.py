@@ -9,7 +9,14 @@ from pathlib import Path
 from ..conversation import Message, Text
 from ..errors import SessionError
 from ..paths import windows_path
-from ..store import SessionManager, find_session, read_header
+from ..store import (
+    DiskToolResult,
+    DiskToolUse,
+    MessageEntry,
+    SessionManager,
+    find_session,
+    read_header,
+)
 from ._loop import SYSTEM_PROMPT
 
 
@@ -77,3 +84,49 @@ def check_session_dir(cwd: str) -> None:
             f"cannot resume: the session's directory {cwd} {what}; its tools would "
             "run there (awl show still reads the session)"
         )
+
+
+def resume_point(manager: SessionManager, entry: str) -> str:
+    """The entry a session goes on from when asked to go on from ``entry`` (``awl
+    --resume ID:ENTRY``; then :meth:`SessionManager.branch_from` it): ``entry``
+    itself, or, for a reply that asked for tools, the message under it that
+    answers them (their calls ran: from the reply, they would be answered
+    again as interrupted).  KeyError when the log has no entry ``entry``."""
+    return _answer_of(manager, entry) or entry
+
+
+def _answer_of(manager: SessionManager, entry: str) -> str | None:
+    """The id of the message under the assistant message ``entry`` that answers its
+    tool calls: one holding the results of all of them (the last, where a
+    tool round saved several), else the deepest of the messages of results
+    saved call by call under it (a round cut short: the calls with no result
+    are then answered as interrupted, as a resume answers them); or None.
+    KeyError when the log has no entry ``entry``."""
+    asked = manager.get_entry(entry)
+    if asked is None:
+        raise KeyError(entry)
+    if not isinstance(asked, MessageEntry) or asked.message.role != "assistant":
+        return None
+    calls = {b.id for b in asked.message.content if isinstance(b, DiskToolUse)}
+    if not calls:
+        return None
+
+    def answered(eid: str) -> set[str] | None:
+        """The calls the message ``eid`` answers, when it holds only results."""
+        got = manager.get_entry(eid)
+        if not isinstance(got, MessageEntry) or got.message.role != "user":
+            return None
+        blocks = got.message.content
+        if not blocks or not all(isinstance(b, DiskToolResult) for b in blocks):
+            return None
+        return {b.tool_use_id for b in blocks if isinstance(b, DiskToolResult)}
+
+    deepest, at = None, entry
+    while True:
+        under = [(c, got) for c in manager.child_ids(at) if (got := answered(c)) is not None]
+        whole = [c for c, got in under if calls <= got]
+        if whole:
+            return whole[-1]
+        if not under:
+            return deepest
+        deepest = at = under[0][0]

@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..agent import Agent, TurnResult, UnresumableSession, open_session
+from ..agent import Agent, TurnResult, UnresumableSession, open_session, resume_point
 from ..conversation import ToolUse
 from ..environment import verbose
 from ..errors import AwlError, SessionNotFound
@@ -121,8 +121,8 @@ def _go_on_from(manager: SessionManager, entry: str, cwd: Path) -> None:
     calls, when there is one: those calls ran, and would otherwise be answered
     as interrupted."""
     try:
-        answer = _answer_of(manager, entry)
-        target = answer or entry
+        target = resume_point(manager, entry)
+        answer = target if target != entry else None
         if manager.leaf_id == target:
             return
         manager.branch_from(target)
@@ -138,45 +138,6 @@ def _go_on_from(manager: SessionManager, entry: str, cwd: Path) -> None:
     sys.stderr.write(
         f"awl: going on from {what}; what followed it stays in the log, on its own branch\n"
     )
-
-
-def _answer_of(manager: SessionManager, entry: str) -> str | None:
-    """The id of the message under the assistant message ``entry`` that answers its
-    tool calls: one holding the results of all of them (the last, where a
-    tool round saved several), else the deepest of the messages of results
-    saved call by call under it (a round cut short: the calls with no result
-    are then answered as interrupted, as a resume answers them); or None.
-    KeyError when the log has no entry ``entry``."""
-    from ..store import DiskToolResult, DiskToolUse, MessageEntry
-
-    asked = manager.get_entry(entry)
-    if asked is None:
-        raise KeyError(entry)
-    if not isinstance(asked, MessageEntry) or asked.message.role != "assistant":
-        return None
-    calls = {b.id for b in asked.message.content if isinstance(b, DiskToolUse)}
-    if not calls:
-        return None
-
-    def answered(eid: str) -> set[str] | None:
-        """The calls the message ``eid`` answers, when it holds only results."""
-        got = manager.get_entry(eid)
-        if not isinstance(got, MessageEntry) or got.message.role != "user":
-            return None
-        blocks = got.message.content
-        if not blocks or not all(isinstance(b, DiskToolResult) for b in blocks):
-            return None
-        return {b.tool_use_id for b in blocks if isinstance(b, DiskToolResult)}
-
-    deepest, at = None, entry
-    while True:
-        under = [(c, got) for c in manager.child_ids(at) if (got := answered(c)) is not None]
-        whole = [c for c, got in under if calls <= got]
-        if whole:
-            return whole[-1]
-        if not under:
-            return deepest
-        deepest = at = under[0][0]
 
 
 def _same_dir(a: Path, b: Path) -> bool:

@@ -111,10 +111,8 @@ def cut_short(path: str | os.PathLike[str]) -> int | None:
         end = mm.find(b"\n" + _END, at)
         while end >= 0:
             line, nxt = _line_at(mm, end + 1)
-            with contextlib.suppress(orjson.JSONDecodeError):
-                obj = orjson.loads(line)
-                if isinstance(obj, dict) and obj.get("batch") == batch:
-                    return None
+            if _ends(line, batch):
+                return None
             end = mm.find(b"\n" + _END, nxt - 1)
         return at
 
@@ -177,24 +175,20 @@ def read_records(path: str | os.PathLike[str], *, end: int | None = None) -> Imp
                 raise SessionError(f"{path}: an import record without its entry count")
             ids: list[str] = []
             pos = nxt
-            lines = []
+            # Of a batch cut short, the ids before the first line no batch holds
+            # (the checkpoint the open that trimmed its torn line wrote).
+            own: int | None = None
             for _ in range(n):
                 line, pos = _line_at(mm, pos)
-                lines.append(line)
-                m = _TREE_ID.match(line, 0, 4096) if len(line) > 4096 else _TREE_ID.match(line)
+                if own is None and line.startswith((b'{"type":"checkpoint"', _START)):
+                    own = len(ids)
+                m = _TREE_ID.match(line, 0, 4096)
                 if m is not None:
                     ids.append(orjson.loads(b'"' + m.group(1) + b'"'))
             batch = record.get("batch")
             if batch is not None and not _ends(_line_at(mm, pos)[0], batch):
-                # Cut short: its entries are what precedes the first line no batch
-                # holds (the checkpoint the open that trimmed its torn line wrote).
                 out.cut += 1
-                for line in lines:
-                    if line.startswith((b'{"type":"checkpoint"', _START)):
-                        break
-                    m = _TREE_ID.match(line, 0, 4096)
-                    if m is not None:
-                        out.cut_ids.add(orjson.loads(b'"' + m.group(1) + b'"'))
+                out.cut_ids.update(ids[:own])
                 at = mm.find(b"\n" + _START, nxt - 1)
                 continue
             if len(ids) != len(keys):

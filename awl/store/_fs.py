@@ -339,13 +339,7 @@ def _begun(env: Env, fd: int, size: int, source: int, start: int, end: int) -> i
         at = lo
     if not 0 < size - at < length or (at and env.pread(fd, 1, at - 1) != b"\n"):
         return None
-    pos = at
-    while pos < size:
-        n = min(_PIECE, size - pos)
-        if env.pread(fd, n, pos) != env.pread(source, n, start + pos - at):
-            return None
-        pos += n
-    return at
+    return at if _same(env, fd, at, source, start, size - at) else None
 
 
 def _ends_with(env: Env, fd: int, size: int, source: int, start: int, end: int) -> bool:
@@ -354,11 +348,16 @@ def _ends_with(env: Env, fd: int, size: int, source: int, start: int, end: int) 
     at = size - (end - start)
     if at and env.pread(fd, 1, at - 1) != b"\n":
         return False
-    pos = start
-    while pos < end:
-        n = min(_PIECE, end - pos)
-        mine = env.pread(fd, n, at + pos - start)
-        if not mine or mine != env.pread(source, len(mine), pos):
+    return _same(env, fd, at, source, start, end - start)
+
+
+def _same(env: Env, fd: int, at: int, source: int, start: int, length: int) -> bool:
+    """Whether ``fd``'s ``length`` bytes from ``at`` are ``source``'s from ``start``
+    (compared a piece at a time)."""
+    done = 0
+    while done < length:
+        mine = env.pread(fd, min(_PIECE, length - done), at + done)
+        if not mine or mine != env.pread(source, len(mine), start + done):
             return False
-        pos += len(mine)
+        done += len(mine)
     return True
