@@ -23,7 +23,7 @@ from click.testing import CliRunner
 from awl import Message, SessionManager, Text
 from awl.cli import main
 from awl.importers import SourceSpec, import_sessions, import_source, plan_import, read_records
-from awl.store import verify_log
+from awl.store import MessageEntry, verify_log
 from awl.ui import format_bytes
 from tests.import_fixtures import (
     CLAUDE,
@@ -1354,6 +1354,85 @@ def test_a_sources_own_id_finds_its_imported_session(
     with SessionManager.open(r.path, read_only=True) as m:
         said = [x.text() for x in m.rebuild_conversation()]
     assert said[-2] == "Et maintenant ?"
+
+
+def test_a_resume_by_path_goes_on_with_an_awl_log_or_the_import_of_a_source_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``awl --resume PATH`` takes what ``awl show PATH`` takes: an awl log, PATH:ENTRY,
+    or a source log awl imported, which goes on as its awl session; a source log
+    not imported, or grown since, is refused with the command that brings it in,
+    and nothing is written anywhere."""
+    project = tmp_path / "tide"
+    project.mkdir()
+    first, *rest = PI_FULL.read_text(encoding="utf-8").splitlines(keepends=True)
+    header = {**json.loads(first), "cwd": str(project)}
+    src = tmp_path / "src dir" / "here.jsonl"  # a space: the hint quotes the path
+    src.parent.mkdir()
+    src.write_text(json.dumps(header) + "\n" + "".join(rest[:8]), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    offline = ("--provider", "offline", "-p")
+
+    def said(path: str | Path) -> list[str]:
+        with SessionManager.open(path, read_only=True) as m:
+            return [x.text() for x in m.rebuild_conversation()]
+
+    # Not imported yet: refused, the source and the store as they were.
+    before = src.read_bytes()
+    out = cli("--resume", str(src), *offline, "go on")
+    quoted = f"'{src}'"
+    assert out.exit_code == 1 and out.output == (
+        f"Error: {src}: a pi session log, not awl's: `awl import {quoted}` takes it in, "
+        "then awl --resume goes on with it\n"
+    )
+    assert src.read_bytes() == before and not list(tmp_path.glob("**/*.jsonl.corrupt"))
+    assert cli("sessions", "--all", "--json").stdout == "[]\n"
+    # Imported: the path goes on with its awl session, the source untouched.
+    r = run(src)
+    assert r.path is not None
+    out = cli("--resume", str(src), *offline, "and now?")
+    assert out.exit_code == 0, out.output
+    assert out.stderr.startswith(f"awl: {src} is the awl session {r.session}\n")
+    assert said(r.path)[-2] == "and now?" and src.read_bytes() == before
+    # Grown since: refused until imported again; the awl log not written.
+    src.write_text(json.dumps(header) + "\n" + "".join(rest), encoding="utf-8")
+    size = Path(r.path).stat().st_size
+    out = cli("--resume", str(src), *offline, "more")
+    assert out.exit_code == 1 and out.output == (
+        f"Error: {src}: a pi session log, imported as the awl session {r.session}, which "
+        f"lacks what it gained since: `awl import {quoted}` takes that first (awl --resume "
+        f"{r.session} goes on without it)\n"
+    )
+    assert Path(r.path).stat().st_size == size
+    # The awl log's own path, and PATH:ENTRY (a relative path, no slash, too).
+    out = cli("--resume", str(r.path), *offline, "by its path")
+    assert out.exit_code == 0, out.output
+    assert said(r.path)[-2] == "by its path"
+    with SessionManager.open(r.path, read_only=True) as m:
+        users = [
+            e.base.id
+            for _, e in m.entries()
+            if isinstance(e, MessageEntry) and e.message.role == "user"
+        ]
+    at = users[1]
+    monkeypatch.chdir(Path(r.path).parent)
+    out = cli("--resume", f"{Path(r.path).name}:{at}", *offline, "from there")
+    assert out.exit_code == 0, out.output
+    assert said(r.path)[-2] == "from there"
+    # What is no session file: one line each, status 2; a file that is not a log
+    # is not opened as one (a writer's open would move its unended last line).
+    notes = tmp_path / "notes.jsonl"
+    notes.write_bytes(b'{"a": 1}\nno newline')
+    for bad, why in (
+        (str(tmp_path / "nope.jsonl"), "no such session file"),
+        (f"{tmp_path}/", "not a regular file"),
+        (str(notes), "not a session header"),
+    ):
+        out = cli("--resume", bad, *offline, "x")
+        assert out.exit_code == 2 and len(out.output.splitlines()) == 1, out.output
+        assert why in out.output
+    assert notes.read_bytes() == b'{"a": 1}\nno newline'
+    assert not list(tmp_path.glob("*.corrupt"))
 
 
 def test_show_says_where_an_imported_session_came_from(tmp_path: Path) -> None:

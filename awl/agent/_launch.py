@@ -22,13 +22,15 @@ from ._loop import SYSTEM_PROMPT
 
 def open_session(
     cwd: Path,
-    resume: str | None,
+    resume: str | os.PathLike[str] | None,
     provider: str | None,
     model: str | None,
     *,
     base_url: str | None = None,
 ) -> tuple[SessionManager, bool]:
-    """The session to run: a new one, the most recent of ``cwd``, or the one named.
+    """The session to run: a new one (``resume`` None), the most recent of ``cwd``
+    (``""``), the one whose id or unique prefix ``resume`` is, or the log at the
+    path ``resume`` (an ``os.PathLike``: a str is always an id).
 
     A new session without ``model`` gets the provider's default, the
     provider being made with ``base_url`` (a local server needs no key).
@@ -42,7 +44,7 @@ def open_session(
             if recent is not None:
                 return recent, True
         else:
-            path = find_session(resume, cwd)
+            path = find_session(resume, cwd) if isinstance(resume, str) else Path(resume)
             # The tools run in the session's directory: a session whose
             # directory is gone is refused before its log is touched.
             # (continue_recent's sessions are this directory's own.)

@@ -25,6 +25,7 @@ from ._common import (
     discard_output,
     exit_now_if_asked,
     fail,
+    has_entry,
     is_utf8,
     occupy_closed_std_fds,
     refuse_bad_environment,
@@ -168,7 +169,7 @@ _MOST_RECENT = "\0"
     metavar="[ID]",
     help=(
         "Resume the most recent session of this directory, or the one with this id or "
-        "prefix; ID:ENTRY (a search hit's first word) goes on from that message."
+        "prefix (or log path); ID:ENTRY (a search hit's first word) goes on from that message."
     ),
 )
 @click.option(
@@ -258,9 +259,9 @@ def main(
         # empty prompt in the log would be sent again on every resume.
         fail("the prompt is empty", usage=True)
     entry = None
-    if resume not in (None, _MOST_RECENT) and ":" in resume and "/" not in resume:
+    if resume not in (None, _MOST_RECENT) and has_entry(resume):
         # A search hit's first word: the session goes on from that message.
-        resume, _, entry = resume.partition(":")
+        resume, _, entry = resume.rpartition(":")
         if not resume or not entry:
             fail(
                 "ID:ENTRY needs both the session and the entry (as awl search prints them)",

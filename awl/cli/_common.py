@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shlex
 import signal
+import stat
 import sys
 import threading
 from collections.abc import Iterator
@@ -155,6 +157,87 @@ def imported_session(ref: str, cwd: Path) -> Path | None:
     from ..importers import find_imported
 
     return find_imported(ref, cwd)
+
+
+def names_a_file(ref: str) -> bool:
+    """Whether ``ref`` is a path (a session id or prefix has no slash and no suffix)."""
+    return "/" in ref or ref.endswith(".jsonl")
+
+
+def file_and_entry(ref: str) -> bool:
+    """Whether ``ref`` is ``PATH:ENTRY``: no file by its whole name, one before its colon."""
+    head = ref.rpartition(":")[0]
+    return bool(head) and not os.path.lexists(ref) and os.path.isfile(head)
+
+
+def has_entry(ref: str) -> bool:
+    """Whether ``ref`` is ``ID:ENTRY`` or ``PATH:ENTRY`` (a search hit's first word):
+    a session id never holds a colon, and a path's is the entry's only when the
+    whole is no file but the part before the colon is."""
+    return ":" in ref and (not names_a_file(ref) or file_and_entry(ref))
+
+
+def regular_file(ref: str) -> Path:
+    """``ref`` as the path of a regular file, or a one-line usage error saying why not."""
+    path = Path(ref)
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        fail(f"{path}: no such session file", usage=True)
+    except OSError as exc:  # a name too long, a symlink loop...
+        fail(f"{path}: {exc.strerror}", usage=True)
+    if not stat.S_ISREG(mode):
+        fail(f"{path}: not a regular file", usage=True)
+    return path
+
+
+def imported_as(path: Path, fmt: str) -> tuple[str | None, Path | None, bool]:
+    """The awl session an import made of the source log at ``path`` (its id and log),
+    if one did, and whether it holds all the source holds (an import's dry run
+    says both; nothing is written)."""
+    from ..importers import import_source, plan_import
+
+    try:
+        sources = plan_import([path], fmt=fmt).sources
+    except ValueError:
+        return None, None, False
+    if len(sources) != 1:
+        return None, None, False
+    r = import_source(sources[0], dry_run=True)
+    if r.session is None or r.path is None or not Path(r.path).exists():
+        return None, None, False
+    return r.session, Path(r.path), r.status == "unchanged"
+
+
+def session_to_resume(ref: str) -> Path:
+    """The log ``awl --resume PATH`` goes on with: an awl log, or the awl session an
+    import made of the pi, Claude Code or Codex log at ``PATH`` when it holds all
+    that log holds; else a one-line error saying what brings it in."""
+    from ..importers import FORMAT_NAMES, detect_file
+
+    path = regular_file(ref)
+    found = detect_file(path)
+    if found not in FORMAT_NAMES:
+        from ..store import read_header
+
+        try:
+            # Read first: a writer's open would repair (trim) a file that is not awl's.
+            read_header(path)
+        except (AwlError, OSError) as exc:
+            fail(f"{exc}" if isinstance(exc, AwlError) else f"{path}: {exc.strerror}", usage=True)
+        return path
+    what = f"{path}: a {FORMAT_NAMES[found]} session log"
+    again = f"awl import {shlex.quote(str(path))}"
+    sid, log, current = imported_as(path, found)
+    if sid is None or log is None:
+        fail(f"{what}, not awl's: `{again}` takes it in, then awl --resume goes on with it")
+    if not current:
+        fail(
+            f"{what}, imported as the awl session {sid}, which lacks what it gained since: "
+            f"`{again}` takes that first (awl --resume {sid} goes on without it)"
+        )
+    sys.stderr.write(f"awl: {visible(str(path), one_line=True)} is the awl session {sid}\n")
+    return log
 
 
 def count(n: int, one: str, many: str | None = None) -> str:

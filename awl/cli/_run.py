@@ -22,10 +22,10 @@ from ..providers import (
     ProviderError,
     default_provider_name,
 )
-from ..store import SessionManager, read_header, resume_prefix
+from ..store import SessionManager, resume_prefix
 from ..tools import ToolOutput
 from ..ui import TerminalSink, visible
-from ._common import imported_session
+from ._common import imported_session, names_a_file, session_to_resume
 
 
 def run_session(
@@ -43,15 +43,21 @@ def run_session(
     (its branch made current, see :meth:`awl.store.SessionManager.branch_from`)."""
 
     err = sys.stderr
-    try:
-        manager, resumed = open_session(cwd, resume, provider, model, base_url=base_url)
-    except SessionNotFound:
-        # Not an awl id: perhaps the id pi, Claude Code or Codex gave a session awl imported.
-        found = imported_session(resume, cwd) if resume else None
-        if found is None:
-            raise
-        awl_id = read_header(found).id
-        manager, resumed = open_session(cwd, awl_id, provider, model, base_url=base_url)
+    if resume and names_a_file(resume):
+        # A log named by its path: awl's, or a source log an import made one of.
+        manager, resumed = open_session(
+            cwd, session_to_resume(resume), provider, model, base_url=base_url
+        )
+    else:
+        try:
+            manager, resumed = open_session(cwd, resume, provider, model, base_url=base_url)
+        except SessionNotFound:
+            # Not an awl id: perhaps the id pi, Claude Code or Codex gave a session
+            # awl imported.
+            found = imported_session(resume, cwd) if resume else None
+            if found is None:
+                raise
+            manager, resumed = open_session(cwd, found, provider, model, base_url=base_url)
     ran = False  # a turn or the interactive loop started: only then is a hint useful
     try:
         if entry is not None:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import stat
+import shlex
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -13,7 +12,16 @@ import click
 from ..errors import AwlError
 from ..ui import visible
 from ._app import main
-from ._common import current_dir, fail, json_text, resolve_session
+from ._common import (
+    current_dir,
+    fail,
+    has_entry,
+    imported_as,
+    json_text,
+    names_a_file,
+    regular_file,
+    resolve_session,
+)
 
 
 @main.command()
@@ -39,9 +47,7 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
     from ..store import SessionManager
     from ..ui import session_json, transcript
 
-    if ":" in ref and (not _names_a_file(ref) or _file_and_entry(ref)):
-        # A session id never holds a colon: what follows it is an entry (and a
-        # path's, when the whole is no file but the part before it is).
+    if has_entry(ref):
         ref, _, entry = ref.rpartition(":")
         if not ref or not entry:
             fail(
@@ -55,15 +61,7 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
         fail("--context goes with --around ENTRY", usage=True)
     context = 3 if context is None else context
 
-    path = Path(ref) if _names_a_file(ref) else resolve_session(ref, current_dir())
-    try:
-        mode = path.stat().st_mode
-    except (FileNotFoundError, NotADirectoryError):
-        fail(f"{path}: no such session file", usage=True)
-    except OSError as exc:  # a name too long, a symlink loop...
-        fail(f"{path}: {exc.strerror}", usage=True)
-    if not stat.S_ISREG(mode):
-        fail(f"{path}: not a regular file", usage=True)
+    path = regular_file(ref) if names_a_file(ref) else resolve_session(ref, current_dir())
     if around is not None:
         _show_around(path, around, context, as_json)
         return
@@ -139,44 +137,16 @@ def _fail_to_read(path: Path, exc: AwlError) -> NoReturn:
         # Another agent's log, not a broken awl one: the awl session it became,
         # or what brings it in.
         what = f"{path}: a {FORMAT_NAMES[found]} session log"
-        sid, current = _imported_as(path, found)
+        sid, _, current = imported_as(path, found)
         if sid is None:
             fail(f"{what}, not awl's: `awl import` takes it in")
         if current:
             fail(f"{what}, imported as the awl session {sid} (awl show {sid})")
         fail(
             f"{what}, imported as the awl session {sid}, which lacks what it gained since "
-            f"(awl import {path} takes that; awl show {sid})"
+            f"(awl import {shlex.quote(str(path))} takes that; awl show {sid})"
         )
     fail(str(exc))
-
-
-def _imported_as(path: Path, fmt: str) -> tuple[str | None, bool]:
-    """The awl session an import made of the source log at ``path``, if one did, and
-    whether it holds all the source holds (an import's dry run says both)."""
-    from ..importers import import_source, plan_import
-
-    try:
-        sources = plan_import([path], fmt=fmt).sources
-    except ValueError:
-        return None, False
-    if len(sources) != 1:
-        return None, False
-    r = import_source(sources[0], dry_run=True)
-    if r.session is None or r.path is None or not Path(r.path).exists():
-        return None, False
-    return r.session, r.status == "unchanged"
-
-
-def _file_and_entry(ref: str) -> bool:
-    """Whether ``ref`` is ``PATH:ENTRY``: no file by its whole name, one before its colon."""
-    head = ref.rpartition(":")[0]
-    return bool(head) and not os.path.lexists(ref) and os.path.isfile(head)
-
-
-def _names_a_file(ref: str) -> bool:
-    """Whether ``ref`` is a path (a session id or prefix has no slash and no suffix)."""
-    return "/" in ref or ref.endswith(".jsonl")
 
 
 def _origin(path: Path) -> dict[str, Any] | None:
