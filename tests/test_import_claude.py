@@ -812,3 +812,84 @@ def test_chain_lines_without_a_parent_uuid_follow_the_line_before(tmp_path: Path
     assert r.notes == ["line 2: chain lines without a parentUuid follow the line before"]
     (again,) = _import(src)
     assert again.status == "unchanged"
+
+
+IDE = "<ide_opened_file>The user opened /home/ana/loom/lib/port.ex in the IDE.</ide_opened_file>"
+PASTED = "<dependency>\n  <groupId>org.loom</groupId>\n  <version>2.1</version>\n</dependency>"
+
+
+def test_a_prompt_typed_in_an_ide_or_wholly_a_pasted_block_is_a_prompt(tmp_path: Path) -> None:
+    """A line is injected only when each of its texts is, and a text only when it is
+    wholly in a tag of Claude Code's own: the IDE's blocks before a typed prompt stay
+    opaque blocks of it, and a pasted XML block is what the human typed."""
+
+    def build(c: Claude) -> None:
+        c.prompt([{"type": "text", "text": IDE}, {"type": "text", "text": "Le serveur plante."}])
+        c.reply([{"type": "text", "text": "Je regarde."}], stop="end_turn")
+        c.prompt(PASTED)
+        c.reply([{"type": "text", "text": "Version 2.1."}], stop="end_turn")
+        c.prompt([{"type": "text", "text": IDE}], isMeta=None)  # the IDE's alone: injected
+        c.prompt("<system-reminder>Les tests tournent.</system-reminder>")
+
+    path, _ = _session(tmp_path, build)
+    (r,) = _import(path)
+    users = [m for m in _messages(r.path) if m["message"]["role"] == "user"]
+    assert [texts(m) for m in users] == [["Le serveur plante."], [PASTED]]
+    typed = users[0]
+    kinds = [b["type"] for b in typed["message"]["content"]]
+    assert kinds == ["x-claude-text", "text"] and typed["message"]["content"][0]["text"] == IDE
+    assert [str(x)[:18] for x in _injected(r.path)] == ["<ide_opened_file>T", "<system-reminder>L"]
+    with SessionManager.open(r.path, read_only=True) as m:
+        assert m.first_prompt == "Le serveur plante."
+    _lossless(path, r)
+
+
+def _queued(prompt: str, **att: Any) -> dict[str, Any]:
+    return {"type": "queued_command", "prompt": prompt, "commandMode": "prompt", **att}
+
+
+def test_a_prompt_queued_while_a_turn_ran_is_a_prompt_where_the_model_got_it(
+    tmp_path: Path,
+) -> None:
+    """Typed while Claude Code worked, a prompt is handed to the model in an
+    ``attachment`` line (never a user line): a user message there, after the tool
+    results it came with; a task's notification handed over so stays injected."""
+    note = "<task-notification>\n<task-id>b0be39e</task-id>\n</task-notification>"
+
+    def build(c: Claude) -> None:
+        c.prompt("Lance les tests.")
+        (ask,) = c.reply(
+            [{"type": "tool_use", "id": "toolu_q1", "name": "Bash", "input": {"command": "t"}}],
+            stop="tool_use",
+        )
+        c.result("toolu_q1", ask, "12 passed")
+        c.other({"type": "queue-operation", "operation": "enqueue", "content": "et le lint ?"})
+        c.other({"type": "queue-operation", "operation": "remove"})
+        c.chain("attachment", attachment=_queued("et le lint ?", origin={"kind": "human"}))
+        c.chain(
+            "attachment",
+            attachment=_queued(
+                note, commandMode="task-notification", origin={"kind": "task-notification"}
+            ),
+        )
+        c.chain("attachment", attachment=_queued("et la doc ?"))  # no origin: older
+        c.reply([{"type": "text", "text": "Tests et lint passent."}], stop="end_turn")
+
+    path, _ = _session(tmp_path, build)
+    (r,) = _import(path)
+    with SessionManager.open(r.path, read_only=True) as m:
+        said = [(x.role, x.text()) for x in request_history(m.rebuild_conversation())]
+    assert said[1:] == [
+        ("user", "Lance les tests."),
+        ("assistant", ""),
+        ("user", ""),  # the results
+        ("user", "et le lint ?"),
+        ("user", "et la doc ?"),
+        ("assistant", "Tests et lint passent."),
+    ]
+    queued = [m for m in _messages(r.path) if m.get("x-claude", {}).get("queued")]
+    assert [texts(m) for m in queued] == [["et le lint ?"], ["et la doc ?"]]
+    assert queued[0]["x-claude"]["lines"][0]["attachment"]["origin"] == {"kind": "human"}
+    kept = [e for e in entries(r.path) if e["type"] == "x-claude-attachment"]
+    assert [e["data"]["attachment"]["commandMode"] for e in kept] == ["task-notification"]
+    _lossless(path, r)

@@ -689,3 +689,32 @@ def test_another_agents_message_is_stamped_with_the_request_it_went_to(tmp_path:
     assert r.path is not None
     (said,) = [e for e in _messages(r.path) if texts(e) == ["FROM REVIEW"]]
     assert (said["provider"], said["model"]) == ("openai", "gpt-5.4-mini")
+
+
+def test_a_prompt_wholly_a_pasted_block_is_a_prompt_and_its_event_a_repeat(
+    tmp_path: Path,
+) -> None:
+    """Only the tags Codex's own context is wrapped in make a user item injected: a
+    prompt that is wholly an XML block the human pasted is typed (and the
+    ``user_message`` event that repeats it is taken once); a tag of Codex's with
+    text after it is typed too."""
+    pasted = "<dependency>\n  <groupId>org.harbor</groupId>\n</dependency>"
+    shell = "<user_shell_command>\n<command>ls</command>\n</user_shell_command>"
+    text = CODEX_HARBOR.read_text(encoding="utf-8")
+    text = text.replace("Supprime le test.", json.dumps(pasted)[1:-1])
+    text = text.replace("Pourquoi `cargo test` échoue ? ⚓", json.dumps(shell + " et ça ?")[1:-1])
+    src = tmp_path / "s" / CODEX_HARBOR.name
+    src.parent.mkdir()
+    src.write_text(text, encoding="utf-8")
+    r = run(src)
+    assert r.path is not None
+    prompts = [texts(m) for m in _messages(r.path) if m["message"]["role"] == "user"]
+    assert [pasted] in prompts and [shell + " et ça ?"] in prompts
+    assert accounted_lines(r.path) == source_lines(src)
+    # Codex's own context alone stays injected.
+    text = text.replace(json.dumps(pasted)[1:-1], json.dumps(shell)[1:-1])
+    src.write_text(text, encoding="utf-8")
+    again = run(src, session_dir=tmp_path / "other")
+    assert again.path is not None
+    prompts = [texts(m) for m in _messages(again.path) if m["message"]["role"] == "user"]
+    assert [shell] not in prompts and [pasted] not in prompts

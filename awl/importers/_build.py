@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-from collections.abc import Container
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -291,11 +291,16 @@ _TAG_OPEN = re.compile(r"<([A-Za-z][\w\- ]*?)(?:\s[^>]*)?>")
 _TAG_CLOSE = re.compile(r"</([A-Za-z][\w\-]*)>\s*$")
 
 
-def tagged(text: str) -> bool:
-    """Whether ``text`` is wholly a tagged block (``<name>...</other>``): how the
-    agents mark context they inject as a user message."""
+def tagged(text: str, names: Callable[[str], bool]) -> bool:
+    """Whether ``text`` is wholly a tagged block (``<name>...</other>``) whose opening
+    tag's name (in lower case) ``names`` takes: how an agent marks context it
+    injects as a user message.  Only the agent's own names: a prompt that is
+    wholly a block the human pasted (``<dependency>…</dependency>``) is typed."""
     s = text.lstrip()
-    return bool(s.startswith("<") and _TAG_OPEN.match(s) and _TAG_CLOSE.search(s))
+    if not s.startswith("<"):
+        return False
+    opening = _TAG_OPEN.match(s)
+    return bool(opening and names(opening.group(1).lower()) and _TAG_CLOSE.search(s))
 
 
 @dataclass(slots=True)

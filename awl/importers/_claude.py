@@ -12,7 +12,9 @@ local command echoes and outputs, ``<system-reminder>`` context, task
 notifications, interruption notes) and the other chain lines (``system``,
 ``progress``, ``attachment``) are opaque tree nodes, but what the human typed
 is a prompt even when tagged: a slash command that expands to a prompt for
-the model, and bash mode's commands with their output; metadata lines
+the model, bash mode's commands with their output, a block in a tag that is
+not Claude Code's, a prompt typed in an IDE after the blocks naming its open
+file, and one queued while a turn ran (an ``attachment``); metadata lines
 (titles, snapshots, queue operations) are opaque entries outside the tree;
 a subagent's lines, in the session's file (Claude Code 1.x) or in files of
 their own, are ``x-claude-subagent`` entries outside the tree.
@@ -71,6 +73,26 @@ INJECTED_PREFIXES = (
 # Bash mode (``!cmd``): a command the human ran and its output, which Claude Code
 # puts in the model's context; tagged, but typed, not injected.
 TYPED_TAGS = ("<bash-input>", "<bash-stdout>", "<bash-stderr>")
+# The tags Claude Code wraps what it injects in (slash commands and their output,
+# reminders, hooks' words, the IDE's open file and selection); a text wholly in
+# one of these, and no other tag, is injected.
+INJECTED_TAGS = frozenset(
+    (
+        "system-reminder",
+        "task-notification",
+        "new-diagnostics",
+        "user-memory-input",
+        "bash-notification",
+        "teammate-message",
+    )
+)
+INJECTED_TAG_FAMILIES = ("command-", "local-command-", "ide_", "ide-")
+
+
+def _claude_tag(name: str) -> bool:
+    return name in INJECTED_TAGS or name.startswith(INJECTED_TAG_FAMILIES) or name.endswith("-hook")
+
+
 COMMAND_TAG = "<command-name>"
 STOP_REASONS = {
     "end_turn": "stop",
@@ -203,6 +225,14 @@ class ClaudeConverter(Converter):
             self._assistant(obj, uuid, parent, ts, line)
         elif kind == "user" and isinstance(obj.get("message"), dict):
             self._user(obj, uuid, parent, ts, line)
+        elif kind == "attachment" and _queued_prompt(obj) is not None:
+            # What the human typed while a turn ran, handed to the model with the
+            # next request (it never becomes a user line): a prompt, where it went.
+            self._close()
+            blocks, _ = _blocks(_queued_prompt(obj), prompt=True)
+            xc = {"lines": [obj], "sourceLines": [line], "queued": True}
+            b.add(Planned(uuid, parent, ts, role="user", content=blocks, fields={"x-claude": xc}))
+            self.alias[uuid] = uuid
         else:
             if kind in ("user", "assistant"):
                 b.unrecognised_type(f"x-claude-{kind} (no message)")
@@ -429,7 +459,7 @@ def _prompt(obj: dict[str, Any], line: int) -> tuple[list[DiskContentBlock], dic
     m: dict[str, Any] = obj["message"]
     content = m.get("content")
     rest = without(m, "role", "content")
-    blocks, extras = _blocks(content)
+    blocks, extras = _blocks(content, prompt=True)
     xc: dict[str, Any] = {"lines": [without(obj, "message")], "sourceLines": [line]}
     if rest:
         xc["message"] = rest
@@ -476,6 +506,26 @@ def _stop(obj: dict[str, Any], message: dict[str, Any], blocks: list[DiskContent
     return "toolUse" if blocks and isinstance(blocks[-1], DiskToolUse) else "stop"
 
 
+def _queued_prompt(obj: dict[str, Any]) -> str | list[Any] | None:
+    """The prompt of an ``attachment`` line that hands the model a command the human
+    queued while a turn ran (``queued_command``, typed: ``origin.kind`` human, or
+    no origin and ``commandMode`` prompt), else None (a task's notification...)."""
+    att = obj.get("attachment")
+    if not isinstance(att, dict) or att.get("type") != "queued_command":
+        return None
+    prompt = att.get("prompt")
+    if not isinstance(prompt, str | list) or not prompt:
+        return None
+    origin = att.get("origin")
+    if isinstance(origin, dict):
+        typed = origin.get("kind") == "human"
+    else:
+        typed = origin is None and att.get("commandMode", "prompt") == "prompt"
+    if not typed or (isinstance(prompt, str) and _injected_text(prompt)):
+        return None
+    return prompt
+
+
 def _has_results(content: Any) -> bool:
     return isinstance(content, list) and any(
         isinstance(x, dict) and x.get("type") == "tool_result" for x in content
@@ -510,14 +560,30 @@ def _injected(obj: dict[str, Any], content: Any) -> bool:
         return True
     if obj.get("isVisibleInTranscriptOnly") is True:
         return True
-    text = _first_text(content)
+    if isinstance(content, list):
+        # A prompt typed in an IDE comes after the blocks naming its open file or
+        # selection: a line is injected only when every text in it is.
+        texts = [
+            x["text"]
+            for x in content
+            if isinstance(x, dict) and x.get("type") == "text" and isinstance(x.get("text"), str)
+        ]
+        return bool(texts) and all(_injected_text(t) for t in texts)
+    return _injected_text(content) if isinstance(content, str) else False
+
+
+def _injected_text(text: str) -> bool:
     if text.lstrip().startswith(TYPED_TAGS):
         return False
-    return text.startswith(INJECTED_PREFIXES) or tagged(text)
+    return text.startswith(INJECTED_PREFIXES) or tagged(text, _claude_tag)
 
 
-def _blocks(content: Any) -> tuple[list[DiskContentBlock], list[Any] | None]:
-    """awl blocks of a message's content, and each one's members awl has no field for."""
+def _blocks(
+    content: Any, *, prompt: bool = False
+) -> tuple[list[DiskContentBlock], list[Any] | None]:
+    """awl blocks of a message's content, and each one's members awl has no field for.
+    In a ``prompt``, a text Claude Code injected beside what the human typed (the
+    IDE's open file) is an opaque block: kept, not taken for the prompt."""
     if isinstance(content, str):
         return [DiskText(content)], None
     if not isinstance(content, list):
@@ -527,7 +593,11 @@ def _blocks(content: Any) -> tuple[list[DiskContentBlock], list[Any] | None]:
     for blk in content:
         rest: dict[str, Any] | None = None
         kind = blk.get("type") if isinstance(blk, dict) else None
-        if kind == "text" and isinstance(blk.get("text"), str):
+        if (
+            kind == "text"
+            and isinstance(blk.get("text"), str)
+            and not (prompt and _injected_text(blk["text"]))
+        ):
             out.append(DiskText(blk["text"]))
             rest = without(blk, "type", "text")
         elif kind == "thinking" and isinstance(blk.get("thinking"), str):
@@ -591,7 +661,9 @@ def _result_blocks(content: list[Any]) -> tuple[list[DiskContentBlock], list[Any
             extras.append(rest or None)
             out.extend(images)
             extras.extend([None] * len(images))
-        elif kind == "text" and isinstance(blk.get("text"), str) and not _injected({}, blk["text"]):
+        elif (
+            kind == "text" and isinstance(blk.get("text"), str) and not _injected_text(blk["text"])
+        ):
             out.append(DiskText(blk["text"]))
             rest2 = without(blk, "type", "text")
             extras.append(rest2 or None)

@@ -6,7 +6,8 @@ before the turns it drops.  The items of one model response (reasoning,
 text, tool calls) are one assistant message, stamped with the model of the
 turn's ``turn_context`` and the session's provider; tool outputs are one
 user message.  Injected context (developer messages, AGENTS.md text,
-``<environment_context>`` and other tagged blocks) and other items are
+``<environment_context>`` and the other blocks in the tags of Codex's
+contextual fragments; a block in another tag was typed) and other items are
 opaque tree nodes; a compaction is a node too, followed by the messages of
 the history Codex goes on with, the first marked as a compaction that keeps
 nothing before it; ``session_meta``, ``turn_context`` and events are opaque
@@ -125,7 +126,28 @@ EVENTS = frozenset(
 TURN_ENDS = frozenset(
     ("task_complete", "turn_complete", "turn_aborted", "task_started", "turn_started")
 )
-INJECTED_PREFIXES = ("# AGENTS.md instructions for", "<user_instructions>", "<environment_context>")
+INJECTED_PREFIXES = ("# AGENTS.md instructions for",)
+# The tags of the context Codex injects as a user message (its contextual user
+# fragments); a text wholly in one of these is injected, one in another tag typed.
+INJECTED_TAGS = frozenset(
+    (
+        "user_instructions",
+        "environment_context",
+        "skill",
+        "user_shell_command",
+        "turn_aborted",
+        "subagent_notification",
+        "subagents",
+        "plugins",
+        "js_repl_instructions",
+        "child_agents_instructions",
+        "collaboration_mode",
+        "realtime_conversation",
+        "personality_spec",
+        "remembered_context",
+        "hook_prompt",
+    )
+)
 # What Codex puts before a summary it made (codex-rs/core/templates/compact/
 # summary_prefix.md): a compaction written without its new history is sent so.
 SUMMARY_PREFIX = (
@@ -194,7 +216,7 @@ def _text(parts: Any, kinds: tuple[str, ...] = ("input_text",)) -> str:
 
 
 def _injected(text: str) -> bool:
-    return text.startswith(INJECTED_PREFIXES) or tagged(text)
+    return text.lstrip().startswith(INJECTED_PREFIXES) or tagged(text, INJECTED_TAGS.__contains__)
 
 
 class CodexConverter(Converter):
