@@ -221,6 +221,56 @@ def test_a_torn_tail_is_never_a_hit_nor_a_problem(root: Path, tail_mb: int) -> N
     assert list(search(SearchQuery("zebrafish"), [log])) == []
 
 
+def test_a_line_outside_the_tree_is_no_activity(project: Path, root: Path) -> None:
+    """An import ends each batch with a record line stamped with when it was
+    imported: a session last active long ago but imported last is not the most
+    recent (the order ``awl sessions --long`` and ``awl --resume`` go by)."""
+    said = [entry("0000000a", None, "user", [{"type": "text", "text": "x"}])]
+    at = "2026-01-01T00:00:00.000Z"
+    imported = write(
+        root,
+        str(project),
+        SID[1],
+        [
+            {**said[0], "timestamp": at},
+            # Long lines after it too: the last tree entry is further back than 8 KiB.
+            *({"type": "x-import", "timestamp": "2026-12-01T00:00:00.000Z", "n": "k" * 5000},) * 3,
+            {"type": "x-import-end", "timestamp": "2026-12-01T00:00:01.000Z", "batch": "1"},
+        ],
+    )
+    newer = write(root, str(project), SID[2], [{**said[0], "timestamp": "2026-06-01T00:00:00Z"}])
+    assert search_scope(project, session_dir=root) == [newer, imported]
+    assert search_module._recency(imported)[0] == at
+
+
+def _snippet_of(root: Path, text: str, query: str, **kw: Any) -> tuple[str, str]:
+    log = write(
+        root, "/w/p", SID[0], [entry("0000000a", None, "user", [{"type": "text", "text": text}])]
+    )
+    (hit,) = hits([log], query, **kw)
+    a, b = hit.match
+    return hit.snippet, hit.snippet[a:b]
+
+
+def test_a_snippet_shows_its_match_where_case_folding_changes_lengths(root: Path) -> None:
+    """``ß`` folds to ``ss`` and ``ﬁ`` to ``fi``: the match is placed in the text as
+    it is, not in its folded form."""
+    text = "Straße " * 40 + "die Größe ist ﬁxed " + "und so weiter " * 20
+    snippet, match = _snippet_of(root, text, "GRÖSSE", ignore_case=True)
+    assert match == "Größe" and snippet.startswith("…") and snippet.endswith("…")
+    snippet, match = _snippet_of(root, "Die Straße ist groß; die Größe", "größe", ignore_case=True)
+    assert (snippet, match) == ("Die Straße ist groß; die Größe", "Größe")
+
+
+def test_a_short_text_is_its_whole_snippet(root: Path) -> None:
+    text = "please fix the config of the nightly backup for giraffes"
+    assert _snippet_of(root, text, "giraffes") == (text, "giraffes")
+    long = "a" * 200 + " giraffes " + "b" * 20
+    snippet, match = _snippet_of(root, long, "giraffes")
+    assert match == "giraffes" and snippet.startswith("…") and not snippet.endswith("…")
+    assert len(snippet) == len("…") + 120
+
+
 def test_case_folding(root: Path) -> None:
     log = write(
         root,

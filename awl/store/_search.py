@@ -283,26 +283,46 @@ def _listed(folder: Path) -> list[Path]:
 
 
 def _recency(path: Path) -> tuple[str, str]:
-    """When a log was last active, from its last line (a checkpoint's
-    ``lastActivity``, an entry's ``timestamp``), else its modification time."""
+    """When a log was last active, from its last line that says (a checkpoint's
+    ``lastActivity``, a tree entry's ``timestamp``), else its modification time."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return "", path.name
     try:
         st = os.fstat(fd)
-        tail = os.pread(fd, 8192, max(0, st.st_size - 8192))
+        # Lines outside the tree (an import's record, stamped with when it was
+        # imported) are no activity of the session's: passed over, in a longer
+        # tail when the last 8 KiB hold nothing else.
+        for size in (8192, _RECENCY_TAIL):
+            tail = os.pread(fd, size, max(0, st.st_size - size))
+            found = _last_activity(tail, whole=len(tail) < size)
+            if found is not None:
+                return found, path.name
+            if len(tail) < size:
+                break
     except OSError:
         return "", path.name
     finally:
         os.close(fd)
-    lines = tail.rstrip(b"\n").rsplit(b"\n", 1)
-    obj = load(lines[-1]) if len(lines) == 2 or len(tail) < 8192 else None
-    if type(obj) is dict:
-        value = obj.get("lastActivity", obj.get("timestamp"))
-        if type(value) is str and value:
-            return value, path.name
     return format_timestamp(st.st_mtime), path.name
+
+
+_RECENCY_TAIL = 256 << 10
+
+
+def _last_activity(tail: bytes, *, whole: bool) -> str | None:
+    """The time of the last line of ``tail`` that is a checkpoint or an entry with an
+    id (of the tree, or the header); ``whole``: ``tail`` starts at a line's start."""
+    lines = tail.rstrip(b"\n").split(b"\n")
+    for k in range(len(lines) - 1, -1 if whole else 0, -1):
+        obj = load(lines[k])
+        if type(obj) is not dict:
+            continue
+        value = obj["lastActivity"] if "lastActivity" in obj else obj.get("timestamp")
+        if ("lastActivity" in obj or "id" in obj) and type(value) is str and value:
+            return value
+    return None
 
 
 # ── one log ──
@@ -668,22 +688,51 @@ def _snippet(text: str, plan: _Plan) -> tuple[str, tuple[int, int]]:
     """One line of the block's text around its first match."""
     q = plan.query.text
     if plan.matcher.fold == "unicode":
-        at = text.casefold().find(q.casefold())  # an approximate place: folding can resize
-        at = max(at, 0)
-        width = len(q)
+        at, width = _folded_match(text, q.casefold())
     else:
         raw = text.encode("utf-8", "surrogatepass")
         hay = raw.lower() if plan.matcher.fold else raw
         k = hay.find(plan.matcher.needle)
         at = len(raw[: max(k, 0)].decode("utf-8", "replace"))
         width = len(q)
-    start = max(0, at - (_SNIPPET - width) // 3)
+    # A third of the room before the match, less when the text ends sooner: a
+    # short text is shown whole.
+    start = max(0, min(at - (_SNIPPET - width) // 3, len(text) - _SNIPPET))
     piece = text[start : start + _SNIPPET]
     flat = " ".join(piece.split("\n")).replace("\r", " ").replace("\t", " ")
     lead = "…" if start else ""
     tail = "…" if start + _SNIPPET < len(text) else ""
     a = len(lead) + at - start
     return lead + flat + tail, (a, a + width)
+
+
+def _folded_match(text: str, folded_query: str) -> tuple[int, int]:
+    """Where in ``text`` (start, length, in its own characters) the first match of a
+    case-folded query is.  Folding can change a text's length (``ß`` folds to
+    ``ss``): the match is found in the folded text, and each of its ends mapped
+    back to the character whose folding holds it."""
+    folded = text.casefold()
+    k = folded.find(folded_query)
+    if k < 0:
+        return 0, 0
+    if len(folded) == len(text):
+        return k, len(folded_query)  # no character changed its length
+
+    def char_at(offset: int) -> int:
+        # The first character whose folded prefix reaches past ``offset`` (a
+        # character folds alone: the folded text is the characters' foldings).
+        lo, hi = 0, len(text)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if len(text[: mid + 1].casefold()) <= offset:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    first = char_at(k)
+    last = char_at(k + max(len(folded_query), 1) - 1)
+    return first, last + 1 - first
 
 
 def _hits(plan: _Plan, log: _Log, raw: list[RawHit]) -> Iterator[SearchHit | SearchProblem]:
