@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 
 class AwlError(Exception):
@@ -44,10 +44,19 @@ class SessionNotFound(SessionError):
 class AmbiguousSession(SessionError):
     """A prefix matches more than one session."""
 
-    def __init__(self, prefix: str, candidates: Sequence[str], *, lead: str | None = None) -> None:
+    def __init__(
+        self,
+        prefix: str,
+        candidates: Sequence[str],
+        *,
+        lead: str | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> None:
         self.prefix = prefix
         self.candidates = list(candidates)
-        shown = ", ".join(self.candidates[:10])
+        # What tells the sessions apart (when each began, its first prompt).
+        said = labels or {}
+        shown = ", ".join(f"{c} ({said[c]})" if said.get(c) else c for c in self.candidates[:10])
         more = f" and {len(self.candidates) - 10} more" if len(self.candidates) > 10 else ""
         # ``lead`` says what matched, where it is not a prefix (a source's id).
         lead = lead if lead is not None else f"prefix {prefix!r} matches"

@@ -10,12 +10,14 @@ import contextlib
 import itertools
 import os
 import re
+import time
 from collections.abc import Callable, Collection, Iterator
+from datetime import datetime
 from pathlib import Path
 
 from ..errors import AmbiguousSession, SessionError, SessionNotFound
 from ..paths import SESSION_FILE_RE, log_files, project_dir, project_folders, session_root
-from ._listing import list_sessions
+from ._listing import list_sessions, session_info
 
 _PREFIX_RE = re.compile(r"[0-9a-f][0-9a-f-]{0,35}")
 
@@ -96,11 +98,29 @@ def _one(what: str, matches: list[tuple[str, Path]]) -> Path:
     """The one log of ``matches``: AmbiguousSession for several sessions, SessionError
     for copies of one log (which one to write is not ours to guess)."""
     if len({sid for sid, _ in matches}) > 1:
-        raise AmbiguousSession(what, sorted(sid for sid, _ in matches))
+        ids = sorted(sid for sid, _ in matches)
+        paths = dict(matches)
+        raise AmbiguousSession(what, ids, labels={sid: _label(paths[sid]) for sid in ids[:10]})
     if len(matches) > 1:
         files = ", ".join(str(p) for _, p in matches)
         raise SessionError(f"session {matches[0][0]} is in {len(matches)} files: {files}")
     return matches[0][1]
+
+
+def _label(path: Path) -> str:
+    """What tells a session apart from others an id prefix matches: when it began
+    (local time) and its first prompt, cut short."""
+    info = session_info(path)
+    if info is None or info.error is not None:
+        return ""
+    try:
+        when = datetime.fromisoformat(info.created).timestamp()
+    except ValueError:
+        return ""
+    began = time.strftime("%Y-%m-%d %H:%M", time.localtime(when))
+    prompt = " ".join(info.first_prompt.split())
+    prompt = prompt if len(prompt) <= 40 else prompt[:39] + "…"
+    return f"{began}, {prompt!r}" if prompt else began
 
 
 def find_session_ending(
