@@ -180,6 +180,15 @@ def _check_show(name: str, p: Path, code: int, stdout: str, stderr: str) -> list
         return [f"{name}: show exit {code}, expected {exp['show']}: {stderr[-300:]}"]
     if code:
         lines = [x for x in stderr.splitlines() if x.strip()]
+        if stdout.strip() and not (lines and lines[-1].startswith("Error: ")):
+            # A log an open refuses: what can be read, then each problem in a line.
+            if not lines or not all(x.startswith("awl: ") for x in lines):
+                return [f"{name}: show printed a transcript and said {stderr!r}"]
+            # (The line is read again as a message, which words some problems more
+            # closely: the line named is what counts.)
+            if not any(x.startswith(f"awl: {_where(p, exp)}") for x in lines):
+                return [f"{name}: show said {lines!r}"]
+            return []
         if len(lines) != 1 or not lines[0].startswith("Error: "):
             return [f"{name}: show error is not one line: {stderr!r}"]
         if _where(p, exp) not in lines[0] or exp["problem"] not in lines[0]:

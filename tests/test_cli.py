@@ -653,9 +653,18 @@ def test_show_corrupt_log(root: Path, here: Path) -> None:
         tail=b"{broken\n" + b"".join(map(line, c[2:])),
     )
     data = p.read_bytes()
-    for args in (["show", "019dc5ba"], ["show", "--json", str(p)]):
-        text = one_line_error(cli(*args), 1)
-        assert text == f"Error: {p}:4: not a complete JSON object"
+    # --json: a script gets the document whole or one error line.
+    text = one_line_error(cli("show", "--json", str(p)), 1)
+    assert text == f"Error: {p}:4: not a complete JSON object"
+    # A person gets what of the current branch can still be read, the damage named.
+    out = cli("show", "019dc5ba")
+    assert out.exit_code == 1
+    shown = [x for x in out.stdout.splitlines() if x and not x.startswith(("──", "▶", "session"))]
+    assert shown == [m["message"]["content"][0]["text"] for m in c]
+    assert out.stderr == (
+        f"awl: {p}:4: not a complete JSON object: the log is damaged; what is shown is what "
+        f"still links to {c[-1]['id']} (awl reindex --verify names every problem)\n"
+    )
     assert p.read_bytes() == data and not corrupt_path(p).exists()
 
 
@@ -675,8 +684,10 @@ def test_show_corrupt_log_real_process(root: Path, here: Path) -> None:
         text=True,
         timeout=30,
     )
-    assert out.returncode == 1
-    assert out.stdout == "" and out.stderr == f"Error: {p}:3: not a complete JSON object\n"
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert out.stdout.startswith("session ") and out.stderr.startswith(
+        f"awl: {p}:3: not a complete JSON object: the log is damaged"
+    )
 
 
 # ── help ──

@@ -9,7 +9,7 @@ from typing import Any, NoReturn
 
 import click
 
-from ..errors import AwlError
+from ..errors import AwlError, CorruptSession
 from ..ui import visible
 from ._app import main
 from ._common import (
@@ -66,8 +66,10 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
         _show_around(path, around, context, as_json)
         return
     origin = _origin(path)
+    opened = False
     try:
         with SessionManager.open(path, read_only=True) as m:
+            opened = True
             if as_json:
                 extra = {"importedFrom": origin} if origin else None
                 for piece in session_json(m, extra):
@@ -77,22 +79,42 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
                 notes = [_origin_line(origin)] if origin else []
                 for chunk in transcript(m, notes):
                     click.echo(chunk)
+    except CorruptSession as exc:
+        if as_json or opened:
+            # A script gets the document whole or an error, never another shape; a
+            # transcript under way (a bad line read late) ends with the error.
+            _fail_to_read(path, exc)
+        # An open refused the log: what of its current branch can still be read,
+        # the damage named (status 1), rather than nothing.
+        _show_around(path, None, _WHOLE, as_json, damage=exc)
     except AwlError as exc:
         _fail_to_read(path, exc)
 
 
-def _show_around(path: Path, around: str, context: int, as_json: bool) -> None:
+_WHOLE = 1 << 62  # messages of context: all there are
+
+
+def _show_around(
+    path: Path,
+    around: str | None,
+    context: int,
+    as_json: bool,
+    *,
+    damage: CorruptSession | None = None,
+) -> None:
     """The message ``around`` and its neighbours.  A line an open refuses does not
     stop it: the log is then read as :func:`awl.store.window_in_damaged_log`
     reads it, the damage is named on stderr and the status is 1, since the window
     may be cut short where a link is lost.  A message of the window that cannot
     be read is one line in its place, named on stderr too, and the status is
-    then 1; in a log an open takes, a bad line outside the window is not read."""
-    from ..errors import CorruptSession
+    then 1; in a log an open takes, a bad line outside the window is not read.
+    ``around`` None, with the ``damage`` an open met: the current branch's last
+    message of a damaged log."""
     from ..store import SessionManager, UnreadableMessage, Window, window_in_damaged_log
     from ..ui import around_document, transcript_around, window_around
 
     def render(w: Window) -> tuple[str, list[UnreadableMessage]]:
+        assert around is not None
         text = (
             json_text(around_document(w, around))
             if as_json
@@ -100,16 +122,24 @@ def _show_around(path: Path, around: str, context: int, as_json: bool) -> None:
         )
         return text, [e for e in w.messages if isinstance(e, UnreadableMessage)]
 
-    damage: CorruptSession | None = None
     try:
-        try:
-            with SessionManager.open(path, read_only=True) as m:
-                # Everything is read before anything is printed: no half window.
-                text, bad = render(window_around(m, around, context))
-        except CorruptSession as exc:
-            damage = exc
-            text, bad = render(window_in_damaged_log(path, around, context))
+        if around is None:
+            w = window_in_damaged_log(path, None, context)
+            last = w.messages[w.at]
+            around = last.entry if isinstance(last, UnreadableMessage) else last.base.id
+            text, bad = render(w)
+        else:
+            try:
+                with SessionManager.open(path, read_only=True) as m:
+                    # Everything is read before anything is printed: no half window.
+                    text, bad = render(window_around(m, around, context))
+            except CorruptSession as exc:
+                damage = exc
+                text, bad = render(window_in_damaged_log(path, around, context))
     except KeyError:
+        if around is None:
+            assert damage is not None
+            fail(f"{damage} (no message of this session can be read)")
         where = "the lines of this session that can be read" if damage else "this session"
         fail(f"{path}: no entry {around!r} in {where}", usage=True)
     except AwlError as exc:

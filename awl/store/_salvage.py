@@ -67,11 +67,12 @@ class Window(NamedTuple):
 
 
 def window_in_damaged_log(
-    path: str | os.PathLike[str], entry_id: str, context: int = 3, env: Env | None = None
+    path: str | os.PathLike[str], entry_id: str | None, context: int = 3, env: Env | None = None
 ) -> Window:
     """The message ``entry_id`` with up to ``context`` messages before it (on its own
     branch) and after it (when it is on the current branch), read from a log
-    whatever its other lines hold.
+    whatever its other lines hold.  ``entry_id`` None: the last message of the
+    current branch (with a large ``context``, all of the branch that can be read).
 
     KeyError when the log has no such message; SessionError (and its kin)
     when the log cannot be opened or has no session header.
@@ -104,18 +105,23 @@ def window_in_damaged_log(
         # Every other problem (a parent no line names, a duplicate id) cuts a
         # link or is passed over, as verification does: the window is read.
         tree = build_tree(records, mm, p, Problems(p, collect=True))
-        pos = tree.pos_of(entry_id)
-        if pos is None or int(kind[int(tree.rows[pos])]) != scanner.KIND_MESSAGE:
-            raise KeyError(entry_id)
 
         def messages(leaf_pos: int) -> list[int]:
             rows = tree.rows[tree.branch(leaf_pos)]
             return [int(r) for r in rows[kind[rows] == scanner.KIND_MESSAGE]]
 
+        leaf_pos = len(tree) - 1  # as an open finds it: the last entry of the log
+        current = messages(leaf_pos) if len(tree) else []
+        if entry_id is None:
+            if not current:
+                raise KeyError("no message")
+            pos: int | None = int(np.searchsorted(tree.rows, current[-1]))
+        else:
+            pos = tree.pos_of(entry_id)
+        if pos is None or int(kind[int(tree.rows[pos])]) != scanner.KIND_MESSAGE:
+            raise KeyError(entry_id)
         target = int(tree.rows[pos])
         upto = messages(pos)
-        leaf_pos = len(tree) - 1  # as an open finds it: the last entry of the log
-        current = messages(leaf_pos)
         after = current[current.index(target) + 1 :][:context] if target in current else []
         before = upto[-(context + 1) :]
         shown: list[MessageEntry | UnreadableMessage] = []
