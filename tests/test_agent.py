@@ -6,6 +6,7 @@ Every scenario's log is checked field by field against docs/format.md by
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
@@ -20,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from awl import SessionManager
+from awl import Message, SessionManager
 from awl.agent import (
     CUT_OFF,
     INTERRUPTED_IN_FLIGHT,
@@ -34,6 +35,7 @@ from awl.agent import (
 from awl.conversation import Text, ToolResult, ToolUse
 from awl.paths import encode_cwd, session_file_name
 from awl.providers.offline import OfflineProvider
+from awl.store import Env
 from awl.ui import TerminalSink, render_message
 from tests.helpers import line, write_log
 from tests.servers import FakeServer, Reply, serve
@@ -623,6 +625,45 @@ def test_text_turn(
         "stopReason": "stop",
         "usage": script.usage,
     }
+
+
+class _FullDisk(Env):
+    """A file system that is full for any write holding ``marker``."""
+
+    def __init__(self, marker: bytes) -> None:
+        super().__init__()
+        self.marker = marker
+
+    def write(self, fd: int, data: bytes | memoryview) -> int:
+        if self.marker in bytes(data):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return super().write(fd, data)
+
+
+def test_a_reply_the_disk_cannot_hold_is_still_the_turns_text_and_runs_no_tool(
+    server: FakeServer, script: Script, root: Path, project: Path
+) -> None:
+    """A reply whose save fails (a full disk) is given back with the error, so that
+    ``awl -p`` prints it and the interactive loop keeps it on screen; the tools it
+    asks for do not run, and the log holds none of it."""
+    manager = SessionManager.create(project, script.name, script.model, env=_FullDisk(b"rm -rf"))
+    manager.append_message(Message("system", [Text("sys")]))
+    agent = Agent(manager, base_url=server.url, cwd=project)
+    try:
+        server.queue(script.tools(("call_1", "rm -rf build")))
+        result = agent.run_turn("clean up", Sink())
+        assert result.error is not None and result.error.startswith("the reply was not saved: ")
+        assert os.strerror(errno.ENOSPC) in result.error and result.stop_reason == "error"
+        assert len(server.requests) == 1
+        server.queue(script.text("ok"))
+        assert agent.run_turn("again", Sink()).text == "ok"  # the session goes on
+    finally:
+        if agent._provider is not None:
+            agent._provider.close()
+        manager.close()
+    log = only_log(root, project)
+    said = [texts(e["message"]) for e in log.entries]
+    assert said == ["sys", "clean up", "again", "ok"]
 
 
 def test_tool_turn_runs_the_tool_and_sends_the_result(

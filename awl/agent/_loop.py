@@ -35,7 +35,7 @@ from ..conversation import (
     request_history,
     without_lone_surrogates,
 )
-from ..errors import CorruptSession, SessionError
+from ..errors import CorruptSession, SessionError, SessionWriteError
 from ..providers import Provider, Response, StreamSink, get_provider
 from ..store import MAX_REPLACED, SessionManager
 from ..tools import Tool, ToolOutput, default_tools, run_tool, tool_specs
@@ -247,7 +247,15 @@ class Agent:
             response = provider.complete(
                 self.model, request_history(self.conversation), specs, sink, cancel
             )
-            self._append_response(response)
+            try:
+                self._append_response(response)
+            except SessionWriteError as exc:
+                # Not saved (a full disk): the reply is still the user's to read,
+                # and none of the tools it asks for runs (nothing of theirs could
+                # be saved either).  The log holds no part of it.
+                return TurnResult(
+                    _final_text(response), "error", f"the reply was not saved: {exc}", rounds
+                )
             uses = [b for b in response.content if isinstance(b, ToolUse)]
             if response.stop_reason != "toolUse" or not uses:
                 # A reply cut at the output limit is saved as it came, but a
