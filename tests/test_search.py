@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,6 +37,7 @@ from awl.store import (
 )
 from awl.store._search import needles
 from awl.store._search_fallback import decode_once_more
+from awl.ui import local_time
 
 from .helpers import HEADER, snapshot, with_default_sigint
 
@@ -983,7 +985,14 @@ def test_show_around_a_hit(root: Path, project: Path, monkeypatch: pytest.Monkey
         "turn 4",
         "turn 5",
     ]
-    assert f"▶ entry {ids[4]}" in res.stdout
+    # Its time as awl sessions and awl search give theirs: local, to the minute.
+    (marker,) = [ln for ln in res.stdout.splitlines() if ln.startswith("▶")]
+    with SessionManager.open(m.path, read_only=True) as r:
+        got = r.get_entry(ids[4])
+        assert got is not None and got.base is not None
+        when = got.base.timestamp
+    assert marker == f"▶ entry {ids[4]}  {local_time(when)}"
+    assert re.fullmatch(r"▶ entry \w+  \d{4}-\d\d-\d\d \d\d:\d\d", marker)
     doc = json.loads(cli("show", m.id[:8], "--around", ids[4], "--context", "2", "--json").stdout)
     assert doc["around"] == ids[4] and [x["entry"] for x in doc["messages"]] == ids[2:7]
     assert cli("show", m.id[:8], "--around", "ffffffff").exit_code == 2

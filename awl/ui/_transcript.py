@@ -9,7 +9,7 @@ import orjson
 
 from ..conversation import Message, Opaque, Text, Thinking, ToolResult, ToolUse
 from ..store import block_to_json, content_block_to_disk
-from ._text import format_bytes, visible
+from ._text import format_bytes, local_time, visible
 
 if TYPE_CHECKING:
     from ..store import MessageEntry, SessionManager, UnreadableMessage, Window
@@ -269,7 +269,7 @@ def transcript_around(m: SessionManager | Window, entry_id: str, context: int = 
             yield unreadable_line(entry)
             continue
         if k == at:
-            yield f"▶ entry {entry.base.id}  {entry.base.timestamp}"
+            yield f"▶ entry {entry.base.id}  {local_time(entry.base.timestamp)}"
         yield render_message(disk_message_to_internal(entry.message))
 
 
