@@ -488,19 +488,31 @@ def test_a_slash_command_expanded_for_the_model_is_the_prompt_a_local_one_is_not
     _lossless(path, r)
 
 
+SKILL = "Base directory for this skill: /home/ana/.claude/skills/beads\n\n" + EXPANSION
+
+
+@pytest.mark.parametrize("expansion", [EXPANSION, SKILL], ids=["command", "skill"])
 def test_a_slash_command_imported_before_its_expansion_was_written_leaves_it_the_prompt(
-    tmp_path: Path,
+    tmp_path: Path, expansion: str
 ) -> None:
     # The documented exception: the first import ended between the two lines, and
-    # took the command line as injected; the expansion is then the turn's prompt.
-    path, _ = _session(tmp_path, _commands)
+    # took the command line as injected; the expansion is then the turn's prompt,
+    # its text whole even when it reads as injected (a skill's).
+    def build(c: Claude) -> None:
+        c.prompt(LOCAL)
+        c.prompt(LOCAL_OUT)
+        c.prompt(COMMAND)
+        c.prompt([{"type": "text", "text": expansion}], isMeta=True)
+        c.reply([{"type": "text", "text": "Je cherche d'abord."}], stop="end_turn")
+
+    path, _ = _session(tmp_path, build)
     cut = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(b"".join(cut[:3]))
     (first,) = _import(path)
     path.write_bytes(b"".join(cut))
     (grown,) = _import(path)
     assert (first.status, grown.status) == ("imported", "updated")
-    assert _prompts(grown.path) == [EXPANSION]
+    assert _prompts(grown.path) == [expansion]
     assert _injected(grown.path) == [LOCAL, LOCAL_OUT, COMMAND]
     with SessionManager.open(grown.path, read_only=True) as m:
         roles = [x.role for x in m.rebuild_conversation()]

@@ -711,10 +711,13 @@ def test_a_prompt_wholly_a_pasted_block_is_a_prompt_and_its_event_a_repeat(
     prompts = [texts(m) for m in _messages(r.path) if m["message"]["role"] == "user"]
     assert [pasted] in prompts and [shell + " et ça ?"] in prompts
     assert accounted_lines(r.path) == source_lines(src)
-    # Codex's own context alone stays injected.
+    # Codex's own context alone stays injected (the editor's context too).
+    editor = "<additional_context>\n<title>Context from my editor</title>\n</additional_context>"
     text = text.replace(json.dumps(pasted)[1:-1], json.dumps(shell)[1:-1])
+    text = text.replace(json.dumps(shell + " et ça ?")[1:-1], json.dumps(editor)[1:-1])
     src.write_text(text, encoding="utf-8")
     again = run(src, session_dir=tmp_path / "other")
     assert again.path is not None
     prompts = [texts(m) for m in _messages(again.path) if m["message"]["role"] == "user"]
-    assert [shell] not in prompts and [pasted] not in prompts
+    assert [shell] not in prompts and [pasted] not in prompts and [editor] not in prompts
+    assert accounted_lines(again.path) == source_lines(src)

@@ -1435,6 +1435,26 @@ def test_a_resume_by_path_goes_on_with_an_awl_log_or_the_import_of_a_source_log(
     assert not list(tmp_path.glob("*.corrupt"))
 
 
+def test_a_resume_by_a_subagents_transcript_is_refused_naming_its_session(
+    tmp_path: Path,
+) -> None:
+    """A subagent's transcript is kept with its session, not a conversation to go on
+    with: ``awl --resume`` of it names the session, and writes nothing."""
+    src = copy_tree(CLAUDE_SHOP, tmp_path / "src" / CLAUDE_SHOP.name)
+    sub = src.parent / src.stem / "subagents" / "agent-a1b2c3d.jsonl"
+    out = cli("--resume", str(sub), "--provider", "offline", "-p", "x")
+    assert out.exit_code == 1 and len(out.output.splitlines()) == 1, out.output
+    assert f"a subagent's transcript of the Claude Code session {src}" in out.output
+    assert f"(awl import {src} goes on with that session)" in out.output
+    (spec,) = plan_import([src]).sources
+    r = run(src, extras=spec.extras)
+    assert r.path is not None
+    before = Path(r.path).read_bytes()
+    out = cli("--resume", str(sub), "--provider", "offline", "-p", "x")
+    assert out.exit_code == 1 and f"(awl --resume {r.session} goes on" in out.output, out.output
+    assert Path(r.path).read_bytes() == before
+
+
 def test_show_says_where_an_imported_session_came_from(tmp_path: Path) -> None:
     from awl.importers import import_origin
 

@@ -209,6 +209,20 @@ def imported_as(path: Path, fmt: str) -> tuple[str | None, Path | None, bool]:
     return r.session, Path(r.path), r.status == "unchanged"
 
 
+def _main_log(path: Path, fmt: str) -> Path | None:
+    """The session log a subagent's transcript at ``path`` belongs to (an import takes
+    it with that session), or None when ``path`` is a session's own log."""
+    from ..importers import plan_import
+
+    try:
+        sources = plan_import([path], fmt=fmt).sources
+    except ValueError:
+        return None
+    if len(sources) != 1 or os.path.realpath(sources[0].path) == os.path.realpath(path):
+        return None
+    return Path(sources[0].path)
+
+
 def session_to_resume(ref: str) -> Path:
     """The log ``awl --resume PATH`` goes on with: an awl log, or the awl session an
     import made of the pi, Claude Code or Codex log at ``PATH`` when it holds all
@@ -227,6 +241,15 @@ def session_to_resume(ref: str) -> Path:
             fail(f"{exc}" if isinstance(exc, AwlError) else f"{path}: {exc.strerror}", usage=True)
         return path
     what = f"{path}: a {FORMAT_NAMES[found]} session log"
+    main_log = _main_log(path, found)
+    if main_log is not None:
+        # A subagent's transcript: kept with its session, no conversation to go on with.
+        sid, _, _ = imported_as(main_log, found)
+        with_it = f"awl --resume {sid}" if sid else f"awl import {shlex.quote(str(main_log))}"
+        fail(
+            f"{path}: a subagent's transcript of the {FORMAT_NAMES[found]} session "
+            f"{main_log}, not a session to go on with ({with_it} goes on with that session)"
+        )
     again = f"awl import {shlex.quote(str(path))}"
     sid, log, current = imported_as(path, found)
     if sid is None or log is None:

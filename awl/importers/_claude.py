@@ -590,6 +590,15 @@ def _blocks(
         return [], None
     out: list[DiskContentBlock] = []
     extras: list[Any] = []
+    if prompt:
+        # Only beside a typed text: a prompt whose texts all read as injected (a
+        # skill's expansion taken as the prompt) keeps them as its text.
+        texts = [
+            x["text"]
+            for x in content
+            if isinstance(x, dict) and x.get("type") == "text" and isinstance(x.get("text"), str)
+        ]
+        prompt = not all(_injected_text(t) for t in texts)
     for blk in content:
         rest: dict[str, Any] | None = None
         kind = blk.get("type") if isinstance(blk, dict) else None

@@ -146,6 +146,10 @@ INJECTED_TAGS = frozenset(
         "personality_spec",
         "remembered_context",
         "hook_prompt",
+        "additional_context",
+        "skills_instructions",
+        "token_budget",
+        "app-context",
     )
 )
 # What Codex puts before a summary it made (codex-rs/core/templates/compact/

@@ -719,16 +719,21 @@ def _folded_match(text: str, folded_query: str) -> tuple[int, int]:
         return k, len(folded_query)  # no character changed its length
 
     def char_at(offset: int) -> int:
-        # The first character whose folded prefix reaches past ``offset`` (a
-        # character folds alone: the folded text is the characters' foldings).
-        lo, hi = 0, len(text)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if len(text[: mid + 1].casefold()) <= offset:
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
+        # The character whose folding holds ``offset`` (a character folds alone:
+        # the folded text is the characters' foldings); folded a piece at a time,
+        # then the piece that holds it a character at a time.
+        pos, i, step = 0, 0, 4096
+        while i < len(text):
+            piece = text[i : i + step]
+            size = len(piece.casefold())
+            if pos + size > offset:
+                for j, ch in enumerate(piece):
+                    pos += len(ch.casefold())
+                    if pos > offset:
+                        return i + j
+            pos += size
+            i += step
+        return len(text)
 
     first = char_at(k)
     last = char_at(k + max(len(folded_query), 1) - 1)
