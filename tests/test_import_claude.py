@@ -461,11 +461,11 @@ LOCAL = (
 LOCAL_OUT = "<local-command-stdout>Set model to opus</local-command-stdout>"
 
 
-def _commands(c: Claude) -> None:
+def _commands(c: Claude, expansion: str = EXPANSION) -> None:
     c.prompt(LOCAL)
     c.prompt(LOCAL_OUT)
     c.prompt(COMMAND)
-    c.prompt([{"type": "text", "text": EXPANSION}], isMeta=True)
+    c.prompt([{"type": "text", "text": expansion}], isMeta=True)
     c.reply([{"type": "text", "text": "Je cherche d'abord."}], stop="end_turn")
 
 
@@ -498,14 +498,7 @@ def test_a_slash_command_imported_before_its_expansion_was_written_leaves_it_the
     # The documented exception: the first import ended between the two lines, and
     # took the command line as injected; the expansion is then the turn's prompt,
     # its text whole even when it reads as injected (a skill's).
-    def build(c: Claude) -> None:
-        c.prompt(LOCAL)
-        c.prompt(LOCAL_OUT)
-        c.prompt(COMMAND)
-        c.prompt([{"type": "text", "text": expansion}], isMeta=True)
-        c.reply([{"type": "text", "text": "Je cherche d'abord."}], stop="end_turn")
-
-    path, _ = _session(tmp_path, build)
+    path, _ = _session(tmp_path, lambda c: _commands(c, expansion))
     cut = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(b"".join(cut[:3]))
     (first,) = _import(path)

@@ -12,7 +12,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 import orjson
@@ -21,6 +21,9 @@ from .. import environment
 from .._version import __version__
 from ..errors import AmbiguousSession, AwlError, SessionNotFound
 from ..ui import visible
+
+if TYPE_CHECKING:
+    from ..importers import SourceSpec
 
 
 class Stopped(KeyboardInterrupt):
@@ -191,36 +194,30 @@ def regular_file(ref: str) -> Path:
     return path
 
 
-def imported_as(path: Path, fmt: str) -> tuple[str | None, Path | None, bool]:
-    """The awl session an import made of the source log at ``path`` (its id and log),
-    if one did, and whether it holds all the source holds (an import's dry run
-    says both; nothing is written)."""
-    from ..importers import import_source, plan_import
-
-    try:
-        sources = plan_import([path], fmt=fmt).sources
-    except ValueError:
-        return None, None, False
-    if len(sources) != 1:
-        return None, None, False
-    r = import_source(sources[0], dry_run=True)
-    if r.session is None or r.path is None or not Path(r.path).exists():
-        return None, None, False
-    return r.session, Path(r.path), r.status == "unchanged"
-
-
-def _main_log(path: Path, fmt: str) -> Path | None:
-    """The session log a subagent's transcript at ``path`` belongs to (an import takes
-    it with that session), or None when ``path`` is a session's own log."""
+def planned_source(path: Path, fmt: str) -> SourceSpec | None:
+    """The source session an import of the file at ``path`` takes (a subagent's
+    transcript names its session's log), or None when it takes none or several."""
     from ..importers import plan_import
 
     try:
         sources = plan_import([path], fmt=fmt).sources
     except ValueError:
         return None
-    if len(sources) != 1 or os.path.realpath(sources[0].path) == os.path.realpath(path):
-        return None
-    return Path(sources[0].path)
+    return sources[0] if len(sources) == 1 else None
+
+
+def imported_as(source: SourceSpec | None) -> tuple[str | None, Path | None, bool]:
+    """The awl session an import made of ``source`` (its id and log), if one did, and
+    whether it holds all the source holds (an import's dry run says both;
+    nothing is written)."""
+    from ..importers import import_source
+
+    if source is None:
+        return None, None, False
+    r = import_source(source, dry_run=True)
+    if r.session is None or r.path is None or not Path(r.path).exists():
+        return None, None, False
+    return r.session, Path(r.path), r.status == "unchanged"
 
 
 def session_to_resume(ref: str) -> Path:
@@ -241,17 +238,16 @@ def session_to_resume(ref: str) -> Path:
             fail(f"{exc}" if isinstance(exc, AwlError) else f"{path}: {exc.strerror}", usage=True)
         return path
     what = f"{path}: a {FORMAT_NAMES[found]} session log"
-    main_log = _main_log(path, found)
-    if main_log is not None:
+    source = planned_source(path, found)
+    sid, log, current = imported_as(source)
+    if source is not None and os.path.realpath(source.path) != os.path.realpath(path):
         # A subagent's transcript: kept with its session, no conversation to go on with.
-        sid, _, _ = imported_as(main_log, found)
-        with_it = f"awl --resume {sid}" if sid else f"awl import {shlex.quote(str(main_log))}"
+        with_it = f"awl --resume {sid}" if sid else f"awl import {shlex.quote(source.path)}"
         fail(
             f"{path}: a subagent's transcript of the {FORMAT_NAMES[found]} session "
-            f"{main_log}, not a session to go on with ({with_it} goes on with that session)"
+            f"{source.path}, not a session to go on with ({with_it} goes on with that session)"
         )
     again = f"awl import {shlex.quote(str(path))}"
-    sid, log, current = imported_as(path, found)
     if sid is None or log is None:
         fail(f"{what}, not awl's: `{again}` takes it in, then awl --resume goes on with it")
     if not current:

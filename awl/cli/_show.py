@@ -19,6 +19,7 @@ from ._common import (
     imported_as,
     json_text,
     names_a_file,
+    planned_source,
     regular_file,
     resolve_session,
 )
@@ -86,7 +87,7 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
             _fail_to_read(path, exc)
         # An open refused the log: what of its current branch can still be read,
         # the damage named (status 1), rather than nothing.
-        _show_around(path, None, _WHOLE, as_json, damage=exc)
+        _show_around(path, None, _WHOLE, False, damage=exc)
     except AwlError as exc:
         _fail_to_read(path, exc)
 
@@ -167,7 +168,7 @@ def _fail_to_read(path: Path, exc: AwlError) -> NoReturn:
         # Another agent's log, not a broken awl one: the awl session it became,
         # or what brings it in.
         what = f"{path}: a {FORMAT_NAMES[found]} session log"
-        sid, _, current = imported_as(path, found)
+        sid, _, current = imported_as(planned_source(path, found))
         if sid is None:
             fail(f"{what}, not awl's: `awl import` takes it in")
         if current:

@@ -225,11 +225,11 @@ class ClaudeConverter(Converter):
             self._assistant(obj, uuid, parent, ts, line)
         elif kind == "user" and isinstance(obj.get("message"), dict):
             self._user(obj, uuid, parent, ts, line)
-        elif kind == "attachment" and _queued_prompt(obj) is not None:
+        elif kind == "attachment" and (queued := _queued_prompt(obj)) is not None:
             # What the human typed while a turn ran, handed to the model with the
             # next request (it never becomes a user line): a prompt, where it went.
             self._close()
-            blocks, _ = _blocks(_queued_prompt(obj), prompt=True)
+            blocks, _ = _blocks(queued, prompt=True)
             xc = {"lines": [obj], "sourceLines": [line], "queued": True}
             b.add(Planned(uuid, parent, ts, role="user", content=blocks, fields={"x-claude": xc}))
             self.alias[uuid] = uuid
@@ -563,13 +563,18 @@ def _injected(obj: dict[str, Any], content: Any) -> bool:
     if isinstance(content, list):
         # A prompt typed in an IDE comes after the blocks naming its open file or
         # selection: a line is injected only when every text in it is.
-        texts = [
-            x["text"]
-            for x in content
-            if isinstance(x, dict) and x.get("type") == "text" and isinstance(x.get("text"), str)
-        ]
+        texts = _texts(content)
         return bool(texts) and all(_injected_text(t) for t in texts)
     return _injected_text(content) if isinstance(content, str) else False
+
+
+def _texts(content: list[Any]) -> list[str]:
+    """The texts of a content list's text blocks."""
+    return [
+        x["text"]
+        for x in content
+        if isinstance(x, dict) and x.get("type") == "text" and isinstance(x.get("text"), str)
+    ]
 
 
 def _injected_text(text: str) -> bool:
@@ -593,12 +598,7 @@ def _blocks(
     if prompt:
         # Only beside a typed text: a prompt whose texts all read as injected (a
         # skill's expansion taken as the prompt) keeps them as its text.
-        texts = [
-            x["text"]
-            for x in content
-            if isinstance(x, dict) and x.get("type") == "text" and isinstance(x.get("text"), str)
-        ]
-        prompt = not all(_injected_text(t) for t in texts)
+        prompt = not all(_injected_text(t) for t in _texts(content))
     for blk in content:
         rest: dict[str, Any] | None = None
         kind = blk.get("type") if isinstance(blk, dict) else None
