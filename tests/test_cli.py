@@ -1172,3 +1172,27 @@ def test_a_printed_id_finds_a_session_of_a_directory_sharing_this_ones_folder(
     assert hint == "019dc5ba-1", res.output
     res = CliRunner().invoke(main, ["show", hint])
     assert res.exit_code == 0 and "again" in res.output, res.output
+
+
+def test_sessions_lists_each_by_a_prefix_show_finds_where_two_directories_share_a_folder(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "/x/a-b/c" and "/x/a/b-c" share one folder: a session listed here is named
+    by a prefix unique among the folder's logs, which holds the other's too (a
+    prefix unique among this directory's own would match both)."""
+    from awl import Message, SessionManager, Text
+    from awl.paths import project_dir
+
+    here, there = tmp_path / "a-b" / "c", tmp_path / "a" / "b-c"
+    assert project_dir(here) == project_dir(there)
+    ours, theirs = "019dc5ba-1000-7000-8000-000000000001", "019dc5ba-2000-7000-8000-000000000002"
+    for cwd, sid in [(here, ours), (there, theirs)]:
+        cwd.mkdir(parents=True, exist_ok=True)
+        with SessionManager.create(cwd, "offline", "echo", session_id=sid) as m:
+            m.append_message(Message("user", [Text(f"hi from {cwd.name}")]))
+    monkeypatch.chdir(here)
+    res = CliRunner().invoke(main, ["sessions"])
+    assert res.exit_code == 0, res.output
+    assert [line.split()[0] for line in res.output.splitlines()] == ["019dc5ba-1"], res.output
+    res = CliRunner().invoke(main, ["show", "019dc5ba-1"])
+    assert res.exit_code == 0 and "hi from c" in res.output, res.output

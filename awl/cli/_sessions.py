@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..errors import AwlError
+from ..paths import SESSION_FILE_RE
 from ..ui import local_time, visible
 from ._app import main
 from ._common import current_dir, fail, json_text
@@ -29,14 +30,11 @@ if TYPE_CHECKING:  # the listing: imported once the command runs
 )
 def sessions(as_json: bool, all_projects: bool, long_format: bool) -> None:
     """List the sessions of this directory, oldest first."""
-    from ..store import list_all_sessions, list_sessions, unique_prefixes
+    from ..store import list_all_sessions, list_sessions, resume_prefixes
 
+    cwd = None if all_projects else os.fspath(current_dir())
     try:
-        if all_projects:
-            groups = list_all_sessions()
-        else:
-            cwd = os.fspath(current_dir())
-            groups = {cwd: list_sessions(cwd)}
+        groups = list_all_sessions() if cwd is None else {cwd: list_sessions(cwd)}
     except AwlError as exc:
         fail(str(exc))
     if as_json:
@@ -44,13 +42,15 @@ def sessions(as_json: bool, all_projects: bool, long_format: bool) -> None:
         click.echo(json_text(out, indent=True))
         return
     every = [i for infos in groups.values() for i in infos]
-    short = unique_prefixes([i.id for i in every])
+    # The prefixes `awl --resume` and `awl show` run here find each session by,
+    # as `awl search` prints them: a folder two cwds share holds both's logs.
+    shown = resume_prefixes([i.path for i in every], cwd)
     lines: list[str] = []
-    for cwd, infos in groups.items():
+    for where, infos in groups.items():
         if all_projects:
-            lines.append(visible(cwd, one_line=True))
+            lines.append(visible(where, one_line=True))
         indent = "  " if all_projects else ""
-        lines.extend(format_info(i, short[i.id], long_format, indent) for i in infos)
+        lines.extend(format_info(i, _short(i, shown), long_format, indent) for i in infos)
     if lines:
         click.echo("\n".join(lines))  # one write: a thousand echo calls add up
     else:
@@ -58,6 +58,14 @@ def sessions(as_json: bool, all_projects: bool, long_format: bool) -> None:
         where = "under the session root" if all_projects else "for this directory"
         hint = "" if all_projects else " (awl sessions --all lists every project's)"
         click.echo(f"no sessions {where}{hint}", err=True)
+
+
+def _short(info: SessionInfo, shown: dict[str, str]) -> str:
+    """The session's id as listed: its resume prefix, by the id its file is named for."""
+    named = SESSION_FILE_RE.match(info.path.name)
+    found = shown.get(named.group("id")) if named else None
+    # A header id that is not its file's: the whole id, as search shows it.
+    return found if found and info.id.startswith(found) else info.id
 
 
 def format_info(info: SessionInfo, short: str, long_format: bool, indent: str = "") -> str:
