@@ -659,8 +659,14 @@ def test_show_corrupt_log(root: Path, here: Path) -> None:
     # A person gets what of the current branch can still be read, the damage named.
     out = cli("show", "019dc5ba")
     assert out.exit_code == 1
-    shown = [x for x in out.stdout.splitlines() if x and not x.startswith(("──", "▶", "session"))]
-    assert shown == [m["message"]["content"][0]["text"] for m in c]
+    # As a transcript reads: its heading, then the messages, none marked.
+    heading, *rest = out.stdout.splitlines()
+    assert heading.startswith(f"session {ID_A}  cwd {here}  model ") and heading.endswith(
+        "  4 messages"
+    ), heading
+    assert [x for x in rest if x and not x.startswith("── ")] == [
+        m["message"]["content"][0]["text"] for m in c
+    ]
     assert out.stderr == (
         f"awl: {p}:4: not a complete JSON object: the log is damaged; what is shown is what "
         f"still links to {c[-1]['id']} (awl reindex --verify names every problem)\n"

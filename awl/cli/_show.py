@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -87,7 +88,8 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
             _fail_to_read(path, exc)
         # An open refused the log: what of its current branch can still be read,
         # the damage named (status 1), rather than nothing.
-        _show_around(path, None, _WHOLE, False, damage=exc)
+        notes = [_origin_line(origin)] if origin else []
+        _show_around(path, None, _WHOLE, False, damage=exc, notes=notes)
     except AwlError as exc:
         _fail_to_read(path, exc)
 
@@ -102,6 +104,7 @@ def _show_around(
     as_json: bool,
     *,
     damage: CorruptSession | None = None,
+    notes: Sequence[str] = (),
 ) -> None:
     """The message ``around`` and its neighbours.  A line an open refuses does not
     stop it: the log is then read as :func:`awl.store.window_in_damaged_log`
@@ -109,18 +112,21 @@ def _show_around(
     may be cut short where a link is lost.  A message of the window that cannot
     be read is one line in its place, named on stderr too, and the status is
     then 1; in a log an open takes, a bad line outside the window is not read.
-    ``around`` None, with the ``damage`` an open met: the current branch's last
-    message of a damaged log."""
+    ``around`` None, with the ``damage`` an open met: what of a damaged log's
+    current branch can be read, as a transcript (``notes`` under its heading)."""
     from ..store import SessionManager, UnreadableMessage, Window, window_in_damaged_log
-    from ..ui import around_document, transcript_around, window_around
+    from ..ui import around_document, transcript, transcript_around, window_around
+
+    whole = around is None
 
     def render(w: Window) -> tuple[str, list[UnreadableMessage]]:
         assert around is not None
-        text = (
-            json_text(around_document(w, around))
-            if as_json
-            else "\n".join(transcript_around(w, around))
-        )
+        if whole:
+            text = "\n".join(transcript(w, notes))
+        elif as_json:
+            text = json_text(around_document(w, around))
+        else:
+            text = "\n".join(transcript_around(w, around))
         return text, [e for e in w.messages if isinstance(e, UnreadableMessage)]
 
     try:

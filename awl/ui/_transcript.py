@@ -170,26 +170,43 @@ def _opaque_label(block: Opaque) -> str:
     return f"[{kind}: {about}]" if about else f"[{kind}]"
 
 
-def transcript(m: SessionManager, notes: Sequence[str] = ()) -> Iterator[str]:
+def transcript(m: SessionManager | Window, notes: Sequence[str] = ()) -> Iterator[str]:
     """The whole conversation as readable text, message by message (see :func:`visible`),
-    each of ``notes`` a line under the heading."""
-    provider, model = m.active_model()
-    head = f"session {m.id}  cwd {m.cwd}  model {provider}/{model}  {m.message_count} messages"
-    yield visible(head, one_line=True)
+    each of ``notes`` a line under the heading; ``m`` an open session, or what
+    :func:`awl.store.window_in_damaged_log` read of a log an open refuses (its
+    current branch as far as it can be read, a message that cannot be read one
+    line in its place)."""
+    from ..store import UnreadableMessage, Window, disk_message_to_internal
+
+    head = _head(m)
+    sid, count = head["id"], len(m.messages) if isinstance(m, Window) else m.message_count
+    yield visible(
+        f"session {sid}  cwd {head['cwd']}  model {head['activeProvider']}/"
+        f"{head['activeModel']}  {count} {'message' if count == 1 else 'messages'}",
+        one_line=True,
+    )
     for note in notes:
         yield visible(note, one_line=True)
-    off = m.entries_off_branch()
+    off = head["entriesOffBranch"]
     if off:
         # Else the turns of an earlier branch (a rewind, turns an import moved
         # aside) look lost: say where they are, and how to see them.
         yield (
             f"({off} {'entry' if off == 1 else 'entries'} on other branches, not shown: "
-            f"awl search finds what they say, awl show {m.id}:ENTRY shows one, "
-            f"awl --resume {m.id}:ENTRY goes on from it)"
+            f"awl search finds what they say, awl show {sid}:ENTRY shows one, "
+            f"awl --resume {sid}:ENTRY goes on from it)"
         )
-    for msg in m.rebuild_conversation().stream():
+    if not isinstance(m, Window):
+        for msg in m.rebuild_conversation().stream():
+            yield ""
+            yield render_message(msg)
+        return
+    for entry in m.messages:
         yield ""
-        yield render_message(msg)
+        if isinstance(entry, UnreadableMessage):
+            yield unreadable_line(entry)
+        else:
+            yield render_message(disk_message_to_internal(entry.message))
 
 
 def messages_around(
