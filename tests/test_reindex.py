@@ -602,8 +602,8 @@ def test_cli_text_output(
     out = res.output.splitlines()
     assert f"{s.corrupt}:4: not a complete JSON object" in out
     assert f"{s.busy}: skipped: open in another awl process" in out
-    assert f"{s.torn}: move a torn last line ({len(TORN)} bytes) to .corrupt" in out
-    assert f"{s.plain}: add a checkpoint" in out
+    assert f"{s.torn}: moved a torn last line ({len(TORN)} bytes) to .corrupt" in out
+    assert f"{s.plain}: added a checkpoint" in out
     assert 100_000 < sizes < 1_000_000
     assert out[-1] == (
         f"6 files, {sizes / 1000:.1f} KB, 125 entries: 1 repaired, 1 checkpointed, "
@@ -643,10 +643,10 @@ def test_cli_reports_each_log_before_reindexing_the_next(
     monkeypatch.setattr(reindex_module, "reindex_file", reindex_file)
     res = run_cli("--jobs", "1", *map(str, logs))
     assert res.exit_code == 0, res.output
-    repaired = [f"{p}: move a torn last line ({len(TORN)} bytes) to .corrupt" for p in logs]
+    repaired = [f"{p}: moved a torn last line ({len(TORN)} bytes) to .corrupt" for p in logs]
     assert [ln for ln in res.output.splitlines() if "torn" in ln] == repaired
     for k, p in enumerate(logs):  # logs go largest first; these are the same size: by name
-        assert flushed[str(p)].decode().count("move a torn last line") == k, flushed
+        assert flushed[str(p)].decode().count("moved a torn last line") == k, flushed
 
 
 def test_cli_sizes_the_store_once(
@@ -894,7 +894,7 @@ def test_creation_that_died_before_linking_is_recovered(
     assert res.exit_code == 0, res.output
     assert not tmp.exists()
     assert log.read_bytes() == data  # small: no checkpoint, nothing else added
-    assert f"{log}: recover the session from {tmp.name}" in res.output
+    assert f"{log}: recovered the session from {tmp.name}" in res.output
     assert "1 file," in res.output and "1 recovered" in res.output
     with SessionManager.open(log, read_only=True) as m:
         assert m.leaf_id == "00000002" and m.message_count == 2
@@ -940,7 +940,7 @@ def test_second_name_of_a_linked_log_is_removed(root: Path, project: Path) -> No
     assert [(r.path, r.removed) for r in removed] == [(str(tmp), f"a second name of {log}")]
     assert (summary.files, summary.leftovers, summary.errors) == (1, 1, 0)
     assert list(describe(removed[0])) == [
-        f"{tmp}: remove a session creation's leftover (a second name of {log})"
+        f"{tmp}: removed a session creation's leftover (a second name of {log})"
     ]
 
 

@@ -144,17 +144,23 @@ def describe(r: FileResult, *, dry_run: bool = False) -> Iterable[str]:
         yield f"{r.path}:{line}: {problem}" if line is not None else f"{r.path}: {problem}"
     if r.problem_count > len(r.problems):
         yield f"{r.path}: … and {r.problem_count - len(r.problems)} more problems"
-    verb = "would " if dry_run else ""
+
+    def did(now: str, done: str) -> str:
+        # What a dry run would do, or what the run did.
+        return f"would {now}" if dry_run else done
+
     if r.removed is not None:
-        yield f"{r.path}: {verb}remove a session creation's leftover ({r.removed})"
+        yield f"{r.path}: {did('remove', 'removed')} a session creation's leftover ({r.removed})"
     if r.pruned is not None and not r.error:
-        yield f"{r.path}: {verb}remove a stale index cache ({r.pruned})"
+        yield f"{r.path}: {did('remove', 'removed')} a stale index cache ({r.pruned})"
     if r.recovered_from is not None:
         yield (
-            f"{r.path}: {verb}recover the session from {os.path.basename(r.recovered_from)} "
-            "(its process died while creating it)"
+            f"{r.path}: {did('recover', 'recovered')} the session from "
+            f"{os.path.basename(r.recovered_from)} (its process died while creating it)"
         )
     if r.repaired:
-        yield f"{r.path}: {verb}move a torn last line ({r.repaired} bytes) to .corrupt"
+        yield (
+            f"{r.path}: {did('move', 'moved')} a torn last line ({r.repaired} bytes) to .corrupt"
+        )
     if r.checkpointed:
-        yield f"{r.path}: {verb}add a checkpoint"
+        yield f"{r.path}: {did('add', 'added')} a checkpoint"
