@@ -264,6 +264,55 @@ def test_a_snippet_shows_its_match_where_case_folding_changes_lengths(root: Path
     assert (snippet, match) == ("Die Straße ist groß; die Größe", "Größe")
 
 
+def test_every_match_a_snippet_shows_is_marked(
+    root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As grep and ripgrep colour every match of a line: ``matches`` holds each
+    one the snippet shows (not overlapping, none cut at its end), the first
+    being ``match``; by ASCII case, by Unicode folding, and past multi-byte text."""
+    cases = [
+        ("cat and cat and cat", "cat and", {}, ["cat and", "cat and"]),
+        (
+            "Port 4000, the portion of PORTS",
+            "port",
+            {"ignore_case": True},
+            ["Port", "port", "PORT"],
+        ),
+        (
+            "große Größe, GRÖSSE und grösse",
+            "grösse",
+            {"ignore_case": True},
+            ["Größe", "GRÖSSE", "grösse"],
+        ),
+        ("日本 x 日本 y", "日本", {}, ["日本", "日本"]),
+        ("aaaa", "aa", {}, ["aa", "aa"]),
+        ("x" * 30 + "needle " + "y" * 100 + " needle", "needle", {}, ["needle"]),
+    ]
+    for text, query, kw, marked in cases:
+        log = write(
+            root,
+            "/w/p",
+            SID[0],
+            [entry("0000000a", None, "user", [{"type": "text", "text": text}])],
+        )
+        (hit,) = hits([log], query, **kw)
+        assert hit.matches[0] == hit.match, text
+        assert [hit.snippet[a:b] for a, b in hit.matches] == marked, text
+        assert hit.as_json()["matches"] == [list(m) for m in hit.matches]
+        log.unlink()
+    monkeypatch.chdir(project)
+    text = "cat and cat and cat"
+    write(
+        root,
+        str(project),
+        SID[1],
+        [entry("0000000a", None, "user", [{"type": "text", "text": text}])],
+    )
+    res = cli("search", "cat and", "--color", "always")
+    mark = "\x1b[1;31mcat and\x1b[0m"
+    assert res.stdout.rstrip("\n").endswith(f"user       {mark} {mark} cat"), res.stdout
+
+
 def test_a_short_text_is_its_whole_snippet(root: Path) -> None:
     text = "please fix the config of the nightly backup for giraffes"
     assert _snippet_of(root, text, "giraffes") == (text, "giraffes")
@@ -315,6 +364,7 @@ def test_every_hit_says_where_it_is(root: Path) -> None:
         "timestamp": "2026-04-25T14:00:01.000Z",
         "snippet": "out: " + PLANTED.replace("\n", " ").replace("\t", " "),
         "match": [0, 8],
+        "matches": [[0, 8]],
     }
 
 

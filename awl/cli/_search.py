@@ -273,12 +273,16 @@ def _line(hit: object, shown: dict[str, str], width: int, paint: bool) -> str:
     short = shown.get(hit.session) or hit.session  # a header id that is not its file's: all
     # A log's ids are its writer's: control characters in one are shown escaped.
     short = _visible(f"{short}:{hit.entry}").ljust(width)
-    a, b = hit.match
-    before, match, after = hit.snippet[:a], hit.snippet[a:b], hit.snippet[b:]
-    match = f"\x1b[1;31m{_visible(match)}\x1b[0m" if paint else _visible(match)
+    # Every match the snippet shows is marked, as grep and ripgrep mark them.
+    parts, done = [], 0
+    for a, b in hit.matches or (hit.match,):
+        match = _visible(hit.snippet[a:b])
+        parts += [_visible(hit.snippet[done:a]), f"\x1b[1;31m{match}\x1b[0m" if paint else match]
+        done = b
+    parts.append(_visible(hit.snippet[done:]))
     when = local_time(hit.timestamp) if hit.timestamp else "????-??-?? ??:??"
     what = _WHAT.get(hit.block, hit.role)
-    return f"{short}  {when}  {what:<9}  {_visible(before)}{match}{_visible(after)}"
+    return f"{short}  {when}  {what:<9}  {''.join(parts)}"
 
 
 # A hit's third column: its role for a text block, else the block's kind (a

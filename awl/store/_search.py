@@ -219,7 +219,8 @@ class SearchHit(NamedTuple):
     block_index: int
     timestamp: str
     snippet: str  # one line around the match
-    match: tuple[int, int]  # where the match is in the snippet
+    match: tuple[int, int]  # where the (first) match is in the snippet
+    matches: tuple[tuple[int, int], ...] = ()  # every match the snippet shows
 
     def as_json(self) -> dict[str, Any]:
         """The hit as a JSON object (``awl search --json``)."""
@@ -235,6 +236,7 @@ class SearchHit(NamedTuple):
             "timestamp": self.timestamp,
             "snippet": self.snippet,
             "match": list(self.match),
+            "matches": [list(m) for m in self.matches or (self.match,)],
         }
 
 
@@ -684,17 +686,11 @@ def _count_lines(plan: _Plan, log: _Log, offset: int) -> int:
     return log.lines + 1
 
 
-def _snippet(text: str, plan: _Plan) -> tuple[str, tuple[int, int]]:
-    """One line of the block's text around its first match."""
-    q = plan.query.text
-    if plan.matcher.fold == "unicode":
-        at, width = _folded_match(text, q.casefold())
-    else:
-        raw = text.encode("utf-8", "surrogatepass")
-        hay = raw.lower() if plan.matcher.fold else raw
-        k = hay.find(plan.matcher.needle)
-        at = len(raw[: max(k, 0)].decode("utf-8", "replace"))
-        width = len(q)
+def _snippet(text: str, plan: _Plan) -> tuple[str, tuple[int, int], tuple[tuple[int, int], ...]]:
+    """One line of the block's text around its first match; where that match is in
+    it, and every match it shows (the first included, as grep colours them)."""
+    spans = _spans(text, plan)
+    at, width = next(spans, (0, 0))
     # A third of the room before the match, less when the text ends sooner: a
     # short text is shown whole.
     start = max(0, min(at - (_SNIPPET - width) // 3, len(text) - _SNIPPET))
@@ -702,15 +698,55 @@ def _snippet(text: str, plan: _Plan) -> tuple[str, tuple[int, int]]:
     flat = " ".join(piece.split("\n")).replace("\r", " ").replace("\t", " ")
     lead = "…" if start else ""
     tail = "…" if start + _SNIPPET < len(text) else ""
-    a = len(lead) + at - start
-    return lead + flat + tail, (a, a + width)
+    shift = len(lead) - start  # the flattening keeps every character's place
+    shown = [(at + shift, at + width + shift)]
+    for more, size in spans:
+        if more + size > start + _SNIPPET:
+            break  # the rest are past the snippet's end
+        shown.append((more + shift, more + size + shift))
+    return lead + flat + tail, shown[0], tuple(shown)
 
 
-def _folded_match(text: str, folded_query: str) -> tuple[int, int]:
+def _spans(text: str, plan: _Plan) -> Iterator[tuple[int, int]]:
+    """Each match of the query in ``text``, in order and not overlapping: its start
+    and length, in characters of ``text``."""
+    q = plan.query.text
+    if plan.matcher.fold == "unicode":
+        folded_query = q.casefold()
+        pos = 0
+        while pos < len(text):
+            at, width = _folded_match(text, folded_query, pos)
+            if width == 0:
+                return
+            yield at, width
+            pos = at + width
+        return
+    raw = text.encode("utf-8", "surrogatepass")
+    hay = raw.lower() if plan.matcher.fold else raw
+    needle = plan.matcher.needle
+    k = hay.find(needle)
+    if k < 0:
+        yield 0, 0  # cannot happen for a hit: its text holds the query
+        return
+    # Character places counted on from the last match: a match starts on a
+    # character's first byte, so each slice decodes whole.
+    chars, last = 0, 0
+    while k >= 0:
+        chars += len(raw[last:k].decode("utf-8", "replace"))
+        last = k
+        yield chars, len(q)
+        k = hay.find(needle, k + max(len(needle), 1))
+
+
+def _folded_match(text: str, folded_query: str, begin: int = 0) -> tuple[int, int]:
     """Where in ``text`` (start, length, in its own characters) the first match of a
-    case-folded query is.  Folding can change a text's length (``ß`` folds to
-    ``ss``): the match is found in the folded text, and each of its ends mapped
-    back to the character whose folding holds it."""
+    case-folded query at or after character ``begin`` is; (0, 0) for none.
+    Folding can change a text's length (``ß`` folds to ``ss``): the match is
+    found in the folded text, and each of its ends mapped back to the
+    character whose folding holds it."""
+    if begin:
+        at, width = _folded_match(text[begin:], folded_query)
+        return (at + begin, width) if width else (0, 0)
     folded = text.casefold()
     k = folded.find(folded_query)
     if k < 0:
@@ -761,7 +797,7 @@ def _hits(plan: _Plan, log: _Log, raw: list[RawHit]) -> Iterator[SearchHit | Sea
         entry = obj.get("id")
         role = obj["message"]["role"]
         for index, block, text in line_matches(obj, plan.matcher, q.roles, q.kinds):
-            snippet, match = _snippet(text, plan)
+            snippet, match, matches = _snippet(text, plan)
             yield SearchHit(
                 log.session,
                 log.path,
@@ -774,6 +810,7 @@ def _hits(plan: _Plan, log: _Log, raw: list[RawHit]) -> Iterator[SearchHit | Sea
                 stamp,
                 snippet,
                 match,
+                matches,
             )
 
 
