@@ -146,6 +146,28 @@ def test_an_unreadable_subagent_transcript_is_said_in_text_as_in_json(unlocked: 
     )
 
 
+@needs_permissions
+def test_a_subagents_folder_that_cannot_be_listed_is_said_and_taken_once_it_can(
+    unlocked: Path,
+) -> None:
+    base = unlocked
+    src = copy_tree(CLAUDE_SHOP, base / "shop" / CLAUDE_SHOP.name)
+    folder = src.parent / CLAUDE_SHOP.stem / "subagents"
+    mode = folder.stat().st_mode
+    deny(folder)
+    done = awl(base, "import", str(src))
+    assert done.stderr == ""
+    note, last = done.stdout.splitlines()
+    assert note == f"{src}: {CLAUDE_SHOP.stem}/subagents/: cannot list: Permission denied"
+    assert ": 1 imported, 0 updated, 0 unchanged;" in last
+    os.chown(folder, os.getuid(), os.getgid())
+    folder.chmod(mode)
+    again = awl(base, "import", str(src))
+    assert ": 0 imported, 1 updated, 0 unchanged;" in again.stdout, again.stdout
+    shown = awl(base, "show", str(src.stem))
+    assert "subagent transcript" in shown.stdout, shown.stdout + shown.stderr
+
+
 # ── what the importer says, said in text ──
 
 

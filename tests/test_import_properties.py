@@ -151,10 +151,8 @@ def _import_in_passes(fmt: str, cuts: list[int], root: Path) -> str:
         now = _taken(prefix)
         assert not r.failed, (where, r.error)
         if now == 0:
-            # Nothing yet (empty), or nothing to tell the format from (a first line
-            # still being written).
-            status = "refused" if prefix.strip() else "empty"
-            assert (r.status, r.path, path) == (status, None, None), (where, r.error)
+            # Nothing yet, or a first line still being written: nothing to import yet.
+            assert (r.status, r.path, path) == ("empty", None, None), (where, r.error)
         elif now < CONVERSATION_FROM[fmt]:
             assert (r.status, r.path, path) == ("empty", None, None), (where, r.error)
         else:
@@ -249,13 +247,13 @@ def test_a_claude_session_whose_files_grow_in_any_order_ends_as_one_import_of_it
             r = import_source(spec, session_dir=store, system_prompt=PROMPT)
             where = f"step {step} of {states}"
             assert not r.failed, (where, r.error)
-            assert r.status in {*WRITTEN, "empty", "refused"}, where
+            assert r.status in {*WRITTEN, "empty"}, where
             if r.status in WRITTEN:
                 assert r.error is None, where
                 assert (r.status == "imported") == (path is None), where
                 assert path is None or r.path == path, where
                 path = r.path
-            else:  # no complete line yet (refused), or only metadata (empty)
+            else:  # no complete line yet, or only metadata: nothing to import yet
                 assert path is None and _taken(full[""][: now[""]]) < 2, where
             for f, n, why in r.skipped:  # nothing but the torn last line of a file
                 torn = full[f][: now[f]]

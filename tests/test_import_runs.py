@@ -486,6 +486,30 @@ def test_a_working_directory_no_file_system_takes_is_one_line_and_the_rest_impor
     assert " 1 imported, " in out.output.splitlines()[-1]
 
 
+@pytest.mark.parametrize("fmt", sorted(SOURCES))
+def test_a_log_whose_first_line_is_still_being_written_is_left_for_later(
+    fmt: str, tmp_path: Path, root: Path
+) -> None:
+    """A session its tool has only begun: its first line, without its newline, is
+    nothing to import yet (not "no session log", not an error); once whole,
+    the session is imported."""
+    data = SOURCES[fmt].read_bytes()
+    first = data.index(b"\n") + 1
+    src = tmp_path / SOURCES[fmt].name
+    src.write_bytes(data[: first // 2])
+    out = cli("import", str(src))
+    assert out.exit_code == 0, out.output
+    said, last = out.output.splitlines()
+    assert said == (
+        f"{src}: nothing to import yet: its first line is not whole (still being written?); "
+        "the next import takes it"
+    )
+    assert last.endswith("; 0 errors, 1 with nothing to import"), last
+    src.write_bytes(data)
+    out = cli("import", str(src))
+    assert out.exit_code == 0 and ": 1 imported, " in out.output, out.output
+
+
 def test_files_that_are_no_session_say_so_in_one_line(
     tmp_path: Path, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -586,6 +610,30 @@ def test_awls_own_store_is_passed_over_in_one_line(
     assert said[0] == f"{store}: awl's own session store, passed over"
     assert said[-1].startswith("1 session, ") and ": 1 imported," in said[-1]
     assert len(said) == 2
+
+
+def test_another_awl_store_in_a_folder_walked_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backup of awl's store (or another user's) found in a folder walked is one
+    line with its count of logs, not a line a log; the summary still counts each
+    file; --json still gives one object each."""
+    monkeypatch.setenv("AWL_SESSION_DIR", str(tmp_path / "store"))
+    home = tmp_path / "home"
+    backup = home / "backup" / "sessions"
+    copy_tree(PI_FULL, home / "old" / "full.jsonl")
+    for source in SOURCES.values():
+        assert run(source, session_dir=backup).status == "imported"
+    out = cli("import", str(home))
+    assert out.exit_code == 0, out.output
+    said = out.output.splitlines()
+    assert said[0] == f"{backup}: 3 awl session logs under it, passed over (awl's own)"
+    assert said[1].startswith("1 session, ") and ": 1 imported," in said[1]
+    assert said[1].endswith("; 0 errors, 3 files not a session"), said[1]
+    assert len(said) == 2
+    out = cli("import", "--json", "--dry-run", str(home))
+    docs = [json.loads(x) for x in out.stdout.splitlines()]
+    assert sorted(d["looksLike"] or "" for d in docs) == ["", "awl", "awl", "awl"]
 
 
 def test_lines_of_a_kind_never_seen_are_kept_and_named(tmp_path: Path) -> None:
@@ -1091,8 +1139,14 @@ def test_a_copy_of_an_imported_session_that_differs_names_the_file_imported(
     assert r.status == "conflict" and r.failed
     assert r.error == (
         f"{b}: not imported: another file, {a}, holds the same session ({first.source_id}) "
-        f"and was imported as the awl session {first.session}; the two files differ"
+        f"and was imported as the awl session {first.session}; this file differs from what "
+        "was taken from it"
     )
+    # The file imported gone: said so.
+    a.rename(a.with_suffix(".bak"))
+    r = import_source(SourceSpec(str(b)), system_prompt=PROMPT)
+    assert r.status == "conflict" and f"another file, {a} (no longer there), holds" in str(r.error)
+    a.with_suffix(".bak").rename(a)
     # The same file, rewritten: the conflict that says so.
     a.write_bytes(a.read_bytes().replace(b"make check", b"make chekk", 1))
     r = import_source(SourceSpec(str(a)), system_prompt=PROMPT)
@@ -1116,6 +1170,11 @@ def test_a_copy_holding_part_of_what_was_imported_is_unchanged(tmp_path: Path) -
     assert run(backup).status == "updated"
     size = Path(str(run(live).path)).stat().st_size
     assert run(live).status == "unchanged"  # as an import recorded it, at its length
+    held = backup.read_bytes()
+    backup.unlink()  # the copy gone: its length and hash are still on record
+    r = import_source(SourceSpec(str(live)), system_prompt=PROMPT)
+    assert (r.status, r.error, r.failed) == ("unchanged", None, False)
+    backup.write_bytes(held)
     live.write_bytes(b"".join(lines[:5]))  # grown, still a start of the backup
     r = import_source(SourceSpec(str(live)), system_prompt=PROMPT)
     assert (r.status, r.error, r.failed) == ("unchanged", None, False)
@@ -1129,7 +1188,7 @@ def test_a_copy_holding_part_of_what_was_imported_is_unchanged(tmp_path: Path) -
     other.write_bytes(b"".join(lines[:6]))
     live.unlink()
     r = import_source(SourceSpec(str(other)), system_prompt=PROMPT)
-    assert r.status == "conflict" and "the two files differ" in str(r.error)
+    assert r.status == "conflict" and "this file differs from what was taken" in str(r.error)
 
 
 def test_folders_are_followed_through_links_once(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import Counter
 from collections.abc import Iterable
@@ -77,6 +78,9 @@ def import_command(
         # Files of another format than --from's, by that format: the first few are
         # named, the rest counted (a whole store given the wrong --from).
         mismatched: Counter[str] = Counter()
+        # awl's own logs found in a folder walk (a backup of a store, another
+        # store), by the folder that holds their project folders: one line each.
+        stores: Counter[str] = Counter()
 
         def on_result(r: ImportResult) -> None:
             if r.source in sizes:
@@ -84,7 +88,11 @@ def import_command(
             if as_json:
                 bar.say([json_text(r.as_json())], escaped=True)
                 return
-            if r.looks_like is not None:
+            if r.looks_like == "awl":
+                if not r.explicit:
+                    stores[os.path.dirname(os.path.dirname(r.source))] += 1
+                    return
+            elif r.looks_like is not None:
                 mismatched[r.looks_like] += 1
                 if mismatched[r.looks_like] > NAMED_MISMATCHES:
                     return
@@ -111,6 +119,9 @@ def import_command(
             again = "nothing was written" if dry_run else "the same import again takes the rest"
             click.echo(f"awl: import stopped: its output was closed {done}; {again}", err=True)
             raise SystemExit(1) from None
+    for store, n in sorted(stores.items()):
+        logs = count(n, "awl session log")
+        click.echo(visible(f"{store}: {logs} under it, passed over (awl's own)", one_line=True))
     if fmt is not None:
         # With the run's other problem lines, on standard output.
         for other, n in sorted(mismatched.items()):

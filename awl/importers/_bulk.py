@@ -292,6 +292,8 @@ def _add(
     seen.add((st.st_dev, st.st_ino))
     size = st.st_size if stat.S_ISREG(st.st_mode) else 0
     for rel in extras:
+        if rel.endswith(os.sep):
+            continue  # a folder that could not be listed
         with contextlib.suppress(OSError):
             size += os.stat(p.parent / rel).st_size
     plan.sources.append(SourceSpec(str(p), fmt, extras, explicit, size))
@@ -359,15 +361,22 @@ def _session_of_agent(p: Path) -> Path | None:
 def _claude_extras(main: Path, owners: dict[str, str] | None) -> tuple[str, ...]:
     """Files that belong to a Claude Code session: every file in its folder
     ``<session>/`` (any depth: subagents' transcripts and ``.meta.json``,
-    tool outputs kept apart in ``tool-results/``, ``session-memory/``), and
-    Claude Code 2.0's subagent transcripts beside it."""
+    tool outputs kept apart in ``tool-results/``, ``session-memory/``; a
+    folder it cannot list, ending in ``/``), and Claude Code 2.0's subagent
+    transcripts beside it."""
     if not main.name.endswith(".jsonl"):
         return ()
     stem = main.name[: -len(".jsonl")]
     out: list[str] = []
     own = main.parent / stem
     if own.is_dir():
-        for folder, dirs, names in os.walk(own):
+
+        def unlisted(exc: OSError) -> None:
+            # A folder that cannot be listed, ending in "/": the import says so
+            # in a note, as for a file it cannot read, and takes it once it can.
+            out.append(os.path.join(os.path.relpath(exc.filename, main.parent), ""))
+
+        for folder, dirs, names in os.walk(own, onerror=unlisted):
             dirs.sort()
             for name in sorted(names):
                 path = os.path.join(folder, name)

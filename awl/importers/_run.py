@@ -70,7 +70,8 @@ FORMAT_NAMES = {"pi": "pi", "claude": "Claude Code", "codex": "Codex"}
 @dataclass(frozen=True, slots=True)
 class SourceSpec:
     """A source session to import: its file, the files that belong to it (Claude
-    Code subagent transcripts, relative to the file's folder), the format
+    Code subagent transcripts, relative to the file's folder; a folder of them
+    that could not be listed, ending in a slash, to be said so), the format
     when the user named one, and whether the user named the file itself."""
 
     path: str
@@ -100,7 +101,8 @@ class ImportResult:
     error: str | None = None
     explicit: bool = False
     dry_run: bool = False
-    # Refused as not of the format asked: the format it looks like instead.
+    # Refused as not of the format asked: the format it looks like instead
+    # ("awl" for an awl session log).
     looks_like: str | None = None
     # False for a problem with a path that holds no session to count (missing,
     # not listable, no store at all): said, but not a session of the summary.
@@ -247,13 +249,22 @@ class _Import:
             # No whole JSON object at its start: nothing at all, or not a session log.
             if _blank(self.fd):
                 r.status, r.error = "empty", f"{self.shown}: nothing to import: it is empty"
+            elif _first_line_unfinished(self.fd):
+                # A session the tool has only begun to write: as a torn last line
+                # is, it is left for the next import, not called no session log.
+                r.status = "empty"
+                r.error = (
+                    f"{self.shown}: nothing to import yet: its first line is not whole "
+                    "(still being written?); the next import takes it"
+                )
             else:
                 names = FORMAT_NAMES[spec.format] if spec.format else "pi, Claude Code or Codex"
                 r.status, r.error = "refused", f"{self.shown}: not a session log of {names}"
             return
         found = detect(objs)
         if found == "awl":
-            r.status, r.error = "refused", f"{self.shown}: an awl session log, not another tool's"
+            r.status, r.looks_like = "refused", "awl"
+            r.error = f"{self.shown}: an awl session log, not another tool's"
             return
         fmt = spec.format or found
         if fmt is None or fmt not in FORMATS:
@@ -348,6 +359,13 @@ class _Import:
         files = [_File("", self.fd, os.fstat(self.fd).st_size)]
         base = os.path.dirname(self.spec.path)
         for rel in self.spec.extras:
+            if rel.endswith(os.sep):
+                # A folder of the session's that could not be listed when planned.
+                try:
+                    os.listdir(os.path.join(base, rel))
+                except OSError as exc:
+                    self.r.notes.append(f"{path_text(rel)}: cannot list: {exc.strerror or exc}")
+                continue
             try:
                 fd = open_source(os.path.join(base, rel))
             except OSError as exc:
@@ -383,7 +401,7 @@ class _Import:
                 grown = grown or not same
                 continue
             if f.size < taken:
-                if not f.rel and self._holds_part_of_the_import(f, taken):
+                if not f.rel and self._holds_part_of_the_import(path, f, taken):
                     # An older copy (or the tool's own file, after a longer copy
                     # was imported): nothing in it that the session lacks.
                     r.status = "unchanged"
@@ -400,13 +418,22 @@ class _Import:
             return False
         return True
 
-    def _holds_part_of_the_import(self, f: _File, taken: int) -> bool:
+    def _holds_part_of_the_import(self, log: Path, f: _File, taken: int) -> bool:
         """Whether the main file ``f``, shorter than the ``taken`` bytes imported, is
-        a start of what was imported: its hash is one an earlier import recorded
-        at that length, or it is the start of the file last imported, which
-        still holds what was taken (its hash up to ``taken`` is the record's)."""
+        a start of what was imported: its hash is one an earlier import of the
+        awl ``log`` recorded at that length, or it is the start of the file last
+        imported, which still holds what was taken (its hash up to ``taken`` is
+        the record's)."""
         mine = digest(f.fd, f.size).hexdigest()
-        for record in self.imported.records:
+        records = self.imported.records
+        if not records:
+            # Decided before the lock, from the last record alone: the earlier
+            # ones are read here (appended only, so a read without it is whole).
+            try:
+                records = read_records(log).records
+            except SessionError:
+                records = []  # the locked pass reports the log's own problem
+        for record in records:
             known = (record.get("files") or {}).get("")
             if isinstance(known, dict) and (known.get("consumed"), known.get("sha256")) == (
                 f.size,
@@ -436,10 +463,11 @@ class _Import:
         here = path_text(os.path.abspath(self.spec.path))
         if isinstance(self.earlier, str) and self.earlier != here:
             # Another file holds the same source session (a copy): this one is not it.
+            gone = "" if os.path.lexists(self.earlier) else " (no longer there)"
             r.error = (
-                f"{self.shown}: not imported: another file, {self.earlier}, holds the same "
-                f"session ({r.source_id}) and was imported as the awl session {r.session}; "
-                "the two files differ"
+                f"{self.shown}: not imported: another file, {self.earlier}{gone}, holds the "
+                f"same session ({r.source_id}) and was imported as the awl session "
+                f"{r.session}; this file differs from what was taken from it"
             )
             return False
         base = os.path.dirname(self.spec.path)
@@ -827,6 +855,17 @@ def _blank(fd: int) -> bool:
             return False
         pos += len(data)
     return True
+
+
+def _first_line_unfinished(fd: int, limit: int = 1 << 24) -> bool:
+    """Whether the file is one line with no newline that begins a JSON object
+    (a log whose first line its tool is still writing), of at most ``limit``
+    bytes."""
+    size = os.fstat(fd).st_size
+    if size > limit:
+        return False
+    data = _read_all(fd, size)
+    return b"\n" not in data and data.lstrip().startswith(b"{")
 
 
 def _read_all(fd: int, size: int) -> bytes:
