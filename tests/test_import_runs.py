@@ -510,6 +510,59 @@ def test_a_log_whose_first_line_is_still_being_written_is_left_for_later(
     assert out.exit_code == 0 and ": 1 imported, " in out.output, out.output
 
 
+def _without_cwd(data: bytes) -> bytes:
+    """A source log with its working directory taken out wherever it is recorded."""
+    out = []
+    for raw in data.splitlines(keepends=True):
+        obj = json.loads(raw)
+        obj.pop("cwd", None)
+        if isinstance(obj.get("payload"), dict):
+            obj["payload"].pop("cwd", None)
+        out.append(json.dumps(obj).encode() + b"\n")
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("fmt", sorted(SOURCES))
+def test_a_log_that_records_no_cwd_is_filed_where_cwd_says_and_found_there_again(
+    fmt: str, tmp_path: Path, root: Path
+) -> None:
+    """Early Codex rollouts record no working directory: an error saying how to
+    import it; with --cwd DIR, DIR's session, said in a note; imported again or
+    grown, without --cwd, the same session (found where the import filed it)."""
+    lines = _without_cwd(SOURCES[fmt].read_bytes()).splitlines(keepends=True)
+    src = tmp_path / "src" / SOURCES[fmt].name
+    src.parent.mkdir()
+    src.write_bytes(b"".join(lines[:-1]))
+    out = cli("import", str(src))
+    assert out.exit_code == 1
+    assert out.output.splitlines()[0] == (
+        f"{src}: its log records no working directory, which awl files a session under: "
+        "awl import --cwd DIR takes it as DIR's"
+    )
+    project = tmp_path / "project"
+    project.mkdir()
+    out = cli("import", "--cwd", str(project), str(src))
+    assert out.exit_code == 0, out.output
+    assert out.output.splitlines()[0] == (
+        f"{src}: its log records no working directory: filed under {project} (--cwd)"
+    )
+    r = import_source(SourceSpec(str(src)), system_prompt=PROMPT, dry_run=True)
+    assert (r.status, r.error) == ("unchanged", None)
+    assert Path(str(r.path)).parent == root / next(p.name for p in root.iterdir())
+    with SessionManager.open(str(r.path), read_only=True) as m:
+        assert m.cwd == str(project)
+    src.write_bytes(b"".join(lines))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    # Grown: taken into the same session, whatever --cwd says now.
+    out = cli("import", "--cwd", str(elsewhere), str(src))
+    assert out.exit_code == 0 and ": 0 imported, 1 updated," in out.output, out.output
+    assert len(list(root.rglob("*.jsonl"))) == 1
+    # A --cwd that is no folder: a usage error, nothing imported.
+    out = cli("import", "--cwd", str(tmp_path / "nowhere"), str(src))
+    assert out.exit_code == 2 and "does not exist" in out.output
+
+
 def test_files_that_are_no_session_say_so_in_one_line(
     tmp_path: Path, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -557,7 +610,8 @@ def test_files_that_are_no_session_say_so_in_one_line(
     out = cli("import", "--from", "claude", str(nocwd))
     assert out.exit_code == 1
     assert out.output.splitlines()[0] == (
-        f"{nocwd}: nothing to import: its conversation lines name no working directory"
+        f"{nocwd}: its log records no working directory, which awl files a session under: "
+        "awl import --cwd DIR takes it as DIR's"
     )
     # Paths that name no session are said, and are no session of the summary.
     missing = tmp_path / "missing.jsonl"

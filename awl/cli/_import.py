@@ -37,10 +37,23 @@ if TYPE_CHECKING:  # the importers: only once the command runs
 @click.option(
     "--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: the cores)."
 )
+@click.option(
+    "--cwd",
+    "fallback_cwd",
+    metavar="DIR",
+    type=click.Path(exists=True, file_okay=False, resolve_path=True),
+    help="The working directory of sessions whose logs record none (early Codex "
+    "rollouts); without it they are errors.",
+)
 @click.option("--dry-run", is_flag=True, help="Say what would be imported; write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per source session.")
 def import_command(
-    paths: tuple[str, ...], fmt: str | None, jobs: int | None, dry_run: bool, as_json: bool
+    paths: tuple[str, ...],
+    fmt: str | None,
+    jobs: int | None,
+    fallback_cwd: str | None,
+    dry_run: bool,
+    as_json: bool,
 ) -> None:
     """Import pi, Claude Code or Codex sessions (PATHS: files, or folders of any depth).
 
@@ -110,6 +123,7 @@ def import_command(
                 system_prompt=SYSTEM_PROMPT,
                 on_result=on_result,
                 problems=plan.problems,
+                fallback_cwd=fallback_cwd,
             )
         except BrokenPipeError:
             # The reader went away (``awl import --json | head``): the run stops,

@@ -471,10 +471,14 @@ class ImportSummary:
         }
 
 
-def _work(args: tuple[SourceSpec, str | None, bool, str | None]) -> ImportResult:
-    spec, session_dir, dry_run, system_prompt = args
+def _work(args: tuple[SourceSpec, str | None, bool, str | None, str | None]) -> ImportResult:
+    spec, session_dir, dry_run, system_prompt, fallback_cwd = args
     return import_source(
-        spec, session_dir=session_dir, dry_run=dry_run, system_prompt=system_prompt
+        spec,
+        session_dir=session_dir,
+        dry_run=dry_run,
+        system_prompt=system_prompt,
+        fallback_cwd=fallback_cwd,
     )
 
 
@@ -487,11 +491,13 @@ def import_sessions(
     system_prompt: str | None = None,
     on_result: Callable[[ImportResult], None] | None = None,
     problems: Sequence[ImportResult] = (),
+    fallback_cwd: str | os.PathLike[str] | None = None,
 ) -> tuple[list[ImportResult], ImportSummary]:
     """Import every source session, largest first, across ``jobs`` worker processes
     (default: the cores); ``on_result`` sees each result as it comes.  ``problems``
-    (from :func:`plan_import`) are reported first.  Returns the results, sorted by
-    source path, and the totals.
+    (from :func:`plan_import`) are reported first; ``fallback_cwd`` is as
+    :func:`import_source` takes it.  Returns the results, sorted by source
+    path, and the totals.
 
     An exception while importing (KeyboardInterrupt) ends the run once the
     sessions under way end (written whole, or not at all); none is started
@@ -509,7 +515,8 @@ def import_sessions(
         done(r)
     ordered = sorted(sources, key=lambda s: s.size, reverse=True)
     where = os.fspath(session_dir) if session_dir is not None else None
-    tasks = [(s, where, dry_run, system_prompt) for s in ordered]
+    cwd = os.fspath(fallback_cwd) if fallback_cwd is not None else None
+    tasks = [(s, where, dry_run, system_prompt, cwd) for s in ordered]
     workers = max(1, jobs if jobs is not None else (os.cpu_count() or 1))
     if workers == 1 or len(tasks) <= 1:
         for t in tasks:

@@ -111,11 +111,11 @@ def info(objs: list[tuple[int, dict[str, Any]]], path: str) -> SourceInfo | str:
     stem = path_text(os.path.basename(path))  # a name that is not UTF-8 may become the id
     stem = stem[: -len(".jsonl")] if stem.endswith(".jsonl") else stem
     chain = next(
-        (o for _, o in objs if o.get("type") in CHAIN and isinstance(o.get("cwd"), str)), None
+        (o for _, o in objs if o.get("type") in CHAIN and isinstance(o.get("cwd"), str)),
+        # None names one: the import is told where (fallback_cwd), or refuses.
+        next((o for _, o in objs if o.get("type") in CHAIN), None),
     )
     if chain is None:
-        if any(o.get("type") in CHAIN for _, o in objs):
-            return "its conversation lines name no working directory"
         if any(o.get("type") in OTHER_TYPES for _, o in objs):
             return "it holds no conversation (only metadata lines)"
         return "none of its first lines is of a kind Claude Code writes"
@@ -136,7 +136,9 @@ def info(objs: list[tuple[int, dict[str, Any]]], path: str) -> SourceInfo | str:
             if isinstance(name, str) and name and name != SYNTHETIC:
                 model = name
                 break
-    return SourceInfo(sid, start, chain["cwd"], PROVIDER if model else None, model)
+    cwd = chain.get("cwd")
+    cwd = cwd if isinstance(cwd, str) else ""
+    return SourceInfo(sid, start, cwd, PROVIDER if model else None, model)
 
 
 class ClaudeConverter(Converter):

@@ -199,8 +199,8 @@ def info(objs: list[tuple[int, dict[str, Any]]]) -> SourceInfo | str:
         return "its session metadata has no id"
     if not start:
         return "its session metadata has no timestamp"
-    if not isinstance(cwd, str) or not cwd:
-        return "it records no working directory"
+    if not isinstance(cwd, str):
+        cwd = ""  # recorded nowhere (early rollouts): the import is told where, or refuses
     provider = meta.get("model_provider")
     return SourceInfo(sid, start, cwd, provider if isinstance(provider, str) else "openai", model)
 

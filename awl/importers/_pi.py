@@ -67,8 +67,8 @@ def info(objs: list[tuple[int, dict[str, Any]]]) -> SourceInfo | str:
         return "its header has no session id"
     if not start:
         return "its header has no timestamp"
-    if not isinstance(cwd, str) or not cwd:
-        return "its header has no working directory"
+    if not isinstance(cwd, str):
+        cwd = ""  # recorded nowhere: the import is told where (fallback_cwd), or refuses
     provider = model = None
     for _, obj in objs[1:]:
         if obj.get("type") == "model_change":

@@ -35,13 +35,21 @@ import orjson
 
 from ..conversation import UNKNOWN, Usage
 from ..errors import SessionBusy, SessionError, SessionWriteError
-from ..paths import path_text, project_dir, session_file_name, windows_path
+from ..paths import (
+    path_text,
+    project_dir,
+    project_folders,
+    session_file_name,
+    session_root,
+    windows_path,
+)
 from ..store import (
     DiskMessage,
     DiskText,
     NewEntry,
     SessionManager,
     format_timestamp,
+    read_header,
 )
 from . import _claude, _codex, _pi
 from ._build import ROOT_KEY, Builder, Converter, Planned, SourceInfo, session_id_for
@@ -149,13 +157,16 @@ def import_source(
     session_dir: str | os.PathLike[str] | None = None,
     dry_run: bool = False,
     system_prompt: str | None = None,
+    fallback_cwd: str | os.PathLike[str] | None = None,
 ) -> ImportResult:
     """Import one source session (see the module docstring); never raises for a
     problem with the source or the awl log, which the result reports.
 
     ``system_prompt`` (with ``{cwd}`` standing for the session's directory)
     starts a new awl session as a system message, as awl's own sessions
-    start, the source's roots under it.
+    start, the source's roots under it.  ``fallback_cwd`` (absolute) is the
+    working directory of a session whose log records none and that no
+    earlier import filed; without it, such a session is an error.
     """
     r = ImportResult(spec.path, spec.format, explicit=spec.explicit, dry_run=dry_run)
     shown = path_text(spec.path)
@@ -172,7 +183,7 @@ def import_source(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        _Import(spec, r, fd, session_dir, dry_run, system_prompt).run()
+        _Import(spec, r, fd, session_dir, dry_run, system_prompt, fallback_cwd).run()
     except SessionBusy:
         r.status = "busy"
         r.error = (
@@ -221,8 +232,10 @@ class _Import:
         session_dir: str | os.PathLike[str] | None,
         dry_run: bool,
         system_prompt: str | None,
+        fallback_cwd: str | os.PathLike[str] | None = None,
     ) -> None:
         self.spec, self.r, self.fd = spec, result, fd
+        self.fallback_cwd = fallback_cwd
         self.shown = path_text(spec.path)  # the path as messages and records give it
         self.session_dir = session_dir
         self.dry_run = dry_run
@@ -292,6 +305,22 @@ class _Import:
             r.error = f"{self.shown}: nothing to import: {found_info or 'it is empty'}"
             return
         info = found_info
+        if not info.cwd:
+            # The log records none (early Codex rollouts): where an earlier import
+            # filed it, else where the user said, else refused saying how.
+            earlier = self._filed_cwd(fmt, info)
+            if earlier is None and self.fallback_cwd is None:
+                r.error = (
+                    f"{self.shown}: its log records no working directory, which awl files "
+                    "a session under: awl import --cwd DIR takes it as DIR's"
+                )
+                return
+            info.cwd = earlier if earlier is not None else os.fspath(self.fallback_cwd or "")
+            if earlier is None:
+                r.notes.append(
+                    f"its log records no working directory: filed under {path_text(info.cwd)} "
+                    "(--cwd)"
+                )
         if not os.path.isabs(info.cwd) and not windows_path(info.cwd):
             r.error = f"{self.shown}: its working directory {info.cwd!r} is not an absolute path"
             return
@@ -303,6 +332,23 @@ class _Import:
         path = project_dir(info.cwd, self.session_dir) / session_file_name(info.start, sid)
         r.session, r.path, r.source_id = sid, str(path), info.source_id
         self._import(fmt, info, path)
+
+    def _filed_cwd(self, fmt: str, info: SourceInfo) -> str | None:
+        """The cwd of the awl session an earlier import made of this source, found
+        by its file name in every project folder; None when there is none."""
+        name = session_file_name(info.start, session_id_for(fmt, info.source_id, info.start))
+        root = Path(self.session_dir) if self.session_dir is not None else session_root()
+        try:
+            folders = project_folders(root)
+        except SessionError:
+            return None
+        for folder in folders:
+            if (folder / name).is_file():
+                try:
+                    return read_header(folder / name).cwd
+                except SessionError:
+                    return None  # the open under the lock says what is wrong with it
+        return None
 
     def _import(self, fmt: str, info: SourceInfo, path: Path) -> None:
         r = self.r
