@@ -1347,32 +1347,40 @@ def test_a_session_open_in_another_process_is_not_imported_and_the_run_fails(
 
 
 @pytest.mark.parametrize("fmt", sorted(SOURCES))
-def test_show_of_another_agents_log_says_what_takes_it_in(tmp_path: Path, fmt: str) -> None:
-    """Named by its path, another agent's log is not shown: awl says what brings it
-    in, or, once imported, the awl session it became (and whether that lacks
-    what the source gained since)."""
+def test_show_of_another_agents_log_shows_the_session_an_import_made(
+    tmp_path: Path, fmt: str
+) -> None:
+    """Named by its path, another agent's log is shown as the awl session an import
+    made of it, as awl --resume goes on with it, that session named on stderr
+    (and, when the source gained lines since, that the session lacks them);
+    before an import, awl says what brings it in."""
     name = {"pi": "pi", "claude": "Claude Code", "codex": "Codex"}[fmt]
     src = copy_tree(SOURCES[fmt], tmp_path / "src" / SOURCES[fmt].name)
     out = cli("show", str(src))
     assert out.exit_code == 1
-    assert (
-        out.output == f"Error: {src}: a {name} session log, not awl's: `awl import` takes it in\n"
+    assert out.output == (
+        f"Error: {src}: a {name} session log, not awl's: `awl import {src}` takes it in, "
+        "then awl show shows it\n"
     )
     (made,), _ = import_sessions(plan_import([src]).sources)  # as `awl import` does
     assert made.status == "imported" and made.session is not None
     sid = made.session
-    out = cli("show", str(src))
-    assert (out.exit_code, out.output) == (
-        1,
-        f"Error: {src}: a {name} session log, imported as the awl session {sid} (awl show {sid})\n",
-    )
-    assert cli("show", sid).exit_code == 0
+    by_id = cli("show", sid)
+    assert by_id.exit_code == 0
+    for how in ([], ["--json"]):
+        out = cli("show", *how, str(src))
+        assert out.exit_code == 0, out.output
+        assert (out.stdout, out.stderr) == (
+            cli("show", *how, sid).stdout,
+            f"awl: {src} is the awl session {sid}\n",
+        )
     with src.open("ab") as f:  # the source goes on
         f.write(SOURCES[fmt].read_bytes().splitlines(keepends=True)[-1])
     out = cli("show", str(src))
-    assert out.output == (
-        f"Error: {src}: a {name} session log, imported as the awl session {sid}, which lacks "
-        f"what it gained since (awl import {src} takes that; awl show {sid})\n"
+    assert (out.exit_code, out.stdout) == (0, by_id.stdout)
+    assert out.stderr == (
+        f"awl: {src} is the awl session {sid}, which lacks what the file gained since "
+        f"(`awl import {src}` takes that)\n"
     )
 
 
@@ -1444,6 +1452,15 @@ def test_a_sources_own_id_finds_its_imported_session(
         found = cli("search", "--json", "--session", r.source_id, "e")
         assert found.exit_code == 0, found.output
         assert {json.loads(x)["session"] for x in found.stdout.splitlines()} == {r.session}
+        # And a log's path: the awl log's, or the source's (its import, said on stderr).
+        for path, note in ((r.path, ""), (SOURCES[fmt], f"awl: {SOURCES[fmt]} is the awl session")):
+            by_path = cli("search", "--json", "--session", str(path), "e")
+            assert by_path.exit_code == 0, by_path.output
+            assert by_path.stdout == found.stdout and by_path.stderr.startswith(note), fmt
+    junk = tmp_path / "junk.jsonl"
+    junk.write_text("not a log\n")
+    out = cli("search", "--session", str(junk), "x")
+    assert out.exit_code == 2 and len(out.output.splitlines()) == 1, out.output
     # Not a source's id: nothing, and the usual one line.
     assert find_imported("not-an-id", tmp_path) is None
     unknown = "5f0c2a9e-1111-4222-8333-000000000000"

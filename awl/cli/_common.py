@@ -220,10 +220,12 @@ def imported_as(source: SourceSpec | None) -> tuple[str | None, Path | None, boo
     return r.session, Path(r.path), r.status == "unchanged"
 
 
-def session_to_resume(ref: str) -> Path:
-    """The log ``awl --resume PATH`` goes on with: an awl log, or the awl session an
-    import made of the pi, Claude Code or Codex log at ``PATH`` when it holds all
-    that log holds; else a one-line error saying what brings it in."""
+def log_of_path(ref: str, *, resume: bool = False) -> Path:
+    """The awl log a PATH argument names: an awl log (its header read, so that a
+    file that is not one is refused in one line), or the awl session an
+    import made of a pi, Claude Code or Codex log (:func:`imported_log`;
+    ``resume``: ``awl --resume PATH``, which refuses one that lacks what its
+    source gained since)."""
     from ..importers import FORMAT_NAMES, detect_file
 
     path = regular_file(ref)
@@ -237,25 +239,44 @@ def session_to_resume(ref: str) -> Path:
         except (AwlError, OSError) as exc:
             fail(f"{exc}" if isinstance(exc, AwlError) else f"{path}: {exc.strerror}", usage=True)
         return path
+    return imported_log(path, found, resume=resume)
+
+
+def imported_log(path: Path, found: str, *, resume: bool) -> Path:
+    """The awl log an import made of the pi, Claude Code or Codex log at ``path``
+    (of format ``found``), named on stderr; else a one-line error saying what
+    brings it in.  One that lacks what the source gained since is refused for
+    a resume (which would go on without it) and, for a reading, said on stderr."""
+    from ..importers import FORMAT_NAMES
+
     what = f"{path}: a {FORMAT_NAMES[found]} session log"
     source = planned_source(path, found)
     sid, log, current = imported_as(source)
+    verb, task = ("awl --resume", "goes on with") if resume else ("awl show", "shows")
     if source is not None and os.path.realpath(source.path) != os.path.realpath(path):
-        # A subagent's transcript: kept with its session, no conversation to go on with.
-        with_it = f"awl --resume {sid}" if sid else f"awl import {shlex.quote(source.path)}"
+        # A subagent's transcript: kept with its session, no conversation of its own.
+        with_it = f"{verb} {sid}" if sid else f"awl import {shlex.quote(source.path)}"
         fail(
             f"{path}: a subagent's transcript of the {FORMAT_NAMES[found]} session "
-            f"{source.path}, not a session to go on with ({with_it} goes on with that session)"
+            f"{source.path}, not a session {'to go on with' if resume else 'of its own'} "
+            f"({with_it} {task} that session)"
         )
     again = f"awl import {shlex.quote(str(path))}"
     if sid is None or log is None:
-        fail(f"{what}, not awl's: `{again}` takes it in, then awl --resume goes on with it")
+        fail(f"{what}, not awl's: `{again}` takes it in, then {verb} {task} it")
+    shown = visible(str(path), one_line=True)
     if not current:
-        fail(
-            f"{what}, imported as the awl session {sid}, which lacks what it gained since: "
-            f"`{again}` takes that first (awl --resume {sid} goes on without it)"
+        if resume:
+            fail(
+                f"{what}, imported as the awl session {sid}, which lacks what it gained since: "
+                f"`{again}` takes that first (awl --resume {sid} goes on without it)"
+            )
+        sys.stderr.write(
+            f"awl: {shown} is the awl session {sid}, which lacks what the file gained "
+            f"since (`{again}` takes that)\n"
         )
-    sys.stderr.write(f"awl: {visible(str(path), one_line=True)} is the awl session {sid}\n")
+        return log
+    sys.stderr.write(f"awl: {shown} is the awl session {sid}\n")
     return log
 
 

@@ -25,7 +25,7 @@ from ..providers import (
 from ..store import SessionManager, resume_prefix
 from ..tools import ToolOutput
 from ..ui import TerminalSink, visible
-from ._common import imported_session, names_a_file, session_to_resume
+from ._common import imported_session, log_of_path, names_a_file
 
 
 def run_session(
@@ -46,7 +46,7 @@ def run_session(
     if resume and names_a_file(resume):
         # A log named by its path: awl's, or a source log an import made one of.
         manager, resumed = open_session(
-            cwd, session_to_resume(resume), provider, model, base_url=base_url
+            cwd, log_of_path(resume, resume=True), provider, model, base_url=base_url
         )
     else:
         try:

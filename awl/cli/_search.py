@@ -24,6 +24,8 @@ from ._common import (
     fail,
     imported_session,
     json_text,
+    log_of_path,
+    names_a_file,
     stopped_by_signals,
 )
 
@@ -87,7 +89,7 @@ def _colour(choice: str) -> bool:
 @main.command("search")
 @click.argument("query")
 @click.option("--all", "all_projects", is_flag=True, help="Every project's sessions.")
-@click.option("--session", metavar="ID|PREFIX", help="Only this session.")
+@click.option("--session", metavar="ID|PREFIX|PATH", help="Only this session.")
 @click.option("-i", "--ignore-case", is_flag=True, help="Letters match either case.")
 @click.option(
     "--role",
@@ -174,7 +176,11 @@ def search_command(
     )
     here = None if all_projects else current_dir()
     try:
-        logs = search_scope(here, all_projects=all_projects, session=session)
+        if session and names_a_file(session):
+            # A log's path, as show and --resume take it (another agent's: its import).
+            logs = [log_of_path(session)]
+        else:
+            logs = search_scope(here, all_projects=all_projects, session=session)
     except SessionNotFound as exc:
         # As show and --resume take it: the id the source tool gave a session
         # awl imported.

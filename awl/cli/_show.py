@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
@@ -17,10 +16,9 @@ from ._common import (
     current_dir,
     fail,
     has_entry,
-    imported_as,
+    imported_log,
     json_text,
     names_a_file,
-    planned_source,
     regular_file,
     resolve_session,
 )
@@ -63,7 +61,16 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
         fail("--context goes with --around ENTRY", usage=True)
     context = 3 if context is None else context
 
-    path = regular_file(ref) if names_a_file(ref) else resolve_session(ref, current_dir())
+    if names_a_file(ref):
+        from ..importers import FORMAT_NAMES, detect_file
+
+        path = regular_file(ref)
+        found = detect_file(path)
+        if found in FORMAT_NAMES:
+            # Another agent's log: the awl session an import made of it.
+            path = imported_log(path, found, resume=False)
+    else:
+        path = resolve_session(ref, current_dir())
     if around is not None:
         _show_around(path, around, context, as_json)
         return
@@ -85,13 +92,13 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
         if as_json or opened:
             # A script gets the document whole or an error, never another shape; a
             # transcript under way (a bad line read late) ends with the error.
-            _fail_to_read(path, exc)
+            fail(str(exc))
         # An open refused the log: what of its current branch can still be read,
         # the damage named (status 1), rather than nothing.
         notes = [_origin_line(origin)] if origin else []
         _show_around(path, None, _WHOLE, False, damage=exc, notes=notes)
     except AwlError as exc:
-        _fail_to_read(path, exc)
+        fail(str(exc))
 
 
 _WHOLE = 1 << 62  # messages of context: all there are
@@ -150,7 +157,7 @@ def _show_around(
         where = "the lines of this session that can be read" if damage else "this session"
         fail(f"{path}: no entry {around!r} in {where}", usage=True)
     except AwlError as exc:
-        _fail_to_read(path, exc)
+        fail(str(exc))
     click.echo(text)
     said = [f"awl: {path}:{item.line}: {item.problem}" for item in bad]
     if damage is not None and all(item.line != damage.line for item in bad):
@@ -164,26 +171,6 @@ def _show_around(
         click.echo(visible(line, one_line=True), err=True)
     if said:
         sys.exit(1)
-
-
-def _fail_to_read(path: Path, exc: AwlError) -> NoReturn:
-    from ..importers import FORMAT_NAMES, detect_file
-
-    found = detect_file(path)
-    if found in FORMAT_NAMES:
-        # Another agent's log, not a broken awl one: the awl session it became,
-        # or what brings it in.
-        what = f"{path}: a {FORMAT_NAMES[found]} session log"
-        sid, _, current = imported_as(planned_source(path, found))
-        if sid is None:
-            fail(f"{what}, not awl's: `awl import` takes it in")
-        if current:
-            fail(f"{what}, imported as the awl session {sid} (awl show {sid})")
-        fail(
-            f"{what}, imported as the awl session {sid}, which lacks what it gained since "
-            f"(awl import {shlex.quote(str(path))} takes that; awl show {sid})"
-        )
-    fail(str(exc))
 
 
 def _origin(path: Path) -> dict[str, Any] | None:
