@@ -1599,6 +1599,15 @@ def test_show_says_where_an_imported_session_came_from(tmp_path: Path) -> None:
         assert shown.stdout.splitlines()[1] == f"(imported from {name}: {src})", fmt
         doc = json.loads(cli("show", "--json", r.session).stdout)
         assert doc["importedFrom"] == origin and list(doc)[-2:] == ["importedFrom", "messages"]
+        # So does a view around one message, under its heading or in its document.
+        entry = doc["messages"][-1]["entry"]
+        around = cli("show", f"{r.session}:{entry}").stdout.splitlines()
+        assert (
+            around[0].endswith(f"around entry {entry}")
+            and around[1] == shown.stdout.splitlines()[1]
+        )
+        doc = json.loads(cli("show", "--json", f"{r.session}:{entry}").stdout)
+        assert doc["importedFrom"] == origin and doc["around"] == entry
     # A Claude Code session with its subagent: how many transcripts it keeps unshown.
     (spec,) = plan_import([CLAUDE_SHOP]).sources
     r = run(CLAUDE_SHOP, extras=spec.extras, session_dir=tmp_path / "with")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,10 +70,10 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
             path = imported_log(path, found, resume=False)
     else:
         path = resolve_session(ref, current_dir())
-    if around is not None:
-        _show_around(path, around, context, as_json)
-        return
     origin = _origin(path)
+    if around is not None:
+        _show_around(path, around, context, as_json, origin=origin)
+        return
     opened = False
     try:
         with SessionManager.open(path, read_only=True) as m:
@@ -95,8 +94,7 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
             fail(str(exc))
         # An open refused the log: what of its current branch can still be read,
         # the damage named (status 1), rather than nothing.
-        notes = [_origin_line(origin)] if origin else []
-        _show_around(path, None, _WHOLE, False, damage=exc, notes=notes)
+        _show_around(path, None, _WHOLE, False, damage=exc, origin=origin)
     except AwlError as exc:
         fail(str(exc))
 
@@ -111,7 +109,7 @@ def _show_around(
     as_json: bool,
     *,
     damage: CorruptSession | None = None,
-    notes: Sequence[str] = (),
+    origin: dict[str, Any] | None = None,
 ) -> None:
     """The message ``around`` and its neighbours.  A line an open refuses does not
     stop it: the log is then read as :func:`awl.store.window_in_damaged_log`
@@ -120,20 +118,24 @@ def _show_around(
     be read is one line in its place, named on stderr too, and the status is
     then 1; in a log an open takes, a bad line outside the window is not read.
     ``around`` None, with the ``damage`` an open met: what of a damaged log's
-    current branch can be read, as a transcript (``notes`` under its heading)."""
+    current branch can be read, as a transcript.  An imported session's
+    ``origin`` is said under the heading, or given as ``importedFrom``."""
     from ..store import SessionManager, UnreadableMessage, Window, window_in_damaged_log
     from ..ui import around_document, transcript, transcript_around, window_around
 
     whole = around is None
+    notes = [_origin_line(origin)] if origin else []
 
     def render(w: Window) -> tuple[str, list[UnreadableMessage]]:
         assert around is not None
         if whole:
             text = "\n".join(transcript(w, notes))
         elif as_json:
-            text = json_text(around_document(w, around))
+            extra = {"importedFrom": origin} if origin else {}
+            text = json_text(around_document(w, around) | extra)
         else:
-            text = "\n".join(transcript_around(w, around))
+            heading, *rest = transcript_around(w, around)
+            text = "\n".join([heading, *notes, *rest])
         return text, [e for e in w.messages if isinstance(e, UnreadableMessage)]
 
     try:
