@@ -383,6 +383,13 @@ def rich(root: Path, here: Path) -> Path:
     return log(root, header(ID_A, "2026-04-25T17:40:15.990Z", here), RICH)
 
 
+def test_show_counts_its_messages_in_words(root: Path, here: Path) -> None:
+    log(root, header(ID_A, "2026-04-25T17:40:15.990Z", here), [msg("00000001", None, "user", "hi")])
+    assert cli("show", ID_A).stdout.splitlines()[0].endswith("  1 message")
+    log(root, header(ID_B, "2026-04-25T17:40:15.990Z", here), chain(2))
+    assert cli("show", ID_B).stdout.splitlines()[0].endswith("  2 messages")
+
+
 def test_show_heads_a_reply_that_did_not_end_on_its_own(root: Path, here: Path) -> None:
     def reply(eid: str, parent: str, text: str | None, stop: str) -> dict[str, Any]:
         entry = msg(eid, parent, "assistant", text or "")

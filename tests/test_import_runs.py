@@ -535,10 +535,15 @@ def test_a_log_that_records_no_cwd_is_filed_where_cwd_says_and_found_there_again
     src.write_bytes(b"".join(lines[:-1]))
     out = cli("import", str(src))
     assert out.exit_code == 1
-    assert out.output.splitlines()[0] == (
+    no_cwd = (
         f"{src}: its log records no working directory, which awl files a session under: "
         "awl import --cwd DIR takes it as DIR's"
     )
+    assert out.output.splitlines()[0] == no_cwd
+    # Named to show, search or resume before an import: the same one line.
+    for args in (["show", str(src)], ["search", "--session", str(src), "x"]):
+        out = cli(*args)
+        assert (out.exit_code, out.output) == (1, f"Error: {no_cwd}\n"), args
     project = tmp_path / "project"
     project.mkdir()
     out = cli("import", "--cwd", str(project), str(src))
@@ -561,6 +566,12 @@ def test_a_log_that_records_no_cwd_is_filed_where_cwd_says_and_found_there_again
     # A --cwd that is no folder: a usage error, nothing imported.
     out = cli("import", "--cwd", str(tmp_path / "nowhere"), str(src))
     assert out.exit_code == 2 and "does not exist" in out.output
+    # The log filed before, its header broken: the run's error, not a second log.
+    (log,) = root.rglob("*.jsonl")
+    log.write_bytes(b"{broken\n" + log.read_bytes().split(b"\n", 1)[1])
+    out = cli("import", "--cwd", str(elsewhere), str(src))
+    assert out.exit_code == 1 and str(log) in out.output.splitlines()[0], out.output
+    assert list(root.rglob("*.jsonl")) == [log]
 
 
 def test_files_that_are_no_session_say_so_in_one_line(
@@ -688,6 +699,12 @@ def test_another_awl_store_in_a_folder_walked_is_one_line(
     out = cli("import", "--json", "--dry-run", str(home))
     docs = [json.loads(x) for x in out.stdout.splitlines()]
     assert sorted(d["looksLike"] or "" for d in docs) == ["", "awl", "awl", "awl"]
+    # A log kept apart, out of any store's project folder: its own folder is named.
+    apart = home / "notes"
+    apart.mkdir()
+    shutil.copy(next(backup.rglob("*.jsonl")), apart / "kept.jsonl")
+    said = cli("import", str(home)).output.splitlines()
+    assert f"{apart}: 1 awl session log under it, passed over (awl's own)" in said, said
 
 
 def test_lines_of_a_kind_never_seen_are_kept_and_named(tmp_path: Path) -> None:
@@ -1608,6 +1625,13 @@ def test_show_says_where_an_imported_session_came_from(tmp_path: Path) -> None:
         )
         doc = json.loads(cli("show", "--json", f"{r.session}:{entry}").stdout)
         assert doc["importedFrom"] == origin and doc["around"] == entry
+        # And what can be read of a damaged log.
+        log_lines_ = Path(r.path).read_bytes().splitlines(keepends=True)
+        at = max(k for k, x in enumerate(log_lines_) if b'"type":"message"' in x) - 1
+        Path(r.path).write_bytes(b"".join([*log_lines_[:at], b"{broken\n", *log_lines_[at + 1 :]]))
+        damaged = cli("show", r.session)
+        assert damaged.exit_code == 1 and "the log is damaged" in damaged.stderr
+        assert damaged.stdout.splitlines()[1] == f"(imported from {name}: {src})", fmt
     # A Claude Code session with its subagent: how many transcripts it keeps unshown.
     (spec,) = plan_import([CLAUDE_SHOP]).sources
     r = run(CLAUDE_SHOP, extras=spec.extras, session_dir=tmp_path / "with")

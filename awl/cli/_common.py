@@ -206,26 +206,29 @@ def planned_source(path: Path, fmt: str) -> SourceSpec | None:
     return sources[0] if len(sources) == 1 else None
 
 
-def imported_as(source: SourceSpec | None) -> tuple[str | None, Path | None, bool]:
-    """The awl session an import made of ``source`` (its id and log), if one did, and
-    whether it holds all the source holds (an import's dry run says both;
-    nothing is written)."""
+def imported_as(
+    source: SourceSpec | None,
+) -> tuple[str | None, Path | None, bool, str | None]:
+    """The awl session an import made of ``source`` (its id and log), if one did;
+    whether it holds all the source holds; and what an import of it now would
+    fail with, if anything (an import's dry run says all three; nothing is
+    written)."""
     from ..importers import import_source
 
     if source is None:
-        return None, None, False
+        return None, None, False, None
     r = import_source(source, dry_run=True)
+    error = r.error if r.failed else None
     if r.session is None or r.path is None or not Path(r.path).exists():
-        return None, None, False
-    return r.session, Path(r.path), r.status == "unchanged"
+        return None, None, False, error
+    return r.session, Path(r.path), r.status == "unchanged", error
 
 
-def log_of_path(ref: str, *, resume: bool = False) -> Path:
+def log_of_path(ref: str, command: str = "show") -> Path:
     """The awl log a PATH argument names: an awl log (its header read, so that a
     file that is not one is refused in one line), or the awl session an
-    import made of a pi, Claude Code or Codex log (:func:`imported_log`;
-    ``resume``: ``awl --resume PATH``, which refuses one that lacks what its
-    source gained since)."""
+    import made of a pi, Claude Code or Codex log (:func:`imported_log`, for
+    ``command``)."""
     from ..importers import FORMAT_NAMES, detect_file
 
     path = regular_file(ref)
@@ -239,20 +242,30 @@ def log_of_path(ref: str, *, resume: bool = False) -> Path:
         except (AwlError, OSError) as exc:
             fail(f"{exc}" if isinstance(exc, AwlError) else f"{path}: {exc.strerror}", usage=True)
         return path
-    return imported_log(path, found, resume=resume)
+    return imported_log(path, found, command)
 
 
-def imported_log(path: Path, found: str, *, resume: bool) -> Path:
+_TAKES = {
+    "show": ("awl show", "shows"),
+    "search": ("awl search --session", "searches"),
+    "resume": ("awl --resume", "goes on with"),
+}
+"""How each command that takes a source log's path is named in its hints."""
+
+
+def imported_log(path: Path, found: str, command: str) -> Path:
     """The awl log an import made of the pi, Claude Code or Codex log at ``path``
     (of format ``found``), named on stderr; else a one-line error saying what
     brings it in.  One that lacks what the source gained since is refused for
-    a resume (which would go on without it) and, for a reading, said on stderr."""
+    ``command`` "resume" (which would go on without it) and, for "show" and
+    "search", said on stderr."""
     from ..importers import FORMAT_NAMES
 
+    resume = command == "resume"
     what = f"{path}: a {FORMAT_NAMES[found]} session log"
     source = planned_source(path, found)
-    sid, log, current = imported_as(source)
-    verb, task = ("awl --resume", "goes on with") if resume else ("awl show", "shows")
+    sid, log, current, error = imported_as(source)
+    verb, task = _TAKES[command]
     if source is not None and os.path.realpath(source.path) != os.path.realpath(path):
         # A subagent's transcript: kept with its session, no conversation of its own.
         with_it = f"{verb} {sid}" if sid else f"awl import {shlex.quote(source.path)}"
@@ -263,6 +276,8 @@ def imported_log(path: Path, found: str, *, resume: bool) -> Path:
         )
     again = f"awl import {shlex.quote(str(path))}"
     if sid is None or log is None:
+        if error is not None:
+            fail(error)  # what an import would fail with (no cwd, say): said once
         fail(f"{what}, not awl's: `{again}` takes it in, then {verb} {task} it")
     shown = visible(str(path), one_line=True)
     if not current:

@@ -103,7 +103,7 @@ def import_command(
                 return
             if r.looks_like == "awl":
                 if not r.explicit:
-                    stores[os.path.dirname(os.path.dirname(r.source))] += 1
+                    stores[_store_of(r.source)] += 1
                     return
             elif r.looks_like is not None:
                 mismatched[r.looks_like] += 1
@@ -149,6 +149,15 @@ def import_command(
         discard_output(sys.stdout)
     if summary.failed:
         raise SystemExit(1)
+
+
+def _store_of(log: str) -> str:
+    """The folder that stands for an awl log met in a walk: its store (above its
+    project folder, ``--home-ana--``), else its own folder (a log kept apart)."""
+    folder = os.path.dirname(log)
+    name = os.path.basename(folder)
+    project = len(name) >= 4 and name.startswith("--") and name.endswith("--")
+    return os.path.dirname(folder) if project else folder
 
 
 NAMED_MISMATCHES = 3

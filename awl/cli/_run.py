@@ -46,7 +46,7 @@ def run_session(
     if resume and names_a_file(resume):
         # A log named by its path: awl's, or a source log an import made one of.
         manager, resumed = open_session(
-            cwd, log_of_path(resume, resume=True), provider, model, base_url=base_url
+            cwd, log_of_path(resume, "resume"), provider, model, base_url=base_url
         )
     else:
         try:

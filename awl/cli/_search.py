@@ -178,7 +178,7 @@ def search_command(
     try:
         if session and names_a_file(session):
             # A log's path, as show and --resume take it (another agent's: its import).
-            logs = [log_of_path(session)]
+            logs = [log_of_path(session, "search")]
         else:
             logs = search_scope(here, all_projects=all_projects, session=session)
     except SessionNotFound as exc:

@@ -67,7 +67,7 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
         found = detect_file(path)
         if found in FORMAT_NAMES:
             # Another agent's log: the awl session an import made of it.
-            path = imported_log(path, found, resume=False)
+            path = imported_log(path, found, "show")
     else:
         path = resolve_session(ref, current_dir())
     origin = _origin(path)

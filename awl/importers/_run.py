@@ -335,19 +335,24 @@ class _Import:
 
     def _filed_cwd(self, fmt: str, info: SourceInfo) -> str | None:
         """The cwd of the awl session an earlier import made of this source, found
-        by its file name in every project folder; None when there is none."""
+        by its file name in every project folder; None when there is none.
+        Raises SessionError when that log's header cannot be read."""
         name = session_file_name(info.start, session_id_for(fmt, info.source_id, info.start))
         root = Path(self.session_dir) if self.session_dir is not None else session_root()
+        if self.fallback_cwd is not None:
+            # Where this run would file it: found there, no folder need be listed.
+            here = project_dir(self.fallback_cwd, root) / name
+            if here.is_file():
+                return read_header(here).cwd
         try:
             folders = project_folders(root)
         except SessionError:
             return None
         for folder in folders:
             if (folder / name).is_file():
-                try:
-                    return read_header(folder / name).cwd
-                except SessionError:
-                    return None  # the open under the lock says what is wrong with it
+                # A header that cannot be read is the run's error: importing
+                # elsewhere would make a second log of the session.
+                return read_header(folder / name).cwd
         return None
 
     def _import(self, fmt: str, info: SourceInfo, path: Path) -> None:

@@ -689,8 +689,7 @@ def _count_lines(plan: _Plan, log: _Log, offset: int) -> int:
 def _snippet(text: str, plan: _Plan) -> tuple[str, tuple[int, int], tuple[tuple[int, int], ...]]:
     """One line of the block's text around its first match; where that match is in
     it, and every match it shows (the first included, as grep colours them)."""
-    spans = _spans(text, plan)
-    at, width = next(spans, (0, 0))
+    at, width = next(_spans(text, plan), (0, 0))
     # A third of the room before the match, less when the text ends sooner: a
     # short text is shown whole.
     start = max(0, min(at - (_SNIPPET - width) // 3, len(text) - _SNIPPET))
@@ -700,10 +699,13 @@ def _snippet(text: str, plan: _Plan) -> tuple[str, tuple[int, int], tuple[tuple[
     tail = "…" if start + _SNIPPET < len(text) else ""
     shift = len(lead) - start  # the flattening keeps every character's place
     shown = [(at + shift, at + width + shift)]
-    for more, size in spans:
-        if more + size > start + _SNIPPET:
-            break  # the rest are past the snippet's end
-        shown.append((more + shift, more + size + shift))
+    after = at + width
+    # The others, sought in what the snippet shows after the first alone: a block
+    # may be megabytes long.
+    for more, size in _spans(text[after : start + _SNIPPET], plan):
+        if size == 0:
+            break
+        shown.append((after + more + shift, after + more + size + shift))
     return lead + flat + tail, shown[0], tuple(shown)
 
 
@@ -715,11 +717,11 @@ def _spans(text: str, plan: _Plan) -> Iterator[tuple[int, int]]:
         folded_query = q.casefold()
         pos = 0
         while pos < len(text):
-            at, width = _folded_match(text, folded_query, pos)
+            at, width = _folded_match(text[pos:], folded_query)
             if width == 0:
                 return
-            yield at, width
-            pos = at + width
+            yield pos + at, width
+            pos += at + width
         return
     raw = text.encode("utf-8", "surrogatepass")
     hay = raw.lower() if plan.matcher.fold else raw
@@ -738,15 +740,11 @@ def _spans(text: str, plan: _Plan) -> Iterator[tuple[int, int]]:
         k = hay.find(needle, k + max(len(needle), 1))
 
 
-def _folded_match(text: str, folded_query: str, begin: int = 0) -> tuple[int, int]:
+def _folded_match(text: str, folded_query: str) -> tuple[int, int]:
     """Where in ``text`` (start, length, in its own characters) the first match of a
-    case-folded query at or after character ``begin`` is; (0, 0) for none.
-    Folding can change a text's length (``ß`` folds to ``ss``): the match is
-    found in the folded text, and each of its ends mapped back to the
-    character whose folding holds it."""
-    if begin:
-        at, width = _folded_match(text[begin:], folded_query)
-        return (at + begin, width) if width else (0, 0)
+    case-folded query is; (0, 0) for none.  Folding can change a text's length
+    (``ß`` folds to ``ss``): the match is found in the folded text, and each of
+    its ends mapped back to the character whose folding holds it."""
     folded = text.casefold()
     k = folded.find(folded_query)
     if k < 0:
