@@ -27,7 +27,7 @@ from awl.agent import INTERRUPTED_IN_FLIGHT, INTERRUPTED_RESULT
 from awl.tools.bash import CANCELLED_NOTE
 from tests.helpers import awl_env, reference_replay, snapshot
 from tests.test_agent import Log, check_log, session_files, texts
-from tests.test_tools import live_in_group, wait_for_file
+from tests.test_tools import left_in_group, live_in_group, wait_for_file
 
 AWL = [sys.executable, "-m", "awl.cli"]
 TIMEOUT = 20
@@ -462,6 +462,25 @@ def test_ctrl_c_cancels_the_streaming_turn(
     assert log.entries[4]["message"]["stopReason"] == "stop"
 
 
+def test_sigterm_ends_a_streaming_turn_saved_and_the_session_with_143(
+    term: Any, env: dict[str, str], root: Path, project: Path
+) -> None:
+    env["AWL_OFFLINE_DELAY"] = "0.3"
+    long_prompt = " ".join(f"word{i}" for i in range(40))
+    t = term()
+    t.line(long_prompt)
+    t.expect("You said: ")
+    t.child.kill(signal.SIGTERM)
+    t.expect("awl: cancelled by SIGTERM")
+    rest, status, sig = t.finish()
+    assert (status, sig) == (143, None), t.transcript()
+    assert "awl --resume " in rest and "Traceback" not in rest
+    log = one_log(root, project)
+    assert roles(log) == ["system", "user", "assistant"]
+    cut = log.entries[2]["message"]
+    assert cut["stopReason"] == "error" and texts(cut).startswith("You said: ")
+
+
 def test_ctrl_c_during_a_tool_ends_that_turn_before_the_next(
     term: Any, root: Path, project: Path
 ) -> None:
@@ -757,6 +776,56 @@ def test_kill_9_during_the_second_call_of_a_round_keeps_the_first_result(
         {"type": "text", "text": "what happened?"},
     ]
     assert roles(log) == ["system", "user", "assistant", "user", "user", "assistant"]
+
+
+def test_print_mode_ends_on_sigterm_as_on_ctrl_c(
+    env: dict[str, str], root: Path, project: Path
+) -> None:
+    """``timeout``, ``kill`` or a container's stop send SIGTERM: ``-p`` ends its turn
+    as Ctrl+C does (what arrived printed and saved, a running command killed
+    and its output so far its result), with SIGTERM's status, 143."""
+    env = {**env, "AWL_OFFLINE_DELAY": "0.3", "AWL_VERBOSE": "1"}
+    prompt = " ".join(f"word{i}" for i in range(40))
+    child = subprocess.Popen(
+        [*AWL, "-p", prompt],
+        env=env,
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stderr is not None
+    seen = ""
+    while "You said: " not in seen:  # streamed to stderr under AWL_VERBOSE
+        seen += child.stderr.read(1)
+        assert seen, "awl ended before its reply began"
+    child.send_signal(signal.SIGTERM)
+    out, err = child.communicate(timeout=TIMEOUT)
+    assert child.returncode == 143, err
+    assert out.startswith("You said: ") and out.strip() != f"You said: {prompt}"
+    assert "awl: cancelled by SIGTERM\n" in err and "Traceback" not in err
+    log = one_log(root, project)
+    assert roles(log) == ["system", "user", "assistant"]
+    cut = log.entries[2]["message"]
+    assert cut["stopReason"] == "error" and out.strip() == texts(cut).strip()
+    # A running command: killed, its output so far its result.
+    env["AWL_OFFLINE_DELAY"] = "0"
+    child = subprocess.Popen(
+        [*AWL, "--resume", "-p", "run: echo started; echo $$ > pgid; sleep 60; echo never"],
+        env=env,
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    pgid = int(wait_for_file(project / "pgid"))
+    child.send_signal(signal.SIGTERM)
+    out, err = child.communicate(timeout=TIMEOUT)
+    assert child.returncode == 143 and "awl: cancelled by SIGTERM\n" in err, err
+    assert left_in_group(pgid) == []
+    result = one_log(root, project).messages()[-1]
+    assert result["role"] == "user" and result["content"][0]["type"] == "toolResult"
+    assert result["content"][0]["content"].startswith("started\n"), result
 
 
 def test_print_resume_with_nothing_to_resume_starts_a_new_session(

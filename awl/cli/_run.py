@@ -163,10 +163,11 @@ def _print_turn(agent: Agent, prompt: str) -> int:
         _note_tool(use, output)
 
     cancel = threading.Event()
+    stopped_by: list[int] = []
     try:
-        with _ctrl_c_sets(cancel):
+        with _signals_cancel(cancel, stopped_by):
             result = agent.run_turn(prompt, sink or quiet, cancel=cancel, on_tool=on_tool)
-    except KeyboardInterrupt:  # a second Ctrl+C: at once, the tool in hand killed
+    except KeyboardInterrupt:  # a second signal: at once, the tool in hand killed
         result = TurnResult("", "error", CANCELLED, 0)
     finally:
         if sink is not None:
@@ -174,36 +175,45 @@ def _print_turn(agent: Agent, prompt: str) -> int:
     if result.text:
         sys.stdout.write(result.text + ("" if result.text.endswith("\n") else "\n"))
     if result.error:
-        sys.stderr.write(f"awl: {result.error}\n")
-        # Ctrl+C's status, as a shell reports a command it interrupted.
-        return 130 if result.error == CANCELLED else 1
+        if result.error == CANCELLED and stopped_by[:1] == [signal.SIGTERM]:
+            sys.stderr.write("awl: cancelled by SIGTERM\n")
+        else:
+            sys.stderr.write(f"awl: {result.error}\n")
+        # The signal's status, as a shell reports a command it interrupted: 130
+        # for Ctrl+C, 143 for SIGTERM (timeout, kill, a container's stop).
+        if result.error == CANCELLED:
+            return 128 + (stopped_by[0] if stopped_by else signal.SIGINT)
+        return 1
     return 0
 
 
 @contextlib.contextmanager
-def _ctrl_c_sets(cancel: threading.Event) -> Iterator[None]:
-    """While inside, the first Ctrl+C sets ``cancel`` (the turn ends as the REPL's
-    does: a running command killed, its output so far saved as its result, no
-    further request) and a second one interrupts at once."""
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-    ):
-        # Handlers belong to the main thread; and a run that ignores SIGINT (a
-        # background job of a script) goes on ignoring it.
-        yield
+def _signals_cancel(cancel: threading.Event, stopped_by: list[int]) -> Iterator[None]:
+    """While inside, the first Ctrl+C or SIGTERM sets ``cancel`` (the turn ends as
+    the REPL's does: a running command killed, its output so far saved as its
+    result, what arrived of a reply saved, no further request), and is added
+    to ``stopped_by``; a second one interrupts at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # handlers belong to the main thread
         return
 
     def first(signum: int, frame: object) -> None:
         if cancel.is_set():
             raise KeyboardInterrupt
+        stopped_by.append(signum)
         cancel.set()
 
-    previous = signal.signal(signal.SIGINT, first)
+    # A signal ignored (SIGINT in a script's background job) goes on being ignored.
+    previous = {
+        sig: signal.signal(sig, first)
+        for sig in (signal.SIGINT, signal.SIGTERM)
+        if signal.getsignal(sig) is not signal.SIG_IGN
+    }
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 class _RetryNotes(NullSink):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import signal
 import stat
 import sys
 import termios
@@ -125,8 +126,11 @@ def unanswered_note(names: list[str], started: bool) -> str:
     )
 
 
-def _run_with_cancel(agent: Agent, prompt: str, sink: TerminalSink) -> TurnResult | None:
-    """Run a turn in a worker thread so Ctrl+C in the main thread can cancel it."""
+def _run_with_cancel(
+    agent: Agent, prompt: str, sink: TerminalSink, terminated: threading.Event
+) -> TurnResult | None:
+    """Run a turn in a worker thread so Ctrl+C in the main thread can cancel it;
+    SIGTERM cancels it too, and sets ``terminated`` (the session then ends)."""
     cancel = threading.Event()
     box: list[TurnResult | BaseException] = []
 
@@ -155,7 +159,7 @@ def _run_with_cancel(agent: Agent, prompt: str, sink: TerminalSink) -> TurnResul
     # Wait on an Event, not Thread.join: a KeyboardInterrupt inside join()
     # can leave the thread looking finished while it still runs (bpo-45274).
     threading.Thread(target=run, daemon=True).start()
-    with _typing_not_echoed():
+    with _typing_not_echoed(), _sigterm_sets(cancel, terminated):
         while True:
             try:
                 if finished.wait(0.1):
@@ -178,6 +182,28 @@ def _run_with_cancel(agent: Agent, prompt: str, sink: TerminalSink) -> TurnResul
     if isinstance(result, BaseException):
         raise result
     return result
+
+
+@contextlib.contextmanager
+def _sigterm_sets(cancel: threading.Event, terminated: threading.Event) -> Iterator[None]:
+    """While inside, SIGTERM (``kill``, a closed container) ends the turn as Ctrl+C
+    does, what arrived saved, and marks the session to end after it."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+    ):
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        terminated.set()
+        cancel.set()
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @contextlib.contextmanager
@@ -237,13 +263,19 @@ def interactive_loop(agent: Agent, *, resumed: bool) -> int:
         if text.startswith("//"):
             line = line.lstrip()[1:]  # "//" sends a line that starts with "/"
         sink = TerminalSink(sys.stdout)
+        terminated = threading.Event()
         try:
-            result = _run_with_cancel(agent, line, sink)
+            result = _run_with_cancel(agent, line, sink, terminated)
         except UnresumableSession:
             raise  # no prompt can be sent, and none was saved: the session ends
         except (AwlError, ProviderError) as exc:
             sys.stdout.write(f"awl: {visible(str(exc), one_line=True)}\n")
             continue
+        if terminated.is_set():
+            # What arrived is saved; the session ends with SIGTERM's status.
+            sys.stdout.write("awl: cancelled by SIGTERM\n")
+            sys.stdout.flush()
+            return 128 + signal.SIGTERM
         if result is not None and result.error:
             sys.stdout.write(f"awl: {result.error}\n")
         sys.stdout.flush()
