@@ -972,9 +972,13 @@ def _branch_results(path: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("calls", [3, 11])
-def test_a_round_of_calls_is_saved_call_by_call_then_as_one_message(
+def test_a_round_of_calls_is_saved_call_by_call_on_the_branch(
     agents: Agents, server: FakeServer, script: Script, root: Path, project: Path, calls: int
 ) -> None:
+    """Each call's result is a user message of its own, saved as the call ends, and
+    stays on the branch: nothing is written twice, nothing is left off the
+    branch (search finds each result once), and the request after the round
+    carries every result once, in order (as one user message for Anthropic)."""
     agent = agents.new(script)
     uses = [(f"call_{k}", f"echo out{k}") for k in range(calls)]
     server.queue(script.tools(*uses), script.text("All ran."))
@@ -998,26 +1002,23 @@ def test_a_round_of_calls_is_saved_call_by_call_then_as_one_message(
 
     log = only_log(root, project)
     assert [e["message"]["role"] for e in log.branch] == [
-        "system", "user", "assistant", "user", "assistant",
+        "system", "user", "assistant", *["user"] * calls, "assistant",
     ]  # fmt: skip
-    round_message = log.branch[3]["message"]["content"]
-    assert [b["toolUseId"] for b in round_message] == [cid for cid, _ in uses]
-    # The results saved call by call stay in the log, off the branch.
-    replaced = log.replaced()
-    assert replaced and all(_only_results(e) for e in replaced)
-    saved = [b["toolUseId"] for e in replaced for b in e["message"]["content"]]
-    assert set(saved) == {cid for cid, _ in uses[:-1]}
+    each = [log.branch[3 + k]["message"]["content"] for k in range(calls)]
+    assert [[b["toolUseId"] for b in c] for c in each] == [[cid] for cid, _ in uses]
+    assert log.replaced() == []
 
-    # Everything that reads the log sees the one round.
     with SessionManager.open(log.path, read_only=True) as m:
-        assert m.message_count == 5
+        assert m.message_count == 4 + calls and m.entries_off_branch() == 0
         assert list(m.rebuild_conversation()) == in_memory
         assert m.checkpoint_disagreement() is None
-    from awl.store import list_sessions, verify_log
+    from awl.store import SearchHit, SearchQuery, list_sessions, search, verify_log
 
     (info,) = list_sessions(project)
-    assert info.message_count == 5
+    assert info.message_count == 4 + calls
     assert verify_log(log.path).ok
+    hits = [h for h in search(SearchQuery("out2"), [log.path]) if isinstance(h, SearchHit)]
+    assert [h.block for h in hits] == ["toolUse", "toolResult"]
 
 
 def _saved_results(path: Path, script: Script, content: list[dict[str, Any]]) -> None:

@@ -943,12 +943,13 @@ def test_resume_at_a_reply_that_asked_for_tools_goes_on_from_their_results(
     env: dict[str, str], root: Path, project: Path
 ) -> None:
     """A search hit in a tool call names the reply that asked for it: its calls ran,
-    so the session goes on from the message that answers them all (not from
-    the reply, which would answer them again as interrupted)."""
+    so the session goes on from the last of their results, each saved as its
+    call ended (not from the reply, which would answer them again as
+    interrupted)."""
     assert run(["-p", "run: echo one\nrun: echo two"], env, project).returncode == 0
     (path,) = session_files(root)
     replay = reference_replay(path)
-    asked, answered = replay.branch_ids[2], replay.branch_ids[3]
+    asked, answered = replay.branch_ids[2], replay.branch_ids[4]
     sid = path.name.split("_")[1][:8]
     r = run(["--resume", f"{sid}:{asked}", "-p", "again"], env, project)
     assert r.returncode == 0, r.stderr
@@ -957,7 +958,7 @@ def test_resume_at_a_reply_that_asked_for_tools_goes_on_from_their_results(
         "it stays in the log, on its own branch"
     )
     replay = reference_replay(path)
-    assert replay.branch_ids[3] == answered and len(replay.branch_ids) == 6
+    assert replay.branch_ids[4] == answered and len(replay.branch_ids) == 7
     said = [c[0].get("text") for role, c in replay.messages if role == "user"]
     assert said[-1] == "again" and "interrupted" not in r.stdout
 

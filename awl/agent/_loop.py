@@ -6,11 +6,10 @@ goes to), the assistant message when its stream ends (kept, with stopReason
 ``error``, when the stream fails or is cancelled), and each tool result as
 its call ends.  A crash therefore loses at most the message in flight.
 
-A tool round's results are one user message.  While a round runs, the
-results so far are saved as user messages of their own; the whole round's
-message then replaces them on the branch (they stay in the log, off it).  A
-crash in the middle leaves the results so far on the branch, and the resume
-answers the calls that never ran.
+Each call of a tool round has its result saved as it ends, in a user message
+of its own, on the branch (providers send consecutive user messages as one):
+a crash in the middle of a round loses no result that was had, nothing is
+written twice, and the resume answers the calls that never ran.
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ from ..conversation import (
 )
 from ..errors import CorruptSession, SessionError, SessionWriteError
 from ..providers import Provider, Response, StreamSink, get_provider
-from ..store import MAX_REPLACED, SessionManager
+from ..store import SessionManager
 from ..tools import Tool, ToolOutput, default_tools, run_tool, tool_specs
 
 MAX_TOOL_ROUNDS = 50
@@ -79,14 +78,6 @@ SYSTEM_PROMPT = (
 class UnresumableSession(SessionError):
     """A message the next request would send cannot be read from the log (a line
     edited by hand): no turn can be sent, and nothing was saved."""
-
-
-@dataclass(slots=True)
-class _Saved:
-    """What of a tool round's results is saved so far, ahead of the round's message."""
-
-    messages: int = 0  # user messages of partial results at the end of the branch
-    results: int = 0  # results they hold
 
 
 @dataclass(slots=True)
@@ -265,17 +256,15 @@ class Agent:
                     error = CUT_OFF
                 return TurnResult(_final_text(response), response.stop_reason, error, rounds)
             rounds += 1
-            results: list[ToolResult] = []
-            saved = _Saved()
-            for k, use in enumerate(uses):
+            for use in uses:
                 # Once cancelled, each call left gets its result without running.
                 output = run_tool(self.tools, use.name, use.input, self.cwd, cancel=cancel)
                 if on_tool is not None:
                     on_tool(use, output)
-                results.append(ToolResult(use.id, output.content, output.is_error))
-                if k + 1 < len(uses):
-                    self._save_partial(results, saved)
-            self._save_round(results, saved)
+                # Saved as it ends.  Not the user's own prompt: bytes that are not
+                # UTF-8 in a tool's output are kept (storable), not refused.
+                result = ToolResult(use.id, output.content, output.is_error)
+                self._append(storable(Message("user", [result])))
             if cancel is not None and cancel.is_set():
                 return TurnResult("", "error", "cancelled", rounds)
             if rounds >= MAX_TOOL_ROUNDS:
@@ -309,36 +298,9 @@ class Agent:
         )
         return pending, started, unfinished
 
-    def _save_partial(self, results: list[ToolResult], saved: _Saved) -> None:
-        """Save a round's results so far: the newest as a message of its own, or,
-        once MAX_REPLACED such messages are on the branch, all of them as one in
-        their place (so that the round's message can always replace them)."""
-        if saved.messages == MAX_REPLACED:
-            self._append(storable(Message("user", list(results))), replacing=saved.messages)
-            saved.messages = 1
-        else:
-            self._append(storable(Message("user", list(results[saved.results :]))))
-            saved.messages += 1
-        saved.results = len(results)
-
-    def _save_round(self, results: list[ToolResult], saved: _Saved) -> None:
-        """Save a round's message in place of its results saved so far.
-
-        They were all appended by this session, at most MAX_REPLACED of them,
-        which is all ``append_message`` asks of what it replaces.
-        """
-        # Not the user's own prompt: bytes they typed that are not UTF-8
-        # are refused, for them to see; a tool's output is kept.
-        self._append(storable(Message("user", list(results))), replacing=saved.messages)
-
-    def _append(self, message: Message, *, replacing: int = 0) -> None:
-        self.manager.append_message(
-            message, provider=self.provider_name, model=self.model, replacing=replacing
-        )
-        if replacing:
-            self.conversation.replace_tail(replacing, message)
-        else:
-            self.conversation.append(message)
+    def _append(self, message: Message) -> None:
+        self.manager.append_message(message, provider=self.provider_name, model=self.model)
+        self.conversation.append(message)
 
     def _append_response(self, response: Response) -> None:
         message = storable(response.message())
