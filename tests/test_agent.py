@@ -997,6 +997,9 @@ def test_a_round_of_calls_is_saved_call_by_call_on_the_branch(
     results = [i for i in sent(script.name, server.requests[1].body) if i[1] == "tool_result"]
     pairs = zip(uses, outputs, strict=True)
     assert results == [("user", "tool_result", cid, out) for (cid, _), out in pairs]
+    if script.name == "anthropic":  # the API's rule: every result in the message after the call
+        roles = [m["role"] for m in server.requests[1].body["messages"]]
+        assert roles == ["user", "assistant", "user"]
     in_memory = list(agent.conversation)
     agents.close(agent)
 
