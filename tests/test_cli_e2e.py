@@ -10,6 +10,7 @@ import io
 import json
 import os
 import re
+import shlex
 import signal
 import stat
 import subprocess
@@ -460,6 +461,43 @@ def test_ctrl_c_cancels_the_streaming_turn(
     assert log.entries[3]["parentId"] == log.entries[2]["id"]
     assert texts(log.entries[4]["message"]) == "You said: short"
     assert log.entries[4]["message"]["stopReason"] == "stop"
+
+
+def test_ctrl_z_at_the_prompt_stops_awl_as_a_shell_job_and_sends_nothing(
+    env: dict[str, str], root: Path, project: Path
+) -> None:
+    """In a shell with job control (a process group with no shell above it is
+    never stopped), Ctrl+Z stops awl, ``fg`` takes it up, nothing was sent."""
+    shell = pexpect.spawn(
+        "bash",
+        ["--norc", "--noprofile", "-i"],
+        env={**env, "PS1": "$ "},
+        cwd=str(project),
+        dimensions=(40, 200),
+        timeout=TIMEOUT,
+        encoding="utf-8",
+        codec_errors="replace",
+        preexec_fn=_default_sigint,
+    )
+    try:
+        shell.expect_exact("$ ")
+        shell.sendline(" ".join(shlex.quote(a) for a in AWL))
+        shell.expect_exact(READY)
+        shell.sendcontrol("z")
+        shell.expect("Stopped")
+        shell.expect_exact("$ ")
+        shell.sendline("fg")
+        shell.sendline("after the stop")
+        shell.expect_exact("You said: after the stop")
+        shell.expect_exact(READY)
+        shell.sendline("/quit")
+        shell.expect_exact("$ ")
+        shell.sendline("exit")
+        shell.expect(pexpect.EOF)
+    finally:
+        shell.close(force=True)
+    said = [m["content"] for m in one_log(root, project).messages() if m["role"] == "user"]
+    assert said == [[{"type": "text", "text": "after the stop"}]]
 
 
 def test_sigterm_ends_a_streaming_turn_saved_and_the_session_with_143(

@@ -72,9 +72,11 @@ def _reader() -> Callable[[str], str]:
         finally:
             os.close(fd)
         file_history = PromptHistory(str(history))
-        session: PromptSession[str] = PromptSession(history=file_history)
+        # enable_suspend: Ctrl+Z stops awl as it stops any program in a shell
+        # (else it is typed, and sent as the character 0x1a).
+        session: PromptSession[str] = PromptSession(history=file_history, enable_suspend=True)
     except OSError:
-        session = PromptSession()
+        session = PromptSession(enable_suspend=True)
 
     def rich(prompt: str) -> str:
         try:
