@@ -977,6 +977,25 @@ def test_print_resume_errors(env: dict[str, str], root: Path, project: Path, ref
     assert snapshot(root) == before
 
 
+def test_a_branch_chosen_and_left_before_a_prompt_is_what_the_exit_hint_names(
+    term: Any, env: dict[str, str], root: Path, project: Path
+) -> None:
+    """Nothing is written before the first prompt, so the log's leaf is where it
+    was: the hint names the entry too, to take that branch up again."""
+    assert run(["-p", "first"], env, project).returncode == 0
+    assert run(["--resume", "-p", "second"], env, project).returncode == 0
+    log = one_log(root, project)
+    sid, answer = log.header["id"][:8], log.branch[2]["id"]
+    before = snapshot(root)
+    t = term("--resume", f"{sid}:{answer}")
+    assert t.quit() == f"{sid}:{answer}"
+    assert snapshot(root) == before
+    t = term("--resume", f"{sid}:{answer}")
+    t.line("third")
+    t.expect("You said: third")
+    assert t.quit() == sid
+
+
 def test_resume_at_a_reply_that_asked_for_tools_goes_on_from_their_results(
     env: dict[str, str], root: Path, project: Path
 ) -> None:
@@ -1053,7 +1072,8 @@ def test_resume_at_an_entry_goes_on_from_that_message(
     before = snapshot(root)
     r = run(["--resume", f"{sid}:0badf00d", "-p", "x"], env, project)
     assert r.returncode == 2 and r.stderr == (
-        f"Error: session {sid} has no entry '0badf00d' (awl show {sid} lists its messages)\n"
+        f"Error: session {sid} has no entry '0badf00d' (awl show --json {sid} gives "
+        "each message's entry id; awl search, the entries that hold a text)\n"
     )
     assert snapshot(root) == before
 

@@ -59,9 +59,11 @@ def run_session(
                 raise
             manager, resumed = open_session(cwd, found, provider, model, base_url=base_url)
     ran = False  # a turn or the interactive loop started: only then is a hint useful
+    branched_at: int | None = None  # the entry count when a branch was chosen
     try:
         if entry is not None:
             _go_on_from(manager, entry, cwd)
+            branched_at = manager.state.entry_count
         # A resumed session's tools run where its header and system prompt
         # say it works, whichever directory it is resumed from.
         tools_dir = Path(manager.cwd) if resumed else cwd
@@ -118,7 +120,11 @@ def run_session(
         # not turn the run (or the error it is ending with) into another failure.
         with contextlib.suppress(AwlError, OSError):
             if ran and manager.path.exists():
-                err.write(f"awl --resume {resume_prefix(manager.id, manager.path, cwd)}\n")
+                again = resume_prefix(manager.id, manager.path, cwd)
+                if branched_at is not None and manager.state.entry_count == branched_at:
+                    # Nothing was written: the branch chosen is not the log's yet.
+                    again += f":{entry}"
+                err.write(f"awl --resume {again}\n")
 
 
 def _go_on_from(manager: SessionManager, entry: str, cwd: Path) -> None:
@@ -135,7 +141,8 @@ def _go_on_from(manager: SessionManager, entry: str, cwd: Path) -> None:
     except KeyError:
         session = resume_prefix(manager.id, manager.path, cwd)
         raise SessionNotFound(
-            f"session {session} has no entry {entry!r} (awl show {session} lists its messages)"
+            f"session {session} has no entry {entry!r} (awl show --json {session} gives "
+            "each message's entry id; awl search, the entries that hold a text)"
         ) from None
     shown = visible(target, one_line=True)
     what = (
