@@ -223,13 +223,19 @@ class Message:
     ``stop_reason`` is the one an assistant message was saved with, when it
     was read from a log (``"error"``: the reply was cut short, by a failure
     or a cancel; ``"length"``: at the output limit); it says how the reply
-    ended, not what it is, so equality leaves it out.
+    ended, not what it is, so equality leaves it out.  So are ``provider``
+    and ``model`` (read from a log: the ones a user message's request went
+    to, or that produced an assistant message) and an assistant message's
+    ``usage``.
     """
 
     role: Role
     content: list[ContentBlock] = field(default_factory=list)
     compaction: int | None = None
     stop_reason: str | None = field(default=None, compare=False)
+    provider: str | None = field(default=None, compare=False)
+    model: str | None = field(default=None, compare=False)
+    usage: Usage | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.content, list):

@@ -487,6 +487,15 @@ def test_show_json_document(rich: Path, here: Path) -> None:
         entries = [(i, stamps[i]) for i in replay.branch_ids if i in stamps]
         # An assistant message saved with a stop reason says it (how it ended).
         ended = {2: "toolUse"}
+
+        def served(o: dict[str, Any]) -> dict[str, Any]:
+            # What the log says served it: a user message's request, a reply's own.
+            where = o["message"] if o["message"]["role"] == "assistant" else o
+            return {k: where[k] for k in ("provider", "model", "usage") if k in where}
+
+        by_id = {o["id"]: served(o) for o in objs if o.get("type") == "message"}
+        assert any("usage" in x for x in by_id.values())
+        assert any("model" in x and "usage" not in x for x in by_id.values())
         assert doc == {
             "id": ID_A,
             "cwd": str(here),
@@ -497,6 +506,7 @@ def test_show_json_document(rich: Path, here: Path) -> None:
             "messages": [
                 {"entry": entries[k][0], "timestamp": entries[k][1], "role": r, "content": c}
                 | ({"stopReason": ended[k]} if k in ended else {})
+                | by_id[entries[k][0]]
                 for k, (r, c) in enumerate(replay.messages)
             ],
         }

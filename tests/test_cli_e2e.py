@@ -756,6 +756,13 @@ def test_print_mode(env: dict[str, str], root: Path, project: Path) -> None:
     assert roles(log) == ["system", "user", "assistant"]
     assert texts(log.entries[1]["message"]) == "hello"
     assert log.entries[2]["message"]["stopReason"] == "stop"
+    # Which provider and model each request went to, and served it, as show gives it.
+    shown = json.loads(run(["show", "--json", log.header["id"]], env, project).stdout)
+    assert [(m["role"], m.get("provider"), m.get("model")) for m in shown["messages"]] == [
+        ("system", None, None),
+        ("user", "offline", "echo"),
+        ("assistant", "offline", "echo"),
+    ]
 
     # --resume -p: the most recent session, same file.
     r = run(["--resume", "-p", "second"], env, project)

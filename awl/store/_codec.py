@@ -575,17 +575,38 @@ def message_from_object(obj: dict[str, Any]) -> Message | None:
             return None
         else:
             blocks.append(Opaque(b))  # a block of another type: kept, shown, not sent
-    return Message(role, blocks, kept, m.get("stopReason") if role == "assistant" else None)
+    if role == "assistant":
+        served = Usage(usage["input"], usage["output"]) if usage is not None else None
+        return Message(
+            role, blocks, kept, m.get("stopReason"), m.get("provider"), m.get("model"), served
+        )
+    if role == "user":
+        return Message(role, blocks, kept, None, obj.get("provider"), obj.get("model"))
+    return Message(role, blocks, kept)
 
 
 def disk_message_to_internal(message: DiskMessage) -> Message:
-    """The Conversation message of an on-disk message (role and content only)."""
+    """The Conversation message of an on-disk message (with an assistant message's
+    provider, model, stop reason and usage)."""
+    assistant = message.role == "assistant"
     return Message(
         message.role,
         [disk_block_to_internal(b) for b in message.content],
         message.compaction,
-        message.stop_reason if message.role == "assistant" else None,
+        message.stop_reason if assistant else None,
+        message.provider if assistant else None,
+        message.model if assistant else None,
+        message.usage if assistant else None,
     )
+
+
+def entry_message(entry: MessageEntry) -> Message:
+    """The Conversation message of a message entry: :func:`disk_message_to_internal`,
+    with a user message's provider and model (the request it went to)."""
+    message = disk_message_to_internal(entry.message)
+    if message.role == "user" and (entry.provider is not None or entry.model is not None):
+        message.provider, message.model = entry.provider, entry.model
+    return message
 
 
 def message_to_disk(

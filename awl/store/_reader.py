@@ -16,7 +16,7 @@ import orjson
 from ..conversation import Message
 from ..errors import CorruptSession, FormatError
 from . import scanner
-from ._codec import disk_message_to_internal, load_object, message_from_object, parse_object
+from ._codec import entry_message, load_object, message_from_object, parse_object
 from ._entries import Checkpoint, FileEntry, Location, MessageEntry, SessionEntry, SessionHeader
 from ._index import LogIndex
 from ._logmap import LogMap, Passing
@@ -82,7 +82,7 @@ def _message_at(
     entry = entry_at(log, loc, path)
     if not isinstance(entry, MessageEntry):
         raise StaleIndex
-    return entry.base.timestamp, disk_message_to_internal(entry.message)
+    return entry.base.timestamp, entry_message(entry)
 
 
 def fields_at(log: LogMap, index: LogIndex, row: int, path: PathLike) -> scanner.EntryFields:

@@ -30,7 +30,7 @@ from ._catalog import find_session, most_recent
 from ._checkpoint import CheckpointPolicy
 from ._clock import format_timestamp
 from ._codec import (
-    disk_message_to_internal,
+    entry_message,
     message_to_disk,
     parse_line,
     serialize_entry,
@@ -465,7 +465,7 @@ class SessionManager:
         holds one; the pass releases the log's pages behind it)."""
         if self._log is None:
             for _, e in self._pending:
-                yield e.base.id, e.base.timestamp, disk_message_to_internal(e.message)
+                yield e.base.id, e.base.timestamp, entry_message(e)
             return
         leaf = self._state.leaf
         if leaf is None:
@@ -500,7 +500,7 @@ class SessionManager:
             nxt = locs[k]
             mine = self._mine.get(nxt.id)  # this process wrote it: in memory already
             if mine is not None:
-                stamp, message = mine.base.timestamp, disk_message_to_internal(mine.message)
+                stamp, message = mine.base.timestamp, entry_message(mine)
                 continue
             if behind is None:
                 behind = log.passing(nxt.offset)
@@ -564,7 +564,7 @@ class SessionManager:
         are found through the checkpoint, the rest through the index.
         """
         if self._log is None:
-            return Conversation(disk_message_to_internal(e.message) for _, e in self._pending)
+            return Conversation(entry_message(e) for _, e in self._pending)
         state = self._state
         count, recent, leaf = state.message_count, state.recent, state.leaf
         locs: list[Location] | None = None  # the branch's messages, once the index was asked
@@ -574,7 +574,7 @@ class SessionManager:
             nonlocal behind
             mine = self._mine.get(loc.id)
             if mine is not None:
-                return disk_message_to_internal(mine.message)
+                return entry_message(mine)
             assert self._log is not None
             log = self._log.map()
             if behind is None or behind.log is not log:

@@ -45,6 +45,13 @@ def _message_json(msg: Message) -> dict[str, Any]:
         out["compaction"] = {"kept": msg.compaction}
     if msg.stop_reason is not None:
         out["stopReason"] = msg.stop_reason
+    # Which provider and model each request went to, and served it: the log's.
+    if msg.provider is not None:
+        out["provider"] = msg.provider
+    if msg.model is not None:
+        out["model"] = msg.model
+    if msg.usage is not None:
+        out["usage"] = {"input": msg.usage.input, "output": msg.usage.output}
     return out
 
 
@@ -55,8 +62,11 @@ def session_document(m: SessionManager) -> dict[str, Any]:
 
     Each message is ``{"entry", "timestamp", "role", "content"}`` (its entry's
     id, which ``awl show --around`` and ``awl search`` name it by, and time),
-    with ``"compaction"`` on a compaction summary and ``"stopReason"`` on an
-    assistant message saved with one; content blocks are in the on-disk schema.
+    with ``"compaction"`` on a compaction summary, ``"stopReason"`` on an
+    assistant message saved with one, ``"provider"`` and ``"model"`` where the
+    log has them (a user message's: the request it went to; an assistant
+    message's: what produced it) and an assistant message's ``"usage"``;
+    content blocks are in the on-disk schema.
     """
     return _head(m) | {"messages": [_entry_json(*item) for item in m.stream_branch()]}
 
@@ -294,13 +304,13 @@ def around_document(m: SessionManager | Window, entry_id: str, context: int = 3)
     """:func:`messages_around` as JSON for scripts: the session's head, the entry's id,
     and each message (its ``entry`` id and ``timestamp`` beside role and content;
     one that cannot be read as ``{"entry", "line", "problem"}``)."""
-    from ..store import UnreadableMessage, disk_message_to_internal
+    from ..store import UnreadableMessage, entry_message
 
     head, entries, _ = _window(m, entry_id, context)
     messages = [
         {"entry": e.entry, "line": e.line, "problem": e.problem}
         if isinstance(e, UnreadableMessage)
-        else _entry_json(e.base.id, e.base.timestamp, disk_message_to_internal(e.message))
+        else _entry_json(e.base.id, e.base.timestamp, entry_message(e))
         for e in entries
     ]
     return head | {"around": entry_id, "messages": messages}
