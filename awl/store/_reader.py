@@ -59,14 +59,17 @@ def message_at(log: LogMap, loc: Location, path: PathLike) -> Message:
     return _message_at(log, loc, path, stamped=False)[1]
 
 
-def stamped_message_at(log: LogMap, loc: Location, path: PathLike) -> tuple[str, Message]:
+def stamped_message_at(
+    log: LogMap, loc: Location, path: PathLike, *, served: bool = False
+) -> tuple[str, Message]:
     """(timestamp, Conversation message) of the message entry at ``loc``: as
-    :func:`message_at`, with the entry's own time."""
-    return _message_at(log, loc, path, stamped=True)
+    :func:`message_at`, with the entry's own time (``served``: and the
+    provider, model and usage it records)."""
+    return _message_at(log, loc, path, stamped=True, served=served)
 
 
 def _message_at(
-    log: LogMap, loc: Location, path: PathLike, *, stamped: bool
+    log: LogMap, loc: Location, path: PathLike, *, stamped: bool, served: bool = False
 ) -> tuple[str, Message]:
     o, n = loc.offset, loc.length
     try:
@@ -76,7 +79,7 @@ def _message_at(
     if type(obj) is dict and obj.get("id") == loc.id:
         stamp = obj.get("timestamp")
         if type(stamp) is str or not stamped:
-            fast = message_from_object(obj)
+            fast = message_from_object(obj, served=served)
             if fast is not None:
                 return (stamp if type(stamp) is str else ""), fast
     entry = entry_at(log, loc, path)

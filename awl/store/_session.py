@@ -461,8 +461,9 @@ class SessionManager:
     def stream_branch(self) -> Iterator[tuple[str, str, Message]]:
         """(entry id, timestamp, message) of each message on the branch from the
         root to the leaf, root first: :meth:`rebuild_conversation`'s messages with
-        their entries' ids and times, each parsed as the pass reaches it (memory
-        holds one; the pass releases the log's pages behind it)."""
+        their entries' ids and times, and the provider, model and usage each
+        records, each parsed as the pass reaches it (memory holds one; the pass
+        releases the log's pages behind it)."""
         if self._log is None:
             for _, e in self._pending:
                 yield e.base.id, e.base.timestamp, entry_message(e)
@@ -482,7 +483,7 @@ class SessionManager:
                     if k == 0:
                         return None  # a branch of other entries only (a model change)
                     raise StaleIndex
-                return stamped_message_at(log, locs[k], self._path)
+                return stamped_message_at(log, locs[k], self._path, served=True)
 
             return at
 
@@ -506,7 +507,7 @@ class SessionManager:
                 behind = log.passing(nxt.offset)
             behind.at(nxt.offset)
             try:
-                stamp, message = stamped_message_at(log, nxt, self._path)
+                stamp, message = stamped_message_at(log, nxt, self._path, served=True)
             except StaleIndex:
                 again = self._indexed(read(k))
                 assert again is not None  # k > 0: a branch shorter than k is stale
