@@ -99,10 +99,11 @@ def resume_point(manager: SessionManager, entry: str) -> str:
 
 def _answer_of(manager: SessionManager, entry: str) -> str | None:
     """The id of the message under the assistant message ``entry`` that answers its
-    tool calls: one holding the results of all of them (the last, where a
-    tool round saved several), else the deepest of the messages of results
-    saved call by call under it (a round cut short: the calls with no result
-    are then answered as interrupted, as a resume answers them); or None.
+    tool calls: one holding the results of all of them (a round saved as one
+    message, the last where there are several), else the deepest of the
+    messages of results saved call by call under it (as the agent saves a
+    round; of a round cut short, the calls with no result are then answered
+    as interrupted, as a resume answers them); or None.
     KeyError when the log has no entry ``entry``."""
     asked = manager.get_entry(entry)
     if asked is None:
