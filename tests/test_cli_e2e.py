@@ -436,14 +436,21 @@ def test_what_is_typed_while_a_reply_streams_is_not_echoed_into_it_and_comes_nex
     assert [texts(m) for m in log.messages()[1::2]] == [long_prompt, "typed ahead"]
 
 
-def test_ctrl_c_cancels_the_streaming_turn(
-    term: Any, env: dict[str, str], root: Path, project: Path
-) -> None:
+def _streaming(term: Any, env: dict[str, str]) -> tuple[Term, str]:
+    """An interactive awl whose reply to a long prompt has begun to stream, slowly;
+    and the prompt."""
     env["AWL_OFFLINE_DELAY"] = "0.3"
     long_prompt = " ".join(f"word{i}" for i in range(40))
     t = term()
     t.line(long_prompt)
-    t.expect("You said: ")  # the reply has started streaming
+    t.expect("You said: ")
+    return t, long_prompt
+
+
+def test_ctrl_c_cancels_the_streaming_turn(
+    term: Any, env: dict[str, str], root: Path, project: Path
+) -> None:
+    t, long_prompt = _streaming(term, env)
     t.child.sendintr()
     t.expect(CANCELLING)
     t.line("short")
@@ -503,11 +510,7 @@ def test_ctrl_z_at_the_prompt_stops_awl_as_a_shell_job_and_sends_nothing(
 def test_sigterm_ends_a_streaming_turn_saved_and_the_session_with_143(
     term: Any, env: dict[str, str], root: Path, project: Path
 ) -> None:
-    env["AWL_OFFLINE_DELAY"] = "0.3"
-    long_prompt = " ".join(f"word{i}" for i in range(40))
-    t = term()
-    t.line(long_prompt)
-    t.expect("You said: ")
+    t, _ = _streaming(term, env)
     t.child.kill(signal.SIGTERM)
     t.expect("awl: cancelled by SIGTERM")
     rest, status, sig = t.finish()

@@ -224,16 +224,18 @@ def imported_as(
     return r.session, Path(r.path), r.status == "unchanged", error
 
 
-def log_of_path(ref: str, command: str = "show") -> Path:
-    """The awl log a PATH argument names: an awl log (its header read, so that a
-    file that is not one is refused in one line), or the awl session an
-    import made of a pi, Claude Code or Codex log (:func:`imported_log`, for
-    ``command``)."""
+def log_of_path(ref: str, command: str = "show", *, check_header: bool = True) -> Path:
+    """The awl log a PATH argument names: an awl log (its header read unless not
+    ``check_header``, so that a file that is not one is refused in one line),
+    or the awl session an import made of a pi, Claude Code or Codex log
+    (:func:`imported_log`, for ``command``)."""
     from ..importers import FORMAT_NAMES, detect_file
 
     path = regular_file(ref)
     found = detect_file(path)
-    if found not in FORMAT_NAMES:
+    if found in FORMAT_NAMES:
+        return imported_log(path, found, command)
+    if check_header:
         from ..store import read_header
 
         try:
@@ -241,8 +243,7 @@ def log_of_path(ref: str, command: str = "show") -> Path:
             read_header(path)
         except (AwlError, OSError) as exc:
             fail(f"{exc}" if isinstance(exc, AwlError) else f"{path}: {exc.strerror}", usage=True)
-        return path
-    return imported_log(path, found, command)
+    return path
 
 
 _TAKES = {

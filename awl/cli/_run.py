@@ -7,7 +7,6 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 from ..agent import Agent, TurnResult, UnresumableSession, open_session, resume_point
@@ -24,7 +23,7 @@ from ..providers import (
 )
 from ..store import SessionManager, resume_prefix
 from ..tools import ToolOutput
-from ..ui import TerminalSink, visible
+from ..ui import TerminalSink, signals_cancel, visible
 from ._common import imported_session, log_of_path, names_a_file
 
 
@@ -172,7 +171,9 @@ def _print_turn(agent: Agent, prompt: str) -> int:
     cancel = threading.Event()
     stopped_by: list[int] = []
     try:
-        with _signals_cancel(cancel, stopped_by):
+        # The first Ctrl+C or SIGTERM ends the turn as the REPL's Ctrl+C does; a
+        # second interrupts at once, the tool in hand killed.
+        with signals_cancel(cancel, (signal.SIGINT, signal.SIGTERM)) as stopped_by:
             result = agent.run_turn(prompt, sink or quiet, cancel=cancel, on_tool=on_tool)
     except KeyboardInterrupt:  # a second signal: at once, the tool in hand killed
         result = TurnResult("", "error", CANCELLED, 0)
@@ -192,35 +193,6 @@ def _print_turn(agent: Agent, prompt: str) -> int:
             return 128 + (stopped_by[0] if stopped_by else signal.SIGINT)
         return 1
     return 0
-
-
-@contextlib.contextmanager
-def _signals_cancel(cancel: threading.Event, stopped_by: list[int]) -> Iterator[None]:
-    """While inside, the first Ctrl+C or SIGTERM sets ``cancel`` (the turn ends as
-    the REPL's does: a running command killed, its output so far saved as its
-    result, what arrived of a reply saved, no further request), and is added
-    to ``stopped_by``; a second one interrupts at once."""
-    if threading.current_thread() is not threading.main_thread():
-        yield  # handlers belong to the main thread
-        return
-
-    def first(signum: int, frame: object) -> None:
-        if cancel.is_set():
-            raise KeyboardInterrupt
-        stopped_by.append(signum)
-        cancel.set()
-
-    # A signal ignored (SIGINT in a script's background job) goes on being ignored.
-    previous = {
-        sig: signal.signal(sig, first)
-        for sig in (signal.SIGINT, signal.SIGTERM)
-        if signal.getsignal(sig) is not signal.SIG_IGN
-    }
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 class _RetryNotes(NullSink):

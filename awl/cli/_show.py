@@ -15,10 +15,9 @@ from ._common import (
     current_dir,
     fail,
     has_entry,
-    imported_log,
     json_text,
+    log_of_path,
     names_a_file,
-    regular_file,
     resolve_session,
 )
 
@@ -61,13 +60,9 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
     context = 3 if context is None else context
 
     if names_a_file(ref):
-        from ..importers import FORMAT_NAMES, detect_file
-
-        path = regular_file(ref)
-        found = detect_file(path)
-        if found in FORMAT_NAMES:
-            # Another agent's log: the awl session an import made of it.
-            path = imported_log(path, found, "show")
+        # Another agent's log stands for the awl session an import made of it; the
+        # read-only open says what is wrong with an awl log (and reads a damaged one).
+        path = log_of_path(ref, "show", check_header=False)
     else:
         path = resolve_session(ref, current_dir())
     origin = _origin(path)

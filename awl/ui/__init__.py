@@ -13,7 +13,7 @@ from .._lazy import exports
 
 if TYPE_CHECKING:
     from ._repl import HELP, handle_command, interactive_loop, show_resume
-    from ._terminal import TerminalSink, stdin_text
+    from ._terminal import TerminalSink, signals_cancel, stdin_text
     from ._text import format_bytes, local_time, visible
     from ._transcript import (
         around_document,
@@ -32,6 +32,7 @@ _HOMES = {
     "interactive_loop": "_repl",
     "show_resume": "_repl",
     "TerminalSink": "_terminal",
+    "signals_cancel": "_terminal",
     "stdin_text": "_terminal",
     "format_bytes": "_text",
     "local_time": "_text",
@@ -59,6 +60,7 @@ __all__ = [
     "session_document",
     "session_json",
     "show_resume",
+    "signals_cancel",
     "stdin_text",
     "transcript",
     "transcript_around",

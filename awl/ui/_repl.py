@@ -24,7 +24,7 @@ from ..paths import history_path
 from ..providers import ProviderError
 from ..store import default_env, disk_message_to_internal, make_private_dirs, resume_prefix
 from ..tools import ToolOutput
-from ._terminal import TerminalSink, stdin_text
+from ._terminal import TerminalSink, signals_cancel, stdin_text
 from ._text import visible
 from ._transcript import render_message
 
@@ -129,10 +129,11 @@ def unanswered_note(names: list[str], started: bool) -> str:
 
 
 def _run_with_cancel(
-    agent: Agent, prompt: str, sink: TerminalSink, terminated: threading.Event
-) -> TurnResult | None:
+    agent: Agent, prompt: str, sink: TerminalSink
+) -> tuple[TurnResult | None, bool]:
     """Run a turn in a worker thread so Ctrl+C in the main thread can cancel it;
-    SIGTERM cancels it too, and sets ``terminated`` (the session then ends)."""
+    SIGTERM cancels it too.  Returns the turn's result, and whether SIGTERM
+    came (the session then ends)."""
     cancel = threading.Event()
     box: list[TurnResult | BaseException] = []
 
@@ -161,7 +162,7 @@ def _run_with_cancel(
     # Wait on an Event, not Thread.join: a KeyboardInterrupt inside join()
     # can leave the thread looking finished while it still runs (bpo-45274).
     threading.Thread(target=run, daemon=True).start()
-    with _typing_not_echoed(), _sigterm_sets(cancel, terminated):
+    with _typing_not_echoed(), signals_cancel(cancel, (signal.SIGTERM,)) as terminated:
         while True:
             try:
                 if finished.wait(0.1):
@@ -183,29 +184,7 @@ def _run_with_cancel(
     result = box[0] if box else None
     if isinstance(result, BaseException):
         raise result
-    return result
-
-
-@contextlib.contextmanager
-def _sigterm_sets(cancel: threading.Event, terminated: threading.Event) -> Iterator[None]:
-    """While inside, SIGTERM (``kill``, a closed container) ends the turn as Ctrl+C
-    does, what arrived saved, and marks the session to end after it."""
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
-    ):
-        yield
-        return
-
-    def stop(signum: int, frame: object) -> None:
-        terminated.set()
-        cancel.set()
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    return result, signal.SIGTERM in terminated
 
 
 @contextlib.contextmanager
@@ -265,15 +244,14 @@ def interactive_loop(agent: Agent, *, resumed: bool) -> int:
         if text.startswith("//"):
             line = line.lstrip()[1:]  # "//" sends a line that starts with "/"
         sink = TerminalSink(sys.stdout)
-        terminated = threading.Event()
         try:
-            result = _run_with_cancel(agent, line, sink, terminated)
+            result, terminated = _run_with_cancel(agent, line, sink)
         except UnresumableSession:
             raise  # no prompt can be sent, and none was saved: the session ends
         except (AwlError, ProviderError) as exc:
             sys.stdout.write(f"awl: {visible(str(exc), one_line=True)}\n")
             continue
-        if terminated.is_set():
+        if terminated:
             # What arrived is saved; the session ends with SIGTERM's status.
             sys.stdout.write("awl: cancelled by SIGTERM\n")
             sys.stdout.flush()

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
+import threading
+from collections.abc import Iterator, Sequence
 from typing import TextIO
 
 from ._text import visible
@@ -92,3 +96,36 @@ class TerminalSink:
             self.out.write("\n")
             self.out.flush()
         self._mode = ""
+
+
+@contextlib.contextmanager
+def signals_cancel(cancel: threading.Event, signals: Sequence[int]) -> Iterator[list[int]]:
+    """While inside, the first of ``signals`` to arrive sets ``cancel`` (a turn then
+    ends as at Ctrl+C: a running command killed, its output so far its result,
+    what arrived of a reply saved, no further request), and one after it, once
+    ``cancel`` is set, raises KeyboardInterrupt at once.  Yields the signals
+    received, in order.  Outside the main thread (where handlers cannot be set)
+    none is caught; one ignored (SIGINT in a script's background job) stays
+    ignored."""
+    got: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield got
+        return
+
+    def caught(signum: int, frame: object) -> None:
+        again = bool(got) and cancel.is_set()
+        got.append(signum)
+        if again:
+            raise KeyboardInterrupt
+        cancel.set()
+
+    previous = {
+        sig: signal.signal(sig, caught)
+        for sig in signals
+        if signal.getsignal(sig) is not signal.SIG_IGN
+    }
+    try:
+        yield got
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
