@@ -955,6 +955,30 @@ def test_terminal_sink_escapes_control_characters_across_deltas() -> None:
     assert out.getvalue() == ("a\\x1b[2Jb\r\nc\\rd\\x07\\r\n[calling ba\\x1bsh]\n[calling read]\n")
 
 
+class _TtyOut(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("no_color", [None, "1"])
+def test_terminal_sink_dims_thinking_on_a_terminal_unless_no_color(
+    monkeypatch: pytest.MonkeyPatch, no_color: str | None
+) -> None:
+    if no_color is None:
+        monkeypatch.delenv("NO_COLOR", raising=False)
+    else:
+        monkeypatch.setenv("NO_COLOR", no_color)
+    out = _TtyOut()
+    sink = TerminalSink(out)
+    sink.thinking("hmm")
+    sink.text("yes")
+    sink.end()
+    if no_color:
+        assert out.getvalue() == "hmm\nyes\n"
+    else:
+        assert out.getvalue() == "\x1b[2mhmm\n\x1b[0myes\x1b[0m\n"
+
+
 # ── a round of several calls: each result saved as its call ends ──
 
 

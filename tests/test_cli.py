@@ -415,12 +415,45 @@ def test_show_heads_a_reply_that_did_not_end_on_its_own(root: Path, here: Path) 
     res = cli("show", ID_A)
     assert res.exit_code == 0, res.output
     blocks = res.output.split("\n\n")[1:]
-    assert blocks[1] == "── assistant · cut short (an error, or cancelled) ──\nHalf an ans"
+    # The first reply names its model; the others, by the same one, do not.
+    assert (
+        blocks[1] == "── assistant · openai/m · cut short (an error, or cancelled) ──\nHalf an ans"
+    )
     assert blocks[3] == (
         "── assistant · cut short (an error, or cancelled) ──\n(nothing had arrived)"
     )
     assert blocks[5] == "── assistant · cut off at the output limit ──\nLong and"
     assert blocks[7] == "── assistant ──\nDone.\n"
+
+
+def test_show_names_the_model_of_a_reply_where_it_changes(root: Path, here: Path) -> None:
+    def reply(eid: str, parent: str, provider: str, model: str) -> dict[str, Any]:
+        entry = msg(eid, parent, "assistant", f"by {model}")
+        entry["message"] |= {"provider": provider, "model": model, "stopReason": "stop"}
+        return entry
+
+    log(
+        root,
+        header(ID_A, "2026-04-25T17:40:15.990Z", here),
+        [
+            msg("00000001", None, "user", "one"),
+            reply("00000002", "00000001", "anthropic", "claude-a"),
+            msg("00000003", "00000002", "user", "two"),
+            reply("00000004", "00000003", "anthropic", "claude-a"),
+            msg("00000005", "00000004", "user", "three"),
+            reply("00000006", "00000005", "openai", "gpt-b"),
+        ],
+    )
+    res = cli("show", ID_A)
+    assert res.exit_code == 0, res.output
+    headings = [line for line in res.output.splitlines() if line.startswith("── assistant")]
+    assert headings == [
+        "── assistant · anthropic/claude-a ──",
+        "── assistant ──",
+        "── assistant · openai/gpt-b ──",
+    ]
+    around = cli("show", ID_A, "--around", "00000006", "--context", "1")
+    assert "── assistant · openai/gpt-b ──" in around.output
 
 
 def test_show_says_what_other_branches_hold_and_around_reaches_them(root: Path, here: Path) -> None:
@@ -1021,6 +1054,22 @@ def test_a_verbose_turn_ends_its_streamed_line_before_the_resume_hint(here: Path
     lines = r.stderr.splitlines()
     assert lines[-1].startswith("awl --resume "), r.stderr
     assert r.stdout.strip() in lines[:-1]  # the reply, streamed, on a line of its own
+
+
+def test_a_verbose_turn_shows_its_reply_once_where_stderr_is_stdout(here: Path) -> None:
+    """On one terminal (or ``2>&1``), the reply streamed to stderr would show twice."""
+    r = subprocess.run(
+        [sys.executable, "-m", "awl.cli", "--provider", "offline", "-p", "just once"],
+        cwd=here,
+        env=child_env(AWL_FSYNC="0", AWL_VERBOSE="1"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=20,
+    )
+    assert r.returncode == 0, r.stdout
+    assert r.stdout.count("You said: just once") == 1, r.stdout
+    assert r.stdout.splitlines()[-1].startswith("awl --resume "), r.stdout
 
 
 def test_the_resume_preview_shows_the_head_of_a_long_reply(root: Path, here: Path) -> None:

@@ -272,6 +272,8 @@ def test_failed_model_switch_keeps_the_previous_model(term: Any, root: Path, pro
     t.expect(
         "ANTHROPIC_API_KEY is not set; export it, or choose another provider (e.g. /model offline)"
     )
+    t.line("/model offline echo extra")  # a model name has no spaces: refused, not ignored
+    t.expect("awl: /model takes PROVIDER [MODEL]; a model name has no spaces")
     t.line("/model")  # says what is in use
     t.expect("using offline/echo; /model PROVIDER [MODEL] switches")
     t.line("still here")

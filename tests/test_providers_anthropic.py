@@ -290,7 +290,12 @@ def test_thinking_budget_and_max_tokens_from_env(
 
 @pytest.mark.parametrize(
     ("env", "value"),
-    [("AWL_MAX_TOKENS", "lots"), ("AWL_THINKING_BUDGET", "x"), ("AWL_THINKING_BUDGET", "9000")],
+    [
+        ("AWL_MAX_TOKENS", "lots"),
+        ("AWL_THINKING_BUDGET", "x"),
+        ("AWL_THINKING_BUDGET", "9000"),
+        ("AWL_THINKING_BUDGET", "1023"),
+    ],
 )
 def test_bad_numbers_in_env_raise(monkeypatch: pytest.MonkeyPatch, env: str, value: str) -> None:
     monkeypatch.setenv(env, value)

@@ -101,6 +101,13 @@ def test_errors_that_do_not_pass_are_reported_at_once(server: FakeServer, reply:
     assert not [e for e in sink.events if e[0] == "retrying"]
 
 
+def test_a_wait_too_long_is_said_in_the_error(server: FakeServer) -> None:
+    server.queue(_busy(429, **{"retry-after": "600"}))
+    r = _anthropic(server).complete("m", HISTORY, [], Sink())
+    assert r.error is not None and r.error.startswith("anthropic: rate limited (429)")
+    assert r.error.endswith("; the server asks for a wait of 10 min, longer than awl waits (60 s)")
+
+
 @pytest.mark.parametrize(
     ("reply", "again"),
     [

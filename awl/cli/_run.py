@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import signal
 import sys
 import threading
 from pathlib import Path
+from typing import TextIO
 
 from ..agent import Agent, TurnResult, UnresumableSession, open_session, resume_point
 from ..conversation import ToolUse
@@ -159,8 +161,24 @@ def _same_dir(a: Path, b: Path) -> bool:
         return os.path.abspath(a) == os.path.abspath(b)
 
 
+def _same_file(a: TextIO, b: TextIO) -> bool:
+    try:
+        x, y = os.fstat(a.fileno()), os.fstat(b.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return False
+    return (x.st_dev, x.st_ino) == (y.st_dev, y.st_ino)
+
+
 def _print_turn(agent: Agent, prompt: str) -> int:
-    sink = TerminalSink(sys.stderr, show_thinking=False) if verbose() else None
+    # The reply is printed on stdout at the end; streamed to stderr as well
+    # only where that is somewhere else (a terminal showing both would show it twice).
+    sink = (
+        TerminalSink(
+            sys.stderr, show_thinking=False, show_text=not _same_file(sys.stdout, sys.stderr)
+        )
+        if verbose()
+        else None
+    )
     quiet = _RetryNotes()  # a wait before a request is sent again is said even then
 
     def on_tool(use: ToolUse, output: ToolOutput) -> None:
@@ -182,6 +200,7 @@ def _print_turn(agent: Agent, prompt: str) -> int:
             sink.end()  # streamed text ends its line before anything else on stderr
     if result.text:
         sys.stdout.write(result.text + ("" if result.text.endswith("\n") else "\n"))
+        sys.stdout.flush()  # before what follows on stderr, where both are one pipe
     if result.error:
         if result.error == CANCELLED and stopped_by[:1] == [signal.SIGTERM]:
             sys.stderr.write("awl: cancelled by SIGTERM\n")

@@ -13,8 +13,8 @@ Request mapping:
   assistant turn being continued start with its signed thinking block.
 
 Environment: ``ANTHROPIC_API_KEY`` (required), ``ANTHROPIC_BASE_URL``,
-``AWL_MAX_TOKENS`` (default 8192), ``AWL_THINKING_BUDGET`` (tokens; unset = no
-extended thinking).
+``AWL_MAX_TOKENS`` (default 8192), ``AWL_THINKING_BUDGET`` (tokens, at least
+1024 as the API requires; unset = no extended thinking).
 """
 
 from __future__ import annotations
@@ -68,6 +68,7 @@ EMPTY_RESULT = "(no output)"
 """What a tool result of nothing (or only whitespace) is sent as: as awl's bash says it."""
 
 DEFAULT_MAX_TOKENS = 8192
+MIN_THINKING_BUDGET = 1024  # the least budget_tokens the Messages API takes
 # Connect fails fast; reads may legitimately wait, but Anthropic sends `ping`
 # events while a long answer is prepared, so minutes of silence mean trouble.
 DEFAULT_TIMEOUT = anthropic.Timeout(300.0, connect=10.0)
@@ -110,6 +111,13 @@ class AnthropicProvider(HostedProvider):
         self.max_tokens = env_count("AWL_MAX_TOKENS", DEFAULT_MAX_TOKENS)
         budget = os.environ.get("AWL_THINKING_BUDGET", "").strip()
         self.thinking_budget = env_count("AWL_THINKING_BUDGET", 0) if budget else None
+        if self.thinking_budget is not None and self.thinking_budget < MIN_THINKING_BUDGET:
+            # The API refuses less, and would do so on every request, after the
+            # prompt was saved: the setting is refused before anything is sent.
+            raise SettingError(
+                f"AWL_THINKING_BUDGET ({self.thinking_budget}) must be at least "
+                f"{MIN_THINKING_BUDGET}, the API's minimum"
+            )
         if self.thinking_budget is not None and self.thinking_budget >= self.max_tokens:
             raise SettingError(
                 f"AWL_THINKING_BUDGET ({self.thinking_budget}) must be less than "

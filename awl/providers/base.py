@@ -146,6 +146,14 @@ def retry_wait(headers: Mapping[str, str]) -> float | None:
     return None
 
 
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.0f} h"
+
+
 def backoff(tries: int) -> float:
     """awl's wait before retry ``tries + 1`` when the server names none: 1, 2, 4...
     seconds, up to :data:`BACKOFF_CAP`."""
@@ -167,6 +175,11 @@ def with_retries(
             return response
         asked = response.retry_after
         if asked is not None and asked > LONGEST_RETRY_WAIT:
+            # Said, so that the user knows when sending it again can work.
+            response.error = (
+                f"{response.error or 'error'}; the server asks for a wait of "
+                f"{_duration(asked)}, longer than awl waits ({LONGEST_RETRY_WAIT:g} s)"
+            )
             return response
         wait = backoff(tries) if asked is None else asked
         if cancel is not None and cancel.is_set():  # while the request was in flight

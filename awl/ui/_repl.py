@@ -285,7 +285,9 @@ def handle_command(agent: Agent, text: str) -> bool:
         shown = visible(str(path), one_line=True)
         out.write(f"session {agent.manager.id}\nfile {shown}{later}\n")
     elif name == "/model":
-        if len(parts) not in (2, 3):
+        if len(parts) > 3:
+            out.write("awl: /model takes PROVIDER [MODEL]; a model name has no spaces\n")
+        elif len(parts) == 1:
             current = visible(f"{agent.provider_name}/{agent.model}", one_line=True)
             out.write(f"using {current}; /model PROVIDER [MODEL] switches\n")
         else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 import threading
@@ -24,7 +25,8 @@ def stdin_text(*, line: bool = False) -> str:
 
 
 class TerminalSink:
-    """Streams text to a terminal as it arrives; thinking dimmed on a tty.
+    """Streams text to a terminal as it arrives; thinking dimmed on a tty (not under
+    ``NO_COLOR``).
 
     What the model sends is shown with its control characters escaped
     (:func:`awl.ui.visible`), as a stored message is: a reply that
@@ -32,10 +34,12 @@ class TerminalSink:
     reprogram the user's terminal.
     """
 
-    def __init__(self, out: TextIO, *, show_thinking: bool = True) -> None:
+    def __init__(self, out: TextIO, *, show_thinking: bool = True, show_text: bool = True) -> None:
         self.out = out
         self.show_thinking = show_thinking
-        self._tty = out.isatty()
+        self.show_text = show_text
+        # NO_COLOR (no-color.org) asks for no styling at all, dimming included.
+        self._tty = out.isatty() and not os.environ.get("NO_COLOR")
         self._mode = ""
         # A carriage return that ends a delta: whether it is half of a CRLF
         # (kept) or alone (escaped) is known only from the next character.
@@ -63,6 +67,8 @@ class TerminalSink:
 
     def text(self, delta: str) -> None:
         """Show visible text."""
+        if not self.show_text:
+            return
         self._switch("text")
         self._write(delta)
 

@@ -106,14 +106,16 @@ def _cut(text: str, chars: int) -> str:
     return text[:chars] + f"… ({len(text) - chars} more characters)"
 
 
-def render_message(msg: Message, *, full: bool = True) -> str:
+def render_message(msg: Message, *, full: bool = True, served: str | None = None) -> str:
     """One message as readable text, control characters shown (:func:`visible`).
-    A compaction summary says so in its heading: a request starts there."""
+    A compaction summary says so in its heading: a request starts there.
+    ``served`` (``provider/model``) is named in the heading."""
     if msg.compaction is not None:
         out = [_compaction_heading(msg.compaction)]
     else:
         ended = _ENDED.get(msg.stop_reason or "") if msg.role == "assistant" else None
-        out = [f"── {msg.role}{f' · {ended}' if ended else ''} ──"]
+        notes = "".join(f" · {x}" for x in (served, ended) if x)
+        out = [f"── {msg.role}{notes} ──"]
         if ended and not msg.content:
             out.append("(nothing had arrived)")
     for b in msg.content:
@@ -180,13 +182,31 @@ def _opaque_label(block: Opaque) -> str:
     return f"[{kind}: {about}]" if about else f"[{kind}]"
 
 
+class _Served:
+    """What a reply's heading names: the provider and model that wrote it, where
+    they change from the reply before, so that a switch (``/model``, a resume
+    with another provider) shows where it happened."""
+
+    def __init__(self) -> None:
+        self._last: str | None = None
+
+    def __call__(self, msg: Message) -> str | None:
+        if msg.role != "assistant" or not (msg.provider or msg.model):
+            return None
+        served = "/".join(x for x in (msg.provider, msg.model) if x)
+        if served == self._last:
+            return None
+        self._last = served
+        return served
+
+
 def transcript(m: SessionManager | Window, notes: Sequence[str] = ()) -> Iterator[str]:
     """The whole conversation as readable text, message by message (see :func:`visible`),
     each of ``notes`` a line under the heading; ``m`` an open session, or what
     :func:`awl.store.window_in_damaged_log` read of a log an open refuses (its
     current branch as far as it can be read, a message that cannot be read one
     line in its place)."""
-    from ..store import UnreadableMessage, Window, disk_message_to_internal
+    from ..store import UnreadableMessage, Window, entry_message
 
     head = _head(m)
     sid, count = head["id"], len(m.messages) if isinstance(m, Window) else m.message_count
@@ -206,17 +226,19 @@ def transcript(m: SessionManager | Window, notes: Sequence[str] = ()) -> Iterato
             f"awl search finds what they say, awl show {sid}:ENTRY shows one, "
             f"awl --resume {sid}:ENTRY goes on from it)"
         )
+    served = _Served()
     if not isinstance(m, Window):
-        for msg in m.rebuild_conversation().stream():
+        for _, _, msg in m.stream_branch():
             yield ""
-            yield render_message(msg)
+            yield render_message(msg, served=served(msg))
         return
     for entry in m.messages:
         yield ""
         if isinstance(entry, UnreadableMessage):
             yield unreadable_line(entry)
         else:
-            yield render_message(disk_message_to_internal(entry.message))
+            msg = entry_message(entry)
+            yield render_message(msg, served=served(msg))
 
 
 def messages_around(
@@ -282,9 +304,10 @@ def transcript_around(m: SessionManager | Window, entry_id: str, context: int = 
     """:func:`messages_around` as readable text, the message itself marked; ``m`` is
     an open session, or a window already read (:func:`window_around`,
     :func:`awl.store.window_in_damaged_log`: ``context`` is then its own)."""
-    from ..store import UnreadableMessage, disk_message_to_internal
+    from ..store import UnreadableMessage, entry_message
 
     head, entries, at = _window(m, entry_id, context)
+    served = _Served()
     yield visible(
         f"session {head['id']}  cwd {head['cwd']}  around entry {entry_id}", one_line=True
     )
@@ -297,7 +320,8 @@ def transcript_around(m: SessionManager | Window, entry_id: str, context: int = 
             continue
         if k == at:
             yield f"▶ entry {entry.base.id}  {local_time(entry.base.timestamp)}"
-        yield render_message(disk_message_to_internal(entry.message))
+        msg = entry_message(entry)
+        yield render_message(msg, served=served(msg))
 
 
 def around_document(m: SessionManager | Window, entry_id: str, context: int = 3) -> dict[str, Any]:
