@@ -200,6 +200,25 @@ def test_sessions_shortest_unique_prefix_is_8_when_unique(root: Path, here: Path
     assert res.output == "019dc5ba  2026-04-25 23:10  14 messages\n"
 
 
+def test_sessions_names_the_file_of_each_copy_of_a_log(root: Path, here: Path) -> None:
+    """An id cannot tell copies of a log apart; their files can (and --resume PATH takes one)."""
+    path = log(root, header(ID_A, "2026-04-25T17:40:15.990Z", here), chain(14))
+    copy = path.with_name("copy.jsonl")
+    copy.write_bytes(path.read_bytes())
+    res = cli("sessions")
+    assert res.exit_code == 0, res.output
+    note = "14 messages  (one of 2 files of this session:"
+    assert sorted(res.output.splitlines()) == sorted(
+        [
+            f"019dc5ba  2026-04-25 23:10  {note} {path.name})",
+            f"{ID_A}  2026-04-25 23:10  {note} copy.jsonl)",
+        ]
+    )
+    refused = cli("--resume", "-p", "hi")
+    assert refused.exit_code == 1 and f"session {ID_A} is in 2 files" in refused.output
+    assert "name one by its path" in refused.output
+
+
 def test_sessions_json(store: dict[str, Path], here: Path) -> None:
     res = cli("sessions", "--json")
     assert res.exit_code == 0

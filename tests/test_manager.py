@@ -570,7 +570,34 @@ def test_find_refuses_to_choose_between_copies_of_a_log(project: Path, root: Pat
     copy.write_bytes(m.path.read_bytes())
     with pytest.raises(SessionError) as err:
         SessionManager.find(m.id[:13], project, session_dir=root)
-    assert str(err.value) == f"session {m.id} is in 2 files: {m.path}, {copy}"
+    assert str(err.value) == (
+        f"session {m.id} is in 2 files: {m.path}, {copy}; name one by its path "
+        "(awl --resume PATH), or move the copies out of the session folder"
+    )
+
+
+def test_continue_recent_refuses_to_choose_between_copies_of_a_log(
+    project: Path, root: Path
+) -> None:
+    """A copy made beside the log is alike to the last entry: ``--resume`` went on
+    writing whichever sorted last (the copy), the original left behind."""
+    older, newest = make_sessions(project, root, 2)
+    time.sleep(0.01)
+    with SessionManager.open(newest.path) as m:
+        m.append_message(Message("assistant", [Text("later activity")]))
+    copy = newest.path.with_name("copy.jsonl")
+    copy.write_bytes(newest.path.read_bytes())
+    before = {p: p.read_bytes() for p in (older.path, newest.path, copy)}
+    with pytest.raises(SessionError) as err:
+        SessionManager.continue_recent(project, session_dir=root)
+    assert str(err.value).startswith(f"session {newest.id} is in 2 files: ")
+    assert {p: p.read_bytes() for p in before} == before
+    # A copy of a session that is not the most recent one changes nothing.
+    copy.unlink()
+    (root / encode_cwd(project) / "old-copy.jsonl").write_bytes(older.path.read_bytes())
+    recent = SessionManager.continue_recent(project, session_dir=root)
+    assert recent is not None and recent.path == newest.path
+    recent.close()
 
 
 def test_listing_shows_unreadable_logs(project: Path, root: Path) -> None:

@@ -548,6 +548,35 @@ def test_verify_clean_store_has_no_problems(root: Path, project: Path) -> None:
     assert (summary.repaired, summary.checkpointed, summary.caches) == (1, 1, 3)
 
 
+def test_verify_names_logs_that_carry_one_session_id(
+    root: Path, project: Path, tmp_path: Path
+) -> None:
+    """A copy made beside a log makes resuming by its id refuse: verify says so
+    for each of them, and changes neither."""
+    s = build_store(root, project)
+    copy = s.clean.with_name("copy.jsonl")
+    copy.write_bytes(s.clean.read_bytes())
+    before = {p: p.read_bytes() for p in (s.clean, copy)}
+    results, summary = reindex([s.clean, copy, s.plain], verify=True, jobs=1)
+    by_path = {r.path: r for r in results}
+    for one, other in ((s.clean, copy), (copy, s.clean)):
+        ((line, problem),) = by_path[str(one)].problems
+        assert line is None
+        assert f"is also in {other}: awl --resume and awl show by its id refuse" in problem
+    assert by_path[str(s.plain)].problems == [] and summary.errors == 2
+    assert {p: p.read_bytes() for p in before} == before
+    # Without --verify nothing is read for it.
+    results, _ = reindex([s.clean, copy], jobs=1)
+    assert all(r.problems == [] for r in results)
+    # A copy outside the session root (a backup) is found by no id: no problem.
+    copy.unlink()
+    backup = tmp_path / "backup" / "copy.jsonl"
+    backup.parent.mkdir()
+    backup.write_bytes(s.clean.read_bytes())
+    results, summary = reindex([s.clean, backup], verify=True, jobs=1)
+    assert summary.errors == 0 and all(r.problems == [] for r in results)
+
+
 # ── the command line ──
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 from typing import TYPE_CHECKING
 
 import click
@@ -45,12 +46,16 @@ def sessions(as_json: bool, all_projects: bool, long_format: bool) -> None:
     # The prefixes `awl --resume` and `awl show` run here find each session by,
     # as `awl search` prints them: a folder two cwds share holds both's logs.
     shown = resume_prefixes([i.path for i in every], cwd)
+    files_of = Counter(i.id for i in every if i.error is None)
     lines: list[str] = []
     for where, infos in groups.items():
         if all_projects:
             lines.append(visible(where, one_line=True))
         indent = "  " if all_projects else ""
-        lines.extend(format_info(i, _short(i, shown), long_format, indent) for i in infos)
+        lines.extend(
+            format_info(i, _short(i, shown), long_format, indent, copies=files_of[i.id])
+            for i in infos
+        )
     if lines:
         click.echo("\n".join(lines))  # one write: a thousand echo calls add up
     else:
@@ -68,17 +73,22 @@ def _short(info: SessionInfo, shown: dict[str, str]) -> str:
     return found if found and info.id.startswith(found) else info.id
 
 
-def format_info(info: SessionInfo, short: str, long_format: bool, indent: str = "") -> str:
+def format_info(
+    info: SessionInfo, short: str, long_format: bool, indent: str = "", *, copies: int = 1
+) -> str:
     """One listing line in the seed's format: ``019dc5ba  2026-04-25 17:40  14 messages``,
-    and ``  (from claude)`` after it for a session ``awl import`` made.
+    and ``  (from claude)`` after it for a session ``awl import`` made.  A
+    session whose id ``copies`` files carry (a copy made beside its log) names
+    its file: an id cannot tell them apart.
 
     Control characters (in a first prompt, an error's file name) are shown
     as escapes: the line is for a terminal.
     """
-    return visible(_info_line(info, short, long_format, indent), one_line=True)
+    line = _info_line(info, short, long_format, indent, copies)
+    return visible(line, one_line=True)
 
 
-def _info_line(info: SessionInfo, short: str, long_format: bool, indent: str) -> str:
+def _info_line(info: SessionInfo, short: str, long_format: bool, indent: str, copies: int) -> str:
     if info.error and not info.created and info.path.is_dir():
         return f"{indent}unreadable: {info.error}"  # a project folder, not a session
     when = local_time(info.created) if info.created else "????-??-?? ??:??"
@@ -88,6 +98,8 @@ def _info_line(info: SessionInfo, short: str, long_format: bool, indent: str) ->
     text = f"{indent}{short}  {when}  {info.message_count} {noun}"
     if info.imported_from:
         text += f"  (from {info.imported_from})"  # the word `awl import --from` takes
+    if copies > 1:
+        text += f"  (one of {copies} files of this session: {info.path.name})"
     if long_format:
         # The conversation's own time: an import or a reindex sets the file's.
         if info.last_activity:

@@ -11,7 +11,7 @@ import itertools
 import os
 import re
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -102,9 +102,17 @@ def _one(what: str, matches: list[tuple[str, Path]]) -> Path:
         paths = dict(matches)
         raise AmbiguousSession(what, ids, labels={sid: _label(paths[sid]) for sid in ids[:10]})
     if len(matches) > 1:
-        files = ", ".join(str(p) for _, p in matches)
-        raise SessionError(f"session {matches[0][0]} is in {len(matches)} files: {files}")
+        raise SessionError(_copies(matches[0][0], [p for _, p in matches]))
     return matches[0][1]
+
+
+def _copies(session_id: str, paths: Sequence[Path]) -> str:
+    """The refusal of an id several logs carry (a copy made beside its log)."""
+    files = ", ".join(str(p) for p in sorted(paths))
+    return (
+        f"session {session_id} is in {len(paths)} files: {files}; name one by its path "
+        "(awl --resume PATH), or move the copies out of the session folder"
+    )
 
 
 def _label(path: Path) -> str:
@@ -170,7 +178,14 @@ def most_recent(
             f"the most recent session here cannot be resumed: {newest.error} "
             "(awl --resume ID resumes another; awl reindex --verify names each problem)"
         )
-    return None if best is None else best.path
+    if best is None:
+        return None
+    # Copies of the log (a backup beside it) are alike to the last entry:
+    # which one to go on writing is not ours to guess.
+    copies = [i.path for i in readable if i.id == best.id]
+    if len(copies) > 1:
+        raise SessionError(_copies(best.id, copies))
+    return best.path
 
 
 def _common_prefix(a: str, b: str) -> int:

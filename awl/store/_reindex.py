@@ -39,7 +39,7 @@ from ..paths import (
 )
 from ._fs import Env, default_env, keep_bytes, open_regular
 from ._index_cache import load_cache, stale_caches, wants_cache
-from ._logfile import MAX_HEADER, keep_problem, read_header_fd, symlink_refusal
+from ._logfile import MAX_HEADER, keep_problem, read_header, read_header_fd, symlink_refusal
 from ._logmap import LogMap
 from ._session import SessionManager
 from ._verify import verify_log
@@ -560,9 +560,14 @@ def reindex(
     summary = ReindexSummary()
     recovered: dict[str, str] = {}
 
+    shared = _shared_ids(sizes) if verify else {}
+
     def done(r: FileResult) -> None:
         if r.path in recovered:
             r.recovered_from = recovered[r.path]
+        if r.path in shared and not r.busy:
+            r.problems.append((None, shared[r.path]))
+            r.problem_count += 1
         results.append(r)
         summary.add(r)
         if on_result is not None:
@@ -606,6 +611,32 @@ def reindex(
             done(r)
     results.sort(key=lambda r: r.path)
     return results, summary
+
+
+def _shared_ids(paths: Iterable[str]) -> dict[str, str]:
+    """The problem of each log in the session root whose session id another of
+    ``paths`` there carries too (a copy made beside it): resuming or showing
+    by that id then refuses.  Logs elsewhere (a backup, a corpus) are found
+    by no id, and are not looked at."""
+    root = os.path.realpath(session_root())
+    by_id: dict[str, list[str]] = {}
+    for p in paths:
+        if os.path.dirname(os.path.dirname(os.path.realpath(p))) != root:
+            continue
+        try:
+            by_id.setdefault(read_header(p).id, []).append(p)
+        except SessionError:
+            continue  # the log's own check says what is wrong with it
+    problems: dict[str, str] = {}
+    for sid, logs in by_id.items():
+        for p in logs if len(logs) > 1 else ():
+            others = [o for o in sorted(logs) if o != p]
+            named = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if others[3:] else "")
+            problems[p] = (
+                f"session {sid} is also in {named}: awl --resume and awl show by its id "
+                "refuse while both are here (name one by its path, or move the copy away)"
+            )
+    return problems
 
 
 def one_name_each(paths: Iterable[str | os.PathLike[str]]) -> dict[str, int]:
