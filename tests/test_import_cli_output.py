@@ -308,11 +308,11 @@ def test_the_progress_bar_fits_the_terminal(tmp_path: Path, columns: int, piped:
     assert len(drawn) >= 12, shown
     assert max(len(x) for x in drawn) < columns, drawn
     last = drawn[-1].rstrip()
-    assert re.fullmatch(r"import  \[#{10,36}\]  100%  12/12 sessions.*", last), last
+    assert re.fullmatch(r"import  \[#{10,36}\]  100%  12/12 files.*", last), last
     if columns == 80:  # room for the bytes too
-        assert re.search(r"12/12 sessions, (\S+ \S+) of \1$", last), last
+        assert re.search(r"12/12 files, (\S+ \S+) of \1$", last), last
     else:
-        assert last.endswith("12/12 sessions"), last
+        assert last.endswith("12/12 files"), last
 
 
 def _tmux_screen(tmp_path: Path, store: Path, *, joined: bool = False) -> list[str]:
@@ -363,7 +363,7 @@ def test_on_a_real_terminal_the_bar_stays_on_one_line(tmp_path: Path) -> None:
     lines = _tmux_screen(tmp_path, _store(tmp_path / "store", 40))
     bars = [x for x in lines if x.startswith("import  [")]
     assert len(bars) == 1, lines
-    assert bars[0].rstrip().endswith("100%  40/40 sessions"), lines
+    assert bars[0].rstrip().endswith("100%  40/40 files"), lines
     assert lines[1].startswith("40 sessions, "), lines  # the summary, wrapped at 50
 
 
@@ -382,7 +382,7 @@ def test_on_a_real_terminal_reports_leave_no_stale_bar_behind(tmp_path: Path) ->
     reports = [k for k, x in enumerate(lines) if "skipped: not JSON" in x]
     assert len(bars) == 1 and len(reports) == 2, lines
     assert reports[-1] < bars[0], lines
-    assert lines[bars[0]].rstrip().endswith("100%  12/12 sessions"), lines
+    assert lines[bars[0]].rstrip().endswith("100%  12/12 files"), lines
 
 
 # ── where the tools keep their sessions ──

@@ -111,6 +111,26 @@ def test_a_source_with_crlf_line_ends_puts_no_cr_in_the_log(tmp_path: Path, fmt:
 
 
 @pytest.mark.parametrize("fmt", sorted(SOURCES))
+def test_a_source_that_starts_with_a_byte_order_mark_imports_as_without_it(
+    tmp_path: Path, fmt: str
+) -> None:
+    """Windows tools and some editors write a UTF-8 BOM first: it is no part of
+    the first line (which a JSON parser would refuse, losing the session's
+    first prompt, its cwd and its id), and the format is still recognised."""
+    plain = copy_tree(SOURCES[fmt], tmp_path / "plain" / SOURCES[fmt].name)
+    marked = copy_tree(SOURCES[fmt], tmp_path / "marked" / SOURCES[fmt].name)
+    marked.write_bytes(b"\xef\xbb\xbf" + marked.read_bytes())
+    extras = plan_import([marked]).sources[0].extras
+    a = run(plain, extras=plan_import([plain]).sources[0].extras, session_dir=tmp_path / "a")
+    b = run(marked, extras=extras, session_dir=tmp_path / "b")
+    assert b.status == "imported" and b.skipped == [] and b.path is not None
+    assert b.format == fmt
+    assert (b.session, b.entries) == (a.session, a.entries)
+    assert a.path is not None and _flat(b.path) == _flat(a.path)
+    assert run(marked, extras=extras, session_dir=tmp_path / "b").status == "unchanged"
+
+
+@pytest.mark.parametrize("fmt", sorted(SOURCES))
 def test_a_grown_source_gets_only_its_new_lines_at_any_point(tmp_path: Path, fmt: str) -> None:
     """Import the source cut after each of its lines (and in the middle of the next,
     torn), then the whole: the session holds what one import of the whole holds."""
@@ -219,6 +239,26 @@ def test_a_source_rewritten_before_what_was_imported_is_a_conflict(tmp_path: Pat
     src.write_bytes(b"".join(src.read_bytes().splitlines(keepends=True)[:3]))
     r = import_source(SourceSpec(str(src)), system_prompt=PROMPT)
     assert r.status == "conflict" and "shorter" in str(r.error)
+
+
+def test_a_copy_that_records_another_cwd_is_a_conflict_not_a_second_log(tmp_path: Path) -> None:
+    """A backup from another machine (/Users/... for /home/...), or a log rewritten
+    with a new cwd: one source session, which a second log would give an id
+    that no lookup could resolve."""
+    src = copy_tree(CLAUDE_SHOP, tmp_path / "here" / CLAUDE_SHOP.name)
+    first = run(src)
+    assert first.status == "imported" and first.path is not None
+    kept = Path(first.path).read_bytes()
+    moved = tmp_path / "there" / CLAUDE_SHOP.name
+    moved.parent.mkdir()
+    moved.write_bytes(src.read_bytes().replace(b'"cwd":"/home/', b'"cwd":"/Users/'))
+    assert moved.read_bytes() != src.read_bytes()
+    r = import_source(SourceSpec(str(moved)), system_prompt=PROMPT)
+    assert r.status == "conflict" and r.failed
+    assert r.error is not None and "under another working directory" in r.error
+    assert f"({first.path})" in r.error and "this file records /Users/" in r.error
+    logs = sorted(Path(first.path).parent.parent.rglob("*.jsonl"))
+    assert logs == [Path(first.path)] and Path(first.path).read_bytes() == kept
 
 
 def test_a_claude_reply_split_by_two_imports_keeps_every_block(tmp_path: Path) -> None:
@@ -410,6 +450,45 @@ def test_torn_and_malformed_lines_are_reported_skipped_and_counted(tmp_path: Pat
     with SessionManager.open(r.path, read_only=True) as m:
         said_after = [x.text() for x in m.rebuild_conversation()]
     assert said_after[-1] == "La période comptait une seconde de trop."
+
+
+def test_a_session_that_could_not_be_written_reports_no_lines_as_taken(tmp_path: Path) -> None:
+    """Skipped lines and notes belong to what an import wrote: a session whose
+    log could not be made (here, the session root is a file) reports its error
+    alone, and the summary counts none of its lines as skipped."""
+    src = copy_tree(CODEX_HARBOR, tmp_path / CODEX_HARBOR.name)
+    lines = src.read_bytes().splitlines(keepends=True)
+    lines[12] = b"\x00\x00garbage\n"
+    src.write_bytes(b"".join(lines))
+    not_a_folder = tmp_path / "root"
+    not_a_folder.write_text("a file")
+    r = import_source(SourceSpec(str(src)), system_prompt=PROMPT, session_dir=not_a_folder)
+    assert r.status == "error" and r.error is not None
+    assert (r.skipped, r.notes, r.entries, r.unrecognised) == ([], [], 0, {})
+    _, summary = import_sessions(
+        [SourceSpec(str(src))], jobs=1, session_dir=not_a_folder, system_prompt=PROMPT
+    )
+    assert (summary.errors, summary.skipped) == (1, 0)
+    # Where it can be written, the same source reports its skipped line.
+    r = import_source(SourceSpec(str(src)), system_prompt=PROMPT, session_dir=tmp_path / "ok")
+    assert r.status == "imported" and [n for _, n, _ in r.skipped] == [13]
+
+
+def test_a_torn_tail_of_the_awl_log_that_an_import_moves_aside_is_said(
+    tmp_path: Path,
+) -> None:
+    src = copy_tree(PI_FULL, tmp_path / "src" / "full.jsonl")
+    whole = src.read_bytes()
+    src.write_bytes(b"".join(whole.splitlines(keepends=True)[:8]))
+    first = run(src)
+    assert first.path is not None
+    with open(first.path, "ab") as log:
+        log.write(b'{"type":"message","id":"dead')  # a writer killed mid-line
+    src.write_bytes(whole)
+    r = run(src)
+    assert r.status == "updated"
+    assert f"the awl log's torn last line (28 bytes) was moved to {first.path}.corrupt" in r.notes
+    assert Path(first.path + ".corrupt").read_bytes().endswith(b'"id":"dead')
 
 
 def test_a_file_of_no_known_format_is_refused_with_one_line(tmp_path: Path, root: Path) -> None:
@@ -999,7 +1078,7 @@ def test_a_stopped_import_says_so_in_a_line_and_the_same_import_again_takes_the_
     assert child.returncode == 128 + signum, err
     (last,) = err.decode().splitlines()
     said = re.fullmatch(
-        rf"awl: import stopped \({name}\) after at least (\d+) of {total} sessions; nothing "
+        rf"awl: import stopped \({name}\) after at least (\d+) of {total} files; nothing "
         "is left half-written, and the same import again takes the rest",
         last,
     )
@@ -1054,7 +1133,7 @@ def test_a_stopped_dry_run_says_it_wrote_nothing(tmp_path: Path) -> None:
         _, err = child.communicate(timeout=120)
     assert child.returncode == 128 + signal.SIGTERM, err
     (last,) = err.decode().splitlines()
-    said = rf"awl: import --dry-run stopped \(SIGTERM\) after at least \d+ of {total} sessions"
+    said = rf"awl: import --dry-run stopped \(SIGTERM\) after at least \d+ of {total} files"
     assert re.fullmatch(said + "; nothing was written", last), last
     assert not (tmp_path / "sessions").exists()
 
@@ -1075,7 +1154,7 @@ def test_an_import_whose_output_is_closed_says_so_and_goes_on_the_next_time(
     (last,) = err.splitlines()
     said = re.fullmatch(
         rf"awl: import stopped: its output was closed after at least (\d+) of {total} "
-        "sessions; the same import again takes the rest",
+        "files; the same import again takes the rest",
         last,
     )
     assert said is not None, last
@@ -1118,8 +1197,8 @@ def test_the_progress_bar_counts_sessions_on_a_terminal_only(tmp_path: Path) -> 
     child.close()
     shown = str(child.before)
     assert child.exitstatus == 0, shown
-    assert re.search(r"import\s+\[[#-]+\]\s+\d+% +0/3 sessions, 0 B of " + re.escape(total), shown)
-    assert re.search(r"\] +100% +3/3 sessions, " + re.escape(f"{total} of {total}"), shown)
+    assert re.search(r"import\s+\[[#-]+\]\s+\d+% +0/3 files, 0 B of " + re.escape(total), shown)
+    assert re.search(r"\] +100% +3/3 files, " + re.escape(f"{total} of {total}"), shown)
     # In a pipe: the summary alone.
     again = subprocess.run([sys.executable, *argv], env=env, capture_output=True, text=True)
     assert (again.returncode, again.stderr) == (0, ""), again.stderr

@@ -82,7 +82,7 @@ def import_command(
         total,
         sum(sizes.values()),
         quiet=as_json,
-        unit="sessions",
+        unit="files",  # what was found; some may turn out to hold no session
         again="nothing was written"
         if dry_run
         else "nothing is left half-written, and the same import again takes the rest",
@@ -129,7 +129,7 @@ def import_command(
             # The reader went away (``awl import --json | head``): the run stops,
             # as at a signal, and says so where it can still be read.
             discard_output(sys.stdout)
-            done = f"after at least {bar.done_files} of {total} sessions"
+            done = f"after at least {bar.done_files} of {total} files"
             again = "nothing was written" if dry_run else "the same import again takes the rest"
             click.echo(f"awl: import stopped: its output was closed {done}; {again}", err=True)
             raise SystemExit(1) from None

@@ -36,6 +36,7 @@ import orjson
 from ..conversation import UNKNOWN, Usage
 from ..errors import SessionBusy, SessionError, SessionWriteError
 from ..paths import (
+    corrupt_path,
     path_text,
     project_dir,
     project_folders,
@@ -182,9 +183,11 @@ def import_source(
     # is written, which every collection would go through again (cycles, if any, wait).
     collecting = gc.isenabled()
     gc.disable()
+    work = _Import(spec, r, fd, session_dir, dry_run, system_prompt, fallback_cwd)
     try:
-        _Import(spec, r, fd, session_dir, dry_run, system_prompt, fallback_cwd).run()
+        work.run()
     except SessionBusy:
+        work.forget_unsaved()
         r.status = "busy"
         r.error = (
             f"{shown}: not imported: its awl session {r.path} is open in another awl "
@@ -192,6 +195,7 @@ def import_source(
             "import again once it is closed"
         )
     except (SessionError, OSError) as exc:
+        work.forget_unsaved()
         r.status = "error"
         text = str(exc) if isinstance(exc, SessionError) else (exc.strerror or str(exc))
         r.error = text if text.startswith(("/", shown)) else f"{shown}: {text}"
@@ -244,6 +248,8 @@ class _Import:
         self.imported = Imported()
         self.written = 0
         self.marks = (0, 0, 0)  # skipped lines, repeated lines, notes: recorded up to here
+        # Skipped lines, notes and entries the batches written so far hold.
+        self.saved = (0, 0, 0)
         self.raw: bytes | None = None  # the bytes of the line last parsed, unless repaired
         # The objects after the first of a line that held several (split_glued).
         self.glued: list[tuple[dict[str, Any], bytes]] = []
@@ -331,7 +337,34 @@ class _Import:
         sid = session_id_for(fmt, info.source_id, info.start)
         path = project_dir(info.cwd, self.session_dir) / session_file_name(info.start, sid)
         r.session, r.path, r.source_id = sid, str(path), info.source_id
+        if not (path.exists() or path.is_symlink()):
+            other = self._filed_elsewhere(path)
+            if other is not None:
+                # The same source session with another cwd (a copy from another
+                # machine, a rewritten log): a second log would carry the same
+                # id, which no lookup could then resolve.
+                r.status = "conflict"
+                r.error = (
+                    f"{self.shown}: not imported: its session ({info.source_id}) was "
+                    f"imported as the awl session {sid} under another working directory "
+                    f"({other}); this file records {info.cwd} (remove {other} and import "
+                    "again to file it here)"
+                )
+                return
         self._import(fmt, info, path)
+
+    def _filed_elsewhere(self, path: Path) -> Path | None:
+        """A log of the same name (the same session) in another project folder
+        than ``path``'s, or None."""
+        root = Path(self.session_dir) if self.session_dir is not None else session_root()
+        try:
+            folders = project_folders(root)
+        except SessionError:
+            return None
+        for folder in folders:
+            if folder != path.parent and (folder / path.name).is_file():
+                return folder / path.name
+        return None
 
     def _filed_cwd(self, fmt: str, info: SourceInfo) -> str | None:
         """The cwd of the awl session an earlier import made of this source, found
@@ -374,6 +407,12 @@ class _Import:
             if exists and not self.dry_run:
                 self.manager = SessionManager.open(path)
                 cut = cut_short(path) is not None  # under the lock now
+                if self.manager.stats.trimmed:
+                    # As a resume and reindex say it: nothing is moved without a word.
+                    r.notes.append(
+                        f"the awl log's torn last line ({self.manager.stats.trimmed} bytes) "
+                        f"was moved to {path_text(os.fspath(corrupt_path(path)))}"
+                    )
             if exists:
                 # Under the lock now: what earlier imports wrote, from the log itself.
                 self.imported = read_records(path)
@@ -645,6 +684,15 @@ class _Import:
                 r.unrecognised[name] = r.unrecognised.get(name, 0) + n
         else:
             r.status = "imported" if fresh else "updated"
+            other = self._filed_elsewhere(path) if fresh and not self.dry_run else None
+            if other is not None:
+                # Another worker of this run filed a copy of the session under
+                # another cwd at the same time: said, as no lookup by id can choose.
+                r.notes.append(
+                    f"a copy of this session recording another working directory was "
+                    f"imported at the same time, as {other}: awl --resume and awl show "
+                    "by its id refuse until one of the two is removed"
+                )
             if self.resumed:
                 r.notes.append(
                     "the turns awl added since the last import stay on their branch (awl "
@@ -858,6 +906,17 @@ class _Import:
             eid = got[at]
             if eid is not None:
                 ids[key] = eid
+        self.saved = (len(self.r.skipped), len(self.r.notes), self.r.entries)
+
+    def forget_unsaved(self) -> None:
+        """After a write failed (busy, disk full): what the result says of lines
+        skipped, notes and entries is only what the batches written hold."""
+        r = self.r
+        skipped, notes, r.entries = self.saved
+        del r.skipped[skipped:], r.notes[notes:]
+        if r.entries == 0:
+            r.unrecognised.clear()
+            r.duplicates = 0
 
     def _entry(self, p: Planned, parent: int | str | None) -> NewEntry:
         # Positional: an import makes one per entry, and keywords cost more.

@@ -158,6 +158,10 @@ class Hashing:
         return h
 
 
+BOM = b"\xef\xbb\xbf"
+"""The UTF-8 byte order mark some editors and Windows tools put first in a file."""
+
+
 def lines(
     fd: int,
     start: int = 0,
@@ -169,7 +173,24 @@ def lines(
     """The lines of ``fd`` from byte ``start`` (line number ``first``) to its end, or
     to ``stop`` (an offset at a line's end), as :data:`Line` tuples.  With
     ``hashing``, each line's bytes from ``hashing.upto`` on are hashed before
-    it is given."""
+    it is given.  A byte order mark that starts the file is not part of its
+    first line (offsets and the hash still count it): JSON parsers refuse it."""
+    given = _lines(fd, start, first, stop, chunk, hashing)
+    if start == 0:
+        for number, end, raw, terminated in given:
+            yield number, end, raw.removeprefix(BOM), terminated
+            break
+    yield from given
+
+
+def _lines(
+    fd: int,
+    start: int,
+    first: int,
+    stop: int | None,
+    chunk: int,
+    hashing: Hashing | None,
+) -> Iterator[Line]:
     pos = start  # where the next read starts
     done = start  # where the line being read starts
     number = first
