@@ -41,6 +41,11 @@ class SessionNotFound(SessionError):
     """No session matches an id or prefix."""
 
 
+class SessionCopies(SessionError):
+    """Several logs carry one session id (copies of a log made beside it): which of
+    them an id names is not awl's to guess; a path names one."""
+
+
 class AmbiguousSession(SessionError):
     """A prefix matches more than one session."""
 

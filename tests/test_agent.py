@@ -36,7 +36,7 @@ from awl.conversation import Text, ToolResult, ToolUse
 from awl.paths import encode_cwd, session_file_name
 from awl.providers.offline import OfflineProvider
 from awl.store import Env
-from awl.ui import TerminalSink, render_message
+from awl.ui import TerminalSink, kept_prompt_note, render_message
 from tests.helpers import line, write_log
 from tests.servers import FakeServer, Reply, serve
 from tests.servers import anthropic_server as sse
@@ -762,11 +762,17 @@ def test_http_error_is_reported_and_the_session_continues(
     agent = agents.new(script)
     reply, words = script.http_error(kind)
     server.queue(reply)
+    before = agent.manager.leaf_id
     result = agent.run_turn("hello", Sink())
     assert result.stop_reason == "error" and result.text == ""
     assert result.error is not None and result.error.startswith(f"{script.name}: ")
     assert words in result.error
     assert len(server.requests) == 1  # no silent retries
+    # The user is told the prompt goes with the next one, and how to leave it.
+    system = agent.manager.branch_message_ids()[0]
+    note = kept_prompt_note(agent, before)
+    assert note is not None and note.endswith(f":{system} goes on without it")
+    assert note.startswith("the prompt stays in the session and goes to the model with your next")
     agents.close(agent)
 
     log = only_log(root, project)
@@ -775,6 +781,7 @@ def test_http_error_is_reported_and_the_session_continues(
 
     agent, items = _resume_and_continue(agents, server, script, log.path)
     assert items[1:] == [("user", "text", "hello"), ("user", "text", "next")]
+    assert kept_prompt_note(agent, before) is None  # answered: nothing to say
     agents.close(agent)
     log = check_log(log.path, cwd=project)
     assert [e["message"]["role"] for e in log.entries] == [

@@ -215,7 +215,7 @@ def test_sessions_names_the_file_of_each_copy_of_a_log(root: Path, here: Path) -
         ]
     )
     refused = cli("--resume", "-p", "hi")
-    assert refused.exit_code == 1 and f"session {ID_A} is in 2 files" in refused.output
+    assert refused.exit_code == 2 and f"session {ID_A} is in 2 files" in refused.output
     assert "name one by its path" in refused.output
 
 
@@ -1181,6 +1181,17 @@ def test_visible_keeps_crlf_line_ends_and_escapes_a_lone_carriage_return() -> No
     assert visible("one\r\ntwo\rX\x1b[2J\tend\n") == "one\r\ntwo\\rX\\x1b[2J\tend\n"
     assert visible("one\r\ntwo\t", one_line=True) == "one\\r\\ntwo\\t"
     assert visible("é — 日本語 🙂\u00a0") == "é — 日本語 🙂\u00a0"
+
+
+def test_visible_shows_bidirectional_overrides_as_escapes() -> None:
+    """An override or isolate reorders the rest of the line on a terminal (a
+    log's "txt.exe" shown as "exe.txt"): shown as its code; Arabic or Hebrew
+    text itself, and the plain marks, are left as they are."""
+    from awl.ui import visible
+
+    assert visible("report\u202etxt.exe") == "report\\u202etxt.exe"
+    assert visible("a\u2066b\u2069c", one_line=True) == "a\\u2066b\\u2069c"
+    assert visible("שלום עולם \u200f مرحبا") == "שלום עולם \u200f مرحبا"
 
 
 def test_visible_shows_the_bytes_of_a_name_that_is_not_utf8_as_escapes() -> None:

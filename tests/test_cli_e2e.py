@@ -524,6 +524,22 @@ def test_sigterm_ends_a_streaming_turn_saved_and_the_session_with_143(
     assert cut["stopReason"] == "error" and texts(cut).startswith("You said: ")
 
 
+def test_sighup_ends_a_streaming_turn_saved_and_the_session_with_129(
+    term: Any, env: dict[str, str], root: Path, project: Path
+) -> None:
+    """A closed terminal or a dropped ssh link sends SIGHUP: the turn ends as at
+    SIGTERM, what arrived saved, though nothing can be shown any more."""
+    t, _ = _streaming(term, env)
+    t.child.kill(signal.SIGHUP)
+    _, status, sig = t.finish()
+    assert (status, sig) == (129, None), t.transcript()
+    assert "Traceback" not in t.transcript()
+    log = one_log(root, project)
+    assert roles(log) == ["system", "user", "assistant"]
+    cut = log.entries[2]["message"]
+    assert cut["stopReason"] == "error" and texts(cut).startswith("You said: ")
+
+
 def test_ctrl_c_during_a_tool_ends_that_turn_before_the_next(
     term: Any, root: Path, project: Path
 ) -> None:
@@ -826,6 +842,35 @@ def test_kill_9_during_the_second_call_of_a_round_keeps_the_first_result(
         {"type": "text", "text": "what happened?"},
     ]
     assert roles(log) == ["system", "user", "assistant", "user", "user", "assistant"]
+
+
+def test_print_mode_ends_on_sighup_with_the_reply_saved(
+    env: dict[str, str], root: Path, project: Path
+) -> None:
+    env = {**env, "AWL_OFFLINE_DELAY": "0.3", "AWL_VERBOSE": "1"}
+    prompt = " ".join(f"word{i}" for i in range(40))
+    child = subprocess.Popen(
+        [*AWL, "-p", prompt],
+        env=env,
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stderr is not None
+    seen = ""
+    while "You said: " not in seen:  # streamed to stderr under AWL_VERBOSE
+        seen += child.stderr.read(1)
+        assert seen, "awl ended before its reply began"
+    child.send_signal(signal.SIGHUP)
+    _, err = child.communicate(timeout=TIMEOUT)
+    assert child.returncode == 129, err
+    assert "Traceback" not in err
+    log = one_log(root, project)
+    assert roles(log) == ["system", "user", "assistant"]
+    cut = log.entries[2]["message"]
+    assert cut["stopReason"] == "error" and texts(cut).startswith("You said: ")
+    assert texts(cut).strip() != f"You said: {prompt}"
 
 
 def test_print_mode_ends_on_sigterm_as_on_ctrl_c(

@@ -22,6 +22,7 @@ EXPECTED = [
     "Message",
     "Opaque",
     "SessionBusy",
+    "SessionCopies",
     "SessionError",
     "SessionInfo",
     "SessionManager",

@@ -995,6 +995,8 @@ def test_ids_a_log_holds_are_printed_escaped(
     ("args", "error"),
     [
         (["search", ""], "the query is empty"),
+        # A byte that is not UTF-8 in argv, as Python gives it: no log can match it.
+        (["search", "caf\udce9"], "the query is not valid UTF-8 text"),
         (["search", "x", "--since", "yesterday-ish"], "--since/--until take a date"),
         (["search", "x", "--all", "--session", "019d"], "give --all or --session"),
         (["search", "x", "--session", "zz"], "is not a session id or prefix"),

@@ -16,7 +16,7 @@ from typing import Any, TextIO, cast
 
 import click
 
-from ..errors import AmbiguousSession, AwlError, SessionNotFound
+from ..errors import AmbiguousSession, AwlError, SessionCopies, SessionNotFound
 from ._common import (
     GuardedOutput,
     OutputError,
@@ -241,8 +241,14 @@ def main(
     for what, value in given.items():
         if value is not None and not is_utf8(value):
             fail(f"{what} is not valid UTF-8 text", usage=True)
-        if value == "" and what != "the prompt":
-            fail(f"{what} needs a value, not an empty string", usage=True)
+        if value is not None and not value.strip() and what != "the prompt":
+            fail(
+                f"{what} needs a value, not {'an empty string' if not value else 'blanks'}",
+                usage=True,
+            )
+        if what == "--model" and value is not None and value != value.strip():
+            # No API names a model with spaces around it: a quoting slip.
+            fail(f"--model {value!r} has spaces around it", usage=True)
     from ..providers import PROVIDER_NAMES, check_base_url
 
     if provider is not None and provider not in PROVIDER_NAMES:
@@ -277,7 +283,7 @@ def main(
             model=model,
             base_url=base_url,
         )
-    except (SessionNotFound, AmbiguousSession) as exc:
+    except (SessionNotFound, AmbiguousSession, SessionCopies) as exc:
         fail(str(exc), usage=True)
     except InvalidBaseURL as exc:
         # A setting, as an option, that cannot be used: status 2 (as AWL_FSYNC's).

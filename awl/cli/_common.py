@@ -19,7 +19,7 @@ import orjson
 
 from .. import environment
 from .._version import __version__
-from ..errors import AmbiguousSession, AwlError, SessionNotFound
+from ..errors import AmbiguousSession, AwlError, SessionCopies, SessionNotFound
 from ..ui import visible
 
 if TYPE_CHECKING:
@@ -148,7 +148,7 @@ def resolve_session(ref: str, cwd: Path) -> Path:
             if found is None:
                 raise
             return found
-    except (SessionNotFound, AmbiguousSession) as exc:
+    except (SessionNotFound, AmbiguousSession, SessionCopies) as exc:
         fail(str(exc), usage=True)
     except AwlError as exc:
         fail(str(exc))

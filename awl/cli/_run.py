@@ -25,7 +25,7 @@ from ..providers import (
 )
 from ..store import SessionManager, resume_prefix
 from ..tools import ToolOutput
-from ..ui import TerminalSink, signals_cancel, visible
+from ..ui import TerminalSink, kept_prompt_note, signals_cancel, visible
 from ._common import imported_session, log_of_path, names_a_file
 
 
@@ -188,10 +188,12 @@ def _print_turn(agent: Agent, prompt: str) -> int:
 
     cancel = threading.Event()
     stopped_by: list[int] = []
+    before = agent.manager.leaf_id
     try:
-        # The first Ctrl+C or SIGTERM ends the turn as the REPL's Ctrl+C does; a
-        # second interrupts at once, the tool in hand killed.
-        with signals_cancel(cancel, (signal.SIGINT, signal.SIGTERM)) as stopped_by:
+        # The first Ctrl+C, SIGTERM or SIGHUP ends the turn as the REPL's Ctrl+C
+        # does; a second interrupts at once, the tool in hand killed.
+        ending = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        with signals_cancel(cancel, ending) as stopped_by:
             result = agent.run_turn(prompt, sink or quiet, cancel=cancel, on_tool=on_tool)
     except KeyboardInterrupt:  # a second signal: at once, the tool in hand killed
         result = TurnResult("", "error", CANCELLED, 0)
@@ -202,10 +204,13 @@ def _print_turn(agent: Agent, prompt: str) -> int:
         sys.stdout.write(result.text + ("" if result.text.endswith("\n") else "\n"))
         sys.stdout.flush()  # before what follows on stderr, where both are one pipe
     if result.error:
-        if result.error == CANCELLED and stopped_by[:1] == [signal.SIGTERM]:
-            sys.stderr.write("awl: cancelled by SIGTERM\n")
+        if result.error == CANCELLED and stopped_by[:1] in ([signal.SIGTERM], [signal.SIGHUP]):
+            sys.stderr.write(f"awl: cancelled by {signal.Signals(stopped_by[0]).name}\n")
         else:
             sys.stderr.write(f"awl: {result.error}\n")
+            note = kept_prompt_note(agent, before)
+            if note is not None:
+                sys.stderr.write(f"awl: {visible(note, one_line=True)}\n")
         # The signal's status, as a shell reports a command it interrupted: 130
         # for Ctrl+C, 143 for SIGTERM (timeout, kill, a container's stop).
         if result.error == CANCELLED:

@@ -23,6 +23,7 @@ from ._common import (
     end_quickly,
     fail,
     imported_session,
+    is_utf8,
     json_text,
     log_of_path,
     names_a_file,
@@ -90,7 +91,13 @@ def _colour(choice: str) -> bool:
 @click.argument("query")
 @click.option("--all", "all_projects", is_flag=True, help="Every project's sessions.")
 @click.option("--session", metavar="ID|PREFIX|PATH", help="Only this session.")
-@click.option("-i", "--ignore-case", is_flag=True, help="Letters match either case.")
+@click.option(
+    "-i",
+    "--ignore-case",
+    is_flag=True,
+    help="Letters match either case (an ASCII query: ASCII letters; "
+    "any other: Unicode case folding).",
+)
 @click.option(
     "--role",
     "roles",
@@ -152,6 +159,9 @@ def search_command(
 
     if not query:
         fail("the query is empty", usage=True)
+    if not is_utf8(query):
+        # Logs hold UTF-8 only: such a query could never match.
+        fail("the query is not valid UTF-8 text", usage=True)
     if all_projects and session:
         fail("give --all or --session, not both", usage=True)
     try:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from ..errors import AmbiguousSession, SessionError, SessionNotFound
+from ..errors import AmbiguousSession, SessionCopies, SessionError, SessionNotFound
 from ..paths import SESSION_FILE_RE, log_files, project_dir, project_folders, session_root
 from ._listing import list_sessions, session_info
 
@@ -102,7 +102,7 @@ def _one(what: str, matches: list[tuple[str, Path]]) -> Path:
         paths = dict(matches)
         raise AmbiguousSession(what, ids, labels={sid: _label(paths[sid]) for sid in ids[:10]})
     if len(matches) > 1:
-        raise SessionError(_copies(matches[0][0], [p for _, p in matches]))
+        raise SessionCopies(_copies(matches[0][0], [p for _, p in matches]))
     return matches[0][1]
 
 
@@ -184,7 +184,7 @@ def most_recent(
     # which one to go on writing is not ours to guess.
     copies = [i.path for i in readable if i.id == best.id]
     if len(copies) > 1:
-        raise SessionError(_copies(best.id, copies))
+        raise SessionCopies(_copies(best.id, copies))
     return best.path
 
 

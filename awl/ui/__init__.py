@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from .._lazy import exports
 
 if TYPE_CHECKING:
-    from ._repl import HELP, handle_command, interactive_loop, show_resume
+    from ._repl import HELP, handle_command, interactive_loop, kept_prompt_note, show_resume
     from ._terminal import TerminalSink, signals_cancel, stdin_text
     from ._text import format_bytes, local_time, visible
     from ._transcript import (
@@ -30,6 +30,7 @@ _HOMES = {
     "HELP": "_repl",
     "handle_command": "_repl",
     "interactive_loop": "_repl",
+    "kept_prompt_note": "_repl",
     "show_resume": "_repl",
     "TerminalSink": "_terminal",
     "signals_cancel": "_terminal",
@@ -54,6 +55,7 @@ __all__ = [
     "format_bytes",
     "handle_command",
     "interactive_loop",
+    "kept_prompt_note",
     "local_time",
     "messages_around",
     "render_message",

@@ -22,7 +22,13 @@ from ..conversation import ToolUse, has_lone_surrogates, without_lone_surrogates
 from ..errors import AwlError
 from ..paths import history_path
 from ..providers import ProviderError
-from ..store import default_env, disk_message_to_internal, make_private_dirs, resume_prefix
+from ..store import (
+    MessageEntry,
+    default_env,
+    disk_message_to_internal,
+    make_private_dirs,
+    resume_prefix,
+)
 from ..tools import ToolOutput
 from ._terminal import TerminalSink, signals_cancel, stdin_text
 from ._text import visible
@@ -130,10 +136,10 @@ def unanswered_note(names: list[str], started: bool) -> str:
 
 def _run_with_cancel(
     agent: Agent, prompt: str, sink: TerminalSink
-) -> tuple[TurnResult | None, bool]:
+) -> tuple[TurnResult | None, int | None]:
     """Run a turn in a worker thread so Ctrl+C in the main thread can cancel it;
-    SIGTERM cancels it too.  Returns the turn's result, and whether SIGTERM
-    came (the session then ends)."""
+    SIGTERM and SIGHUP (the terminal closed) cancel it too.  Returns the turn's
+    result, and the signal of those that came (the session then ends)."""
     cancel = threading.Event()
     box: list[TurnResult | BaseException] = []
 
@@ -162,7 +168,8 @@ def _run_with_cancel(
     # Wait on an Event, not Thread.join: a KeyboardInterrupt inside join()
     # can leave the thread looking finished while it still runs (bpo-45274).
     threading.Thread(target=run, daemon=True).start()
-    with _typing_not_echoed(), signals_cancel(cancel, (signal.SIGTERM,)) as terminated:
+    ending = (signal.SIGTERM, signal.SIGHUP)
+    with _typing_not_echoed(), signals_cancel(cancel, ending) as terminated:
         while True:
             try:
                 if finished.wait(0.1):
@@ -184,7 +191,7 @@ def _run_with_cancel(
     result = box[0] if box else None
     if isinstance(result, BaseException):
         raise result
-    return result, signal.SIGTERM in terminated
+    return result, (terminated[0] if terminated else None)
 
 
 @contextlib.contextmanager
@@ -244,6 +251,7 @@ def interactive_loop(agent: Agent, *, resumed: bool) -> int:
         if text.startswith("//"):
             line = line.lstrip()[1:]  # "//" sends a line that starts with "/"
         sink = TerminalSink(sys.stdout)
+        before = agent.manager.leaf_id
         try:
             result, terminated = _run_with_cancel(agent, line, sink)
         except UnresumableSession:
@@ -251,14 +259,41 @@ def interactive_loop(agent: Agent, *, resumed: bool) -> int:
         except (AwlError, ProviderError) as exc:
             sys.stdout.write(f"awl: {visible(str(exc), one_line=True)}\n")
             continue
-        if terminated:
-            # What arrived is saved; the session ends with SIGTERM's status.
-            sys.stdout.write("awl: cancelled by SIGTERM\n")
+        if terminated is not None:
+            # What arrived is saved; the session ends with the signal's status.
+            sys.stdout.write(f"awl: cancelled by {signal.Signals(terminated).name}\n")
             sys.stdout.flush()
-            return 128 + signal.SIGTERM
+            return 128 + terminated
         if result is not None and result.error:
             sys.stdout.write(f"awl: {result.error}\n")
+            note = kept_prompt_note(agent, before)
+            if note is not None:
+                sys.stdout.write(f"awl: {visible(note, one_line=True)}\n")
         sys.stdout.flush()
+
+
+def kept_prompt_note(agent: Agent, before: str | None) -> str | None:
+    """After a turn that ended with its prompt the session's last entry (the request
+    failed, or was cancelled, before any reply arrived), what to say: the prompt
+    goes to the model with the next one, and how to go on without it.  None
+    after any other turn.  ``before`` is the session's leaf before the turn."""
+    m = agent.manager
+    leaf = m.leaf_id
+    if leaf is None or leaf == before:
+        return None
+    entry = m.get_entry(leaf)
+    if not isinstance(entry, MessageEntry) or entry.message.role != "user":
+        return None
+    parent = entry.base.parent_id
+    if parent is None or (before is not None and parent != before):
+        return None  # not the turn's prompt: a tool round's results
+    # A prompt the API refuses (too long, a bad image) would be refused again
+    # with every later one: say how to leave it behind.
+    short = resume_prefix(m.id, m.path, os.getcwd())
+    return (
+        "the prompt stays in the session and goes to the model with your next one; "
+        f"awl --resume {short}:{parent} goes on without it"
+    )
 
 
 def is_command(text: str) -> bool:

@@ -104,6 +104,19 @@ class TerminalSink:
         self._mode = ""
 
 
+def _without_terminal() -> None:
+    """Point standard output and error at /dev/null: after SIGHUP the terminal is
+    gone, and a write to it would fail (EIO) while the turn is being saved."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return
+    for fd in (1, 2):
+        with contextlib.suppress(OSError):
+            os.dup2(null, fd)
+    os.close(null)
+
+
 @contextlib.contextmanager
 def signals_cancel(cancel: threading.Event, signals: Sequence[int]) -> Iterator[list[int]]:
     """While inside, the first of ``signals`` to arrive sets ``cancel`` (a turn then
@@ -119,6 +132,8 @@ def signals_cancel(cancel: threading.Event, signals: Sequence[int]) -> Iterator[
         return
 
     def caught(signum: int, frame: object) -> None:
+        if signum == signal.SIGHUP:
+            _without_terminal()
         again = bool(got) and cancel.is_set()
         got.append(signum)
         if again:

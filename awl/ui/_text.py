@@ -10,9 +10,13 @@ from datetime import datetime
 # screen, sets the title), so text from a log never reaches it raw.
 # A carriage return before a newline is how CRLF text ends its lines: kept.
 # Lone surrogates too: the bytes of a file name that were not UTF-8, which a
-# strict stdout refuses to print.
-_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]|\r(?!\n)")
-_CONTROLS_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+# strict stdout refuses to print.  And the bidirectional embeddings, overrides
+# and isolates (U+202A-U+202E, U+2066-U+2069): they reorder what follows them
+# on the line, so a transcript could show "txt.exe" as something else.
+_CONTROLS = re.compile(
+    r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]|\r(?!\n)"
+)
+_CONTROLS_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
