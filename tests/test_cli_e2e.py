@@ -1430,7 +1430,7 @@ def test_a_base_url_for_a_resumed_offline_session_asks_for_a_provider(
     with serve() as server:
         url = server.url + "/v1"
         r = run(["--resume", "--base-url", url, "-p", "two"], env, project)
-        assert (r.returncode, r.stdout) == (1, ""), r.stderr
+        assert (r.returncode, r.stdout) == (2, ""), r.stderr
         assert r.stderr.splitlines() == [
             "Error: this session uses the offline provider, which sends no requests: "
             "add --provider openai (or anthropic) to send it to --base-url"

@@ -21,6 +21,7 @@ from ..providers import (
     PROVIDER_NAMES,
     NullSink,
     ProviderError,
+    SettingError,
     default_provider_name,
 )
 from ..store import SessionManager, resume_prefix
@@ -80,7 +81,8 @@ def run_session(
         unused = base_url is not None and provider is None and agent.provider_name == "offline"
         if resumed and unused:
             # The URL would go unused: the session goes on with the model it last had.
-            raise ProviderError(
+            # Refused as an option that cannot be used is (status 2).
+            raise SettingError(
                 "this session uses the offline provider, which sends no requests: "
                 "add --provider openai (or anthropic) to send it to --base-url"
             )
