@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -259,6 +260,24 @@ def test_a_copy_that_records_another_cwd_is_a_conflict_not_a_second_log(tmp_path
     assert f"({first.path})" in r.error and "this file records /Users/" in r.error
     logs = sorted(Path(first.path).parent.parent.rglob("*.jsonl"))
     assert logs == [Path(first.path)] and Path(first.path).read_bytes() == kept
+    # Both in one bulk run, one after the other in one process: the same.
+    root = tmp_path / "bulk"
+    results, summary = import_sessions(
+        [SourceSpec(str(src)), SourceSpec(str(moved))],
+        jobs=1,
+        session_dir=root,
+        system_prompt=PROMPT,
+    )
+    assert sorted(r.status for r in results) == ["conflict", "imported"]
+    assert summary.conflicts == 1 and len(list(root.rglob("*.jsonl"))) == 1
+    # A copy of the awl log in a folder that is no project's (a backup) is found
+    # by no lookup from a project: no conflict.
+    other_root = tmp_path / "other"
+    backup = other_root / "backup" / Path(first.path).name
+    backup.parent.mkdir(parents=True)
+    backup.write_bytes(kept)
+    r = import_source(SourceSpec(str(moved)), system_prompt=PROMPT, session_dir=other_root)
+    assert r.status == "imported", r.error
 
 
 def test_a_claude_reply_split_by_two_imports_keeps_every_block(tmp_path: Path) -> None:
@@ -489,6 +508,37 @@ def test_a_torn_tail_of_the_awl_log_that_an_import_moves_aside_is_said(
     assert r.status == "updated"
     assert f"the awl log's torn last line (28 bytes) was moved to {first.path}.corrupt" in r.notes
     assert Path(first.path + ".corrupt").read_bytes().endswith(b'"id":"dead')
+
+
+def test_what_was_done_before_a_failed_write_is_still_said(tmp_path: Path) -> None:
+    """The disk fills as the grown part is written: the import fails, and still
+    says that it moved the log's torn tail aside (it did), not what it converted."""
+    src = copy_tree(PI_FULL, tmp_path / "src" / "full.jsonl")
+    whole = src.read_bytes()
+    src.write_bytes(b"".join(whole.splitlines(keepends=True)[:8]))
+    first = run(src)
+    assert first.path is not None
+    limit = Path(first.path).stat().st_size + 64  # room for the .corrupt file, not a batch
+    with open(first.path, "ab") as log:
+        log.write(b'{"type":"message","id":"dead')
+    src.write_bytes(whole)
+    code = textwrap.dedent(
+        f"""
+        import json, resource, signal
+        from awl.importers import SourceSpec, import_source
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write then fails with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))
+        r = import_source(SourceSpec({str(src)!r}), system_prompt="p")
+        print(json.dumps([r.status, r.notes, r.skipped, r.entries]))
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    status, notes, skipped, entries = json.loads(out.stdout)
+    assert (status, skipped, entries) == ("error", [], 0), out.stdout
+    assert notes == [f"the awl log's torn last line (28 bytes) was moved to {first.path}.corrupt"]
+    assert Path(first.path + ".corrupt").exists()
 
 
 def test_a_file_of_no_known_format_is_refused_with_one_line(tmp_path: Path, root: Path) -> None:

@@ -14,6 +14,7 @@ import errno
 import os
 import re
 import stat
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -471,14 +472,17 @@ class ImportSummary:
         }
 
 
-def _work(args: tuple[SourceSpec, str | None, bool, str | None, str | None]) -> ImportResult:
-    spec, session_dir, dry_run, system_prompt, fallback_cwd = args
+def _work(
+    args: tuple[SourceSpec, str | None, bool, str | None, str | None, str],
+) -> ImportResult:
+    spec, session_dir, dry_run, system_prompt, fallback_cwd, run = args
     return import_source(
         spec,
         session_dir=session_dir,
         dry_run=dry_run,
         system_prompt=system_prompt,
         fallback_cwd=fallback_cwd,
+        run=run,
     )
 
 
@@ -516,7 +520,8 @@ def import_sessions(
     ordered = sorted(sources, key=lambda s: s.size, reverse=True)
     where = os.fspath(session_dir) if session_dir is not None else None
     cwd = os.fspath(fallback_cwd) if fallback_cwd is not None else None
-    tasks = [(s, where, dry_run, system_prompt, cwd) for s in ordered]
+    run = uuid.uuid4().hex  # what each worker's listing of the root is for
+    tasks = [(s, where, dry_run, system_prompt, cwd, run) for s in ordered]
     workers = max(1, jobs if jobs is not None else (os.cpu_count() or 1))
     if workers == 1 or len(tasks) <= 1:
         for t in tasks:

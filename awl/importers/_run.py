@@ -159,6 +159,7 @@ def import_source(
     dry_run: bool = False,
     system_prompt: str | None = None,
     fallback_cwd: str | os.PathLike[str] | None = None,
+    run: str | None = None,
 ) -> ImportResult:
     """Import one source session (see the module docstring); never raises for a
     problem with the source or the awl log, which the result reports.
@@ -167,7 +168,10 @@ def import_source(
     starts a new awl session as a system message, as awl's own sessions
     start, the source's roots under it.  ``fallback_cwd`` (absolute) is the
     working directory of a session whose log records none and that no
-    earlier import filed; without it, such a session is an error.
+    earlier import filed; without it, such a session is an error.  ``run``
+    names a bulk run (:func:`import_sessions` gives one): within it, each
+    process lists the session root once, not at each new session, to find a
+    session already imported under another working directory.
     """
     r = ImportResult(spec.path, spec.format, explicit=spec.explicit, dry_run=dry_run)
     shown = path_text(spec.path)
@@ -183,7 +187,7 @@ def import_source(
     # is written, which every collection would go through again (cycles, if any, wait).
     collecting = gc.isenabled()
     gc.disable()
-    work = _Import(spec, r, fd, session_dir, dry_run, system_prompt, fallback_cwd)
+    work = _Import(spec, r, fd, session_dir, dry_run, system_prompt, fallback_cwd, run)
     try:
         work.run()
     except SessionBusy:
@@ -204,6 +208,26 @@ def import_source(
         if collecting:
             gc.enable()
     return r
+
+
+_LISTING: tuple[tuple[str, Path], dict[str, list[Path]]] | None = None
+"""(bulk run, session root), and where the logs under that root are by file name:
+listed once in each process of a run, and kept up to date with what it writes."""
+
+
+def _run_listing(run: str, root: Path) -> dict[str, list[Path]]:
+    global _LISTING
+    if _LISTING is None or _LISTING[0] != (run, root):
+        logs: dict[str, list[Path]] = {}
+        try:
+            for folder in project_folders(root):
+                with contextlib.suppress(OSError):
+                    for name in os.listdir(folder):
+                        logs.setdefault(name, []).append(folder / name)
+        except SessionError:
+            pass  # no root yet: nothing filed anywhere
+        _LISTING = ((run, root), logs)
+    return _LISTING[1]
 
 
 @dataclass(slots=True)
@@ -237,9 +261,11 @@ class _Import:
         dry_run: bool,
         system_prompt: str | None,
         fallback_cwd: str | os.PathLike[str] | None = None,
+        run: str | None = None,
     ) -> None:
         self.spec, self.r, self.fd = spec, result, fd
         self.fallback_cwd = fallback_cwd
+        self.run_id = run
         self.shown = path_text(spec.path)  # the path as messages and records give it
         self.session_dir = session_dir
         self.dry_run = dry_run
@@ -248,8 +274,10 @@ class _Import:
         self.imported = Imported()
         self.written = 0
         self.marks = (0, 0, 0)  # skipped lines, repeated lines, notes: recorded up to here
-        # Skipped lines, notes and entries the batches written so far hold.
-        self.saved = (0, 0, 0)
+        # Skipped lines, notes, entries and kinds not recognised that the result
+        # holds up to the last batch written (or the conversion's start); None
+        # before converting.
+        self.saved: tuple[int, int, int, dict[str, int]] | None = None
         self.raw: bytes | None = None  # the bytes of the line last parsed, unless repaired
         # The objects after the first of a line that held several (split_glued).
         self.glued: list[tuple[dict[str, Any], bytes]] = []
@@ -338,32 +366,48 @@ class _Import:
         path = project_dir(info.cwd, self.session_dir) / session_file_name(info.start, sid)
         r.session, r.path, r.source_id = sid, str(path), info.source_id
         if not (path.exists() or path.is_symlink()):
-            other = self._filed_elsewhere(path)
+            other = self._filed_elsewhere(path, info.cwd)
             if other is not None:
                 # The same source session with another cwd (a copy from another
-                # machine, a rewritten log): a second log would carry the same
-                # id, which no lookup could then resolve.
+                # machine, a rewritten log): a second log would carry the same id,
+                # which a lookup from any third directory could not resolve.
+                where, cwd = other
                 r.status = "conflict"
                 r.error = (
                     f"{self.shown}: not imported: its session ({info.source_id}) was "
-                    f"imported as the awl session {sid} under another working directory "
-                    f"({other}); this file records {info.cwd} (remove {other} and import "
-                    "again to file it here)"
+                    f"imported as the awl session {sid} under another working directory, "
+                    f"{cwd} ({where}); this file records {info.cwd}, and a second log would "
+                    f"carry the same id (move {where} away and import again to file it here)"
                 )
                 return
         self._import(fmt, info, path)
 
-    def _filed_elsewhere(self, path: Path) -> Path | None:
-        """A log of the same name (the same session) in another project folder
-        than ``path``'s, or None."""
-        root = Path(self.session_dir) if self.session_dir is not None else session_root()
-        try:
-            folders = project_folders(root)
-        except SessionError:
-            return None
-        for folder in folders:
-            if folder != path.parent and (folder / path.name).is_file():
-                return folder / path.name
+    def _root(self) -> Path:
+        return Path(self.session_dir) if self.session_dir is not None else session_root()
+
+    def _filed_elsewhere(self, path: Path, cwd: str) -> tuple[Path, str] | None:
+        """The log of the same name (the same session) filed for another working
+        directory than ``cwd`` (``path``'s), and that directory; None when there
+        is none.  A copy in a folder that is no project's (a backup beside the
+        project folders) is not one: no lookup from a project finds it first."""
+        root = self._root()
+        if self.run_id is not None:
+            candidates = _run_listing(self.run_id, root).get(path.name, [])
+        else:
+            try:
+                folders = project_folders(root)
+            except SessionError:
+                return None
+            candidates = [f / path.name for f in folders if (f / path.name).is_file()]
+        for other in candidates:
+            if other.parent == path.parent:
+                continue
+            try:
+                theirs = read_header(other).cwd
+            except SessionError:
+                continue  # a log that cannot be read is named by the lookups themselves
+            if theirs != cwd and project_dir(theirs, root) == other.parent:
+                return other, theirs
         return None
 
     def _filed_cwd(self, fmt: str, info: SourceInfo) -> str | None:
@@ -574,6 +618,7 @@ class _Import:
         self, fmt: str, info: SourceInfo, files: list[_File], path: Path, *, fresh: bool
     ) -> None:
         r = self.r
+        self._save()  # what was said before converting stays, whatever the writes do
         b = Builder()
         b.notes = r.notes  # one list: the record of each batch says its own
         conv = _CONVERTERS[fmt](b, info)
@@ -684,15 +729,8 @@ class _Import:
                 r.unrecognised[name] = r.unrecognised.get(name, 0) + n
         else:
             r.status = "imported" if fresh else "updated"
-            other = self._filed_elsewhere(path) if fresh and not self.dry_run else None
-            if other is not None:
-                # Another worker of this run filed a copy of the session under
-                # another cwd at the same time: said, as no lookup by id can choose.
-                r.notes.append(
-                    f"a copy of this session recording another working directory was "
-                    f"imported at the same time, as {other}: awl --resume and awl show "
-                    "by its id refuse until one of the two is removed"
-                )
+            if fresh and self.run_id is not None and not self.dry_run:
+                _run_listing(self.run_id, self._root()).setdefault(path.name, []).append(path)
             if self.resumed:
                 r.notes.append(
                     "the turns awl added since the last import stay on their branch (awl "
@@ -906,17 +944,22 @@ class _Import:
             eid = got[at]
             if eid is not None:
                 ids[key] = eid
-        self.saved = (len(self.r.skipped), len(self.r.notes), self.r.entries)
+        self._save()
+
+    def _save(self) -> None:
+        r = self.r
+        self.saved = (len(r.skipped), len(r.notes), r.entries, dict(r.unrecognised))
 
     def forget_unsaved(self) -> None:
-        """After a write failed (busy, disk full): what the result says of lines
-        skipped, notes and entries is only what the batches written hold."""
+        """After a write failed (busy, disk full): what the result says of the lines
+        converted (skipped, notes, entries, kinds not recognised) is only what
+        the batches written hold.  What was said before converting (a torn tail
+        moved aside, a file that cannot be read) stays."""
+        if self.saved is None:
+            return
         r = self.r
-        skipped, notes, r.entries = self.saved
+        skipped, notes, r.entries, r.unrecognised = self.saved
         del r.skipped[skipped:], r.notes[notes:]
-        if r.entries == 0:
-            r.unrecognised.clear()
-            r.duplicates = 0
 
     def _entry(self, p: Planned, parent: int | str | None) -> NewEntry:
         # Positional: an import makes one per entry, and keywords cost more.
