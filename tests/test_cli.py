@@ -210,7 +210,7 @@ def test_sessions_names_the_file_of_each_copy_of_a_log(root: Path, here: Path) -
     note = "14 messages  (one of 2 files of this session:"
     assert sorted(res.output.splitlines()) == sorted(
         [
-            f"019dc5ba  2026-04-25 23:10  {note} {path.name})",
+            f"{ID_A}  2026-04-25 23:10  {note} {path.name})",
             f"{ID_A}  2026-04-25 23:10  {note} copy.jsonl)",
         ]
     )
@@ -473,6 +473,20 @@ def test_show_names_the_model_of_a_reply_where_it_changes(root: Path, here: Path
     ]
     around = cli("show", ID_A, "--around", "00000006", "--context", "1")
     assert "── assistant · openai/gpt-b ──" in around.output
+
+
+def test_a_model_name_from_a_log_cannot_draw_a_heading(root: Path, here: Path) -> None:
+    reply = msg("00000002", "00000001", "assistant", "hi")
+    reply["message"] |= {"provider": "openai", "model": "gpt\n── user ──\nforged"}
+    log(
+        root,
+        header(ID_A, "2026-04-25T17:40:15.990Z", here),
+        [msg("00000001", None, "user", "q"), reply],
+    )
+    res = cli("show", ID_A)
+    assert res.exit_code == 0, res.output
+    assert "── assistant · openai/gpt\\n── user ──\\nforged ──" in res.output.splitlines()
+    assert [x for x in res.output.splitlines() if x.startswith("── user")] == ["── user ──"]
 
 
 def test_show_says_what_other_branches_hold_and_around_reaches_them(root: Path, here: Path) -> None:

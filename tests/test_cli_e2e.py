@@ -863,14 +863,16 @@ def test_print_mode_ends_on_sighup_with_the_reply_saved(
         seen += child.stderr.read(1)
         assert seen, "awl ended before its reply began"
     child.send_signal(signal.SIGHUP)
-    _, err = child.communicate(timeout=TIMEOUT)
+    out, err = child.communicate(timeout=TIMEOUT)
     assert child.returncode == 129, err
     assert "Traceback" not in err
+    # A pipe (or a file) is no terminal: it still gets the reply, and the reason.
+    assert out.startswith("You said: ") and "awl: cancelled by SIGHUP\n" in err
     log = one_log(root, project)
     assert roles(log) == ["system", "user", "assistant"]
     cut = log.entries[2]["message"]
     assert cut["stopReason"] == "error" and texts(cut).startswith("You said: ")
-    assert texts(cut).strip() != f"You said: {prompt}"
+    assert texts(cut).strip() != f"You said: {prompt}" and out.strip() == texts(cut).strip()
 
 
 def test_print_mode_ends_on_sigterm_as_on_ctrl_c(
@@ -1439,3 +1441,39 @@ def test_a_base_url_for_a_resumed_offline_session_asks_for_a_provider(
         server.queue(oa.text_reply("served"))
         r = run(["--resume", "--provider", "openai", "--base-url", url, "-p", "two"], env, project)
         assert (r.returncode, r.stdout) == (0, "served\n"), r.stderr
+
+
+def test_a_prompt_the_api_refuses_says_how_to_go_on_without_it(
+    env: dict[str, str], root: Path, project: Path
+) -> None:
+    """A refused prompt stays and goes with the next one (the log is the only
+    truth): -p says so, and names the entry to resume from to leave it behind,
+    past every prompt no reply followed."""
+    from tests.servers import openai_server as oa
+    from tests.servers import serve
+
+    with serve() as server:
+        url = server.url + "/v1"
+        too_long = oa.error_reply(400, "prompt is too long", "context_length_exceeded")
+        server.queue(too_long, too_long, oa.text_reply("served"))
+        base = ["--provider", "openai", "--base-url", url]
+        first = run([*base, "-p", "HUGE"], env, project)
+        assert first.returncode == 1, first.stderr
+        (log,) = session_files(root)
+        lines = [json.loads(x) for x in log.read_bytes().splitlines()]
+        system = lines[1]["id"]
+        said = first.stderr.splitlines()
+        assert said[0].startswith("awl: openai: ") and "prompt is too long" in said[0]
+        assert said[1].startswith("awl: the prompt stays in the session and goes to the model")
+        assert said[1].endswith(f":{system} goes on without it")
+        second = run(["--resume", *base, "-p", "also huge"], env, project)
+        assert second.returncode == 1, second.stderr
+        note = second.stderr.splitlines()[1]
+        assert note.startswith("awl: the 2 prompts no reply followed stay in the session")
+        assert note.endswith(f":{system} goes on without them")
+        resume = RESUME_RE.search(note)
+        assert resume is not None
+        third = run(["--resume", resume.group(1), *base, "-p", "short"], env, project)
+        assert (third.returncode, third.stdout) == (0, "served\n"), third.stderr
+        sent = server.requests[-1].body["messages"]
+        assert [m["role"] for m in sent] == ["system", "user"] and sent[1]["content"] == "short"

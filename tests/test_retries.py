@@ -108,6 +108,16 @@ def test_a_wait_too_long_is_said_in_the_error(server: FakeServer) -> None:
     assert r.error.endswith("; the server asks for a wait of 10 min, longer than awl waits (60 s)")
 
 
+def test_the_wait_asked_for_is_said_when_no_retry_is_left(
+    server: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWL_RETRIES", "0")
+    server.queue(_busy(429, **{"retry-after": "5"}))
+    r = _anthropic(server).complete("m", HISTORY, [], Sink())
+    assert r.error is not None and r.error.endswith("; the server asks for a wait of 5 s")
+    assert len(server.requests) == 1
+
+
 @pytest.mark.parametrize(
     ("reply", "again"),
     [

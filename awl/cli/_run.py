@@ -172,15 +172,11 @@ def _same_file(a: TextIO, b: TextIO) -> bool:
 
 
 def _print_turn(agent: Agent, prompt: str) -> int:
-    # The reply is printed on stdout at the end; streamed to stderr as well
-    # only where that is somewhere else (a terminal showing both would show it twice).
-    sink = (
-        TerminalSink(
-            sys.stderr, show_thinking=False, show_text=not _same_file(sys.stdout, sys.stderr)
-        )
-        if verbose()
-        else None
-    )
+    # The reply is printed on stdout at the end.  Under AWL_VERBOSE it streams to
+    # stderr too; where that is stdout (one terminal, 2>&1), what streamed is the
+    # reply printed, rounds before the last included, and it is not printed again.
+    sink = TerminalSink(sys.stderr, show_thinking=False) if verbose() else None
+    streamed = sink is not None and _same_file(sys.stdout, sys.stderr)
     quiet = _RetryNotes()  # a wait before a request is sent again is said even then
 
     def on_tool(use: ToolUse, output: ToolOutput) -> None:
@@ -202,7 +198,7 @@ def _print_turn(agent: Agent, prompt: str) -> int:
     finally:
         if sink is not None:
             sink.end()  # streamed text ends its line before anything else on stderr
-    if result.text:
+    if result.text and not streamed:
         sys.stdout.write(result.text + ("" if result.text.endswith("\n") else "\n"))
         sys.stdout.flush()  # before what follows on stderr, where both are one pipe
     if result.error:

@@ -53,7 +53,14 @@ def sessions(as_json: bool, all_projects: bool, long_format: bool) -> None:
             lines.append(visible(where, one_line=True))
         indent = "  " if all_projects else ""
         lines.extend(
-            format_info(i, _short(i, shown), long_format, indent, copies=files_of[i.id])
+            # Copies: the whole id, as no prefix finds one of them (a path does).
+            format_info(
+                i,
+                i.id if files_of[i.id] > 1 else _short(i, shown),
+                long_format,
+                indent,
+                copies=files_of[i.id],
+            )
             for i in infos
         )
     if lines:

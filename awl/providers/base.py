@@ -171,15 +171,18 @@ def with_retries(
     tries = 0
     while True:
         response = attempt()
-        if not response.transient or tries >= retries:
+        if not response.transient:
             return response
         asked = response.retry_after
-        if asked is not None and asked > LONGEST_RETRY_WAIT:
-            # Said, so that the user knows when sending it again can work.
-            response.error = (
-                f"{response.error or 'error'}; the server asks for a wait of "
-                f"{_duration(asked)}, longer than awl waits ({LONGEST_RETRY_WAIT:g} s)"
-            )
+        too_long = asked is not None and asked > LONGEST_RETRY_WAIT
+        if tries >= retries or too_long:
+            if asked is not None:
+                # Said, so that the user knows when sending it again can work.
+                longer = f", longer than awl waits ({LONGEST_RETRY_WAIT:g} s)" if too_long else ""
+                response.error = (
+                    f"{response.error or 'error'}; the server asks for a wait of "
+                    f"{_duration(asked)}{longer}"
+                )
             return response
         wait = backoff(tries) if asked is None else asked
         if cancel is not None and cancel.is_set():  # while the request was in flight

@@ -560,7 +560,7 @@ def reindex(
     summary = ReindexSummary()
     recovered: dict[str, str] = {}
 
-    shared = _shared_ids(sizes) if verify else {}
+    shared: dict[str, str] = {}  # found once the creations are settled
 
     def done(r: FileResult) -> None:
         if r.path in recovered:
@@ -590,6 +590,8 @@ def reindex(
             done(r)
         else:
             done(settled)
+    if verify:
+        shared.update(_shared_ids(sizes))
     ordered = sorted(sizes, key=sizes.__getitem__, reverse=True)
     workers = max(1, jobs if jobs is not None else (os.cpu_count() or 1))
 
@@ -618,10 +620,11 @@ def _shared_ids(paths: Iterable[str]) -> dict[str, str]:
     ``paths`` there carries too (a copy made beside it): resuming or showing
     by that id then refuses.  Logs elsewhere (a backup, a corpus) are found
     by no id, and are not looked at."""
-    root = os.path.realpath(session_root())
+    root = os.path.abspath(session_root())
     by_id: dict[str, list[str]] = {}
     for p in paths:
-        if os.path.dirname(os.path.dirname(os.path.realpath(p))) != root:
+        # The path as lookups see it: a project folder may be a link.
+        if os.path.dirname(os.path.dirname(os.path.abspath(p))) != root:
             continue
         try:
             by_id.setdefault(read_header(p).id, []).append(p)
@@ -634,7 +637,8 @@ def _shared_ids(paths: Iterable[str]) -> dict[str, str]:
             named = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if others[3:] else "")
             problems[p] = (
                 f"session {sid} is also in {named}: awl --resume and awl show by its id "
-                "refuse while both are here (name one by its path, or move the copy away)"
+                "refuse where they find more than one (name one by its path, or move the "
+                "copies away)"
             )
     return problems
 

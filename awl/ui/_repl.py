@@ -23,6 +23,7 @@ from ..errors import AwlError
 from ..paths import history_path
 from ..providers import ProviderError
 from ..store import (
+    DiskToolResult,
     MessageEntry,
     default_env,
     disk_message_to_internal,
@@ -275,7 +276,8 @@ def interactive_loop(agent: Agent, *, resumed: bool) -> int:
 def kept_prompt_note(agent: Agent, before: str | None) -> str | None:
     """After a turn that ended with its prompt the session's last entry (the request
     failed, or was cancelled, before any reply arrived), what to say: the prompt
-    goes to the model with the next one, and how to go on without it.  None
+    goes to the model with the next one, and how to go on without it (and
+    without the unanswered prompts right before it, which go too).  None
     after any other turn.  ``before`` is the session's leaf before the turn."""
     m = agent.manager
     leaf = m.leaf_id
@@ -287,12 +289,27 @@ def kept_prompt_note(agent: Agent, before: str | None) -> str | None:
     parent = entry.base.parent_id
     if parent is None or (before is not None and parent != before):
         return None  # not the turn's prompt: a tool round's results
+    prompts = 1
+    while True:  # back past the prompts no reply followed either
+        above = m.get_entry(parent)
+        if not (
+            isinstance(above, MessageEntry)
+            and above.message.role == "user"
+            and above.base.parent_id is not None
+            and not any(isinstance(b, DiskToolResult) for b in above.message.content)
+        ):
+            break
+        prompts, parent = prompts + 1, above.base.parent_id
     # A prompt the API refuses (too long, a bad image) would be refused again
     # with every later one: say how to leave it behind.
     short = resume_prefix(m.id, m.path, os.getcwd())
+    if prompts == 1:
+        what, them = "the prompt stays in the session and goes", "it"
+    else:
+        what, them = f"the {prompts} prompts no reply followed stay in the session and go", "them"
     return (
-        "the prompt stays in the session and goes to the model with your next one; "
-        f"awl --resume {short}:{parent} goes on without it"
+        f"{what} to the model with your next one; "
+        f"awl --resume {short}:{parent} goes on without {them}"
     )
 
 

@@ -34,12 +34,11 @@ class TerminalSink:
     reprogram the user's terminal.
     """
 
-    def __init__(self, out: TextIO, *, show_thinking: bool = True, show_text: bool = True) -> None:
+    def __init__(self, out: TextIO, *, show_thinking: bool = True) -> None:
         self.out = out
         self.show_thinking = show_thinking
-        self.show_text = show_text
         # NO_COLOR (no-color.org) asks for no styling at all, dimming included.
-        self._tty = out.isatty() and not os.environ.get("NO_COLOR")
+        self._styled = out.isatty() and not os.environ.get("NO_COLOR")
         self._mode = ""
         # A carriage return that ends a delta: whether it is half of a CRLF
         # (kept) or alone (escaped) is known only from the next character.
@@ -50,7 +49,7 @@ class TerminalSink:
             self._flush_held()
             if self._mode:
                 self.out.write("\n")
-            if self._tty:
+            if self._styled:
                 self.out.write("\x1b[2m" if mode == "thinking" else "\x1b[0m")
             self._mode = mode
 
@@ -67,8 +66,6 @@ class TerminalSink:
 
     def text(self, delta: str) -> None:
         """Show visible text."""
-        if not self.show_text:
-            return
         self._switch("text")
         self._write(delta)
 
@@ -97,7 +94,7 @@ class TerminalSink:
         """Finish the current line."""
         self._flush_held()
         if self._mode:
-            if self._tty:
+            if self._styled:
                 self.out.write("\x1b[0m")
             self.out.write("\n")
             self.out.flush()
@@ -105,15 +102,17 @@ class TerminalSink:
 
 
 def _without_terminal() -> None:
-    """Point standard output and error at /dev/null: after SIGHUP the terminal is
-    gone, and a write to it would fail (EIO) while the turn is being saved."""
+    """Point standard output and error at /dev/null where they are a terminal:
+    after SIGHUP it is gone, and a write to it would fail (EIO) while the turn
+    is being saved.  A file or a pipe still gets what follows."""
     try:
         null = os.open(os.devnull, os.O_WRONLY)
     except OSError:
         return
     for fd in (1, 2):
         with contextlib.suppress(OSError):
-            os.dup2(null, fd)
+            if os.isatty(fd):
+                os.dup2(null, fd)
     os.close(null)
 
 

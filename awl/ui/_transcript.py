@@ -197,7 +197,8 @@ class _Served:
         if served == self._last:
             return None
         self._last = served
-        return served
+        # One line: a model name from a log must not draw a heading of its own.
+        return visible(served, one_line=True)
 
 
 def transcript(m: SessionManager | Window, notes: Sequence[str] = ()) -> Iterator[str]:
