@@ -108,13 +108,17 @@ def test_a_wait_too_long_is_said_in_the_error(server: FakeServer) -> None:
     assert r.error.endswith("; the server asks for a wait of 10 min, longer than awl waits (60 s)")
 
 
+@pytest.mark.parametrize(
+    ("header", "value", "said"),
+    [("retry-after", "5", "5 s"), ("retry-after-ms", "500", "0.5 s")],
+)
 def test_the_wait_asked_for_is_said_when_no_retry_is_left(
-    server: FakeServer, monkeypatch: pytest.MonkeyPatch
+    server: FakeServer, monkeypatch: pytest.MonkeyPatch, header: str, value: str, said: str
 ) -> None:
     monkeypatch.setenv("AWL_RETRIES", "0")
-    server.queue(_busy(429, **{"retry-after": "5"}))
+    server.queue(_busy(429, **{header: value}))
     r = _anthropic(server).complete("m", HISTORY, [], Sink())
-    assert r.error is not None and r.error.endswith("; the server asks for a wait of 5 s")
+    assert r.error is not None and r.error.endswith(f"; the server asks for a wait of {said}")
     assert len(server.requests) == 1
 
 

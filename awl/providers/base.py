@@ -148,7 +148,7 @@ def retry_wait(headers: Mapping[str, str]) -> float | None:
 
 def _duration(seconds: float) -> str:
     if seconds < 120:
-        return f"{seconds:.0f} s"
+        return f"{seconds:.3g} s"
     if seconds < 7200:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.0f} h"
