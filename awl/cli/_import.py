@@ -66,7 +66,8 @@ def import_command(
     project (awl sessions, awl --resume and awl show find it). Importing again
     changes nothing, and adds only what a source gained since; sources are
     never written. Exit status 1 when a session could not be imported, or
-    when the folders named held files but no session log (of --from's format).
+    when the folders named held .jsonl files but no session log (of --from's
+    format).
     """
     from ..agent import SYSTEM_PROMPT
     from ..importers import import_sessions, plan_import

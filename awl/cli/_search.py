@@ -124,7 +124,9 @@ def _colour(choice: str) -> bool:
     default="auto",
     help="Highlight matches (auto: on a terminal).",
 )
-@click.option("--jobs", "-j", type=click.IntRange(min=1), help="Threads (default: the cores).")
+@click.option(
+    "--jobs", "-j", type=click.IntRange(min=1), help="Threads (default: the cores, up to 4)."
+)
 def search_command(
     query: str,
     all_projects: bool,
