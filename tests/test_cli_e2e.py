@@ -922,7 +922,10 @@ def test_print_mode_ends_on_sigterm_as_on_ctrl_c(
     assert left_in_group(pgid) == []
     result = one_log(root, project).messages()[-1]
     assert result["role"] == "user" and result["content"][0]["type"] == "toolResult"
-    assert result["content"][0]["content"].startswith("started\n"), result
+    # The model is told what stopped it: no user cancelled this command.
+    assert result["content"][0]["content"] == (
+        "started\n[cancelled by SIGTERM; the command was killed]"
+    ), result
 
 
 def test_print_resume_with_nothing_to_resume_starts_a_new_session(

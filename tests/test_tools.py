@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from awl.providers import ToolSpec
 from awl.tools import (
     BashTool,
+    Cancel,
     EditTool,
     ReadTool,
     Tool,
@@ -338,6 +339,13 @@ def test_a_call_cancelled_before_it_starts_is_not_run(tmp_path: Path) -> None:
     for name, raw in calls:
         out = run_tool(default_tools(), name, raw, tmp_path, cancel=cancel)
         assert out == ToolOutput(CANCELLED_BEFORE, is_error=True), name
+    assert not marker.exists()
+    # A turn a signal ended says which: the model is told no user decided it.
+    stopped = Cancel()
+    stopped.by = "SIGTERM"
+    stopped.set()
+    out = run_tool(default_tools(), "bash", calls[0][1], tmp_path, cancel=stopped)
+    assert out == ToolOutput("cancelled by SIGTERM before it ran", is_error=True)
     assert not marker.exists()
 
 

@@ -7,7 +7,6 @@ import io
 import os
 import signal
 import sys
-import threading
 from pathlib import Path
 from typing import TextIO
 
@@ -25,7 +24,7 @@ from ..providers import (
     default_provider_name,
 )
 from ..store import SessionManager, resume_prefix
-from ..tools import ToolOutput
+from ..tools import Cancel, ToolOutput
 from ..ui import TerminalSink, kept_prompt_note, signals_cancel, visible
 from ._common import imported_session, log_of_path, names_a_file
 
@@ -184,7 +183,7 @@ def _print_turn(agent: Agent, prompt: str) -> int:
             sink.end()  # the "[calling ...]" line, before the call's own
         _note_tool(use, output)
 
-    cancel = threading.Event()
+    cancel = Cancel()
     stopped_by: list[int] = []
     before = agent.manager.leaf_id
     try:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from awl.tools.base import Tool, ToolError, ToolOutput, run_tool, tool_specs
+from awl.tools.base import Cancel, Tool, ToolError, ToolOutput, run_tool, tool_specs
 from awl.tools.bash import BashTool
 from awl.tools.files import EditTool, ReadTool, WriteTool
 
 __all__ = [
     "BashTool",
+    "Cancel",
     "EditTool",
     "ReadTool",
     "Tool",

@@ -29,6 +29,27 @@ CANCELLED_BEFORE = "cancelled by the user before it ran"
 """A call's output when the user cancelled before it started: it was not run."""
 
 
+class Cancel(threading.Event):
+    """A turn's cancel event that says who cancelled: ``by`` is ``"the user"``
+    (Ctrl+C) unless a signal that ends awl set it (``"SIGTERM"``, ``"SIGHUP"``).
+    What a cancelled call's result says goes to the model on the next request:
+    a container's stop is no user's decision about the command."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.by = "the user"
+
+
+def cancelled_by(cancel: threading.Event | None) -> str:
+    """Who set ``cancel``: its :attr:`Cancel.by`, else the user."""
+    return cancel.by if isinstance(cancel, Cancel) else "the user"
+
+
+def cancelled_before(cancel: threading.Event | None) -> str:
+    """A call's output when the turn was cancelled before it started: it was not run."""
+    return f"cancelled by {cancelled_by(cancel)} before it ran"
+
+
 @dataclass(frozen=True, slots=True)
 class ToolOutput:
     """What a tool call produced: text for the model, and whether it failed."""
@@ -61,7 +82,7 @@ class Tool(ABC):
         already set, the tool is not run (:data:`CANCELLED_BEFORE`).
         """
         if cancel is not None and cancel.is_set():
-            return ToolOutput(CANCELLED_BEFORE, is_error=True)
+            return ToolOutput(cancelled_before(cancel), is_error=True)
         try:
             args = parse_input(input_json, self.input_schema)
             if self.watches_cancel:
@@ -101,7 +122,7 @@ def run_tool(
     looked up (:data:`CANCELLED_BEFORE`).
     """
     if cancel is not None and cancel.is_set():
-        return ToolOutput(CANCELLED_BEFORE, is_error=True)
+        return ToolOutput(cancelled_before(cancel), is_error=True)
     tool = next((t for t in tools if t.name == name), None)
     if tool is None:
         known = ", ".join(t.name for t in tools) or "none"

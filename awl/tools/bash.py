@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from awl.environment import MAX_BASH_TIMEOUT, bash_max_output, bash_timeout
-from awl.tools.base import Tool, ToolError, ToolOutput
+from awl.tools.base import Tool, ToolError, ToolOutput, cancelled_by
 
 DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = MAX_BASH_TIMEOUT
@@ -32,7 +32,8 @@ _DRAIN_SECONDS = 2.0
 _GROUP_POLL = 0.05
 # How often, while the shell runs, to look at the cancel event.
 _CANCEL_POLL = 0.05
-CANCELLED_NOTE = "[cancelled by the user; the command was killed]"
+KILLED = "the command was killed"
+CANCELLED_NOTE = f"[cancelled by the user; {KILLED}]"
 """The note ending a command's output when the user cancelled it while it ran."""
 
 
@@ -138,7 +139,8 @@ class BashTool(Tool):
         text = capture.text(self.max_output)
         notes: list[str] = []
         if cancelled:
-            notes.append(CANCELLED_NOTE)
+            by = cancelled_by(cancel)
+            notes.append(CANCELLED_NOTE if by == "the user" else f"[cancelled by {by}; {KILLED}]")
         elif detached:
             notes.append(
                 f"[exit status {proc.returncode}; a process that left the command's process "

@@ -30,7 +30,7 @@ from ..store import (
     make_private_dirs,
     resume_prefix,
 )
-from ..tools import ToolOutput
+from ..tools import Cancel, ToolOutput
 from ._terminal import TerminalSink, signals_cancel, stdin_text
 from ._text import visible
 from ._transcript import render_message
@@ -141,7 +141,7 @@ def _run_with_cancel(
     """Run a turn in a worker thread so Ctrl+C in the main thread can cancel it;
     SIGTERM and SIGHUP (the terminal closed) cancel it too.  Returns the turn's
     result, and the signal of those that came (the session then ends)."""
-    cancel = threading.Event()
+    cancel = Cancel()
     box: list[TurnResult | BaseException] = []
 
     def on_tool(use: ToolUse, output: ToolOutput) -> None:

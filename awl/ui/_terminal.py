@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import TextIO
 
+from ..tools import Cancel
 from ._text import visible
 
 
@@ -137,6 +138,8 @@ def signals_cancel(cancel: threading.Event, signals: Sequence[int]) -> Iterator[
         got.append(signum)
         if again:
             raise KeyboardInterrupt
+        if isinstance(cancel, Cancel) and signum != signal.SIGINT and not cancel.is_set():
+            cancel.by = signal.Signals(signum).name  # what a killed command's result says
         cancel.set()
 
     previous = {
