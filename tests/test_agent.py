@@ -12,6 +12,9 @@ import json
 import os
 import re
 import stat
+import subprocess
+import sys
+import textwrap
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -793,6 +796,38 @@ def test_http_error_is_reported_and_the_session_continues(
     assert texts(log.entries[-1]["message"]) == "Back again."
 
 
+def test_the_note_for_unanswered_prompts_steps_over_an_imports_opaque_nodes(
+    tmp_path: Path,
+) -> None:
+    """An imported session can hold a node that is no message (a model change)
+    between two prompts no reply followed: both go with the next prompt, so the
+    entry the note names is above both."""
+    from awl.store import DiskMessage, DiskText, NewEntry
+
+    t = "2026-01-02T03:04:05.000Z"
+
+    def said(role: str, text: str) -> DiskMessage:
+        served = ("offline", "echo", "stop") if role == "assistant" else (None, None, None)
+        return DiskMessage(role, [DiskText(text)], *served)  # type: ignore[arg-type]
+
+    m = SessionManager.create(tmp_path, "offline", "echo", session_dir=tmp_path / "s")
+    ids = m.append_entries(
+        [
+            NewEntry(t, None, said("system", "be brief")),
+            NewEntry(t, 0, said("user", "hi"), "offline", "echo"),
+            NewEntry(t, 1, said("assistant", "hello")),
+            NewEntry(t, 2, said("user", "refused once"), "offline", "echo"),
+            NewEntry(t, 3, type="x-pi-model_change", fields={"line": 3}),
+            NewEntry(t, 4, said("user", "refused again"), "offline", "echo"),
+        ]
+    )
+    agent = Agent(m, provider="offline")
+    note = kept_prompt_note(agent, ids[4])
+    assert note is not None and note.startswith("the 2 prompts no reply followed stay")
+    assert note.endswith(f":{ids[2]} goes on without them")
+    m.close()
+
+
 def test_storable_replaces_lone_surrogates_in_every_block() -> None:
     """A tool's output naming a file that is not UTF-8 (surrogate escapes), a
     tool call's input: each block kept, the half characters as U+FFFD."""
@@ -984,6 +1019,34 @@ def test_terminal_sink_dims_thinking_on_a_terminal_unless_no_color(
         assert out.getvalue() == "hmm\nyes\n"
     else:
         assert out.getvalue() == "\x1b[2mhmm\n\x1b[0myes\x1b[0m\n"
+
+
+def test_a_signal_that_cancels_a_turn_never_deadlocks_its_wait() -> None:
+    """-p runs its turn on the main thread, which waits on the cancel event (a retry
+    wait, the offline model's pace); the signal handler runs on that thread too.
+    Setting the event there, while its wait holds the event's lock, hung awl for
+    good (about half of these runs did)."""
+    code = textwrap.dedent(
+        """
+        import faulthandler, os, signal, threading, time
+        from awl.tools import Cancel
+        from awl.ui import signals_cancel
+        faulthandler.dump_traceback_later(20, exit=True)  # a hang fails, not stalls
+        for i in range(40):
+            cancel = Cancel()
+            def kill(i=i):
+                time.sleep(0.01 + (i % 7) * 0.001)
+                os.kill(os.getpid(), signal.SIGTERM)
+            threading.Thread(target=kill, daemon=True).start()
+            with signals_cancel(cancel, (signal.SIGTERM,)) as got:
+                while not cancel.wait(0):
+                    pass
+            assert got == [signal.SIGTERM] and cancel.by == "SIGTERM"
+        print("ok")
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (out.returncode, out.stdout) == (0, "ok\n"), out.stderr
 
 
 # ── a round of several calls: each result saved as its call ends ──

@@ -540,6 +540,27 @@ def test_sighup_ends_a_streaming_turn_saved_and_the_session_with_129(
     assert cut["stopReason"] == "error" and texts(cut).startswith("You said: ")
 
 
+def test_a_terminal_that_hangs_up_mid_turn_ends_awl_with_129_and_the_reply_saved(
+    term: Any, env: dict[str, str], root: Path, project: Path
+) -> None:
+    """The terminal really closes (a window shut, ssh dropped): the kernel cuts the
+    terminal off, then sends SIGHUP. Writes to it would fail (EIO); awl still
+    saves the turn and exits 129, with no error about its output."""
+    t, _ = _streaming(term, env)
+    proc = t.child.ptyproc
+    proc.fileobj.close()  # the terminal's side goes away: a hangup
+    deadline = time.monotonic() + TIMEOUT
+    while proc.isalive():
+        assert time.monotonic() < deadline, "awl did not end after the hangup"
+        time.sleep(0.05)
+    assert (proc.exitstatus, proc.signalstatus) == (129, None)
+    t.child.closed = True  # its descriptor is gone already
+    log = one_log(root, project)
+    assert roles(log) == ["system", "user", "assistant"]
+    cut = log.entries[2]["message"]
+    assert cut["stopReason"] == "error" and texts(cut).startswith("You said: ")
+
+
 def test_ctrl_c_during_a_tool_ends_that_turn_before_the_next(
     term: Any, root: Path, project: Path
 ) -> None:

@@ -404,7 +404,7 @@ class _Import:
                 continue
             try:
                 theirs = read_header(other).cwd
-            except SessionError:
+            except (SessionError, OSError):
                 continue  # a log that cannot be read is named by the lookups themselves
             if theirs != cwd and project_dir(theirs, root) == other.parent:
                 return other, theirs
@@ -729,8 +729,6 @@ class _Import:
                 r.unrecognised[name] = r.unrecognised.get(name, 0) + n
         else:
             r.status = "imported" if fresh else "updated"
-            if fresh and self.run_id is not None and not self.dry_run:
-                _run_listing(self.run_id, self._root()).setdefault(path.name, []).append(path)
             if self.resumed:
                 r.notes.append(
                     "the turns awl added since the last import stay on their branch (awl "
@@ -933,6 +931,10 @@ class _Import:
                 session_id=self.r.session,
                 created=self.info.start,
             )
+            if self.run_id is not None:
+                # In this run's listing from its creation on, whatever its writes do.
+                logs = _run_listing(self.run_id, self._root())
+                logs.setdefault(self.path.name, []).append(self.path)
         try:
             got = self.manager.append_entries(entries, checkpoint=final)
         except SessionWriteError:

@@ -292,14 +292,20 @@ def kept_prompt_note(agent: Agent, before: str | None) -> str | None:
     prompts = 1
     while True:  # back past the prompts no reply followed either
         above = m.get_entry(parent)
-        if not (
-            isinstance(above, MessageEntry)
-            and above.message.role == "user"
-            and above.base.parent_id is not None
-            and not any(isinstance(b, DiskToolResult) for b in above.message.content)
-        ):
+        base = above.base if above is not None else None
+        if base is None or base.parent_id is None:
             break
-        prompts, parent = prompts + 1, above.base.parent_id
+        if not isinstance(above, MessageEntry):
+            # An entry that is no message (an import's opaque node) is sent as
+            # nothing: the prompts above it go with the next one all the same.
+            further = m.get_entry(base.parent_id)
+            if isinstance(further, MessageEntry) and _unanswered(further):
+                parent = base.parent_id
+                continue
+            break
+        if not _unanswered(above):
+            break
+        prompts, parent = prompts + 1, base.parent_id
     # A prompt the API refuses (too long, a bad image) would be refused again
     # with every later one: say how to leave it behind.
     short = resume_prefix(m.id, m.path, os.getcwd())
@@ -310,6 +316,15 @@ def kept_prompt_note(agent: Agent, before: str | None) -> str | None:
     return (
         f"{what} to the model with your next one; "
         f"awl --resume {short}:{parent} goes on without {them}"
+    )
+
+
+def _unanswered(entry: MessageEntry) -> bool:
+    """A user prompt (not a tool round's results) with a parent to go on from."""
+    return (
+        entry.message.role == "user"
+        and entry.base.parent_id is not None
+        and not any(isinstance(b, DiskToolResult) for b in entry.message.content)
     )
 
 

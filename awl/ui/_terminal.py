@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import stat
 import sys
 import threading
 from collections.abc import Iterator, Sequence
@@ -105,14 +106,15 @@ class TerminalSink:
 def _without_terminal() -> None:
     """Point standard output and error at /dev/null where they are a terminal:
     after SIGHUP it is gone, and a write to it would fail (EIO) while the turn
-    is being saved.  A file or a pipe still gets what follows."""
+    is being saved.  A file or a pipe still gets what follows.  (A terminal that
+    hung up is no tty any more to isatty; it is still a character device.)"""
     try:
         null = os.open(os.devnull, os.O_WRONLY)
     except OSError:
         return
     for fd in (1, 2):
         with contextlib.suppress(OSError):
-            if os.isatty(fd):
+            if stat.S_ISCHR(os.fstat(fd).st_mode):
                 os.dup2(null, fd)
     os.close(null)
 
@@ -134,13 +136,15 @@ def signals_cancel(cancel: threading.Event, signals: Sequence[int]) -> Iterator[
     def caught(signum: int, frame: object) -> None:
         if signum == signal.SIGHUP:
             _without_terminal()
-        again = bool(got) and cancel.is_set()
+        again = bool(got)  # a signal came before: the cancel is set, or being set
         got.append(signum)
         if again:
             raise KeyboardInterrupt
         if isinstance(cancel, Cancel) and signum != signal.SIGINT and not cancel.is_set():
             cancel.by = signal.Signals(signum).name  # what a killed command's result says
-        cancel.set()
+        # Set from another thread: the handler runs in the main thread, which may be
+        # inside cancel.wait() holding the event's lock (set() here would deadlock).
+        threading.Thread(target=cancel.set, daemon=True).start()
 
     previous = {
         sig: signal.signal(sig, caught)
