@@ -409,26 +409,33 @@ def test_show_counts_its_messages_in_words(root: Path, here: Path) -> None:
     assert cli("show", ID_B).stdout.splitlines()[0].endswith("  2 messages")
 
 
+def _reply(
+    eid: str, parent: str, text: str | None, stop: str = "stop", served: str = "openai/m"
+) -> dict[str, Any]:
+    """An assistant entry ``served`` (``provider/model``) that ended with ``stop``;
+    with no content at all for ``text`` None."""
+    entry = msg(eid, parent, "assistant", text or "")
+    provider, model = served.split("/", 1)
+    entry["message"] |= {"provider": provider, "model": model, "stopReason": stop}
+    if text is None:
+        entry["message"]["content"] = []
+    return entry
+
+
 def test_show_heads_a_reply_that_did_not_end_on_its_own(root: Path, here: Path) -> None:
-    def reply(eid: str, parent: str, text: str | None, stop: str) -> dict[str, Any]:
-        entry = msg(eid, parent, "assistant", text or "")
-        entry["message"] |= {"provider": "openai", "model": "m", "stopReason": stop}
-        if text is None:
-            entry["message"]["content"] = []
-        return entry
 
     log(
         root,
         header(ID_A, "2026-04-25T17:40:15.990Z", here),
         [
             msg("00000001", None, "user", "one"),
-            reply("00000002", "00000001", "Half an ans", "error"),
+            _reply("00000002", "00000001", "Half an ans", "error"),
             msg("00000003", "00000002", "user", "two"),
-            reply("00000004", "00000003", None, "error"),
+            _reply("00000004", "00000003", None, "error"),
             msg("00000005", "00000004", "user", "three"),
-            reply("00000006", "00000005", "Long and", "length"),
+            _reply("00000006", "00000005", "Long and", "length"),
             msg("00000007", "00000006", "user", "four"),
-            reply("00000008", "00000007", "Done.", "stop"),
+            _reply("00000008", "00000007", "Done.", "stop"),
         ],
     )
     res = cli("show", ID_A)
@@ -446,21 +453,16 @@ def test_show_heads_a_reply_that_did_not_end_on_its_own(root: Path, here: Path) 
 
 
 def test_show_names_the_model_of_a_reply_where_it_changes(root: Path, here: Path) -> None:
-    def reply(eid: str, parent: str, provider: str, model: str) -> dict[str, Any]:
-        entry = msg(eid, parent, "assistant", f"by {model}")
-        entry["message"] |= {"provider": provider, "model": model, "stopReason": "stop"}
-        return entry
-
     log(
         root,
         header(ID_A, "2026-04-25T17:40:15.990Z", here),
         [
             msg("00000001", None, "user", "one"),
-            reply("00000002", "00000001", "anthropic", "claude-a"),
+            _reply("00000002", "00000001", "a", served="anthropic/claude-a"),
             msg("00000003", "00000002", "user", "two"),
-            reply("00000004", "00000003", "anthropic", "claude-a"),
+            _reply("00000004", "00000003", "b", served="anthropic/claude-a"),
             msg("00000005", "00000004", "user", "three"),
-            reply("00000006", "00000005", "openai", "gpt-b"),
+            _reply("00000006", "00000005", "c", served="openai/gpt-b"),
         ],
     )
     res = cli("show", ID_A)
@@ -476,8 +478,7 @@ def test_show_names_the_model_of_a_reply_where_it_changes(root: Path, here: Path
 
 
 def test_a_model_name_from_a_log_cannot_draw_a_heading(root: Path, here: Path) -> None:
-    reply = msg("00000002", "00000001", "assistant", "hi")
-    reply["message"] |= {"provider": "openai", "model": "gpt\n── user ──\nforged"}
+    reply = _reply("00000002", "00000001", "hi", served="openai/gpt\n── user ──\nforged")
     log(
         root,
         header(ID_A, "2026-04-25T17:40:15.990Z", here),

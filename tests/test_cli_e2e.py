@@ -865,10 +865,9 @@ def test_kill_9_during_the_second_call_of_a_round_keeps_the_first_result(
     assert roles(log) == ["system", "user", "assistant", "user", "user", "assistant"]
 
 
-def test_print_mode_ends_on_sighup_with_the_reply_saved(
-    env: dict[str, str], root: Path, project: Path
-) -> None:
-    env = {**env, "AWL_OFFLINE_DELAY": "0.3", "AWL_VERBOSE": "1"}
+def _print_turn_streaming(env: dict[str, str], project: Path) -> tuple[subprocess.Popen[str], str]:
+    """``awl -p`` of a long prompt whose reply has begun to stream (to stderr, under
+    AWL_VERBOSE, slowly); and the prompt."""
     prompt = " ".join(f"word{i}" for i in range(40))
     child = subprocess.Popen(
         [*AWL, "-p", prompt],
@@ -880,9 +879,17 @@ def test_print_mode_ends_on_sighup_with_the_reply_saved(
     )
     assert child.stderr is not None
     seen = ""
-    while "You said: " not in seen:  # streamed to stderr under AWL_VERBOSE
+    while "You said: " not in seen:
         seen += child.stderr.read(1)
         assert seen, "awl ended before its reply began"
+    return child, prompt
+
+
+def test_print_mode_ends_on_sighup_with_the_reply_saved(
+    env: dict[str, str], root: Path, project: Path
+) -> None:
+    env = {**env, "AWL_OFFLINE_DELAY": "0.3", "AWL_VERBOSE": "1"}
+    child, prompt = _print_turn_streaming(env, project)
     child.send_signal(signal.SIGHUP)
     out, err = child.communicate(timeout=TIMEOUT)
     assert child.returncode == 129, err
@@ -903,20 +910,7 @@ def test_print_mode_ends_on_sigterm_as_on_ctrl_c(
     as Ctrl+C does (what arrived printed and saved, a running command killed
     and its output so far its result), with SIGTERM's status, 143."""
     env = {**env, "AWL_OFFLINE_DELAY": "0.3", "AWL_VERBOSE": "1"}
-    prompt = " ".join(f"word{i}" for i in range(40))
-    child = subprocess.Popen(
-        [*AWL, "-p", prompt],
-        env=env,
-        cwd=project,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stderr is not None
-    seen = ""
-    while "You said: " not in seen:  # streamed to stderr under AWL_VERBOSE
-        seen += child.stderr.read(1)
-        assert seen, "awl ended before its reply began"
+    child, prompt = _print_turn_streaming(env, project)
     child.send_signal(signal.SIGTERM)
     out, err = child.communicate(timeout=TIMEOUT)
     assert child.returncode == 143, err

@@ -209,7 +209,7 @@ def _print_turn(agent: Agent, prompt: str) -> int:
             if note is not None:
                 sys.stderr.write(f"awl: {visible(note, one_line=True)}\n")
         # The signal's status, as a shell reports a command it interrupted: 130
-        # for Ctrl+C, 143 for SIGTERM (timeout, kill, a container's stop).
+        # for Ctrl+C, 143 for SIGTERM (timeout, kill, a container's stop), 129 for SIGHUP.
         if result.error == CANCELLED:
             return 128 + (stopped_by[0] if stopped_by else signal.SIGINT)
         return 1
