@@ -53,6 +53,9 @@ class TextualBlock:
     __slots__ = ("_chunks", "_joined")
 
     def __init__(self, text: str = "") -> None:
+        if type(text) is not str and not isinstance(text, str):
+            # None would read as "" and be saved so: a caller's slip, said now.
+            raise TypeError(f"{type(self).__name__} takes a str, not {type(text).__name__}")
         self._chunks: list[str] = [text] if text else []
         self._joined: str | None = text
 
@@ -76,8 +79,8 @@ class TextualBlock:
         assert isinstance(other, TextualBlock)
         return self.text == other.text
 
-    def __hash__(self) -> int:
-        return hash((type(self).__name__, self.text))
+    # It grows (append): a hash by its text would lose it in a set or a dict.
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.text!r})"

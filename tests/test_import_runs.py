@@ -23,7 +23,15 @@ from click.testing import CliRunner
 
 from awl import Message, SessionManager, Text
 from awl.cli import main
-from awl.importers import SourceSpec, import_sessions, import_source, plan_import, read_records
+from awl.importers import (
+    ImportedCopy,
+    SourceSpec,
+    import_sessions,
+    import_source,
+    imported_copy,
+    plan_import,
+    read_records,
+)
 from awl.store import MessageEntry, verify_log
 from awl.ui import format_bytes
 from tests.import_fixtures import (
@@ -1883,3 +1891,61 @@ def test_turns_awl_added_after_an_import_cut_short_stay_in_the_log(tmp_path: Pat
     whole = run(src, session_dir=tmp_path / "w")
     assert whole.path is not None and _flat(log) == _flat(whole.path)
     assert verify_log(log).ok
+
+
+@pytest.mark.parametrize("fmt", sorted(SOURCES))
+def test_a_timestamp_that_names_no_time_is_no_timestamp(
+    fmt: str, tmp_path: Path, root: Path
+) -> None:
+    """February 30th in awl's own form: the header's is said in one line (it was a
+    traceback), a later line's is taken as a line without a timestamp is."""
+    bad = re.compile(rb'"timestamp":"[0-9-]{10}T')
+    lines = SOURCES[fmt].read_bytes().splitlines(keepends=True)
+    later = tmp_path / "later.jsonl"
+    kept = b"".join(lines[:3])  # where each format finds its start
+    later.write_bytes(kept + b"".join(bad.sub(b'"timestamp":"2026-02-30T', x) for x in lines[3:]))
+    r = run(later)
+    assert r.status == "imported" and r.path is not None, r.error
+    assert verify_log(r.path).problems == []
+    stamps = [e["timestamp"] for e in log_lines(r.path) if "timestamp" in e]
+    assert stamps and not any("2026-02-30" in s for s in stamps)
+    every = tmp_path / "every.jsonl"
+    every.write_bytes(bad.sub(b'"timestamp":"2026-02-30T', SOURCES[fmt].read_bytes()))
+    out = cli("import", str(every))
+    assert out.exit_code == 1 and "Traceback" not in out.output, out.output
+    why = {
+        "pi": "its header has no valid timestamp",
+        "claude": "its lines carry no timestamp",
+        "codex": "its session metadata has no valid timestamp",
+    }[fmt]
+    assert out.output.splitlines()[0] == f"{every}: nothing to import: {why}"
+
+
+def test_a_source_logs_awl_session_is_found_from_python(tmp_path: Path, root: Path) -> None:
+    """What ``awl show PATH`` and ``--resume PATH`` take another tool's log by, as a
+    library call: the session an import made of it, whether it is current, and
+    a subagent's transcript named for its session."""
+    src = copy_tree(CLAUDE_SHOP, tmp_path / "shop" / CLAUDE_SHOP.name)
+    agent = next((src.parent / src.stem / "subagents").glob("agent-*.jsonl"))
+    before = imported_copy(src)
+    assert before is not None and (before.format, before.session, before.log) == (
+        "claude",
+        None,
+        None,
+    )
+    assert before.source == str(src) and not before.subagent and not before.current
+    assert not list(root.rglob("*.jsonl"))  # a dry run
+    r = import_source(plan_import([src]).sources[0], system_prompt=PROMPT)  # its subagents too
+    assert r.status == "imported" and r.path is not None
+    now = imported_copy(src)
+    assert now == ImportedCopy("claude", str(src), r.session, Path(r.path), True, None, False)
+    of_agent = imported_copy(agent)
+    assert of_agent is not None and of_agent.subagent and of_agent.session == r.session
+    assert of_agent.source == str(src)
+    with src.open("ab") as f:
+        f.write(src.read_bytes().splitlines(keepends=True)[-1].replace(b'"uuid":"', b'"uuid":"x'))
+    grown = imported_copy(src)
+    assert grown is not None and grown.session == r.session and not grown.current
+    text = tmp_path / "notes.jsonl"
+    text.write_text('{"hello": "world"}\n')
+    assert imported_copy(text) is None and imported_copy(tmp_path / "missing.jsonl") is None

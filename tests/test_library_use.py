@@ -3,18 +3,38 @@ with nothing written, or taken as meant; none leaves a log awl cannot read back.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
 import pytest
 
-from awl import FormatError, Message, SessionManager, Text, ToolResult, ToolUse
-from awl.agent import Agent
+from awl import (
+    FormatError,
+    Message,
+    SessionError,
+    SessionManager,
+    Text,
+    Thinking,
+    ToolResult,
+    ToolUse,
+)
+from awl.agent import Agent, open_session
 from awl.conversation import Usage
-from awl.importers import plan_import
+from awl.importers import cut_short, import_origin, last_record, plan_import, read_records
 from awl.providers import NullSink
-from awl.store import SearchHit, SearchQuery, plan_reindex, search
-from awl.tools import default_tools, run_tool
+from awl.store import (
+    DiskMessage,
+    DiskText,
+    MessageEntry,
+    SearchHit,
+    SearchQuery,
+    plan_reindex,
+    search,
+    session_info,
+    verify_log,
+)
+from awl.tools import BashTool, default_tools, run_tool
 from tests.import_fixtures import PI_FULL
 
 
@@ -31,7 +51,6 @@ def session(tmp_path: Path) -> SessionManager:
 @pytest.mark.parametrize(
     ("message", "stamps", "said"),
     [
-        (Message("user", [Text(5)]), {}, "a text block needs a string 'text'"),  # type: ignore[arg-type]
         (
             Message("assistant", [ToolUse("a", "bash", {"command": "ls"})]),  # type: ignore[arg-type]
             {},
@@ -41,7 +60,7 @@ def session(tmp_path: Path) -> SessionManager:
         (Message("assistant", [Text("x")]), {"usage": Usage(-1, 2)}, "usage"),
         (Message("user", [Text("x")]), {"provider": 5}, "'provider'"),
     ],
-    ids=["number-text", "dict-input", "none-result", "negative-usage", "number-provider"],
+    ids=["dict-input", "none-result", "negative-usage", "number-provider"],
 )
 def test_a_message_awl_could_not_read_back_is_refused_with_nothing_written(
     session: SessionManager, message: Message, stamps: dict[str, object], said: str
@@ -105,6 +124,9 @@ def test_search_refuses_what_it_cannot_mean_before_the_first_hit(session: Sessio
     for limit in (0, -1):
         with pytest.raises(ValueError, match="limit must be at least 1"):
             search(SearchQuery("hello"), [session.path], limit=limit)
+        # It found nothing, silently, with a negative count of threads.
+        with pytest.raises(ValueError, match="jobs must be at least 1"):
+            search(SearchQuery("hello"), [session.path], jobs=limit)
     assert len(list(search(SearchQuery("h"), [session.path], limit=1))) == 1
 
 
@@ -154,3 +176,120 @@ def test_a_query_that_would_match_everything_or_nothing_by_mistake_is_refused(
 def test_content_given_as_a_str_is_refused_where_the_message_is_made() -> None:
     with pytest.raises(TypeError, match="content must be a list of blocks"):
         Message("user", "hello")  # type: ignore[arg-type]
+
+
+def test_a_text_block_takes_text_only_and_is_not_hashed_by_what_it_grows_into() -> None:
+    # None was saved as an empty text (and sent so); a number was refused only on save.
+    for wrong in (None, 5, b"bytes"):
+        with pytest.raises(TypeError, match="Text takes a str"):
+            Text(wrong)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="Thinking takes a str"):
+            Thinking(wrong)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="unhashable"):
+        {Text("a")}
+
+
+def test_a_closed_session_says_so_where_it_would_read_its_log(session: SessionManager) -> None:
+    """Each read of a closed session (a ``with`` block ended, say) was an
+    AssertionError, or a TypeError under ``python -O``."""
+    session.close()
+    with SessionManager.open(session.path, read_only=True) as reader:
+        conversation = reader.rebuild_conversation()
+        branch = reader.stream_branch()
+        assert next(branch)[2].text() == "hello"
+        entries = reader.entries()
+        next(entries)
+    for read in (
+        lambda: conversation[0],
+        lambda: next(branch),
+        lambda: next(entries),
+        reader.recent_entries,
+        reader.get_branch,
+        reader.branch_message_ids,
+        lambda: reader.get_entry("0" * 8),
+        reader.checkpoint_disagreement,
+    ):
+        with pytest.raises(SessionError, match="session is closed"):
+            read()
+    assert len(conversation) == 2  # known without a read
+
+
+def test_what_a_session_holds_in_memory_is_what_its_log_holds(tmp_path: Path) -> None:
+    """Neither the caller's message, changed after it was appended, nor an entry the
+    session handed out, changed by its caller, changes what the session sends next."""
+    given = Message("user", [Text("original")])
+    disk = DiskMessage("assistant", [DiskText("reply")], "offline", "echo")
+    with SessionManager.create(tmp_path, "offline", "echo", session_dir=tmp_path / "s") as m:
+        m.append_message(given)
+        m.append_message(disk)
+        given.content.append(Text("added later"))
+        disk.content.append(DiskText("added later"))
+        handed = m.get_entry(m.leaf_id or "")
+        assert isinstance(handed, MessageEntry)
+        handed.message.content[0] = DiskText("changed")
+        handed.extra["x"] = 1
+        for entry in (*m.get_branch(), *m.recent_entries()):
+            assert isinstance(entry, MessageEntry)
+            entry.message.content.clear()
+        in_memory = [msg.text() for msg in m.rebuild_conversation()]
+        path = m.path
+    with SessionManager.open(path, read_only=True) as again:
+        on_disk = [msg.text() for msg in again.rebuild_conversation()]
+    assert in_memory == on_disk == ["original", "reply"]
+
+
+def test_search_takes_its_directory_as_a_session_records_it(
+    tmp_path: Path, session: SessionManager
+) -> None:
+    """A trailing slash, a ``..`` or a Path skipped every log."""
+    session.close()
+    project = tmp_path / "project"
+    for cwd in (project, str(project), f"{project}/", f"{project}/../project"):
+        hits = [h for h in search(SearchQuery("hello"), [session.path], cwd=cwd)]
+        assert [type(h) for h in hits] == [SearchHit], cwd
+        assert session_info(str(session.path), cwd) is not None, cwd
+    assert session_info(session.path, tmp_path) is None
+
+
+def test_paths_that_are_no_log_are_session_errors(tmp_path: Path) -> None:
+    """A bare FileNotFoundError (or IsADirectoryError...) came out of these."""
+    for path in (tmp_path / "missing.jsonl", tmp_path, tmp_path / "missing" / "x.jsonl"):
+        for call in (verify_log, import_origin, last_record, read_records, cut_short):
+            with pytest.raises(SessionError, match=re.escape(str(path))):
+                call(path)
+
+
+def test_a_creation_time_that_names_no_time_is_refused(tmp_path: Path) -> None:
+    for when in ("2026-13-45T99:99:99.999Z", "2026-02-30T00:00:00.000Z"):
+        with pytest.raises(ValueError, match="created must be a timestamp"):
+            SessionManager.create(tmp_path, "offline", "echo", created=when)
+    made = SessionManager.create(tmp_path, "offline", "echo", created="2024-02-29T00:00:00.000Z")
+    assert made.header.timestamp == "2024-02-29T00:00:00.000Z"
+
+
+def test_a_bash_tool_made_with_bounds_it_cannot_keep_is_refused() -> None:
+    """Else every call said the model had given a bad timeout, or showed no output."""
+    for kw in ({"timeout": -1}, {"timeout": 0}, {"timeout": 10**9}, {"max_output": 0}):
+        with pytest.raises(ValueError):
+            BashTool(**kw)
+    assert BashTool(timeout=5, max_output=100).max_output == 100
+
+
+def test_open_session_takes_a_session_root_and_records_its_directory_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "project").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AWL_SESSION_DIR", str(tmp_path / "elsewhere"))
+    root = tmp_path / "mine"
+    manager, resumed = open_session(Path("project"), None, "offline", None, session_dir=root)
+    with manager:
+        manager.append_message(Message("user", [Text("hi")]))
+        system = manager.rebuild_conversation()[0].text()
+    assert not resumed and manager.path.is_relative_to(root)
+    # The prompt goes into the log: a relative directory would mean another one on resume.
+    assert f"working in the directory {tmp_path / 'project'}." in system
+    again, resumed = open_session(tmp_path / "project", "", None, None, session_dir=root)
+    with again:
+        assert resumed and again.path == manager.path
+    assert not (tmp_path / "elsewhere").exists()

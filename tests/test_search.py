@@ -1012,7 +1012,7 @@ def test_cli_refusals_are_one_line_with_status_2(
 
 
 def test_since_and_until_take_dates_and_ages() -> None:
-    from awl.cli._search import parse_when
+    from awl.store import parse_when
 
     assert parse_when("2026-05-01T12:00:00+00:00") == "2026-05-01T12:00:00.000Z"
     assert parse_when("2026-05-01T12:00:00+02:00") == "2026-05-01T10:00:00.000Z"

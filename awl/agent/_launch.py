@@ -21,16 +21,18 @@ from ._loop import SYSTEM_PROMPT
 
 
 def open_session(
-    cwd: Path,
+    cwd: str | os.PathLike[str],
     resume: str | os.PathLike[str] | None,
     provider: str | None,
     model: str | None,
     *,
     base_url: str | None = None,
+    session_dir: str | os.PathLike[str] | None = None,
 ) -> tuple[SessionManager, bool]:
     """The session to run: a new one (``resume`` None), the most recent of ``cwd``
     (``""``), the one whose id or unique prefix ``resume`` is, or the log at the
-    path ``resume`` (an ``os.PathLike``: a str is always an id).
+    path ``resume`` (an ``os.PathLike``: a str is always an id).  Sessions are
+    looked up and made under ``session_dir`` (default: the session root).
 
     A new session without ``model`` gets the provider's default, the
     provider being made with ``base_url`` (a local server needs no key).
@@ -40,11 +42,15 @@ def open_session(
 
     if resume is not None:
         if resume == "":
-            recent = SessionManager.continue_recent(cwd)
+            recent = SessionManager.continue_recent(cwd, session_dir=session_dir)
             if recent is not None:
                 return recent, True
         else:
-            path = find_session(resume, cwd) if isinstance(resume, str) else Path(resume)
+            path = (
+                find_session(resume, cwd, session_dir=session_dir)
+                if isinstance(resume, str)
+                else Path(resume)
+            )
             # The tools run in the session's directory: a session whose
             # directory is gone is refused before its log is touched.
             # (continue_recent's sessions are this directory's own.)
@@ -56,8 +62,10 @@ def open_session(
     if model is None:
         with get_provider(name, base_url=base_url) as made:  # a missing key fails here
             model = made.default_model
-    manager = SessionManager.create(cwd, name, model)
-    manager.append_message(Message("system", [Text(SYSTEM_PROMPT.format(cwd=cwd))]))
+    manager = SessionManager.create(cwd, name, model, session_dir=session_dir)
+    # The directory as the header records it (absolute): the prompt goes into the
+    # log, and a relative one would mean another directory wherever awl resumes.
+    manager.append_message(Message("system", [Text(SYSTEM_PROMPT.format(cwd=manager.cwd))]))
     return manager, False
 
 

@@ -23,7 +23,7 @@ from ..errors import AmbiguousSession, AwlError, SessionCopies, SessionNotFound
 from ..ui import visible
 
 if TYPE_CHECKING:
-    from ..importers import SourceSpec
+    pass
 
 
 class Stopped(KeyboardInterrupt):
@@ -194,36 +194,6 @@ def regular_file(ref: str) -> Path:
     return path
 
 
-def planned_source(path: Path, fmt: str) -> SourceSpec | None:
-    """The source session an import of the file at ``path`` takes (a subagent's
-    transcript names its session's log), or None when it takes none or several."""
-    from ..importers import plan_import
-
-    try:
-        sources = plan_import([path], fmt=fmt).sources
-    except ValueError:
-        return None
-    return sources[0] if len(sources) == 1 else None
-
-
-def imported_as(
-    source: SourceSpec | None,
-) -> tuple[str | None, Path | None, bool, str | None]:
-    """The awl session an import made of ``source`` (its id and log), if one did;
-    whether it holds all the source holds; and what an import of it now would
-    fail with, if anything (an import's dry run says all three; nothing is
-    written)."""
-    from ..importers import import_source
-
-    if source is None:
-        return None, None, False, None
-    r = import_source(source, dry_run=True)
-    error = r.error if r.failed else None
-    if r.session is None or r.path is None or not Path(r.path).exists():
-        return None, None, False, error
-    return r.session, Path(r.path), r.status == "unchanged", error
-
-
 def log_of_path(ref: str, command: str = "show", *, check_header: bool = True) -> Path:
     """The awl log a PATH argument names: an awl log (its header read unless not
     ``check_header``, so that a file that is not one is refused in one line),
@@ -260,28 +230,28 @@ def imported_log(path: Path, found: str, command: str) -> Path:
     brings it in.  One that lacks what the source gained since is refused for
     ``command`` "resume" (which would go on without it) and, for "show" and
     "search", said on stderr."""
-    from ..importers import FORMAT_NAMES
+    from ..importers import FORMAT_NAMES, imported_copy
 
     resume = command == "resume"
     what = f"{path}: a {FORMAT_NAMES[found]} session log"
-    source = planned_source(path, found)
-    sid, log, current, error = imported_as(source)
+    copy = imported_copy(path)
+    sid, log = (copy.session, copy.log) if copy is not None else (None, None)
     verb, task = _TAKES[command]
-    if source is not None and os.path.realpath(source.path) != os.path.realpath(path):
+    if copy is not None and copy.subagent and copy.source is not None:
         # A subagent's transcript: kept with its session, no conversation of its own.
-        with_it = f"{verb} {sid}" if sid else f"awl import {shlex.quote(source.path)}"
+        with_it = f"{verb} {sid}" if sid else f"awl import {shlex.quote(copy.source)}"
         fail(
             f"{path}: a subagent's transcript of the {FORMAT_NAMES[found]} session "
-            f"{source.path}, not a session {'to go on with' if resume else 'of its own'} "
+            f"{copy.source}, not a session {'to go on with' if resume else 'of its own'} "
             f"({with_it} {task} that session)"
         )
     again = f"awl import {shlex.quote(str(path))}"
-    if sid is None or log is None:
-        if error is not None:
-            fail(error)  # what an import would fail with (no cwd, say): said once
+    if copy is None or sid is None or log is None:
+        if copy is not None and copy.error is not None:
+            fail(copy.error)  # what an import would fail with (no cwd, say): said once
         fail(f"{what}, not awl's: `{again}` takes it in, then {verb} {task} it")
     shown = visible(str(path), one_line=True)
-    if not current:
+    if not copy.current:
         if resume:
             fail(
                 f"{what}, imported as the awl session {sid}, which lacks what it gained since: "

@@ -8,10 +8,8 @@ log is still searched).  Colour only on a terminal.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import click
@@ -41,42 +39,6 @@ KINDS = {
 
 if TYPE_CHECKING:
     from ..store import SearchHit, SearchProblem
-
-_RELATIVE = re.compile(r"^([0-9]+)([smhdw])$")  # ASCII digits: \d takes every script's
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-_FIRST = datetime(1, 1, 1, tzinfo=UTC)
-_LAST = datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC)
-
-
-def parse_when(text: str, *, end_of_day: bool = False) -> str:
-    """An ISO 8601 UTC timestamp (as the log writes them) for ``--since``/``--until``:
-    a relative age (``30m``, ``2h``, ``7d``, ``4w``), a local date (``2026-05-01``:
-    its start, or its end with ``end_of_day``) or a local or zoned date and time.
-    ValueError when it is none of these."""
-    m = _RELATIVE.match(text.strip())
-    if m:
-        # An age before the calendar's first day (99999999d) means from the start.
-        digits = m[1].lstrip("0") or "0"
-        try:
-            if len(digits) > 15:
-                raise OverflowError
-            when = datetime.now(UTC) - timedelta(seconds=int(digits) * _UNITS[m[2]])
-        except OverflowError:
-            when = _FIRST
-    else:
-        when = datetime.fromisoformat(text.strip())
-        if len(text.strip()) == 10 and end_of_day:
-            when += timedelta(days=1, microseconds=-1000)
-        try:
-            if when.tzinfo is None:
-                when = when.astimezone()  # a time without a zone is local
-            when = when.astimezone(UTC)
-        except (OverflowError, ValueError):
-            # A time the zone moves past the calendar's edge: the edge it reaches.
-            when = _LAST if when.year > 1 else _FIRST
-    # The year in four digits: timestamps compare as text.
-    millis = when.microsecond // 1000
-    return f"{when.year:04d}" + when.strftime("-%m-%dT%H:%M:%S.") + f"{millis:03d}Z"
 
 
 def _colour(choice: str) -> bool:
@@ -154,6 +116,7 @@ def search_command(
     """
     from ..store import (
         SearchQuery,
+        parse_when,
         resume_prefixes,
         search,
         search_scope,

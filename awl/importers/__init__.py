@@ -20,7 +20,7 @@ from ._bulk import (
     import_sessions,
     plan_import,
 )
-from ._find import find_imported
+from ._find import ImportedCopy, find_imported, imported_copy
 from ._record import Imported, cut_short, import_origin, last_record, read_records
 from ._run import BATCH_BYTES, FORMAT_NAMES, STATUSES, ImportResult, SourceSpec, import_source
 from ._source import FORMATS, detect, detect_file
@@ -34,6 +34,7 @@ __all__ = [
     "ImportResult",
     "ImportSummary",
     "Imported",
+    "ImportedCopy",
     "SourceSpec",
     "cut_short",
     "default_store",
@@ -44,6 +45,7 @@ __all__ = [
     "import_origin",
     "import_sessions",
     "import_source",
+    "imported_copy",
     "last_record",
     "plan_import",
     "read_records",

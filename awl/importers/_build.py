@@ -218,7 +218,13 @@ def timestamp_of(value: Any, fallback: str) -> str:
             and value[4] == value[7] == "-"
             and value[13] == value[16] == ":"
         ):
-            return value  # awl's own form already (what all three tools write)
+            # awl's own form already (what all three tools write), once it names a
+            # time that exists (no February 30th).
+            try:
+                datetime.fromisoformat(value[:23])
+            except ValueError:
+                return fallback
+            return value
         try:
             dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:

@@ -198,7 +198,7 @@ def info(objs: list[tuple[int, dict[str, Any]]]) -> SourceInfo | str:
     if not isinstance(sid, str) or not sid:
         return "its session metadata has no id"
     if not start:
-        return "its session metadata has no timestamp"
+        return "its session metadata has no valid timestamp"
     if not isinstance(cwd, str):
         cwd = ""  # recorded nowhere (early rollouts): the import is told where, or refuses
     provider = meta.get("model_provider")

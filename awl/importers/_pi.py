@@ -66,7 +66,7 @@ def info(objs: list[tuple[int, dict[str, Any]]]) -> SourceInfo | str:
     if not isinstance(sid, str) or not sid:
         return "its header has no session id"
     if not start:
-        return "its header has no timestamp"
+        return "its header has no valid timestamp"
     if not isinstance(cwd, str):
         cwd = ""  # recorded nowhere: the import is told where (fallback_cwd), or refuses
     provider = model = None

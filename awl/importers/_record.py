@@ -16,6 +16,7 @@ import contextlib
 import mmap
 import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,11 +53,19 @@ class Imported:
 
 @contextlib.contextmanager
 def _mapped(path: str | os.PathLike[str]) -> Iterator[mmap.mmap | None]:
-    """The log at ``path``, mapped read-only (None when it is empty)."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    """The log at ``path``, mapped read-only (None when it is empty).  SessionError
+    when it cannot be opened or is no regular file, as for any log."""
     try:
-        size = os.fstat(fd).st_size
-        mm = mmap.mmap(fd, size, prot=mmap.PROT_READ) if size else None
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as exc:
+        raise SessionError(f"{os.fspath(path)}: cannot open: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise SessionError(f"{os.fspath(path)}: not a regular file")
+        mm = mmap.mmap(fd, st.st_size, prot=mmap.PROT_READ) if st.st_size else None
+    except OSError as exc:
+        raise SessionError(f"{os.fspath(path)}: cannot read: {exc.strerror}") from None
     finally:
         os.close(fd)  # the mapping holds the file
     try:

@@ -81,7 +81,14 @@ if TYPE_CHECKING:
         unfinished_creations,
     )
     from ._salvage import UnreadableMessage, Window, window_in_damaged_log
-    from ._search import SearchHit, SearchProblem, SearchQuery, search, search_scope
+    from ._search import (
+        SearchHit,
+        SearchProblem,
+        SearchQuery,
+        parse_when,
+        search,
+        search_scope,
+    )
     from ._session import OpenStats, SessionManager
     from ._state import MAX_REPLACED, CheckpointMark, SessionState
     from ._verify import VerifyReport, checkpoint_disagreement, verify_log
@@ -152,6 +159,7 @@ _HOMES = {
     "SearchHit": "_search",
     "SearchProblem": "_search",
     "SearchQuery": "_search",
+    "parse_when": "_search",
     "search": "_search",
     "search_scope": "_search",
     "OpenStats": "_session",
@@ -216,6 +224,7 @@ __all__ = [
     "most_recent",
     "one_name_each",
     "parse_line",
+    "parse_when",
     "plan_reindex",
     "prune_caches",
     "read_header",

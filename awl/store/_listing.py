@@ -28,7 +28,14 @@ import orjson
 
 from ..conversation import ROLES
 from ..errors import FormatError, SessionError
-from ..paths import SESSION_FILE_RE, log_files, project_dir, project_folders, session_root
+from ..paths import (
+    SESSION_FILE_RE,
+    log_files,
+    project_dir,
+    project_folders,
+    recorded_cwd,
+    session_root,
+)
 from . import _native_loader
 from ._checkpoint import checkpoint_fits, checkpoint_locates
 from ._clock import format_timestamp
@@ -452,22 +459,27 @@ def _name_info(path: Path) -> tuple[str, str]:
     return name.group("id"), f"{ts[:10]}T{ts[11:13]}:{ts[14:16]}:{ts[17:19]}.{ts[20:23]}Z"
 
 
-def session_info(path: Path, cwd: str | None = None) -> SessionInfo | None:
-    """The listing line of one log (None when its header names another cwd than ``cwd``).
+def session_info(
+    path: str | os.PathLike[str], cwd: str | os.PathLike[str] | None = None
+) -> SessionInfo | None:
+    """The listing line of one log (None when its header names another cwd than
+    ``cwd``, made absolute as a session records it).
 
     A log that cannot be read gets a line with its ``error``.
     """
+    log = Path(path)
+    where = recorded_cwd(cwd) if cwd is not None else None
     try:
-        return _quick_info(path, cwd)
+        return _quick_info(log, where)
     except (_Doubt, OSError):
         pass
     try:
-        st = path.stat()
+        st = log.stat()
     except OSError as exc:
         # A dangling symlink, a log removed meanwhile: its name still says which.
-        sid, created = _name_info(path)
-        return SessionInfo(path, sid, cwd or "", created, "", 0, error=f"{path}: {exc.strerror}")
-    return _full_info(path, cwd, st)
+        sid, created = _name_info(log)
+        return SessionInfo(log, sid, where or "", created, "", 0, error=f"{log}: {exc.strerror}")
+    return _full_info(log, where, st)
 
 
 def _sorted(infos: Iterable[SessionInfo]) -> list[SessionInfo]:

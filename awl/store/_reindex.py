@@ -310,7 +310,7 @@ def settle_creation(
     - anything else is reported and left as it is.
 
     Returns None when there is nothing to do: the file is gone, in use
-    (a session being created now) or younger than :data:`CREATION_GRACE`.
+    (a session being created now) or written to less than a minute ago.
     """
     t, lg = os.fspath(tmp), os.fspath(log)
     env = default_env()
@@ -666,7 +666,10 @@ def one_name_each(paths: Iterable[str | os.PathLike[str]]) -> dict[str, int]:
 
 
 def prune_caches(*, dry_run: bool = False, keep: Iterable[Path] = ()) -> list[FileResult]:
-    """Remove the index cache files no log can use (:func:`awl.store._index_cache.stale_caches`).
+    """Remove the index cache files no log can use: their log is gone, is another
+    file or is below the cache threshold, they were written by another cache
+    version, they are cut short, or they are a temporary a dead writer left
+    over an hour ago.
 
     A cache is only a cache: at worst a writer saving one at the same moment
     loses it, and the log is scanned again on its next open.

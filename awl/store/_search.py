@@ -28,12 +28,13 @@ import threading
 from _queue import SimpleQueue  # queue's own import costs a millisecond
 from collections import deque
 from collections.abc import Generator, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
 from itertools import islice
 from pathlib import Path
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from ..errors import FormatError, SessionError
-from ..paths import log_files, project_dir, project_folders, session_root
+from ..paths import log_files, project_dir, project_folders, recorded_cwd, session_root
 from . import _native_loader
 from ._clock import format_timestamp
 from ._header import header_fields
@@ -200,7 +201,8 @@ class SearchQuery(NamedTuple):
 
     @property
     def fold(self) -> str:
-        """``""``, ``"ascii"`` or ``"unicode"`` (see :class:`Matcher`)."""
+        """How letters are folded: ``""`` (not), ``"ascii"`` (ASCII letters, a query
+        all ASCII) or ``"unicode"`` (``str.casefold``, any other query)."""
         if not self.ignore_case:
             return ""
         return "ascii" if self.text.isascii() else "unicode"
@@ -941,7 +943,7 @@ def search(
     query: SearchQuery,
     logs: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     *,
-    cwd: str | None = None,
+    cwd: str | os.PathLike[str] | None = None,
     jobs: int | None = None,
     limit: int | None = None,
 ) -> Generator[SearchHit | SearchProblem, None, None]:
@@ -949,12 +951,13 @@ def search(
     file order; a log that cannot be searched gives a :class:`SearchProblem` and
     the others are searched all the same.  A corrupt line where the search
     looks gives one too, in its place among its log's hits, and the rest of
-    that log is still searched (past :data:`NAMED_BAD_LINES` of one log, one
+    that log is still searched (past 5 corrupt lines of one log, one
     last problem counts the others).
 
-    ``cwd``, when given, skips logs whose header names another directory.
-    Nothing is written, locked or trimmed.  ``jobs`` threads search at once
-    (default: the cores, at most 4; never more than :data:`MOST_JOBS`); ``limit``
+    ``cwd``, when given, skips logs whose header names another directory (made
+    absolute first, as a session records it).  Nothing is written, locked or
+    trimmed.  ``jobs`` threads search at once (default: the cores, at most 4;
+    never more than 64 whatever is asked); ``limit``
     stops after that many hits.  Memory holds the hits of a few logs (a large
     log's: of a few pieces).
     """
@@ -963,10 +966,52 @@ def search(
     _check(query)
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be at least 1, not {limit}")
+    if jobs is not None and jobs < 1:
+        raise ValueError(f"jobs must be at least 1, not {jobs}")
     # Checked here, not when the first hit is asked for.  The logs are taken as the
     # search reaches them (a scope's walk goes on while the first hits come out).
     given = [logs] if isinstance(logs, str | os.PathLike) else logs  # not its characters
-    return _search(_plan(query), (Path(p) for p in given), cwd, jobs, limit)
+    where = recorded_cwd(cwd) if cwd is not None else None
+    return _search(_plan(query), (Path(p) for p in given), where, jobs, limit)
+
+
+_RELATIVE = re.compile(r"^([0-9]+)([smhdw])$")  # ASCII digits: \d takes every script's
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_FIRST = datetime(1, 1, 1, tzinfo=UTC)
+_LAST = datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC)
+
+
+def parse_when(text: str, *, end_of_day: bool = False) -> str:
+    """An ISO 8601 UTC timestamp (as the log writes them) for a
+    :class:`SearchQuery`'s ``since``/``until`` (``awl search --since``): a
+    relative age (``30m``, ``2h``, ``7d``, ``4w``), a local date (``2026-05-01``:
+    its start, or its end with ``end_of_day``) or a local or zoned date and time.
+    An age or a time past the calendar's edge is that edge.  ValueError when it
+    is none of these."""
+    m = _RELATIVE.match(text.strip())
+    if m:
+        # An age before the calendar's first day (99999999d) means from the start.
+        digits = m[1].lstrip("0") or "0"
+        try:
+            if len(digits) > 15:
+                raise OverflowError
+            when = datetime.now(UTC) - timedelta(seconds=int(digits) * _UNITS[m[2]])
+        except OverflowError:
+            when = _FIRST
+    else:
+        when = datetime.fromisoformat(text.strip())
+        if len(text.strip()) == 10 and end_of_day:
+            when += timedelta(days=1, microseconds=-1000)
+        try:
+            if when.tzinfo is None:
+                when = when.astimezone()  # a time without a zone is local
+            when = when.astimezone(UTC)
+        except (OverflowError, ValueError):
+            # A time the zone moves past the calendar's edge: the edge it reaches.
+            when = _LAST if when.year > 1 else _FIRST
+    # The year in four digits: timestamps compare as text.
+    millis = when.microsecond // 1000
+    return f"{when.year:04d}" + when.strftime("-%m-%dT%H:%M:%S.") + f"{millis:03d}Z"
 
 
 _WHEN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}([T ].*)?")

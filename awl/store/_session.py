@@ -13,11 +13,13 @@ checkpoint is :class:`~._checkpoint.CheckpointPolicy`; lookups are
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
@@ -168,7 +170,7 @@ class SessionManager:
         # Both name the log's file: anything else could put it outside its folder.
         if not (isinstance(sid, str) and _SESSION_ID.fullmatch(sid)):
             raise ValueError(f"session_id must be a lowercase UUID, not {sid!r}")
-        if not (isinstance(now, str) and _TIMESTAMP.fullmatch(now)):
+        if not (isinstance(now, str) and _TIMESTAMP.fullmatch(now) and _a_time(now)):
             raise ValueError(
                 f"created must be a timestamp such as {format_timestamp(t)!r}, not {now!r}"
             )
@@ -346,6 +348,7 @@ class SessionManager:
     def _indexed(self, fn: Callable[[LogIndex, Tree], _T]) -> _T:
         """``fn(index, tree)`` over a current index of the whole log (see
         :meth:`IndexKeeper.use`); the state's leaf must be in it."""
+        self._check_open()
         log = self._log
         if log is None or log.fd is None:
             raise SessionError("the session has no log on disk yet")
@@ -374,14 +377,15 @@ class SessionManager:
 
     def _location_entry(self, loc: Location) -> SessionEntry:
         if loc.id in self._mine:
-            return self._mine[loc.id]
+            return _own(self._mine[loc.id])
+        self._check_open()
         assert self._log is not None
         return entry_at(self._log.map(), loc, self._path)
 
     def get_entry(self, entry_id: str) -> SessionEntry | None:
         """The tree entry with this id, or None."""
         if entry_id in self._mine:
-            return self._mine[entry_id]
+            return _own(self._mine[entry_id])
         if self._log is None:
             return None
 
@@ -404,7 +408,7 @@ class SessionManager:
             ids = [e.base.id for e in entries]
             if start not in ids:
                 raise KeyError(start)
-            return list(entries[: ids.index(start) + 1])
+            return [_own(e) for e in entries[: ids.index(start) + 1]]
 
         def walk(index: LogIndex, tree: Tree) -> list[SessionEntry]:
             pos = tree.pos_of(start)
@@ -503,6 +507,7 @@ class SessionManager:
             if mine is not None:
                 stamp, message = mine.base.timestamp, entry_message(mine)
                 continue
+            self._check_open()
             if behind is None:
                 behind = log.passing(nxt.offset)
             behind.at(nxt.offset)
@@ -529,7 +534,9 @@ class SessionManager:
         on its branch).  Nothing is written until that append: a close before
         it leaves the log as it was, its leaf where it was.
 
-        KeyError when the log has no tree entry ``entry_id``.
+        KeyError when the log has no tree entry ``entry_id``, or has no file yet
+        (entries held before the first user message are one branch: there is
+        nothing to branch from).
         """
         self._check_writable()
         if entry_id == self._state.leaf:
@@ -562,7 +569,9 @@ class SessionManager:
         """The Conversation of the branch, materialized lazily.
 
         Messages are parsed from the mapped log on first access; the last few
-        are found through the checkpoint, the rest through the index.
+        are found through the checkpoint, the rest through the index.  A
+        message first read after :meth:`close` raises :class:`SessionError`
+        (read what you need while the session is open).
         """
         if self._log is None:
             return Conversation(entry_message(e) for _, e in self._pending)
@@ -576,6 +585,7 @@ class SessionManager:
             mine = self._mine.get(loc.id)
             if mine is not None:
                 return entry_message(mine)
+            self._check_open()
             assert self._log is not None
             log = self._log.map()
             if behind is None or behind.log is not log:
@@ -611,7 +621,7 @@ class SessionManager:
     def recent_entries(self, n: int = RECENT) -> list[MessageEntry]:
         """The last ``n`` message entries of the branch (through the checkpoint when it can)."""
         if self._log is None:
-            return [e for _, e in self._pending][-n:]
+            return [_own(e) for _, e in self._pending][-n:]
         if n <= 0:
             return []
         recent = self._state.recent
@@ -687,9 +697,13 @@ class SessionManager:
             # What a reader would refuse (a number as text, a dict as a tool call's
             # input, a negative count) is refused now, with nothing written: a log
             # awl writes is one it reads back.
-            parse_line(line)
+            saved = parse_line(line)
         except FormatError as exc:
             raise FormatError(f"the message cannot be saved: {exc}; nothing was written") from None
+        # Memory keeps what the log holds, not the caller's objects, which the
+        # caller may go on changing.
+        assert isinstance(saved, MessageEntry)
+        entry = saved
         if self._log is None and disk.role != "user":
             # Nothing touches the disk before the first user message.
             self._pending.append((line, entry))
@@ -792,7 +806,7 @@ class SessionManager:
         log = self._log
         if log is None:
             for n, (_, pending) in enumerate(self._pending):
-                yield n + 1, pending
+                yield n + 1, _own(pending)
             return
         index, _ = self._indexed(lambda index, tree: (index, tree))
         rec = index.records
@@ -803,6 +817,7 @@ class SessionManager:
         for row in range(1, len(kinds)):
             if kinds[row] not in (scanner.KIND_MESSAGE, scanner.KIND_OTHER):
                 continue
+            self._check_open()  # a generator may outlive the session
             behind.at(offsets[row])
             entry = parse_at(mm, offsets[row], lengths[row], row, self._path)
             if isinstance(entry, MessageEntry | UnknownEntry):
@@ -839,9 +854,12 @@ class SessionManager:
                 raise ValueError(f"{loc.id} holds more than tool results")
         return state.recent[-replacing - 1].id
 
-    def _check_writable(self) -> None:
+    def _check_open(self) -> None:
         if self._closed:
             raise SessionError(f"{self._path}: session is closed")
+
+    def _check_writable(self) -> None:
+        self._check_open()
         if self.read_only:
             raise SessionError(f"{self._path}: session is open read-only")
         if self._log is not None:
@@ -914,6 +932,7 @@ class SessionManager:
         the log, or None (see :func:`awl.store.checkpoint_disagreement`)."""
         from ._verify import checkpoint_disagreement
 
+        self._check_open()
         if self._log is None or self._log.fd is None:
             return None
         return checkpoint_disagreement(self._log, self._state)
@@ -925,9 +944,9 @@ class SessionManager:
         cheap or needed, and release the lock."""
         if self._closed:
             return
-        self._closed = True
         log = self._log
         if log is None or log.fd is None:
+            self._closed = True
             return
         try:
             # A log another program changed gets nothing more: no checkpoint, and
@@ -939,6 +958,7 @@ class SessionManager:
                     with contextlib.suppress(SessionError, OSError):
                         self._cache_on_close(log)
         finally:
+            self._closed = True  # after the checkpoint, which reads through the index
             self._keeper.drop()
             log.close()
 
@@ -984,6 +1004,21 @@ class SessionManager:
     def __repr__(self) -> str:
         mode = "read-only" if self.read_only else "writer"
         return f"<SessionManager {self.id} {mode} {self._path}>"
+
+
+def _a_time(stamp: str) -> bool:
+    """Whether a timestamp of the log's shape names a time that exists (no 13th month)."""
+    try:
+        datetime.fromisoformat(stamp[:-1])
+    except ValueError:
+        return False
+    return True
+
+
+def _own(entry: MessageEntry) -> MessageEntry:
+    """A copy of an entry held in memory, for a caller: what it does to the
+    copy's lists and dicts cannot change what the session holds."""
+    return copy.deepcopy(entry)
 
 
 def _changed(log: LogFile) -> bool:

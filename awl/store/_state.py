@@ -72,7 +72,7 @@ class SessionState:
     None until it is known.  ``leaf_chained``: the tree entries after the
     last of ``recent``, if any, are entries of other types each under the
     one before, the first under that message, the last the leaf (what a
-    checkpoint naming such a leaf needs: :func:`._checkpoint.checkpoint_locates`).
+    checkpoint naming such a leaf needs, to be located by a reader).
     ``detached``: the leaf is not the log's last tree entry (a branch made
     current, :meth:`awl.store.SessionManager.branch_from`, before anything is
     appended under it); no checkpoint can name it.

@@ -54,12 +54,18 @@ class VerifyReport:
 
 
 def verify_log(path: str | os.PathLike[str], *, limit: int = 1000) -> VerifyReport:
-    """Check every line of a log with the native validator, the tree and every entry's schema."""
+    """Check every line of a log with the native validator, the tree and every entry's schema.
+
+    SessionError when the log cannot be opened or is no regular file.
+    """
     p = Path(path)
     report = VerifyReport(p)
     sink = Problems(p, collect=True, limit=limit)
     env = default_env()
-    fd = open_regular(env, p)
+    try:
+        fd = open_regular(env, p)
+    except OSError as exc:
+        raise SessionError(f"{p}: cannot open: {exc.strerror}") from None
     try:
         size = os.fstat(fd).st_size
         report.size = size

@@ -79,7 +79,8 @@ class Tool(ABC):
 
         Bad input and :class:`ToolError` become an error ``ToolOutput``; other
         exceptions propagate (:func:`run_tool` catches them).  With ``cancel``
-        already set, the tool is not run (:data:`CANCELLED_BEFORE`).
+        already set, the tool is not run (its output says it was cancelled
+        before it ran).
         """
         if cancel is not None and cancel.is_set():
             return ToolOutput(cancelled_before(cancel), is_error=True)
@@ -119,7 +120,7 @@ def run_tool(
     tool comes back as ``ToolOutput(is_error=True, content="error: ...")`` so the
     model can read what went wrong and try again.  ``cancel`` is handed to the
     tool (:meth:`Tool.call`); with it already set nothing is run, not even
-    looked up (:data:`CANCELLED_BEFORE`).
+    looked up: the output says it was cancelled before it ran.
     """
     if cancel is not None and cancel.is_set():
         return ToolOutput(cancelled_before(cancel), is_error=True)

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
-from awl.environment import MAX_BASH_TIMEOUT, bash_max_output, bash_timeout
+from awl.environment import MAX_BASH_TIMEOUT, MOST_BASH_OUTPUT, bash_max_output, bash_timeout
 from awl.tools.base import Tool, ToolError, ToolOutput, cancelled_by
 
 DEFAULT_TIMEOUT = 120.0
@@ -58,11 +58,16 @@ class BashTool(Tool):
     watches_cancel: ClassVar[bool] = True
 
     def __init__(self, *, timeout: float | None = None, max_output: int | None = None) -> None:
-        """Defaults come from AWL_BASH_TIMEOUT (seconds) and AWL_BASH_MAX_OUTPUT (characters)."""
+        """Defaults come from AWL_BASH_TIMEOUT (seconds) and AWL_BASH_MAX_OUTPUT
+        (characters); given, they are held to the same bounds (ValueError)."""
         if timeout is None:
             timeout = bash_timeout(DEFAULT_TIMEOUT)
+        elif not (isinstance(timeout, int | float) and 0 < timeout <= MAX_BASH_TIMEOUT):
+            raise ValueError(f"timeout must be above 0 and at most {MAX_BASH_TIMEOUT:g} s")
         if max_output is None:
             max_output = bash_max_output(DEFAULT_MAX_OUTPUT)
+        elif not (isinstance(max_output, int) and 0 < max_output <= MOST_BASH_OUTPUT):
+            raise ValueError(f"max_output must be 1 to {MOST_BASH_OUTPUT} characters")
         self.timeout = timeout
         self.max_output = max_output
 
