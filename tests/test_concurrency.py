@@ -617,6 +617,19 @@ def _foreign_remove(path: Path) -> bytes:
     return b""
 
 
+def _foreign_move(path: Path) -> bytes:
+    """The session folder renamed: the file is still linked, under another name."""
+    data = path.read_bytes()
+    path.parent.rename(path.parent.with_name(path.parent.name + "-moved"))
+    return data
+
+
+def _foreign_rename(path: Path) -> bytes:
+    data = path.read_bytes()
+    path.rename(path.with_name("renamed.jsonl"))
+    return data
+
+
 @pytest.mark.parametrize(
     ("change", "said"),
     [
@@ -624,6 +637,8 @@ def _foreign_remove(path: Path) -> bytes:
         (_foreign_cut, "another program cut 10 bytes off the log"),
         (_foreign_replace, "another program removed or replaced the log file"),
         (_foreign_remove, "another program removed or replaced the log file"),
+        (_foreign_move, "another program moved the log file (or a folder above it)"),
+        (_foreign_rename, "another program moved the log file (or a folder above it)"),
     ],
 )
 def test_a_log_changed_behind_the_writer_is_written_no_more(
@@ -643,10 +658,16 @@ def test_a_log_changed_behind_the_writer_is_written_no_more(
             m.append_message(Message("user", [Text("three")]))
         text = str(err.value)
         assert said in text and str(m.path) in text and "\n" not in text
-        assert ("resume the session" in text) == (change is not _foreign_remove)
+        gone = change in (_foreign_remove, _foreign_move, _foreign_rename)
+        assert ("resume the session" in text) == (not gone)
         assert m.state == state
     m.close()
-    assert (m.path.read_bytes() if m.path.exists() else b"") == after
+    moved = {
+        _foreign_move: m.path.parent.with_name(m.path.parent.name + "-moved") / m.path.name,
+        _foreign_rename: m.path.with_name("renamed.jsonl"),
+    }
+    where = moved.get(change, m.path)
+    assert (where.read_bytes() if where.exists() else b"") == after
 
 
 _CLOSE_AFTER = """

@@ -393,7 +393,10 @@ def test_writer_open_cannot_save_torn_tail(faulty: FaultyEnv, tmp_path: Path) ->
         SessionManager.open(p, env=faulty).close()
     assert isinstance(err.value, SessionError), f"{type(err.value).__name__}: {err.value}"
     assert os.strerror(errno.ENOSPC) in str(err.value)
+    assert "free some space, then open the session again" in str(err.value)
     assert p.read_bytes() == before  # the torn tail is still there, not lost
+    # Nothing kept, no file made: an empty .corrupt file was left behind.
+    assert not corrupt_path(p).exists()
     faulty.rules.clear()
     with SessionManager.open(p, env=faulty) as m:
         assert m.leaf_id == "00000003" and m.stats.trimmed == len(torn)

@@ -338,19 +338,37 @@ def head(fd: int, limit: int = 24, max_bytes: int = 1 << 20) -> list[tuple[int, 
     objects glued on one, which share its number; a last line without its
     newline counts when it is one, as an import takes it)."""
     out: list[tuple[int, dict[str, Any]]] = []
+    # The first ``max_bytes`` first: a long line after the first objects (a torn
+    # tail of many megabytes) is not read whole to be passed over.
+    size = os.fstat(fd).st_size
+    for number, end, raw, terminated in lines(fd, chunk=1 << 14, stop=max_bytes):
+        if not terminated and end < size:
+            break  # cut where the read stopped: not a whole line
+        if _headed(out, number, raw, terminated, limit):
+            return out
+    if out:
+        return out
+    # Nothing whole in them: a first line longer than that (a pasted file in a prompt).
     for number, end, raw, terminated in lines(fd, chunk=1 << 14):
         if end > max_bytes and out:
             break
-        obj, _, repaired = parse(raw) if raw.strip() else (None, None, False)
-        if obj is not None and not repaired:
-            out.append((number, obj))
-        elif obj is None and terminated and raw.strip():
-            # Objects glued on one line (a header and the first entry): each, under
-            # the line's number, as an import takes them.
-            out.extend((number, o) for o, _ in split_glued(raw) or ())
-        if len(out) >= limit or number >= limit * 2:
+        if _headed(out, number, raw, terminated, limit):
             break
     return out
+
+
+def _headed(
+    out: list[tuple[int, dict[str, Any]]], number: int, raw: bytes, terminated: bool, limit: int
+) -> bool:
+    """Add a line's objects to ``out``; whether :func:`head` has read enough."""
+    obj, _, repaired = parse(raw) if raw.strip() else (None, None, False)
+    if obj is not None and not repaired:
+        out.append((number, obj))
+    elif obj is None and terminated and raw.strip():
+        # Objects glued on one line (a header and the first entry): each, under
+        # the line's number, as an import takes them.
+        out.extend((number, o) for o, _ in split_glued(raw) or ())
+    return len(out) >= limit or number >= limit * 2
 
 
 def detect_file(path: str | os.PathLike[str]) -> str | None:

@@ -112,6 +112,10 @@ class Env:
         """``os.fstat``."""
         return os.fstat(fd)
 
+    def stat(self, path: PathLike) -> os.stat_result:
+        """``os.stat`` (through symbolic links, as an open goes)."""
+        return os.stat(path)
+
     def fchmod(self, fd: int, mode: int) -> None:
         """``os.fchmod``."""
         os.fchmod(fd, mode)
@@ -279,7 +283,8 @@ def keep_bytes(env: Env, target: Path, source: int, start: int, end: int) -> Non
     that line is replaced by the whole piece, which holds it.  A
     ``target`` this call creates has its name synced in its folder.
     ``target`` must not be ``source`` itself (a hard link).  Raises OSError;
-    on failure ``target`` is cut back to what it held.
+    on failure ``target`` is cut back to what it held (one this call created
+    is removed).
     """
     if end <= start:
         return
@@ -319,6 +324,11 @@ def keep_bytes(env: Env, target: Path, source: int, start: int, end: int) -> Non
             with contextlib.suppress(OSError):
                 env.ftruncate(cfd, kept)
             raise
+    except OSError:
+        if created:  # nothing kept: no empty file left to puzzle over
+            with contextlib.suppress(OSError):
+                env.unlink(target)
+        raise
     finally:
         env.close(cfd)
     if created:

@@ -69,8 +69,15 @@ def symlink_refusal(path: str | os.PathLike[str]) -> str:
 
 def cannot_keep(target: Path, exc: OSError) -> str:
     """Why a writer leaves a log with a torn tail as it is: ``exc`` from keeping its bytes."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        then = "free some space, then open the session again"
+    elif exc.errno in _NOT_WRITABLE:
+        then = "make its folder writable, then open the session again"
+    else:
+        then = "open the session again once it can be written"
     return (
-        f"{target}: cannot keep the torn last line there ({exc.strerror}); the log is left as it is"
+        f"{target}: cannot keep the torn last line there ({exc.strerror}); the log is left "
+        f"as it is ({then})"
     )
 
 
@@ -241,6 +248,10 @@ class LogFile:
         self.broken = False  # a failed append could not be cut back
         self.changed: str | None = None  # how another program changed the file, once seen
         self._map: LogMap | None = None
+        # The name whose file this is, whatever the process's directory becomes.
+        with contextlib.suppress(OSError):
+            path = Path(os.path.abspath(path))
+        self._name = path
 
     # ── opening ──
 
@@ -367,7 +378,8 @@ class LogFile:
                 "reopen the session (the torn line is trimmed then)"
             )
         if self.changed is not None:
-            # A removed log cannot be resumed; a replaced one (an editor's save) can.
+            # A removed or moved log cannot be resumed by its name; a replaced one
+            # (an editor's save) can.
             then = " (resume the session to go on)" if os.path.lexists(self.path) else ""
             raise SessionWriteError(
                 f"{self.path}: {self.changed} while awl had it open; awl writes "
@@ -383,7 +395,8 @@ class LogFile:
         entry to a line without its newline, record wrong offsets, or write
         to a file no longer at the log's name; reading the mapped pages of a
         cut log would kill the process (SIGBUS).  So the writer stops
-        writing, and says why.  One fstat: nothing beside an append's fsync.
+        writing, and says why.  An fstat and a stat of its name: nothing beside
+        an append's fsync.
         """
         assert self.fd is not None
         if self.changed is None:
@@ -395,7 +408,18 @@ class LogFile:
                 self.changed = f"another program appended {grown} bytes to the log"
             elif now.st_size < self.size:
                 self.changed = f"another program cut {self.size - now.st_size} bytes off the log"
+            elif not self._named(now):
+                # Still linked, but elsewhere: the file or a folder above it renamed.
+                self.changed = "another program moved the log file (or a folder above it)"
         return self.changed is not None
+
+    def _named(self, now: os.stat_result) -> bool:
+        """Whether the log's name still leads to the open file."""
+        try:
+            there = self.env.stat(self._name)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        return (there.st_dev, there.st_ino) == (now.st_dev, now.st_ino)
 
     def _check_unchanged(self) -> None:
         """Raise SessionWriteError when :meth:`notice_change` finds a change."""
