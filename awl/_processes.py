@@ -39,6 +39,7 @@ def _start_worker(stopping: Any) -> None:
     # The parent alone decides what a signal does: a worker finishes the task it
     # is on (a terminal's Ctrl-C reaches the whole process group).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # a closed terminal's: the whole group's too
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     parent = multiprocessing.parent_process()
     sentinel = parent.sentinel if parent is not None else None
@@ -104,7 +105,7 @@ def run_in_processes(
 
     An exception here (KeyboardInterrupt, one ``done`` raises) ends the run
     once each worker has finished the task it is on: no task is started
-    after it.  Workers ignore SIGINT and SIGTERM's handler, so what a task
+    after it.  Workers ignore SIGINT and SIGHUP, and SIGTERM's handler, so what a task
     does is not cut short.  When this process dies without a word (``kill
     -9``), each worker ends after its task, and starts no other.
     """
@@ -133,13 +134,13 @@ def run_in_processes(
 
 @contextlib.contextmanager
 def _signals_held() -> Iterator[None]:
-    """SIGINT and SIGTERM do nothing while the block runs (the run is stopping
+    """SIGINT, SIGTERM and SIGHUP do nothing while the block runs (the run is stopping
     already); their handlers are put back after it.  Only the main thread
     sets handlers: elsewhere the block runs as it is."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    held = (signal.SIGINT, signal.SIGTERM)
+    held = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     saved = [signal.getsignal(s) for s in held]
     for s in held:
         signal.signal(s, _already_stopping)

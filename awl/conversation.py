@@ -53,7 +53,7 @@ class TextualBlock:
     __slots__ = ("_chunks", "_joined")
 
     def __init__(self, text: str = "") -> None:
-        if type(text) is not str and not isinstance(text, str):
+        if not isinstance(text, str):
             # None would read as "" and be saved so: a caller's slip, said now.
             raise TypeError(f"{type(self).__name__} takes a str, not {type(text).__name__}")
         self._chunks: list[str] = [text] if text else []

@@ -1002,10 +1002,12 @@ class _TtyOut(io.StringIO):
         return True
 
 
-@pytest.mark.parametrize("no_color", [None, "1"])
+@pytest.mark.parametrize(("no_color", "term"), [(None, "xterm"), ("1", "xterm"), (None, "dumb")])
 def test_terminal_sink_dims_thinking_on_a_terminal_unless_no_color(
-    monkeypatch: pytest.MonkeyPatch, no_color: str | None
+    monkeypatch: pytest.MonkeyPatch, no_color: str | None, term: str
 ) -> None:
+    """NO_COLOR, or a terminal that shows escape codes as text (TERM=dumb)."""
+    monkeypatch.setenv("TERM", term)
     if no_color is None:
         monkeypatch.delenv("NO_COLOR", raising=False)
     else:
@@ -1015,7 +1017,7 @@ def test_terminal_sink_dims_thinking_on_a_terminal_unless_no_color(
     sink.thinking("hmm")
     sink.text("yes")
     sink.end()
-    if no_color:
+    if no_color or term == "dumb":
         assert out.getvalue() == "hmm\nyes\n"
     else:
         assert out.getvalue() == "\x1b[2mhmm\n\x1b[0myes\x1b[0m\n"
@@ -1384,3 +1386,24 @@ def test_a_resume_says_which_unanswered_calls_may_have_run(
     note = unanswered_note(names, started)
     assert note.startswith(f"(the last turn ended with {said}")
     assert note.endswith(" answered as interrupted with your next message)")
+
+
+def test_a_base_url_is_sent_to_only_by_the_provider_it_was_given_for(
+    agents: Agents, server: FakeServer, script: Script, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`awl --provider openai --base-url LOCAL`, then `/model anthropic ...`: the
+    Anthropic request, with its API key, went to LOCAL."""
+    other = next(n for n in SCRIPTS if n != script.name)
+    with serve() as theirs:
+        monkeypatch.setenv(f"{other.upper()}_BASE_URL", theirs.url)
+        monkeypatch.setenv(f"{other.upper()}_API_KEY", "their-key")
+        agent = agents.new(script)
+        theirs.queue(SCRIPTS[other].text("from their own endpoint"))
+        agent.switch_model(other, SCRIPTS[other].model)
+        assert agent.run_turn("hello", Sink()).error is None
+        assert agent.conversation[-1].text() == "from their own endpoint"
+        assert server.requests == [] and len(theirs.requests) == 1
+        server.queue(script.text("back on the given one"))
+        agent.switch_model(script.name, script.model)  # the URL is its again
+        assert agent.run_turn("again", Sink()).error is None
+        assert len(server.requests) == 1 and len(theirs.requests) == 1

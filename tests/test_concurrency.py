@@ -708,3 +708,17 @@ def test_closing_a_log_another_program_changed_writes_nothing_and_survives(
         check=False,
     )
     assert (done.returncode, done.stdout.strip()) == (0, "closed"), done.stderr
+
+
+def test_a_log_named_through_a_link_and_dotdot_is_not_taken_for_moved(tmp_path: Path) -> None:
+    """``link/..`` is where the link leads, as the open took it: made absolute as
+    text ("/tmp/x/link/.." -> "/tmp/x"), the log's name led nowhere, and the
+    second append was refused as a moved log."""
+    (tmp_path / "real" / "sub").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "real" / "sub")
+    root = f"{tmp_path}/link/../sessions"  # real/sessions
+    with SessionManager.create(tmp_path, "offline", "echo", session_dir=root) as m:
+        for text in ("one", "two", "three"):
+            m.append_message(Message("user", [Text(text)]))
+    assert (tmp_path / "real" / "sessions").is_dir()
+    assert not (tmp_path / "sessions").exists()

@@ -647,34 +647,44 @@ def test_a_log_whose_first_line_is_still_being_written_is_left_for_later(
     assert out.exit_code == 0 and ": 1 imported, " in out.output, out.output
 
 
-def _without_cwd(data: bytes) -> bytes:
-    """A source log with its working directory taken out wherever it is recorded."""
+def _without_cwd(data: bytes, instead: str | None = None) -> bytes:
+    """A source log with its working directory taken out wherever it is recorded
+    (or, given ``instead``, that written there)."""
     out = []
     for raw in data.splitlines(keepends=True):
         obj = json.loads(raw)
-        obj.pop("cwd", None)
-        if isinstance(obj.get("payload"), dict):
-            obj["payload"].pop("cwd", None)
+        for holder in (obj, obj.get("payload")):
+            if isinstance(holder, dict) and "cwd" in holder:
+                if instead is None:
+                    del holder["cwd"]
+                else:
+                    holder["cwd"] = instead
         out.append(json.dumps(obj).encode() + b"\n")
     return b"".join(out)
 
 
 @pytest.mark.parametrize("fmt", sorted(SOURCES))
+@pytest.mark.parametrize("recorded", [None, "~/proj", "."], ids=["none", "home", "dot"])
 def test_a_log_that_records_no_cwd_is_filed_where_cwd_says_and_found_there_again(
-    fmt: str, tmp_path: Path, root: Path
+    fmt: str, recorded: str | None, tmp_path: Path, root: Path
 ) -> None:
-    """Early Codex rollouts record no working directory: an error saying how to
+    """Early Codex rollouts record no working directory, and some logs a relative
+    one (which means another directory wherever awl runs): an error saying how to
     import it; with --cwd DIR, DIR's session, said in a note; imported again or
     grown, without --cwd, the same session (found where the import filed it)."""
-    lines = _without_cwd(SOURCES[fmt].read_bytes()).splitlines(keepends=True)
+    lines = _without_cwd(SOURCES[fmt].read_bytes(), recorded).splitlines(keepends=True)
     src = tmp_path / "src" / SOURCES[fmt].name
     src.parent.mkdir()
     src.write_bytes(b"".join(lines[:-1]))
     out = cli("import", str(src))
     assert out.exit_code == 1
+    what = (
+        "its log records no working directory"
+        if recorded is None
+        else f"its working directory {recorded!r} is not an absolute path"
+    )
     no_cwd = (
-        f"{src}: its log records no working directory, which awl files a session under: "
-        "awl import --cwd DIR takes it as DIR's"
+        f"{src}: {what}, which awl files a session under: awl import --cwd DIR takes it as DIR's"
     )
     assert out.output.splitlines()[0] == no_cwd
     # Named to show, search or resume before an import: the same one line.
@@ -685,9 +695,7 @@ def test_a_log_that_records_no_cwd_is_filed_where_cwd_says_and_found_there_again
     project.mkdir()
     out = cli("import", "--cwd", str(project), str(src))
     assert out.exit_code == 0, out.output
-    assert out.output.splitlines()[0] == (
-        f"{src}: its log records no working directory: filed under {project} (--cwd)"
-    )
+    assert out.output.splitlines()[0] == f"{src}: {what}: filed under {project} (--cwd)"
     r = import_source(SourceSpec(str(src)), system_prompt=PROMPT, dry_run=True)
     assert (r.status, r.error) == ("unchanged", None)
     assert Path(str(r.path)).parent == root / next(p.name for p in root.iterdir())
@@ -1104,7 +1112,7 @@ def _many_sessions(folder: Path, n: int) -> None:
         (folder / f"{i:05d}.jsonl").write_text(json.dumps(header) + "\n" + body, encoding="utf-8")
 
 
-@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm", "hangup"])
 def test_a_stopped_import_says_so_in_a_line_and_the_same_import_again_takes_the_rest(
     tmp_path: Path, how: str
 ) -> None:
@@ -1114,25 +1122,26 @@ def test_a_stopped_import_says_so_in_a_line_and_the_same_import_again_takes_the_
     root = tmp_path / "sessions"
     env = {**os.environ, "PYTHONPATH": str(REPO), "AWL_SESSION_DIR": str(root)}
     argv = [sys.executable, "-m", "awl.cli", "import", "-j", "2", str(store)]
-    # Ctrl-C on a terminal signals the whole process group, workers too;
-    # SIGTERM (kill) reaches awl alone.
+    # Ctrl-C on a terminal signals the whole process group, workers too, as a
+    # closed terminal's SIGHUP does (it killed them mid-write, leaving a
+    # hidden half-made log); SIGTERM (kill) reaches awl alone.
     child = subprocess.Popen(
         argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
     )
     try:
         while not any(root.rglob("*.jsonl")) and child.poll() is None:
             time.sleep(0.01)
-        if how == "ctrl-c":
-            os.killpg(child.pid, signal.SIGINT)
+        signum = {"ctrl-c": signal.SIGINT, "sigterm": signal.SIGTERM, "hangup": signal.SIGHUP}[how]
+        if how == "sigterm":
+            child.send_signal(signum)
         else:
-            child.send_signal(signal.SIGTERM)
+            os.killpg(child.pid, signum)
         _, err = child.communicate(timeout=120)
     finally:
         if child.poll() is None:
             os.killpg(child.pid, signal.SIGKILL)
             child.wait()
-    name = "SIGINT" if how == "ctrl-c" else "SIGTERM"
-    signum = signal.SIGINT if how == "ctrl-c" else signal.SIGTERM
+    name = signal.Signals(signum).name
     assert child.returncode == 128 + signum, err
     (last,) = err.decode().splitlines()
     said = re.fullmatch(
@@ -1894,23 +1903,34 @@ def test_turns_awl_added_after_an_import_cut_short_stay_in_the_log(tmp_path: Pat
 
 
 @pytest.mark.parametrize("fmt", sorted(SOURCES))
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        "2026-02-30T10:00:00.000Z",  # awl's own form, a day that does not exist
+        "2026-12-04T06:59:49.+00Z",  # awl's shape, which Python's parser also takes
+        "0001-01-01T00:00:00+01:00",  # an offset that moves it before the calendar
+    ],
+    ids=["february-30", "no-digits", "before-the-calendar"],
+)
 def test_a_timestamp_that_names_no_time_is_no_timestamp(
-    fmt: str, tmp_path: Path, root: Path
+    fmt: str, stamp: str, tmp_path: Path, root: Path
 ) -> None:
-    """February 30th in awl's own form: the header's is said in one line (it was a
+    """A timestamp that names no time: the header's is said in one line (each was a
     traceback), a later line's is taken as a line without a timestamp is."""
-    bad = re.compile(rb'"timestamp":"[0-9-]{10}T')
+    bad = re.compile(rb'"timestamp":"[^"]*"')
+    put = b'"timestamp":"' + stamp.encode() + b'"'
     lines = SOURCES[fmt].read_bytes().splitlines(keepends=True)
     later = tmp_path / "later.jsonl"
     kept = b"".join(lines[:3])  # where each format finds its start
-    later.write_bytes(kept + b"".join(bad.sub(b'"timestamp":"2026-02-30T', x) for x in lines[3:]))
+    later.write_bytes(kept + b"".join(bad.sub(put, x) for x in lines[3:]))
     r = run(later)
     assert r.status == "imported" and r.path is not None, r.error
     assert verify_log(r.path).problems == []
     stamps = [e["timestamp"] for e in log_lines(r.path) if "timestamp" in e]
-    assert stamps and not any("2026-02-30" in s for s in stamps)
+    shape = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
+    assert stamps and stamp not in stamps and all(shape.fullmatch(s) for s in stamps)
     every = tmp_path / "every.jsonl"
-    every.write_bytes(bad.sub(b'"timestamp":"2026-02-30T', SOURCES[fmt].read_bytes()))
+    every.write_bytes(bad.sub(put, SOURCES[fmt].read_bytes()))
     out = cli("import", str(every))
     assert out.exit_code == 1 and "Traceback" not in out.output, out.output
     why = {
@@ -1949,3 +1969,27 @@ def test_a_source_logs_awl_session_is_found_from_python(tmp_path: Path, root: Pa
     text = tmp_path / "notes.jsonl"
     text.write_text('{"hello": "world"}\n')
     assert imported_copy(text) is None and imported_copy(tmp_path / "missing.jsonl") is None
+
+
+@pytest.mark.parametrize("fmt", sorted(SOURCES))
+@pytest.mark.parametrize("bad", [b"\\ud83d", b"\xff"], ids=["half-a-pair", "not-utf8"])
+def test_text_a_log_cannot_keep_in_the_line_a_session_is_known_by_is_repaired(
+    fmt: str, bad: bytes, tmp_path: Path, root: Path
+) -> None:
+    """Half an emoji (what JavaScript writes) in pi's header, Codex's session_meta or
+    Claude Code's first prompt: the session was refused ("not a session log",
+    "records no working directory"), as on no other line."""
+    lines = SOURCES[fmt].read_bytes().splitlines(keepends=True)
+    # The line the session's identity is read from: the first with its cwd.
+    k = next(i for i, x in enumerate(lines) if b'"cwd":"' in x)
+    lines[k] = lines[k].replace(b'"cwd":"', b'"x-note":"a' + bad + b'b","cwd":"', 1)
+    src = tmp_path / "src.jsonl"
+    src.write_bytes(b"".join(lines))
+    clean = run(SOURCES[fmt], session_dir=tmp_path / "clean")
+    r = run(src)
+    assert r.status == "imported" and r.path is not None and clean.path is not None
+    assert f"line {k + 1}: text a log cannot keep" in " ".join(r.notes)
+    with SessionManager.open(r.path, read_only=True) as m, SessionManager.open(clean.path) as c:
+        assert m.cwd == c.cwd  # filed under its own directory, not refused for want of one
+    assert _flat(r.path) == _flat(clean.path)
+    assert run(src).status == "unchanged"

@@ -12,6 +12,7 @@ import pytest
 from awl import (
     FormatError,
     Message,
+    Opaque,
     SessionError,
     SessionManager,
     Text,
@@ -207,6 +208,7 @@ def test_a_closed_session_says_so_where_it_would_read_its_log(session: SessionMa
         reader.get_branch,
         reader.branch_message_ids,
         lambda: reader.get_entry("0" * 8),
+        lambda: next(reader.stream_branch()),
         reader.checkpoint_disagreement,
     ):
         with pytest.raises(SessionError, match="session is closed"):
@@ -217,11 +219,17 @@ def test_a_closed_session_says_so_where_it_would_read_its_log(session: SessionMa
 def test_what_a_session_holds_in_memory_is_what_its_log_holds(tmp_path: Path) -> None:
     """Neither the caller's message, changed after it was appended, nor an entry the
     session handed out, changed by its caller, changes what the session sends next."""
-    given = Message("user", [Text("original")])
+    given = Message("user", [Text("original"), Opaque({"type": "x-image", "data": ["a"]})])
     disk = DiskMessage("assistant", [DiskText("reply")], "offline", "echo")
     with SessionManager.create(tmp_path, "offline", "echo", session_dir=tmp_path / "s") as m:
+        m.append_message(Message("system", [Text("sys")]))
+        assert m.recent_entries(0) == []  # held before the first prompt: still none
         m.append_message(given)
         m.append_message(disk)
+        for message in (*m.rebuild_conversation(), *(x for _, _, x in m.stream_branch())):
+            for block in message.content:
+                if isinstance(block, Opaque):
+                    block.raw["data"].append("changed")
         given.content.append(Text("added later"))
         disk.content.append(DiskText("added later"))
         handed = m.get_entry(m.leaf_id or "")
@@ -231,11 +239,16 @@ def test_what_a_session_holds_in_memory_is_what_its_log_holds(tmp_path: Path) ->
         for entry in (*m.get_branch(), *m.recent_entries()):
             assert isinstance(entry, MessageEntry)
             entry.message.content.clear()
-        in_memory = [msg.text() for msg in m.rebuild_conversation()]
+        in_memory = [msg.content for msg in m.rebuild_conversation()]
         path = m.path
     with SessionManager.open(path, read_only=True) as again:
-        on_disk = [msg.text() for msg in again.rebuild_conversation()]
-    assert in_memory == on_disk == ["original", "reply"]
+        on_disk = [msg.content for msg in again.rebuild_conversation()]
+    assert in_memory == on_disk
+    assert on_disk == [
+        [Text("sys")],
+        [Text("original"), Opaque({"type": "x-image", "data": ["a"]})],
+        [Text("reply")],
+    ]
 
 
 def test_search_takes_its_directory_as_a_session_records_it(
@@ -269,7 +282,14 @@ def test_a_creation_time_that_names_no_time_is_refused(tmp_path: Path) -> None:
 
 def test_a_bash_tool_made_with_bounds_it_cannot_keep_is_refused() -> None:
     """Else every call said the model had given a bad timeout, or showed no output."""
-    for kw in ({"timeout": -1}, {"timeout": 0}, {"timeout": 10**9}, {"max_output": 0}):
+    for kw in (
+        {"timeout": -1},
+        {"timeout": 0},
+        {"timeout": 10**9},
+        {"timeout": True},
+        {"max_output": 0},
+        {"max_output": True},
+    ):
         with pytest.raises(ValueError):
             BashTool(**kw)
     assert BashTool(timeout=5, max_output=100).max_output == 100

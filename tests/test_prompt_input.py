@@ -125,6 +125,15 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def _quit(child: pexpect.spawn) -> None:
+    """At the next prompt, /quit: awl ends with 0."""
+    child.expect_exact(READY)
+    child.sendline("/quit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
 def test_a_full_history_file_is_one_warning_not_an_exception_at_each_prompt(
     tmp_path: Path, term_env: dict[str, str]
 ) -> None:
@@ -158,11 +167,39 @@ def test_bytes_that_are_not_utf8_in_the_input_are_replaced_and_said(
     os.write(child.child_fd, b"bad \xff\xfe end\r")  # raw bytes, as a paste sends them
     child.expect_exact("awl: bytes of the input that are not UTF-8 are replaced with \ufffd")
     child.expect_exact("You said: bad")
-    child.expect_exact(READY)
-    child.sendline("/quit")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
+    _quit(child)
     (log,) = session_files(Path(term_env["AWL_SESSION_DIR"]))
     assert "bad \ufffd\ufffd end" in log.read_text(encoding="utf-8")
     assert os.path.getsize(log) > 0
+
+
+def test_alt_enter_breaks_the_line_and_enter_sends_it(
+    tmp_path: Path, term_env: dict[str, str]
+) -> None:
+    """Only a paste could hold a line break: Alt+Enter (and Ctrl+J) sent the line."""
+    child = _spawn(term_env, tmp_path)
+    child.expect_exact(READY)
+    child.send("first line")
+    child.send("\x1b\r")  # Alt+Enter, as a terminal sends it
+    child.send("second line\r")
+    child.expect_exact("You said: first line")
+    _quit(child)
+    (log,) = session_files(Path(term_env["AWL_SESSION_DIR"]))
+    assert '"text":"first line\\nsecond line"' in log.read_text(encoding="utf-8")
+
+
+def test_ctrl_d_typed_during_a_turn_leaves_the_next_prompt_taking_what_is_typed(
+    tmp_path: Path, term_env: dict[str, str]
+) -> None:
+    """Text then Ctrl+D typed while a reply streams: the terminal ends the line with
+    its end-of-file marker, which reaches the prompt as a NUL; prompt_toolkit
+    took that for "set mark", and the prompt ignored everything typed after."""
+    child = _spawn({**term_env, "AWL_OFFLINE_DELAY": "0.5"}, tmp_path)
+    child.expect_exact(READY)
+    child.send("one two three four\r")
+    child.expect_exact("You said:")
+    child.send("abc\x04")  # typed ahead, during the turn
+    child.expect_exact(READY)  # the next prompt, "abc" on it
+    child.send("def\r")
+    child.expect_exact("You said: abcdef")
+    _quit(child)

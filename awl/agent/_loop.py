@@ -133,10 +133,13 @@ class Agent:
 
     ``provider`` and ``model`` default to the session's active ones (the
     provider's default model when another provider is named); ``cwd``, where
-    tools run, to the session's directory.  The agent keeps the conversation
-    it sends in memory: append to its session through it (:meth:`run_turn`)
-    while it is in use, since a message appended through ``manager`` directly
-    is in the log but not in what the next request sends.  A session made
+    tools run, to the session's directory.  ``base_url`` is sent to by
+    ``base_url_for`` alone (default: the provider the agent starts with); a
+    provider switched to with :meth:`switch_model` uses its own endpoint.
+    The agent keeps the conversation it sends in memory: append to its
+    session through it (:meth:`run_turn`) while it is in use, since a message
+    appended through ``manager`` directly is in the log but not in what the
+    next request sends.  A session made
     with :meth:`~awl.store.SessionManager.create` has no system prompt unless
     one is appended first (:func:`open_session` appends awl's own,
     :data:`SYSTEM_PROMPT`, as ``awl`` does).
@@ -149,6 +152,7 @@ class Agent:
         provider: str | None = None,
         model: str | None = None,
         base_url: str | None = None,
+        base_url_for: str | None = None,
         tools: Sequence[Tool] | None = None,
         cwd: str | os.PathLike[str] | None = None,
     ) -> None:
@@ -159,6 +163,9 @@ class Agent:
         self.provider_name = provider or active_provider
         self.model = model or (active_model if self.provider_name == active_provider else "")
         self.base_url = base_url
+        # The provider the URL is for (default: the one this agent starts with):
+        # another, switched to with /model, must not send its key to that server.
+        self.base_url_for = base_url_for or self.provider_name
         self.tools = list(tools) if tools is not None else default_tools()
         self.cwd = Path(cwd) if cwd is not None else Path(manager.cwd)
         self.conversation = manager.rebuild_conversation()
@@ -169,10 +176,17 @@ class Agent:
     def provider(self) -> Provider:
         """The provider object, made (and its SDK imported) on first use."""
         if self._provider is None or self._provider.name != self.provider_name:
-            self._provider = get_provider(self.provider_name, base_url=self.base_url)
+            self._provider = get_provider(
+                self.provider_name, base_url=self.base_url_of(self.provider_name)
+            )
         if not self.model:  # (a switch to the session's own provider keeps it unset)
             self.model = self._provider.default_model
         return self._provider
+
+    def base_url_of(self, provider: str) -> str | None:
+        """``base_url`` for the provider it was given for, None for any other (which
+        then uses its own ``*_BASE_URL`` or endpoint)."""
+        return self.base_url if provider == self.base_url_for else None
 
     def switch_model(self, provider: str, model: str | None = None) -> None:
         """Use another provider/model from the next user message on.
@@ -184,7 +198,7 @@ class Agent:
         if self._provider is not None and self._provider.name == provider:
             made = self._provider
         else:
-            made = get_provider(provider, base_url=self.base_url)
+            made = get_provider(provider, base_url=self.base_url_of(provider))
         same = provider == self.provider_name
         self._provider = made
         self.provider_name = provider

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 
 class Stopped(KeyboardInterrupt):
-    """A signal that stops a long command (Ctrl-C's SIGINT, SIGTERM), as an exception:
+    """A signal that stops a long command (Ctrl-C's SIGINT, SIGTERM, SIGHUP), as an exception:
     what is under way unwinds (a bar gives the cursor back), and the command
     says what it did before stopping."""
 
@@ -39,8 +39,9 @@ class Stopped(KeyboardInterrupt):
 
 @contextlib.contextmanager
 def stopped_by_signals() -> Iterator[None]:
-    """Within: SIGINT and SIGTERM raise :class:`Stopped` (SIGTERM would otherwise
-    end the process where it stands, a terminal's cursor left hidden); once.
+    """Within: SIGINT, SIGTERM and SIGHUP raise :class:`Stopped` (SIGTERM or a
+    closed terminal's SIGHUP would otherwise end the process where it stands,
+    a terminal's cursor left hidden, a log being made left half-made); once.
     A second signal while the command stops (Ctrl-C pressed twice) does
     nothing: it would cut short what the first one began (the workers' end,
     the line that says what was done)."""
@@ -53,9 +54,14 @@ def stopped_by_signals() -> Iterator[None]:
         nonlocal fired
         if not fired:
             fired = True
+            if signum == signal.SIGHUP:
+                from ..ui import detach_terminal
+
+                detach_terminal()  # the terminal is gone: what is said next goes nowhere
             raise Stopped(signum)
 
-    before = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    before = {s: signal.signal(s, stop) for s in signals}
     try:
         yield
     finally:

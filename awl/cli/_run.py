@@ -68,7 +68,7 @@ def run_session(
         # A resumed session's tools run where its header and system prompt
         # say it works, whichever directory it is resumed from.
         tools_dir = Path(manager.cwd) if resumed else cwd
-        agent = Agent(manager, base_url=base_url, cwd=tools_dir)
+        agent = Agent(manager, base_url=base_url, base_url_for=provider, cwd=tools_dir)
         torn = manager.stats.trimmed
         if resumed and torn:
             # Repaired as every writer's open does; said, as `awl reindex` says it.

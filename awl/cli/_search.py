@@ -46,7 +46,9 @@ def _colour(choice: str) -> bool:
         return True
     if choice == "never":
         return False
-    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    from ..ui import styled
+
+    return styled(sys.stdout)
 
 
 @main.command("search")

@@ -203,6 +203,10 @@ def type_name(value: Any) -> str:
     return value if isinstance(value, str) and value else "unknown"
 
 
+_AWL_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
+"""A timestamp in awl's form (ASCII digits only: ``fromisoformat`` takes others)."""
+
+
 def timestamp_of(value: Any, fallback: str) -> str:
     """An awl timestamp (ISO 8601 UTC, milliseconds, ``Z``) from a source's, or ``fallback``.
 
@@ -210,14 +214,7 @@ def timestamp_of(value: Any, fallback: str) -> str:
     milliseconds.
     """
     if isinstance(value, str):
-        if (
-            len(value) == 24
-            and value[23] == "Z"
-            and value[19] == "."
-            and value[10] == "T"
-            and value[4] == value[7] == "-"
-            and value[13] == value[16] == ":"
-        ):
+        if len(value) == 24 and _AWL_TIME.fullmatch(value):
             # awl's own form already (what all three tools write), once it names a
             # time that exists (no February 30th).
             try:
@@ -239,8 +236,12 @@ def timestamp_of(value: Any, fallback: str) -> str:
             return fallback
     else:
         return fallback
-    dt = dt.astimezone(UTC)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+    try:
+        dt = dt.astimezone(UTC)
+    except (OverflowError, ValueError):
+        return fallback  # an offset that moves it past the calendar's edge
+    # The year in four digits (strftime writes year 1 as "1"): timestamps compare as text.
+    return f"{dt.year:04d}" + dt.strftime("-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 
 def epoch_ms(timestamp: str) -> int:

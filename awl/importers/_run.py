@@ -282,6 +282,7 @@ class _Import:
         # The objects after the first of a line that held several (split_glued).
         self.glued: list[tuple[dict[str, Any], bytes]] = []
         self.head: list[tuple[int, dict[str, Any]]] = []
+        self.head_repaired: set[int] = set()  # lines of the head taken repaired
         self.hashing: Hashing | None = None  # the main file's, kept as it is read
         self.earlier: Any = None  # the source the last import record names
         self.resumed = False  # awl appended turns after the last import
@@ -291,7 +292,7 @@ class _Import:
 
     def run(self) -> None:
         r, spec = self.r, self.spec
-        objs = self.head = head(self.fd)
+        objs = self.head = head(self.fd, repaired=self.head_repaired)
         if not objs:
             # No whole JSON object at its start: nothing at all, or not a session log.
             if _blank(self.fd):
@@ -339,25 +340,26 @@ class _Import:
             r.error = f"{self.shown}: nothing to import: {found_info or 'it is empty'}"
             return
         info = found_info
-        if not info.cwd:
-            # The log records none (early Codex rollouts): where an earlier import
+        relative = bool(info.cwd) and not os.path.isabs(info.cwd) and not windows_path(info.cwd)
+        if not info.cwd or relative:
+            # The log records none (early Codex rollouts), or one that means another
+            # directory wherever awl runs ("~/proj", "."): where an earlier import
             # filed it, else where the user said, else refused saying how.
+            what = (
+                f"its working directory {info.cwd!r} is not an absolute path"
+                if relative
+                else "its log records no working directory"
+            )
             earlier = self._filed_cwd(fmt, info)
             if earlier is None and self.fallback_cwd is None:
                 r.error = (
-                    f"{self.shown}: its log records no working directory, which awl files "
-                    "a session under: awl import --cwd DIR takes it as DIR's"
+                    f"{self.shown}: {what}, which awl files a session under: awl import "
+                    "--cwd DIR takes it as DIR's"
                 )
                 return
             info.cwd = earlier if earlier is not None else os.fspath(self.fallback_cwd or "")
             if earlier is None:
-                r.notes.append(
-                    f"its log records no working directory: filed under {path_text(info.cwd)} "
-                    "(--cwd)"
-                )
-        if not os.path.isabs(info.cwd) and not windows_path(info.cwd):
-            r.error = f"{self.shown}: its working directory {info.cwd!r} is not an absolute path"
-            return
+                r.notes.append(f"{what}: filed under {path_text(info.cwd)} (--cwd)")
         if "\x00" in info.cwd:
             # No file system takes it: the session's folder could not be named.
             r.error = f"{self.shown}: its working directory {info.cwd!r} holds a NUL character"
@@ -638,7 +640,13 @@ class _Import:
         # The lines the format's detection parsed already, when nothing is replayed.
         # Not a line's glued objects (several under its number): parsed again, as a line.
         counts = Counter(n for n, _ in self.head)
-        cached = {n: o for n, o in self.head if counts[n] == 1} if boundary == 0 else {}
+        # Not a repaired line's: parsed again, to say so in its note.
+        fixed = self.head_repaired
+        cached = (
+            {n: o for n, o in self.head if counts[n] == 1 and n not in fixed}
+            if boundary == 0
+            else {}
+        )
         if ROOT_KEY in self.imported.ids:
             b.known.add(ROOT_KEY)
         if fresh and self.system_prompt is not None:

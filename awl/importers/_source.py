@@ -332,19 +332,24 @@ def digest(fd: int, upto: int, hasher: Any = None, start: int = 0) -> Any:
     return h
 
 
-def head(fd: int, limit: int = 24, max_bytes: int = 1 << 20) -> list[tuple[int, dict[str, Any]]]:
+def head(
+    fd: int, limit: int = 24, max_bytes: int = 1 << 20, *, repaired: set[int] | None = None
+) -> list[tuple[int, dict[str, Any]]]:
     """Up to ``limit`` parsed objects from the start of a file, with their line
     numbers (lines that are not whole JSON objects are passed over, but for the
     objects glued on one, which share its number; a last line without its
-    newline counts when it is one, as an import takes it)."""
+    newline counts when it is one, as an import takes it).  A line with text
+    a log cannot keep is taken repaired (U+FFFD), as an import takes it, and
+    its number added to ``repaired``."""
     out: list[tuple[int, dict[str, Any]]] = []
+    fixed = repaired if repaired is not None else set()
     # The first ``max_bytes`` first: a long line after the first objects (a torn
     # tail of many megabytes) is not read whole to be passed over.
     size = os.fstat(fd).st_size
     for number, end, raw, terminated in lines(fd, chunk=1 << 14, stop=max_bytes):
         if not terminated and end < size:
             break  # cut where the read stopped: not a whole line
-        if _headed(out, number, raw, terminated, limit):
+        if _headed(out, fixed, number, raw, terminated, limit):
             return out
     if out:
         return out
@@ -352,18 +357,27 @@ def head(fd: int, limit: int = 24, max_bytes: int = 1 << 20) -> list[tuple[int, 
     for number, end, raw, terminated in lines(fd, chunk=1 << 14):
         if end > max_bytes and out:
             break
-        if _headed(out, number, raw, terminated, limit):
+        if _headed(out, fixed, number, raw, terminated, limit):
             break
     return out
 
 
 def _headed(
-    out: list[tuple[int, dict[str, Any]]], number: int, raw: bytes, terminated: bool, limit: int
+    out: list[tuple[int, dict[str, Any]]],
+    fixed: set[int],
+    number: int,
+    raw: bytes,
+    terminated: bool,
+    limit: int,
 ) -> bool:
     """Add a line's objects to ``out``; whether :func:`head` has read enough."""
     obj, _, repaired = parse(raw) if raw.strip() else (None, None, False)
-    if obj is not None and not repaired:
+    if obj is not None:
+        # Repaired too: half an emoji in a header is no reason to call the file
+        # no session (its identity is read from these objects).
         out.append((number, obj))
+        if repaired:
+            fixed.add(number)
     elif obj is None and terminated and raw.strip():
         # Objects glued on one line (a header and the first entry): each, under
         # the line's number, as an import takes them.

@@ -248,9 +248,10 @@ class LogFile:
         self.broken = False  # a failed append could not be cut back
         self.changed: str | None = None  # how another program changed the file, once seen
         self._map: LogMap | None = None
-        # The name whose file this is, whatever the process's directory becomes.
+        # The name whose file this is, whatever the process's directory becomes
+        # (not normalized: "link/.." is where the link leads, as the open took it).
         with contextlib.suppress(OSError):
-            path = Path(os.path.abspath(path))
+            path = path.absolute()
         self._name = path
 
     # ── opening ──

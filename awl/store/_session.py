@@ -42,8 +42,10 @@ from ._codec import (
 from ._derive import free_window, from_index
 from ._entries import (
     RECENT,
+    DiskContentBlock,
     DiskMessage,
     DiskToolResult,
+    DiskUnknownBlock,
     EntryBase,
     Location,
     MessageEntry,
@@ -470,11 +472,12 @@ class SessionManager:
         releases the log's pages behind it)."""
         if self._log is None:
             for _, e in self._pending:
-                yield e.base.id, e.base.timestamp, entry_message(e)
+                yield e.base.id, e.base.timestamp, _mine_message(e)
             return
         leaf = self._state.leaf
         if leaf is None:
             return
+        self._check_open()
         log = self._log.map()
         locs: list[Location] = []
 
@@ -505,7 +508,7 @@ class SessionManager:
             nxt = locs[k]
             mine = self._mine.get(nxt.id)  # this process wrote it: in memory already
             if mine is not None:
-                stamp, message = mine.base.timestamp, entry_message(mine)
+                stamp, message = mine.base.timestamp, _mine_message(mine)
                 continue
             self._check_open()
             if behind is None:
@@ -570,11 +573,12 @@ class SessionManager:
 
         Messages are parsed from the mapped log on first access; the last few
         are found through the checkpoint, the rest through the index.  A
-        message first read after :meth:`close` raises :class:`SessionError`
-        (read what you need while the session is open).
+        message first read from the log after :meth:`close` raises
+        :class:`SessionError` (read what you need while the session is open;
+        those this process appended are held in memory, and still read).
         """
         if self._log is None:
-            return Conversation(entry_message(e) for _, e in self._pending)
+            return Conversation(_mine_message(e) for _, e in self._pending)
         state = self._state
         count, recent, leaf = state.message_count, state.recent, state.leaf
         locs: list[Location] | None = None  # the branch's messages, once the index was asked
@@ -584,7 +588,7 @@ class SessionManager:
             nonlocal behind
             mine = self._mine.get(loc.id)
             if mine is not None:
-                return entry_message(mine)
+                return _mine_message(mine)
             self._check_open()
             assert self._log is not None
             log = self._log.map()
@@ -620,10 +624,10 @@ class SessionManager:
 
     def recent_entries(self, n: int = RECENT) -> list[MessageEntry]:
         """The last ``n`` message entries of the branch (through the checkpoint when it can)."""
-        if self._log is None:
-            return [_own(e) for _, e in self._pending][-n:]
         if n <= 0:
             return []
+        if self._log is None:
+            return [_own(e) for _, e in self._pending][-n:]
         recent = self._state.recent
         if n > len(recent) and len(recent) < self._state.message_count:
             return self._branch_messages(n)
@@ -1017,8 +1021,26 @@ def _a_time(stamp: str) -> bool:
 
 def _own(entry: MessageEntry) -> MessageEntry:
     """A copy of an entry held in memory, for a caller: what it does to the
-    copy's lists and dicts cannot change what the session holds."""
-    return copy.deepcopy(entry)
+    copy's lists and dicts cannot change what the session holds.  Only what
+    can change is copied (the blocks but an unknown one's are frozen)."""
+    m = entry.message
+    content: list[DiskContentBlock] = [
+        DiskUnknownBlock(copy.deepcopy(b.raw)) if type(b) is DiskUnknownBlock else b
+        for b in m.content
+    ]
+    message = DiskMessage(
+        m.role, content, m.provider, m.model, m.stop_reason, m.usage, m.compaction
+    )
+    extra = copy.deepcopy(entry.extra) if entry.extra else {}
+    return MessageEntry(entry.base, message, entry.provider, entry.model, extra)
+
+
+def _mine_message(entry: MessageEntry) -> Message:
+    """The Conversation message of an entry held in memory: an unknown block's
+    dict a copy (an Opaque block holds it as it is)."""
+    if any(type(b) is DiskUnknownBlock for b in entry.message.content):
+        entry = _own(entry)
+    return entry_message(entry)
 
 
 def _changed(log: LogFile) -> bool:

@@ -62,11 +62,15 @@ class BashTool(Tool):
         (characters); given, they are held to the same bounds (ValueError)."""
         if timeout is None:
             timeout = bash_timeout(DEFAULT_TIMEOUT)
-        elif not (isinstance(timeout, int | float) and 0 < timeout <= MAX_BASH_TIMEOUT):
+        elif type(timeout) is bool or not (
+            isinstance(timeout, int | float) and 0 < timeout <= MAX_BASH_TIMEOUT
+        ):
             raise ValueError(f"timeout must be above 0 and at most {MAX_BASH_TIMEOUT:g} s")
         if max_output is None:
             max_output = bash_max_output(DEFAULT_MAX_OUTPUT)
-        elif not (isinstance(max_output, int) and 0 < max_output <= MOST_BASH_OUTPUT):
+        elif type(max_output) is bool or not (
+            isinstance(max_output, int) and 0 < max_output <= MOST_BASH_OUTPUT
+        ):
             raise ValueError(f"max_output must be 1 to {MOST_BASH_OUTPUT} characters")
         self.timeout = timeout
         self.max_output = max_output

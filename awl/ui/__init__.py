@@ -13,8 +13,8 @@ from .._lazy import exports
 
 if TYPE_CHECKING:
     from ._repl import HELP, handle_command, interactive_loop, kept_prompt_note, show_resume
-    from ._terminal import TerminalSink, signals_cancel, stdin_text
-    from ._text import format_bytes, local_time, visible
+    from ._terminal import TerminalSink, detach_terminal, signals_cancel, stdin_text
+    from ._text import format_bytes, local_time, styled, visible
     from ._transcript import (
         around_document,
         messages_around,
@@ -33,10 +33,12 @@ _HOMES = {
     "kept_prompt_note": "_repl",
     "show_resume": "_repl",
     "TerminalSink": "_terminal",
+    "detach_terminal": "_terminal",
     "signals_cancel": "_terminal",
     "stdin_text": "_terminal",
     "format_bytes": "_text",
     "local_time": "_text",
+    "styled": "_text",
     "visible": "_text",
     "around_document": "_transcript",
     "messages_around": "_transcript",
@@ -52,6 +54,7 @@ __all__ = [
     "HELP",
     "TerminalSink",
     "around_document",
+    "detach_terminal",
     "format_bytes",
     "handle_command",
     "interactive_loop",
@@ -64,6 +67,7 @@ __all__ = [
     "show_resume",
     "signals_cancel",
     "stdin_text",
+    "styled",
     "transcript",
     "transcript_around",
     "visible",

@@ -40,10 +40,14 @@ HELP = """\
 /session                 show the session id and file
 /help                    this help
 /quit                    leave (Ctrl+D too)
-//text                   send "/text" as a message (a line starting /path/... is one anyway)
-Ctrl+C                   cancel the turn: stop the streaming reply or kill the running
-                         command (its output so far is its result); nothing more is
-                         sent to the model until your next message"""
+//text                   send "/text" as a message (a line starting /path/...
+                         is one anyway)
+Alt+Enter                a line break (Enter sends; a paste keeps its own)
+Ctrl+C                   cancel the turn: stop the streaming reply or kill the
+                         running command (its output so far is its result);
+                         nothing more is sent to the model until your next
+                         message"""
+"""The ``/help`` text, at most 79 columns wide."""
 
 RESUME_SHOWN = 4
 
@@ -62,8 +66,23 @@ def _reader() -> Callable[[str], str]:
 
         return plain
     from prompt_toolkit import PromptSession
+    from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
     from ._history import PromptHistory
+
+    keys = KeyBindings()
+
+    @keys.add("escape", "enter")
+    def _newline(event: KeyPressEvent) -> None:
+        # Alt+Enter: a line break in the prompt (Enter sends it).
+        event.current_buffer.insert_text("\n")
+
+    @keys.add("c-@")
+    def _nothing(event: KeyPressEvent) -> None:
+        # Ctrl+D typed during a turn ends the pending line in the terminal's
+        # own (canonical) mode, and reaches the prompt as a NUL: taken as
+        # "set mark", it left the prompt ignoring all typing.
+        return
 
     # Never beside the sessions: with AWL_SESSION_DIR=/tmp/sessions that would
     # be /tmp/history, which every user of the machine can read and replace.
@@ -81,9 +100,11 @@ def _reader() -> Callable[[str], str]:
         file_history = PromptHistory(str(history))
         # enable_suspend: Ctrl+Z stops awl as it stops any program in a shell
         # (else it is typed, and sent as the character 0x1a).
-        session: PromptSession[str] = PromptSession(history=file_history, enable_suspend=True)
+        session: PromptSession[str] = PromptSession(
+            history=file_history, enable_suspend=True, key_bindings=keys
+        )
     except OSError:
-        session = PromptSession(enable_suspend=True)
+        session = PromptSession(enable_suspend=True, key_bindings=keys)
 
     def rich(prompt: str) -> str:
         try:
@@ -360,7 +381,11 @@ def handle_command(agent: Agent, text: str) -> bool:
         else:
             try:
                 agent.switch_model(parts[1], parts[2] if len(parts) == 3 else None)
-                out.write(f"now using {agent.provider_name}/{agent.model}\n")
+                out.write(f"now using {agent.provider_name}/{agent.model}")
+                if agent.base_url is not None and agent.base_url_of(agent.provider_name) is None:
+                    # Said: the user may expect the --base-url server to get it.
+                    out.write(f" (its own endpoint: --base-url is {agent.base_url_for}'s)")
+                out.write("\n")
             except (ProviderError, AwlError) as exc:
                 # The provider's message names the command-line option; here the
                 # same choice is this command's.

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from typing import TextIO
 
 from ..tools import Cancel
-from ._text import visible
+from ._text import styled, visible
 
 
 def stdin_text(*, line: bool = False) -> str:
@@ -28,7 +28,7 @@ def stdin_text(*, line: bool = False) -> str:
 
 class TerminalSink:
     """Streams text to a terminal as it arrives; thinking dimmed on a tty (not under
-    ``NO_COLOR``).
+    ``NO_COLOR`` or ``TERM=dumb``: :func:`awl.ui.styled`).
 
     What the model sends is shown with its control characters escaped
     (:func:`awl.ui.visible`), as a stored message is: a reply that
@@ -39,8 +39,8 @@ class TerminalSink:
     def __init__(self, out: TextIO, *, show_thinking: bool = True) -> None:
         self.out = out
         self.show_thinking = show_thinking
-        # NO_COLOR (no-color.org) asks for no styling at all, dimming included.
-        self._styled = out.isatty() and not os.environ.get("NO_COLOR")
+        # NO_COLOR or TERM=dumb: no styling at all, dimming included.
+        self._styled = styled(out)
         self._mode = ""
         # A carriage return that ends a delta: whether it is half of a CRLF
         # (kept) or alone (escaped) is known only from the next character.
@@ -103,7 +103,7 @@ class TerminalSink:
         self._mode = ""
 
 
-def _without_terminal() -> None:
+def detach_terminal() -> None:
     """Point standard output and error at /dev/null where they are a terminal:
     after SIGHUP it is gone, and a write to it would fail (EIO) while the turn
     is being saved.  A file or a pipe still gets what follows.  (A terminal that
@@ -135,7 +135,7 @@ def signals_cancel(cancel: threading.Event, signals: Sequence[int]) -> Iterator[
 
     def caught(signum: int, frame: object) -> None:
         if signum == signal.SIGHUP:
-            _without_terminal()
+            detach_terminal()
         again = bool(got)  # a signal came before: the cancel is set, or being set
         got.append(signum)
         if again:

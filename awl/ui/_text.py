@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from datetime import datetime
+from typing import TextIO
 
 # C0 and C1 control characters and DEL: a terminal acts on them (clears the
 # screen, sets the title), so text from a log never reaches it raw.
@@ -54,3 +56,15 @@ def format_bytes(n: int) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1000
     return f"{n} B"
+
+
+def styled(stream: TextIO) -> bool:
+    """Whether escape codes may style what goes to ``stream``: a terminal, with
+    ``NO_COLOR`` (no-color.org) unset and ``TERM`` not ``dumb`` (a terminal
+    that draws escape codes as text: Emacs's shell, some CI logs)."""
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    try:
+        return stream.isatty()
+    except (AttributeError, OSError, ValueError):
+        return False
