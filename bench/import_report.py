@@ -2,6 +2,7 @@
 
     python bench/import_report.py [--total-mb 1024] [--sessions 1500] [--rounds 3]
                                   [--pi-mb 100] [--jobs N] [--out FILE]
+    python bench/import_report.py --profile pi|claude|codex [--total-mb ...]
 
 Generates (once, cached under $AWL_BENCH_DIR/import) a store of each format
 (pi, Claude Code, Codex; ``bench/_gen_import.py``), ``--total-mb`` in all,
@@ -34,6 +35,9 @@ package are found: ``$AWL_BENCH_NODE`` (the node binary) and
 ``@earendil-works/pi-coding-agent``); otherwise the row says so. Both sides
 are timed in-process (pi's import of its package and the Python start-up
 left out), best of ``--rounds``, after one warm-up.
+
+``--profile FORMAT`` only profiles a one-worker import of that format's
+store (cProfile, functions by their own time), after one unprofiled import.
 """
 
 from __future__ import annotations
@@ -303,6 +307,22 @@ def report(rows: list[dict[str, Any]], pi: dict[str, Any], jobs: int) -> str:
     return "\n".join(out)
 
 
+def profile(fmt: str, total_mb: int, sessions: int, top: int = 30) -> None:
+    """Print where a one-worker import of ``fmt``'s store spends its time: its
+    functions by their own time (cProfile), after one import unprofiled."""
+    import cProfile
+    import pstats
+
+    folder, _, _ = store(fmt, total_mb, sessions)
+    warm(folder)
+    import_run(folder, fmt, 1)
+    prof = cProfile.Profile()
+    prof.enable()
+    import_run(folder, fmt, 1)
+    prof.disable()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(top)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--total-mb", type=int, default=1024, help="all three stores together")
@@ -311,8 +331,14 @@ def main() -> None:
     ap.add_argument("--pi-mb", type=int, default=100)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--out", type=Path)
+    ap.add_argument(
+        "--profile", choices=FORMATS, help="only profile a one-worker import of this format"
+    )
     args = ap.parse_args()
     per_mb, per_n = args.total_mb // len(FORMATS), max(1, args.sessions // len(FORMATS))
+    if args.profile:
+        profile(args.profile, per_mb, per_n)
+        return
     rows = [throughput(f, per_mb, per_n, args.rounds, args.jobs) for f in FORMATS]
     text = report(rows, peer(args.pi_mb, args.rounds), args.jobs)
     print(text)

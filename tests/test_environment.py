@@ -60,7 +60,7 @@ def test_the_other_switches_default_off(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("AWL_NATIVE", "Off")
     monkeypatch.setenv("AWL_VERBOSE", "true")
     assert environment.native_disabled() and environment.verbose()
-    # AWL_VERBOSE=0 used to mean verbose: any non-empty value did.
+    # "0" is off: not merely "non-empty, so on".
     monkeypatch.setenv("AWL_VERBOSE", "0")
     monkeypatch.setenv("AWL_NATIVE", "nope")
     assert not environment.verbose() and not environment.native_disabled()

@@ -256,7 +256,8 @@ def test_keeping_a_torn_tail_again_after_a_kill_during_the_copy_adds_no_second_c
 ) -> None:
     """A repair killed while it copied a torn tail into .corrupt left a start of it
     there; the next repair makes that line the whole tail, instead of adding
-    a copy after it (a 200 MB tail killed five times grew .corrupt to 500 MB)."""
+    a copy after it (else a large tail killed a few times grows .corrupt by a
+    copy each time)."""
     from awl.store._fs import default_env, keep_bytes
 
     tail = b'{"type":"message","id":"t' + b"x" * size

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 import subprocess
@@ -636,7 +637,15 @@ def test_xdg_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_encode_cwd_matches_seed_example() -> None:
     assert encode_cwd("/Users/travis/Code/awl") == "--Users-travis-Code-awl--"
     long = "/" + "/".join(["x" * 50] * 10)
-    assert len(encode_cwd(long)) <= 240
+    name = encode_cwd(long)
+    assert len(name) <= 240
+    # Cut names stay apart: they end in a digest of the whole path.
+    digest = hashlib.sha256(long.encode()).hexdigest()[:16]
+    assert name.endswith(f"-{digest}--") and name.startswith("--" + "x" * 50 + "-")
+    assert encode_cwd(long + "y") != name
+    # A name cut inside a multi-byte character stays valid UTF-8 and short enough.
+    wide = "/" + "é" * 300
+    assert len(encode_cwd(wide).encode()) <= 240
 
 
 def test_a_windows_working_directory_is_named_by_its_own_separators(

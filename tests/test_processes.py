@@ -98,7 +98,7 @@ def test_workers_end_after_their_task_when_the_parent_is_killed(
     tmp_path: Path, method: str
 ) -> None:
     """``kill -9`` of the parent: each worker finishes the task it is on, starts no
-    other, and ends (it used to wait for its next task for ever)."""
+    other, and ends, rather than waiting for a next task for ever."""
     import signal
     import subprocess
     import sys

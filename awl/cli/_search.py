@@ -111,10 +111,10 @@ def search_command(
     user and assistant messages as it was said — text, thinking, tool calls'
     input, tool results — whatever the log escaped; never keys or ids.  The
     system prompts (awl's own opens every session) are searched with --role
-    system.  The most recently active sessions come first.  Exit status: 0 found, 1 none,
-    2 error (130 when stopped by Ctrl+C, 143 by SIGTERM).  `awl --resume ID` continues a hit's
-    session; `awl show ID:ENTRY` (the hit's first word) shows its message in
-    context.
+    system.  The most recently active sessions come first.  Exit status: 0
+    found, 1 none, 2 error (130 when stopped by Ctrl+C, 143 by SIGTERM, 129
+    by SIGHUP).  `awl --resume ID` continues a hit's session; `awl show
+    ID:ENTRY` (the hit's first word) shows its message in context.
     """
     from ..store import (
         SearchQuery,
