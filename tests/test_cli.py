@@ -188,16 +188,21 @@ def test_sessions_seed_format_oldest_first(store: dict[str, Path]) -> None:
     assert res.output.splitlines() == [
         "019dc5ba-53f6-7a  2026-04-24 13:35  5 messages",
         "019dc5ba-53f6-71  2026-04-25 23:10  14 messages",
-        "01a00000  2026-04-27 05:29  1 message",
+        "01a00000-0000  2026-04-27 05:29  1 message",
     ]
     for text in res.output.splitlines():
         assert LISTING.match(text)
 
 
-def test_sessions_shortest_unique_prefix_is_8_when_unique(root: Path, here: Path) -> None:
+def test_sessions_names_a_lone_session_by_its_creation_millisecond(root: Path, here: Path) -> None:
+    """Unique at 8 characters, but a session made in the next minute would share
+    them: the 13 that hold the creation millisecond go on naming this one."""
     log(root, header(ID_A, "2026-04-25T17:40:15.990Z", here), chain(14))
     res = cli("sessions")
-    assert res.output == "019dc5ba  2026-04-25 23:10  14 messages\n"
+    assert res.output == "019dc5ba-53f6  2026-04-25 23:10  14 messages\n"
+    later = "019dc5ba-9999-7000-8000-000000000009"
+    log(root, header(later, "2026-04-25T17:41:15.990Z", here), chain(2))
+    assert cli("show", "019dc5ba-53f6").exit_code == 0
 
 
 def test_sessions_names_the_file_of_each_copy_of_a_log(root: Path, here: Path) -> None:
@@ -281,7 +286,7 @@ def test_sessions_names_a_log_it_cannot_stat_by_its_file_name(
     (folder / "notes.jsonl").write_bytes(b'{"x":1}\n')  # not a log's name
     rows = cli("sessions").output.splitlines()
     when = local_time("2026-04-25T17:40:15.990Z")
-    assert f"019dc5bd  {when}  unreadable: {folder / name}: No such file or directory" in rows
+    assert f"019dc5bd-0000  {when}  unreadable: {folder / name}: No such file or directory" in rows
     assert any(r.startswith("notes  ????-??-?? ??:??  unreadable: ") for r in rows)
 
 
@@ -313,8 +318,11 @@ def test_sessions_lists_an_unreadable_log(store: dict[str, Path], root: Path, he
     assert res.exit_code == 0, res.output
     rows = res.output.splitlines()
     assert len(rows) == 5
-    assert rows[2] == f"019dc5bb  2026-04-25 23:30  unreadable: {bad}:3: not a complete JSON object"
-    assert rows[3].startswith("019dc5bc  2026-04-26 00:30  unreadable: ")
+    assert (
+        rows[2]
+        == f"019dc5bb-0000  2026-04-25 23:30  unreadable: {bad}:3: not a complete JSON object"
+    )
+    assert rows[3].startswith("019dc5bc-0000  2026-04-26 00:30  unreadable: ")
     assert str(v2) in rows[3] and "version" in rows[3]
     doc = orjson.loads(cli("sessions", "--json").output)
     errs = {d["id"]: d["error"] for d in doc}
@@ -721,6 +729,21 @@ def test_show_rejects_what_is_no_id(rich: Path, ref: str) -> None:
     one_line_error(CliRunner().invoke(main, ["show", "--", ref]), 2)
 
 
+@pytest.mark.parametrize(
+    ("ref", "shown"),
+    [("01\udcff", "'01\\xff'"), ("019dc5ba\u200b", "'019dc5ba\\u200b'"), ("a'b", "'a\\'b'")],
+    ids=["not-utf8", "zero-width-space", "quote"],
+)
+def test_an_id_that_is_none_is_named_with_what_cannot_be_seen_escaped(
+    rich: Path, ref: str, shown: str
+) -> None:
+    """``awl show $'\\xff'``: the byte is shown as \\xff, as in every other error
+    line, not as the surrogate Python decoded it to; a pasted zero-width space
+    is escaped, not printed as nothing."""
+    text = one_line_error(CliRunner().invoke(main, ["show", ref]), 2)
+    assert text == f"Error: {shown} is not a session id or prefix"
+
+
 @pytest.mark.parametrize("ref", ["../x", "../x.jsonl", "nope/019dc5ba"])
 def test_show_missing_path_is_a_lookup_error(rich: Path, ref: str) -> None:
     """A PATH naming no file fails like an id naming no session: one line, status 2."""
@@ -756,6 +779,43 @@ def test_show_corrupt_log(root: Path, here: Path) -> None:
         f"still links to {c[-1]['id']} (awl reindex --verify names every problem)\n"
     )
     assert p.read_bytes() == data and not corrupt_path(p).exists()
+
+
+@pytest.mark.parametrize("ref", ["019dc5ba", "019dc5ba:{entry}"])
+def test_a_resume_of_a_damaged_log_says_where_what_can_be_read_is(
+    root: Path, here: Path, ref: str
+) -> None:
+    """A bad line inside a log is not guessed at: the resume is refused in one
+    line that names it and says how to see the rest, and the log is untouched."""
+    c = chain(4)
+    p = log(
+        root,
+        header(ID_A, "2026-04-25T17:40:15.990Z", here),
+        c[:2],
+        tail=b"{broken\n" + b"".join(map(line, c[2:])),
+    )
+    data = p.read_bytes()
+    res = cli("--resume", ref.format(entry=c[1]["id"]), "-p", "more")
+    assert one_line_error(res, 1) == (
+        f"Error: {p}:4: not a complete JSON object (the log is left as it is: "
+        "awl show 019dc5ba shows what can be read; awl reindex --verify names every problem)"
+    )
+    assert p.read_bytes() == data
+    # What the hint names works: show prints what it can, and exits 1 for the damage.
+    assert cli("show", "019dc5ba").exit_code == 1
+
+
+@pytest.mark.parametrize("body", [b"", b"not a header\n"], ids=["empty", "no-header"])
+def test_a_resume_of_a_log_without_its_header_points_nowhere(
+    root: Path, here: Path, body: bytes
+) -> None:
+    """Without a header there is nothing awl show could read either: the error
+    names the problem and suggests no command that would fail the same way."""
+    p = log(root, header(ID_A, "2026-04-25T17:40:15.990Z", here), [])
+    p.write_bytes(body)
+    text = one_line_error(cli("--resume", ID_A, "-p", "more"), 1)
+    assert text.startswith(f"Error: {p}") and "awl show" not in text, text
+    assert p.read_bytes() == body
 
 
 def test_show_corrupt_log_real_process(root: Path, here: Path) -> None:
@@ -931,11 +991,11 @@ def test_the_ids_awl_prints_find_the_session_from_where_it_runs(
     from awl import Message, SessionManager, Text
 
     here, there, other = (tmp_path / n for n in ("here", "there", "other"))
-    ours = "01a24543-e000-7000-8000-000000000001"
+    ours = "01a24543-e000-7100-8000-000000000001"
     for cwd, sid in [
         (there, ours),
-        (other, "01a24543-f000-7000-8000-000000000002"),
-        (other, "01a24543-a000-7000-8000-000000000003"),
+        (other, "01a24543-e000-7200-8000-000000000002"),
+        (other, "01a24543-e000-7300-8000-000000000003"),
     ]:
         cwd.mkdir(exist_ok=True)
         with SessionManager.create(cwd, "offline", "echo", session_id=sid) as m:
@@ -945,21 +1005,21 @@ def test_the_ids_awl_prints_find_the_session_from_where_it_runs(
     res = CliRunner().invoke(main, ["--resume", ours, "-p", "first"])
     assert res.exit_code == 0, res.output
     hint = res.output.splitlines()[-1]
-    assert hint == "awl --resume 01a24543-e"
+    assert hint == "awl --resume 01a24543-e000-71"
     res = CliRunner().invoke(main, ["--resume", hint.split()[-1], "-p", "second"])
     assert res.exit_code == 0, res.output
     res = CliRunner().invoke(main, ["search", "--session", ours, "hello"])
     assert res.exit_code == 0, res.output
-    assert res.output.startswith("01a24543-e:"), res.output
+    assert res.output.startswith("01a24543-e000-71:"), res.output
     hit = res.output.split()[0]  # the session and the entry: what show takes too
-    res = CliRunner().invoke(main, ["show", "01a24543-e"])
+    res = CliRunner().invoke(main, ["show", "01a24543-e000-71"])
     assert res.exit_code == 0 and "second" in res.output, res.output
     res = CliRunner().invoke(main, ["show", hit])
     assert res.exit_code == 0 and "hello from there" in res.output, res.output
     # In the session's own directory its folder's prefix is enough, as before.
     monkeypatch.chdir(there)
     res = CliRunner().invoke(main, ["--resume", ours, "-p", "third"])
-    assert res.output.splitlines()[-1] == "awl --resume 01a24543", res.output
+    assert res.output.splitlines()[-1] == "awl --resume 01a24543-e000", res.output
 
 
 # ── control characters from a log reach no terminal raw ──
@@ -1276,8 +1336,8 @@ def test_a_printed_id_finds_a_session_of_a_directory_sharing_this_ones_folder(
 
     here, there, third = tmp_path / "a-b" / "c", tmp_path / "a" / "b-c", tmp_path / "z"
     assert project_dir(here) == project_dir(there)
-    ours = "019dc5ba-1000-7000-8000-000000000001"
-    for cwd, sid in [(there, ours), (third, "019dc5ba-2000-7000-8000-000000000002")]:
+    ours = "019dc5ba-1000-7100-8000-000000000001"
+    for cwd, sid in [(there, ours), (third, "019dc5ba-1000-7200-8000-000000000002")]:
         cwd.mkdir(parents=True)
         with SessionManager.create(cwd, "offline", "echo", session_id=sid) as m:
             m.append_message(Message("user", [Text("hi")]))
@@ -1286,7 +1346,7 @@ def test_a_printed_id_finds_a_session_of_a_directory_sharing_this_ones_folder(
     res = CliRunner().invoke(main, ["--resume", ours, "-p", "again"])
     assert res.exit_code == 0, res.output
     hint = res.output.splitlines()[-1].split()[-1]
-    assert hint == "019dc5ba-1", res.output
+    assert hint == "019dc5ba-1000-71", res.output
     res = CliRunner().invoke(main, ["show", hint])
     assert res.exit_code == 0 and "again" in res.output, res.output
 
@@ -1302,7 +1362,7 @@ def test_sessions_lists_each_by_a_prefix_show_finds_where_two_directories_share_
 
     here, there = tmp_path / "a-b" / "c", tmp_path / "a" / "b-c"
     assert project_dir(here) == project_dir(there)
-    ours, theirs = "019dc5ba-1000-7000-8000-000000000001", "019dc5ba-2000-7000-8000-000000000002"
+    ours, theirs = "019dc5ba-1000-7100-8000-000000000001", "019dc5ba-1000-7200-8000-000000000002"
     for cwd, sid in [(here, ours), (there, theirs)]:
         cwd.mkdir(parents=True, exist_ok=True)
         with SessionManager.create(cwd, "offline", "echo", session_id=sid) as m:
@@ -1310,6 +1370,6 @@ def test_sessions_lists_each_by_a_prefix_show_finds_where_two_directories_share_
     monkeypatch.chdir(here)
     res = CliRunner().invoke(main, ["sessions"])
     assert res.exit_code == 0, res.output
-    assert [line.split()[0] for line in res.output.splitlines()] == ["019dc5ba-1"], res.output
-    res = CliRunner().invoke(main, ["show", "019dc5ba-1"])
+    assert [line.split()[0] for line in res.output.splitlines()] == ["019dc5ba-1000-71"], res.output
+    res = CliRunner().invoke(main, ["show", "019dc5ba-1000-71"])
     assert res.exit_code == 0 and "hi from c" in res.output, res.output

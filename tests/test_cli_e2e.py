@@ -27,7 +27,7 @@ from awl import SessionManager
 from awl.agent import INTERRUPTED_IN_FLIGHT, INTERRUPTED_RESULT
 from awl.tools.bash import CANCELLED_NOTE
 from tests.helpers import awl_env, reference_replay, snapshot
-from tests.test_agent import Log, check_log, session_files, texts
+from tests.test_agent import SCRIPTS, Log, check_log, sent, session_files, texts
 from tests.test_tools import left_in_group, live_in_group, wait_for_file
 
 AWL = [sys.executable, "-m", "awl.cli"]
@@ -282,6 +282,42 @@ def test_failed_model_switch_keeps_the_previous_model(term: Any, root: Path, pro
     t.quit()
     log = one_log(root, project)
     assert (log.entries[1]["provider"], log.entries[1]["model"]) == ("offline", "echo")
+
+
+def test_a_model_switch_away_from_the_base_url_says_it_uses_its_own_endpoint(
+    term: Any, env: dict[str, str], root: Path, project: Path
+) -> None:
+    """--base-url is the started provider's alone: /model to another provider says
+    that one uses its own endpoint (the user may expect the local server to get
+    it), and a switch back to the given one, whose URL it is again, says nothing."""
+    from tests.servers import anthropic_server as sse
+    from tests.servers import openai_server as oa
+    from tests.servers import serve
+
+    with serve() as server:
+        server.queue(oa.text_reply("from the local server"), oa.text_reply("local again"))
+        env["ANTHROPIC_API_KEY"] = "k"  # no ANTHROPIC_BASE_URL: its own endpoint is the API's
+        t = term("--provider", "openai", "--base-url", server.url + "/v1", "--model", oa.MODEL)
+        t.line("hello")
+        t.expect("from the local server")
+        t.line(f"/model anthropic {sse.MODEL}")
+        t.expect(f"now using anthropic/{sse.MODEL} (its own endpoint: --base-url is openai's)\n")
+        t.line("/model offline")  # no endpoint at all: nothing to say of one
+        t.expect("now using offline/echo\n")
+        t.line(f"/model openai {oa.MODEL}")
+        t.expect(f"now using openai/{oa.MODEL}\n")
+        t.line("and back")
+        t.expect("local again")
+        t.quit()
+        assert len(server.requests) == 2
+
+    log = one_log(root, project)
+    assert [texts(m) for m in log.messages()[1:]] == [
+        "hello",
+        "from the local server",
+        "and back",
+        "local again",
+    ]
 
 
 def test_quit_before_any_prompt_leaves_nothing(term: Any, root: Path) -> None:
@@ -794,7 +830,7 @@ def test_print_mode(env: dict[str, str], root: Path, project: Path) -> None:
     assert (r.returncode, r.stdout) == (0, "You said: hello\n")
     assert "Traceback" not in r.stderr
     log = one_log(root, project)
-    assert RESUME_RE.search(r.stderr).group(1) == log.header["id"][:8]  # type: ignore[union-attr]
+    assert RESUME_RE.search(r.stderr).group(1) == log.header["id"][:13]  # type: ignore[union-attr]
     assert roles(log) == ["system", "user", "assistant"]
     assert texts(log.entries[1]["message"]) == "hello"
     assert log.entries[2]["message"]["stopReason"] == "stop"
@@ -880,8 +916,9 @@ def _print_turn_streaming(env: dict[str, str], project: Path) -> tuple[subproces
     assert child.stderr is not None
     seen = ""
     while "You said: " not in seen:
-        seen += child.stderr.read(1)
-        assert seen, "awl ended before its reply began"
+        got = child.stderr.read(1)
+        assert got, f"awl ended before its reply began: {seen!r}"
+        seen += got
     return child, prompt
 
 
@@ -941,6 +978,69 @@ def test_print_mode_ends_on_sigterm_as_on_ctrl_c(
     assert result["content"][0]["content"] == (
         "started\n[cancelled by SIGTERM; the command was killed]"
     ), result
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_a_reply_killed_mid_stream_leaves_its_prompt_to_go_again_with_the_next(
+    env: dict[str, str], root: Path, project: Path, provider: str
+) -> None:
+    """kill -9 while a reply streams (docs/reliability.md, "A reply is saved when it
+    ends"): the text shown so far is not in the log, the prompt it answered is,
+    unanswered, and the resume sends that prompt to the model again together
+    with the next one."""
+    from tests.servers import serve
+
+    script = SCRIPTS[provider]
+    first, second = "what is a heron?", "and an ibis?"
+    with serve() as server:
+        # The reply's first words, then nothing until awl hangs up.
+        killed = script.slow("A heron is", " a wading bird.")
+        assert killed.chunks is not None
+        killed.stall = 60
+        killed.stall_after = next(
+            n for n, chunk in enumerate(killed.chunks) if b"a wading bird" in chunk
+        )
+        server.queue(killed, script.text("An ibis is one too."))
+        url = server.url + ("/v1" if provider == "openai" else "")
+        env = {**env, "ANTHROPIC_API_KEY": "k", "OPENAI_API_KEY": "k", "AWL_VERBOSE": "1"}
+        args = ["--provider", provider, "--base-url", url, "--model", script.model]
+        child = subprocess.Popen(
+            [*AWL, *args, "-p", first],
+            env=env,
+            cwd=project,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert child.stderr is not None
+            seen = ""
+            while "A heron is" not in seen:  # streamed to stderr under AWL_VERBOSE
+                got = child.stderr.read(1)
+                assert got, f"awl ended before its reply began: {seen!r}"
+                seen += got
+            child.kill()
+            child.communicate(timeout=TIMEOUT)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+        assert child.returncode == -signal.SIGKILL
+        log = one_log(root, project)
+        assert roles(log) == ["system", "user"]
+        assert texts(log.entries[1]["message"]) == first
+        assert b"A heron is" not in log.path.read_bytes()
+
+        r = run([*args, "--resume", "-p", second], env, project)
+        assert (r.returncode, r.stdout) == (0, "An ibis is one too.\n"), r.stderr
+        assert len(server.requests) == 2
+        asked = [x for x in sent(provider, server.requests[1].body) if x[0] != "system"]
+        assert asked == [("user", "text", first), ("user", "text", second)]
+
+    log = one_log(root, project)
+    assert roles(log) == ["system", "user", "user", "assistant"]
+    assert [texts(m) for m in log.messages()[1:]] == [first, second, "An ibis is one too."]
+    assert b"A heron is" not in log.path.read_bytes()
 
 
 def test_print_resume_with_nothing_to_resume_starts_a_new_session(
@@ -1062,7 +1162,7 @@ def test_a_branch_chosen_and_left_before_a_prompt_is_what_the_exit_hint_names(
     assert run(["-p", "first"], env, project).returncode == 0
     assert run(["--resume", "-p", "second"], env, project).returncode == 0
     log = one_log(root, project)
-    sid, answer = log.header["id"][:8], log.branch[2]["id"]
+    sid, answer = log.header["id"][:13], log.branch[2]["id"]
     before = snapshot(root)
     t = term("--resume", f"{sid}:{answer}")
     assert t.quit() == f"{sid}:{answer}"
@@ -1124,6 +1224,70 @@ def test_resume_at_a_reply_whose_round_was_cut_short_keeps_the_results_saved(
     assert "interrupted" in results[2]["content"]
 
 
+def test_a_resume_says_what_becomes_of_a_prompt_no_reply_followed(
+    term: Any, env: dict[str, str], root: Path, project: Path
+) -> None:
+    """A session that ended with its prompt unanswered (killed while the reply
+    streamed): the resume says the prompt goes with the next one, and how to
+    go on without it, as a turn that failed says it; the next turn sends both."""
+    from awl import Message, SessionManager, Text
+
+    m = SessionManager.create(project, "offline", "echo", session_dir=root)
+    m.append_message(Message("system", [Text("You are awl.")]))
+    m.append_message(Message("user", [Text("first")]))
+    answer = m.append_message(
+        Message("assistant", [Text("You said: first")]),
+        provider="offline",
+        model="echo",
+        stop_reason="stop",
+    )
+    m.append_message(Message("user", [Text("lost in the crash")]))
+    m.close()
+    t = term("--resume")
+    t.expect(
+        "(the prompt stays in the session and goes to the model with your next one; "
+        f"awl --resume {m.id[:13]}:{answer} goes on without it)"
+    )
+    t.line("and then")
+    t.expect("You said: ")
+    t.quit()
+    said = [texts(e) for e in one_log(root, project).messages()[1:]]
+    assert said[:4] == ["first", "You said: first", "lost in the crash", "and then"], said
+    # A session whose last prompt was answered says nothing of the kind.
+    t = term("--resume")
+    t.quit()
+    assert "stays in the session" not in t.transcript()
+
+
+def test_a_resume_says_so_of_a_prompt_saved_beside_a_rounds_results(
+    term: Any, env: dict[str, str], root: Path, project: Path
+) -> None:
+    """A prompt typed after cancelled calls is saved in one message with their
+    results; killed before its reply, it goes with the next prompt as any
+    prompt does, and the resume says so as well."""
+    from awl import Message, SessionManager, Text, ToolResult, ToolUse
+
+    m = SessionManager.create(project, "offline", "echo", session_dir=root)
+    m.append_message(Message("system", [Text("You are awl.")]))
+    m.append_message(Message("user", [Text("run it")]))
+    asked = m.append_message(
+        Message("assistant", [ToolUse("c1", "bash", '{"command":"sleep 9"}')]),
+        provider="offline",
+        model="echo",
+        stop_reason="toolUse",
+    )
+    m.append_message(
+        Message("user", [ToolResult("c1", "[cancelled]", is_error=True), Text("never mind")])
+    )
+    m.close()
+    t = term("--resume")
+    t.expect(
+        "(the prompt stays in the session and goes to the model with your next one; "
+        f"awl --resume {m.id[:13]}:{asked} goes on without it)"
+    )
+    t.quit()
+
+
 def test_resume_at_an_entry_goes_on_from_that_message(
     env: dict[str, str], root: Path, project: Path
 ) -> None:
@@ -1132,7 +1296,7 @@ def test_resume_at_an_entry_goes_on_from_that_message(
     assert run(["-p", "first"], env, project).returncode == 0
     assert run(["--resume", "-p", "second"], env, project).returncode == 0
     log = one_log(root, project)
-    sid = log.header["id"][:8]
+    sid = log.header["id"][:13]
     answer = log.branch[2]["id"]
     assert log.branch[2]["message"]["role"] == "assistant"
     r = run(["--resume", f"{sid}:{answer}", "-p", "third"], env, project)

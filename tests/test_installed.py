@@ -10,6 +10,7 @@ own (a minute's build).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -145,3 +146,59 @@ def test_a_missing_dependency_is_one_line(
     lines = [ln for ln in output.splitlines() if ln.strip()]
     wanted = f"the Python package {shadowed!r} is missing"
     assert any(wanted in ln and "reinstall awl" in ln for ln in lines), output
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        ["install", "-v", "{source}"],  # pip install . (a user's)
+        ["install", "-v", "-e", "{source}[dev]"],  # README's quick start
+    ],
+    ids=["plain", "quick-start"],
+)
+def test_a_build_without_a_compiler_installs_the_fallback_and_says_why(
+    tmp_path: Path, how: list[str]
+) -> None:
+    """README: without a C compiler the install still succeeds, with the pure-Python
+    scanner; ``awl --version`` says which is active and ``pip install -v`` why (pip
+    shows a build's output only then).  ``CC=false`` is a compiler that fails as a
+    missing one does (setup.py takes any compiler failure for the fallback)."""
+    # A fresh checkout's files: no native module or build directory left by a
+    # build with a compiler, which would be installed as they are.
+    source = tmp_path / "source"
+    left = ("build", "dist", "*.egg-info", "*.so", "*.o", "_native.c", "__pycache__")
+    shutil.copytree(
+        ROOT, source, ignore=shutil.ignore_patterns(".git", ".venv*", ".*_cache", *left)
+    )
+    where = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(where)], check=True, timeout=300)
+    args = [a.format(source=source) for a in how]
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PIP_EDITABLE", "AWL_REQUIRE_NATIVE"))  # CI requires the native one
+    }
+    done = subprocess.run(
+        [str(where / "bin" / "pip"), *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+        env={**env, "CC": "false"},
+    )
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said
+    version = subprocess.run(
+        [str(where / "bin" / "awl"), "--version"],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=True,
+        env=awl_env(tmp_path),  # no AWL_NATIVE from this runner
+        cwd="/",
+    ).stdout
+    assert "scanner: fallback" in version, version
+    # setup.py's banners, in what pip -v shows the person installing: why, and what.
+    building = "\n".join(ln for ln in said.splitlines() if " for awl" in ln)
+    assert "the native scanner (awl._native) could not be built:" in said, building
+    assert "installed WITHOUT the native scanner (pure-Python fallback)" in said, building

@@ -376,6 +376,35 @@ def test_a_small_log_whose_last_line_is_long(tmp_path: Path) -> None:
     assert got is not None and got.message_count == 5 and got == full(p, str(tmp_path))
 
 
+def test_printed_prefixes_hold_a_time_ordered_ids_creation_millisecond(tmp_path: Path) -> None:
+    """What awl prints (resume_prefixes) is the shortest unshared prefix, and for a
+    UUIDv7 never less than its first 13 characters: sessions a minute apart share
+    8, so an 8-character prefix would soon name two.  Other ids (imported from a
+    tool that draws them at random) keep the shortest."""
+    from awl.paths import project_dir, session_file_name
+    from awl.store import resume_prefixes
+
+    folder = project_dir(tmp_path, tmp_path / "root")
+    folder.mkdir(parents=True)
+    ids = {
+        "lone": "01a24543-e000-7100-8000-000000000001",  # unique at 8: given 13
+        "same-ms-a": "01a24600-0000-7100-8000-000000000002",  # one millisecond: more
+        "same-ms-b": "01a24600-0000-7200-8000-000000000003",
+        "random": "5f0c2a9e-1111-4222-8333-444455556666",  # a v4: 8 is enough
+    }
+    logs = []
+    for sid in ids.values():
+        logs.append(folder / session_file_name("2026-04-25T17:40:15.990Z", sid))
+        logs[-1].write_bytes(b"")
+    got = resume_prefixes(logs, tmp_path, session_dir=tmp_path / "root")
+    assert {name: got[sid] for name, sid in ids.items()} == {
+        "lone": "01a24543-e000",
+        "same-ms-a": "01a24600-0000-71",
+        "same-ms-b": "01a24600-0000-72",
+        "random": "5f0c2a9e",
+    }
+
+
 @given(st.lists(st.text("0123456789abcdef-", min_size=1, max_size=14), max_size=30))
 def test_unique_prefixes_are_the_shortest_unshared(ids: list[str]) -> None:
     from awl.store import unique_prefixes

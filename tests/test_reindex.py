@@ -1172,9 +1172,13 @@ def test_explicit_paths_settle_no_creation(
     assert tmp.exists()
 
 
-def test_cli_stopped_by_sigterm_says_so_and_the_same_reindex_again_goes_on(
-    root: Path, project: Path
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm", "hangup"])
+def test_cli_stopped_by_a_signal_says_so_and_the_same_reindex_again_goes_on(
+    root: Path, project: Path, how: str
 ) -> None:
+    """Ctrl-C (130), SIGTERM (143) or a closed terminal's SIGHUP (129): the status a
+    shell gives the signal, one line saying how far it got, and the same
+    reindex again repairs the rest."""
     total = 1500
     folder = project_dir(project, root)
     logs = []
@@ -1186,21 +1190,33 @@ def test_cli_stopped_by_sigterm_says_so_and_the_same_reindex_again_goes_on(
         )
         logs.append(write_log(folder / log_name(h), [h, *chain(3)], tail=TORN))
     argv = [sys.executable, "-m", "awl.cli", "reindex", "-j", "2", "--all"]
-    child = subprocess.Popen(argv, env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # Ctrl-C on a terminal and a closed terminal's SIGHUP reach the whole process
+    # group, workers too; SIGTERM (kill, a timeout) reaches awl alone.
+    child = subprocess.Popen(
+        argv,
+        env=child_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    signum = {"ctrl-c": signal.SIGINT, "sigterm": signal.SIGTERM, "hangup": signal.SIGHUP}[how]
     try:
         while not any(folder.glob("*.corrupt")) and child.poll() is None:
             time.sleep(0.01)
-        child.send_signal(signal.SIGTERM)
+        if how == "sigterm":
+            child.send_signal(signum)
+        else:
+            os.killpg(child.pid, signum)
         _, err = child.communicate(timeout=120)
     finally:
         if child.poll() is None:
-            child.kill()
+            os.killpg(child.pid, signal.SIGKILL)
             child.wait()
-    assert child.returncode == 128 + signal.SIGTERM, err
+    assert child.returncode == 128 + signum, err
     (last,) = err.decode().splitlines()
     assert re.fullmatch(
-        rf"awl: reindex stopped \(SIGTERM\) after at least \d+ of {total} files; each log is as a "
-        r"writer leaves it, and the same reindex again goes on",
+        rf"awl: reindex stopped \({signum.name}\) after at least \d+ of {total} files; each log "
+        r"is as a writer leaves it, and the same reindex again goes on",
         last,
     )
     repaired = len(list(folder.glob("*.corrupt")))

@@ -546,16 +546,16 @@ def test_the_command_as_a_process_prints_every_hit_and_its_status(root: Path) ->
     assert done.stderr == f"awl: {log}:3002: not a complete JSON object\n"
 
 
-@pytest.mark.parametrize(("sig", "status"), [("SIGINT", 130), ("SIGTERM", 143)])
+@pytest.mark.parametrize(("sig", "status"), [("SIGINT", 130), ("SIGTERM", 143), ("SIGHUP", 129)])
 def test_a_stopped_search_exits_with_its_signals_status_after_whole_lines(
     root: Path, sig: str, status: int
 ) -> None:
     """1 is "nothing found": a script must not take an interrupted search for that.
-    Stopped (Ctrl-C, or SIGTERM from a script's timeout), the output ends with a
-    whole line: every --json line it wrote is one object."""
+    Stopped (Ctrl-C, SIGTERM from a script's timeout, or SIGHUP from a closed
+    terminal or ssh link), the output ends with a whole line: every --json line
+    it wrote is one object (a pipe, unlike a terminal, still gets them)."""
     import signal
     import subprocess
-    import time
 
     objs = [
         entry(f"{i + 1:08x}", f"{i:08x}" if i else None, "user", [{"type": "text", "text": "ibis"}])
@@ -568,10 +568,16 @@ def test_a_stopped_search_exits_with_its_signals_status_after_whole_lines(
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        bufsize=0,  # unbuffered: communicate() reads the pipe past what readline took
     )
-    time.sleep(3)  # its hits fill the pipe no one reads: it waits, mid-search
+    assert child.stdout is not None
+    # Its first hit is out, so it is searching (its handlers are set); the rest
+    # fill the pipe no one reads: it waits there, mid-search.
+    first = child.stdout.readline()
+    assert first, child.communicate(timeout=60)
     child.send_signal(getattr(signal, sig))
     out, err = child.communicate(timeout=60)
+    out = first + out
     assert child.returncode == status, err
     assert b"Traceback" not in err and b"Aborted" not in err and out
     assert out.endswith(b"\n") and out.count(b"\n") < 5000
@@ -823,7 +829,7 @@ def test_cli_output_exit_status_and_json(
     res = cli("search", "out: say")
     assert res.exit_code == 0, res.output
     # The session's prefix and the hit's entry, as awl show takes them.
-    assert res.stdout == f"{SID[0][:8]}:0000000d  " + res.stdout.split("  ", 1)[1]
+    assert res.stdout == f"{SID[0][:13]}:0000000d  " + res.stdout.split("  ", 1)[1]
     assert res.stdout.rstrip("\n").endswith('result     out: say "hi" to café C:\\tmp x next 日本')
     assert "\x1b[" not in res.stdout  # no colour off a terminal
     assert cli("search", "egret").exit_code == 1  # another project's

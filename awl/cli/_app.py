@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import shlex
 import sys
 from typing import Any, TextIO, cast
 
 import click
 
-from ..errors import AmbiguousSession, AwlError, SessionCopies, SessionNotFound
+from ..errors import AmbiguousSession, AwlError, CorruptSession, SessionCopies, SessionNotFound
 from ._common import (
     GuardedOutput,
     OutputError,
@@ -290,6 +291,16 @@ def main(
         fail(f"--base-url {exc}" if exc.variable is None else str(exc), usage=True)
     except SettingError as exc:
         fail(str(exc), usage=True)
+    except CorruptSession as exc:
+        if not resume or resume == _MOST_RECENT or not (exc.line or 0) > 1:
+            # The most recent's message says what to do already; a log without a
+            # header to go by has nothing awl show could read either.
+            fail(str(exc))
+        # A damaged log is not guessed at, but what of it can be read can be.
+        fail(
+            f"{exc} (the log is left as it is: awl show {shlex.quote(resume)} shows what"
+            " can be read; awl reindex --verify names every problem)"
+        )
     except AwlError as exc:
         fail(str(exc))
     ctx.exit(code)

@@ -173,9 +173,8 @@ def search_command(
     end_quickly()  # it writes nothing: the process needs no teardown
     tty = sys.stdout.isatty()
     paint = _colour(colour)
-    # Each session by the shortest prefix that `awl show` and `awl --resume` run
-    # here find it by (an id's first 8 characters are shared by sessions made
-    # in one minute).
+    # Each session by a prefix that `awl show` and `awl --resume` run here find
+    # it by, now and once other sessions are made (see resume_prefixes).
     shown = resume_prefixes(logs, here)
     # The session's prefix, then the entry: `awl show` takes the pair as it stands.
     width = max(map(len, shown.values()), default=8) + 9

@@ -1,5 +1,5 @@
 """Finding sessions: by id or prefix, the most recent of a directory, and the
-shortest prefix that names one.
+prefix that names one, and goes on naming it.
 
 Nothing here opens a log as a session: headers and listings are enough.
 """
@@ -58,7 +58,7 @@ def find_session(
     """
     prefix = id_or_prefix.strip().lower()
     if not _PREFIX_RE.fullmatch(prefix):
-        raise SessionNotFound(f"{id_or_prefix!r} is not a session id or prefix")
+        raise SessionNotFound(f"{_quoted(id_or_prefix)} is not a session id or prefix")
     matches, unlisted = _matching(lambda sid: sid.startswith(prefix), cwd, session_dir)
     exact = [m for m in matches if m[0] == prefix]
     if exact:
@@ -67,6 +67,16 @@ def find_session(
         why = f" ({len(unlisted)} not searched: {unlisted[0]})" if unlisted else ""
         raise SessionNotFound(f"no session matches {id_or_prefix!r}{why}")
     return _one(prefix, matches)
+
+
+def _quoted(text: str) -> str:
+    """``text`` quoted as ``repr`` quotes it (what cannot be seen, such as a
+    zero-width space, escaped), except that the bytes that were not UTF-8 in
+    argv (lone surrogates) read ``\\xNN``, as every other error line shows them."""
+    shown = (
+        f"\\x{ord(c) - 0xDC00:02x}" if 0xDC80 <= ord(c) <= 0xDCFF else repr(c)[1:-1] for c in text
+    )
+    return "'" + "".join(shown).replace("'", "\\'") + "'"
 
 
 def _matching(
@@ -222,12 +232,14 @@ def resume_prefixes(
     *,
     session_dir: str | os.PathLike[str] | None = None,
 ) -> dict[str, str]:
-    """The shortest prefix of each log's session id (by its file name) that ``awl
-    --resume``, ``awl show`` and ``awl search --session``, run in ``cwd``, find it
-    by (:func:`find_session`: this cwd's sessions, then every project's): unique
-    among its folder's sessions when that folder is cwd's, else among every
-    project's (``cwd`` None: every project's).  A folder that cannot be listed
-    counts with the logs given of it."""
+    """The prefix of each log's session id (by its file name) that awl prints for
+    ``awl --resume``, ``awl show`` and ``awl search --session`` run in ``cwd``:
+    the shortest they find it by (:func:`find_session`: this cwd's sessions,
+    then every project's), unique among its folder's sessions when that folder
+    is cwd's, else among every project's (``cwd`` None: every project's), and
+    for a UUIDv7 never shorter than its creation millisecond (13 characters),
+    so that it goes on naming the session when others are made.  A folder
+    that cannot be listed counts with the logs given of it."""
     root = Path(session_dir) if session_dir is not None else session_root()
     here = project_dir(cwd, root) if cwd is not None else None
     folders = {p.parent for p in logs}
@@ -242,7 +254,22 @@ def resume_prefixes(
         except SessionError:
             continue
     ids = [m.group("id") for name in names if (m := SESSION_FILE_RE.match(name))]
-    return unique_prefixes(ids)
+    return {sid: _lasting(sid, prefix) for sid, prefix in unique_prefixes(ids).items()}
+
+
+# A UUIDv7's first 13 characters are its creation millisecond (8 of them change
+# only every 65 s), the version digit and the random bits follow.
+_UUID7 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}")
+_MILLISECOND = 13
+
+
+def _lasting(session_id: str, prefix: str) -> str:
+    """``prefix``, made to hold a time-ordered id's whole creation millisecond:
+    a prefix copied from a hint or a listing then goes on naming its session
+    when others are made later (sessions a minute apart share 8 characters)."""
+    if len(prefix) < _MILLISECOND and _UUID7.fullmatch(session_id):
+        return session_id[:_MILLISECOND]
+    return prefix
 
 
 def resume_prefix(session_id: str, path: Path, cwd: str | os.PathLike[str] | None) -> str:

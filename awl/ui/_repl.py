@@ -16,6 +16,7 @@ import termios
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..agent import Agent, TurnResult, UnresumableSession
 from ..conversation import ToolUse, has_lone_surrogates, without_lone_surrogates
@@ -34,6 +35,9 @@ from ..tools import Cancel, ToolOutput
 from ._terminal import TerminalSink, signals_cancel, stdin_text
 from ._text import visible
 from ._transcript import render_message
+
+if TYPE_CHECKING:
+    from ..store import SessionManager
 
 HELP = """\
 /model PROVIDER [MODEL]  switch provider/model from the next message on
@@ -133,7 +137,30 @@ def show_resume(agent: Agent) -> None:
     pending, started = agent.open_calls()
     if pending:
         out.write(unanswered_note([t.name for t in pending], started) + "\n")
+    elif _ends_in_a_prompt(m):
+        # The leaf is a prompt with no reply under it (a crash or a kill while the
+        # reply streamed; or --resume ID:ENTRY at a prompt): what the next prompt
+        # sends, said as a turn that failed says it.
+        try:
+            note = kept_prompt_note(agent, None)
+        except (AwlError, OSError):  # where awl stands cannot be known (cwd removed)
+            note = None
+        if note is not None:
+            out.write(f"({visible(note, one_line=True)})\n")
     out.flush()
+
+
+def _ends_in_a_prompt(m: SessionManager) -> bool:
+    """Whether the session's leaf is a user message holding a prompt (text or an
+    image: beside a round's results too, as a prompt after cancelled calls is)."""
+    leaf = m.leaf_id
+    entry = m.get_entry(leaf) if leaf is not None else None
+    return (
+        isinstance(entry, MessageEntry)
+        and entry.message.role == "user"
+        and entry.base.parent_id is not None
+        and any(not isinstance(b, DiskToolResult) for b in entry.message.content)
+    )
 
 
 def unanswered_note(names: list[str], started: bool) -> str:
@@ -382,8 +409,10 @@ def handle_command(agent: Agent, text: str) -> bool:
             try:
                 agent.switch_model(parts[1], parts[2] if len(parts) == 3 else None)
                 out.write(f"now using {agent.provider_name}/{agent.model}")
-                if agent.base_url is not None and agent.base_url_of(agent.provider_name) is None:
-                    # Said: the user may expect the --base-url server to get it.
+                elsewhere = agent.base_url_of(agent.provider_name) is None
+                if agent.base_url is not None and elsewhere and agent.provider_name != "offline":
+                    # Said: the user may expect the --base-url server to get it (offline
+                    # has no endpoint at all).
                     out.write(f" (its own endpoint: --base-url is {agent.base_url_for}'s)")
                 out.write("\n")
             except (ProviderError, AwlError) as exc:
