@@ -863,6 +863,31 @@ def test_every_command_and_option_has_help() -> None:
     assert {"awl sessions", "awl show", "awl reindex"} <= set(seen)
 
 
+@pytest.mark.parametrize(
+    ("args", "meant"),
+    [
+        (["sesions"], "(did you mean 'sessions'?)"),
+        (["serch", "x"], "(did you mean 'search'?)"),
+        (
+            ["explain main.py"],
+            '(a prompt goes after -p, in quotes when it has spaces: awl -p "...")',
+        ),
+        (["-p", "explain", "main.py"], "a prompt goes after -p"),
+    ],
+)
+def test_a_command_that_is_none_says_what_was_likely_meant(
+    args: list[str], meant: str, root: Path
+) -> None:
+    """A misspelt command, or a prompt typed without -p (or unquoted after it): a
+    usage error (2) that names the command meant, or where a prompt goes."""
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+    (error,) = [x for x in res.output.splitlines() if x.startswith("Error:")]
+    name = args[-1] if args[0] == "-p" else args[0]
+    assert error.startswith(f"Error: No such command {name!r} ") and meant in error, error
+    assert not any(root.rglob("*.jsonl"))  # nothing was sent, nothing saved
+
+
 def test_every_command_is_in_the_readme() -> None:
     readme = (REPO / "README.md").read_text()
     for path, _ in walk(main):

@@ -91,8 +91,23 @@ class _Main(click.Group):
     def resolve_command(
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
-        """The command named first in ``args``; notes whether it is one of the readers."""
-        name, command, rest = super().resolve_command(ctx, args)
+        """The command named first in ``args``; notes whether it is one of the readers.
+        A name that is none says what was probably meant: a command spelt
+        nearly so, else a prompt, which goes after ``-p``."""
+        try:
+            name, command, rest = super().resolve_command(ctx, args)
+        except click.UsageError:
+            if not args or args[0] in _COMMANDS or args[0].startswith("-"):
+                raise
+            import difflib  # only here: most runs never need it
+
+            close = difflib.get_close_matches(args[0], list(_COMMANDS), n=1)
+            meant = (
+                f"did you mean {close[0]!r}?"
+                if close
+                else 'a prompt goes after -p, in quotes when it has spaces: awl -p "..."'
+            )
+            raise click.UsageError(f"No such command {args[0]!r} ({meant})", ctx) from None
         self._reading = name in _READERS
         self._answering = name in _ANSWERING
         return name, command, rest
