@@ -751,7 +751,9 @@ def test_show_missing_path_is_a_lookup_error(rich: Path, ref: str) -> None:
     assert "no such session file" in text
 
 
-def test_show_corrupt_log(root: Path, here: Path) -> None:
+def damaged_log(root: Path, here: Path) -> tuple[list[dict[str, Any]], Path]:
+    """A log of four messages whose fourth line (the third message) is no JSON; its
+    entries and path."""
     c = chain(4)
     p = log(
         root,
@@ -759,6 +761,11 @@ def test_show_corrupt_log(root: Path, here: Path) -> None:
         c[:2],
         tail=b"{broken\n" + b"".join(map(line, c[2:])),
     )
+    return c, p
+
+
+def test_show_corrupt_log(root: Path, here: Path) -> None:
+    c, p = damaged_log(root, here)
     data = p.read_bytes()
     # --json: a script gets the document whole or one error line.
     text = one_line_error(cli("show", "--json", str(p)), 1)
@@ -787,13 +794,7 @@ def test_a_resume_of_a_damaged_log_says_where_what_can_be_read_is(
 ) -> None:
     """A bad line inside a log is not guessed at: the resume is refused in one
     line that names it and says how to see the rest, and the log is untouched."""
-    c = chain(4)
-    p = log(
-        root,
-        header(ID_A, "2026-04-25T17:40:15.990Z", here),
-        c[:2],
-        tail=b"{broken\n" + b"".join(map(line, c[2:])),
-    )
+    c, p = damaged_log(root, here)
     data = p.read_bytes()
     res = cli("--resume", ref.format(entry=c[1]["id"]), "-p", "more")
     assert one_line_error(res, 1) == (

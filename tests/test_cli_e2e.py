@@ -901,12 +901,13 @@ def test_kill_9_during_the_second_call_of_a_round_keeps_the_first_result(
     assert roles(log) == ["system", "user", "assistant", "user", "user", "assistant"]
 
 
-def _print_turn_streaming(env: dict[str, str], project: Path) -> tuple[subprocess.Popen[str], str]:
-    """``awl -p`` of a long prompt whose reply has begun to stream (to stderr, under
-    AWL_VERBOSE, slowly); and the prompt."""
-    prompt = " ".join(f"word{i}" for i in range(40))
+def _print_streaming(
+    args: list[str], env: dict[str, str], project: Path, begun: str
+) -> subprocess.Popen[str]:
+    """``awl ARGS`` once its reply has begun to stream: ``begun`` is on stderr (where
+    AWL_VERBOSE streams a -p reply)."""
     child = subprocess.Popen(
-        [*AWL, "-p", prompt],
+        [*AWL, *args],
         env=env,
         cwd=project,
         stdout=subprocess.PIPE,
@@ -915,11 +916,20 @@ def _print_turn_streaming(env: dict[str, str], project: Path) -> tuple[subproces
     )
     assert child.stderr is not None
     seen = ""
-    while "You said: " not in seen:
+    while begun not in seen:
         got = child.stderr.read(1)
-        assert got, f"awl ended before its reply began: {seen!r}"
+        if not got:
+            child.kill()
+            raise AssertionError(f"awl ended before its reply began: {seen!r}")
         seen += got
-    return child, prompt
+    return child
+
+
+def _print_turn_streaming(env: dict[str, str], project: Path) -> tuple[subprocess.Popen[str], str]:
+    """``awl -p`` of a long prompt whose reply has begun to stream (to stderr, under
+    AWL_VERBOSE, slowly); and the prompt."""
+    prompt = " ".join(f"word{i}" for i in range(40))
+    return _print_streaming(["-p", prompt], env, project, "You said: "), prompt
 
 
 def test_print_mode_ends_on_sighup_with_the_reply_saved(
@@ -1004,21 +1014,8 @@ def test_a_reply_killed_mid_stream_leaves_its_prompt_to_go_again_with_the_next(
         url = server.url + ("/v1" if provider == "openai" else "")
         env = {**env, "ANTHROPIC_API_KEY": "k", "OPENAI_API_KEY": "k", "AWL_VERBOSE": "1"}
         args = ["--provider", provider, "--base-url", url, "--model", script.model]
-        child = subprocess.Popen(
-            [*AWL, *args, "-p", first],
-            env=env,
-            cwd=project,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        child = _print_streaming([*args, "-p", first], env, project, "A heron is")
         try:
-            assert child.stderr is not None
-            seen = ""
-            while "A heron is" not in seen:  # streamed to stderr under AWL_VERBOSE
-                got = child.stderr.read(1)
-                assert got, f"awl ended before its reply began: {seen!r}"
-                seen += got
             child.kill()
             child.communicate(timeout=TIMEOUT)
         finally:
