@@ -1050,12 +1050,22 @@ def test_print_resume_with_nothing_to_resume_starts_a_new_session(
     assert roles(log) == ["system", "user", "assistant"]
 
 
-def test_print_reads_stdin(env: dict[str, str], root: Path, project: Path) -> None:
-    r = run(["-p", "-"], env, project, stdin="from stdin\nsecond line\n")
+@pytest.mark.parametrize(
+    ("given", "prompt"),
+    [
+        ("from stdin\nsecond line\n", "from stdin\nsecond line"),
+        ("crlf\r\n", "crlf"),
+        ("two blank lines kept\n\n\n", "two blank lines kept\n\n"),
+        ("no newline", "no newline"),
+    ],
+)
+def test_print_reads_stdin_less_the_newline_that_ends_it(
+    env: dict[str, str], root: Path, project: Path, given: str, prompt: str
+) -> None:
+    r = run(["-p", "-"], env, project, stdin=given)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.rstrip("\n") == "You said: from stdin\nsecond line"
     log = one_log(root, project)
-    assert texts(log.entries[1]["message"]).rstrip("\n") == "from stdin\nsecond line"
+    assert texts(log.entries[1]["message"]) == prompt
 
 
 def test_a_directory_whose_name_is_not_utf8_is_refused_in_one_line(

@@ -250,7 +250,10 @@ def main(
     if prompt == "-":
         if sys.stdin is None:
             fail("-p -: standard input is closed, so there is no prompt to read")
+        # The newline that ends what `echo` or a file gives is no part of the
+        # prompt (as `$(...)` drops it); one, so that blank lines typed stay.
         prompt = stdin_text()
+        prompt = prompt.removesuffix("\n").removesuffix("\r")
     elif prompt is None and sys.stdin is None:
         fail("standard input is closed, so there are no prompts to read (give one with -p)")
     given = {"the prompt": prompt, "--provider": provider, "--model": model, "--base-url": base_url}
