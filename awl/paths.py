@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import re
@@ -84,6 +85,24 @@ def path_text(path: str | os.PathLike[str]) -> str:
     except UnicodeEncodeError:  # a surrogate no file name decoded to: given as it is
         raw = text.encode("utf-8", "surrogatepass")
     return raw.decode("utf-8", "backslashreplace")
+
+
+def missing_text(path: str | os.PathLike[str], exc: OSError, missing: str | None = None) -> str:
+    """What an ``OSError`` from opening or statting ``path`` says of it, as one
+    line: ``missing`` (default: the OS's words) for a file that is not there,
+    but a link to nothing named as one, in every command alike (beside a name
+    ``ls`` shows, "No such file" reads as wrong)."""
+    shown = path_text(path)
+    if exc.errno == errno.ENOENT:
+        try:
+            target = os.readlink(path)
+        except OSError:
+            pass
+        else:
+            return f"{shown}: a link to {path_text(target)}, which does not exist"
+    if missing is not None and exc.errno in (errno.ENOENT, errno.ENOTDIR):
+        return f"{shown}: {missing}"
+    return f"{shown}: {exc.strerror or exc}"
 
 
 def windows_path(path: str) -> bool:

@@ -751,6 +751,30 @@ def test_show_missing_path_is_a_lookup_error(rich: Path, ref: str) -> None:
     assert "no such session file" in text
 
 
+@pytest.mark.parametrize(
+    ("args", "status"),
+    [
+        (["show", "{link}"], 2),
+        (["--resume", "{link}", "-p", "hi", "--provider", "offline"], 2),
+        (["search", "x", "--session", "{link}"], 2),
+        (["import", "{link}"], 1),
+        (["reindex", "{link}"], 1),
+    ],
+    ids=["show", "resume", "search", "import", "reindex"],
+)
+def test_a_link_to_nothing_is_named_as_one_by_every_command(
+    rich: Path, tmp_path: Path, args: list[str], status: int
+) -> None:
+    """A dangling symlink: each command says the same, naming where it points,
+    not the OS's "No such file" for a name that ls shows."""
+    link = tmp_path / "gone.jsonl"
+    link.symlink_to(tmp_path / "moved-away.jsonl")
+    res = cli(*[a.replace("{link}", str(link)) for a in args])
+    assert res.exit_code == status, res.output
+    said = f"{link}: a link to {tmp_path / 'moved-away.jsonl'}, which does not exist"
+    assert said in res.output.splitlines()[0], res.output
+
+
 def damaged_log(root: Path, here: Path) -> tuple[list[dict[str, Any]], Path]:
     """A log of four messages whose fourth line (the third message) is no JSON; its
     entries and path."""

@@ -20,6 +20,7 @@ import orjson
 from .. import environment
 from .._version import __version__
 from ..errors import AmbiguousSession, AwlError, SessionCopies, SessionNotFound
+from ..paths import missing_text
 from ..ui import visible
 
 if TYPE_CHECKING:
@@ -191,8 +192,8 @@ def regular_file(ref: str) -> Path:
     path = Path(ref)
     try:
         mode = path.stat().st_mode
-    except (FileNotFoundError, NotADirectoryError):
-        fail(f"{path}: no such session file", usage=True)
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        fail(missing_text(path, exc, "no such session file"), usage=True)
     except OSError as exc:  # a name too long, a symlink loop...
         fail(f"{path}: {exc.strerror}", usage=True)
     if not stat.S_ISREG(mode):

@@ -24,7 +24,7 @@ import orjson
 
 from .._processes import run_in_processes
 from ..errors import AwlError
-from ..paths import path_list, path_text, session_root
+from ..paths import missing_text, path_list, path_text, session_root
 from ._run import ImportResult, SourceSpec, import_source
 from ._source import FORMATS
 
@@ -122,7 +122,7 @@ def plan_import(
                     str(p),
                     fmt,
                     "error",
-                    error=f"{path_text(p)}: {exc.strerror or exc}",
+                    error=missing_text(p, exc),
                     explicit=True,
                     is_session=False,
                 )
@@ -281,7 +281,7 @@ def _add(
                 str(p),
                 fmt,
                 "error",
-                error=f"{path_text(p)}: {exc.strerror or exc}",
+                error=missing_text(p, exc),
                 explicit=explicit,
                 # A link to nothing, or a loop of links, names no session.
                 is_session=exc.errno not in (errno.ENOENT, errno.ELOOP),

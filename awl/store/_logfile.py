@@ -41,7 +41,7 @@ from ..errors import (
     SessionNotFound,
     SessionWriteError,
 )
-from ..paths import corrupt_path, creating_path
+from ..paths import corrupt_path, creating_path, missing_text
 from . import scanner
 from ._codec import load_object, parse_header, serialize_header
 from ._entries import SessionHeader
@@ -268,8 +268,8 @@ class LogFile:
         )
         try:
             fd = open_regular(env, path, flags)
-        except FileNotFoundError:
-            raise SessionNotFound(f"{path}: no such session file") from None
+        except FileNotFoundError as exc:
+            raise SessionNotFound(missing_text(path, exc, "no such session file")) from None
         except OSError as exc:
             if exc.errno == errno.ELOOP and not read_only:
                 raise SessionError(symlink_refusal(path)) from None

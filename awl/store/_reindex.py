@@ -31,6 +31,7 @@ from ..paths import (
     creations,
     index_cache_path,
     log_files,
+    missing_text,
     path_list,
     project_dir,
     project_folders,
@@ -478,7 +479,7 @@ def reindex_file(
     except SessionError as exc:
         result.error = str(exc)
     except OSError as exc:
-        result.error = f"{p}: {exc.strerror or exc}"
+        result.error = missing_text(p, exc)
     return result
 
 

@@ -34,7 +34,14 @@ from pathlib import Path
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from ..errors import FormatError, SessionError
-from ..paths import log_files, project_dir, project_folders, recorded_cwd, session_root
+from ..paths import (
+    log_files,
+    missing_text,
+    project_dir,
+    project_folders,
+    recorded_cwd,
+    session_root,
+)
 from . import _native_loader
 from ._clock import format_timestamp
 from ._header import header_fields
@@ -377,8 +384,8 @@ def _open_log(path: Path, cwd: str | None, mapped: bool = True) -> _Log | Search
     (:func:`_search_fd` maps it itself); None when ``cwd`` is not its directory."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return SearchProblem(path, f"{path}: no such session file")
+    except FileNotFoundError as exc:
+        return SearchProblem(path, missing_text(path, exc, "no such session file"))
     except OSError as exc:
         return SearchProblem(path, f"{path}: cannot open: {exc.strerror}")
     try:
