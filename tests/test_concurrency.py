@@ -660,6 +660,10 @@ def test_a_log_changed_behind_the_writer_is_written_no_more(
         assert said in text and str(m.path) in text and "\n" not in text
         gone = change in (_foreign_remove, _foreign_move, _foreign_rename)
         assert ("resume the session" in text) == (not gone)
+        # Each says what is left to do.
+        renamed = change in (_foreign_move, _foreign_rename)
+        assert ("resume it by its new path" in text) == renamed
+        assert ("quit and start a new session" in text) == (change is _foreign_remove)
         assert m.state == state
     m.close()
     moved = {

@@ -380,8 +380,13 @@ class LogFile:
             )
         if self.changed is not None:
             # A removed or moved log cannot be resumed by its name; a replaced one
-            # (an editor's save) can.
-            then = " (resume the session to go on)" if os.path.lexists(self.path) else ""
+            # (an editor's save) can; each says what is left to do.
+            if os.path.lexists(self.path):
+                then = " (resume the session to go on)"
+            elif self.changed.startswith("another program moved"):
+                then = " (resume it by its new path to go on)"
+            else:
+                then = " (nothing is left of it to go on from: quit and start a new session)"
             raise SessionWriteError(
                 f"{self.path}: {self.changed} while awl had it open; awl writes "
                 f"nothing more to it{then}"
