@@ -485,6 +485,9 @@ def test_verify_reports_every_corrupt_line(tmp_path: Path) -> None:
     assert all("not a complete JSON object" in text for _, text in r.problems)
     assert p.read_bytes() == data and not corrupt_path(p).exists()
     assert not index_cache_path(p).exists()
+    # A log left as it is counts no entries, with --verify or without: the
+    # summaries of the two runs agree.
+    assert r.entries == 0 == reindex_file(p).entries
 
 
 @pytest.mark.parametrize(

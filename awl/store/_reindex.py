@@ -458,9 +458,11 @@ def reindex_file(
             report = verify_log(p)
             result.problems = report.problems
             result.problem_count = report.problem_count
-            result.entries = report.entries
             if not report.ok:
-                return result  # corrupt: report it, touch nothing
+                # Corrupt: reported, touched nothing, and counts no entries, as
+                # a reindex without --verify that the open refuses counts none.
+                return result
+            result.entries = report.entries
         if dry_run:
             _dry_run(p, result)
         else:
