@@ -241,3 +241,30 @@ def test_an_import_into_a_root_one_cannot_write_says_it_once(store: Store) -> No
     said, summary = done.stdout.splitlines()
     assert said == f"{folder}: cannot create the session folder: Permission denied"
     assert summary.startswith("3 sessions, ") and summary.endswith("; 3 errors"), summary
+
+
+@pytest.mark.parametrize("how", ["folder", "the file inside", "--from claude"])
+def test_a_source_folder_one_can_list_but_not_enter_is_an_error_in_a_line(
+    store: Store, how: str
+) -> None:
+    """A folder of sessions whose names can be read but whose files cannot be
+    reached (mode 644): each of its logs is an error in one line, the run's
+    status 1, and no traceback (Store.awl fails on one)."""
+    from tests.import_fixtures import PI_FULL
+
+    sources = store.base / "src"
+    (sources / "d").mkdir(parents=True)
+    shutil.copy(PI_FULL, sources / "d" / "s.jsonl")
+    if ROOT:
+        os.chown(sources / "d", NOBODY, NOBODY)
+    (sources / "d").chmod(0o644)
+    args = {
+        "folder": [str(sources)],
+        "the file inside": [str(sources / "d" / "s.jsonl")],
+        "--from claude": ["--from", "claude", str(sources)],
+    }[how]
+    done = store.awl(["import", *args], store.base)
+    assert done.returncode == 1, done.stdout + done.stderr
+    *said, summary = done.stdout.splitlines()
+    assert said and all("Permission denied" in line for line in said), said
+    assert summary.endswith("1 error"), summary

@@ -95,7 +95,7 @@ def plan_import(
     own = _awl_store(session_dir)
     if not paths:
         stores = [s for f in ([fmt] if fmt else FORMATS) for s in default_stores(f)]
-        found = [s for s in stores if s.is_dir()]
+        found = [s for s in stores if os.path.isdir(s)]
         if not found:
             names = ", ".join(str(s) for s in stores)
             plan.problems.append(
@@ -331,7 +331,7 @@ def _owner_of_subagents(folder: Path) -> Path | None:
     i = len(parts) - 1 - parts[::-1].index(_SUBAGENTS)
     session_dir = Path(*parts[:i])
     owner = session_dir.parent / f"{session_dir.name}.jsonl"
-    return owner if _SESSION_NAME.fullmatch(session_dir.name) and owner.is_file() else None
+    return owner if _SESSION_NAME.fullmatch(session_dir.name) and os.path.isfile(owner) else None
 
 
 def _session_of_folder(folder: Path) -> Path | None:
@@ -340,7 +340,7 @@ def _session_of_folder(folder: Path) -> Path | None:
     for d in (folder, *folder.parents):
         if _SESSION_NAME.fullmatch(d.name):  # no stat for the folders of other names
             owner = d.parent / f"{d.name}.jsonl"
-            if owner.is_file():
+            if os.path.isfile(owner):
                 return owner
     return None
 
@@ -355,7 +355,7 @@ def _session_of_agent(p: Path) -> Path | None:
     sid = obj.get("sessionId") if obj is not None else None
     if isinstance(sid, str):
         owner = p.parent / f"{sid}.jsonl"
-        return owner if owner.is_file() and owner != p else None
+        return owner if os.path.isfile(owner) and owner != p else None
     return None
 
 
@@ -370,7 +370,9 @@ def _claude_extras(main: Path, owners: dict[str, str] | None) -> tuple[str, ...]
     stem = main.name[: -len(".jsonl")]
     out: list[str] = []
     own = main.parent / stem
-    if own.is_dir():
+    # os.path's: a folder that can be listed but not entered is no error here
+    # (Path.is_dir raises for it); the import of the file itself says why not.
+    if os.path.isdir(own):
 
         def unlisted(exc: OSError) -> None:
             # A folder that cannot be listed, ending in "/": the import says so

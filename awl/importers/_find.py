@@ -95,7 +95,7 @@ def imported_copy(
     subagent = os.path.realpath(spec.path) != os.path.realpath(path)
     r = import_source(spec, dry_run=True, session_dir=session_dir)
     error = r.error if r.failed else None
-    if r.session is None or r.path is None or not Path(r.path).exists():
+    if r.session is None or r.path is None or not os.path.exists(r.path):
         return ImportedCopy(found, spec.path, None, None, False, error, subagent)
     log = Path(r.path)
     return ImportedCopy(found, spec.path, r.session, log, r.status == "unchanged", error, subagent)

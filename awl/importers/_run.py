@@ -367,7 +367,7 @@ class _Import:
         sid = session_id_for(fmt, info.source_id, info.start)
         path = project_dir(info.cwd, self.session_dir) / session_file_name(info.start, sid)
         r.session, r.path, r.source_id = sid, str(path), info.source_id
-        if not (path.exists() or path.is_symlink()):
+        if not os.path.lexists(path):
             other = self._filed_elsewhere(path, info.cwd)
             if other is not None:
                 # The same source session with another cwd (a copy from another
@@ -400,7 +400,7 @@ class _Import:
                 folders = project_folders(root)
             except SessionError:
                 return None
-            candidates = [f / path.name for f in folders if (f / path.name).is_file()]
+            candidates = [f / path.name for f in folders if os.path.isfile(f / path.name)]
         for other in candidates:
             if other.parent == path.parent:
                 continue
@@ -421,14 +421,14 @@ class _Import:
         if self.fallback_cwd is not None:
             # Where this run would file it: found there, no folder need be listed.
             here = project_dir(self.fallback_cwd, root) / name
-            if here.is_file():
+            if os.path.isfile(here):
                 return read_header(here).cwd
         try:
             folders = project_folders(root)
         except SessionError:
             return None
         for folder in folders:
-            if (folder / name).is_file():
+            if os.path.isfile(folder / name):
                 # A header that cannot be read is the run's error: importing
                 # elsewhere would make a second log of the session.
                 return read_header(folder / name).cwd
@@ -443,7 +443,7 @@ class _Import:
             with contextlib.suppress(OSError):
                 r.bytes += os.stat(self.spec.path).st_size - files[0].size
         try:
-            exists = path.exists() or path.is_symlink()
+            exists = os.path.lexists(path)
             cut = exists and cut_short(path) is not None
             # Decided without the lock when the last record says so (unchanged, a
             # conflict); a log with no record yet is looked at under it, below.
@@ -946,7 +946,7 @@ class _Import:
         try:
             got = self.manager.append_entries(entries, checkpoint=final)
         except SessionWriteError:
-            if creating and self.path.exists():
+            if creating and os.path.exists(self.path):
                 # Another import of the same source made the log meanwhile.
                 raise SessionBusy(f"{self.path}: being imported by another process") from None
             raise
