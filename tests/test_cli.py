@@ -505,9 +505,10 @@ def test_show_says_what_other_branches_hold_and_around_reaches_them(root: Path, 
     log(root, header(ID_A, "2026-04-25T17:40:15.990Z", here), [*chain(4), side])
     res = cli("show", ID_A)
     assert res.exit_code == 0, res.output
+    short = ID_A[:13]  # as every other hint names it (the prefix that lasts)
     assert res.stdout.splitlines()[1] == (
         "(2 entries on other branches, not shown: awl search finds what they say, "
-        f"awl show {ID_A}:ENTRY shows one, awl --resume {ID_A}:ENTRY goes on from it)"
+        f"awl show {short}:ENTRY shows one, awl --resume {short}:ENTRY goes on from it)"
     )
     assert "message 3" not in res.stdout and "the rewound question" in res.stdout
     assert orjson.loads(cli("show", "--json", ID_A).stdout)["entriesOffBranch"] == 2
@@ -1026,7 +1027,7 @@ def test_the_resume_hint_is_best_effort(here: Path, monkeypatch: pytest.MonkeyPa
     def unlistable(session_id: str, path: Path, cwd: object) -> str:
         raise SessionError("folder: cannot list sessions: Permission denied")
 
-    monkeypatch.setattr(awl.cli._run, "resume_prefix", unlistable)
+    monkeypatch.setattr(awl.cli._run, "resume_ref", unlistable)
     res = CliRunner().invoke(main, ["--provider", "offline", "-p", "hello"])
     assert res.exit_code == 0, res.output
     assert "You said: hello" in res.output and "awl --resume" not in res.output

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import stat
 import subprocess
@@ -20,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pexpect
 import pytest
 
@@ -1666,3 +1668,58 @@ def test_a_prompt_the_api_refuses_says_how_to_go_on_without_it(
         assert (third.returncode, third.stdout) == (0, "served\n"), third.stderr
         sent = server.requests[-1].body["messages"]
         assert [m["role"] for m in sent] == ["system", "user"] and sent[1]["content"] == "short"
+
+
+def _hint(stderr: str) -> str:
+    """The session reference of the ``awl --resume REF`` hint that ends a run."""
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith("awl --resume "), stderr
+    (ref,) = shlex.split(last.removeprefix("awl --resume "))
+    return ref
+
+
+@pytest.mark.parametrize("copy_in_store", [False, True], ids=["moved", "copied"])
+def test_a_log_resumed_from_outside_the_store_is_named_by_its_path(
+    env: dict[str, str], root: Path, project: Path, tmp_path: Path, copy_in_store: bool
+) -> None:
+    """A log kept elsewhere (an archive, a backup) is named by its path in the hint,
+    the resume heading and search hits: its id finds nothing, or, when a copy is
+    still in the store, that other log, which would quietly go on instead."""
+    r = run(["-p", "one"], env, project)
+    assert r.returncode == 0, r.stderr
+    filed = one_log(root, project).path
+    sid = check_log(filed, cwd=project).header["id"]
+    assert sid.startswith(_hint(r.stderr))
+    away = tmp_path / "old logs" / filed.name  # a space: the hint is quoted
+    away.parent.mkdir()
+    shutil.copy(filed, away)
+    if not copy_in_store:
+        filed.unlink()
+    r = run(["--resume", str(away), "-p", "two"], env, project)
+    assert r.returncode == 0, r.stderr
+    assert _hint(r.stderr) == str(away)
+    assert shlex.quote(str(away)) in r.stderr
+    r = run(["--resume", _hint(r.stderr), "-p", "three"], env, project)
+    assert r.returncode == 0, r.stderr
+    said = texts_of(away)
+    assert said[-4:] == ["two", "You said: two", "three", "You said: three"]
+    if copy_in_store:
+        assert texts_of(filed)[-1] == "You said: one"  # the store's copy untouched
+    r = run(["search", "three", "--session", str(away)], env, project)
+    assert r.returncode == 0, r.stderr
+    hit = shlex.split(r.stdout.splitlines()[0])[0]
+    assert hit.rpartition(":")[0] == str(away)
+    shown = run(["show", hit], env, project)
+    assert shown.returncode == 0 and "three" in shown.stdout, shown.stderr
+    heading = run(["--resume", str(away)], env, project, stdin="/quit\n")
+    assert f"resumed session {shlex.quote(str(away))} " in heading.stdout, heading.stdout
+
+
+def texts_of(path: Path) -> list[str]:
+    """The text of each message of a log, in file order."""
+    out = []
+    for line in path.read_bytes().splitlines():
+        obj = orjson.loads(line)
+        if obj.get("type") == "message":
+            out.append(texts(obj["message"]))
+    return out

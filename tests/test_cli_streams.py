@@ -153,6 +153,16 @@ def test_a_closed_stdout_is_an_error_before_any_work(
     assert snapshot(root) == before
 
 
+def test_a_closed_stdout_ends_a_search_with_2_not_1(
+    env: dict[str, str], root: Path, project: Path, session: str
+) -> None:
+    """awl search's 1 says "nothing found": output it cannot write is 2, as grep's."""
+    for query in ("hi", "nowhere-said"):
+        r = awl(["search", query], env, project, redirect=">&-")
+        assert r.returncode == 2
+        assert no_traceback(r) == [CLOSED_OUT]
+
+
 @pytest.mark.parametrize(
     ("args", "line"),
     [

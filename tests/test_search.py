@@ -798,6 +798,28 @@ def test_a_hits_line_says_whether_it_is_text_thinking_a_tool_call_or_a_result(
     assert res.stdout.splitlines()[2].split("  ")[2] == "tool call"
 
 
+def test_copies_of_a_log_are_each_named_by_their_path(
+    root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Copies of one log in the store (a backup made beside it): the id names none of
+    them (awl show refuses it), so each copy's hits name its file, which awl show
+    takes, instead of two identical lines."""
+    monkeypatch.chdir(project)
+    log = write(root, str(project), SID[0], rich_entries())
+    copy = log.with_name("backup.jsonl")
+    copy.write_bytes(log.read_bytes())
+    res = cli("search", PLANTED[:12], "--kind", "text", "--role", "user")
+    assert res.exit_code == 0, res.output
+    refs = sorted(line.split()[0].rpartition(":")[0] for line in res.stdout.splitlines())
+    assert refs == sorted([str(log), str(copy)])
+    for line in res.stdout.splitlines():
+        shown = cli("show", line.split()[0])
+        assert shown.exit_code == 0, shown.output
+    copy.unlink()
+    res = cli("search", PLANTED[:12], "--kind", "text", "--role", "user")
+    assert res.stdout.split()[0].rpartition(":")[0] == SID[0][:13]
+
+
 def test_a_directory_without_sessions_says_so_and_where_to_look(
     root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -955,10 +977,13 @@ def test_a_hits_first_word_given_to_show_shows_its_message_in_context(
         (f"{SID[1]}:", [], "ID:ENTRY needs both"),
         (":0000000d", [], "ID:ENTRY needs both"),
         (f"{SID[1]}:0000fffe", [], "no entry '0000fffe' in this session"),
+        (f"{SID[1]}:0000000d:x", [], f"'{SID[1]}:0000000d:x' has more than one colon"),
     ]:
         res = cli("show", ref, *args)
         assert res.exit_code == 2, (ref, res.output)
         assert error in res.stderr and res.stderr.count("\n") == 1, res.stderr
+    res = cli("--resume", f"{SID[1]}:0000000d:x", "-p", "hi")
+    assert res.exit_code == 2 and "has more than one colon" in res.stderr, res.output
 
 
 def test_ages_and_thread_counts_past_any_bound_are_taken_at_their_bound(
@@ -979,6 +1004,23 @@ def test_ages_and_thread_counts_past_any_bound_are_taken_at_their_bound(
     assert cli("search", "plain answer", "--since", "0000000000000001d").exit_code == 1
     assert cli("search", "plain answer", "--since", "\u0661d").exit_code == 2
     assert cli("search", "plain answer", "-j", "100000000").exit_code == 0
+
+
+def test_a_range_that_ends_before_it_starts_is_a_usage_error(
+    root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--since after --until (the two swapped) can find nothing: said, status 2, not
+    a quiet "nothing found"; one day as both is that day."""
+    monkeypatch.chdir(project)
+    write(root, str(project), SID[0], rich_entries())
+    res = cli("search", "plain answer", "--since", "2099-01-01", "--until", "2000-01-01")
+    assert res.exit_code == 2
+    assert res.stderr == (
+        "Error: --since 2099-01-01 is after --until 2000-01-01: no time is in both\n"
+    )
+    assert cli("search", "plain answer", "--since", "7d", "--until", "30d").exit_code == 2
+    day = cli("search", "plain answer", "--since", "2000-01-01", "--until", "2000-01-01")
+    assert day.exit_code == 1 and day.stderr == ""
 
 
 def test_ids_a_log_holds_are_printed_escaped(

@@ -30,6 +30,7 @@ from ._common import (
     is_utf8,
     occupy_closed_std_fds,
     refuse_bad_environment,
+    split_entry,
     version_message,
 )
 
@@ -137,7 +138,12 @@ class _Main(click.Group):
         occupy_closed_std_fds()
         if sys.stdout is None:  # closed at start: nothing awl did could be seen
             click.echo("Error: cannot write output: standard output is closed", err=True)
-            sys.exit(1)
+            # Before click has parsed anything: the command is the first word (awl
+            # search's 1 means "nothing found", which this is not).
+            given = kwargs.get("args", args[0] if args else None)
+            words = sys.argv[1:] if given is None else list(given)
+            name = next((w for w in words if not w.startswith("-")), None)
+            sys.exit(2 if name in _ANSWERING else 1)
         real = sys.stdout
         guarded = cast(TextIO, GuardedOutput(real))
         sys.stdout = guarded
@@ -286,12 +292,7 @@ def main(
     entry = None
     if resume not in (None, _MOST_RECENT) and has_entry(resume):
         # A search hit's first word: the session goes on from that message.
-        resume, _, entry = resume.rpartition(":")
-        if not resume or not entry:
-            fail(
-                "ID:ENTRY needs both the session and the entry (as awl search prints them)",
-                usage=True,
-            )
+        resume, entry = split_entry(resume)
     try:
         code = run_session(
             cwd=here,

@@ -187,6 +187,23 @@ def has_entry(ref: str) -> bool:
     return ":" in ref and (not names_a_file(ref) or file_and_entry(ref))
 
 
+def split_entry(ref: str) -> tuple[str, str]:
+    """``ID:ENTRY`` or ``PATH:ENTRY`` (see :func:`has_entry`) as its two parts; a
+    usage error when one is missing, or when the id holds another colon."""
+    head, _, entry = ref.rpartition(":")
+    if not head or not entry:
+        fail(
+            "ID:ENTRY needs both the session and the entry (as awl search prints them)", usage=True
+        )
+    if ":" in head and not names_a_file(head):
+        fail(
+            f"{ref!r} has more than one colon: ID:ENTRY is a session and one of its "
+            "entries (as awl search prints them)",
+            usage=True,
+        )
+    return head, entry
+
+
 def regular_file(ref: str) -> Path:
     """``ref`` as the path of a regular file, or a one-line usage error saying why not."""
     path = Path(ref)

@@ -23,7 +23,7 @@ from ..providers import (
     SettingError,
     default_provider_name,
 )
-from ..store import SessionManager, resume_prefix
+from ..store import SessionManager, resume_ref
 from ..tools import Cancel, ToolOutput
 from ..ui import TerminalSink, kept_prompt_note, signals_cancel, visible
 from ._common import imported_session, log_of_path, names_a_file
@@ -122,7 +122,7 @@ def run_session(
         # not turn the run (or the error it is ending with) into another failure.
         with contextlib.suppress(AwlError, OSError):
             if ran and manager.path.exists():
-                again = resume_prefix(manager.id, manager.path, cwd)
+                again = resume_ref(manager.id, manager.path, cwd)
                 if branched_at is not None and manager.state.entry_count == branched_at:
                     # Nothing was written: the branch chosen is not the log's yet.
                     again += f":{entry}"
@@ -141,7 +141,7 @@ def _go_on_from(manager: SessionManager, entry: str, cwd: Path) -> None:
             return
         manager.branch_from(target)
     except KeyError:
-        session = resume_prefix(manager.id, manager.path, cwd)
+        session = resume_ref(manager.id, manager.path, cwd)
         raise SessionNotFound(
             f"session {session} has no entry {entry!r} (awl show --json {session} gives "
             "each message's entry id; awl search, the entries that hold a text)"

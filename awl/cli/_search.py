@@ -38,6 +38,8 @@ KINDS = {
 }
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ..store import SearchHit, SearchProblem
 
 
@@ -119,7 +121,7 @@ def search_command(
     from ..store import (
         SearchQuery,
         parse_when,
-        resume_prefixes,
+        resume_refs,
         search,
         search_scope,
     )
@@ -141,6 +143,9 @@ def search_command(
             "--since/--until take a date (2026-05-01), a time, or an age (30m, 2h, 7d, 4w)",
             usage=True,
         )
+    if when[0] is not None and when[1] is not None and when[0] > when[1]:
+        # No entry could be found: a slip (the two swapped), not "nothing found".
+        fail(f"--since {since} is after --until {until}: no time is in both", usage=True)
     q = SearchQuery(
         query,
         ignore_case=ignore_case,
@@ -174,8 +179,9 @@ def search_command(
     tty = sys.stdout.isatty()
     paint = _colour(colour)
     # Each session by a prefix that `awl show` and `awl --resume` run here find
-    # it by, now and once other sessions are made (see resume_prefixes).
-    shown = resume_prefixes(logs, here)
+    # it by, now and once other sessions are made, or by its path when no id
+    # leads back to its log (see resume_refs).
+    shown = resume_refs(logs, here)
     # The session's prefix, then the entry: `awl show` takes the pair as it stands.
     width = max(map(len, shown.values()), default=8) + 9
     cwd = None if all_projects or session else os.fspath(here) if here else None
@@ -202,7 +208,7 @@ def search_command(
 
 def _print_hits(
     items: Iterator[SearchHit | SearchProblem],
-    shown: dict[str, str],
+    shown: dict[Path, str],
     width: int,
     paint: bool,
     as_json: bool,
@@ -245,14 +251,16 @@ def _visible(text: str) -> str:
     return visible(text, one_line=True)
 
 
-def _line(hit: object, shown: dict[str, str], width: int, paint: bool) -> str:
+def _line(hit: object, shown: dict[Path, str], width: int, paint: bool) -> str:
     """``019dc5ba:5c1f09aa  2026-04-25 17:40  user       …snippet with the match…``:
     the session and the entry, as ``awl show SESSION:ENTRY`` takes them."""
     from ..store import SearchHit
     from ..ui import local_time
 
     assert isinstance(hit, SearchHit)
-    short = shown.get(hit.session) or hit.session  # a header id that is not its file's: all
+    short = shown.get(hit.path) or hit.session
+    if not short.startswith(("/", "'")) and not hit.session.startswith(short):
+        short = hit.session  # a header id that is not its file name's: all of it
     # A log's ids are its writer's: control characters in one are shown escaped.
     short = _visible(f"{short}:{hit.entry}").ljust(width)
     # Every match the snippet shows is marked, as grep and ripgrep mark them.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from ._common import (
     log_of_path,
     names_a_file,
     resolve_session,
+    split_entry,
 )
 
 
@@ -42,16 +44,11 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
 
     ID:ENTRY, as awl search prints a hit, stands for ID --around ENTRY.
     """
-    from ..store import SessionManager
+    from ..store import SessionManager, resume_ref
     from ..ui import session_json, transcript
 
     if has_entry(ref):
-        ref, _, entry = ref.rpartition(":")
-        if not ref or not entry:
-            fail(
-                "ID:ENTRY needs both the session and the entry (as awl search prints them)",
-                usage=True,
-            )
+        ref, entry = split_entry(ref)
         if around is not None and around != entry:
             fail(f"the entry is named twice: {entry} and --around {around}", usage=True)
         around = entry
@@ -80,7 +77,8 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
                 click.echo()
             else:
                 notes = [_origin_line(origin)] if origin else []
-                for chunk in transcript(m, notes):
+                ref = resume_ref(m.id, m.path, _here())
+                for chunk in transcript(m, notes, ref=ref):
                     click.echo(chunk)
     except CorruptSession as exc:
         if as_json or opened:
@@ -95,6 +93,15 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
 
 
 _WHOLE = 1 << 62  # messages of context: all there are
+
+
+def _here() -> str | None:
+    """The current directory, or None when it is gone (a log named by its path is
+    shown all the same; its hints then name it as every project's would)."""
+    try:
+        return os.getcwd()
+    except OSError:
+        return None
 
 
 def _show_around(

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
         most_recent,
         resume_prefix,
         resume_prefixes,
+        resume_ref,
+        resume_refs,
         unique_prefixes,
     )
     from ._checkpoint import CheckpointPolicy
@@ -102,6 +104,8 @@ _HOMES = {
     "most_recent": "_catalog",
     "resume_prefix": "_catalog",
     "resume_prefixes": "_catalog",
+    "resume_ref": "_catalog",
+    "resume_refs": "_catalog",
     "unique_prefixes": "_catalog",
     "CheckpointPolicy": "_checkpoint",
     "format_timestamp": "_clock",
@@ -232,6 +236,8 @@ __all__ = [
     "reindex_file",
     "resume_prefix",
     "resume_prefixes",
+    "resume_ref",
+    "resume_refs",
     "scanner",
     "scanner_description",
     "search",

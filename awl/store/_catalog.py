@@ -11,6 +11,7 @@ import itertools
 import os
 import re
 import time
+from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -270,6 +271,70 @@ def _lasting(session_id: str, prefix: str) -> str:
     if len(prefix) < _MILLISECOND and _UUID7.fullmatch(session_id):
         return session_id[:_MILLISECOND]
     return prefix
+
+
+def resume_refs(
+    logs: Collection[Path],
+    cwd: str | os.PathLike[str] | None,
+    *,
+    session_dir: str | os.PathLike[str] | None = None,
+) -> dict[Path, str]:
+    """What awl prints of each log, for ``awl --resume``, ``awl show`` and ``awl
+    search --session`` run in ``cwd`` to find it again: the id prefix of
+    :func:`resume_prefixes` for a log in the session store filed under its
+    session id; the path itself, quoted for a shell where it needs it, for any
+    other, which no id leads back to: a log kept outside the store, and each
+    of the copies of a log among ``logs`` (an id names none of them)."""
+    root = Path(session_dir) if session_dir is not None else session_root()
+    in_store: dict[Path, bool] = {}  # by folder: a store's logs share a few
+    ids: dict[Path, str] = {}  # each log of the store's session id
+    for p in logs:
+        if p.parent not in in_store:
+            in_store[p.parent] = _in(p.parent, root)
+        if not in_store[p.parent]:
+            continue
+        if m := SESSION_FILE_RE.match(p.name):
+            ids[p] = m.group("id")
+        else:
+            # A copy under another name (a rare file): its header says whose
+            # (read here only: the header check needs the scanner).
+            from ._logfile import read_header
+
+            with contextlib.suppress(SessionError):
+                ids[p] = read_header(p).id
+    carried = Counter(ids.values())
+    filed = [p for p, sid in ids.items() if carried[sid] == 1 and SESSION_FILE_RE.match(p.name)]
+    prefixes = resume_prefixes(filed, cwd, session_dir=root) if filed else {}
+    refs = {p: _path_ref(p) for p in logs}
+    for p in filed:
+        refs[p] = prefixes.get(ids[p], ids[p])
+    return refs
+
+
+def _in(folder: Path, root: Path) -> bool:
+    """Whether ``folder`` is a project's folder of the store ``root``."""
+    try:
+        return os.path.samefile(folder.parent, root)
+    except OSError:
+        return False
+
+
+def _path_ref(path: Path) -> str:
+    """A path as a command line takes it back: absolute, quoted when it must be."""
+    import shlex  # only for a log outside the store
+
+    text = os.path.abspath(path)
+    return text if shlex.quote(text) == text else shlex.quote(text)
+
+
+def resume_ref(session_id: str, path: Path, cwd: str | os.PathLike[str] | None) -> str:
+    """What ``awl --resume`` run in ``cwd`` takes to find the session ``session_id``
+    whose log is ``path`` (see :func:`resume_refs`): its id prefix, or for a
+    log no id leads back to, its path."""
+    named = SESSION_FILE_RE.match(path.name)
+    if not named or named.group("id") != session_id or not _in(path.parent, session_root()):
+        return _path_ref(path)
+    return resume_prefix(session_id, path, cwd)
 
 
 def resume_prefix(session_id: str, path: Path, cwd: str | os.PathLike[str] | None) -> str:

@@ -29,7 +29,7 @@ from ..store import (
     default_env,
     disk_message_to_internal,
     make_private_dirs,
-    resume_prefix,
+    resume_ref,
 )
 from ..tools import Cancel, ToolOutput
 from ._terminal import TerminalSink, signals_cancel, stdin_text
@@ -128,7 +128,7 @@ def show_resume(agent: Agent) -> None:
     model = visible(f"{agent.provider_name}/{agent.model}", one_line=True)
     try:
         # What `awl --resume` takes here, where the user stands.
-        short = resume_prefix(m.id, m.path, os.getcwd())
+        short = resume_ref(m.id, m.path, os.getcwd())
     except (AwlError, OSError):
         short = m.id
     out.write(f"resumed session {short} ({m.message_count} messages, {model})\n")
@@ -356,7 +356,7 @@ def kept_prompt_note(agent: Agent, before: str | None) -> str | None:
         prompts, parent = prompts + 1, base.parent_id
     # A prompt the API refuses (too long, a bad image) would be refused again
     # with every later one: say how to leave it behind.
-    short = resume_prefix(m.id, m.path, os.getcwd())
+    short = resume_ref(m.id, m.path, os.getcwd())
     if prompts == 1:
         what, them = "the prompt stays in the session and goes", "it"
     else:

@@ -201,12 +201,15 @@ class _Served:
         return visible(served, one_line=True)
 
 
-def transcript(m: SessionManager | Window, notes: Sequence[str] = ()) -> Iterator[str]:
+def transcript(
+    m: SessionManager | Window, notes: Sequence[str] = (), *, ref: str | None = None
+) -> Iterator[str]:
     """The whole conversation as readable text, message by message (see :func:`visible`),
     each of ``notes`` a line under the heading; ``m`` an open session, or what
     :func:`awl.store.window_in_damaged_log` read of a log an open refuses (its
     current branch as far as it can be read, a message that cannot be read one
-    line in its place)."""
+    line in its place).  ``ref``: what the hints name the session by (default:
+    its id; see :func:`awl.store.resume_ref`)."""
     from ..store import UnreadableMessage, Window, entry_message
 
     head = _head(m)
@@ -224,8 +227,8 @@ def transcript(m: SessionManager | Window, notes: Sequence[str] = ()) -> Iterato
         # aside) look lost: say where they are, and how to see them.
         yield (
             f"({off} {'entry' if off == 1 else 'entries'} on other branches, not shown: "
-            f"awl search finds what they say, awl show {sid}:ENTRY shows one, "
-            f"awl --resume {sid}:ENTRY goes on from it)"
+            f"awl search finds what they say, awl show {ref or sid}:ENTRY shows one, "
+            f"awl --resume {ref or sid}:ENTRY goes on from it)"
         )
     served = _Served()
     if not isinstance(m, Window):
