@@ -8,12 +8,13 @@ from typing import Any
 
 import orjson
 
-from awl import SessionManager, request_history
+from awl import SessionManager, ToolResult, request_history
 from awl.agent import open_tool_uses
 from awl.importers import session_id_for
 from awl.store import verify_log
 from tests.import_fixtures import (
     PI_CUT,
+    PI_EDITS,
     PI_FULL,
     PROMPT,
     accounted_lines,
@@ -139,8 +140,6 @@ def test_what_awl_cannot_express_is_kept_as_opaque_entries(tmp_path: Path) -> No
     opaque = [e for e in entries(r.path) if e["type"].startswith("x-pi-")]
     kinds = sorted({e["type"] for e in opaque})
     assert kinds == [
-        "x-pi-branch_summary",
-        "x-pi-custom_message",
         "x-pi-label",
         "x-pi-message",  # the system prompt
         "x-pi-model_change",
@@ -151,6 +150,34 @@ def test_what_awl_cannot_express_is_kept_as_opaque_entries(tmp_path: Path) -> No
     header = next(e for e in opaque if e["type"] == "x-pi-session")
     assert "id" not in header and header["data"] == HEADER  # outside the tree
     assert r.unrecognised == {} and r.skipped == []
+
+
+def test_a_branch_summary_and_a_custom_message_are_the_user_messages_pi_sends(
+    tmp_path: Path,
+) -> None:
+    """pi gives the model a branch summary in its words and an extension's custom
+    message as its content, each as a user message (its convertToLlm): so does
+    a resume; the whole line stays in x-pi."""
+    r = run(copy_tree(PI_FULL, tmp_path / "full.jsonl"))
+    assert r.path is not None
+    by_type = {e.get("x-pi", {}).get("type"): e for e in entries(r.path) if "x-pi" in e}
+    summary = next(o for o in SOURCE if o["type"] == "branch_summary")
+    assert by_type["branch_summary"]["message"] == {
+        "role": "user",
+        "content": [
+            {
+                "type": "text",
+                "text": "The following is a summary of a branch that this conversation came "
+                f"back from:\n\n<summary>\n{summary['summary']}</summary>",
+            }
+        ],
+    }
+    custom = next(o for o in SOURCE if o["type"] == "custom_message")
+    assert by_type["custom_message"]["message"] == {
+        "role": "user",
+        "content": [{"type": "text", "text": custom["content"]}],
+    }
+    assert by_type["custom_message"]["x-pi"] == {**custom, "line": 17}
 
 
 def test_a_compaction_is_the_summary_pi_sends_and_requests_start_there(tmp_path: Path) -> None:
@@ -392,3 +419,64 @@ def test_a_compaction_whose_first_kept_entry_is_off_its_path_keeps_nothing(
     assert summary["x-pi"]["firstKeptEntryId"] == "a1"
     with SessionManager.open(r.path, read_only=True) as m:
         assert [x.role for x in request_history(m.rebuild_conversation())] == ["system", "user"]
+
+
+EDITS = json.loads((PI_EDITS.parent / "edits.expected.json").read_text())
+
+
+def _context(path: str, leaf: str | None = None) -> list[list[str]]:
+    """What a request sends of an imported session (at ``leaf``: the awl entry of
+    that pi id), as pi's context is written in edits.expected.json: each
+    message's role in pi's words and its text."""
+    with SessionManager.open(path, read_only=leaf is None) as m:
+        if leaf is not None:
+            (at,) = [e for e in entries(path) if e.get("x-pi", {}).get("id") == leaf]
+            m.branch_from(at["id"])  # in memory: as awl --resume ID:ENTRY starts
+        conversation = m.rebuild_conversation()
+        out = []
+        for x in request_history(conversation)[1:]:  # awl's system prompt first
+            if x.role == "user" and all(isinstance(b, ToolResult) for b in x.content):
+                out += [["toolResult", b.content] for b in x.content if isinstance(b, ToolResult)]
+            elif x.role == "assistant" and not x.text():
+                out.append([x.role, "|".join(f"call {b.name}" for b in x.content)])  # type: ignore[union-attr]
+            else:
+                out.append([x.role, x.text()])
+        return out
+
+
+def test_a_context_edit_sends_what_pi_sends_on_every_branch(tmp_path: Path) -> None:
+    """pi's context edits (a tool output redacted, a prompt dropped) change what it
+    sends on the path through them: a resume sends the same, the redacted text
+    and the dropped prompt nowhere in it; a branch that leaves before the
+    edits sends what was said.  The original lines stay in the log, off the
+    edited branch (the source holds them too), and nothing of the file is
+    dropped."""
+    r = run(copy_tree(PI_EDITS, tmp_path / "edits.jsonl"))
+    assert r.path is not None and r.notes == []
+    assert _context(r.path) == EDITS["context"]
+    assert _context(r.path, EDITS["other"]["leaf"]) == EDITS["other"]["context"]
+    assert accounted_lines(r.path) == source_lines(PI_EDITS)
+    assert verify_log(r.path).ok
+
+
+def test_a_context_edit_an_import_meets_after_its_target_was_written_applies_too(
+    tmp_path: Path,
+) -> None:
+    """The source grew the edits after an import took the entries they edit: the
+    next import plans the edited path again under the target's parent, so the
+    resume sends what pi sends; whatever the cut, as one import would."""
+    lines = PI_EDITS.read_bytes().splitlines(keepends=True)
+    cuts = [k for k, x in enumerate(lines) if b'"context_edit"' in x]
+    for cut in (cuts[0], cuts[1], cuts[1] + 1):
+        src = tmp_path / f"cut{cut}" / "edits.jsonl"
+        src.parent.mkdir()
+        src.write_bytes(b"".join(lines[:cut]))
+        root = tmp_path / f"root{cut}"
+        first = run(src, session_dir=root)
+        assert first.status == "imported"
+        src.write_bytes(b"".join(lines))
+        again = run(src, session_dir=root)
+        assert again.status == "updated" and again.path == first.path
+        assert _context(str(again.path)) == EDITS["context"], cut
+        assert _context(str(again.path), EDITS["other"]["leaf"]) == EDITS["other"]["context"]
+        assert run(src, session_dir=root).status == "unchanged"

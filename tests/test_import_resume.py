@@ -25,6 +25,7 @@ from tests.import_fixtures import (
     CODEX_CUT,
     CODEX_HARBOR,
     PI_CUT,
+    PI_EDITS,
     PI_FULL,
     bare_rollout,
     branch,
@@ -314,6 +315,30 @@ def test_a_pi_session_resumes_on_its_branch_and_a_later_pi_turn_comes_after(
     assert said[-2:] == ["Et le changelog ?", "Mis à jour."]
     assert "Et maintenant ?" not in said and "Bien." not in said
     assert sum(1 for o in log_lines(r.path) if "Bien." in json.dumps(o)) == 1  # still there
+
+
+def test_a_pi_session_with_context_edits_resumes_without_what_they_took_out(
+    tmp_path: Path, server: FakeServer
+) -> None:
+    """The request a resume sends through the real SDK holds the redacted tool output
+    pi sends, not the secret, and not the prompt pi's edit dropped."""
+    r = _import(PI_EDITS, tmp_path)
+    provider, items, body = _resume(r.path, server, sse.text_reply("Bien."))
+    wire = json.dumps(body)
+    assert provider == "anthropic" and "[redacted]" in wire
+    assert "SUPERSECRET123" not in wire and "hunter2" not in wire
+    assert [i[:2] for i in items] == [
+        ("system", "text"),
+        ("user", "text"),
+        ("assistant", "tool_use"),
+        ("user", "tool_result"),
+        ("assistant", "text"),
+        ("assistant", "text"),
+        ("user", "text"),
+        ("assistant", "text"),
+        ("user", "text"),
+    ]
+    assert "SUPERSECRET123" in Path(r.path).read_text()  # kept in the log, off the branch
 
 
 @pytest.mark.parametrize("source", [PI_CUT, CODEX_CUT], ids=["pi", "codex"])

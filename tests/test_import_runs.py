@@ -918,12 +918,12 @@ def test_json_gives_one_object_per_source_session(tmp_path: Path) -> None:
     out = CliRunner().invoke(main, ["import", "--json", "-j", "1", str(store)])
     assert out.exit_code == 0, out.output
     docs = [json.loads(x) for x in out.stdout.splitlines()]
-    assert len(docs) == 10 and {d["status"] for d in docs} == {"imported"}
+    assert len(docs) == 11 and {d["status"] for d in docs} == {"imported"}
     for d in docs:
         assert {"source", "format", "session", "path", "status"} <= set(d)
         assert Path(d["path"]).is_file() and d["dryRun"] is False
-    assert sorted(d["format"] for d in docs) == ["claude"] * 4 + ["codex"] * 4 + ["pi"] * 2
-    assert out.stderr.splitlines()[-1].startswith("10 sessions")
+    assert sorted(d["format"] for d in docs) == ["claude"] * 4 + ["codex"] * 4 + ["pi"] * 3
+    assert out.stderr.splitlines()[-1].startswith("11 sessions")
 
 
 def test_dry_run_writes_nothing_and_says_what_would_be_done(tmp_path: Path, root: Path) -> None:
@@ -935,8 +935,8 @@ def test_dry_run_writes_nothing_and_says_what_would_be_done(tmp_path: Path, root
     assert all(d["entries"] > 0 for d in docs)
     assert not root.exists()
     out = cli("import", "--dry-run", str(store))
-    assert out.output.splitlines()[-1].startswith(f"10 sessions, {_size(store)}: ")
-    assert "10 would be imported, 0 would be updated" in out.output
+    assert out.output.splitlines()[-1].startswith(f"11 sessions, {_size(store)}: ")
+    assert "11 would be imported, 0 would be updated" in out.output
 
 
 def test_a_store_imports_in_worker_processes_and_sessions_lists_it(tmp_path: Path) -> None:
@@ -953,7 +953,7 @@ def test_a_store_imports_in_worker_processes_and_sessions_lists_it(tmp_path: Pat
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == (
-        f"10 sessions, {_size(store)}: 10 imported, 0 updated, 0 unchanged; "
+        f"11 sessions, {_size(store)}: 11 imported, 0 updated, 0 unchanged; "
         "0 lines skipped; 0 errors"
     )
     assert _snapshot(store) == before  # the sources are never written
@@ -975,7 +975,7 @@ def test_a_store_imports_in_worker_processes_and_sessions_lists_it(tmp_path: Pat
         timeout=120,
         check=False,
     )
-    assert again.returncode == 0 and " 10 unchanged;" in again.stdout
+    assert again.returncode == 0 and " 11 unchanged;" in again.stdout
 
 
 def test_without_paths_the_tools_own_stores(

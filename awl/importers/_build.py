@@ -77,6 +77,7 @@ class Builder:
         self.parents: dict[str, str | None] = {}
         self.pending_users: list[Planned] = []
         self.last_key: str | None = None  # the last tree entry planned, in file order
+        self.last: Planned | None = None  # the last entry planned
         self.notes: list[str] = []
         self.unrecognised: dict[str, int] = {}
         self.duplicates = 0
@@ -85,10 +86,16 @@ class Builder:
         # The bytes of the line being converted, when they can be kept as they are
         # (an opaque entry then carries them without serializing them again).
         self.raw: bytes | None = None
+        # Where that line is in the source (offset, length), and how to read source
+        # bytes again: what a converter needs to plan a line again later (pi's
+        # context edits).
+        self.span: tuple[int, int] | None = None
+        self.read: Callable[[int, int], bytes] | None = None
 
     def add(self, entry: Planned) -> Planned:
         """Plan ``entry`` (kept in the batch when live)."""
         entry.live = self.live
+        self.last = entry
         if entry.key is not None:
             self.known.add(entry.key)
             self.parents[entry.key] = entry.parent

@@ -2,13 +2,15 @@
 
 Every line but the header is one awl entry under the same parent, so pi's
 branches, roots and leaf (its last line) carry over as they are.  User,
-assistant and tool-result messages, and ``!`` commands the human ran (with
-their output, as pi gives them to the model), become awl messages; so does
-a compaction, as the summary pi sends in its place, marked with how many
-messages before it pi keeps.  Every other entry (model and thinking-level
-changes, branch summaries, labels, system prompts, ``!!`` commands kept out
-of the context, extension entries...) is an opaque tree node ``x-pi-<type>``
-carrying the line (``docs/format.md``, "Imported sessions").
+assistant and tool-result messages, ``!`` commands the human ran (with
+their output, as pi gives them to the model), extensions' custom messages
+and branch summaries become awl messages; so does a compaction, as the
+summary pi sends in its place, marked with how many messages before it pi
+keeps.  A context edit is applied as pi applies it, on a copy of the path it
+edits.  Every other entry (model and thinking-level changes, labels, system
+prompts, ``!!`` commands kept out of the context, extension entries...) is
+an opaque tree node ``x-pi-<type>`` carrying the line (``docs/format.md``,
+"Imported sessions").
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from ._build import (
     type_name,
     without,
 )
+from ._source import parse
 
 KNOWN_TYPES = frozenset(
     (
@@ -56,6 +59,12 @@ SUMMARY_PREFIX = (
     "\n\n<summary>\n"
 )
 SUMMARY_SUFFIX = "\n</summary>"
+# And a branch summary's (BRANCH_SUMMARY_PREFIX and _SUFFIX).
+BRANCH_PREFIX = (
+    "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"
+)
+BRANCH_SUFFIX = "</summary>"
+_UNEDITED = object()  # an entry's content as its line holds it (no context edit)
 
 
 def info(objs: list[tuple[int, dict[str, Any]]]) -> SourceInfo | str:
@@ -95,6 +104,11 @@ class PiConverter(Converter):
         self.parents: dict[str, str | None] = {}
         self.messages: set[str] = set()
         self.keys: list[str | None] = []
+        # Where each entry's line is ((offset, length), line number), to plan it again
+        # under a context edit; and of each entry planned so, the key of the line it
+        # copies and the replacement it was planned with.
+        self.spans: dict[str, tuple[tuple[int, int], int]] = {}
+        self.origin: dict[str, tuple[str, Any]] = {}
 
     def feed(self, obj: dict[str, Any], line: int) -> None:
         """See :meth:`Converter.feed`."""
@@ -113,13 +127,30 @@ class PiConverter(Converter):
             parent = None if p is None else b.parent_of(str(p), f"line {line}")
         else:
             parent = b.last_key  # version 1: a list, each entry after the one before
-        self.parents[key] = parent
         self.keys.append(key)
+        if b.span is not None:
+            self.spans[key] = (b.span, line)
+        if kind == "context_edit":
+            parent = self._edit(obj, key, parent, line)
+        self._entry(obj, key, parent, ts, line)
+
+    def _entry(self, obj: dict[str, Any], key: str, parent: str | None, ts: str, line: int) -> None:
+        """Plan the entry of a line as ``key`` under ``parent``."""
+        b = self.b
+        kind = obj.get("type")
+        self.parents[key] = parent
         model = self.models.get(parent) if parent is not None else None
         if kind == "message" and isinstance(obj.get("message"), dict):
             model = self._message(obj, key, parent, ts, line, model)
         elif kind == "compaction" and isinstance(obj.get("summary"), str):
             self._compaction(obj, key, parent, ts, line, model)
+        elif kind == "branch_summary" and isinstance(obj.get("summary"), str) and obj["summary"]:
+            # Sent by pi as a user message, in its words.
+            text = BRANCH_PREFIX + obj["summary"] + BRANCH_SUFFIX
+            self._whole(obj, key, parent, ts, line, model, [DiskText(text)])
+        elif kind == "custom_message" and self._custom(obj.get("content", [])):
+            # An extension's message: sent by pi as a user message, its content as it is.
+            self._whole(obj, key, parent, ts, line, model, self._custom(obj.get("content")))
         else:
             if kind == "model_change":
                 p, m = obj.get("provider"), obj.get("modelId")
@@ -184,6 +215,13 @@ class PiConverter(Converter):
             entry = Planned(key, parent, ts, role="user", content=blocks)
             if model is not None:
                 entry.provider, entry.model = model
+        elif role == "custom" and self._custom(content):
+            # As a custom_message entry: pi sends its content as a user message.
+            blocks, extras = self._custom(content), None
+            rest["role"] = role
+            entry = Planned(key, parent, ts, role="user", content=blocks)
+            if model is not None:
+                entry.provider, entry.model = model
         elif (
             role == "bashExecution"
             and isinstance(m.get("command"), str)
@@ -238,7 +276,7 @@ class PiConverter(Converter):
             while at is not None:
                 if at in self.messages:
                     kept += 1
-                if at == first:
+                if self.origin.get(at, (at,))[0] == first:
                     break
                 at = self.parents.get(at)
             else:
@@ -254,6 +292,135 @@ class PiConverter(Converter):
             entry.provider, entry.model = model
         self.b.add(entry)
         self.messages.add(key)
+
+    def _whole(
+        self,
+        obj: dict[str, Any],
+        key: str,
+        parent: str | None,
+        ts: str,
+        line: int,
+        model: tuple[str, str] | None,
+        content: list[DiskContentBlock],
+    ) -> None:
+        """A line that pi sends as a user message of ``content``: that message, the
+        whole line kept in ``x-pi``."""
+        extra = dict(obj)
+        extra["line"] = line
+        entry = Planned(key, parent, ts, role="user", content=content, fields={"x-pi": extra})
+        if model is not None:
+            entry.provider, entry.model = model
+        self.b.add(entry)
+        self.messages.add(key)
+
+    @staticmethod
+    def _custom(content: Any) -> list[DiskContentBlock]:
+        """The blocks of a custom message's content (none: it is kept opaque)."""
+        return _pi_blocks(content if content is not None else [])
+
+    def _edit(self, obj: dict[str, Any], key: str, parent: str | None, line: int) -> str | None:
+        """A context edit: pi sends its target (an entry on the edit's path) with the
+        replacement content, or not at all (``null``), on every path through the
+        edit.  awl's entries hold their content, so the path from the target down
+        to the edit is planned again, the target replaced or left out, and the
+        edit (and what follows it) goes under that copy: the branch through the
+        edit sends what pi sends, and a branch that leaves before it, the
+        original.  Returns the parent of the edit's own entry."""
+        target = obj.get("targetId")
+        replacement = obj.get("replacement", _UNEDITED)
+        valid = replacement is None or (
+            isinstance(replacement, dict) and isinstance(replacement.get("content"), str | list)
+        )
+        chain: list[str] = []
+        at = parent
+        while at is not None and self.origin.get(at, (at,))[0] != target:
+            chain.append(at)
+            at = self.parents.get(at)
+        if not isinstance(target, str) or at is None or not valid or self.b.read is None:
+            if self.b.live and isinstance(target, str):
+                self.b.notes.append(
+                    f"line {line}: a context edit of {target} not applied "
+                    "(its target is not on its path, or its replacement is not pi's)"
+                )
+            return parent
+        chain.append(at)
+        chain.reverse()  # the target first, down to the edit's parent
+        lines: list[tuple[str, dict[str, Any], int, bytes, Any]] = []
+        for k in chain:
+            orig, edited = self.origin.get(k, (k, _UNEDITED))
+            span = self.spans.get(orig)
+            got = self._line_at(span[0]) if span is not None else None
+            # The line read again is the entry's (its id, or the key made of it).
+            same = (
+                got is not None
+                and span is not None
+                and orig.split("@", 1)[0]
+                in (
+                    got[0].get("id"),
+                    f"L{span[1]}",
+                )
+            )
+            if got is None or span is None or not same:
+                if self.b.live:
+                    self.b.notes.append(
+                        f"line {line}: a context edit of {target} not applied "
+                        f"(the line of {orig} could not be read again)"
+                    )
+                return parent
+            lines.append((orig, got[0], span[1], got[1], replacement if k == at else edited))
+        b = self.b
+        saved_raw, saved_ts = b.raw, self.ts
+        above = self.parents.get(at)
+        for orig, entry_obj, entry_line, raw, edited in lines:
+            if edited is None:
+                continue  # the target left out: what follows hangs above it
+            if edited is not _UNEDITED:
+                entry_obj = _with_content(entry_obj, edited["content"])
+                b.raw = None  # serialized anew: not the line as it is
+            else:
+                b.raw = raw
+            copy = b.unique(f"{orig}@edit{line}", line)
+            self.origin[copy] = (orig, edited)
+            ts = timestamp_of(entry_obj.get("timestamp"), saved_ts)
+            self._entry(entry_obj, copy, above, ts, entry_line)
+            # Marked as the copy this edit planned (the line is the one it copies).
+            planned = b.last
+            assert planned is not None
+            kept = planned.fields.get("x-pi")
+            (kept if isinstance(kept, dict) else planned.fields)["contextEdit"] = line
+            above = copy
+        b.raw, self.ts = saved_raw, saved_ts
+        return above
+
+    def _line_at(self, span: tuple[int, int]) -> tuple[dict[str, Any], bytes] | None:
+        """The object of the source line at ``span`` (offset, length), read again."""
+        assert self.b.read is not None
+        raw = self.b.read(*span)
+        obj, _, _ = parse(raw)
+        return (obj, raw) if obj is not None else None
+
+
+def _with_content(obj: dict[str, Any], content: Any) -> dict[str, Any]:
+    """A copy of a pi line whose content (a message's, or a custom message's) is
+    ``content``, as pi projects a context edit's replacement onto its target."""
+    out = dict(obj)
+    if obj.get("type") == "message" and isinstance(obj.get("message"), dict):
+        m = dict(obj["message"])
+        if m.get("role") in ("assistant", "toolResult") and isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        m["content"] = content
+        out["message"] = m
+    else:
+        out["content"] = content
+    return out
+
+
+def _pi_blocks(content: Any) -> list[DiskContentBlock]:
+    """A custom message's content as pi sends it: a string is one text block."""
+    if isinstance(content, str):
+        return [DiskText(content)] if content else []
+    blocks, _ = _blocks(content)
+    return blocks
 
 
 def _shell_text(m: dict[str, Any]) -> str:

@@ -667,8 +667,11 @@ class _Import:
             for f, n, why in rec.get("skipped", ())
             if f == "" and not str(why).startswith("an incomplete last line")
         }
+        fd = main.fd
+        b.read = lambda offset, length: os.pread(fd, length, offset)
         for number, end, raw, terminated in lines(main.fd, hashing=hashing):
             start = end - len(raw) - terminated
+            b.span = (start, len(raw))
             if start < boundary:
                 # Taken by an earlier import (which may have taken a last line before
                 # its newline came): replayed to rebuild the converter's state, its

@@ -23,6 +23,7 @@ PROMPT = "You are awl in {cwd}."
 
 PI_FULL = HERE / "pi" / "full.jsonl"
 PI_CUT = HERE / "pi" / "cut.jsonl"
+PI_EDITS = HERE / "pi" / "edits.jsonl"
 CLAUDE = HERE / "claude" / "projects"
 CLAUDE_SHOP = CLAUDE / "-home-ana-shop" / "5f0c2a9e-1111-4222-8333-444455556666.jsonl"
 CLAUDE_KILN = CLAUDE / "-home-ana-kiln"
@@ -151,6 +152,8 @@ def accounted_lines(log: str | Path) -> Counter[tuple[str, int]]:
             for f, n, why in o.get("skipped", []):
                 if not why.startswith("an incomplete last line"):  # not taken: left for later
                     seen[f, n] += 1
+        elif "contextEdit" in o or "contextEdit" in o.get("x-pi", {}):
+            continue  # planned again for a pi context edit: its line is counted once
         elif kind.startswith("x-") and "line" in o and "data" in o:
             seen[o.get("file", ""), o["line"]] += 1
         elif kind == "message":
