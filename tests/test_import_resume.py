@@ -204,7 +204,15 @@ def test_a_codex_rollout_resumes_through_openai(tmp_path: Path, server: FakeServ
             '"metadata": {"exit_code": 0}}',
         ),
         ("assistant", "text", "Corrigé : une seconde de trop."),
-        ("user", "text", f"<image>\n{IMAGE_SAID}\n</image>Et ce graphique ?"),
+        (
+            "user",
+            "text",
+            # A part a block, as Codex kept them (the tags, the image, the prompt).
+            [
+                {"type": "text", "text": t}
+                for t in ("<image>", IMAGE_SAID, "</image>", "Et ce graphique ?")
+            ],
+        ),
         ("assistant", "text", "Le graphique montre la marée corrigée."),
         ("user", "text", "Et maintenant ?"),
     ]

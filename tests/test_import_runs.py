@@ -690,7 +690,7 @@ def test_a_log_that_records_no_cwd_is_filed_where_cwd_says_and_found_there_again
     # Named to show, search or resume before an import: the same one line.
     for args in (["show", str(src)], ["search", "--session", str(src), "x"]):
         out = cli(*args)
-        assert (out.exit_code, out.output) == (1, f"Error: {no_cwd}\n"), args
+        assert (out.exit_code, out.output) == (2, f"Error: {no_cwd}\n"), args
     project = tmp_path / "project"
     project.mkdir()
     out = cli("import", "--cwd", str(project), str(src))
@@ -1005,6 +1005,39 @@ def test_without_paths_the_tools_own_stores(
         out.output.startswith("7 sessions,")
         and " 6 imported, 0 updated, 1 unchanged;" in out.output
     )
+
+
+def test_pi_s_store_is_where_its_own_settings_and_variables_put_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pi's sessionDir setting (the current directory's .pi/settings.json over the
+    agent folder's settings.json) and its variables, with ~ as pi expands it."""
+    from awl.importers import default_store
+
+    home, here = tmp_path / "home", tmp_path / "here"
+    here.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(here)
+    for name in ("PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    assert default_store("pi") == home / ".pi" / "agent" / "sessions"
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", "~/pi-agent")
+    assert default_store("pi") == home / "pi-agent" / "sessions"
+    (home / "pi-agent").mkdir(parents=True)
+    (home / "pi-agent" / "settings.json").write_text('{"sessionDir": "~/kept/pi"}')
+    assert default_store("pi") == home / "kept" / "pi"
+    (here / ".pi").mkdir()
+    (here / ".pi" / "settings.json").write_text('{"sessionDir": "/srv/pi-sessions"}')
+    assert default_store("pi") == Path("/srv/pi-sessions")
+    (here / ".pi" / "settings.json").write_text("{not json")  # pi passes over it too
+    assert default_store("pi") == home / "kept" / "pi"
+    monkeypatch.setenv("PI_CODING_AGENT_SESSION_DIR", "~")
+    assert default_store("pi") == home
+    # And an import with no path finds the sessions there.
+    monkeypatch.setenv("PI_CODING_AGENT_SESSION_DIR", "~/kept/pi")
+    copy_tree(PI_FULL, home / "kept" / "pi" / "--home-ana-code-tide--" / "s.jsonl")
+    out = cli("import", "--from", "pi", "--dry-run")
+    assert out.exit_code == 0 and out.output.startswith("1 session,"), out.output
 
 
 def test_an_empty_path_is_a_usage_error() -> None:
@@ -1520,11 +1553,14 @@ def test_show_of_another_agents_log_shows_the_session_an_import_made(
     name = {"pi": "pi", "claude": "Claude Code", "codex": "Codex"}[fmt]
     src = copy_tree(SOURCES[fmt], tmp_path / "src" / SOURCES[fmt].name)
     out = cli("show", str(src))
-    assert out.exit_code == 1
+    assert out.exit_code == 2  # no awl session by that name: a lookup, as a bad id
     assert out.output == (
         f"Error: {src}: a {name} session log, not awl's: `awl import {src}` takes it in, "
         "then awl show shows it\n"
     )
+    # A search of it says the same, with 2: 1 would say "nothing found".
+    searched = cli("search", "x", "--session", str(src))
+    assert searched.exit_code == 2 and "not awl's" in searched.stderr, searched.output
     (made,), _ = import_sessions(plan_import([src]).sources)  # as `awl import` does
     assert made.status == "imported" and made.session is not None
     sid = made.session
@@ -1594,6 +1630,54 @@ def test_an_update_after_awls_own_turns_says_they_stay_on_their_branch(tmp_path:
     src.write_bytes(b"".join(lines))
     out = cli("import", str(src))
     assert out.exit_code == 0 and len(out.output.splitlines()) == 1, out.output
+
+
+def test_an_update_of_lines_outside_the_tree_leaves_awls_turns_current_and_says_nothing(
+    tmp_path: Path,
+) -> None:
+    """After awl's own turn, the source gains only lines that are no conversation (a
+    title, a file kept apart): the leaf stays awl's, and no note says otherwise;
+    a dry run says the same as the run."""
+    from awl import Message, Text
+
+    src = copy_tree(CLAUDE_SHOP, tmp_path / "src" / CLAUDE_SHOP.name)
+    first = run(src)
+    assert first.path is not None
+    with SessionManager.open(first.path) as m:
+        mine = m.append_message(Message("user", [Text("carry on in awl")]))
+    title = {"type": "custom-title", "customTitle": "Shop", "sessionId": src.stem}
+    with src.open("ab") as f:
+        f.write(orjson.dumps(title) + b"\n")
+    for how in (["--dry-run"], []):
+        out = cli("import", *how, str(src))
+        assert out.exit_code == 0, out.output
+        assert len(out.output.splitlines()) == 1 and "stay on their branch" not in out.output
+    with SessionManager.open(first.path, read_only=True) as m:
+        assert m.leaf_id == mine
+
+
+@pytest.mark.parametrize("layout", ["beside", "subagents folder"])
+def test_a_subagents_transcript_without_its_session_is_refused_naming_the_session(
+    tmp_path: Path, layout: str
+) -> None:
+    """Copied away from its session's file, a subagent's transcript is no session of
+    its own: refused in a line that names the session it belongs to, and no second
+    awl session made under that session's id."""
+    if layout == "beside":
+        src = CLAUDE / "-home-ana-kiln" / "agent-9f8e7d6.jsonl"
+        owner = "7a7a7a7a-2222-4333-8444-555566667777"
+    else:
+        src = CLAUDE_SHOP.parent / CLAUDE_SHOP.stem / "subagents" / "agent-a1b2c3d.jsonl"
+        owner = CLAUDE_SHOP.stem
+    alone = tmp_path / "elsewhere" / src.name
+    alone.parent.mkdir()
+    shutil.copy(src, alone)
+    out = cli("import", str(tmp_path / "elsewhere"))
+    assert out.exit_code == 1, out.output
+    said, summary = out.output.splitlines()
+    assert f"a subagent's transcript of the Claude Code session {owner}" in said
+    assert summary.endswith("1 error"), summary
+    assert not list((tmp_path / "sessions").rglob("*.jsonl"))  # the test's session root
 
 
 def test_a_sources_own_id_finds_its_imported_session(
@@ -1674,7 +1758,7 @@ def test_a_resume_by_path_goes_on_with_an_awl_log_or_the_import_of_a_source_log(
     before = src.read_bytes()
     out = cli("--resume", str(src), *offline, "go on")
     quoted = f"'{src}'"
-    assert out.exit_code == 1 and out.output == (
+    assert out.exit_code == 2 and out.output == (
         f"Error: {src}: a pi session log, not awl's: `awl import {quoted}` takes it in, "
         "then awl --resume goes on with it\n"
     )
@@ -1691,7 +1775,7 @@ def test_a_resume_by_path_goes_on_with_an_awl_log_or_the_import_of_a_source_log(
     src.write_text(json.dumps(header) + "\n" + "".join(rest), encoding="utf-8")
     size = Path(r.path).stat().st_size
     out = cli("--resume", str(src), *offline, "more")
-    assert out.exit_code == 1 and out.output == (
+    assert out.exit_code == 2 and out.output == (
         f"Error: {src}: a pi session log, imported as the awl session {r.session}, which "
         f"lacks what it gained since: `awl import {quoted}` takes that first (awl --resume "
         f"{r.session} goes on without it)\n"
@@ -1736,7 +1820,7 @@ def test_a_resume_by_a_subagents_transcript_is_refused_naming_its_session(
     src = copy_tree(CLAUDE_SHOP, tmp_path / "src" / CLAUDE_SHOP.name)
     sub = src.parent / src.stem / "subagents" / "agent-a1b2c3d.jsonl"
     out = cli("--resume", str(sub), "--provider", "offline", "-p", "x")
-    assert out.exit_code == 1 and len(out.output.splitlines()) == 1, out.output
+    assert out.exit_code == 2 and len(out.output.splitlines()) == 1, out.output
     assert f"a subagent's transcript of the Claude Code session {src}" in out.output
     assert f"(awl import {src} goes on with that session)" in out.output
     (spec,) = plan_import([src]).sources
@@ -1744,7 +1828,7 @@ def test_a_resume_by_a_subagents_transcript_is_refused_naming_its_session(
     assert r.path is not None
     before = Path(r.path).read_bytes()
     out = cli("--resume", str(sub), "--provider", "offline", "-p", "x")
-    assert out.exit_code == 1 and f"(awl --resume {r.session} goes on" in out.output, out.output
+    assert out.exit_code == 2 and f"(awl --resume {r.session} goes on" in out.output, out.output
     assert Path(r.path).read_bytes() == before
 
 

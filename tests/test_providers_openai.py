@@ -174,7 +174,10 @@ def test_request_maps_system_tools_history_and_tool_results(
         {"role": "tool", "tool_call_id": "call_2", "content": "error: bad JSON"},
         {"role": "tool", "tool_call_id": "call_3", "content": "error: not an object"},
         {"role": "tool", "tool_call_id": "call_4", "content": "error: bad JSON"},
-        {"role": "user", "content": "and alsothen stop"},
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": t} for t in ("and also", "then stop")],
+        },
         {"role": "user", "content": "thanks"},
     ]
 
@@ -217,13 +220,23 @@ def test_a_line_said_of_an_image_stands_on_its_own_line_and_text_is_sent_as_it_i
         Message("user", [Text("\0look:"), image, Text("what is it?")]),
         Message("assistant", [image, Text("A chart."), Opaque({"type": "x-codex-reasoning"})]),
         Message("user", [Text("thanks")]),
+        # Two paragraphs a source kept as two blocks: two parts, not glued together.
+        Message("user", [Text("Compare these two files."), Text("Then fix the bug.")]),
     ]
     r = provider.complete("m", history, TOOLS, Sink())
     assert r.stop_reason == "stop", r.error
+
+    def part(text: str) -> dict[str, str]:
+        return {"type": "text", "text": text}
+
     assert server.requests[0].body["messages"] == [
-        {"role": "user", "content": f"\0look:\n{said}\nwhat is it?"},
+        {"role": "user", "content": [part("\0look:"), part(said), part("what is it?")]},
         {"role": "assistant", "content": f"{said}\nA chart."},
         {"role": "user", "content": "thanks"},
+        {
+            "role": "user",
+            "content": [part("Compare these two files."), part("Then fix the bug.")],
+        },
     ]
 
 

@@ -267,19 +267,22 @@ def imported_log(path: Path, found: str, command: str) -> Path:
         fail(
             f"{path}: a subagent's transcript of the {FORMAT_NAMES[found]} session "
             f"{copy.source}, not a session {'to go on with' if resume else 'of its own'} "
-            f"({with_it} {task} that session)"
+            f"({with_it} {task} that session)",
+            usage=True,
         )
     again = f"awl import {shlex.quote(str(path))}"
     if copy is None or sid is None or log is None:
         if copy is not None and copy.error is not None:
-            fail(copy.error)  # what an import would fail with (no cwd, say): said once
-        fail(f"{what}, not awl's: `{again}` takes it in, then {verb} {task} it")
+            # What an import would fail with (no cwd, say): said once.
+            fail(copy.error, usage=True)
+        fail(f"{what}, not awl's: `{again}` takes it in, then {verb} {task} it", usage=True)
     shown = visible(str(path), one_line=True)
     if not copy.current:
         if resume:
             fail(
                 f"{what}, imported as the awl session {sid}, which lacks what it gained since: "
-                f"`{again}` takes that first (awl --resume {sid} goes on without it)"
+                f"`{again}` takes that first (awl --resume {sid} goes on without it)",
+                usage=True,
             )
         sys.stderr.write(
             f"awl: {shown} is the awl session {sid}, which lacks what the file gained "

@@ -36,21 +36,57 @@ _SESSION_NAME = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-
 def default_store(fmt: str) -> Path:
     """Where ``fmt``'s tool keeps its sessions, as its own settings say.
 
-    pi: ``$PI_CODING_AGENT_SESSION_DIR``, else ``$PI_CODING_AGENT_DIR/sessions``
-    (``~/.pi/agent/sessions``); Claude Code: ``$CLAUDE_CONFIG_DIR/projects``
-    (``~/.claude/projects``); Codex: ``$CODEX_HOME/sessions`` (``~/.codex/sessions``).
+    pi: ``$PI_CODING_AGENT_SESSION_DIR``, else the ``sessionDir`` of its
+    settings (``.pi/settings.json`` of the current directory, then
+    ``settings.json`` in its agent folder), else ``sessions`` in that folder
+    (``$PI_CODING_AGENT_DIR``, ``~/.pi/agent``), a leading ``~`` in each
+    taken as pi takes it; Claude Code: ``$CLAUDE_CONFIG_DIR/projects``
+    (``~/.claude/projects``); Codex: ``$CODEX_HOME/sessions``
+    (``~/.codex/sessions``).
     """
     env = os.environ
     home = Path.home()
     if fmt == "pi":
         if env.get("PI_CODING_AGENT_SESSION_DIR"):
-            return Path(env["PI_CODING_AGENT_SESSION_DIR"])
-        return Path(env.get("PI_CODING_AGENT_DIR") or home / ".pi" / "agent") / "sessions"
+            return _pi_path(env["PI_CODING_AGENT_SESSION_DIR"])
+        agent = _pi_path(env["PI_CODING_AGENT_DIR"]) if env.get("PI_CODING_AGENT_DIR") else None
+        agent = agent or home / ".pi" / "agent"
+        for settings in (Path(".pi") / "settings.json", agent / "settings.json"):
+            chosen = _setting(settings, "sessionDir")
+            if chosen:
+                return _pi_path(chosen)
+        return agent / "sessions"
     if fmt == "claude":
         return Path(env.get("CLAUDE_CONFIG_DIR") or home / ".claude") / "projects"
     if fmt == "codex":
         return Path(env.get("CODEX_HOME") or home / ".codex") / "sessions"
     raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
+
+
+def _pi_path(text: str) -> Path:
+    """A path as pi reads one from its settings and variables: ``~`` and ``~/...``
+    under the home folder, a ``file://`` URL as its path."""
+    if text == "~":
+        return Path.home()
+    if text.startswith("~/"):
+        return Path.home() / text[2:]
+    if text.startswith("file://"):
+        from urllib.parse import unquote, urlparse  # only for such a setting
+
+        return Path(unquote(urlparse(text).path))
+    return Path(text)
+
+
+def _setting(path: Path, name: str) -> str | None:
+    """A string setting of a JSON settings file; None when the file or the setting
+    is missing or not what it should be (pi then goes on without it too)."""
+    try:
+        with open(path, "rb") as fh:
+            doc = orjson.loads(fh.read(1 << 20))
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    value = doc.get(name) if isinstance(doc, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def default_stores(fmt: str) -> list[Path]:

@@ -126,6 +126,14 @@ def info(objs: list[tuple[int, dict[str, Any]]], path: str) -> SourceInfo | str:
     if not start:
         return "its lines carry no timestamp"
     sid = chain.get("sessionId")
+    sidechain = [o.get("isSidechain") is True for _, o in objs if o.get("type") in CHAIN]
+    if all(sidechain) and isinstance(sid, str) and sid:
+        # A subagent's transcript whose session's file is not beside it: imported on
+        # its own, it would be a second session under the id of the one it belongs to.
+        return (
+            f"a subagent's transcript of the Claude Code session {sid}, not a session "
+            f"of its own: import that session's file ({sid}.jsonl), which takes it in"
+        )
     if _UUID.fullmatch(stem) or not isinstance(sid, str) or not sid:
         sid = stem  # a file is a session; copies made by a resume reuse the old id
     model = None

@@ -286,6 +286,7 @@ class _Import:
         self.hashing: Hashing | None = None  # the main file's, kept as it is read
         self.earlier: Any = None  # the source the last import record names
         self.resumed = False  # awl appended turns after the last import
+        self.moved = False  # a batch written (or, dry, planned) holds a tree entry: the leaf's
         self.awl_leaf: str | None = None  # the leaf those turns left
 
     # ── deciding ──
@@ -740,7 +741,9 @@ class _Import:
                 r.unrecognised[name] = r.unrecognised.get(name, 0) + n
         else:
             r.status = "imported" if fresh else "updated"
-            if self.resumed:
+            if self.resumed and self.moved:
+                # Only when the leaf moved: lines outside the tree (a title, a tool
+                # output kept apart) leave awl's turns where a resume goes on.
                 r.notes.append(
                     "the turns awl added since the last import stay on their branch (awl "
                     f"--resume {r.session}:{self.awl_leaf} goes on from them); the source's "
@@ -926,6 +929,7 @@ class _Import:
         now = format_timestamp(time.time())
         entries.append(NewEntry(now, type=END_TYPE, fields={"batch": record["batch"]}, node=False))
         self.written += 1
+        self.moved = self.moved or bool(keys)
         if self.dry_run:
             for key in keys:
                 ids.setdefault(key, "")

@@ -38,6 +38,7 @@ import orjson
 from openai.types.chat import (
     ChatCompletionAssistantMessageParam,
     ChatCompletionChunk,
+    ChatCompletionContentPartTextParam,
     ChatCompletionFunctionToolParam,
     ChatCompletionMessageFunctionToolCallParam,
     ChatCompletionMessageParam,
@@ -273,6 +274,15 @@ def _joined(texts: list[tuple[str, bool]]) -> str:
     return "".join(out)
 
 
+def _user_content(texts: list[tuple[str, bool]]) -> str | list[ChatCompletionContentPartTextParam]:
+    """A user message's texts: one is a string; several are a part each, as the
+    blocks were (glued into one string, a prompt's two paragraphs would run
+    together; Anthropic's API takes them as blocks too)."""
+    if len(texts) == 1:
+        return texts[0][0]
+    return [{"type": "text", "text": text} for text, _ in texts]
+
+
 def _said(block: ContentBlock) -> tuple[str, bool] | None:
     """What a block adds to a message's texts: a text block's text, a line for a
     block :func:`opaque_text` says something of (``True``), else None."""
@@ -302,7 +312,7 @@ def to_message_params(messages: Sequence[Message]) -> list[ChatCompletionMessage
                         texts.append(said)
                 else:
                     if texts:
-                        out.append({"role": "user", "content": _joined(texts)})
+                        out.append({"role": "user", "content": _user_content(texts)})
                         texts = []
                     out.append(
                         {
@@ -312,7 +322,7 @@ def to_message_params(messages: Sequence[Message]) -> list[ChatCompletionMessage
                         }
                     )
             if texts:
-                out.append({"role": "user", "content": _joined(texts)})
+                out.append({"role": "user", "content": _user_content(texts)})
         else:
             text = _joined([s for b in message.content if (s := _said(b)) is not None])
             calls: list[ChatCompletionMessageFunctionToolCallParam] = [
