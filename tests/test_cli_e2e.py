@@ -1715,6 +1715,23 @@ def test_a_log_resumed_from_outside_the_store_is_named_by_its_path(
     assert f"resumed session {shlex.quote(str(away))} " in heading.stdout, heading.stdout
 
 
+def test_a_log_with_a_copy_in_the_store_is_named_by_its_path(
+    env: dict[str, str], root: Path, project: Path
+) -> None:
+    """A copy of a log beside it in the store (a backup): the id names neither (the
+    lookup refuses to choose), so the hint names the log that went on by its path."""
+    r = run(["-p", "one"], env, project)
+    assert r.returncode == 0, r.stderr
+    filed = one_log(root, project).path
+    shutil.copy(filed, filed.with_name("backup.jsonl"))
+    r = run(["--resume", str(filed), "-p", "two"], env, project)
+    assert r.returncode == 0, r.stderr
+    assert _hint(r.stderr) == str(filed)
+    r = run(["--resume", _hint(r.stderr), "-p", "three"], env, project)
+    assert r.returncode == 0, r.stderr
+    assert texts_of(filed)[-2:] == ["three", "You said: three"]
+
+
 def texts_of(path: Path) -> list[str]:
     """The text of each message of a log, in file order."""
     out = []

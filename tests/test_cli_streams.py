@@ -161,6 +161,9 @@ def test_a_closed_stdout_ends_a_search_with_2_not_1(
         r = awl(["search", query], env, project, redirect=">&-")
         assert r.returncode == 2
         assert no_traceback(r) == [CLOSED_OUT]
+    # A prompt that is the word "search" is a prompt: 1, as for any other.
+    r = awl(["-p", "search"], env, project, redirect=">&-")
+    assert (r.returncode, no_traceback(r)) == (1, [CLOSED_OUT])
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from awl import SessionManager, ToolResult, request_history
 from awl.agent import open_tool_uses
@@ -430,12 +431,19 @@ def _context(path: str, leaf: str | None = None) -> list[list[str]]:
     message's role in pi's words and its text."""
     with SessionManager.open(path, read_only=leaf is None) as m:
         if leaf is not None:
-            (at,) = [e for e in entries(path) if e.get("x-pi", {}).get("id") == leaf]
+            # The entry of that line itself, not a copy a later edit planned.
+            (at,) = [
+                e
+                for e in entries(path)
+                if e.get("x-pi", {}).get("id") == leaf and "contextEdit" not in e["x-pi"]
+            ]
             m.branch_from(at["id"])  # in memory: as awl --resume ID:ENTRY starts
         conversation = m.rebuild_conversation()
         out = []
         for x in request_history(conversation)[1:]:  # awl's system prompt first
-            if x.role == "user" and all(isinstance(b, ToolResult) for b in x.content):
+            if x.compaction is not None:
+                out.append(["compactionSummary", ""])  # as the fixture writes pi's
+            elif x.role == "user" and all(isinstance(b, ToolResult) for b in x.content):
                 out += [["toolResult", b.content] for b in x.content if isinstance(b, ToolResult)]
             elif x.role == "assistant" and not x.text():
                 out.append([x.role, "|".join(f"call {b.name}" for b in x.content)])  # type: ignore[union-attr]
@@ -480,3 +488,155 @@ def test_a_context_edit_an_import_meets_after_its_target_was_written_applies_too
         assert _context(str(again.path)) == EDITS["context"], cut
         assert _context(str(again.path), EDITS["other"]["leaf"]) == EDITS["other"]["context"]
         assert run(src, session_dir=root).status == "unchanged"
+
+
+MORE = PI_EDITS.with_name("edits-more.jsonl")
+MORE_EXPECTED = json.loads(MORE.with_suffix(".expected.json").read_text())
+
+
+def test_an_entry_an_edit_leaves_out_is_still_where_a_compaction_keeps_from_and_can_come_back(
+    tmp_path: Path,
+) -> None:
+    """An edit leaves out the entry a compaction keeps from (pi keeps what follows
+    it), and a later edit restores it (pi sends an entry's latest edit): a node
+    that is no message stands where the entry was left out, so both find it."""
+    r = run(copy_tree(MORE, tmp_path / "edits-more.jsonl"))
+    assert r.path is not None and r.notes == []
+    assert _context(r.path) == MORE_EXPECTED["context"]
+    dropped = MORE_EXPECTED["dropped"]
+    assert _context(r.path, dropped["leaf"]) == dropped["context"]
+    assert verify_log(r.path).ok
+    removed = [e for e in entries(r.path) if e["type"] == "x-pi-context_removed"]
+    assert removed and all("B two" not in json.dumps(e) for e in removed)
+
+
+@pytest.mark.parametrize("damage", ["not utf-8", "crlf"])
+def test_lines_an_edit_plans_again_are_kept_as_the_first_time(tmp_path: Path, damage: str) -> None:
+    """A line planned again for an edit is taken as it was the first time: repaired
+    when its bytes are not UTF-8 (the log stays readable), less a CRLF's \\r."""
+    lines = MORE.read_bytes().splitlines(keepends=True)
+    (at,) = [k for k, x in enumerate(lines) if b"claude-opus-4-1" in x]  # a node between
+    if damage == "not utf-8":
+        lines[at] = lines[at].replace(b"claude-opus-4-1", b"claude-opus-4-1\xff")
+    else:
+        lines = [x.replace(b"\n", b"\r\n") for x in lines]
+    src = tmp_path / "edits-more.jsonl"
+    src.write_bytes(b"".join(lines))
+    r = run(src)
+    assert r.path is not None and r.status == "imported"
+    assert verify_log(r.path).ok
+    assert b"\r" not in Path(r.path).read_bytes()
+    assert _context(r.path) == MORE_EXPECTED["context"]
+
+
+def _pruning_session(turns: int, back: int) -> bytes:
+    """A pi session in which, each turn, an extension prunes the tool output of the
+    turn ``back`` turns before (a context edit), as pi writes the lines."""
+    out = [
+        {
+            "type": "session",
+            "version": 3,
+            "id": "prune-1",
+            "timestamp": "2026-12-05T09:00:00.000Z",
+            "cwd": "/home/ana/code/vault",
+        }
+    ]
+    last = None
+    results: list[str] = []
+
+    def add(obj: dict[str, Any]) -> str:
+        nonlocal last
+        eid = f"{len(out):08x}"
+        out.append({**obj, "id": eid, "parentId": last, "timestamp": "2026-12-05T09:00:01.000Z"})
+        last = eid
+        return eid
+
+    reply = {
+        "role": "assistant",
+        "provider": "anthropic",
+        "model": "claude-sonnet-4-5",
+        "usage": {"input": 1, "output": 1},
+        "timestamp": 1,
+    }
+    for t in range(turns):
+        add(
+            {"type": "message", "message": {"role": "user", "content": f"turn {t}", "timestamp": 1}}
+        )
+        add(
+            {
+                "type": "message",
+                "message": {
+                    **reply,
+                    "stopReason": "toolUse",
+                    "content": [
+                        {
+                            "type": "toolCall",
+                            "id": f"call{t}",
+                            "name": "bash",
+                            "arguments": {"command": "ls"},
+                        }
+                    ],
+                },
+            }
+        )
+        results.append(
+            add(
+                {
+                    "type": "message",
+                    "message": {
+                        "role": "toolResult",
+                        "toolCallId": f"call{t}",
+                        "toolName": "bash",
+                        "content": [{"type": "text", "text": f"output {t}"}],
+                        "isError": False,
+                        "timestamp": 1,
+                    },
+                }
+            )
+        )
+        add(
+            {
+                "type": "message",
+                "message": {
+                    **reply,
+                    "stopReason": "stop",
+                    "content": [{"type": "text", "text": f"done {t}"}],
+                },
+            }
+        )
+        if t >= back:
+            add(
+                {
+                    "type": "context_edit",
+                    "targetId": results[t - back],
+                    "replacement": {"content": [{"type": "text", "text": "[pruned]"}]},
+                }
+            )
+    return b"".join(orjson.dumps(o) + b"\n" for o in out)
+
+
+def test_edits_that_plan_many_entries_again_are_written_in_batches_of_bounded_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each edit plans the path from its target again, which the source's bytes do
+    not count: batches also end after BATCH_ENTRIES entries, so memory holds a
+    bounded batch, and the session is the one a single batch makes."""
+    import awl.importers._run as run_module
+
+    data = _pruning_session(turns=30, back=5)
+    whole, split = tmp_path / "whole" / "s.jsonl", tmp_path / "split" / "s.jsonl"
+    for p in (whole, split):
+        p.parent.mkdir()
+        p.write_bytes(data)
+    one = run(whole, session_dir=tmp_path / "one")
+    monkeypatch.setattr(run_module, "BATCH_ENTRIES", 40)
+    many = run(split, session_dir=tmp_path / "many")
+    assert one.path is not None and many.path is not None
+    records = [o for o in log_lines(many.path) if o["type"] == "x-import"]
+    assert (
+        len(records) > 5 and len([o for o in log_lines(one.path) if o["type"] == "x-import"]) == 1
+    )
+    assert _context(many.path) == _context(one.path)
+    sent = [t for _, t in _context(many.path)]
+    assert sent.count("[pruned]") == 25 and "output 0" not in sent and "output 29" in sent
+    assert verify_log(many.path).ok

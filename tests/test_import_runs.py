@@ -918,12 +918,12 @@ def test_json_gives_one_object_per_source_session(tmp_path: Path) -> None:
     out = CliRunner().invoke(main, ["import", "--json", "-j", "1", str(store)])
     assert out.exit_code == 0, out.output
     docs = [json.loads(x) for x in out.stdout.splitlines()]
-    assert len(docs) == 11 and {d["status"] for d in docs} == {"imported"}
+    assert len(docs) == 12 and {d["status"] for d in docs} == {"imported"}
     for d in docs:
         assert {"source", "format", "session", "path", "status"} <= set(d)
         assert Path(d["path"]).is_file() and d["dryRun"] is False
-    assert sorted(d["format"] for d in docs) == ["claude"] * 4 + ["codex"] * 4 + ["pi"] * 3
-    assert out.stderr.splitlines()[-1].startswith("11 sessions")
+    assert sorted(d["format"] for d in docs) == ["claude"] * 4 + ["codex"] * 4 + ["pi"] * 4
+    assert out.stderr.splitlines()[-1].startswith("12 sessions")
 
 
 def test_dry_run_writes_nothing_and_says_what_would_be_done(tmp_path: Path, root: Path) -> None:
@@ -935,8 +935,8 @@ def test_dry_run_writes_nothing_and_says_what_would_be_done(tmp_path: Path, root
     assert all(d["entries"] > 0 for d in docs)
     assert not root.exists()
     out = cli("import", "--dry-run", str(store))
-    assert out.output.splitlines()[-1].startswith(f"11 sessions, {_size(store)}: ")
-    assert "11 would be imported, 0 would be updated" in out.output
+    assert out.output.splitlines()[-1].startswith(f"12 sessions, {_size(store)}: ")
+    assert "12 would be imported, 0 would be updated" in out.output
 
 
 def test_a_store_imports_in_worker_processes_and_sessions_lists_it(tmp_path: Path) -> None:
@@ -953,7 +953,7 @@ def test_a_store_imports_in_worker_processes_and_sessions_lists_it(tmp_path: Pat
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == (
-        f"11 sessions, {_size(store)}: 11 imported, 0 updated, 0 unchanged; "
+        f"12 sessions, {_size(store)}: 12 imported, 0 updated, 0 unchanged; "
         "0 lines skipped; 0 errors"
     )
     assert _snapshot(store) == before  # the sources are never written
@@ -975,7 +975,7 @@ def test_a_store_imports_in_worker_processes_and_sessions_lists_it(tmp_path: Pat
         timeout=120,
         check=False,
     )
-    assert again.returncode == 0 and " 11 unchanged;" in again.stdout
+    assert again.returncode == 0 and " 12 unchanged;" in again.stdout
 
 
 def test_without_paths_the_tools_own_stores(
@@ -1031,6 +1031,10 @@ def test_pi_s_store_is_where_its_own_settings_and_variables_put_it(
     assert default_store("pi") == Path("/srv/pi-sessions")
     (here / ".pi" / "settings.json").write_text("{not json")  # pi passes over it too
     assert default_store("pi") == home / "kept" / "pi"
+    (here / ".pi" / "settings.json").write_bytes(b'\xef\xbb\xbf{"sessionDir": "/srv/bom"}')
+    assert default_store("pi") == Path("/srv/bom")  # a byte order mark first, as pi reads it
+    (here / ".pi" / "settings.json").write_text('{"sessionDir": ""}')  # pi's default, then
+    assert default_store("pi") == home / "pi-agent" / "sessions"
     monkeypatch.setenv("PI_CODING_AGENT_SESSION_DIR", "~")
     assert default_store("pi") == home
     # And an import with no path finds the sessions there.

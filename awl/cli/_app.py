@@ -55,6 +55,9 @@ _READERS = frozenset({"search", "sessions", "show"})
 # they cannot write (a full disk) ends them with 2, as grep's, not with 1.
 _ANSWERING = frozenset({"search"})
 
+# The options before a command that take a value (the word after them is no command).
+_VALUED = frozenset({"-p", "--print", "--resume", "--provider", "--model", "--base-url"})
+
 
 def _load(module: str) -> None:
     # __import__ rather than importlib.import_module: the import is then the
@@ -141,8 +144,14 @@ class _Main(click.Group):
             # Before click has parsed anything: the command is the first word (awl
             # search's 1 means "nothing found", which this is not).
             given = kwargs.get("args", args[0] if args else None)
-            words = sys.argv[1:] if given is None else list(given)
-            name = next((w for w in words if not w.startswith("-")), None)
+            words = iter(sys.argv[1:] if given is None else list(given))
+            name = None
+            for word in words:
+                if word in _VALUED:
+                    next(words, None)  # the option's value (awl -p search), not a command
+                elif not word.startswith("-"):
+                    name = word
+                    break
             sys.exit(2 if name in _ANSWERING else 1)
         real = sys.stdout
         guarded = cast(TextIO, GuardedOutput(real))

@@ -53,8 +53,9 @@ def default_store(fmt: str) -> Path:
         agent = agent or home / ".pi" / "agent"
         for settings in (Path(".pi") / "settings.json", agent / "settings.json"):
             chosen = _setting(settings, "sessionDir")
-            if chosen:
-                return _pi_path(chosen)
+            if chosen is not None:
+                # The directory's setting wins, an empty one too (pi's default then).
+                return _pi_path(chosen) if chosen else agent / "sessions"
         return agent / "sessions"
     if fmt == "claude":
         return Path(env.get("CLAUDE_CONFIG_DIR") or home / ".claude") / "projects"
@@ -82,7 +83,7 @@ def _setting(path: Path, name: str) -> str | None:
     is missing or not what it should be (pi then goes on without it too)."""
     try:
         with open(path, "rb") as fh:
-            doc = orjson.loads(fh.read(1 << 20))
+            doc = orjson.loads(fh.read(1 << 20).removeprefix(b"\xef\xbb\xbf"))  # as pi, a BOM
     except (OSError, orjson.JSONDecodeError):
         return None
     value = doc.get(name) if isinstance(doc, dict) else None

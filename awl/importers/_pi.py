@@ -345,7 +345,7 @@ class PiConverter(Converter):
             return parent
         chain.append(at)
         chain.reverse()  # the target first, down to the edit's parent
-        lines: list[tuple[str, dict[str, Any], int, bytes, Any]] = []
+        lines: list[tuple[str, dict[str, Any], int, bytes | None, Any]] = []
         for k in chain:
             orig, edited = self.origin.get(k, (k, _UNEDITED))
             span = self.spans.get(orig)
@@ -372,15 +372,26 @@ class PiConverter(Converter):
         saved_raw, saved_ts = b.raw, self.ts
         above = self.parents.get(at)
         for orig, entry_obj, entry_line, raw, edited in lines:
+            copy = b.unique(f"{orig}@edit{line}", line)
+            self.origin[copy] = (orig, edited)
             if edited is None:
-                continue  # the target left out: what follows hangs above it
+                # Left out: a node that is no message stands in its place, so that a
+                # later edit of the same entry (the latest wins, as in pi) and a
+                # compaction that keeps from it still find it on the path.
+                ts = timestamp_of(entry_obj.get("timestamp"), saved_ts)
+                fields = {"line": entry_line, "piId": orig, "contextEdit": line}
+                b.add(Planned(copy, above, ts, type="x-pi-context_removed", fields=fields))
+                self.parents[copy] = above
+                model = self.models.get(above) if above is not None else None
+                if model is not None:
+                    self.models[copy] = model
+                above = copy
+                continue
             if edited is not _UNEDITED:
                 entry_obj = _with_content(entry_obj, edited["content"])
                 b.raw = None  # serialized anew: not the line as it is
             else:
-                b.raw = raw
-            copy = b.unique(f"{orig}@edit{line}", line)
-            self.origin[copy] = (orig, edited)
+                b.raw = raw  # None for a line that was repaired: serialized anew
             ts = timestamp_of(entry_obj.get("timestamp"), saved_ts)
             self._entry(entry_obj, copy, above, ts, entry_line)
             # Marked as the copy this edit planned (the line is the one it copies).
@@ -392,12 +403,16 @@ class PiConverter(Converter):
         b.raw, self.ts = saved_raw, saved_ts
         return above
 
-    def _line_at(self, span: tuple[int, int]) -> tuple[dict[str, Any], bytes] | None:
-        """The object of the source line at ``span`` (offset, length), read again."""
+    def _line_at(self, span: tuple[int, int]) -> tuple[dict[str, Any], bytes | None] | None:
+        """The object of the source line at ``span`` (offset, length), read again, and
+        its bytes as an opaque entry keeps them: less a CRLF's ``\r``, and None
+        for a line that had to be repaired (it is serialized anew, as the first
+        time)."""
         assert self.b.read is not None
         raw = self.b.read(*span)
-        obj, _, _ = parse(raw)
-        return (obj, raw) if obj is not None else None
+        raw = raw[:-1] if raw.endswith(b"\r") else raw
+        obj, _, repaired = parse(raw)
+        return (obj, None if repaired else raw) if obj is not None else None
 
 
 def _with_content(obj: dict[str, Any], content: Any) -> dict[str, Any]:

@@ -70,6 +70,10 @@ from ._source import (
 BATCH_BYTES = 32 << 20
 """Source bytes after which a batch is written at the next point where one may end."""
 
+BATCH_ENTRIES = 100_000
+"""Entries planned after which a batch is written there too, whatever the bytes read:
+pi's context edits plan entries again, which the source's bytes do not count."""
+
 STATUSES = ("imported", "updated", "unchanged", "conflict", "busy", "error", "refused", "empty")
 """What :func:`import_source` can say of a source session (``ImportResult.status``)."""
 
@@ -714,7 +718,7 @@ class _Import:
                 self.raw = raw
             b.raw = _unterminated(self.raw)
             if (
-                end - start_batch > BATCH_BYTES
+                (end - start_batch > BATCH_BYTES or len(b.batch) > BATCH_ENTRIES)
                 and (conv.safe() or (may_cut is not None and may_cut(obj)))
                 and main.consumed > start_batch
             ):

@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from ..errors import AmbiguousSession, SessionCopies, SessionError, SessionNotFound
+from ..errors import AmbiguousSession, AwlError, SessionCopies, SessionError, SessionNotFound
 from ..paths import SESSION_FILE_RE, log_files, project_dir, project_folders, session_root
 from ._listing import list_sessions, session_info
 
@@ -332,9 +332,18 @@ def resume_ref(session_id: str, path: Path, cwd: str | os.PathLike[str] | None) 
     whose log is ``path`` (see :func:`resume_refs`): its id prefix, or for a
     log no id leads back to, its path."""
     named = SESSION_FILE_RE.match(path.name)
-    if not named or named.group("id") != session_id or not _in(path.parent, session_root()):
+    root = session_root()
+    if not named or named.group("id") != session_id or not _in(path.parent, root):
         return _path_ref(path)
-    return resume_prefix(session_id, path, cwd)
+    prefix = resume_prefix(session_id, path, cwd)
+    try:
+        # What the prefix finds from here must be this very log: not so for a log
+        # with a copy in the store, which the lookup refuses to choose between.
+        found = find_session(prefix, cwd if cwd is not None else path.parent, session_dir=root)
+        same = os.path.samefile(found, path)
+    except (AwlError, OSError):
+        same = False
+    return prefix if same else _path_ref(path)
 
 
 def resume_prefix(session_id: str, path: Path, cwd: str | os.PathLike[str] | None) -> str:

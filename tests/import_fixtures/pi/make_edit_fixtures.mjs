@@ -2,12 +2,15 @@
 // SessionManager (@earendil-works/pi-coding-agent 1.6.0; Node >= 22.19).  The
 // conversation is made up for these tests.
 //
-//   cd <a folder where the package is installed> && node make_edit_fixtures.mjs <out dir>
+//   cp make_edit_fixtures.mjs <a folder where the package is installed>/ && cd there &&
+//   node make_edit_fixtures.mjs <out dir>
 //
 // Writes <out>/edits.jsonl and <out>/edits.expected.json: the context pi builds
 // (each message's role and text) at the file's leaf, whose path runs through two
 // context edits (a tool output redacted, a prompt dropped), and at the leaf of a
-// branch that leaves before them.
+// branch that leaves before them; and edits-more.jsonl (a compaction keeping from
+// an entry an edit leaves out, which a later edit restores) with its context at
+// the leaf and before the restoring edit.
 
 import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -46,4 +49,27 @@ sm.appendMessage(reply([{ type: "text", text: "Tests." }], "stop"));
 copyFileSync(sm.getSessionFile(), join(out, "edits.jsonl"));
 const expected = { leaf: sm.getLeafId(), context: context(sm), other };
 writeFileSync(join(out, "edits.expected.json"), JSON.stringify(expected, null, 1) + "\n");
-console.log(`wrote ${out}/edits.jsonl, edits.expected.json`);
+
+// ── edits-more: a compaction that keeps from the entry an edit leaves out, then the
+// same entry restored by a later edit (the latest edit of an entry wins) ──
+const mm = SessionManager.create("/home/ana/code/vault", join(scratch, "s"));
+mm.appendModelChange("anthropic", "claude-sonnet-4-5");
+mm.appendMessage({ role: "user", content: "A one", timestamp: now() });
+mm.appendMessage(reply([{ type: "text", text: "a reply" }], "stop"));
+const b = mm.appendMessage({ role: "user", content: "B two", timestamp: now() });
+mm.appendMessage(reply([{ type: "text", text: "b reply" }], "stop"));
+mm.appendModelChange("anthropic", "claude-opus-4-1");
+mm.appendMessage({ role: "user", content: "C three", timestamp: now() });
+mm.appendMessage(reply([{ type: "text", text: "c reply" }], "stop"));
+mm.appendCompaction("SUMMARY", b, 9000, { readFiles: [], modifiedFiles: [] }, false);
+mm.appendContextEdit(b, null);
+mm.appendMessage({ role: "user", content: "after", timestamp: now() });
+mm.appendMessage(reply([{ type: "text", text: "after reply" }], "stop"));
+const dropped = { leaf: mm.getLeafId(), context: context(mm) };
+mm.appendContextEdit(b, { content: "B restored" });
+mm.appendMessage({ role: "user", content: "last", timestamp: now() });
+mm.appendMessage(reply([{ type: "text", text: "last reply" }], "stop"));
+copyFileSync(mm.getSessionFile(), join(out, "edits-more.jsonl"));
+const more = { leaf: mm.getLeafId(), context: context(mm), dropped };
+writeFileSync(join(out, "edits-more.expected.json"), JSON.stringify(more, null, 1) + "\n");
+console.log(`wrote ${out}/edits.jsonl, edits-more.jsonl and their .expected.json`);
