@@ -711,7 +711,8 @@ def test_a_prompt_wholly_a_pasted_block_is_a_prompt_and_its_event_a_repeat(
     prompts = [texts(m) for m in _messages(r.path) if m["message"]["role"] == "user"]
     assert [pasted] in prompts and [shell + " et ça ?"] in prompts
     assert accounted_lines(r.path) == source_lines(src)
-    # Codex's own context alone stays injected (the editor's context too).
+    # Codex's own context alone stays injected (the editor's context too); a command
+    # the human ran is sent, as Codex sends it, but counts as no prompt of theirs.
     editor = "<additional_context>\n<title>Context from my editor</title>\n</additional_context>"
     text = text.replace(json.dumps(pasted)[1:-1], json.dumps(shell)[1:-1])
     text = text.replace(json.dumps(shell + " et ça ?")[1:-1], json.dumps(editor)[1:-1])
@@ -719,5 +720,147 @@ def test_a_prompt_wholly_a_pasted_block_is_a_prompt_and_its_event_a_repeat(
     again = run(src, session_dir=tmp_path / "other")
     assert again.path is not None
     prompts = [texts(m) for m in _messages(again.path) if m["message"]["role"] == "user"]
-    assert [shell] not in prompts and [pasted] not in prompts and [editor] not in prompts
+    assert [shell] in prompts and [pasted] not in prompts and [editor] not in prompts
     assert accounted_lines(again.path) == source_lines(src)
+
+
+def _sent_texts(path: str) -> list[tuple[str, str]]:
+    """(role, text) of each message a resume sends after awl's system prompt."""
+    from awl import request_history
+
+    with SessionManager.open(path, read_only=True) as m:
+        return [(x.role, x.text()) for x in request_history(m.rebuild_conversation())[1:]]
+
+
+def _conversation_rollout(tmp_path: Path, items: list[dict[str, Any]]) -> Path:
+    t = "2026-01-10T10:00:%02d.000Z"
+    meta = {"id": "019b0000-0000-7000-8000-0000000000a1", "timestamp": t % 0, "cwd": "/w"}
+    lines = [
+        _item(t % 0, "session_meta", meta),
+        _item(t % 1, "turn_context", {"cwd": "/w", "model": "gpt-5-codex"}),
+        *items,
+    ]
+    src = tmp_path / "rollout-2026-01-10T10-00-00-019b0000-0000-7000-8000-0000000000a1.jsonl"
+    src.write_bytes(b"".join(json.dumps(x).encode() + b"\n" for x in lines))
+    return src
+
+
+def _user(text: str) -> dict[str, Any]:
+    said = [{"type": "input_text", "text": text}]
+    return _item(
+        "2026-01-10T10:00:02.000Z",
+        "response_item",
+        {"type": "message", "role": "user", "content": said},
+    )
+
+
+def _answer(text: str) -> dict[str, Any]:
+    said = [{"type": "output_text", "text": text}]
+    return _item(
+        "2026-01-10T10:00:03.000Z",
+        "response_item",
+        {"type": "message", "role": "assistant", "content": said},
+    )
+
+
+def test_another_agents_message_starts_a_turn_a_rollback_counts(tmp_path: Path) -> None:
+    """Codex counts a turn another agent's message started as a turn: rolling back
+    one turn after it drops that turn, not the human's before it."""
+    agent = {
+        "type": "agent_message",
+        "author": "/root/worker",
+        "recipient": "/root",
+        "content": [{"type": "input_text", "text": "worker: tests pass"}],
+    }
+    src = _conversation_rollout(
+        tmp_path,
+        [
+            _user("ask 1"),
+            _answer("answer 1"),
+            _item("2026-01-10T10:00:04.000Z", "response_item", agent),
+            _answer("answer 2"),
+            _item(
+                "2026-01-10T10:00:05.000Z",
+                "event_msg",
+                {"type": "thread_rolled_back", "num_turns": 1},
+            ),
+        ],
+    )
+    r = run(src)
+    assert r.path is not None
+    assert _sent_texts(r.path) == [("user", "ask 1"), ("assistant", "answer 1")]
+
+
+def test_an_inter_agent_line_is_sent_as_the_message_codex_makes_of_it(tmp_path: Path) -> None:
+    """An older rollout's inter_agent_communication line: Codex gives the model the
+    other agent's message on resume, and counts it as a turn; so does awl."""
+    iac = {
+        "author": "/root/worker",
+        "recipient": "/root",
+        "other_recipients": [],
+        "content": "worker finished: 3 files changed",
+        "trigger_turn": True,
+    }
+    lines = [
+        _user("ask 1"),
+        _answer("answer 1"),
+        _item("2026-01-10T10:00:04.000Z", "inter_agent_communication", iac),
+        _answer("answer 2"),
+    ]
+    r = run(_conversation_rollout(tmp_path, lines))
+    assert r.path is not None
+    assert _sent_texts(r.path) == [
+        ("user", "ask 1"),
+        ("assistant", "answer 1"),
+        ("user", "worker finished: 3 files changed"),
+        ("assistant", "answer 2"),
+    ]
+    assert accounted_lines(r.path) == source_lines(Path(r.source))
+
+
+def test_injected_fragments_that_hold_conversation_are_sent_and_context_is_not(
+    tmp_path: Path,
+) -> None:
+    """Codex sends every user item; the fragments that only frame the session
+    (environment, AGENTS.md) are what awl's own prompt stands for, but a command
+    the human ran, a skill's body and a note of an interrupted turn are
+    conversation: sent, as Codex sends them, none counted as a prompt."""
+    shell = (
+        "<user_shell_command>\n<command>ls</command>\n<result>a.txt</result>\n</user_shell_command>"
+    )
+    skill = "<skill>\n<name>release</name>\nBump the version, then tag.\n</skill>"
+    aborted = "<turn_aborted>\nThe user interrupted the previous turn on purpose.\n</turn_aborted>"
+    env = "<environment_context>\n<cwd>/w</cwd>\n</environment_context>"
+    lines = [
+        _user(env),
+        _user("ask 1"),
+        _answer("answer 1"),
+        _user(shell),
+        _user(skill),
+        _user(aborted),
+        _user("ask 2"),
+        _answer("answer 2"),
+    ]
+    r = run(_conversation_rollout(tmp_path, lines))
+    assert r.path is not None
+    assert _sent_texts(r.path) == [
+        ("user", "ask 1"),
+        ("assistant", "answer 1"),
+        ("user", shell),
+        ("user", skill),
+        ("user", aborted),
+        ("user", "ask 2"),
+        ("assistant", "answer 2"),
+    ]
+    # A rollback of one turn takes the human's last prompt and what followed it only.
+    rolled = [
+        *lines,
+        _item(
+            "2026-01-10T10:00:09.000Z", "event_msg", {"type": "thread_rolled_back", "num_turns": 1}
+        ),
+    ]
+    (tmp_path / "b").mkdir()
+    again = run(_conversation_rollout(tmp_path / "b", rolled), session_dir=tmp_path / "b-root")
+    assert again.path is not None
+    assert _sent_texts(again.path)[:2] == [("user", "ask 1"), ("assistant", "answer 1")]
+    assert ("user", "ask 2") not in _sent_texts(again.path)

@@ -168,6 +168,14 @@ ENCRYPTED = (
     "The earlier conversation was compacted by Codex; its summary is encrypted, readable"
     " only by OpenAI, and is not part of this request."
 )
+# Those of them that hold conversation, not context awl's own prompt stands for: a
+# command the human ran (with its output), a skill's body, a note that the human
+# interrupted a turn, another agent's notice, a hook's prompt.  Codex sends them
+# to the model as they are (they only count as no turn of the human's): so does
+# a resume.
+SENT_TAGS = frozenset(
+    ("user_shell_command", "skill", "turn_aborted", "subagent_notification", "hook_prompt")
+)
 _IMAGE_TAG = re.compile(r"</?image\b[^>]*>")
 _CWD = re.compile(r"<cwd>([^<]+)</cwd>")
 
@@ -221,6 +229,11 @@ def _text(parts: Any, kinds: tuple[str, ...] = ("input_text",)) -> str:
 
 def _injected(text: str) -> bool:
     return text.lstrip().startswith(INJECTED_PREFIXES) or tagged(text, INJECTED_TAGS.__contains__)
+
+
+def _sent_fragment(text: str) -> bool:
+    """Injected, but conversation that Codex sends (see SENT_TAGS)."""
+    return tagged(text, SENT_TAGS.__contains__)
 
 
 class CodexConverter(Converter):
@@ -279,6 +292,21 @@ class CodexConverter(Converter):
             self._close()
             self._node("x-codex-compacted", obj, line, ts)
             self._compacted(payload if isinstance(payload, dict) else {}, line, ts)
+        elif (
+            kind == "inter_agent_communication"
+            and isinstance(payload, dict)
+            and isinstance(payload.get("content"), str)
+            and payload["content"]
+        ):
+            # An older rollout's message from another agent: Codex makes the
+            # agent_message item of it on resume, a turn as a prompt is.
+            self._close()
+            key = b.unique(f"L{line}", line)
+            entry = self._link(
+                Planned(key, self.tip, ts, role="user", content=[DiskText(payload["content"])])
+            )
+            self._record(entry, obj, line, without(payload, "content"))
+            self.turns.append(key)
         else:
             if kind == "turn_context" and isinstance(payload, dict):
                 model = payload.get("model")
@@ -463,6 +491,11 @@ class CodexConverter(Converter):
                 self.prompt = entry
                 self._match_pending(entry)
                 return
+            if role == "user" and _sent_fragment(text):
+                # Sent, but no turn of the human's: not a prompt a rollback counts.
+                self._close()
+                self._user_item(p, obj, line, ts)
+                return
             # Developer and system messages, context injected as a user message.
             self._close()
             self._node("x-codex-response_item", obj or p, line, ts)
@@ -552,8 +585,11 @@ class CodexConverter(Converter):
         if kind == "agent_message":
             # Another agent's message to this one (Codex's agents talk so): input the
             # model read, so a user message; its sender and recipient in the record.
+            # It starts a turn, as a prompt does, which a rollback counts.
             self._close()
-            self._user_item(p, obj, line, ts)
+            entry = self._user_item(p, obj, line, ts)
+            assert entry.key is not None
+            self.turns.append(entry.key)
             return
         self._close()
         if kind not in HISTORY_OTHER:
