@@ -864,3 +864,59 @@ def test_injected_fragments_that_hold_conversation_are_sent_and_context_is_not(
     assert again.path is not None
     assert _sent_texts(again.path)[:2] == [("user", "ask 1"), ("assistant", "answer 1")]
     assert ("user", "ask 2") not in _sent_texts(again.path)
+
+
+def test_the_calls_a_compaction_keeps_are_sent_with_their_outputs(tmp_path: Path) -> None:
+    """A compaction's replacement_history may keep calls and their outputs (a remote
+    compaction keeps the last ones made): sent as Codex sends them, the call in
+    the reply before it, its output answering it."""
+    from awl import ToolResult, ToolUse, request_history
+
+    kept = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "ask 1"}]},
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "Building."}],
+        },
+        {
+            "type": "function_call",
+            "name": "shell",
+            "arguments": '{"command":["make"]}',
+            "call_id": "c2",
+        },
+        {"type": "function_call_output", "call_id": "c2", "output": "BUILD OUTPUT 42"},
+        {"type": "compaction", "encrypted_content": "gAAAA=="},
+    ]
+    lines = [
+        _user("ask 1"),
+        _answer("Building."),
+        _item(
+            "2026-01-10T10:00:05.000Z", "compacted", {"message": "", "replacement_history": kept}
+        ),
+        _user("ask 2"),
+        _answer("Done."),
+    ]
+    r = run(_conversation_rollout(tmp_path, lines))
+    assert r.path is not None
+    with SessionManager.open(r.path, read_only=True) as m:
+        sent = request_history(m.rebuild_conversation())[1:]
+    shape = [(x.role, [type(b).__name__ for b in x.content]) for x in sent]
+    assert shape == [
+        ("user", ["Text"]),  # awl's line: the earlier conversation was compacted
+        ("user", ["Text"]),
+        ("assistant", ["Text", "ToolUse"]),
+        ("user", ["ToolResult"]),
+        ("user", ["Text"]),
+        ("assistant", ["Text"]),
+    ]
+    use = sent[2].content[1]
+    result = sent[3].content[0]
+    assert isinstance(use, ToolUse) and isinstance(result, ToolResult)
+    assert (use.id, use.name, result.tool_use_id, result.content) == (
+        "c2",
+        "shell",
+        "c2",
+        "BUILD OUTPUT 42",
+    )
+    assert verify_log(r.path).ok

@@ -227,6 +227,51 @@ def _text(parts: Any, kinds: tuple[str, ...] = ("input_text",)) -> str:
     return "".join(out)
 
 
+def _call(p: dict[str, Any], fallback: str) -> tuple[DiskToolUse, tuple[str, ...]]:
+    """A call item as a tool use (``fallback`` its id when it has none), and the
+    members it takes."""
+    kind = p.get("type")
+    call = p.get("call_id") or p.get("id") or fallback
+    given = p.get("name")
+    name = given if isinstance(given, str) else str(kind)
+    used: tuple[str, ...]
+    if kind == "function_call":
+        args = p.get("arguments")
+        text = args if isinstance(args, str) else json_text(args)
+        used = ("call_id", "name", "arguments")
+    elif kind == "custom_tool_call":
+        # A freeform tool (apply_patch): its raw input, as a JSON object.
+        text = json_text({"input": p.get("input")})
+        used = ("call_id", "name", "input")
+    else:
+        name = "local_shell"
+        text = json_text(p.get("action"))
+        used = ("call_id", "action")
+    return DiskToolUse(str(call), name, text), used
+
+
+def _output(p: dict[str, Any]) -> list[DiskContentBlock]:
+    """An output item's blocks: its tool result (a list's text parts joined), then
+    the parts that are no text (images)."""
+    call, out = p.get("call_id"), p.get("output")
+    if p.get("type") == "tool_search_output":
+        return [opaque_block("x-codex-tool_search_output", p)]
+    if isinstance(out, str):
+        return [DiskToolResult(str(call), out)]
+    blocks: list[DiskContentBlock] = [
+        DiskToolResult(str(call), _text(out, ("input_text", "output_text", "text")))
+    ]
+    for x in out if isinstance(out, list) else []:
+        if isinstance(x, dict) and x.get("type") not in ("input_text", "output_text", "text"):
+            blocks.append(opaque_block(f"x-codex-{type_name(x.get('type'))}", x))
+    return blocks
+
+
+def _results(blocks: list[DiskContentBlock]) -> bool:
+    """Whether a message's blocks are tool results (and what came with them)."""
+    return bool(blocks) and isinstance(blocks[0], DiskToolResult)
+
+
 def _injected(text: str) -> bool:
     return text.lstrip().startswith(INJECTED_PREFIXES) or tagged(text, INJECTED_TAGS.__contains__)
 
@@ -421,10 +466,27 @@ class CodexConverter(Converter):
                 encrypted = True  # a remote compaction's summary: only OpenAI reads it
                 continue
             kind = item.get("type")
+            last = said[-1] if said else None
+            if kind in CALLS:
+                # The calls and outputs Codex keeps (a remote compaction keeps the last
+                # ones made): sent, as it sends them, each call with the reply before.
+                use, _ = _call(item, f"L{line}:{k}")
+                if last is not None and last[0] == "assistant":
+                    last[1].append(use)
+                else:
+                    said.append(("assistant", [use], k))
+                continue
+            if kind in OUTPUTS:
+                out = _output(item)
+                if last is not None and last[0] == "user" and _results(last[1]):
+                    last[1].extend(out)
+                else:
+                    said.append(("user", out, k))
+                continue
             # Another agent's message is a user message, as the item is outside.
             role: Any = "user" if kind == "agent_message" else item.get("role")
             if kind not in ("message", "agent_message"):
-                continue  # ghost snapshots
+                continue  # ghost snapshots, reasoning
             if role not in ("user", "assistant"):
                 continue  # developer messages
             if role == "user" and _injected(_text(item.get("content"))):
@@ -457,7 +519,8 @@ class CodexConverter(Converter):
             entry.fields = {"x-codex": where}
             entry.provider, entry.model = self.provider, self.model
             if role == "assistant":
-                entry.stop_reason = "stop"
+                uses = any(isinstance(x, DiskToolUse) for x in blocks)
+                entry.stop_reason = "toolUse" if uses else "stop"
             elif n == 0:
                 entry.compaction = 0
             self._link(entry)
@@ -528,23 +591,8 @@ class CodexConverter(Converter):
             return
         if kind in CALLS:
             reply = self._open_reply(ts, line)
-            call = p.get("call_id") or p.get("id") or f"L{line}"
-            given = p.get("name")
-            name = given if isinstance(given, str) else str(kind)
-            used: tuple[str, ...]
-            if kind == "function_call":
-                args = p.get("arguments")
-                text = args if isinstance(args, str) else json_text(args)
-                used = ("call_id", "name", "arguments")
-            elif kind == "custom_tool_call":
-                # A freeform tool (apply_patch): its raw input, as a JSON object.
-                text = json_text({"input": p.get("input")})
-                used = ("call_id", "name", "input")
-            else:
-                name = "local_shell"
-                text = json_text(p.get("action"))
-                used = ("call_id", "action")
-            reply.content.append(DiskToolUse(str(call), name, text))
+            use, used = _call(p, f"L{line}")
+            reply.content.append(use)
             reply.stop_reason = "toolUse"
             self._record(reply, obj, line, without(p, *used))
             return
@@ -555,26 +603,12 @@ class CodexConverter(Converter):
             return
         if kind in OUTPUTS:
             results = self._open_results(ts, line)
-            call = p.get("call_id")
             out = p.get("output")
             left = without(p, "call_id", "output")
+            results.content.extend(_output(p))
             if kind == "tool_search_output":
-                results.content.append(opaque_block("x-codex-tool_search_output", p))
                 left = {"type": kind}
-            elif isinstance(out, str):
-                results.content.append(DiskToolResult(str(call), out))
-            else:
-                texts = _text(out, ("input_text", "output_text", "text"))
-                results.content.append(DiskToolResult(str(call), texts))
-                for x in out if isinstance(out, list) else []:
-                    if isinstance(x, dict) and x.get("type") not in (
-                        "input_text",
-                        "output_text",
-                        "text",
-                    ):
-                        results.content.append(
-                            opaque_block(f"x-codex-{type_name(x.get('type'))}", x)
-                        )
+            elif not isinstance(out, str):
                 left["output"] = out if not isinstance(out, list) else None
                 if isinstance(out, list):
                     left["outputParts"] = [
