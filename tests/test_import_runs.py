@@ -1459,20 +1459,24 @@ def test_folders_are_followed_through_links_once(tmp_path: Path) -> None:
 
 
 def test_paths_that_name_no_file_are_errors_but_not_sessions(tmp_path: Path) -> None:
-    """A FIFO, a device, a link to nothing and a loop of links, in a folder or named:
-    each an error in a line, none counted as a session (as a file that is no
-    session log is not)."""
+    """A FIFO, a socket, a device, a link to nothing and a loop of links, in a folder
+    or named: each an error in a line, none counted as a session (as a file that
+    is no session log is not)."""
+    import socket
+
     store = tmp_path / "store"
     store.mkdir()
     os.mkfifo(store / "fifo.jsonl")
+    listening = socket.socket(socket.AF_UNIX)
+    listening.bind(str(store / "sock.jsonl"))
     (store / "zero.jsonl").symlink_to("/dev/zero")
     (store / "gone.jsonl").symlink_to(tmp_path / "nothing")
     (store / "loop-a.jsonl").symlink_to(store / "loop-b.jsonl")
     (store / "loop-b.jsonl").symlink_to(store / "loop-a.jsonl")
     shutil.copy(PI_FULL, store / "full.jsonl")
     for args, bad, sessions in (
-        ([str(store)], 5, "1 session"),  # the five, and full.jsonl
-        (["/dev/null", str(store / "fifo.jsonl")], 2, "0 sessions"),
+        ([str(store)], 6, "1 session"),  # the six, and full.jsonl
+        (["/dev/null", str(store / "fifo.jsonl"), str(store / "sock.jsonl")], 3, "0 sessions"),
     ):
         out = cli("import", "--dry-run", *args)
         assert out.exit_code == 1, out.output
@@ -1480,6 +1484,7 @@ def test_paths_that_name_no_file_are_errors_but_not_sessions(tmp_path: Path) -> 
         assert len(said) == bad, said
         assert summary.startswith(sessions + ", "), summary
         assert summary.endswith(f"{len(said)} errors"), summary
+    listening.close()
 
 
 def test_a_folder_without_session_logs_says_so(tmp_path: Path) -> None:

@@ -54,7 +54,14 @@ def open_source(path: str | os.PathLike[str]) -> int:
     A ``.zst`` file (Codex compresses old rollouts with zstd) is decompressed
     into an anonymous file first: the descriptor is on what it holds.
     """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        import errno
+
+        if exc.errno == errno.ENXIO:  # a socket: no file, as a FIFO or a device is none
+            raise IsADirectoryError(21, "not a regular file") from None
+        raise
     try:
         import stat
 
