@@ -735,7 +735,7 @@ def test_files_that_are_no_session_say_so_in_one_line(
         *said, last = out.output.splitlines()  # as the workers end them
         assert sorted(said) == [f"{p}: nothing to import: it is empty" for p in (blank, empty)]
         assert last == (
-            "2 sessions, 0 B: 0 imported, 0 updated, 0 unchanged; 0 lines skipped; "
+            "2 sessions, 4 B: 0 imported, 0 updated, 0 unchanged; 0 lines skipped; "
             "0 errors, 2 with nothing to import"
         ), how
     # No JSON object at its start: not a session log of the format named, if one is.
@@ -1686,6 +1686,8 @@ def test_a_subagents_transcript_without_its_session_is_refused_naming_the_sessio
     said, summary = out.output.splitlines()
     assert f"a subagent's transcript of the Claude Code session {owner}" in said
     assert summary.endswith("1 error"), summary
+    # The summary counts the file's bytes, refused or not (it said 0 B).
+    assert summary.startswith(f"1 session, {format_bytes(alone.stat().st_size)}: "), summary
     assert not list((tmp_path / "sessions").rglob("*.jsonl"))  # the test's session root
 
 

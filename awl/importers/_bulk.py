@@ -455,8 +455,9 @@ class ImportSummary:
     def add(self, r: ImportResult) -> None:
         """Count one source session's result (or a problem with a path)."""
         # A file that is no session log, or a path that names none, is no session.
-        self.sessions += r.is_session and r.status != "refused"
-        self.bytes += r.bytes
+        session = r.is_session and r.status != "refused"
+        self.sessions += session
+        self.bytes += r.bytes if session else 0  # the sessions' bytes, as the count says
         self.entries += r.entries
         if r.status == "imported":
             self.imported += 1

@@ -178,6 +178,7 @@ def import_source(
     session already imported under another working directory.
     """
     r = ImportResult(spec.path, spec.format, explicit=spec.explicit, dry_run=dry_run)
+    r.bytes = spec.size  # as planned; read again once the file is open
     shown = path_text(spec.path)
     try:
         fd = open_source(spec.path)
