@@ -148,9 +148,9 @@ class PiConverter(Converter):
             # Sent by pi as a user message, in its words.
             text = BRANCH_PREFIX + obj["summary"] + BRANCH_SUFFIX
             self._whole(obj, key, parent, ts, line, model, [DiskText(text)])
-        elif kind == "custom_message" and self._custom(obj.get("content", [])):
+        elif kind == "custom_message" and (custom := _pi_blocks(obj.get("content"))):
             # An extension's message: sent by pi as a user message, its content as it is.
-            self._whole(obj, key, parent, ts, line, model, self._custom(obj.get("content")))
+            self._whole(obj, key, parent, ts, line, model, custom)
         else:
             if kind == "model_change":
                 p, m = obj.get("provider"), obj.get("modelId")
@@ -215,9 +215,9 @@ class PiConverter(Converter):
             entry = Planned(key, parent, ts, role="user", content=blocks)
             if model is not None:
                 entry.provider, entry.model = model
-        elif role == "custom" and self._custom(content):
+        elif role == "custom" and (custom := _pi_blocks(content)):
             # As a custom_message entry: pi sends its content as a user message.
-            blocks, extras = self._custom(content), None
+            blocks, extras = custom, None
             rest["role"] = role
             entry = Planned(key, parent, ts, role="user", content=blocks)
             if model is not None:
@@ -281,17 +281,8 @@ class PiConverter(Converter):
                 at = self.parents.get(at)
             else:
                 kept = 0
-        extra = dict(obj)  # the whole line: its type says what the message stands for
-        extra["line"] = line
         text = SUMMARY_PREFIX + obj["summary"] + SUMMARY_SUFFIX
-        entry = Planned(
-            key, parent, ts, role="user", content=[DiskText(text)], fields={"x-pi": extra}
-        )
-        entry.compaction = kept
-        if model is not None:
-            entry.provider, entry.model = model
-        self.b.add(entry)
-        self.messages.add(key)
+        self._whole(obj, key, parent, ts, line, model, [DiskText(text)], compaction=kept)
 
     def _whole(
         self,
@@ -302,21 +293,20 @@ class PiConverter(Converter):
         line: int,
         model: tuple[str, str] | None,
         content: list[DiskContentBlock],
+        *,
+        compaction: int | None = None,
     ) -> None:
-        """A line that pi sends as a user message of ``content``: that message, the
-        whole line kept in ``x-pi``."""
+        """A line that pi sends as a user message of ``content`` (a compaction's
+        summary: marked with the messages kept before it): that message, the
+        whole line kept in ``x-pi`` (its type says what the message stands for)."""
         extra = dict(obj)
         extra["line"] = line
         entry = Planned(key, parent, ts, role="user", content=content, fields={"x-pi": extra})
+        entry.compaction = compaction
         if model is not None:
             entry.provider, entry.model = model
         self.b.add(entry)
         self.messages.add(key)
-
-    @staticmethod
-    def _custom(content: Any) -> list[DiskContentBlock]:
-        """The blocks of a custom message's content (none: it is kept opaque)."""
-        return _pi_blocks(content if content is not None else [])
 
     def _edit(self, obj: dict[str, Any], key: str, parent: str | None, line: int) -> str | None:
         """A context edit: pi sends its target (an entry on the edit's path) with the
@@ -431,7 +421,8 @@ def _with_content(obj: dict[str, Any], content: Any) -> dict[str, Any]:
 
 
 def _pi_blocks(content: Any) -> list[DiskContentBlock]:
-    """A custom message's content as pi sends it: a string is one text block."""
+    """A custom message's content as pi sends it: a string is one text block (none:
+    the line is kept opaque)."""
     if isinstance(content, str):
         return [DiskText(content)] if content else []
     blocks, _ = _blocks(content)
