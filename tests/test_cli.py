@@ -517,6 +517,39 @@ def test_show_says_what_other_branches_hold_and_around_reaches_them(root: Path, 
     assert "message 3" in around.stdout
 
 
+@pytest.mark.parametrize("on_branch", [True, False])
+def test_an_entry_that_is_no_message_is_shown_at_the_message_it_follows(
+    root: Path, here: Path, on_branch: bool
+) -> None:
+    """A label or a model change (as `--resume ID:ENTRY` takes) is no "no entry":
+    the window is the message it follows, marked, with what comes after it on
+    the current branch when it is on that branch."""
+    at = "2026-04-25T14:00:01.000Z"
+    label = {"type": "x-label", "id": "0000000b", "parentId": "00000002", "timestamp": at}
+    rest = chain(4)
+    if on_branch:
+        rest[2]["parentId"] = "0000000b"
+        entries = [*rest[:2], label, *rest[2:]]
+    else:
+        entries = [*rest, label]  # a side branch: the leaf is the last message still
+        entries.append(msg("00000005", "00000004", "user", "message 4"))
+    log(root, header(ID_A, "2026-04-25T17:40:15.990Z", here), entries)
+    res = cli("show", f"{ID_A}:0000000b", "--context", "1")
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert "(entry 0000000b is no message: ▶ marks the one it follows)" in lines
+    assert next(x for x in lines if x.startswith("▶")).startswith("▶ entry 00000002")
+    assert "message 0" in res.stdout and "message 1" in res.stdout
+    assert ("message 2" in res.stdout) is on_branch
+    doc = orjson.loads(cli("show", "--json", f"{ID_A}:0000000b", "--context", "1").stdout)
+    assert (doc["around"], doc["at"]) == ("0000000b", "00000002")
+    assert [m["entry"] for m in doc["messages"]] == (
+        ["00000001", "00000002", "00000003"] if on_branch else ["00000001", "00000002"]
+    )
+    plain = orjson.loads(cli("show", "--json", f"{ID_A}:00000002", "--context", "0").stdout)
+    assert (plain["around"], plain["at"]) == ("00000002", "00000002")
+
+
 def test_show_gives_a_tool_calls_lines_of_text_as_lines(root: Path, here: Path) -> None:
     """A patch or a script in a tool call's input reads as it was written, not as
     one line of escapes; a call without lines in it stays one line."""

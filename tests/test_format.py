@@ -607,7 +607,7 @@ def test_the_fast_path_and_the_parser_accept_the_same_entries(obj: dict[str, Any
                     "data": "JVBERi0xLjQK",
                 },
             },
-            "[x-claude-document: application/pdf, 9 B]",
+            "[document (Claude Code): application/pdf, 9 B]",
             "[a file was here (application/pdf, 9 bytes); it is not part of this request]",
         ),
         (  # a text document's data is the text, not base64: no size is made up
@@ -615,7 +615,7 @@ def test_the_fast_path_and_the_parser_accept_the_same_entries(obj: dict[str, Any
                 "type": "x-claude-document",
                 "source": {"type": "text", "media_type": "text/plain", "data": "hi"},
             },
-            "[x-claude-document: text/plain]",
+            "[document (Claude Code): text/plain]",
             "[a file was here (text/plain); it is not part of this request]",
         ),
         (  # a media type that is none (a line break in it) is not repeated
@@ -623,7 +623,13 @@ def test_the_fast_path_and_the_parser_accept_the_same_entries(obj: dict[str, Any
             "[image, 1 B]",
             "[an image was here (1 byte); it is not part of this request]",
         ),
-        ({"type": "x-codex-reasoning", "encrypted_content": "zz"}, "[x-codex-reasoning]", None),
+        (
+            {"type": "x-codex-reasoning", "encrypted_content": "zz"},
+            "[encrypted reasoning (Codex)]",
+            None,
+        ),
+        ({"type": "x-claude-server_tool_use", "id": "s"}, "[server tool use (Claude Code)]", None),
+        ({"type": "x-mine-kind"}, "[x-mine-kind]", None),
         ({"type": "x-odd\x1b[2Jtype"}, "[x-odd\\x1b[2Jtype]", None),
     ],
     ids=[
@@ -636,6 +642,8 @@ def test_the_fast_path_and_the_parser_accept_the_same_entries(obj: dict[str, Any
         "text",
         "bad-media",
         "reasoning",
+        "server-tool",
+        "unknown",
         "control",
     ],
 )

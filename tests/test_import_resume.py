@@ -15,10 +15,10 @@ from typing import Any
 import orjson
 import pytest
 
-from awl import Opaque, SessionManager
+from awl import Message, Opaque, SessionManager
 from awl.agent import INTERRUPTED_IN_FLIGHT, INTERRUPTED_RESULT, SYSTEM_PROMPT, Agent
 from awl.importers import import_source, plan_import
-from awl.ui import session_document, session_json, transcript
+from awl.ui import render_message, session_document, session_json, transcript
 from tests.import_fixtures import (
     BARE_ID,
     CLAUDE_SHOP,
@@ -505,8 +505,9 @@ def test_imported_images_are_shown_and_said_not_sent(
     assert images and all(b.media() == ("image/png", 70, True) for b in images)
     assert shown.count("[image/png image, 70 B]") == len(images)
     for b in opaque:
-        if b not in images:
-            assert f"[{b.type}]" in shown
+        if b not in images:  # named in words, as a message of it alone names it
+            label = render_message(Message("user", [b])).splitlines()[1]
+            assert label in shown and not label.startswith("[x-")
     whole = [
         b for msg in document["messages"] for b in msg["content"] if b["type"].startswith("x-")
     ]

@@ -464,6 +464,22 @@ class SessionManager:
 
         return self._indexed(ids)
 
+    def on_branch(self, entry_id: str) -> bool:
+        """Whether the tree entry ``entry_id`` lies on the current branch (from the
+        root to the leaf), found through the index without reading an entry."""
+        leaf = self._state.leaf
+        if leaf is None:
+            return False
+        if self._log is None:
+            pending = [e.base.id for _, e in self._pending]
+            return entry_id in pending[: pending.index(leaf) + 1] if leaf in pending else False
+
+        def has(index: LogIndex, tree: Tree) -> bool:
+            pos = tree.pos_of(entry_id)
+            return pos is not None and bool((branch_positions(tree, leaf) == pos).any())
+
+        return self._indexed(has)
+
     def stream_branch(self) -> Iterator[tuple[str, str, Message]]:
         """(entry id, timestamp, message) of each message on the branch from the
         root to the leaf, root first: :meth:`rebuild_conversation`'s messages with

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -170,16 +171,34 @@ def _compaction_heading(kept: int) -> str:
 
 def _opaque_label(block: Opaque) -> str:
     """A block awl's model has no field for, in one line: an image as its media
-    type and size (``[image/png image, 1.2 MB]``), another file as its type,
-    media type and size (``[x-claude-document: application/pdf, 90 B]``),
-    anything else as its type."""
+    type and size (``[image/png image, 1.2 MB]``), another file as its kind,
+    media type and size (``[document (Claude Code): application/pdf, 90 B]``),
+    anything else as its kind."""
     media, size, image = block.media() or (None, None, False)
     amount = None if size is None else format_bytes(size)
     if image:
         return f"[{f'{media} ' if media else ''}image{f', {amount}' if amount else ''}]"
     about = ", ".join(x for x in (media, amount) if x)
-    kind = visible(block.type, one_line=True)
+    kind = _kind_words(block.type)
     return f"[{kind}: {about}]" if about else f"[{kind}]"
+
+
+# An imported block's type, ``x-<format>-<kind>``, read as words: the kind, and
+# the tool it came from (``[encrypted reasoning (Codex)]``, not ``[x-codex-reasoning]``).
+_TOOLS = {"pi": "pi", "claude": "Claude Code", "codex": "Codex"}
+_KINDS = {
+    "x-codex-reasoning": "encrypted reasoning",
+    "x-claude-text": "injected text",
+    "x-pi-thinking": "redacted thinking",
+}
+_IMPORTED = re.compile(r"x-(pi|claude|codex)-([a-z][a-z_]*)")
+
+
+def _kind_words(kind: str) -> str:
+    m = _IMPORTED.fullmatch(kind)
+    if m is None:
+        return visible(kind, one_line=True)
+    return f"{_KINDS.get(kind, m[2].replace('_', ' '))} ({_TOOLS[m[1]]})"
 
 
 class _Served:
@@ -250,19 +269,24 @@ def messages_around(
 ) -> tuple[list[MessageEntry | UnreadableMessage], int]:
     """The message entry ``entry_id`` with up to ``context`` messages before it (on its
     own branch) and after it (when it is on the current branch), and its place
-    in the list.  A message whose line cannot be read is an
+    in the list.  An entry that is no message stands for the message it follows.
+    A message whose line cannot be read is an
     :class:`~awl.store.UnreadableMessage` in its place: the others are still
-    shown.  KeyError when the log has no such entry."""
+    shown.  KeyError when the log has no such entry, or no message up to it."""
     from ..errors import CorruptSession
     from ..store import MessageEntry, UnreadableMessage
 
     # Ids first, through the index: only the few messages shown are read,
     # however long the branch.
     upto = m.branch_message_ids(entry_id)
-    if not upto or upto[-1] != entry_id:
+    if not upto:
         raise KeyError(entry_id)
+    # An entry that is no message (a label, a model change) stands for the
+    # message it follows: its place is there.
+    anchor = upto[-1]
     current = m.branch_message_ids()
-    after = current[current.index(entry_id) + 1 :][:context] if entry_id in current else []
+    follows = anchor == entry_id or m.on_branch(entry_id)
+    after = current[current.index(anchor) + 1 :][:context] if follows and anchor in current else []
     before = upto[-(context + 1) :]
     entries: list[MessageEntry | UnreadableMessage] = []
     for i in before + after:
@@ -315,6 +339,8 @@ def transcript_around(m: SessionManager | Window, entry_id: str, context: int = 
     yield visible(
         f"session {head['id']}  cwd {head['cwd']}  around entry {entry_id}", one_line=True
     )
+    if entries and _id_of(entries[at]) != entry_id:
+        yield visible(f"(entry {entry_id} is no message: ▶ marks the one it follows)")
     for k, entry in enumerate(entries):
         yield ""
         if isinstance(entry, UnreadableMessage):
@@ -329,16 +355,24 @@ def transcript_around(m: SessionManager | Window, entry_id: str, context: int = 
 
 
 def around_document(m: SessionManager | Window, entry_id: str, context: int = 3) -> dict[str, Any]:
-    """:func:`messages_around` as JSON for scripts: the session's head, the entry's id,
-    and each message (its ``entry`` id and ``timestamp`` beside role and content;
-    one that cannot be read as ``{"entry", "line", "problem"}``)."""
+    """:func:`messages_around` as JSON for scripts: the session's head, the entry's id
+    (``around``), the message it is or follows (``at``), and each message (its
+    ``entry`` id and ``timestamp`` beside role and content; one that cannot be
+    read as ``{"entry", "line", "problem"}``)."""
     from ..store import UnreadableMessage, entry_message
 
-    head, entries, _ = _window(m, entry_id, context)
+    head, entries, at = _window(m, entry_id, context)
     messages = [
         {"entry": e.entry, "line": e.line, "problem": e.problem}
         if isinstance(e, UnreadableMessage)
         else _entry_json(e.base.id, e.base.timestamp, entry_message(e))
         for e in entries
     ]
-    return head | {"around": entry_id, "messages": messages}
+    marked = _id_of(entries[at]) if entries else entry_id
+    return head | {"around": entry_id, "at": marked, "messages": messages}
+
+
+def _id_of(entry: MessageEntry | UnreadableMessage) -> str:
+    from ..store import UnreadableMessage
+
+    return entry.entry if isinstance(entry, UnreadableMessage) else entry.base.id
