@@ -203,3 +203,22 @@ def test_ctrl_d_typed_during_a_turn_leaves_the_next_prompt_taking_what_is_typed(
     child.send("def\r")
     child.expect_exact("You said: abcdef")
     _quit(child)
+
+
+@pytest.mark.parametrize("columns", [24, 40, 60, 80, 132, 300])
+def test_help_fits_the_terminal_and_says_everything(columns: int) -> None:
+    """/help wraps its descriptions to the terminal's width (never filling the last
+    column, where a terminal wraps again), beside the commands or, when narrow,
+    under them; every word of each description is there, in order."""
+    from awl.ui._repl import _COMMANDS, HELP, help_text
+
+    text = help_text(columns)
+    lines = text.splitlines()
+    longest_name = max(len(name) for name, _ in _COMMANDS)
+    assert all(len(line) < max(columns, longest_name + 1) for line in lines), text
+    words = text.split()
+    expected = [w for name, what in _COMMANDS for w in (*name.split(), *what.split())]
+    assert words == expected
+    beside = lines[0].startswith("/model PROVIDER [MODEL]  switch")
+    assert beside is (columns >= 56)
+    assert help_text(80) == HELP

@@ -9,10 +9,12 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import signal
 import stat
 import sys
 import termios
+import textwrap
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -39,19 +41,42 @@ from ._transcript import render_message
 if TYPE_CHECKING:
     from ..store import SessionManager
 
-HELP = """\
-/model PROVIDER [MODEL]  switch provider/model from the next message on
-/session                 show the session id and file
-/help                    this help
-/quit                    leave (Ctrl+D too)
-//text                   send "/text" as a message (a line starting /path/...
-                         is one anyway)
-Alt+Enter                a line break (Enter sends; a paste keeps its own)
-Ctrl+C                   cancel the turn: stop the streaming reply or kill the
-                         running command (its output so far is its result);
-                         nothing more is sent to the model until your next
-                         message"""
-"""The ``/help`` text, at most 79 columns wide."""
+_COMMANDS = (
+    ("/model PROVIDER [MODEL]", "switch provider/model from the next message on"),
+    ("/session", "show the session id and file"),
+    ("/help", "this help"),
+    ("/quit", "leave (Ctrl+D too)"),
+    ("//text", 'send "/text" as a message (a line starting /path/... is one anyway)'),
+    ("Alt+Enter", "a line break (Enter sends; a paste keeps its own)"),
+    (
+        "Ctrl+C",
+        "cancel the turn: stop the streaming reply or kill the running command (its "
+        "output so far is its result); nothing more is sent to the model until your "
+        "next message",
+    ),
+)
+_NAMES = 25  # the column descriptions start at, beside the longest command
+
+
+def help_text(width: int = 80) -> str:
+    """The ``/help`` text for a terminal ``width`` columns wide: each description
+    beside its command, wrapped to fit (a line never ends in the last column,
+    where a terminal would wrap it again); on a narrow terminal, under it."""
+    width = min(max(width, 20), 100) - 1
+    lines: list[str] = []
+    for name, what in _COMMANDS:
+        if width - _NAMES >= 30:
+            first, *rest = textwrap.wrap(what, width - _NAMES)
+            lines.append(f"{name:<{_NAMES}}{first}")
+            lines.extend(" " * _NAMES + line for line in rest)
+        else:
+            lines.append(name)
+            lines.extend("  " + line for line in textwrap.wrap(what, width - 2))
+    return "\n".join(lines)
+
+
+HELP = help_text()
+"""The ``/help`` text for 80 columns (:func:`help_text` fits it to others)."""
 
 RESUME_SHOWN = 4
 
@@ -392,7 +417,7 @@ def handle_command(agent: Agent, text: str) -> bool:
     if name in ("/quit", "/exit"):
         return True
     if name == "/help":
-        out.write(HELP + "\n")
+        out.write(help_text(shutil.get_terminal_size().columns) + "\n")
     elif name == "/session":
         path = Path(agent.manager.path)
         # A new session's log is made with its first prompt: quitting before leaves none.
