@@ -482,6 +482,41 @@ def test_cwd_collision_checked_against_header(tmp_path: Path, root: Path) -> Non
     rb.close()
 
 
+def test_a_damaged_log_whose_header_names_another_cwd_is_that_cwds(
+    tmp_path: Path, root: Path
+) -> None:
+    """A log damaged past its header, in a folder two directories share, is listed
+    (unreadable) under the directory its header names, and does not stop the
+    other directory's resume; one whose header is damaged too is everyone's."""
+    a = tmp_path / "a-b" / "c"
+    b = tmp_path / "a" / "b-c"
+    a.mkdir(parents=True)
+    b.mkdir(parents=True)
+    (mb,) = make_sessions(b, root, 1)
+    time.sleep(0.01)
+    (ma,) = make_sessions(a, root, 1)
+    with SessionManager.open(ma.path) as m:
+        m.append_message(Message("assistant", [Text("a reply")]))
+    lines = ma.path.read_bytes().split(b"\n")  # the prompt's line damaged, not the last
+    lines[1] = lines[1][:30] + b"\xff" + lines[1][31:]
+    ma.path.write_bytes(b"\n".join(lines))
+    assert [i.id for i in SessionManager.list_sessions(b, session_dir=root)] == [mb.id]
+    (mine,) = SessionManager.list_sessions(a, session_dir=root)
+    assert mine.id == ma.id and mine.error is not None and mine.cwd == str(a)
+    groups = SessionManager.list_all_sessions(session_dir=root)
+    assert [i.id for i in groups[str(a)]] == [ma.id] and groups[str(a)][0].error
+    recent = SessionManager.continue_recent(b, session_dir=root)
+    assert recent is not None and recent.id == mb.id
+    recent.close()
+    with pytest.raises(SessionError, match="cannot be resumed"):
+        SessionManager.continue_recent(a, session_dir=root)
+    # Its header damaged too: whose it is cannot be read, so each directory says so.
+    ma.path.write_bytes(b"\xff" + ma.path.read_bytes())
+    assert len(SessionManager.list_sessions(b, session_dir=root)) == 2
+    with pytest.raises(SessionError, match="cannot be resumed"):
+        SessionManager.continue_recent(b, session_dir=root)
+
+
 def test_prefix_resolution(project: Path, root: Path) -> None:
     ms = make_sessions(project, root, 3)
     target = ms[2]

@@ -13,6 +13,7 @@ import os
 import re
 import sys
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -943,6 +944,8 @@ def test_cli_hits_name_their_sessions_by_a_prefix_show_takes_and_skip_system_pro
     # One session searched: named as its folder's other sessions require.
     res = cli("search", "plain answer", "--session", SID[0])
     assert res.stdout.split("  ", 1)[0].rstrip() == f"{SID[0]}:0000000c"
+    # A hit's first word names its session, as show and --resume take it.
+    assert cli("search", "plain answer", "--session", f"{SID[0]}:0000000c").stdout == res.stdout
     # awl's system prompt opens every session: not searched unless asked for.
     assert cli("search", "you are a helper").exit_code == 1
     res = cli("search", "you are a helper", "--role", "system")
@@ -1067,6 +1070,19 @@ def test_since_and_until_take_dates_and_ages() -> None:
     day_end = parse_when("2026-05-01", end_of_day=True)
     assert parse_when("2026-05-01") < day_end and day_end.endswith("59.999Z")
     assert parse_when("2h") < parse_when("30m") < parse_when("0s")
+    # --until takes the end of the unit it ends with, as search shows a hit's time.
+    assert parse_when("2026-05-01T12:00Z", end_of_day=True) == "2026-05-01T12:00:59.999Z"
+    assert parse_when("2026-05-01T12Z", end_of_day=True) == "2026-05-01T12:59:59.999Z"
+    assert parse_when("2026-05-01T12:00:05Z", end_of_day=True) == "2026-05-01T12:00:05.999Z"
+    assert parse_when("2026-05-01T12:00:05.25Z", end_of_day=True) == "2026-05-01T12:00:05.250Z"
+    assert parse_when("2026-05-01T12:00+02:00", end_of_day=True) == "2026-05-01T10:00:59.999Z"
+    # A time of day alone is today's, local.
+    today = datetime.now().date().isoformat()
+    assert parse_when("9:05") == parse_when(f"{today} 09:05")
+    assert parse_when("14:30:07", end_of_day=True) == parse_when(f"{today} 14:30:07.999")
+    for bad in ("25:00", "9", "9:5", "14:30 +02:00"):
+        with pytest.raises(ValueError):
+            parse_when(bad)
 
 
 def test_show_around_a_hit(root: Path, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:

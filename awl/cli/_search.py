@@ -20,11 +20,13 @@ from ._common import (
     current_dir,
     end_quickly,
     fail,
+    has_entry,
     imported_session,
     is_utf8,
     json_text,
     log_of_path,
     names_a_file,
+    split_entry,
     stopped_by_signals,
 )
 
@@ -56,7 +58,9 @@ def _colour(choice: str) -> bool:
 @main.command("search")
 @click.argument("query")
 @click.option("--all", "all_projects", is_flag=True, help="Every project's sessions.")
-@click.option("--session", metavar="ID|PREFIX|PATH", help="Only this session.")
+@click.option(
+    "--session", metavar="ID|PREFIX|PATH", help="Only this session (a hit's ID:ENTRY names it too)."
+)
 @click.option(
     "-i",
     "--ignore-case",
@@ -78,8 +82,12 @@ def _colour(choice: str) -> bool:
     type=click.Choice(sorted(KINDS)),
     help="Only blocks of this kind: text, thinking, tool-call, tool-result (repeatable).",
 )
-@click.option("--since", metavar="WHEN", help="Only entries from then on (2026-05-01, 7d, 2h).")
-@click.option("--until", metavar="WHEN", help="Only entries up to then.")
+@click.option(
+    "--since", metavar="WHEN", help="Only entries from then on (2026-05-01, 14:30, 7d, 2h)."
+)
+@click.option(
+    "--until", metavar="WHEN", help="Only entries up to then (a date or a time: to its end)."
+)
 @click.option("--limit", type=click.IntRange(min=1), help="Stop after this many hits.")
 @click.option("--json", "as_json", is_flag=True, help="JSON Lines: one object per hit.")
 @click.option(
@@ -140,7 +148,8 @@ def search_command(
         )
     except ValueError:
         fail(
-            "--since/--until take a date (2026-05-01), a time, or an age (30m, 2h, 7d, 4w)",
+            "--since/--until take a date (2026-05-01), a time (14:30, 2026-05-01 14:30) "
+            "or an age (30m, 2h, 7d, 4w)",
             usage=True,
         )
     if when[0] is not None and when[1] is not None and when[0] > when[1]:
@@ -157,6 +166,9 @@ def search_command(
         until=when[1],
     )
     here = None if all_projects else current_dir()
+    if session and has_entry(session):
+        # A hit's first word, as show and --resume take it: its session is meant.
+        session, _ = split_entry(session)
     try:
         if session and names_a_file(session):
             # A log's path, as show and --resume take it (another agent's: its import).

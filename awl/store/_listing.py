@@ -431,9 +431,13 @@ def _full_info(path: Path, cwd: str | None, st: os.stat_result) -> SessionInfo |
         header, state, size = read_state(path)
     except SessionError as exc:
         sid, created = _name_info(path)
-        return SessionInfo(
-            path, sid, cwd or "", created, modified, 0, size=st.st_size, error=str(exc)
-        )
+        owner = _header_cwd(path)
+        if cwd is not None and owner is not None and owner != cwd:
+            # Damaged, but its intact header says whose it is: another directory's
+            # that shares this folder (its damage is not this directory's).
+            return None
+        where = owner if owner is not None else cwd or ""
+        return SessionInfo(path, sid, where, created, modified, 0, size=st.st_size, error=str(exc))
     if cwd is not None and header.cwd != cwd:
         return None
     return SessionInfo(
@@ -448,6 +452,32 @@ def _full_info(path: Path, cwd: str | None, st: os.stat_result) -> SessionInfo |
         size=size,
         imported_from=_imported_from_log(path),
     )
+
+
+def _header_cwd(path: Path) -> str | None:
+    """The cwd a log's first line records, when that line is a whole header this
+    version reads (a log damaged further on still says whose it is); None
+    otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        head = _pread_exact(fd, min(_HEAD_READ, os.fstat(fd).st_size), 0)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    nl = head.find(b"\n")
+    try:
+        obj = _load(head[:nl]) if nl >= 0 else None
+        if obj is None or obj.get("type") != "session":
+            return None
+        return parse_header(obj).cwd
+    except (_Doubt, FormatError):
+        return None
 
 
 def _name_info(path: Path) -> tuple[str, str]:

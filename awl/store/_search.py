@@ -991,8 +991,10 @@ _LAST = datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC)
 def parse_when(text: str, *, end_of_day: bool = False) -> str:
     """An ISO 8601 UTC timestamp (as the log writes them) for a
     :class:`SearchQuery`'s ``since``/``until`` (``awl search --since``): a
-    relative age (``30m``, ``2h``, ``7d``, ``4w``), a local date (``2026-05-01``:
-    its start, or its end with ``end_of_day``) or a local or zoned date and time.
+    relative age (``30m``, ``2h``, ``7d``, ``4w``), a local date (``2026-05-01``),
+    a local or zoned date and time, or a time of day (``14:30``: today's).  With
+    ``end_of_day`` (``--until``), the end of what it names: the date's last
+    millisecond, or the hour's, minute's or second's the time ends with.
     An age or a time past the calendar's edge is that edge.  ValueError when it
     is none of these."""
     m = _RELATIVE.match(text.strip())
@@ -1006,9 +1008,18 @@ def parse_when(text: str, *, end_of_day: bool = False) -> str:
         except OverflowError:
             when = _FIRST
     else:
-        when = datetime.fromisoformat(text.strip())
-        if len(text.strip()) == 10 and end_of_day:
-            when += timedelta(days=1, microseconds=-1000)
+        given = text.strip()
+        clock = _CLOCK.fullmatch(given)
+        if clock is not None:
+            # A time of day alone is today's (as ``journalctl --since 09:00`` takes it).
+            given = f"{datetime.now().date().isoformat()} {int(clock[1]):02d}{clock[2]}"
+        when = datetime.fromisoformat(given)
+        if end_of_day:
+            # --until takes the end of what it names: its day, hour, minute or second.
+            spelled = _SPELLED.fullmatch(given)
+            unit = _UNIT_ENDS[spelled.lastindex or 0] if spelled is not None else None
+            if unit is not None:
+                when += unit - timedelta(microseconds=1000)
         try:
             if when.tzinfo is None:
                 when = when.astimezone()  # a time without a zone is local
@@ -1022,6 +1033,20 @@ def parse_when(text: str, *, end_of_day: bool = False) -> str:
 
 
 _WHEN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}([T ].*)?")
+_CLOCK = re.compile(r"([0-9]{1,2})(:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?)")  # 9:30, 14:30:05
+# How far a date and time goes: the last of its groups that matched says its
+# last unit (a fraction of a second ends none); other forms ISO 8601 allows, none.
+_SPELLED = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ]([0-9]{2})(?::([0-9]{2})(?::([0-9]{2})(\.[0-9]+)?)?)?)?"
+    r"(?:Z|[+-][0-9]{2}(?::?[0-9]{2}(?::?[0-9]{2}(?:\.[0-9]+)?)?)?)?"
+)
+_UNIT_ENDS: dict[int, timedelta | None] = {
+    0: timedelta(days=1),
+    1: timedelta(hours=1),
+    2: timedelta(minutes=1),
+    3: timedelta(seconds=1),
+    4: None,
+}
 
 
 def _check(query: SearchQuery) -> None:
