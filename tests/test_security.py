@@ -309,3 +309,39 @@ def test_session_text_never_reaches_a_shell(tmp_path: Path, project: Path, root:
         conv = r.rebuild_conversation()
         answered = conv[2]
         assert answered.role == "user" and "interrupted" in answered.content[0].content  # type: ignore[union-attr]
+
+
+def test_a_print_mode_reply_is_escaped_on_a_terminal_and_raw_for_a_script(
+    tmp_path: Path,
+) -> None:
+    """`awl -p` writes the reply as it came into a pipe (a script's data), and with
+    its control characters escaped onto a terminal, where a reply could set
+    the window's title or colours, as every other text awl shows is."""
+    import pexpect
+
+    from .helpers import awl_env
+
+    env = awl_env(tmp_path, PYTHONPATH=str(REPO))
+    hostile = "title\x1b]0;PWNED\x07 red\x1b[31m bell\x07"
+    piped = subprocess.run(
+        [sys.executable, "-m", "awl.cli", "--provider", "offline", "-p", hostile],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stdout == f"You said: {hostile}\n".encode()
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "awl.cli", "--provider", "offline", "-p", hostile],
+        cwd=str(tmp_path),
+        env=env,
+        timeout=60,
+    )
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    out = child.before.decode()
+    assert "You said: title\\x1b]0;PWNED\\x07 red\\x1b[31m bell\\x07" in out
+    assert "\x1b" not in out and "\x07" not in out

@@ -170,6 +170,13 @@ def _same_file(a: TextIO, b: TextIO) -> bool:
     return (x.st_dev, x.st_ino) == (y.st_dev, y.st_ino)
 
 
+def _is_tty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # closed, or no file behind it
+        return False
+
+
 def _print_turn(agent: Agent, prompt: str) -> int:
     # The reply is printed on stdout at the end.  Under AWL_VERBOSE it streams to
     # stderr too; where that is stdout (one terminal, 2>&1), what streamed is the
@@ -198,7 +205,10 @@ def _print_turn(agent: Agent, prompt: str) -> int:
         if sink is not None:
             sink.end()  # streamed text ends its line before anything else on stderr
     if result.text and not streamed:
-        sys.stdout.write(result.text + ("" if result.text.endswith("\n") else "\n"))
+        # For a script, the reply as it came; on a terminal, with its control
+        # characters escaped, as everywhere else awl shows a model's text.
+        text = visible(result.text) if _is_tty(sys.stdout) else result.text
+        sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
         sys.stdout.flush()  # before what follows on stderr, where both are one pipe
     if result.error:
         if result.error == CANCELLED and stopped_by[:1] in ([signal.SIGTERM], [signal.SIGHUP]):
