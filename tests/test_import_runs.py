@@ -250,6 +250,63 @@ def test_a_source_rewritten_before_what_was_imported_is_a_conflict(tmp_path: Pat
     assert r.status == "conflict" and "shorter" in str(r.error)
 
 
+@pytest.mark.parametrize("many_batches", [False, True])
+def test_a_source_rewritten_while_it_is_read_is_an_error_not_a_mixture(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, many_batches: bool
+) -> None:
+    """Its tool rewrites the file in place (same length, an earlier line changed)
+    while the import reads it: the import says so and writes nothing more, so
+    the awl session never holds a conversation neither version held.  Nothing
+    written yet: the next import takes the file as it is then.  Batches
+    written before: they stay (the old file's start) and the next import finds
+    the file rewritten, a conflict.  A file only grown meanwhile is taken."""
+    from awl.importers import _run, _source
+
+    src = copy_tree(PI_FULL, tmp_path / "full.jsonl")
+    old = src.read_bytes()
+    at = old.index(b"make check")
+    new = old[:at] + b"make chekk" + old[at + len(b"make check") :]
+    last = old.count(b"\n")
+
+    def rewritten_at(line: int, change: bytes) -> Any:
+        def lines(*args: Any, **kwargs: Any) -> Any:
+            for item in _source.lines(*args, **kwargs):
+                yield item
+                if item[0] == line:  # its tool writes, as the import goes on reading
+                    with open(src, "r+b") as f:
+                        f.seek(0 if change is new else len(old))
+                        f.write(change)
+
+        return lines
+
+    if many_batches:
+        monkeypatch.setattr(_run, "BATCH_BYTES", 1)
+    monkeypatch.setattr(_run, "lines", rewritten_at(last - 1, new))
+    r = import_source(SourceSpec(str(src)), system_prompt=PROMPT, session_dir=tmp_path / "s")
+    assert r.status == "error" and r.failed
+    assert "rewritten while it was read, not only grown" in str(r.error)
+    assert ("keeps what this import took before" in str(r.error)) is many_batches
+    written = r.path is not None and Path(r.path).exists()
+    assert written is many_batches
+    monkeypatch.setattr(_run, "lines", _source.lines)
+    expected = _flat(str(run(copy_tree(src, tmp_path / "new" / src.name)).path))
+    again = run(src, session_dir=tmp_path / "s")
+    if not many_batches:
+        assert again.status == "imported" and again.path is not None
+        assert _flat(again.path) == expected  # the file as it is now, whole
+    else:
+        assert r.path is not None and b"make chekk" not in Path(r.path).read_bytes()
+        assert b"make check" in Path(r.path).read_bytes()  # the old start, alone
+        assert again.status == "conflict" and "rewritten since it was imported" in str(again.error)
+    # Grown, not rewritten, while it is read: taken as it was read.
+    src.write_bytes(old)
+    more = old.splitlines(keepends=True)[-1]
+    monkeypatch.setattr(_run, "lines", rewritten_at(3, more))
+    grown = run(src, session_dir=tmp_path / "grown")
+    assert grown.status == "imported" and grown.error is None
+    assert grown.path is not None and verify_log(grown.path).ok
+
+
 def test_a_copy_that_records_another_cwd_is_a_conflict_not_a_second_log(tmp_path: Path) -> None:
     """A backup from another machine (/Users/... for /home/...), or a log rewritten
     with a new cwd: one source session, which a second log would give an id

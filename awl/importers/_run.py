@@ -249,11 +249,41 @@ class _File:
     hasher: Any = None
     hashed: int = 0
     known: dict[str, Any] | None = None  # the last record's state of it
+    # The file's times, and when they were read: when the bytes taken were last
+    # known to be on disk as they were read.
+    stamp: tuple[int, int] = (0, 0)
+    looked: int = 0
+
+    def __post_init__(self) -> None:
+        self._look()
+
+    def _look(self) -> tuple[int, int]:
+        looked = time.time_ns()
+        st = os.fstat(self.fd)
+        self.stamp, self.looked = (st.st_mtime_ns, st.st_ctime_ns), looked
+        return self.stamp
 
     def state(self) -> dict[str, Any]:
         self.hasher = digest(self.fd, self.consumed, self.hasher, self.hashed)
         self.hashed = self.consumed
         return {"consumed": self.consumed, "lines": self.lines, "sha256": self.hasher.hexdigest()}
+
+    def taken_as_read(self, sha: str) -> bool:
+        """Whether the bytes taken, ``[0, consumed)`` with the sha256 ``sha``, are still
+        on disk: a source rewritten in place while it is read (not only grown)
+        would give a conversation of both versions.  Read again only when the
+        file may have been written since it was last looked at: its times
+        moved, or were that close to the look that a write in the same clock
+        tick would not have moved them."""
+        before, looked = self.stamp, self.looked
+        if self._look() == before and looked - max(before) > _SETTLED_NS:
+            return True
+        return self.consumed == 0 or digest(self.fd, self.consumed).hexdigest() == sha
+
+
+_SETTLED_NS = 2_000_000_000
+"""A source last written longer ago than this when it is looked at is not read
+again to be checked unless its times move (a clock tick is far shorter)."""
 
 
 class _Import:
@@ -924,6 +954,17 @@ class _Import:
         # Every file, those with nothing taken yet too (empty, or a first line still
         # being written): known, an import that finds them as they were is unchanged.
         record["files"] = {f.key: f.state() for f in self.files}
+        for f in self.files:
+            if not f.taken_as_read(record["files"][f.key]["sha256"]):
+                name = self.shown if not f.rel else f"{self.shown}: {f.key}"
+                then = (
+                    f"the awl session {path_text(os.fspath(self.path))} keeps what this "
+                    "import took before (remove it and import again to take the file as it is)"
+                    if self.written
+                    else "nothing of it is written; import it again once its tool is done "
+                    "writing it"
+                )
+                raise SessionError(f"{name}: rewritten while it was read, not only grown: {then}")
         # Files the last record knew that are gone now: their state is kept, so
         # that they are not taken again should they come back.
         before = self.imported.last
