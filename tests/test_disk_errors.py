@@ -585,3 +585,45 @@ def test_rlimit_fsize_in_a_child(
     else:
         assert cp["claimed"] and cp["on_disk"] and cp["only_the_entry"], cp
         assert cp["leaf"] == cp["returned"] == rep.leaf
+
+
+def test_no_file_descriptors_left_is_one_line_whatever_the_command(tmp_path: Path) -> None:
+    """Under a limit of open files so low that a command runs out of them (a module
+    it imports late, the log's mapping), every command says so in one line:
+    never a traceback."""
+    import resource
+
+    from .helpers import awl_env
+
+    env = awl_env(tmp_path, PYTHONPATH=str(REPO))
+    project = tmp_path / "project"
+    project.mkdir()
+
+    def awl(*args: str, files: int | None = None) -> subprocess.CompletedProcess[str]:
+        def limit() -> None:
+            if files is not None:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
+
+        return subprocess.run(
+            [sys.executable, "-m", "awl.cli", *args],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            preexec_fn=limit,
+        )
+
+    assert awl("--provider", "offline", "-p", "hello").returncode == 0
+    (sid,) = [s["id"] for s in json.loads(awl("sessions", "--json").stdout)]
+    commands = [["show", sid], ["--resume", sid, "-p", "again"], ["search", "hello"], ["sessions"]]
+    failed = 0
+    for files in range(5, 10):
+        for args in commands:
+            r = awl(*args, files=files)
+            assert "Traceback" not in r.stderr, (files, args, r.stderr)
+            if r.returncode != 0:
+                failed += 1
+                (line,) = r.stderr.splitlines()
+                assert line.startswith("Error: ") and "Too many open files" in line
+    assert failed  # the limits reached what the commands need

@@ -87,10 +87,15 @@ class _Main(click.Group):
         except KeyboardInterrupt:
             sys.exit(130)
         except OSError as exc:
-            if exc.errno != errno.EPIPE or not self._reading:
+            if exc.errno == errno.EPIPE and self._reading:
+                discard_output(sys.stdout)
+                sys.exit(0)
+            if exc.errno == errno.EPIPE:
                 raise
-            discard_output(sys.stdout)
-            sys.exit(0)
+            # What a command did not expect of the system (no file descriptors
+            # left, no memory to map a log): one line, as every other error.
+            where = f"{exc.filename}: " if exc.filename is not None else ""
+            fail(f"{where}{exc.strerror or exc}", usage=self._answering)
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]
