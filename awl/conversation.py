@@ -127,9 +127,18 @@ def has_lone_surrogates(text: str) -> bool:
     return _LONE_SURROGATE.search(text) is not None
 
 
+_PAIR = re.compile("([\ud800-\udbff])([\udc00-\udfff])")
+
+
+def _joined(pair: re.Match[str]) -> str:
+    return chr(0x10000 + ((ord(pair[1]) - 0xD800) << 10) + (ord(pair[2]) - 0xDC00))
+
+
 def without_lone_surrogates(text: str) -> str:
-    """``text`` with each lone surrogate replaced by U+FFFD."""
-    return _LONE_SURROGATE.sub("\ufffd", text)
+    """``text`` with each lone surrogate replaced by U+FFFD, and each pair of them
+    made the one character the pair stands for (a model's ``\ud83d`` and
+    ``\ude00`` streamed in two pieces, which Python keeps as two halves)."""
+    return _LONE_SURROGATE.sub("\ufffd", _PAIR.sub(_joined, text))
 
 
 # The block types awl's model has: an Opaque block is none of them.

@@ -875,6 +875,22 @@ def test_half_a_character_in_a_reply_does_not_lose_the_reply(
     assert agent.conversation[-1].text() == "smile \ufffd please"
 
 
+def test_a_character_streamed_in_two_halves_is_kept_whole(
+    agents: Agents, server: FakeServer, script: Script, root: Path, project: Path
+) -> None:
+    """An emoji whose UTF-16 halves (``\\ud83d``, ``\\ude00``) come in two deltas:
+    Python keeps them as two lone surrogates, which the log would take for two
+    U+FFFD and `awl -p` could not print; they are the one character."""
+    agent = agents.new(script)
+    server.queue(script.slow("smile \ud83d", "\ude00 end"))
+    result = agent.run_turn("hello", Sink())
+    assert result.error is None and result.text == "smile \U0001f600 end"
+    result.text.encode("utf-8")  # printable as it is
+    agents.close(agent)
+    *_, assistant = only_log(root, project).entries
+    assert assistant["message"]["content"] == [{"type": "text", "text": "smile \U0001f600 end"}]
+
+
 @pytest.mark.parametrize("how", ["cut", "error_event"])
 def test_stream_failure_mid_message_keeps_the_partial_message(
     agents: Agents, server: FakeServer, script: Script, root: Path, project: Path, how: str

@@ -367,4 +367,5 @@ def _texts(block: ContentBlock) -> tuple[str, ...]:
 
 
 def _final_text(response: Response) -> str:
-    return "".join(b.text for b in response.content if isinstance(b, Text))
+    # As the log keeps it: half a character cannot be printed either.
+    return _whole("".join(b.text for b in response.content if isinstance(b, Text)))
