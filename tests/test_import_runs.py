@@ -307,6 +307,82 @@ def test_a_source_rewritten_while_it_is_read_is_an_error_not_a_mixture(
     assert grown.path is not None and verify_log(grown.path).ok
 
 
+@pytest.mark.parametrize(
+    "when", ["after-detection", "subagent-transcript", "subagent-meta", "dry-run"]
+)
+def test_what_was_converted_is_what_the_check_compares(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, when: str
+) -> None:
+    """The lines format detection parsed are reused only as long as the file holds
+    them; a subagent's files are checked as they were read, not as the file
+    holds them when the batch is written: rewritten in between, the import
+    says so, and the next import takes the file as it is.  A dry run says
+    nothing was written."""
+    from awl.importers import _run, _source
+
+    if when.startswith("subagent"):
+        src = copy_tree(CLAUDE_SHOP, tmp_path / "c" / CLAUDE_SHOP.name)
+        name = "agent-a1b2c3d.jsonl" if when == "subagent-transcript" else "agent-a1b2c3d.meta.json"
+        target = src.parent / CLAUDE_SHOP.stem / "subagents" / name
+        word = b"port 4000" if name.endswith(".jsonl") else b"Find port tests"
+    else:
+        src = target = copy_tree(PI_FULL, tmp_path / "full.jsonl")
+        word = b"Pourquoi" if when == "after-detection" else b"make check"
+    old = target.read_bytes()
+    new = old.replace(word, word.upper(), 1)
+    assert new != old and len(new) == len(old)
+
+    def rewrite() -> None:
+        with open(target, "r+b") as f:  # its tool writes it in place, meanwhile
+            f.write(new)
+
+    if when == "after-detection":
+
+        def head(*args: Any, **kwargs: Any) -> Any:
+            got = _source.head(*args, **kwargs)
+            rewrite()
+            return got
+
+        monkeypatch.setattr(_run, "head", head)
+    elif when == "dry-run":
+        last = old.count(b"\n")
+
+        def lines(*args: Any, **kwargs: Any) -> Any:
+            for item in _source.lines(*args, **kwargs):
+                yield item
+                if item[0] == last - 1:
+                    rewrite()
+
+        monkeypatch.setattr(_run, "BATCH_BYTES", 1)
+        monkeypatch.setattr(_run, "lines", lines)
+    else:
+        real = _run._Import._extra
+
+        def extra(self: Any, f: Any, conv: Any) -> None:
+            real(self, f, conv)
+            if f.rel.endswith(name):
+                rewrite()
+
+        monkeypatch.setattr(_run._Import, "_extra", extra)
+    (spec,) = plan_import([src]).sources
+    dry = when == "dry-run"
+    r = import_source(spec, system_prompt=PROMPT, session_dir=tmp_path / "s", dry_run=dry)
+    if when == "after-detection":
+        # Before the conversion read anything: it takes the file as it is, whole.
+        assert r.status == "imported" and r.path is not None
+        held = Path(r.path).read_bytes()
+        assert word.upper() in held and word not in held
+        return
+    assert r.status == "error", r
+    assert "rewritten while it was read" in str(r.error)
+    assert "nothing of it is written" in str(r.error)
+    assert r.path is None or not Path(r.path).exists()
+    monkeypatch.undo()
+    again = import_source(spec, system_prompt=PROMPT, session_dir=tmp_path / "s")
+    assert again.status == "imported" and again.path is not None
+    assert word.upper() in Path(again.path).read_bytes()
+
+
 def test_a_copy_that_records_another_cwd_is_a_conflict_not_a_second_log(tmp_path: Path) -> None:
     """A backup from another machine (/Users/... for /home/...), or a log rewritten
     with a new cwd: one source session, which a second log would give an id

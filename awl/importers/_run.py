@@ -318,6 +318,7 @@ class _Import:
         self.glued: list[tuple[dict[str, Any], bytes]] = []
         self.head: list[tuple[int, dict[str, Any]]] = []
         self.head_repaired: set[int] = set()  # lines of the head taken repaired
+        self.head_raws: dict[int, bytes] = {}  # the bytes of the head's lines
         self.hashing: Hashing | None = None  # the main file's, kept as it is read
         self.earlier: Any = None  # the source the last import record names
         self.resumed = False  # awl appended turns after the last import
@@ -328,7 +329,7 @@ class _Import:
 
     def run(self) -> None:
         r, spec = self.r, self.spec
-        objs = self.head = head(self.fd, repaired=self.head_repaired)
+        objs = self.head = head(self.fd, repaired=self.head_repaired, raws=self.head_raws)
         if not objs:
             # No whole JSON object at its start: nothing at all, or not a session log.
             if _blank(self.fd):
@@ -733,6 +734,8 @@ class _Import:
                 )
             b.live = True
             obj = cached.pop(number, None)
+            if obj is not None and self.head_raws.get(number) != raw:
+                obj = None  # the line changed since the format was read: parsed as it is now
             if obj is None:
                 # The common case inline: a whole line that is a JSON object.
                 try:
@@ -841,7 +844,8 @@ class _Import:
             if f.known is not None:
                 return
             data = _read_all(f.fd, f.size)
-            f.hasher, f.hashed = None, 0
+            # The hash of what is taken, not of what the file holds when it is recorded.
+            f.hasher, f.hashed = sha256(data), len(data)
             f.consumed, f.lines = len(data), 1
             obj, _, repaired = parse(data) if f.rel.endswith(".json") else (None, None, False)
             self.b.raw = None
@@ -856,7 +860,13 @@ class _Import:
             # The last line taken was a whole object without its newline, which has
             # come since: it ends that line, and starts none.
             start += 1
-        for number, end, raw, terminated in lines(f.fd, start, f.lines + 1):
+        # Hashed as it is read, as the main file is: what is recorded is what was taken.
+        hasher = f.hasher.copy() if f.hasher is not None and f.hashed == f.consumed else None
+        if hasher is None:
+            hasher = digest(f.fd, f.consumed)
+        hasher.update(around[1:] if start > f.consumed else b"")
+        hashing = Hashing(hasher, start)
+        for number, end, raw, terminated in lines(f.fd, start, f.lines + 1, hashing=hashing):
             obj = self._parsed(f, number, end, raw, terminated)
             if obj is None:
                 self.r.lines += f.consumed == end  # blank or skipped: taken; torn: not yet
@@ -869,6 +879,9 @@ class _Import:
                 conv.extra(f.key, o, number)
             self.glued = []
             f.consumed, f.lines = end, number
+        taken = hashing.at(f.consumed)
+        if taken is not None:
+            f.hasher, f.hashed = taken, f.consumed
 
     # ── writing ──
 
@@ -960,7 +973,7 @@ class _Import:
                 then = (
                     f"the awl session {path_text(os.fspath(self.path))} keeps what this "
                     "import took before (remove it and import again to take the file as it is)"
-                    if self.written
+                    if self.written and not self.dry_run
                     else "nothing of it is written; import it again once its tool is done "
                     "writing it"
                 )

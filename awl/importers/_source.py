@@ -340,22 +340,31 @@ def digest(fd: int, upto: int, hasher: Any = None, start: int = 0) -> Any:
 
 
 def head(
-    fd: int, limit: int = 24, max_bytes: int = 1 << 20, *, repaired: set[int] | None = None
+    fd: int,
+    limit: int = 24,
+    max_bytes: int = 1 << 20,
+    *,
+    repaired: set[int] | None = None,
+    raws: dict[int, bytes] | None = None,
 ) -> list[tuple[int, dict[str, Any]]]:
     """Up to ``limit`` parsed objects from the start of a file, with their line
     numbers (lines that are not whole JSON objects are passed over, but for the
     objects glued on one, which share its number; a last line without its
     newline counts when it is one, as an import takes it).  A line with text
     a log cannot keep is taken repaired (U+FFFD), as an import takes it, and
-    its number added to ``repaired``."""
+    its number added to ``repaired``; each line's bytes go in ``raws``, by number
+    (a reader that takes the objects in place of the lines checks it reads the
+    same bytes: the file may be written meanwhile)."""
     out: list[tuple[int, dict[str, Any]]] = []
     fixed = repaired if repaired is not None else set()
+    kept = raws if raws is not None else {}
     # The first ``max_bytes`` first: a long line after the first objects (a torn
     # tail of many megabytes) is not read whole to be passed over.
     size = os.fstat(fd).st_size
     for number, end, raw, terminated in lines(fd, chunk=1 << 14, stop=max_bytes):
         if not terminated and end < size:
             break  # cut where the read stopped: not a whole line
+        kept[number] = raw
         if _headed(out, fixed, number, raw, terminated, limit):
             return out
     if out:
@@ -364,6 +373,7 @@ def head(
     for number, end, raw, terminated in lines(fd, chunk=1 << 14):
         if end > max_bytes and out:
             break
+        kept[number] = raw
         if _headed(out, fixed, number, raw, terminated, limit):
             break
     return out
