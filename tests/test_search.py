@@ -1080,9 +1080,33 @@ def test_since_and_until_take_dates_and_ages() -> None:
     today = datetime.now().date().isoformat()
     assert parse_when("9:05") == parse_when(f"{today} 09:05")
     assert parse_when("14:30:07", end_of_day=True) == parse_when(f"{today} 14:30:07.999")
+    # The forms datetime.fromisoformat reads: basic, any separator.
+    assert parse_when("20260501", end_of_day=True) == parse_when("2026-05-01", end_of_day=True)
+    assert parse_when("2026-05-01_12:00Z", end_of_day=True) == "2026-05-01T12:00:59.999Z"
+    assert parse_when("2026-05-01T1200Z", end_of_day=True) == "2026-05-01T12:00:59.999Z"
     for bad in ("25:00", "9", "9:5", "14:30 +02:00"):
         with pytest.raises(ValueError):
             parse_when(bad)
+
+
+def test_until_an_hour_the_clocks_give_twice_takes_the_second(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The night clocks go back, 01:xx comes twice: --until 01:30 takes the end of
+    the second (what search shows as 01:30 either time), --since the first."""
+    import time
+
+    from awl.store import parse_when
+
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        assert parse_when("2026-11-01T01:30") == "2026-11-01T05:30:00.000Z"  # EDT
+        assert parse_when("2026-11-01T01:30", end_of_day=True) == "2026-11-01T06:30:59.999Z"
+        assert parse_when("2026-11-01", end_of_day=True) == "2026-11-02T04:59:59.999Z"
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
 
 
 def test_show_around_a_hit(root: Path, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import os
 import shlex
 import sys
 from typing import Any, TextIO, cast
@@ -94,7 +95,8 @@ class _Main(click.Group):
                 raise
             # What a command did not expect of the system (no file descriptors
             # left, no memory to map a log): one line, as every other error.
-            where = f"{exc.filename}: " if exc.filename is not None else ""
+            names = [os.fsdecode(n) for n in (exc.filename, exc.filename2) if n is not None]
+            where = "".join(f"{n}: " for n in names)
             fail(f"{where}{exc.strerror or exc}", usage=self._answering)
 
     def resolve_command(

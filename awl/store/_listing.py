@@ -463,10 +463,11 @@ def _header_cwd(path: Path) -> str | None:
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             return None
-        head = _pread_exact(fd, min(_HEAD_READ, os.fstat(fd).st_size), 0)
-    except OSError:
+        head = _pread_exact(fd, min(_HEAD_READ, st.st_size), 0)
+    except (OSError, _Doubt):  # _Doubt: it shrank meanwhile
         return None
     finally:
         os.close(fd)

@@ -1019,7 +1019,11 @@ def parse_when(text: str, *, end_of_day: bool = False) -> str:
             spelled = _SPELLED.fullmatch(given)
             unit = _UNIT_ENDS[spelled.lastindex or 0] if spelled is not None else None
             if unit is not None:
-                when += unit - timedelta(microseconds=1000)
+                # The later of a time the clocks going back give twice: its end.
+                try:
+                    when = (when + unit - timedelta(microseconds=1000)).replace(fold=1)
+                except OverflowError:  # the calendar's last unit: its edge
+                    when = _LAST
         try:
             if when.tzinfo is None:
                 when = when.astimezone()  # a time without a zone is local
@@ -1033,12 +1037,13 @@ def parse_when(text: str, *, end_of_day: bool = False) -> str:
 
 
 _WHEN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}([T ].*)?")
-_CLOCK = re.compile(r"([0-9]{1,2})(:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?)")  # 9:30, 14:30:05
+# A time of day alone (9:30, 14:30:05): the hour may have one digit, as people write it.
+_CLOCK = re.compile(r"([0-9]{1,2})(:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?)")
 # How far a date and time goes: the last of its groups that matched says its
 # last unit (a fraction of a second ends none); other forms ISO 8601 allows, none.
-_SPELLED = re.compile(
-    r"[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[T ]([0-9]{2})(?::([0-9]{2})(?::([0-9]{2})(\.[0-9]+)?)?)?)?"
-    r"(?:Z|[+-][0-9]{2}(?::?[0-9]{2}(?::?[0-9]{2}(?:\.[0-9]+)?)?)?)?"
+_SPELLED = re.compile(  # as ``datetime.fromisoformat`` reads them: basic forms, any separator
+    r"[0-9]{4}-?[0-9]{2}-?[0-9]{2}(?:.([0-9]{2})(?::?([0-9]{2})(?::?([0-9]{2})([.,][0-9]+)?)?)?"
+    r"(?:Z|[+-][0-9]{2}(?::?[0-9]{2}(?::?[0-9]{2}(?:[.,][0-9]+)?)?)?)?)?"
 )
 _UNIT_ENDS: dict[int, timedelta | None] = {
     0: timedelta(days=1),

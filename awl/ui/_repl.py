@@ -61,7 +61,8 @@ _NAMES = 25  # the column descriptions start at, beside the longest command
 def help_text(width: int = 80) -> str:
     """The ``/help`` text for a terminal ``width`` columns wide: each description
     beside its command, wrapped to fit (a line never ends in the last column,
-    where a terminal would wrap it again); on a narrow terminal, under it."""
+    where a terminal would wrap it again, but for a command's name longer than
+    the terminal is wide); on a narrow terminal, under it."""
     width = min(max(width, 20), 100) - 1
     lines: list[str] = []
     for name, what in _COMMANDS:
