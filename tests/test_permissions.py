@@ -268,3 +268,35 @@ def test_a_source_folder_one_can_list_but_not_enter_is_an_error_in_a_line(
     *said, summary = done.stdout.splitlines()
     assert said and all("Permission denied" in line for line in said), said
     assert summary.endswith("1 error"), summary
+
+
+@pytest.mark.parametrize("tool", ["claude", "codex", "pi"])
+def test_a_default_store_that_may_not_be_entered_is_said_not_passed_over(
+    store: Store, tool: str
+) -> None:
+    """`awl import` with no path: a tool's folder that is there but may not be
+    entered (another user's ~/.claude) is an error in one line naming the
+    reason, not "no sessions" and not a quiet pass; the other tools' stores
+    are imported."""
+    from tests.import_fixtures import PI_FULL
+
+    home = store.base
+    home.chmod(0o755)
+    pi = home / ".pi" / "agent" / "sessions" / "x"
+    pi.mkdir(parents=True)
+    shutil.copy(PI_FULL, pi / "s.jsonl")
+    (home / ".claude" / "projects").mkdir(parents=True)
+    (home / ".codex" / "sessions").mkdir(parents=True)
+    for d, _, _ in os.walk(home / ".pi"):
+        Path(d).chmod(0o755)
+    for top in (".claude", ".codex", ".pi"):
+        (home / top).chmod(0o755)
+    deny(home / f".{tool}", read=True)
+    done = store.awl(["import", "--dry-run"], home)
+    assert done.returncode == 1, done.stdout + done.stderr
+    *said, summary = done.stdout.splitlines()
+    assert any(f".{tool}" in line and "Permission denied" in line for line in said), said
+    assert ("1 session" in summary) is (tool != "pi"), summary
+    alone = store.awl(["import", "--dry-run", "--from", tool], home)
+    assert alone.returncode == 1 and "no sessions to import" not in alone.stdout + alone.stderr
+    assert "Permission denied" in alone.stdout + alone.stderr

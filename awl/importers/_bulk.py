@@ -132,8 +132,20 @@ def plan_import(
     own = _awl_store(session_dir)
     if not paths:
         stores = [s for f in ([fmt] if fmt else FORMATS) for s in default_stores(f)]
-        found = [s for s in stores if os.path.isdir(s)]
-        if not found:
+        found = []
+        for store in stores:
+            try:
+                if stat.S_ISDIR(os.stat(store).st_mode):
+                    found.append(store)
+            except (FileNotFoundError, NotADirectoryError):
+                pass  # that tool's store is not here: none of its sessions
+            except OSError as exc:  # there, but it may not be entered: said, not passed over
+                plan.problems.append(
+                    ImportResult(
+                        str(store), fmt, "error", error=missing_text(store, exc), is_session=False
+                    )
+                )
+        if not found and not plan.problems:
             names = ", ".join(str(s) for s in stores)
             plan.problems.append(
                 ImportResult(
