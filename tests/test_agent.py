@@ -891,6 +891,42 @@ def test_a_character_streamed_in_two_halves_is_kept_whole(
     assert assistant["message"]["content"] == [{"type": "text", "text": "smile \U0001f600 end"}]
 
 
+def test_an_empty_reply_is_said_not_taken_for_an_answer(
+    agents: Agents, server: FakeServer, script: Script, root: Path, project: Path
+) -> None:
+    """A reply with no text and no call (a server's refusal without a word, a
+    filter): nothing to save, and the turn says so, so `awl -p` does not end
+    0 with nothing printed as if the prompt were answered."""
+    from awl.agent._loop import EMPTY_REPLY
+
+    agent = agents.new(script)
+    if script.name == "anthropic":
+        server.queue(
+            sse.stream(sse.message_start(), sse.message_delta("refusal"), sse.message_stop())
+        )
+    else:
+        server.queue(oa.stream(oa.role(), oa.finish("stop"), oa.usage(), oa.DONE))
+    result = agent.run_turn("hello", Sink())
+    assert result.text == "" and result.error == f"{script.name}: {EMPTY_REPLY}"
+    agents.close(agent)
+    assert [e["message"]["role"] for e in only_log(root, project).entries] == ["system", "user"]
+
+
+def test_an_openai_refusal_is_the_reply(
+    agents: Agents, server: FakeServer, root: Path, project: Path
+) -> None:
+    """Chat Completions streams a model's refusal in ``delta.refusal``: it is the
+    reply, shown and kept (it was dropped, the prompt left unanswered)."""
+    agent = agents.new(SCRIPTS["openai"])
+    refusal = oa.chunk({"refusal": "I can't help with that."})
+    server.queue(oa.stream(oa.role(), refusal, oa.finish("stop"), oa.usage(), oa.DONE))
+    result = agent.run_turn("hello", Sink())
+    assert result.error is None and result.text == "I can't help with that."
+    agents.close(agent)
+    *_, assistant = only_log(root, project).entries
+    assert assistant["message"]["content"] == [{"type": "text", "text": "I can't help with that."}]
+
+
 @pytest.mark.parametrize("how", ["cut", "error_event"])
 def test_stream_failure_mid_message_keeps_the_partial_message(
     agents: Agents, server: FakeServer, script: Script, root: Path, project: Path, how: str

@@ -68,6 +68,9 @@ and the session did not end."""
 CUT_OFF = "the reply was cut off at the model's output limit (AWL_MAX_TOKENS sets it)"
 """A turn's error when the reply stopped at the output limit: saved, but not whole."""
 
+EMPTY_REPLY = "the reply was empty: no text and no tool call (nothing was saved)"
+"""A turn's error when the model answered with nothing; the prompt stays unanswered."""
+
 SYSTEM_PROMPT = (
     "You are awl, a coding agent working in the directory {cwd}. You can run shell commands "
     "with the bash tool and read, write and edit files with the read, write and edit tools. "
@@ -268,6 +271,10 @@ class Agent:
                 error = response.error
                 if error is None and response.stop_reason == "length":
                     error = CUT_OFF
+                if error is None and not response.content:
+                    # Nothing to save or show (a filter, a server's refusal without a
+                    # word): said, or the prompt would seem answered.
+                    error = f"{self.provider_name}: {EMPTY_REPLY}"
                 return TurnResult(_final_text(response), response.stop_reason, error, rounds)
             rounds += 1
             for use in uses:

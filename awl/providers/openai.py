@@ -231,6 +231,10 @@ class _Run:
                 self.blocks.thinking(_THINKING, value)
         if delta.content:
             self.blocks.text(_TEXT, delta.content)
+        refusal = getattr(delta, "refusal", None)
+        if isinstance(refusal, str) and refusal:
+            # The model's words declining: its reply, to be read and kept like any.
+            self.blocks.text(_TEXT, refusal)
         for call in delta.tool_calls or []:
             # Calls are told apart by index; servers that send each call whole
             # without one (Gemini's adapter and others) by their ids: a new id
