@@ -538,6 +538,37 @@ def test_past_calls_of_other_providers_get_ids_the_api_takes(
     check_wire_ids(sent, [x["tool_use_id"] for x in results], "toolu_1", 64)
 
 
+# Names a past call may hold that no API takes: none (a server streamed the call
+# without its name), a dotted one, one longer than 64.
+FOREIGN_NAMES = ["", "functions.read", "x" * 70]
+
+
+def check_wire_names(sent: list[str]) -> None:
+    """The names a request gave calls named ``bash`` and :data:`FOREIGN_NAMES`."""
+    assert sent[:2] == ["bash", "unnamed_tool"]
+    assert len(set(sent)) == len(sent)
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{1,64}", n) for n in sent), sent
+
+
+def names_round() -> list[Message]:
+    names = ["bash", *FOREIGN_NAMES]
+    return [
+        Message("user", [Text("go")]),
+        Message("assistant", [ToolUse(f"c{k}", n, "{}") for k, n in enumerate(names)]),
+        Message("user", [ToolResult(f"c{k}", "out") for k in range(len(names))]),
+    ]
+
+
+def test_past_calls_get_names_the_api_takes(
+    server: FakeServer, provider: AnthropicProvider
+) -> None:
+    server.queue(sse.text_reply("ok"))
+    r = provider.complete("m", names_round(), TOOLS, Sink())
+    assert r.stop_reason == "stop", r.error
+    calls = server.requests[0].body["messages"][1]["content"]
+    check_wire_names([c["name"] for c in calls])
+
+
 def test_a_history_with_calls_unanswered_and_results_astray_is_sent_as_the_api_takes_it(
     server: FakeServer, provider: AnthropicProvider
 ) -> None:

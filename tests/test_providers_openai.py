@@ -16,7 +16,12 @@ from awl.providers.base import NO_RESULT
 from awl.providers.openai import OpenAIProvider
 from tests.servers import FakeServer, Reply, refused_url, serve
 from tests.servers import openai_server as oa
-from tests.test_providers_anthropic import check_wire_ids, foreign_round
+from tests.test_providers_anthropic import (
+    check_wire_ids,
+    check_wire_names,
+    foreign_round,
+    names_round,
+)
 
 from .helpers import Sink
 
@@ -559,3 +564,13 @@ def test_past_calls_of_other_providers_get_ids_the_api_takes(
     call, *results = server.requests[0].body["messages"][1:]
     sent = [c["id"] for c in call["tool_calls"]]
     check_wire_ids(sent, [x["tool_call_id"] for x in results], "call_1", 40)
+
+
+def test_past_calls_get_names_the_api_takes(server: FakeServer, provider: OpenAIProvider) -> None:
+    """A call a server streamed without its name was sent back with ``"name": ""``,
+    which the API refuses: every later request of the session failed."""
+    server.queue(oa.text_reply("ok"))
+    r = provider.complete("m", names_round(), TOOLS, Sink())
+    assert r.stop_reason == "stop", r.error
+    call = server.requests[0].body["messages"][1]
+    check_wire_names([c["function"]["name"] for c in call["tool_calls"]])

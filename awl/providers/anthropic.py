@@ -59,6 +59,7 @@ from awl.providers.base import (
     stream_failure,
     system_text,
     wire_id,
+    wire_name,
 )
 
 # The API takes a tool call id of [A-Za-z0-9_-], 64 characters at most (wire_id).
@@ -321,7 +322,7 @@ def _content_params(message: Message) -> list[ContentParam]:
             params: ToolUseBlockParam = {
                 "type": "tool_use",
                 "id": wire_id(block.id, ID_LIMIT),
-                "name": block.name,
+                "name": wire_name(block.name),
                 "input": _tool_input(block),
             }
             blocks.append(params)

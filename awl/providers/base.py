@@ -535,6 +535,18 @@ def wire_id(raw: str, limit: int) -> str:
     return _ID_UNSAFE.sub("_", raw)[: limit - len(digest) - 1] + "_" + digest
 
 
+NAME_LIMIT = 64
+"""The longest tool name both APIs take (``[A-Za-z0-9_-]{1,64}``)."""
+
+
+def wire_name(raw: str) -> str:
+    """A past tool call's name as the APIs take it: ``raw`` itself when they would,
+    else a stand-in as :func:`wire_id` makes one; ``unnamed_tool`` for none (a
+    server that streamed a call without its name: sent back empty, every later
+    request of the session would be refused)."""
+    return wire_id(raw, NAME_LIMIT) if raw else "unnamed_tool"
+
+
 NO_RESULT = "(no result was recorded for this call)"
 
 

@@ -67,6 +67,7 @@ from awl.providers.base import (
     retry_wait,
     stream_failure,
     wire_id,
+    wire_name,
 )
 
 # Chat Completions takes a tool call id of 40 characters at most (wire_id).
@@ -333,7 +334,7 @@ def to_message_params(messages: Sequence[Message]) -> list[ChatCompletionMessage
                 {
                     "id": wire_id(b.id, ID_LIMIT),
                     "type": "function",
-                    "function": {"name": b.name, "arguments": _past_arguments(b.input)},
+                    "function": {"name": wire_name(b.name), "arguments": _past_arguments(b.input)},
                 }
                 for b in message.content
                 if isinstance(b, ToolUse)
