@@ -1215,6 +1215,28 @@ def test_a_round_cut_short_is_answered_after_its_saved_results(
     assert log.branch[4]["message"]["content"][-1] == {"type": "text", "text": "what happened?"}
 
 
+def test_a_round_cut_short_whose_calls_share_an_id_is_answered_call_by_call(
+    agents: Agents, server: FakeServer, script: Script, root: Path, project: Path
+) -> None:
+    """Calls of one reply with one id (a server numbering them anew): the saved
+    result answers the first only; the second is the one in flight, the third
+    was not run (all three were taken as answered, and sent with no result)."""
+    same = "call_same"
+    path = _crashed_log(project, script, [(same, "touch A_RAN"), (same, "x"), (same, "y")])
+    _saved_results(path, script, [{"type": "toolResult", "toolUseId": same, "content": "made A"}])
+    agent = agents.reopen(path)
+    assert len(open_tool_uses(agent.conversation)) == 2
+    server.queue(script.text("Understood."))
+    agent.run_turn("what happened?", Sink())
+    (req,) = server.requests
+    assert [x[3] for x in sent(script.name, req.body)[-4:-1]] == [
+        "made A",
+        INTERRUPTED_IN_FLIGHT,
+        INTERRUPTED_RESULT,
+    ]
+    agents.close(agent)
+
+
 # ── tool calls left open by a crash ──
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,7 +107,9 @@ def _open_round(conversation: Conversation) -> tuple[int, list[ToolUse]]:
     """(messages after the last assistant message, the calls without a result of it
     and of the assistant messages right before it, which a provider sends as one:
     a reply an import found in two parts)."""
-    answered: set[str] = set()
+    # Counted: calls of one reply may share an id (a server that numbers them
+    # anew), and the n-th result with an id answers the n-th call with it.
+    answered: Counter[str] = Counter()
     for i in range(len(conversation) - 1, -1, -1):
         message = conversation[i]
         if message.role == "assistant":
@@ -114,7 +117,12 @@ def _open_round(conversation: Conversation) -> tuple[int, list[ToolUse]]:
             while first > 0 and conversation[first - 1].role == "assistant":
                 first -= 1
             calls = [u for k in range(first, i + 1) for u in conversation[k].tool_uses()]
-            uses = [u for u in calls if u.id not in answered]
+            uses = []
+            for u in calls:
+                if answered[u.id] > 0:
+                    answered[u.id] -= 1
+                else:
+                    uses.append(u)
             return len(conversation) - 1 - i, uses
         if not _only_results(message):
             return 0, []
