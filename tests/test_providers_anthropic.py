@@ -15,7 +15,7 @@ from awl.conversation import Message, Text, Thinking, ToolResult, ToolUse
 from awl.providers import Provider, ProviderError, ToolSpec, Usage, get_provider
 from awl.providers.anthropic import AnthropicProvider
 from awl.providers.base import NO_RESULT, answered_history
-from tests.servers import FakeServer, Reply, refused_url, serve
+from tests.servers import FakeServer, Reply, json_reply, refused_url, serve
 from tests.servers import anthropic_server as sse
 
 from .helpers import Sink
@@ -557,6 +557,50 @@ def names_round() -> list[Message]:
         Message("assistant", [ToolUse(f"c{k}", n, "{}") for k, n in enumerate(names)]),
         Message("user", [ToolResult(f"c{k}", "out") for k in range(len(names))]),
     ]
+
+
+def test_a_calls_input_given_whole_as_it_starts_is_taken(
+    server: FakeServer, provider: AnthropicProvider
+) -> None:
+    """A compatible server that sends a call's input in ``content_block_start`` and
+    no ``input_json_delta``: the call runs with that input (it ran with ``{}``)."""
+    start = sse.event(
+        "content_block_start",
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {
+                "type": "tool_use",
+                "id": "toolu_1",
+                "name": "bash",
+                "input": {"command": "echo hi"},
+            },
+        },
+    )
+    server.queue(
+        sse.stream(
+            sse.message_start(),
+            start,
+            sse.block_stop(0),
+            sse.message_delta("tool_use"),
+            sse.message_stop(),
+        )
+    )
+    r = provider.complete("m", [Message("user", [Text("go")])], TOOLS, Sink())
+    assert r.error is None and r.stop_reason == "toolUse"
+    assert r.content == [ToolUse("toolu_1", "bash", '{"command":"echo hi"}')]
+
+
+def test_an_answer_that_is_no_event_stream_says_so(
+    server: FakeServer, provider: AnthropicProvider
+) -> None:
+    """A 200 whose body is a whole JSON message (a proxy that drops streaming): not
+    "connection closed", which it was not."""
+    whole = {"type": "message", "role": "assistant", "content": [{"type": "text", "text": "x"}]}
+    server.queue(json_reply(200, whole))
+    r = provider.complete("m", [Message("user", [Text("go")])], TOOLS, Sink())
+    assert r.stop_reason == "error" and r.error is not None
+    assert "no event stream" in r.error and "connection closed" not in r.error
 
 
 def test_past_calls_get_names_the_api_takes(

@@ -14,7 +14,7 @@ from awl.conversation import Message, Opaque, Text, Thinking, ToolResult, ToolUs
 from awl.providers import Provider, ProviderError, ToolSpec, Usage, get_provider
 from awl.providers.base import NO_RESULT
 from awl.providers.openai import OpenAIProvider
-from tests.servers import FakeServer, Reply, refused_url, serve
+from tests.servers import FakeServer, Reply, json_reply, refused_url, serve
 from tests.servers import openai_server as oa
 from tests.test_providers_anthropic import (
     check_wire_ids,
@@ -564,6 +564,17 @@ def test_past_calls_of_other_providers_get_ids_the_api_takes(
     call, *results = server.requests[0].body["messages"][1:]
     sent = [c["id"] for c in call["tool_calls"]]
     check_wire_ids(sent, [x["tool_call_id"] for x in results], "call_1", 40)
+
+
+def test_an_answer_that_is_no_event_stream_says_so(
+    server: FakeServer, provider: OpenAIProvider
+) -> None:
+    """A 200 whose body is a whole completion (a proxy that drops streaming)."""
+    whole = {"object": "chat.completion", "choices": [{"index": 0, "message": {"content": "x"}}]}
+    server.queue(json_reply(200, whole))
+    r = provider.complete("m", user("go"), TOOLS, Sink())
+    assert r.stop_reason == "error" and r.error is not None
+    assert "no event stream" in r.error and "connection closed" not in r.error
 
 
 def test_past_calls_get_names_the_api_takes(server: FakeServer, provider: OpenAIProvider) -> None:

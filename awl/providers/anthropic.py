@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import anthropic
+import orjson
 from anthropic.types import (
     MessageParam,
     RawMessageStreamEvent,
@@ -212,8 +213,13 @@ class _Run:
         self.output_tokens: int | None = None
         self.stop_reason: StopReason = "stop"
         self.stopped = False
+        self.events = 0
+        # A call's input given whole as it starts (some compatible servers send
+        # no input_json_delta): taken when no delta came for it.
+        self.start_inputs: dict[int, object] = {}
 
     def handle(self, event: RawMessageStreamEvent) -> None:
+        self.events += 1
         if event.type == "message_start":
             msg = event.message
             self.model = msg.model or self.model
@@ -226,6 +232,8 @@ class _Run:
             block = event.content_block
             if block.type == "tool_use":
                 self.blocks.start_tool(event.index, block.id, block.name)
+                if block.input:
+                    self.start_inputs[event.index] = block.input
             elif block.type == "text":
                 self.blocks.text(event.index, block.text)
             elif block.type == "thinking":
@@ -239,9 +247,13 @@ class _Run:
             elif delta.type == "thinking_delta":
                 self.blocks.thinking(event.index, delta.thinking)
             elif delta.type == "input_json_delta":
+                self.start_inputs.pop(event.index, None)
                 self.blocks.tool_input(event.index, delta.partial_json)
             # signature_delta / citations_delta: nowhere to keep them.
         elif event.type == "content_block_stop":
+            whole = self.start_inputs.pop(event.index, None)
+            if whole is not None:
+                self.blocks.tool_input(event.index, orjson.dumps(whole).decode())
             self.blocks.finish_tool(event.index)
         elif event.type == "message_delta":
             if event.delta.stop_reason is not None:
@@ -265,6 +277,12 @@ class _Run:
         return Usage(self.input_tokens or 0, self.output_tokens or 0)
 
     def finished(self) -> Response:
+        if not self.stopped and not self.events:
+            # A body that is no event stream (a whole JSON message, a page).
+            return self.failed(
+                "anthropic: the answer was no event stream (a base URL that streams no "
+                "Messages API events?)"
+            )
         if not self.stopped:
             # The body ended cleanly but before message_stop: a proxy or the
             # server gave up; what we have may be cut anywhere.

@@ -200,8 +200,10 @@ class _Run:
         self.tool_keys: list[tuple[str, int, int]] = []
         # index -> (key, id) of the call open at that index
         self.open_calls: dict[int, tuple[tuple[str, int, int], str]] = {}
+        self.chunks = 0
 
     def handle(self, chunk: ChatCompletionChunk) -> None:
+        self.chunks += 1
         if not self.model_seen and getattr(chunk, "model", None):
             self.model, self.model_seen = chunk.model, True
         usage = getattr(chunk, "usage", None)
@@ -258,6 +260,12 @@ class _Run:
                 self.blocks.tool_input(key, fn.arguments)
 
     def finished(self) -> Response:
+        if self.stop_reason is None and not self.chunks:
+            # A body that is no event stream (a whole JSON completion, a page).
+            return self.failed(
+                "openai: the answer was no event stream (a base URL that streams no Chat "
+                "Completions chunks?)"
+            )
         if self.stop_reason is None:
             return self.failed("openai: stream ended before a finish_reason (connection closed)")
         return Response(
