@@ -1067,6 +1067,9 @@ def test_dry_run_writes_nothing_and_says_what_would_be_done(tmp_path: Path, root
     assert {(d["status"], d["dryRun"]) for d in docs} == {("imported", True)}
     assert all(d["entries"] > 0 for d in docs)
     assert not root.exists()
+    # A path that gives no session is part of the dry run too.
+    missing = cli("import", "--dry-run", "--json", str(tmp_path / "nowhere"))
+    assert [json.loads(x)["dryRun"] for x in missing.stdout.splitlines()] == [True]
     out = cli("import", "--dry-run", str(store))
     assert out.output.splitlines()[-1].startswith(f"12 sessions, {_size(store)}: ")
     assert "12 would be imported, 0 would be updated" in out.output

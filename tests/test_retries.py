@@ -122,6 +122,13 @@ def test_the_wait_asked_for_is_said_when_no_retry_is_left(
     assert len(server.requests) == 1
 
 
+def test_a_wait_of_nothing_is_not_said(server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWL_RETRIES", "0")
+    server.queue(_busy(429, **{"retry-after": "0"}))
+    r = _anthropic(server).complete("m", HISTORY, [], Sink())
+    assert r.error is not None and "asks for a wait" not in r.error
+
+
 @pytest.mark.parametrize(
     ("reply", "again"),
     [

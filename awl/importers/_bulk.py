@@ -568,6 +568,7 @@ def import_sessions(
             on_result(r)
 
     for r in problems:
+        r.dry_run = dry_run  # a path that gave no session is part of the run as asked
         done(r)
     ordered = sorted(sources, key=lambda s: s.size, reverse=True)
     where = os.fspath(session_dir) if session_dir is not None else None

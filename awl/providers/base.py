@@ -176,7 +176,7 @@ def with_retries(
         asked = response.retry_after
         too_long = asked is not None and asked > LONGEST_RETRY_WAIT
         if tries >= retries or too_long:
-            if asked is not None:
+            if asked:  # a wait of 0 s says nothing
                 # Said, so that the user knows when sending it again can work.
                 longer = f", longer than awl waits ({LONGEST_RETRY_WAIT:g} s)" if too_long else ""
                 response.error = (
