@@ -550,6 +550,18 @@ def test_an_entry_that_is_no_message_is_shown_at_the_message_it_follows(
     assert (plain["around"], plain["at"]) == ("00000002", "00000002")
 
 
+def test_an_entry_no_message_comes_before_is_said_as_such(root: Path, here: Path) -> None:
+    at = "2026-04-25T14:00:01.000Z"
+    label = {"type": "x-label", "id": "0000000b", "parentId": None, "timestamp": at}
+    first, *rest = chain(2)
+    first["parentId"] = "0000000b"
+    log(root, header(ID_A, "2026-04-25T17:40:15.990Z", here), [label, first, *rest])
+    res = cli("show", f"{ID_A}:0000000b")
+    assert res.exit_code == 2
+    assert res.stderr.endswith("entry '0000000b' is no message, and no message comes before it\n")
+    assert "no entry" in cli("show", f"{ID_A}:0000000f").stderr
+
+
 def test_show_gives_a_tool_calls_lines_of_text_as_lines(root: Path, here: Path) -> None:
     """A patch or a script in a tool call's input reads as it was written, not as
     one line of escapes; a call without lines in it stays one line."""

@@ -47,6 +47,7 @@ SMALL_LOG = 256 * 1024
 """A log up to this size without a checkpoint at its end is read whole and parsed."""
 
 _HEAD_READ = 4096  # a header is a few hundred bytes
+_HEADER_MAX = 1 << 16  # the longest a header can be (a cwd of PATH_MAX, each byte escaped)
 _TAIL_READ = 8192  # a checkpoint line is one to two kilobytes
 
 
@@ -466,7 +467,8 @@ def _header_cwd(path: Path) -> str | None:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             return None
-        head = _pread_exact(fd, min(_HEAD_READ, st.st_size), 0)
+        # Past the quick path's read: a header's cwd may be as long as a path can be.
+        head = _pread_exact(fd, min(_HEADER_MAX, st.st_size), 0)
     except (OSError, _Doubt):  # _Doubt: it shrank meanwhile
         return None
     finally:
