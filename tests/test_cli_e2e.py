@@ -1206,20 +1206,23 @@ def test_resume_at_a_reply_that_asked_for_tools_goes_on_from_their_results(
     assert said[-1] == "again" and "interrupted" not in r.stdout
 
 
+@pytest.mark.parametrize("shared", [False, True], ids=["own-ids", "one-id"])
 def test_resume_at_a_reply_whose_round_was_cut_short_keeps_the_results_saved(
-    env: dict[str, str], root: Path, project: Path
+    env: dict[str, str], root: Path, project: Path, shared: bool
 ) -> None:
     """A round of three calls saved call by call, the process gone during the third:
     going on from the reply takes the two results saved, and only the third
-    call is answered as interrupted (as a plain resume answers it)."""
+    call is answered as interrupted (as a plain resume answers it); so too when
+    the three share one id (a server numbering calls anew)."""
     from awl import Message, SessionManager, Text, ToolResult, ToolUse
 
+    ids = ["c", "c", "c"] if shared else ["c1", "c2", "c3"]
     m = SessionManager.create(project, "offline", "echo", session_dir=root)
     m.append_message(Message("user", [Text("three things")]))
-    calls = [ToolUse(f"c{k}", "bash", '{"command":"true"}') for k in (1, 2, 3)]
+    calls = [ToolUse(i, "bash", '{"command":"true"}') for i in ids]
     asked = m.append_message(Message("assistant", [*calls]), stop_reason="toolUse")
-    m.append_message(Message("user", [ToolResult("c1", "one")]))
-    second = m.append_message(Message("user", [ToolResult("c2", "two")]))
+    m.append_message(Message("user", [ToolResult(ids[0], "one")]))
+    second = m.append_message(Message("user", [ToolResult(ids[1], "two")]))
     m.append_message(Message("user", [Text("something else")]))  # the leaf: elsewhere
     m.close()
     sid = m.id[:8]
@@ -1229,7 +1232,7 @@ def test_resume_at_a_reply_whose_round_was_cut_short_keeps_the_results_saved(
     replay = reference_replay(m.path)
     results = [b for role, content in replay.messages for b in content if b["type"] == "toolResult"]
     assert [b["content"] for b in results[:2]] == ["one", "two"]
-    assert [b["toolUseId"] for b in results] == ["c1", "c2", "c3"]
+    assert [b["toolUseId"] for b in results] == ids
     assert "interrupted" in results[2]["content"]
 
 

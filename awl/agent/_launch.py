@@ -4,6 +4,7 @@ named by id — and whether a resumed one can run where it says it works."""
 from __future__ import annotations
 
 import os
+from collections import Counter
 from pathlib import Path
 
 from ..conversation import Message, Text
@@ -118,11 +119,12 @@ def _answer_of(manager: SessionManager, entry: str) -> str | None:
         raise KeyError(entry)
     if not isinstance(asked, MessageEntry) or asked.message.role != "assistant":
         return None
-    calls = {b.id for b in asked.message.content if isinstance(b, DiskToolUse)}
+    # Counted: calls of one reply may share an id, each answered by a result of its own.
+    calls = Counter(b.id for b in asked.message.content if isinstance(b, DiskToolUse))
     if not calls:
         return None
 
-    def answered(eid: str) -> set[str] | None:
+    def answered(eid: str) -> Counter[str] | None:
         """The calls the message ``eid`` answers, when it holds only results."""
         got = manager.get_entry(eid)
         if not isinstance(got, MessageEntry) or got.message.role != "user":
@@ -130,12 +132,12 @@ def _answer_of(manager: SessionManager, entry: str) -> str | None:
         blocks = got.message.content
         if not blocks or not all(isinstance(b, DiskToolResult) for b in blocks):
             return None
-        return {b.tool_use_id for b in blocks if isinstance(b, DiskToolResult)}
+        return Counter(b.tool_use_id for b in blocks if isinstance(b, DiskToolResult))
 
     deepest, at = None, entry
     while True:
         under = [(c, got) for c in manager.child_ids(at) if (got := answered(c)) is not None]
-        whole = [c for c, got in under if calls <= got]
+        whole = [c for c, got in under if all(got[i] >= n for i, n in calls.items())]
         if whole:
             return whole[-1]
         if not under:
