@@ -891,25 +891,37 @@ def test_a_character_streamed_in_two_halves_is_kept_whole(
     assert assistant["message"]["content"] == [{"type": "text", "text": "smile \U0001f600 end"}]
 
 
+@pytest.mark.parametrize("held", ["nothing", "thinking", "spaces"])
 def test_an_empty_reply_is_said_not_taken_for_an_answer(
-    agents: Agents, server: FakeServer, script: Script, root: Path, project: Path
+    agents: Agents, server: FakeServer, script: Script, root: Path, project: Path, held: str
 ) -> None:
     """A reply with no text and no call (a server's refusal without a word, a
-    filter): nothing to save, and the turn says so, so `awl -p` does not end
-    0 with nothing printed as if the prompt were answered."""
+    filter, only its thinking, which no request sends back, or text of nothing
+    but spaces): the turn says so, so `awl -p` does not end 0 with nothing
+    printed as if the prompt were answered."""
     from awl.agent._loop import EMPTY_REPLY
 
     agent = agents.new(script)
     if script.name == "anthropic":
-        server.queue(
-            sse.stream(sse.message_start(), sse.message_delta("refusal"), sse.message_stop())
-        )
+        blocks = {
+            "nothing": [],
+            "thinking": sse.thinking_block(0, "hmm"),
+            "spaces": sse.text_block(0, "\n  "),
+        }[held]
+        reply = sse.stream(sse.message_start(), *blocks, sse.message_delta(), sse.message_stop())
     else:
-        server.queue(oa.stream(oa.role(), oa.finish("stop"), oa.usage(), oa.DONE))
+        chunks = {
+            "nothing": [],
+            "thinking": [oa.chunk({"reasoning_content": "hmm"})],
+            "spaces": oa.text("\n  "),
+        }[held]
+        reply = oa.stream(oa.role(), *chunks, oa.finish("stop"), oa.usage(), oa.DONE)
+    server.queue(reply)
     result = agent.run_turn("hello", Sink())
-    assert result.text == "" and result.error == f"{script.name}: {EMPTY_REPLY}"
+    assert result.text.strip() == "" and result.error == f"{script.name}: {EMPTY_REPLY}"
     agents.close(agent)
-    assert [e["message"]["role"] for e in only_log(root, project).entries] == ["system", "user"]
+    roles = [e["message"]["role"] for e in only_log(root, project).entries]
+    assert roles == ["system", "user"] + (["assistant"] if held != "nothing" else [])
 
 
 def test_an_openai_refusal_is_the_reply(

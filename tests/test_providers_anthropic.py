@@ -589,6 +589,16 @@ def test_a_calls_input_given_whole_as_it_starts_is_taken(
     r = provider.complete("m", [Message("user", [Text("go")])], TOOLS, Sink())
     assert r.error is None and r.stop_reason == "toolUse"
     assert r.content == [ToolUse("toolu_1", "bash", '{"command":"echo hi"}')]
+    # Followed by the API's empty first delta; or with no block stop at all.
+    empty = sse._delta(0, {"type": "input_json_delta", "partial_json": ""})
+    for shape in ([start, empty, sse.block_stop(0)], [start]):
+        server.queue(
+            sse.stream(
+                sse.message_start(), *shape, sse.message_delta("tool_use"), sse.message_stop()
+            )
+        )
+        r = provider.complete("m", [Message("user", [Text("go")])], TOOLS, Sink())
+        assert r.content == [ToolUse("toolu_1", "bash", '{"command":"echo hi"}')], r
 
 
 def test_an_answer_that_is_no_event_stream_says_so(

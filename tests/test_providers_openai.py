@@ -566,6 +566,15 @@ def test_past_calls_of_other_providers_get_ids_the_api_takes(
     check_wire_ids(sent, [x["tool_call_id"] for x in results], "call_1", 40)
 
 
+def test_a_refusal_beside_content_is_not_said_twice(
+    server: FakeServer, provider: OpenAIProvider
+) -> None:
+    both = oa.chunk({"content": "No.", "refusal": "No."})
+    server.queue(oa.stream(oa.role(), both, oa.finish("stop"), oa.usage(), oa.DONE))
+    r = provider.complete("m", user("go"), TOOLS, Sink())
+    assert r.content == [Text("No.")], r
+
+
 def test_an_answer_that_is_no_event_stream_says_so(
     server: FakeServer, provider: OpenAIProvider
 ) -> None:

@@ -69,8 +69,9 @@ and the session did not end."""
 CUT_OFF = "the reply was cut off at the model's output limit (AWL_MAX_TOKENS sets it)"
 """A turn's error when the reply stopped at the output limit: saved, but not whole."""
 
-EMPTY_REPLY = "the reply was empty: no text and no tool call (nothing was saved)"
-"""A turn's error when the model answered with nothing; the prompt stays unanswered."""
+EMPTY_REPLY = "the reply held no text and no tool call: the prompt is unanswered"
+"""A turn's error when the model answered with nothing (or only its thinking, which
+no request sends back)."""
 
 SYSTEM_PROMPT = (
     "You are awl, a coding agent working in the directory {cwd}. You can run shell commands "
@@ -279,9 +280,9 @@ class Agent:
                 error = response.error
                 if error is None and response.stop_reason == "length":
                     error = CUT_OFF
-                if error is None and not response.content:
-                    # Nothing to save or show (a filter, a server's refusal without a
-                    # word): said, or the prompt would seem answered.
+                if error is None and not _answers(response):
+                    # No word and no call (a filter, a refusal without a word, a
+                    # reply all thinking): said, or the prompt would seem answered.
                     error = f"{self.provider_name}: {EMPTY_REPLY}"
                 return TurnResult(_final_text(response), response.stop_reason, error, rounds)
             rounds += 1
@@ -379,6 +380,14 @@ def _texts(block: ContentBlock) -> tuple[str, ...]:
     if isinstance(block, ToolResult):
         return (block.tool_use_id, block.content)
     return ()
+
+
+def _answers(response: Response) -> bool:
+    """Whether a reply says something or asks for a tool: thinking alone, or text of
+    nothing but spaces, is no answer (requests leave both out)."""
+    return any(
+        isinstance(b, ToolUse) or (isinstance(b, Text) and b.text.strip()) for b in response.content
+    )
 
 
 def _final_text(response: Response) -> str:

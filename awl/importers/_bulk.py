@@ -131,18 +131,23 @@ def plan_import(
     seen: set[tuple[int, int]] = set()
     own = _awl_store(session_dir)
     if not paths:
-        stores = [s for f in ([fmt] if fmt else FORMATS) for s in default_stores(f)]
+        pairs = [(f, s) for f in ([fmt] if fmt else FORMATS) for s in default_stores(f)]
+        stores = [s for _, s in pairs]
         found = []
-        for store in stores:
+        barred: set[tuple[Path, int | None]] = set()
+        for f, store in pairs:
             try:
                 if stat.S_ISDIR(os.stat(store).st_mode):
                     found.append(store)
             except (FileNotFoundError, NotADirectoryError):
                 pass  # that tool's store is not here: none of its sessions
             except OSError as exc:  # there, but it may not be entered: said, not passed over
+                if (store.parent, exc.errno) in barred:
+                    continue  # Codex's two stores, behind one folder: said once
+                barred.add((store.parent, exc.errno))
                 plan.problems.append(
                     ImportResult(
-                        str(store), fmt, "error", error=missing_text(store, exc), is_session=False
+                        str(store), f, "error", error=missing_text(store, exc), is_session=False
                     )
                 )
         if not found and not plan.problems:

@@ -247,13 +247,12 @@ class _Run:
             elif delta.type == "thinking_delta":
                 self.blocks.thinking(event.index, delta.thinking)
             elif delta.type == "input_json_delta":
-                self.start_inputs.pop(event.index, None)
+                if delta.partial_json:  # the API's own first delta is empty
+                    self.start_inputs.pop(event.index, None)
                 self.blocks.tool_input(event.index, delta.partial_json)
             # signature_delta / citations_delta: nowhere to keep them.
         elif event.type == "content_block_stop":
-            whole = self.start_inputs.pop(event.index, None)
-            if whole is not None:
-                self.blocks.tool_input(event.index, orjson.dumps(whole).decode())
+            self._whole_input(event.index)
             self.blocks.finish_tool(event.index)
         elif event.type == "message_delta":
             if event.delta.stop_reason is not None:
@@ -271,6 +270,11 @@ class _Run:
         elif event.type == "message_stop":
             self.stopped = True
 
+    def _whole_input(self, index: int) -> None:
+        whole = self.start_inputs.pop(index, None)
+        if whole is not None:
+            self.blocks.tool_input(index, orjson.dumps(whole).decode())
+
     def usage(self) -> Usage | None:
         if self.input_tokens is None and self.output_tokens is None:
             return None
@@ -278,11 +282,14 @@ class _Run:
 
     def finished(self) -> Response:
         if not self.stopped and not self.events:
-            # A body that is no event stream (a whole JSON message, a page).
+            # A body that is no event stream (a whole JSON message, a page), or
+            # one cut before its first event.
             return self.failed(
-                "anthropic: the answer was no event stream (a base URL that streams no "
-                "Messages API events?)"
+                "anthropic: the answer held no Messages API events (cut before the first, "
+                "or no event stream: a base URL that is no Messages API?)"
             )
+        for index in list(self.start_inputs):  # a call whose block never ended
+            self._whole_input(index)
         if not self.stopped:
             # The body ended cleanly but before message_stop: a proxy or the
             # server gave up; what we have may be cut anywhere.

@@ -235,7 +235,7 @@ class _Run:
         if delta.content:
             self.blocks.text(_TEXT, delta.content)
         refusal = getattr(delta, "refusal", None)
-        if isinstance(refusal, str) and refusal:
+        if isinstance(refusal, str) and refusal and not delta.content:
             # The model's words declining: its reply, to be read and kept like any.
             self.blocks.text(_TEXT, refusal)
         for call in delta.tool_calls or []:
@@ -263,8 +263,8 @@ class _Run:
         if self.stop_reason is None and not self.chunks:
             # A body that is no event stream (a whole JSON completion, a page).
             return self.failed(
-                "openai: the answer was no event stream (a base URL that streams no Chat "
-                "Completions chunks?)"
+                "openai: the answer held no Chat Completions chunks (cut before the first, "
+                "or no event stream: a base URL that is no Chat Completions API?)"
             )
         if self.stop_reason is None:
             return self.failed("openai: stream ended before a finish_reason (connection closed)")
