@@ -25,7 +25,7 @@ from ..providers import (
 )
 from ..store import SessionManager, resume_ref
 from ..tools import Cancel, ToolOutput
-from ..ui import TerminalSink, kept_prompt_note, signals_cancel, visible
+from ..ui import TerminalSink, is_terminal, kept_prompt_note, signals_cancel, visible
 from ._common import imported_session, log_of_path, names_a_file
 
 
@@ -170,13 +170,6 @@ def _same_file(a: TextIO, b: TextIO) -> bool:
     return (x.st_dev, x.st_ino) == (y.st_dev, y.st_ino)
 
 
-def _is_tty(stream: TextIO) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):  # closed, or no file behind it
-        return False
-
-
 def _print_turn(agent: Agent, prompt: str) -> int:
     # The reply is printed on stdout at the end.  Under AWL_VERBOSE it streams to
     # stderr too; where that is stdout (one terminal, 2>&1), what streamed is the
@@ -207,7 +200,7 @@ def _print_turn(agent: Agent, prompt: str) -> int:
     if result.text and not streamed:
         # For a script, the reply as it came; on a terminal, with its control
         # characters escaped, as everywhere else awl shows a model's text.
-        text = visible(result.text) if _is_tty(sys.stdout) else result.text
+        text = visible(result.text) if is_terminal(sys.stdout) else result.text
         sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
         sys.stdout.flush()  # before what follows on stderr, where both are one pipe
     if result.error:

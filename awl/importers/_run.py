@@ -861,9 +861,8 @@ class _Import:
             # come since: it ends that line, and starts none.
             start += 1
         # Hashed as it is read, as the main file is: what is recorded is what was taken.
-        hasher = f.hasher.copy() if f.hasher is not None and f.hashed == f.consumed else None
-        if hasher is None:
-            hasher = digest(f.fd, f.consumed)
+        kept = f.hasher.copy() if f.hasher is not None else None
+        hasher = digest(f.fd, f.consumed, kept, f.hashed)
         hasher.update(around[1:] if start > f.consumed else b"")
         hashing = Hashing(hasher, start)
         for number, end, raw, terminated in lines(f.fd, start, f.lines + 1, hashing=hashing):

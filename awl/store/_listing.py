@@ -47,7 +47,6 @@ SMALL_LOG = 256 * 1024
 """A log up to this size without a checkpoint at its end is read whole and parsed."""
 
 _HEAD_READ = 4096  # a header is a few hundred bytes
-_HEADER_MAX = 1 << 16  # the longest a header can be (a cwd of PATH_MAX, each byte escaped)
 _TAIL_READ = 8192  # a checkpoint line is one to two kilobytes
 
 
@@ -459,27 +458,11 @@ def _header_cwd(path: Path) -> str | None:
     """The cwd a log's first line records, when that line is a whole header this
     version reads (a log damaged further on still says whose it is); None
     otherwise."""
+    from ._logfile import read_header  # the scanner with it: only for a damaged log
+
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        # Past the quick path's read: a header's cwd may be as long as a path can be.
-        head = _pread_exact(fd, min(_HEADER_MAX, st.st_size), 0)
-    except (OSError, _Doubt):  # _Doubt: it shrank meanwhile
-        return None
-    finally:
-        os.close(fd)
-    nl = head.find(b"\n")
-    try:
-        obj = _load(head[:nl]) if nl >= 0 else None
-        if obj is None or obj.get("type") != "session":
-            return None
-        return parse_header(obj).cwd
-    except (_Doubt, FormatError):
+        return read_header(path).cwd
+    except (SessionError, OSError):
         return None
 
 

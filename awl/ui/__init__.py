@@ -14,7 +14,7 @@ from .._lazy import exports
 if TYPE_CHECKING:
     from ._repl import HELP, handle_command, interactive_loop, kept_prompt_note, show_resume
     from ._terminal import TerminalSink, detach_terminal, signals_cancel, stdin_text
-    from ._text import format_bytes, local_time, styled, visible
+    from ._text import format_bytes, is_terminal, local_time, styled, visible
     from ._transcript import (
         around_document,
         messages_around,
@@ -37,6 +37,7 @@ _HOMES = {
     "signals_cancel": "_terminal",
     "stdin_text": "_terminal",
     "format_bytes": "_text",
+    "is_terminal": "_text",
     "local_time": "_text",
     "styled": "_text",
     "visible": "_text",
@@ -58,6 +59,7 @@ __all__ = [
     "format_bytes",
     "handle_command",
     "interactive_loop",
+    "is_terminal",
     "kept_prompt_note",
     "local_time",
     "messages_around",

@@ -64,6 +64,11 @@ def styled(stream: TextIO) -> bool:
     that draws escape codes as text: Emacs's shell, some CI logs)."""
     if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
         return False
+    return is_terminal(stream)
+
+
+def is_terminal(stream: TextIO) -> bool:
+    """Whether ``stream`` is a terminal (False for one closed, or with no file behind it)."""
     try:
         return stream.isatty()
     except (AttributeError, OSError, ValueError):
