@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import json
 import os
 import re
@@ -19,6 +20,7 @@ from typing import Any
 
 import orjson
 import pytest
+import xxhash
 from click.testing import CliRunner
 
 from awl import Message, SessionManager, Text
@@ -26,6 +28,7 @@ from awl.cli import main
 from awl.importers import (
     ImportedCopy,
     SourceSpec,
+    _source,
     import_sessions,
     import_source,
     imported_copy,
@@ -1541,6 +1544,52 @@ def test_a_copy_of_an_imported_session_that_differs_names_the_file_imported(
     a.write_bytes(a.read_bytes().replace(b"make check", b"make chekk", 1))
     r = import_source(SourceSpec(str(a)), system_prompt=PROMPT)
     assert r.status == "conflict" and "rewritten since it was imported" in str(r.error)
+
+
+def test_an_import_recorded_with_sha256_goes_on_hashing_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Records of earlier imports give the source's sha256: importing again still
+    finds it unchanged, a grown source is updated (its record still sha256,
+    over all it took), a rewritten one a conflict.  A new import records XXH3."""
+    lines = PI_FULL.read_bytes().splitlines(keepends=True)
+    src = tmp_path / "old" / "x.jsonl"
+    src.parent.mkdir()
+    start = b"".join(lines[:4])
+    src.write_bytes(start)
+    with monkeypatch.context() as m:
+        m.setattr(_source, "HASH", "sha256")  # as an earlier awl recorded it
+        first = run(src)
+    assert first.status == "imported" and first.path is not None
+    state = (read_records(first.path).last or {})["files"][""]
+    assert state == {
+        "consumed": len(start),
+        "lines": 4,
+        "sha256": hashlib.sha256(start).hexdigest(),
+    }
+    assert run(src).status == "unchanged"
+    whole = b"".join(lines)
+    src.write_bytes(whole)
+    assert run(src).status == "updated"
+    state = (read_records(first.path).last or {})["files"][""]
+    want = {
+        "consumed": len(whole),
+        "lines": len(lines),
+        "sha256": hashlib.sha256(whole).hexdigest(),
+    }
+    assert state == want
+    assert run(src).status == "unchanged"
+    src.write_bytes(whole.replace(b"make check", b"make chekk", 1))
+    r = import_source(SourceSpec(str(src)), system_prompt=PROMPT)
+    assert r.status == "conflict" and "rewritten since it was imported" in str(r.error)
+    new = run(PI_FULL, session_dir=tmp_path / "new")
+    assert new.path is not None
+    state = (read_records(new.path).last or {})["files"][""]
+    assert state == {
+        "consumed": len(whole),
+        "lines": len(lines),
+        "xxh3": xxhash.xxh3_128(whole).hexdigest(),
+    }
 
 
 def test_a_copy_holding_part_of_what_was_imported_is_unchanged(tmp_path: Path) -> None:

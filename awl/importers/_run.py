@@ -3,7 +3,7 @@
 The awl session's id is derived from the source's (:func:`session_id_for`),
 so its path is known before anything is read from it.  A first import
 writes the whole session; a later one reads the last import record, and
-when every source file still starts with the bytes it took (same sha256):
+when every source file still starts with the bytes it took (same hash):
 nothing more → ``unchanged``, no lock taken, nothing written; more lines →
 the converter replays the part taken (rebuilding its state, writing
 nothing), then the new lines' entries are appended under the parents the
@@ -27,7 +27,6 @@ import os
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
@@ -60,8 +59,10 @@ from ._source import (
     Hashing,
     detect,
     digest,
+    hash_of,
     head,
     lines,
+    new_hash,
     open_source,
     parse,
     split_glued,
@@ -249,6 +250,8 @@ class _File:
     hasher: Any = None
     hashed: int = 0
     known: dict[str, Any] | None = None  # the last record's state of it
+    # The hash the records give of it: the one its first record named.
+    algo: str = field(default_factory=hash_of)
     # The file's times, and when they were read: when the bytes taken were last
     # known to be on disk as they were read.
     stamp: tuple[int, int] = (0, 0)
@@ -264,12 +267,12 @@ class _File:
         return self.stamp
 
     def state(self) -> dict[str, Any]:
-        self.hasher = digest(self.fd, self.consumed, self.hasher, self.hashed)
+        self.hasher = digest(self.fd, self.consumed, self.hasher, self.hashed, self.algo)
         self.hashed = self.consumed
-        return {"consumed": self.consumed, "lines": self.lines, "sha256": self.hasher.hexdigest()}
+        return {"consumed": self.consumed, "lines": self.lines, self.algo: self.hasher.hexdigest()}
 
-    def taken_as_read(self, sha: str) -> bool:
-        """Whether the bytes taken, ``[0, consumed)`` with the sha256 ``sha``, are still
+    def taken_as_read(self, hexdigest: str) -> bool:
+        """Whether the bytes taken, ``[0, consumed)`` with the hash ``hexdigest``, are still
         on disk: a source rewritten in place while it is read (not only grown)
         would give a conversation of both versions.  Read again only when the
         file may have been written since it was last looked at: its times
@@ -278,7 +281,10 @@ class _File:
         before, looked = self.stamp, self.looked
         if self._look() == before and looked - max(before) > _SETTLED_NS:
             return True
-        return self.consumed == 0 or digest(self.fd, self.consumed).hexdigest() == sha
+        return (
+            self.consumed == 0
+            or digest(self.fd, self.consumed, name=self.algo).hexdigest() == hexdigest
+        )
 
 
 _SETTLED_NS = 2_000_000_000
@@ -560,6 +566,7 @@ class _Import:
         for f in files:
             known = state.get(f.key)
             f.known = known if isinstance(known, dict) else None
+            f.algo = hash_of(f.known)
             if f.known is None:
                 grown = True
                 f.consumed = f.lines = f.hashed = 0
@@ -568,7 +575,9 @@ class _Import:
             taken = int(f.known.get("consumed", 0))
             if not f.rel.endswith(".jsonl") and f.rel:
                 # A whole JSON document (a subagent's .meta.json): taken again if it changed.
-                same = f.size == taken and digest(f.fd, taken).hexdigest() == f.known.get("sha256")
+                same = f.size == taken and digest(
+                    f.fd, taken, name=f.algo
+                ).hexdigest() == f.known.get(f.algo)
                 f.consumed = f.size if same else 0
                 f.known = f.known if same else None
                 grown = grown or not same
@@ -580,10 +589,10 @@ class _Import:
                     r.status = "unchanged"
                     return False
                 return self._conflict(f, "it is shorter than what was imported")
-            f.hasher = digest(f.fd, taken)
+            f.hasher = digest(f.fd, taken, name=f.algo)
             f.hashed = f.consumed = taken
             f.lines = int(f.known.get("lines", 0))
-            if f.hasher.hexdigest() != f.known.get("sha256"):
+            if f.hasher.hexdigest() != f.known.get(f.algo):
                 return self._conflict(f, "it was rewritten since it was imported")
             grown = grown or f.size > taken
         if not grown:
@@ -597,7 +606,13 @@ class _Import:
         awl ``log`` recorded at that length, or it is the start of the file last
         imported, which still holds what was taken (its hash up to ``taken`` is
         the record's)."""
-        mine = digest(f.fd, f.size).hexdigest()
+        mine: dict[str, str] = {}  # the file's hash of each kind a record gives
+
+        def hashed(name: str) -> str:
+            if name not in mine:
+                mine[name] = digest(f.fd, f.size, name=name).hexdigest()
+            return mine[name]
+
         records = self.imported.records
         if not records:
             # Decided before the lock, from the last record alone: the earlier
@@ -608,10 +623,10 @@ class _Import:
                 records = []  # the locked pass reports the log's own problem
         for record in records:
             known = (record.get("files") or {}).get("")
-            if isinstance(known, dict) and (known.get("consumed"), known.get("sha256")) == (
-                f.size,
-                mine,
-            ):
+            if not isinstance(known, dict) or known.get("consumed") != f.size:
+                continue
+            name = hash_of(known)
+            if known.get(name) == hashed(name):
                 return True
         here = path_text(os.path.abspath(self.spec.path))
         if not isinstance(self.earlier, str) or self.earlier == here or f.known is None:
@@ -621,10 +636,10 @@ class _Import:
         except OSError:
             return False
         try:
-            start = digest(fd, f.size)
-            if start.hexdigest() != mine:
+            start = digest(fd, f.size, name=f.algo)
+            if start.hexdigest() != hashed(f.algo):
                 return False
-            return bool(digest(fd, taken, start, f.size).hexdigest() == f.known.get("sha256"))
+            return bool(digest(fd, taken, start, f.size).hexdigest() == f.known.get(f.algo))
         except OSError:
             return False
         finally:
@@ -694,7 +709,9 @@ class _Import:
         start_batch = boundary
         loads, feed = orjson.loads, conv.feed
         # The main file is hashed as it is read, past what the check hashed already.
-        hashing = Hashing(main.hasher.copy() if main.hasher is not None else sha256(), boundary)
+        hashing = Hashing(
+            main.hasher.copy() if main.hasher is not None else new_hash(main.algo), boundary
+        )
         self.hashing = hashing
         # Lines an earlier import skipped: replayed as skipped (one that awl now reads,
         # glued objects, was not written then).
@@ -845,7 +862,7 @@ class _Import:
                 return
             data = _read_all(f.fd, f.size)
             # The hash of what is taken, not of what the file holds when it is recorded.
-            f.hasher, f.hashed = sha256(data), len(data)
+            f.hasher, f.hashed = new_hash(f.algo, data), len(data)
             f.consumed, f.lines = len(data), 1
             obj, _, repaired = parse(data) if f.rel.endswith(".json") else (None, None, False)
             self.b.raw = None
@@ -862,7 +879,7 @@ class _Import:
             start += 1
         # Hashed as it is read, as the main file is: what is recorded is what was taken.
         kept = f.hasher.copy() if f.hasher is not None else None
-        hasher = digest(f.fd, f.consumed, kept, f.hashed)
+        hasher = digest(f.fd, f.consumed, kept, f.hashed, f.algo)
         hasher.update(around[1:] if start > f.consumed else b"")
         hashing = Hashing(hasher, start)
         for number, end, raw, terminated in lines(f.fd, start, f.lines + 1, hashing=hashing):
@@ -967,7 +984,7 @@ class _Import:
         # being written): known, an import that finds them as they were is unchanged.
         record["files"] = {f.key: f.state() for f in self.files}
         for f in self.files:
-            if not f.taken_as_read(record["files"][f.key]["sha256"]):
+            if not f.taken_as_read(record["files"][f.key][f.algo]):
                 name = self.shown if not f.rel else f"{self.shown}: {f.key}"
                 then = (
                     f"the awl session {path_text(os.fspath(self.path))} keeps what this "

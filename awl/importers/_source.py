@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+import xxhash
 
 CHUNK = 1 << 22
 FORMATS = ("pi", "claude", "codex")
@@ -326,9 +327,35 @@ def _reason(exc: Exception) -> str:
     return text[:80] or "malformed"
 
 
-def digest(fd: int, upto: int, hasher: Any = None, start: int = 0) -> Any:
-    """A sha256 object over bytes ``[start, upto)`` of ``fd`` (continuing ``hasher``)."""
-    h = hasher if hasher is not None else hashlib.sha256()
+HASH = "xxh3"
+"""The hash an import records of the source bytes it took: XXH3 (128 bits), which
+tells a rewritten file from a grown one at memory speed (sha256 hashes about
+fifteen times slower).  Records of earlier imports name ``sha256``: a file
+first taken under it is hashed with it for as long as its import goes on."""
+
+HASHES = ("xxh3", "sha256")
+"""The hashes a record may name, the one new imports use first."""
+
+
+def new_hash(name: str = HASH, data: bytes = b"") -> Any:
+    """A hash object of the kind ``name`` (one of :data:`HASHES`) over ``data``."""
+    return xxhash.xxh3_128(data) if name == "xxh3" else hashlib.sha256(data)
+
+
+def hash_of(state: dict[str, Any] | None = None) -> str:
+    """Which hash a record's file state holds (:data:`HASH` for none, or no state):
+    the one that file goes on being hashed with."""
+    if state is not None:
+        for name in HASHES:
+            if name in state:
+                return name
+    return HASH
+
+
+def digest(fd: int, upto: int, hasher: Any = None, start: int = 0, name: str = HASH) -> Any:
+    """A hash object (``name``, or continuing ``hasher``) over bytes ``[start, upto)``
+    of ``fd``."""
+    h = hasher if hasher is not None else new_hash(name)
     pos = start
     while pos < upto:
         data = os.pread(fd, min(CHUNK * 4, upto - pos), pos)
