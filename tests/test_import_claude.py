@@ -319,6 +319,7 @@ def test_subagent_files_that_grow_or_appear_are_taken_on_the_next_import(tmp_pat
     assert added[-2:] == [(SUB, 4), (f"{SID}/subagents/agent-ffff001.jsonl", 1)]
     (*_, last) = [o for o in log_lines(r.path) if o["type"] == "x-import"]
     assert last["files"][SUB]["lines"] == 4 and META in last["files"]
+    assert last["files"][META]["lines"] == 1  # unchanged, recorded as when it was taken
     assert _import(main)[0].status == "unchanged"
 
 

@@ -2,7 +2,7 @@
 
 Each batch an import appends starts with one ``x-import`` entry (outside
 the tree): the source files and how much of each it has taken (bytes, lines,
-a sha256 of those bytes), what it skipped, and the keys of the batch's tree
+a hash of those bytes), what it skipped, and the keys of the batch's tree
 entries in order.  The entries follow it in the same write, so their awl ids
 are read from the log itself, and an ``x-import-end`` line naming the
 record's ``batch`` ends it: a long write is not atomic, and a batch a kill

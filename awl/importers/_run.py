@@ -579,6 +579,7 @@ class _Import:
                     f.fd, taken, name=f.algo
                 ).hexdigest() == f.known.get(f.algo)
                 f.consumed = f.size if same else 0
+                f.lines = int(f.known.get("lines", 1)) if same else 0  # as first recorded
                 f.known = f.known if same else None
                 grown = grown or not same
                 continue
