@@ -17,8 +17,8 @@ page cache, each of ``--rounds`` rounds measures:
 - the round trip: the floor, then each parsed line serialized back with
   ``orjson.dumps``, the source hashed (XXH3, as an import records it) and
   the lines written to a new file (synced unless ``AWL_FSYNC=0``), in this
-  process: the least any
-  importer that writes a log does, with no conversion at all;
+  process: the least any importer that writes a log does, with no
+  conversion at all;
 - ``awl import``'s library call (:func:`awl.importers.import_sessions`) into
   an empty session root, on ``--jobs`` worker processes (default: the cores)
   and on one.
