@@ -17,6 +17,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 _stopping: Any = None  # in a worker: the pool's stop event
+_settle: Callable[[], None] | None = None  # in a worker: run_in_processes's settle
 _PARENT_POLL = 0.2  # seconds between a worker's looks at whether its parent lives
 
 
@@ -69,6 +70,10 @@ def _outlive_no_parent(ppid: int, sentinel: int | None) -> None:
     while True:
         with _orphan.lock:
             if not _orphan.busy:
+                if _settle is not None:
+                    # What the tasks done left to finish (no task starts now).
+                    with contextlib.suppress(BaseException):
+                        _settle()
                 os._exit(1)
         time.sleep(_PARENT_POLL)
 
@@ -85,8 +90,22 @@ def _unless_stopping(call: Callable[[T], R], task: T) -> R | None:
             _orphan.busy = False
 
 
-def _chunk(call: Callable[[T], R], tasks: list[T]) -> list[R | None]:
-    return [_unless_stopping(call, t) for t in tasks]
+def _chunk(
+    call: Callable[[T], R], tasks: list[T], settle: Callable[[], None] | None = None
+) -> list[R | None]:
+    global _settle
+    _settle = settle
+    out = [_unless_stopping(call, t) for t in tasks]
+    if settle is not None:
+        # Busy meanwhile: a worker whose parent died ends after it, not in it.
+        with _orphan.lock:
+            _orphan.busy = True
+        try:
+            settle()
+        finally:
+            with _orphan.lock:
+                _orphan.busy = False
+    return out
 
 
 def run_in_processes(
@@ -96,12 +115,15 @@ def run_in_processes(
     *,
     workers: int,
     chunksize: int = 1,
+    settle: Callable[[], None] | None = None,
 ) -> None:
     """``done(call(task))`` for every task, ``call`` (a module-level function)
     running in ``workers`` processes, ``chunksize`` tasks handed over at once:
     in order within a chunk, the chunks as each ends (a long first chunk does
     not hold back what the other workers have done: a progress bar moves, and
-    a stop counts what was done).
+    a stop counts what was done).  ``settle`` (module-level too) runs in the
+    worker after each chunk's tasks, before their results go back: what a
+    task left to finish in the background is finished by then.
 
     An exception here (KeyboardInterrupt, one ``done`` raises) ends the run
     once each worker has finished the task it is on: no task is started
@@ -114,7 +136,7 @@ def run_in_processes(
     try:
         items = list(tasks)
         futures = [
-            pool.submit(_chunk, call, items[i : i + chunksize])
+            pool.submit(_chunk, call, items[i : i + chunksize], settle)
             for i in range(0, len(items), chunksize)
         ]
         for future in as_completed(futures):

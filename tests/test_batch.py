@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import orjson
 import pytest
 
 from awl import Message, SessionManager, Text
-from awl.store import DiskMessage, DiskText, MessageEntry, NewEntry, UnknownEntry, verify_log
+from awl.store import (
+    DiskMessage,
+    DiskText,
+    Env,
+    MessageEntry,
+    NewEntry,
+    UnknownEntry,
+    verify_log,
+)
 
 from .helpers import reference_replay
 
@@ -114,3 +124,105 @@ def test_an_entry_readers_would_take_for_another_kind_is_refused(
     assert m.path.stat().st_size == size and m.message_count == 1
     m.close()
     assert verify_log(m.path).ok
+
+
+def _batch() -> list[NewEntry]:
+    return [
+        NewEntry(T, None, _msg("user", "first"), "anthropic", "claude"),
+        NewEntry(T, 0, _msg("assistant", "answer")),
+    ]
+
+
+def _hidden(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if ".creating" in p.name)
+
+
+def test_a_log_created_unsynced_exists_only_once_closed(tmp_path: Path) -> None:
+    """``sync=False``: the new log is under its hidden name until close() syncs and
+    names it; it then holds what a synced creation writes, byte for byte."""
+    made = []
+    for sync in (True, False):
+        m = SessionManager.create(
+            tmp_path,
+            "anthropic",
+            "claude",
+            session_dir=tmp_path / f"s{sync}",
+            session_id="019dc5ba-53f6-71a5-ab8f-b1f8709c2572",
+            created=T,
+        )
+        ids = m.append_entries(_batch(), checkpoint=True, sync=sync)
+        assert m.placed is sync and m.path.exists() is sync
+        assert len(_hidden(m.path.parent)) == (0 if sync else 1)
+        assert m.leaf_id == ids[1] and m.message_count == 2  # the batch's state already
+        m.close()
+        assert m.placed and _hidden(m.path.parent) == []
+        made.append(m.path.read_bytes())
+        assert verify_log(m.path).ok
+    assert made[0] == made[1]
+
+
+def test_any_later_use_of_an_unsynced_log_names_it_first(tmp_path: Path) -> None:
+    m = SessionManager.create(tmp_path, "anthropic", "claude", session_dir=tmp_path / "s")
+    m.append_entries(_batch(), sync=False)
+    assert [e.message.role for _, e in m.entries() if isinstance(e, MessageEntry)] == [
+        "user",
+        "assistant",
+    ]
+    assert m.placed and m.path.exists()
+    m.append_message(Message("user", [Text("more")]))
+    m.close()
+    assert [x.text() for x in SessionManager.open(m.path, read_only=True).rebuild_conversation()][
+        -1
+    ] == "more"
+
+
+def test_an_unsynced_log_never_closed_leaves_nothing(tmp_path: Path) -> None:
+    """A manager dropped without close() (a crash of the caller's code) claims no log:
+    the hidden file goes with it."""
+    m = SessionManager.create(tmp_path, "anthropic", "claude", session_dir=tmp_path / "s")
+    m.append_entries(_batch(), sync=False)
+    path, folder = m.path, m.path.parent
+    del m
+    assert not path.exists() and _hidden(folder) == []
+
+
+class _Syncs(Env):
+    """The store's file-system seam, counting the fsyncs of regular files (logs)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.files = 0
+
+    def fsync(self, fd: int) -> None:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            self.files += 1
+        super().fsync(fd)
+
+
+def test_an_unsynced_log_is_synced_by_close_and_not_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWL_FSYNC", "1")
+    env = _Syncs()
+    m = SessionManager.create(tmp_path, "anthropic", "claude", session_dir=tmp_path / "s", env=env)
+    m.append_entries(_batch(), checkpoint=True, sync=False)
+    assert env.files == 0
+    m.close()
+    assert env.files == 1
+
+
+def test_a_batch_appended_to_an_existing_log_is_synced_whatever_sync_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWL_FSYNC", "1")
+    env = _Syncs()
+    m = SessionManager.create(tmp_path, "anthropic", "claude", session_dir=tmp_path / "s", env=env)
+    ids = m.append_entries(_batch())
+    synced = env.files
+    m.append_entries(
+        [NewEntry(T, ids[1], _msg("user", "again"), "anthropic", "claude")], sync=False
+    )
+    assert m.placed and env.files == synced + 1
+    m.close()
+    with SessionManager.open(m.path, read_only=True) as r:
+        assert [x.text() for x in r.rebuild_conversation()] == ["first", "answer", "again"]

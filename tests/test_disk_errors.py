@@ -34,7 +34,7 @@ import pytest
 
 from awl import AwlError, Message, SessionError, SessionManager, SessionWriteError, Text
 from awl.paths import corrupt_path
-from awl.store import Env, SessionState
+from awl.store import DiskMessage, DiskText, Env, NewEntry, SessionState
 
 from .helpers import HEADER, chain, reference_replay, write_log
 
@@ -365,6 +365,58 @@ def test_failed_directory_fsync_at_creation(faulty: FaultyEnv, project: Path, ro
     m.append_message(Message("user", [Text("hello again")]))
     m.close()
     assert texts(m.path) == ["hello again"]
+
+
+def _unsynced(project: Path, root: Path, env: Env) -> SessionManager:
+    """A session whose new log a batch wrote with ``sync=False``: not yet synced or named."""
+    m = SessionManager.create(
+        project, "anthropic", "claude-sonnet-4-20250514", session_dir=root, env=env
+    )
+    t = "2026-01-02T03:04:05.000Z"
+    m.append_entries(
+        [NewEntry(t, None, DiskMessage("user", [DiskText("hello")]), "anthropic", "m")],
+        checkpoint=True,
+        sync=False,
+    )
+    assert not m.path.exists()
+    return m
+
+
+def _leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+@pytest.mark.parametrize(
+    "where", [pytest.param("file", id="log-fsync"), pytest.param("folder", id="folder-fsync")]
+)
+def test_an_unsynced_log_that_close_cannot_sync_leaves_nothing(
+    where: str, faulty: FaultyEnv, project: Path, root: Path
+) -> None:
+    m = _unsynced(project, root, faulty)
+    when = on_regular_file if where == "file" else on_folder_of(m.path)
+    faulty.rules["fsync"] = once(("raise", errno.EIO, 0), when)
+    with pytest.raises(SessionWriteError) as err:
+        m.close()
+    assert faulty.fired
+    assert str(m.path) in str(err.value) and os.strerror(errno.EIO) in str(err.value)
+    assert _leftovers(m.path.parent) == []  # neither name: the session was never claimed
+    with pytest.raises(SessionError):
+        m.append_message(Message("user", [Text("more")]))
+    m.close()  # closed already: nothing more
+
+
+def test_an_unsynced_log_whose_name_was_taken_meanwhile_leaves_the_other(
+    faulty: FaultyEnv, project: Path, root: Path
+) -> None:
+    """Another process made a log of the same name before close() named this one:
+    that log stays as it is, this one goes, and close() says so."""
+    m = _unsynced(project, root, faulty)
+    m.path.write_bytes(b"the other process's log\n")
+    with pytest.raises(SessionWriteError) as err:
+        m.close()
+    assert str(m.path) in str(err.value) and os.strerror(errno.EEXIST) in str(err.value)
+    assert _leftovers(m.path.parent) == [m.path.name]
+    assert m.path.read_bytes() == b"the other process's log\n"
 
 
 def test_failed_checkpoint_at_close_is_harmless(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import hashlib
 import json
@@ -10,6 +11,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -27,6 +29,7 @@ from awl import Message, SessionManager, Text
 from awl.cli import main
 from awl.importers import (
     ImportedCopy,
+    ImportResult,
     SourceSpec,
     _source,
     import_sessions,
@@ -35,7 +38,7 @@ from awl.importers import (
     plan_import,
     read_records,
 )
-from awl.store import MessageEntry, verify_log
+from awl.store import Env, MessageEntry, use_env, verify_log
 from awl.ui import format_bytes
 from tests.import_fixtures import (
     CLAUDE,
@@ -1076,6 +1079,62 @@ def test_dry_run_writes_nothing_and_says_what_would_be_done(tmp_path: Path, root
     out = cli("import", "--dry-run", str(store))
     assert out.output.splitlines()[-1].startswith(f"12 sessions, {_size(store)}: ")
     assert "12 would be imported, 0 would be updated" in out.output
+
+
+class _FailingLogSync(Env):
+    """The store's file-system seam, whose first fsync of a session log in each
+    process fails (EIO): an import's new log that cannot be made durable."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failed: int | None = None  # the process that failed one
+
+    def fsync(self, fd: int) -> None:
+        if self.failed != os.getpid() and stat.S_ISREG(os.fstat(fd).st_mode):
+            self.failed = os.getpid()
+            time.sleep(0.5)  # a slow disk: the next session is converted meanwhile
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        super().fsync(fd)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_each_result_is_reported_once_its_log_is_synced_and_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
+) -> None:
+    """A worker syncs and names each new log while it converts the next session:
+    a result is reported only once that is done, and says so when it failed
+    (then nothing of the log is left; the other sessions are imported)."""
+    monkeypatch.setenv("AWL_FSYNC", "1")
+    store = copy_tree(HERE, tmp_path / "fixtures")
+    root = tmp_path / "root"
+    plan = plan_import([store])
+    seen: list[tuple[str, bool]] = []
+
+    def reported(r: ImportResult) -> None:
+        assert r.path is not None
+        seen.append((r.status, os.path.exists(r.path)))
+
+    with use_env(_FailingLogSync()):
+        results, summary = import_sessions(
+            plan.sources, jobs=jobs, session_dir=root, system_prompt=PROMPT, on_result=reported
+        )
+    failed = [r for r in results if r.status == "error"]
+    assert 1 <= len(failed) <= jobs and summary.errors == len(failed)
+    assert summary.imported == 12 - len(failed)
+    for r in failed:
+        assert r.error == f"{r.path}: could not write session: {os.strerror(errno.EIO)}"
+        assert (r.entries, r.skipped, r.notes) == (0, [], [])
+    # Each imported log was on disk under its name when reported; no failed one is.
+    assert sorted(seen) == sorted(
+        [("error", False)] * len(failed) + [("imported", True)] * (12 - len(failed))
+    )
+    assert not [p for p in root.rglob("*") if ".creating" in p.name]
+    _, summary = import_sessions(plan.sources, jobs=jobs, session_dir=root, system_prompt=PROMPT)
+    assert (summary.imported, summary.unchanged, summary.errors) == (
+        len(failed),
+        12 - len(failed),
+        0,
+    )
 
 
 def test_a_store_imports_in_worker_processes_and_sessions_lists_it(tmp_path: Path) -> None:

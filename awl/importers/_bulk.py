@@ -4,7 +4,10 @@ stores), importing them across worker processes, and the totals.
 Each source session is imported on its own (:func:`import_source`), in a
 pool of worker processes, largest first, so memory per worker is bounded
 by one batch of the session at hand, and a store of thousands of sessions
-uses every core.
+uses every core.  A worker syncs and names each new log on a thread of
+its own (:class:`_Syncing`) while it converts the next session: the disk
+and the processor work at once, and each result is reported once its log
+is durable.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import re
 import stat
 import uuid
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +29,7 @@ import orjson
 from .._processes import run_in_processes
 from ..errors import AwlError
 from ..paths import missing_text, path_list, path_text, session_root
-from ._run import ImportResult, SourceSpec, import_source
+from ._run import ImportResult, SourceSpec, start_import
 from ._source import FORMATS
 
 _SUBAGENTS = "subagents"
@@ -529,11 +533,56 @@ class ImportSummary:
         }
 
 
+class _Syncing:
+    """The imports of one process whose new logs are still being synced and named,
+    each finished (:func:`start_import`'s second value) on one thread of their
+    own, in order."""
+
+    def __init__(self) -> None:
+        self._pid = os.getpid()
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: list[Future[None]] = []
+
+    def add(self, finish: Callable[[], None]) -> Future[None]:
+        """Run ``finish`` on the thread; its future."""
+        if self._pool is None or self._pid != os.getpid():
+            # A forked worker inherits the object, not the thread.
+            self._pool, self._pid, self._pending = ThreadPoolExecutor(1), os.getpid(), []
+        future = self._pool.submit(finish)
+        self._pending.append(future)
+        return future
+
+    def wait(self) -> None:
+        """Return once every import added is finished."""
+        pending, self._pending = self._pending, []
+        for future in pending:
+            future.result()
+
+
+_SYNCING = _Syncing()
+"""A worker process's imports being finished (see :func:`_settle`)."""
+
+
 def _work(
     args: tuple[SourceSpec, str | None, bool, str | None, str | None, str],
 ) -> ImportResult:
+    """Import one source session in a worker process; its result is final once
+    :func:`_settle` has returned."""
+    r, finish = _start(args)
+    _SYNCING.add(finish)
+    return r
+
+
+def _settle() -> None:
+    """Finish the imports of this worker process's chunk, before its results go back."""
+    _SYNCING.wait()
+
+
+def _start(
+    args: tuple[SourceSpec, str | None, bool, str | None, str | None, str],
+) -> tuple[ImportResult, Callable[[], None]]:
     spec, session_dir, dry_run, system_prompt, fallback_cwd, run = args
-    return import_source(
+    return start_import(
         spec,
         session_dir=session_dir,
         dry_run=dry_run,
@@ -541,6 +590,39 @@ def _work(
         fallback_cwd=fallback_cwd,
         run=run,
     )
+
+
+def _in_this_process(
+    tasks: list[tuple[SourceSpec, str | None, bool, str | None, str | None, str]],
+    done: Callable[[ImportResult], None],
+) -> None:
+    """Import every task here, each result reported once its log is synced and named
+    (while the next session is converted)."""
+    syncing = _Syncing()
+    waiting: tuple[ImportResult, Future[None]] | None = None
+    converting = False
+    try:
+        for t in tasks:
+            converting = True
+            r, finish = _start(t)
+            converting = False
+            before, waiting = waiting, (r, syncing.add(finish))
+            if before is not None:
+                before[1].result()
+                done(before[0])
+        last, waiting = waiting, None
+        if last is not None:
+            last[1].result()
+            done(last[0])
+    except BaseException:
+        if converting and waiting is not None:
+            # Stopped (Ctrl-C) while converting: the session before, whose log was
+            # being named meanwhile, is done, and counted so.
+            waiting[1].result()
+            done(waiting[0])
+        raise
+    finally:
+        syncing.wait()
 
 
 def import_sessions(
@@ -582,13 +664,12 @@ def import_sessions(
     tasks = [(s, where, dry_run, system_prompt, cwd, run) for s in ordered]
     workers = max(1, jobs if jobs is not None else (os.cpu_count() or 1))
     if workers == 1 or len(tasks) <= 1:
-        for t in tasks:
-            done(_work(t))
+        _in_this_process(tasks, done)
     else:
         workers = min(workers, len(tasks))
         # Small sessions go in small batches: a message per session costs more
         # than a small session's import.
         chunk = max(1, min(16, len(tasks) // (workers * 8)))
-        run_in_processes(_work, tasks, done, workers=workers, chunksize=chunk)
+        run_in_processes(_work, tasks, done, workers=workers, chunksize=chunk, settle=_settle)
     results.sort(key=lambda r: r.source)
     return results, summary

@@ -26,6 +26,7 @@ import gc
 import os
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -178,17 +179,43 @@ def import_source(
     process lists the session root once, not at each new session, to find a
     session already imported under another working directory.
     """
+    r, finish = start_import(
+        spec,
+        session_dir=session_dir,
+        dry_run=dry_run,
+        system_prompt=system_prompt,
+        fallback_cwd=fallback_cwd,
+        run=run,
+    )
+    finish()
+    return r
+
+
+def start_import(
+    spec: SourceSpec,
+    *,
+    session_dir: str | os.PathLike[str] | None = None,
+    dry_run: bool = False,
+    system_prompt: str | None = None,
+    fallback_cwd: str | os.PathLike[str] | None = None,
+    run: str | None = None,
+) -> tuple[ImportResult, Callable[[], None]]:
+    """:func:`import_source`, but a new awl log is left to be synced and named by
+    the function returned, which completes the result (an error if it cannot
+    be: then nothing of the log is left).  Until it runs, the result is not
+    final and the log exists under a hidden name only.  A bulk import calls
+    it on a thread of its own while it converts the next session, so that
+    the disk's time and the processor's overlap."""
     r = ImportResult(spec.path, spec.format, explicit=spec.explicit, dry_run=dry_run)
     r.bytes = spec.size  # as planned; read again once the file is open
-    shown = path_text(spec.path)
     try:
         fd = open_source(spec.path)
     except OSError as exc:
-        r.error = f"{shown}: cannot read: {exc.strerror or exc}"
+        r.error = f"{path_text(spec.path)}: cannot read: {exc.strerror or exc}"
         # A link to nothing, a loop of links, a device or a FIFO names no session
         # (an unreadable file may well hold one): it is not counted as one.
         r.is_session = exc.errno not in (errno.ENOENT, errno.ELOOP, errno.EISDIR)
-        return r
+        return r, _nothing
     # The cyclic collector is held off: a batch is many containers that live until it
     # is written, which every collection would go through again (cycles, if any, wait).
     collecting = gc.isenabled()
@@ -196,24 +223,17 @@ def import_source(
     work = _Import(spec, r, fd, session_dir, dry_run, system_prompt, fallback_cwd, run)
     try:
         work.run()
-    except SessionBusy:
-        work.forget_unsaved()
-        r.status = "busy"
-        r.error = (
-            f"{shown}: not imported: its awl session {r.path} is open in another awl "
-            "process (a resume, or another import of this session, from this file or a copy); "
-            "import again once it is closed"
-        )
     except (SessionError, OSError) as exc:
-        work.forget_unsaved()
-        r.status = "error"
-        text = str(exc) if isinstance(exc, SessionError) else (exc.strerror or str(exc))
-        r.error = text if text.startswith(("/", shown)) else f"{shown}: {text}"
+        work.failed(exc)
     finally:
         os.close(fd)
         if collecting:
             gc.enable()
-    return r
+    return r, work.finish
+
+
+def _nothing() -> None:
+    pass
 
 
 _LISTING: tuple[tuple[str, Path], dict[str, list[Path]]] | None = None
@@ -312,6 +332,9 @@ class _Import:
         self.dry_run = dry_run
         self.system_prompt = system_prompt
         self.manager: SessionManager | None = None
+        # The manager of a new log written but not yet synced and named: closed by
+        # finish() (see start_import), which may still fail.
+        self.pending: SessionManager | None = None
         self.imported = Imported()
         self.written = 0
         self.marks = (0, 0, 0)  # skipped lines, repeated lines, notes: recorded up to here
@@ -319,6 +342,8 @@ class _Import:
         # holds up to the last batch written (or the conversion's start); None
         # before converting.
         self.saved: tuple[int, int, int, dict[str, int]] | None = None
+        # As it was before the batch finish() may undo.
+        self.saved_unplaced: tuple[int, int, int, dict[str, int]] | None = None
         self.raw: bytes | None = None  # the bytes of the line last parsed, unless repaired
         # The objects after the first of a line that held several (split_glued).
         self.glued: list[tuple[dict[str, Any], bytes]] = []
@@ -528,11 +553,47 @@ class _Import:
                     self.resumed = leaf is not None and leaf not in made
                     self.awl_leaf = leaf
             self._convert(fmt, info, files, path, fresh=not exists)
+            if self.manager is not None and not self.manager.placed:
+                self.pending, self.manager = self.manager, None
         finally:
             for f in files[1:]:
                 os.close(f.fd)
             if self.manager is not None:
                 self.manager.close()
+
+    def finish(self) -> None:
+        """Sync and name the new log the import left so (nothing when none): the
+        result says it is imported only once that is done."""
+        manager, self.pending = self.pending, None
+        if manager is None:
+            return
+        try:
+            manager.close()
+        except SessionWriteError as exc:
+            # Nothing of the log is left: the result says none of what it held.
+            self.saved = self.saved_unplaced
+            self.failed(
+                SessionBusy(f"{self.path}: being imported by another process")
+                if os.path.exists(self.path)
+                else exc
+            )
+
+    def failed(self, exc: SessionError | OSError) -> None:
+        """Say in the result why the import failed: what it says of the lines
+        converted is only what the batches written hold."""
+        r, shown = self.r, self.shown
+        self.forget_unsaved()
+        if isinstance(exc, SessionBusy):
+            r.status = "busy"
+            r.error = (
+                f"{shown}: not imported: its awl session {r.path} is open in another awl "
+                "process (a resume, or another import of this session, from this file or a "
+                "copy); import again once it is closed"
+            )
+            return
+        r.status = "error"
+        text = str(exc) if isinstance(exc, SessionError) else (exc.strerror or str(exc))
+        r.error = text if text.startswith(("/", shown)) else f"{shown}: {text}"
 
     def _files(self) -> list[_File]:
         files = [_File("", self.fd, os.fstat(self.fd).st_size)]
@@ -1026,8 +1087,11 @@ class _Import:
                 # In this run's listing from its creation on, whatever its writes do.
                 logs = _run_listing(self.run_id, self._root())
                 logs.setdefault(self.path.name, []).append(self.path)
+        kept = self.saved
         try:
-            got = self.manager.append_entries(entries, checkpoint=final)
+            # A new log's last batch is synced and named by finish(): meanwhile the
+            # next session is converted.
+            got = self.manager.append_entries(entries, checkpoint=final, sync=not final)
         except SessionWriteError:
             if creating and os.path.exists(self.path):
                 # Another import of the same source made the log meanwhile.
@@ -1037,6 +1101,8 @@ class _Import:
             eid = got[at]
             if eid is not None:
                 ids[key] = eid
+        if not self.manager.placed:
+            self.saved_unplaced = kept
         self._save()
 
     def _save(self) -> None:

@@ -10,7 +10,10 @@ The durability contract of a log (``docs/reliability.md``, "Durability"):
 - A new log is written whole under a hidden name, synced, renamed into
   place without ever replacing a file, and its folder synced: a crash
   leaves no log, or the complete first lines, never an empty or torn log.
-  Every folder made for it has its name synced in its parent first.
+  Every folder made for it has its name synced in its parent first.  A
+  writer may leave the sync and the rename for later (an import, which
+  converts its next session meanwhile): until then the log has only its
+  hidden name, and no other process sees it.
 - A torn last line is cut off only once its bytes are durable in
   ``<log>.corrupt`` (whose name is synced in its folder when new); keeping
   them is idempotent, so a repair interrupted between the two steps adds
@@ -32,6 +35,7 @@ import signal
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import NoReturn
 
 from ..errors import (
     CorruptSession,
@@ -248,6 +252,8 @@ class LogFile:
         self.broken = False  # a failed append could not be cut back
         self.changed: str | None = None  # how another program changed the file, once seen
         self._map: LogMap | None = None
+        # The hidden name of a log created but not yet placed (see create).
+        self._unplaced: Path | None = None
         # The name whose file this is, whatever the process's directory becomes
         # (not normalized: "link/.." is where the link leads, as the open took it).
         with contextlib.suppress(OSError):
@@ -291,13 +297,23 @@ class LogFile:
         return log
 
     @classmethod
-    def create(cls, path: Path, header: SessionHeader, body: Iterable[bytes], env: Env) -> LogFile:
+    def create(
+        cls,
+        path: Path,
+        header: SessionHeader,
+        body: Iterable[bytes],
+        env: Env,
+        *,
+        place: bool = True,
+    ) -> LogFile:
         """Create the log at ``path`` holding ``header`` then the lines of ``body``.
 
         Written under a hidden name, synced and renamed into place without
         replacing a file; on any failure nothing is left.  Raises
         SessionWriteError.  Serialized first: a header that cannot be
-        written leaves no file.
+        written leaves no file.  ``place=False`` stops after the write: the
+        sync and the rename are left to :meth:`place`, which any later use
+        of the log (and :meth:`close`) calls first.
         """
         data = b"".join([serialize_header(header), *body])  # one copy of a large body
         try:
@@ -312,39 +328,73 @@ class LogFile:
             fd = env.open(tmp, flags, 0o600)
         except OSError as exc:
             raise SessionWriteError(f"{path}: cannot create session file: {exc.strerror}") from None
+        log = cls(path, header, fd, env, read_only=False)
+        log._unplaced = tmp
         try:
             env.fchmod(fd, 0o600)
             env.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             write_all(env, fd, data)
-            env.fsync(fd)
-            env.rename_noreplace(tmp, path)  # never replaces a log
-            env.sync_dir(path.parent)
         except BaseException as exc:
-            # Also on KeyboardInterrupt: no locked, half-made file outlives
-            # the attempt in this process.
-            try:
-                placed = os.path.samestat(os.stat(path, follow_symlinks=False), os.fstat(fd))
-            except OSError:
-                placed = False
-            env.close(fd)
-            with contextlib.suppress(OSError):
-                env.unlink(tmp)
-            if placed:  # not durable: the session is not claimed to exist
-                with contextlib.suppress(OSError):
-                    env.unlink(path)
-            if isinstance(exc, OSError):
-                raise SessionWriteError(
-                    f"{path}: could not write session: {exc.strerror}"
-                ) from None
-            raise
-        log = cls(path, header, fd, env, read_only=False)
+            log._abandon(exc)
         log.size = len(data)
+        if place:
+            log.place()
         return log
+
+    def place(self) -> None:
+        """Sync a log :meth:`create` left unplaced and give it its name (nothing for
+        any other): from then on it exists for other processes, and survives a
+        crash.  On failure nothing of it is left, the descriptor is closed and
+        SessionWriteError raised."""
+        tmp, self._unplaced = self._unplaced, None
+        if tmp is None:
+            return
+        assert self.fd is not None
+        try:
+            self.env.fsync(self.fd)
+            self.env.rename_noreplace(tmp, self.path)  # never replaces a log
+            self.env.sync_dir(self.path.parent)
+        except BaseException as exc:
+            self._unplaced = tmp
+            self._abandon(exc)
+
+    @property
+    def placed(self) -> bool:
+        """Whether the log is under its name (False between ``create(place=False)``
+        and :meth:`place`)."""
+        return self._unplaced is None
+
+    def _abandon(self, exc: BaseException) -> NoReturn:
+        """A new log that could not be made whole: closed and removed (under both its
+        names: one that is not durable is not claimed to exist), then ``exc`` raised
+        (an OSError as SessionWriteError)."""
+        tmp = self._unplaced
+        assert tmp is not None and self.fd is not None
+        fd, self.fd, self._unplaced = self.fd, None, None
+        # Also on KeyboardInterrupt: no locked, half-made file outlives the
+        # attempt in this process.
+        try:
+            placed = os.path.samestat(os.stat(self.path, follow_symlinks=False), os.fstat(fd))
+        except OSError:
+            placed = False
+        self.close_map()
+        self.env.close(fd)
+        with contextlib.suppress(OSError):
+            self.env.unlink(tmp)
+        if placed:
+            with contextlib.suppress(OSError):
+                self.env.unlink(self.path)
+        if isinstance(exc, OSError):
+            raise SessionWriteError(
+                f"{self.path}: could not write session: {exc.strerror}"
+            ) from None
+        raise exc
 
     # ── reading ──
 
     def map(self) -> LogMap:
         """The log's bytes up to :attr:`size` (mapped again after appends)."""
+        self.place()
         if self._map is None or len(self._map) < self.size:
             assert self.fd is not None
             if self.read_only:
@@ -442,6 +492,7 @@ class LogFile:
         SessionWriteError is raised.
         """
         self.check_writable()
+        self.place()
         self._check_unchanged()
         assert self.fd is not None
         data = b"\n" + line if self.needs_newline else line
@@ -471,6 +522,7 @@ class LogFile:
         SessionWriteError when they cannot be kept or the log not cut.
         """
         assert self.fd is not None and not self.read_only
+        self.place()
         self.close_map()  # the mapping would reach past the new end of file
         target = corrupt_path(self.path)
         try:
@@ -495,18 +547,25 @@ class LogFile:
             self._map = None
 
     def close(self) -> None:
-        """Unmap and close (which releases the lock)."""
+        """Place the log if it is not yet (see :meth:`place`, which may raise
+        SessionWriteError), unmap and close (which releases the lock)."""
+        if self.fd is not None:
+            self.place()
         self.close_map()
         if self.fd is not None:
             fd, self.fd = self.fd, None
             self.env.close(fd)
 
     def forget(self) -> None:
-        """Close the descriptor without the Env (a manager the garbage collector ends)."""
+        """Close the descriptor without the Env (a manager the garbage collector ends);
+        a log never placed is removed (it was never claimed to exist)."""
         if self.fd is not None:
             fd, self.fd = self.fd, None
             with contextlib.suppress(OSError):
                 os.close(fd)
+            if self._unplaced is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(self._unplaced)
 
 
 def _readable(path: Path, env: Env) -> bool:

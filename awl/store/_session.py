@@ -742,7 +742,7 @@ class SessionManager:
         return entry.base.id
 
     def append_entries(
-        self, entries: Sequence[NewEntry], *, checkpoint: bool = False
+        self, entries: Sequence[NewEntry], *, checkpoint: bool = False, sync: bool = True
     ) -> list[str | None]:
         """Append a batch of entries whose parents are given (see :class:`NewEntry`);
         returns each one's id (None for an entry outside the tree).
@@ -755,6 +755,15 @@ class SessionManager:
         (an import), not how a conversation grows.  ``checkpoint`` ends the
         write with the checkpoint a close would add (when the state follows
         from the batch), so that a batch written last costs one sync, not two.
+
+        ``sync=False``, when the batch creates the log, leaves its sync and its
+        name for later: until :meth:`close` (or any later write or read of the
+        log) gives them, the log is under a hidden name only, which no other
+        process sees and a crash leaves behind.  ``close`` then raises
+        :class:`SessionWriteError` if it cannot, leaving nothing of the log.
+        A writer that has more to do meanwhile (an import's next session)
+        gains the time the disk takes.  A batch appended to a log that exists
+        is synced whatever ``sync`` says.
         """
         self._check_writable()
         for k, entry in enumerate(entries):
@@ -802,7 +811,11 @@ class SessionManager:
         written = size + (len(cp) if cp is not None else 0)
         if log is None:
             self._log = LogFile.create(
-                self._path, self.header, [*(ln for ln, _ in self._pending), *lines], self._env
+                self._path,
+                self.header,
+                [*(ln for ln, _ in self._pending), *lines],
+                self._env,
+                place=sync,
             )
             self._pending.clear()
         elif written:
@@ -959,15 +972,31 @@ class SessionManager:
 
     # ── closing ──
 
+    @property
+    def placed(self) -> bool:
+        """Whether the log is under its name, synced (False after a batch created it
+        with ``sync=False``, until :meth:`close`), or not yet written at all."""
+        return self._log is None or self._log.placed
+
     def close(self) -> None:
         """Write a final checkpoint (writers), save the index cache when that is
-        cheap or needed, and release the lock."""
+        cheap or needed, and release the lock.
+
+        A log created with ``sync=False`` (see :meth:`append_entries`) is synced
+        and placed first: SessionWriteError if that fails (the session is
+        closed, and nothing of the log is left)."""
         if self._closed:
             return
         log = self._log
         if log is None or log.fd is None:
             self._closed = True
             return
+        try:
+            log.place()
+        except BaseException:
+            self._closed = True
+            self._keeper.drop()
+            raise
         try:
             # A log another program changed gets nothing more: no checkpoint, and
             # no index read from pages it may have cut.
