@@ -1137,6 +1137,26 @@ def test_each_result_is_reported_once_its_log_is_synced_and_named(
     )
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_copies_of_one_source_in_one_run_make_one_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
+) -> None:
+    """A copy imported while the log of the one before is still being synced and
+    named finds that log (one import, the rest unchanged), whatever the order."""
+    monkeypatch.setenv("AWL_FSYNC", "1")
+    specs = []
+    for i in range(8 if jobs == 1 else 40):
+        copy = copy_tree(PI_FULL, tmp_path / f"c{i}" / "full.jsonl")
+        specs.append(SourceSpec(str(copy), size=copy.stat().st_size))
+    root = tmp_path / "root"
+    results, summary = import_sessions(specs, jobs=jobs, session_dir=root, system_prompt=PROMPT)
+    statuses = sorted(r.status for r in results)
+    assert statuses.count("imported") == 1 and summary.errors == 0, [r.error for r in results]
+    # A copy in another worker may find the log held by the import that writes it.
+    assert set(statuses) <= {"imported", "unchanged", "busy"}
+    assert [p.name for p in root.rglob("*") if p.is_file()] == [Path(results[0].path or "").name]
+
+
 def test_a_store_imports_in_worker_processes_and_sessions_lists_it(tmp_path: Path) -> None:
     store = copy_tree(HERE, tmp_path / "fixtures")
     before = _snapshot(store)

@@ -18,6 +18,7 @@ import os
 import re
 import stat
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -599,27 +600,32 @@ def _in_this_process(
     """Import every task here, each result reported once its log is synced and named
     (while the next session is converted)."""
     syncing = _Syncing()
-    waiting: tuple[ImportResult, Future[None]] | None = None
-    converting = False
+    unreported: deque[tuple[ImportResult, Future[None]]] = deque()
+    reporting = False
+
+    def report_first() -> None:
+        nonlocal reporting
+        unreported[0][1].result()
+        reporting = True
+        done(unreported.popleft()[0])
+        reporting = False
+
     try:
         for t in tasks:
-            converting = True
             r, finish = _start(t)
-            converting = False
-            before, waiting = waiting, (r, syncing.add(finish))
-            if before is not None:
-                before[1].result()
-                done(before[0])
-        last, waiting = waiting, None
-        if last is not None:
-            last[1].result()
-            done(last[0])
+            unreported.append((r, syncing.add(finish)))
+            while len(unreported) > 1:
+                report_first()
+        while unreported:
+            report_first()
     except BaseException:
-        if converting and waiting is not None:
-            # Stopped (Ctrl-C) while converting: the session before, whose log was
-            # being named meanwhile, is done, and counted so.
-            waiting[1].result()
-            done(waiting[0])
+        if not reporting:
+            # Stopped (Ctrl-C): the sessions whose logs were being named are done,
+            # and counted so (not when reporting itself failed: the output closed).
+            syncing.wait()
+            for r, future in unreported:
+                if future.exception() is None:
+                    done(r)
         raise
     finally:
         syncing.wait()

@@ -24,6 +24,7 @@ import contextlib
 import errno
 import gc
 import os
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -225,6 +226,9 @@ def start_import(
         work.run()
     except (SessionError, OSError) as exc:
         work.failed(exc)
+    except BaseException:
+        work.finish()  # stopped (Ctrl-C) after the last write: the log is named still
+        raise
     finally:
         os.close(fd)
         if collecting:
@@ -234,6 +238,20 @@ def start_import(
 
 def _nothing() -> None:
     pass
+
+
+_NAMING: dict[str, threading.Event] = {}
+"""The file names of the new logs this process has written but not yet synced and
+named (their imports' finish() still to run), each set once it has."""
+
+
+def _named(name: str) -> None:
+    """Return once no log of file name ``name`` is waiting to be named in this
+    process: a copy of a source imported meanwhile must find it (a second log
+    of one session, or one file written twice under one hidden name, else)."""
+    pending = _NAMING.get(name)
+    if pending is not None:
+        pending.wait()
 
 
 _LISTING: tuple[tuple[str, Path], dict[str, list[Path]]] | None = None
@@ -335,6 +353,7 @@ class _Import:
         # The manager of a new log written but not yet synced and named: closed by
         # finish() (see start_import), which may still fail.
         self.pending: SessionManager | None = None
+        self.naming: threading.Event | None = None  # set once finish() has run
         self.imported = Imported()
         self.written = 0
         self.marks = (0, 0, 0)  # skipped lines, repeated lines, notes: recorded up to here
@@ -435,6 +454,7 @@ class _Import:
         sid = session_id_for(fmt, info.source_id, info.start)
         path = project_dir(info.cwd, self.session_dir) / session_file_name(info.start, sid)
         r.session, r.path, r.source_id = sid, str(path), info.source_id
+        _named(path.name)
         if not os.path.lexists(path):
             other = self._filed_elsewhere(path, info.cwd)
             if other is not None:
@@ -485,6 +505,7 @@ class _Import:
         by its file name in every project folder; None when there is none.
         Raises SessionError when that log's header cannot be read."""
         name = session_file_name(info.start, session_id_for(fmt, info.source_id, info.start))
+        _named(name)
         root = Path(self.session_dir) if self.session_dir is not None else session_root()
         if self.fallback_cwd is not None:
             # Where this run would file it: found there, no folder need be listed.
@@ -555,6 +576,7 @@ class _Import:
             self._convert(fmt, info, files, path, fresh=not exists)
             if self.manager is not None and not self.manager.placed:
                 self.pending, self.manager = self.manager, None
+                self.naming = _NAMING[path.name] = threading.Event()
         finally:
             for f in files[1:]:
                 os.close(f.fd)
@@ -577,6 +599,13 @@ class _Import:
                 if os.path.exists(self.path)
                 else exc
             )
+        except (SessionError, OSError) as exc:
+            self.failed(exc)
+        finally:
+            if self.naming is not None:
+                if _NAMING.get(self.path.name) is self.naming:
+                    del _NAMING[self.path.name]
+                self.naming.set()
 
     def failed(self, exc: SessionError | OSError) -> None:
         """Say in the result why the import failed: what it says of the lines
