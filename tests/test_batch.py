@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from awl import Message, SessionManager, Text
+from awl import Message, SessionManager, SessionWriteError, Text
 from awl.store import (
     DiskMessage,
     DiskText,
@@ -226,3 +226,29 @@ def test_a_batch_appended_to_an_existing_log_is_synced_whatever_sync_says(
     m.close()
     with SessionManager.open(m.path, read_only=True) as r:
         assert [x.text() for x in r.rebuild_conversation()] == ["first", "answer", "again"]
+
+
+def test_a_second_creation_of_a_log_not_yet_named_leaves_the_first_whole(
+    tmp_path: Path,
+) -> None:
+    """Two writers of one process create the same log: the hidden name is the same
+    (the process's), and the second must not cut the first's bytes."""
+
+    def writer() -> SessionManager:
+        return SessionManager.create(
+            tmp_path,
+            "anthropic",
+            "claude",
+            session_dir=tmp_path / "s",
+            session_id="019dc5ba-53f6-71a5-ab8f-b1f8709c2572",
+            created=T,
+        )
+
+    first, second = writer(), writer()
+    first.append_entries(_batch(), checkpoint=True, sync=False)
+    with pytest.raises(SessionWriteError, match="another writer is creating this session"):
+        second.append_entries(_batch(), sync=False)
+    second.close()
+    first.close()
+    assert verify_log(first.path).ok and _hidden(first.path.parent) == []
+    assert [c[0]["text"] for _, c in reference_replay(first.path).messages] == ["first", "answer"]

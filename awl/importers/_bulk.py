@@ -564,12 +564,14 @@ _SYNCING = _Syncing()
 """A worker process's imports being finished (see :func:`_settle`)."""
 
 
-def _work(
-    args: tuple[SourceSpec, str | None, bool, str | None, str | None, str],
-) -> ImportResult:
+_Task = tuple[SourceSpec, dict[str, Any]]
+"""A source session to import, and the keywords :func:`start_import` takes for it."""
+
+
+def _work(task: _Task) -> ImportResult:
     """Import one source session in a worker process; its result is final once
     :func:`_settle` has returned."""
-    r, finish = _start(args)
+    r, finish = start_import(task[0], **task[1])
     _SYNCING.add(finish)
     return r
 
@@ -579,24 +581,7 @@ def _settle() -> None:
     _SYNCING.wait()
 
 
-def _start(
-    args: tuple[SourceSpec, str | None, bool, str | None, str | None, str],
-) -> tuple[ImportResult, Callable[[], None]]:
-    spec, session_dir, dry_run, system_prompt, fallback_cwd, run = args
-    return start_import(
-        spec,
-        session_dir=session_dir,
-        dry_run=dry_run,
-        system_prompt=system_prompt,
-        fallback_cwd=fallback_cwd,
-        run=run,
-    )
-
-
-def _in_this_process(
-    tasks: list[tuple[SourceSpec, str | None, bool, str | None, str | None, str]],
-    done: Callable[[ImportResult], None],
-) -> None:
+def _in_this_process(tasks: list[_Task], done: Callable[[ImportResult], None]) -> None:
     """Import every task here, each result reported once its log is synced and named
     (while the next session is converted)."""
     syncing = _Syncing()
@@ -611,8 +596,8 @@ def _in_this_process(
         reporting = False
 
     try:
-        for t in tasks:
-            r, finish = _start(t)
+        for spec, options in tasks:
+            r, finish = start_import(spec, **options)
             unreported.append((r, syncing.add(finish)))
             while len(unreported) > 1:
                 report_first()
@@ -667,7 +652,14 @@ def import_sessions(
     where = os.fspath(session_dir) if session_dir is not None else None
     cwd = os.fspath(fallback_cwd) if fallback_cwd is not None else None
     run = uuid.uuid4().hex  # what each worker's listing of the root is for
-    tasks = [(s, where, dry_run, system_prompt, cwd, run) for s in ordered]
+    options = {
+        "session_dir": where,
+        "dry_run": dry_run,
+        "system_prompt": system_prompt,
+        "fallback_cwd": cwd,
+        "run": run,
+    }
+    tasks = [(s, options) for s in ordered]
     workers = max(1, jobs if jobs is not None else (os.cpu_count() or 1))
     if workers == 1 or len(tasks) <= 1:
         _in_this_process(tasks, done)

@@ -323,16 +323,31 @@ class LogFile:
                 f"{exc.filename or path.parent}: cannot create the session folder: {exc.strerror}"
             ) from None
         tmp = creating_path(path, os.getpid())
-        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+        # Not truncated at the open: the hidden name may be another writer's of this
+        # process whose log is not yet placed (its lock says so), to be left whole.
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
             fd = env.open(tmp, flags, 0o600)
         except OSError as exc:
             raise SessionWriteError(f"{path}: cannot create session file: {exc.strerror}") from None
+        try:
+            env.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BaseException as exc:
+            env.close(fd)
+            if isinstance(exc, BlockingIOError):
+                raise SessionWriteError(
+                    f"{path}: another writer is creating this session"
+                ) from None
+            if isinstance(exc, OSError):
+                raise SessionWriteError(
+                    f"{path}: cannot create session file: {exc.strerror}"
+                ) from None
+            raise
         log = cls(path, header, fd, env, read_only=False)
         log._unplaced = tmp
         try:
+            env.ftruncate(fd, 0)  # what a dead process of the same pid left there
             env.fchmod(fd, 0o600)
-            env.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             write_all(env, fd, data)
         except BaseException as exc:
             log._abandon(exc)
