@@ -110,8 +110,15 @@ def quoted(value: str) -> str:
 
 
 def problems() -> list[str]:
-    """One line for each variable above that is set to something it cannot mean."""
+    """One line for each variable above that is set to something it cannot mean
+    (and for a HOME that is set but empty or relative, which every default
+    folder of awl's is under)."""
     found = []
+    home = os.environ.get("HOME")
+    if home is not None and not os.path.isabs(home):
+        from .paths import home_problem  # the one wording for it
+
+        found.append(home_problem(home))
     for name in _SWITCHES:
         value = os.environ.get(name, "")
         if value.strip() and _switch(name) is None:

@@ -35,12 +35,35 @@ def path_list(paths: Iterable[StrPath] | StrPath) -> list[StrPath]:
     return list(paths)
 
 
-def _xdg_dir(var: str, default: str) -> Path:
+def home() -> Path:
+    """The home folder: ``$HOME``, or the password database's when HOME is unset.
+
+    SessionError when HOME is set but empty or relative: taken as it is, it
+    would put awl's files under the root folder, or under whatever folder
+    awl happens to run in.
+    """
+    value = os.environ.get("HOME")
+    if value is None:
+        return Path.home()
+    if not value or not os.path.isabs(value):
+        raise SessionError(home_problem(value))
+    return Path(value)
+
+
+def home_problem(value: str) -> str:
+    """Why ``HOME=value`` is refused (see :func:`home`)."""
+    what = "empty" if not value else f"relative ({value!r})"
+    return f"HOME is {what}: set it to your home folder's absolute path, or unset it"
+
+
+def _xdg_dir(var: str, default: str, *, strict: bool = False) -> Path:
     # The XDG spec says relative values are invalid and must be ignored.
     value = os.environ.get(var, "")
     if value and os.path.isabs(value):
         return Path(value)
-    return Path.home() / default
+    # Sessions are never put where a bad HOME points; a cache or a history may
+    # go there for a library caller (the command refuses such a HOME first).
+    return (home() if strict else Path.home()) / default
 
 
 def session_root() -> Path:
@@ -48,7 +71,8 @@ def session_root() -> Path:
 
     ``$AWL_SESSION_DIR`` if set, else ``$XDG_DATA_HOME/awl/sessions`` (with
     ``~/.local/share`` when XDG_DATA_HOME is unset, empty or relative).
-    Raises SessionError when it is relative and the current directory is gone.
+    Raises SessionError when it is relative and the current directory is gone,
+    and when it would be under a HOME that is set but empty or relative.
     """
     override = os.environ.get("AWL_SESSION_DIR", "")
     if override:
@@ -59,7 +83,7 @@ def session_root() -> Path:
                 f"AWL_SESSION_DIR={override!r} is relative to the current directory, "
                 "which no longer exists (cd to another one)"
             ) from None
-    return _xdg_dir("XDG_DATA_HOME", ".local/share") / "awl" / "sessions"
+    return _xdg_dir("XDG_DATA_HOME", ".local/share", strict=True) / "awl" / "sessions"
 
 
 def cache_root() -> Path:

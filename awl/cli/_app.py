@@ -9,8 +9,10 @@ imported only by the commands that need them, so ``awl sessions`` and
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import errno
+import io
 import os
 import shlex
 import sys
@@ -19,16 +21,18 @@ from typing import Any, TextIO, cast
 import click
 
 from ..errors import AmbiguousSession, AwlError, CorruptSession, SessionCopies, SessionNotFound
+from ..ui import visible
 from ._common import (
     GuardedOutput,
     OutputError,
     Stopped,
+    UsageFailure,
+    argv_text,
     current_dir,
     discard_output,
     exit_now_if_asked,
     fail,
     has_entry,
-    is_utf8,
     occupy_closed_std_fds,
     refuse_bad_environment,
     split_entry,
@@ -66,6 +70,23 @@ def _load(module: str) -> None:
     __import__(f"{__package__}.{module}")
 
 
+def _tolerant(out: TextIO) -> None:
+    """Under a locale whose encoding is not UTF-8 (Latin-1, ASCII with UTF-8 mode
+    off), what it cannot encode (a rule's ``─``, an emoji in a message) is
+    written as ``?``, not a traceback halfway through the output."""
+    encoding = getattr(out, "encoding", None) or "utf-8"
+    if isinstance(out, io.TextIOWrapper) and codecs.lookup(encoding).name != "utf-8":
+        out.reconfigure(errors="replace")
+
+
+def _one_line(exc: click.UsageError) -> UsageFailure:
+    """A usage error as one line naming the help that lists what is allowed (click
+    would print the usage, a hint and a blank line before it)."""
+    where = exc.ctx.command_path if exc.ctx is not None else "awl"
+    message = exc.format_message().rstrip(".")
+    return UsageFailure(visible(f"{message}; see '{where} --help'", one_line=True))
+
+
 class _Main(click.Group):
     """The ``awl`` group: one line, not a traceback, when the standard streams fail."""
 
@@ -76,13 +97,29 @@ class _Main(click.Group):
             _load(module)
         return super().get_command(ctx, cmd_name)
 
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        """The group's context, its options parsed (a usage error as one line)."""
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
+
     def invoke(self, ctx: click.Context) -> Any:
         """Run the command; a Ctrl+C it does not handle itself ends it with 130, the
         status a shell gives a command it interrupted (click's would be
         ``Aborted!`` and 1, which ``awl search`` means as "nothing found").  A
-        reader's closed pipe ends a reading command with 0 (see ``_READERS``)."""
+        reader's closed pipe ends a reading command with 0 (see ``_READERS``).
+        A usage error (a command's options, or one that is none) is one line."""
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
         except Stopped as exc:  # SIGTERM's too: the status a shell gives its signal
             sys.exit(128 + exc.signum)
         except KeyboardInterrupt:
@@ -161,6 +198,7 @@ class _Main(click.Group):
                     break
             sys.exit(2 if name in _ANSWERING else 1)
         real = sys.stdout
+        _tolerant(real)
         guarded = cast(TextIO, GuardedOutput(real))
         sys.stdout = guarded
         try:
@@ -280,8 +318,13 @@ def main(
         fail("standard input is closed, so there are no prompts to read (give one with -p)")
     given = {"the prompt": prompt, "--provider": provider, "--model": model, "--base-url": base_url}
     for what, value in given.items():
-        if value is not None and not is_utf8(value):
+        text = argv_text(value) if value is not None else ""
+        if text is None:
             fail(f"{what} is not valid UTF-8 text", usage=True)
+        if value is not None:
+            given[what] = text  # what the bytes given say (see argv_text)
+    prompt, provider, model, base_url = given.values()
+    for what, value in given.items():
         if value is not None and not value.strip() and what != "the prompt":
             fail(
                 f"{what} needs a value, not {'an empty string' if not value else 'blanks'}",

@@ -103,6 +103,22 @@ def is_utf8(text: str) -> bool:
     return True
 
 
+def argv_text(value: str) -> str | None:
+    """An argument's text, None when its bytes are not UTF-8.
+
+    Python decodes arguments with the locale's encoding; under one that is
+    not UTF-8 (``LC_ALL=C`` with UTF-8 mode off) the bytes of non-ASCII
+    text come as lone surrogates, which :func:`os.fsencode` turns back into
+    the bytes given: those are decoded as UTF-8 here, as awl's logs hold.
+    """
+    if is_utf8(value):
+        return value
+    try:
+        return os.fsencode(value).decode("utf-8")
+    except UnicodeError:
+        return None
+
+
 def fail(message: str, *, usage: bool = False) -> NoReturn:
     """Stop with a one-line error (status 2 for lookups and usage, 1 otherwise).
 
@@ -123,14 +139,18 @@ def refuse_bad_environment() -> None:
         fail("; ".join(bad), usage=True)
 
 
-def current_dir() -> Path:
-    """The current directory, or a one-line error when it cannot be known (removed)."""
+def current_dir(*, status2: bool = False) -> Path:
+    """The current directory, or a one-line error when it cannot be known (removed):
+    status 1, or 2 with ``status2`` (``awl search``, whose 1 means nothing found)."""
     try:
         return Path.cwd()
     except FileNotFoundError:
-        fail("the current directory no longer exists (cd to another one)")
+        fail("the current directory no longer exists (cd to another one)", usage=status2)
     except OSError as exc:  # a parent that cannot be searched
-        fail(f"cannot tell the current directory: {exc.strerror} (cd to another one)")
+        fail(
+            f"cannot tell the current directory: {exc.strerror} (cd to another one)",
+            usage=status2,
+        )
 
 
 def version_message() -> str:

@@ -19,6 +19,17 @@ if TYPE_CHECKING:  # the importers: only once the command runs
     from ..importers import ImportResult, ImportSummary
 
 
+def _folder(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """An existing folder's absolute path; an empty value is refused (an unset
+    variable, not the current directory)."""
+    if value is None:
+        return None
+    if not value:
+        raise click.BadParameter("needs a folder, not an empty string", ctx, param)
+    folder = click.Path(exists=True, file_okay=False, resolve_path=True)
+    return str(folder.convert(value, param, ctx))
+
+
 @main.command("import")
 @click.argument(
     # str: Path("") would be ".".  Not readable=True (its default): an unreadable
@@ -41,7 +52,7 @@ if TYPE_CHECKING:  # the importers: only once the command runs
     "--cwd",
     "fallback_cwd",
     metavar="DIR",
-    type=click.Path(exists=True, file_okay=False, resolve_path=True),
+    callback=_folder,
     help="The working directory of sessions whose logs record none (early Codex "
     "rollouts); without it they are errors.",
 )

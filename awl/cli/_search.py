@@ -17,12 +17,12 @@ import click
 from ..errors import AwlError, SessionNotFound
 from ._app import main
 from ._common import (
+    argv_text,
     current_dir,
     end_quickly,
     fail,
     has_entry,
     imported_session,
-    is_utf8,
     json_text,
     log_of_path,
     names_a_file,
@@ -136,15 +136,18 @@ def search_command(
 
     if not query:
         fail("the query is empty", usage=True)
-    if not is_utf8(query):
+    text = argv_text(query)
+    if text is None:
         # Logs hold UTF-8 only: such a query could never match.
         fail("the query is not valid UTF-8 text", usage=True)
+    query = text
     if all_projects and session:
         fail("give --all or --session, not both", usage=True)
     try:
         when = (
-            parse_when(since) if since else None,
-            parse_when(until, end_of_day=True) if until else None,
+            # An empty one is a slip (an unset variable), not "no bound".
+            parse_when(since) if since is not None else None,
+            parse_when(until, end_of_day=True) if until is not None else None,
         )
     except ValueError:
         fail(
@@ -165,7 +168,7 @@ def search_command(
         since=when[0],
         until=when[1],
     )
-    here = None if all_projects else current_dir()
+    here = None if all_projects else current_dir(status2=True)
     if session and has_entry(session):
         # A hit's first word, as show and --resume take it: its session is meant.
         session, _ = split_entry(session)

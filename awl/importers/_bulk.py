@@ -29,7 +29,7 @@ import orjson
 
 from .._processes import run_in_processes
 from ..errors import AwlError
-from ..paths import missing_text, path_list, path_text, session_root
+from ..paths import home, missing_text, path_list, path_text, session_root
 from ._run import ImportResult, SourceSpec, start_import
 from ._source import FORMATS
 
@@ -50,12 +50,11 @@ def default_store(fmt: str) -> Path:
     (``~/.codex/sessions``).
     """
     env = os.environ
-    home = Path.home()
     if fmt == "pi":
         if env.get("PI_CODING_AGENT_SESSION_DIR"):
             return _pi_path(env["PI_CODING_AGENT_SESSION_DIR"])
         agent = _pi_path(env["PI_CODING_AGENT_DIR"]) if env.get("PI_CODING_AGENT_DIR") else None
-        agent = agent or home / ".pi" / "agent"
+        agent = agent or home() / ".pi" / "agent"
         for settings in (Path(".pi") / "settings.json", agent / "settings.json"):
             chosen = _setting(settings, "sessionDir")
             if chosen is not None:
@@ -63,9 +62,9 @@ def default_store(fmt: str) -> Path:
                 return _pi_path(chosen) if chosen else agent / "sessions"
         return agent / "sessions"
     if fmt == "claude":
-        return Path(env.get("CLAUDE_CONFIG_DIR") or home / ".claude") / "projects"
+        return Path(env.get("CLAUDE_CONFIG_DIR") or home() / ".claude") / "projects"
     if fmt == "codex":
-        return Path(env.get("CODEX_HOME") or home / ".codex") / "sessions"
+        return Path(env.get("CODEX_HOME") or home() / ".codex") / "sessions"
     raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
 
 
@@ -73,9 +72,9 @@ def _pi_path(text: str) -> Path:
     """A path as pi reads one from its settings and variables: ``~`` and ``~/...``
     under the home folder, a ``file://`` URL as its path."""
     if text == "~":
-        return Path.home()
+        return home()
     if text.startswith("~/"):
-        return Path.home() / text[2:]
+        return home() / text[2:]
     if text.startswith("file://"):
         from urllib.parse import unquote, urlparse  # only for such a setting
 
@@ -87,10 +86,19 @@ def _setting(path: Path, name: str) -> str | None:
     """A string setting of a JSON settings file; None when the file or the setting
     is missing or not what it should be (pi then goes on without it too)."""
     try:
-        with open(path, "rb") as fh:
+        # Non-blocking, and a regular file only: a FIFO there must not hang the import.
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with open(fd, "rb", closefd=False) as fh:
             doc = orjson.loads(fh.read(1 << 20).removeprefix(b"\xef\xbb\xbf"))  # as pi, a BOM
     except (OSError, orjson.JSONDecodeError):
         return None
+    finally:
+        os.close(fd)
     value = doc.get(name) if isinstance(doc, dict) else None
     return value if isinstance(value, str) else None
 

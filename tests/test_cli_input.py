@@ -1,0 +1,171 @@
+"""What the command does with input a person gets wrong: one line, the right status.
+
+Usage errors are one line naming the help to read; empty values that an unset
+variable gives are refused, not taken as "no bound" or "here"; a HOME that is
+empty or relative is refused, not used as the root or the current folder; a
+locale that is not UTF-8 neither breaks the output nor garbles the arguments;
+and a FIFO where a tool keeps its settings does not hang an import.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from awl import paths
+from awl.errors import SessionError
+
+from .test_cli_streams import AWL, TIMEOUT, awl, env, no_traceback, session
+
+__all__ = ["env", "session"]  # fixtures, used by name
+
+
+@pytest.mark.parametrize(
+    ("args", "help_of"),
+    [
+        (["--bogus"], ""),
+        (["sesions"], ""),
+        (["search", "--nope", "x"], " search"),
+        (["search", "--role", "junk", "x"], " search"),
+        (["import", "-j", "0"], " import"),
+        (["show"], " show"),
+    ],
+    ids=lambda x: " ".join(x) if isinstance(x, list) else x,
+)
+def test_a_usage_error_is_one_line_naming_the_help(
+    env: dict[str, str], project: Path, args: list[str], help_of: str
+) -> None:
+    """Not click's usage, hint and blank line before it."""
+    r = awl(args, env, project)
+    assert r.returncode == 2
+    (line,) = no_traceback(r)
+    # The program's name is how it was run (``python -m awl.cli`` here).
+    assert re.fullmatch(rf"Error: .+; see '[^']+{help_of} --help'", line), line
+
+
+def test_search_says_an_error_with_2_when_the_current_directory_is_gone(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """1 is "nothing found": an error is 2, as every other error of search's."""
+    gone = tmp_path / "gone"
+    script = 'cd "$1" && rmdir "$1" && shift && exec "$@"'
+    for extra in ([], ["--json"]):
+        gone.mkdir()
+        r = subprocess.run(
+            ["sh", "-c", script, "sh", str(gone), *AWL, "search", *extra, "x"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            check=False,
+        )
+        assert r.returncode == 2
+        assert no_traceback(r) == [
+            "Error: the current directory no longer exists (cd to another one)"
+        ]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["search", "--since", "", "x"], ["search", "--until", "", "x"], ["import", "--cwd", "", "x"]],
+    ids=" ".join,
+)
+def test_an_empty_value_is_refused_not_taken_as_none(
+    env: dict[str, str], project: Path, session: str, args: list[str]
+) -> None:
+    """What an unset variable gives (``--since "$FROM"``): a slip, not "no bound"
+    (search would find everything) or "here" (import would file sessions here)."""
+    r = awl(args, env, project)
+    assert (r.returncode, r.stdout) == (2, "")
+    (line,) = no_traceback(r)
+    assert line.startswith("Error: "), line
+
+
+@pytest.mark.parametrize("home", ["", "relhome"])
+@pytest.mark.parametrize(
+    "args", [["sessions"], ["-p", "hi"], ["import", "--dry-run"]], ids=" ".join
+)
+def test_a_home_that_is_empty_or_relative_is_refused(
+    env: dict[str, str], project: Path, home: str, args: list[str]
+) -> None:
+    """Taken as it is, it would put sessions under / or under whatever folder awl
+    runs in (and import would look for the tools' stores there)."""
+    r = awl(args, {**env, "HOME": home}, project)
+    assert (r.returncode, r.stdout) == (2, "")
+    what = "empty" if not home else f"relative ({home!r})"
+    assert no_traceback(r) == [
+        f"Error: HOME is {what}: set it to your home folder's absolute path, or unset it"
+    ]
+    assert list(project.iterdir()) == []  # nothing made here
+
+
+def test_the_library_puts_no_session_under_a_bad_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("AWL_SESSION_DIR", "XDG_DATA_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    for home in ("", "relhome"):
+        monkeypatch.setenv("HOME", home)
+        with pytest.raises(SessionError, match=r"^HOME is "):
+            paths.session_root()
+    monkeypatch.setenv("XDG_DATA_HOME", "/somewhere/data")
+    assert paths.session_root() == Path("/somewhere/data/awl/sessions")  # HOME not needed
+
+
+@pytest.mark.parametrize("encoding", ["latin-1", "ascii"])
+def test_output_a_locale_cannot_encode_is_replaced_not_a_traceback(
+    env: dict[str, str], project: Path, encoding: str
+) -> None:
+    """A locale that is not UTF-8 (Latin-1, or ASCII with UTF-8 mode off): the
+    transcript's rules and an emoji said become "?", the rest is written."""
+    local = {**env, "PYTHONIOENCODING": encoding}
+    r = awl(["-p", "the sea \U0001f30a here"], local, project)
+    assert (r.returncode, r.stdout) == (0, "You said: the sea ? here\n"), r.stderr
+    (name,) = os.listdir(next(Path(env["AWL_SESSION_DIR"]).iterdir()))
+    sid = name.split("_")[1].removesuffix(".jsonl")
+    for args in (["show", sid], ["search", "sea"], ["sessions", "--long"], ["search", "--help"]):
+        done = subprocess.run(
+            [*AWL, *args], env=local, cwd=project, capture_output=True, timeout=TIMEOUT, check=False
+        )
+        assert done.returncode == 0, (args, done.stderr)
+        assert b"Traceback" not in done.stderr and done.stdout, args
+
+
+def test_arguments_under_the_c_locale_are_taken_as_the_utf8_they_are(
+    env: dict[str, str], project: Path
+) -> None:
+    """With no UTF-8 locale (and no coercion to one), Python gives the bytes of
+    non-ASCII arguments as lone surrogates: awl reads them as the UTF-8 they are,
+    and refuses only bytes that are not UTF-8."""
+    local = {**env, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    r = awl(["-p", "marées hautes"], local, project)
+    assert r.returncode == 0, r.stderr
+    r = awl(["search", "marées"], local, project)
+    assert r.returncode == 0 and "mar?es hautes" in r.stdout, (r.stdout, r.stderr)
+    assert awl(["search", "marées"], env, project).stdout.count("marées hautes") == 2
+    bad = subprocess.run(
+        [*AWL, "search", os.fsdecode(b"mar\xe9es")],
+        env=local,
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert bad.returncode == 2
+    assert no_traceback(bad) == ["Error: the query is not valid UTF-8 text"]
+
+
+@pytest.mark.parametrize("where", ["home", "project"])
+def test_a_fifo_where_pi_keeps_its_settings_does_not_hang_an_import(
+    env: dict[str, str], project: Path, where: str
+) -> None:
+    base = Path(env["HOME"]) / ".pi" / "agent" if where == "home" else project / ".pi"
+    base.mkdir(parents=True)
+    os.mkfifo(base / "settings.json")
+    r = awl(["import", "--from", "pi", "--dry-run"], env, project)  # times out if it hangs
+    # The setting is passed over, as one pi cannot read: its default store, missing.
+    assert r.returncode == 1 and no_traceback(r) == [], r.stderr
+    assert f"no {env['HOME']}/.pi/agent/sessions\n" in r.stdout, r.stdout
