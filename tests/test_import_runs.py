@@ -1152,9 +1152,42 @@ def test_copies_of_one_source_in_one_run_make_one_log(
     results, summary = import_sessions(specs, jobs=jobs, session_dir=root, system_prompt=PROMPT)
     statuses = sorted(r.status for r in results)
     assert statuses.count("imported") == 1 and summary.errors == 0, [r.error for r in results]
-    # A copy in another worker may find the log held by the import that writes it.
-    assert set(statuses) <= {"imported", "unchanged", "busy"}
+    # A copy in another worker that found the log held is taken again at the end.
+    assert set(statuses) <= {"imported", "unchanged"}
     assert [p.name for p in root.rglob("*") if p.is_file()] == [Path(results[0].path or "").name]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_older_copies_of_a_session_in_one_run_leave_it_whole_and_none_busy(
+    tmp_path: Path, jobs: int
+) -> None:
+    """Backups that hold the start of a session, beside it in the run: whichever a
+    worker takes first, none is reported busy (one held by this run's other
+    worker is taken again once the rest is done), and the log ends up holding
+    the whole session, as an import of it alone does."""
+    full = copy_tree(PI_FULL, tmp_path / "store" / "full.jsonl")
+    lines = full.read_bytes().splitlines(keepends=True)
+    specs = [SourceSpec(str(full), size=full.stat().st_size)]
+    for i in range(12):
+        older = tmp_path / f"backup{i}" / "full.jsonl"
+        older.parent.mkdir()
+        older.write_bytes(b"".join(lines[: 3 + i % (len(lines) - 3)]))
+        specs.append(SourceSpec(str(older), size=older.stat().st_size))
+    results, _ = import_sessions(
+        specs, jobs=jobs, session_dir=tmp_path / "root", system_prompt=PROMPT
+    )
+    statuses = [r.status for r in results]
+    assert "busy" not in statuses and len(results) == len(specs), statuses
+    (log,) = {r.path for r in results if r.path}
+    alone = import_source(
+        SourceSpec(str(full)), session_dir=tmp_path / "alone", system_prompt=PROMPT
+    )
+    assert alone.path is not None
+    with SessionManager.open(log) as got, SessionManager.open(alone.path) as want:
+        assert got.state.message_count == want.state.message_count
+        assert [m.text() for m in got.rebuild_conversation()] == [
+            m.text() for m in want.rebuild_conversation()
+        ]
 
 
 def test_a_store_imports_in_worker_processes_and_sessions_lists_it(tmp_path: Path) -> None:

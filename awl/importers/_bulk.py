@@ -646,12 +646,21 @@ def import_sessions(
     after it.  Importing again takes the rest."""
     results: list[ImportResult] = []
     summary = ImportSummary()
+    held: list[ImportResult] = []
 
-    def done(r: ImportResult) -> None:
+    def report(r: ImportResult) -> None:
         results.append(r)
         summary.add(r)
         if on_result is not None:
             on_result(r)
+
+    def done(r: ImportResult) -> None:
+        if r.status == "busy":
+            # Most often another file of this run that is the same session (a
+            # backup copy beside the store): taken again once the rest is done.
+            held.append(r)
+            return
+        report(r)
 
     for r in problems:
         r.dry_run = dry_run  # a path that gave no session is part of the run as asked
@@ -669,13 +678,25 @@ def import_sessions(
     }
     tasks = [(s, options) for s in ordered]
     workers = max(1, jobs if jobs is not None else (os.cpu_count() or 1))
-    if workers == 1 or len(tasks) <= 1:
-        _in_this_process(tasks, done)
-    else:
-        workers = min(workers, len(tasks))
-        # Small sessions go in small batches: a message per session costs more
-        # than a small session's import.
-        chunk = max(1, min(16, len(tasks) // (workers * 8)))
-        run_in_processes(_work, tasks, done, workers=workers, chunksize=chunk, settle=_settle)
+    try:
+        if workers == 1 or len(tasks) <= 1:
+            _in_this_process(tasks, done)
+        else:
+            workers = min(workers, len(tasks))
+            # Small sessions go in small batches: a message per session costs more
+            # than a small session's import.
+            chunk = max(1, min(16, len(tasks) // (workers * 8)))
+            run_in_processes(_work, tasks, done, workers=workers, chunksize=chunk, settle=_settle)
+    except BaseException:
+        for r in held:  # stopped: said as they are
+            report(r)
+        raise
+    if held:
+        # One at a time, in the order of their paths, now that no worker of this
+        # run holds their logs: what is still busy is held by another process.
+        by_path = {s.path: s for s in ordered}
+        again = [(by_path[r.source], options) for r in sorted(held, key=lambda r: r.source)]
+        held.clear()
+        _in_this_process(again, report)
     results.sort(key=lambda r: r.source)
     return results, summary
