@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,13 +48,29 @@ _CODEX_TYPES = frozenset(
 MAX_DECOMPRESSED = 1 << 34
 """The most a compressed source may hold (16 GiB): past it, it is refused, not held."""
 
+DECOMPRESSED_FLOOR = 64 << 20
+"""What a compressed source may decompress to (64 MiB) whatever its size: the
+ratio below is held only past it."""
+
+MAX_RATIO = 200
+"""How many times the compressed bytes read so far a compressed source may
+decompress to, past :data:`DECOMPRESSED_FLOOR`: JSONL logs compress 3 to 20
+times, so a file that expands further is no log (a decompression bomb), and is
+refused before it is written out."""
+
+_ZSTD_STEP = 2048
+"""Compressed bytes handed to zstd at a time.  zstd makes at most 32 KiB of a
+byte (an RLE block: 4 bytes for 128 KiB), so a step's output is at most 64 MiB
+however the file was made: what is held at once stays bounded."""
+
 
 def open_source(path: str | os.PathLike[str]) -> int:
     """A read-only descriptor on a source file (never blocks on a FIFO; OSError if
     it cannot be opened, or is not a regular file).
 
     A ``.zst`` file (Codex compresses old rollouts with zstd) is decompressed
-    into an anonymous file first: the descriptor is on what it holds.
+    into an unlinked temporary file first (:func:`_decompressed`): the
+    descriptor is on what it holds.
     """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -74,39 +91,58 @@ def open_source(path: str | os.PathLike[str]) -> int:
     return _decompressed(fd) if os.fspath(path).endswith(".zst") else fd
 
 
-def _decompressed(fd: int) -> int:
-    """An anonymous file holding what the zstd file at ``fd`` decompresses to (``fd``
-    is closed, whatever happens); OSError when it is not zstd data or holds too much."""
-    import errno
+def _scratch() -> int:
+    """A descriptor on a new unlinked file to decompress into: in the temporary
+    folder (``TMPDIR``), where its pages are the page cache's, which the kernel
+    writes out and drops under pressure, not the process's memory; in memory
+    (a memfd) when no file can be made there."""
     import tempfile
+
+    try:
+        with tempfile.TemporaryFile(buffering=0) as tmp:
+            return os.dup(tmp.fileno())  # not inherited, as os.dup's never are
+    except OSError:
+        if not hasattr(os, "memfd_create"):  # pragma: no cover - not Linux
+            raise
+        return os.memfd_create("awl-import", os.MFD_CLOEXEC)
+
+
+def _decompressed(fd: int) -> int:
+    """An unlinked file holding what the zstd file at ``fd`` decompresses to (``fd``
+    is closed, whatever happens); OSError when it is not zstd data, or holds
+    more than :data:`MAX_DECOMPRESSED`, or more than :data:`MAX_RATIO` times
+    the bytes read so far (past :data:`DECOMPRESSED_FLOOR`)."""
+    import errno
 
     import zstandard
 
     try:
-        if hasattr(os, "memfd_create"):
-            out = os.memfd_create("awl-import", os.MFD_CLOEXEC)
-        else:  # pragma: no cover - not Linux
-            with tempfile.TemporaryFile() as tmp:
-                out = os.dup(tmp.fileno())
+        out = _scratch()
     except BaseException:
         os.close(fd)
         raise
     try:
         with open(fd, "rb", closefd=True) as src:
-            total = 0
+            total = read = 0
             ended = False  # the last frame read is whole
             unpack = zstandard.ZstdDecompressor().decompressobj()
-            # Small pieces in: what one piece decompresses to stays small, so the
-            # bound holds before it is exceeded by much.
-            while data := src.read(1 << 16):
+            while data := src.read(_ZSTD_STEP):
+                read += len(data)
                 while data:
                     chunk = unpack.decompress(data)
                     total += len(chunk)
+                    if total > max(DECOMPRESSED_FLOOR, MAX_RATIO * read):
+                        raise OSError(
+                            errno.EFBIG,
+                            f"it decompresses to over {MAX_RATIO} times its size: "
+                            "not a Codex rollout",
+                        )
                     if total > MAX_DECOMPRESSED:
                         raise OSError(errno.EFBIG, "it decompresses to more than 16 GiB")
                     view = memoryview(chunk)
                     while view:
                         view = view[os.write(out, view) :]
+                    del view, chunk  # not held while the next step is decompressed
                     ended = unpack.eof
                     data = b""
                     if ended:  # what follows a frame is the next frame's
@@ -169,6 +205,40 @@ class Hashing:
 BOM = b"\xef\xbb\xbf"
 """The UTF-8 byte order mark some editors and Windows tools put first in a file."""
 
+PASS_OVER = 1 << 20
+"""How long a line may grow (1 MiB) before :func:`lines` stops holding it as it
+reads it: a longer one is hashed as it is read, and given whole only if it may
+be a JSON object (read again, in one piece, once its end is found)."""
+
+MAX_LINE = 1 << 28
+"""The longest line (256 MiB) :func:`lines` gives whole: no session log writes a
+line that long (every tool caps what one message holds far below it), and one
+is given as :class:`Passed` rather than held."""
+
+
+class Passed(bytes):
+    """A long line :func:`lines` gives without its bytes, which it hashed but did
+    not hold: a blank one (``b""``), or one that holds no JSON object to take
+    (``b"\\x00"``: not whitespace, not JSON): too long, or not starting with
+    ``{``.  ``size`` is the line's length, ``why`` why it was not taken (a
+    skipped line's reason; empty for a blank line)."""
+
+    size: int
+    why: str
+
+    def __new__(cls, size: int, why: str = "") -> Passed:
+        self = super().__new__(cls, b"\x00" if why else b"")
+        self.size, self.why = size, why
+        return self
+
+
+# What the line being read is (see _lines): short, held as it is read; or long, not
+# held, and blank so far, starting with "{" (an object, maybe), or with anything else.
+_SHORT, _BLANK, _OBJECT, _OTHER = range(4)
+
+_TEXT = re.compile(rb"[^ \t\r\x0b\x0c]")
+"""A byte ``bytes.strip`` keeps: a line with none is blank (a line has no newline)."""
+
 
 def lines(
     fd: int,
@@ -177,16 +247,26 @@ def lines(
     stop: int | None = None,
     chunk: int = CHUNK,
     hashing: Hashing | None = None,
+    pass_over: int = PASS_OVER,
+    longest: int = MAX_LINE,
 ) -> Iterator[Line]:
     """The lines of ``fd`` from byte ``start`` (line number ``first``) to its end, or
-    to ``stop`` (an offset at a line's end), as :data:`Line` tuples.  With
-    ``hashing``, each line's bytes from ``hashing.upto`` on are hashed before
-    it is given.  A byte order mark that starts the file is not part of its
-    first line (offsets and the hash still count it): JSON parsers refuse it."""
-    given = _lines(fd, start, first, stop, chunk, hashing)
+    to ``stop`` (an offset at a line's end; a line cut there is given as
+    unterminated), as :data:`Line` tuples.  With ``hashing``, each line's bytes
+    from ``hashing.upto`` on are hashed before it is given.  A byte order mark
+    that starts the file is not part of its first line (offsets and the hash
+    still count it): JSON parsers refuse it.
+
+    Memory holds a line of at most ``pass_over`` bytes as it is read; a longer
+    one is only hashed, then read again whole when it starts with ``{`` and is
+    at most ``longest`` bytes; any other is a :class:`Passed` (blank, not an
+    object, too long, or cut by ``stop``), never assembled."""
+    given = _lines(fd, start, first, stop, chunk, hashing, max(pass_over, len(BOM)), longest)
     if start == 0:
         for number, end, raw, terminated in given:
-            yield number, end, raw.removeprefix(BOM), terminated
+            if type(raw) is not Passed:  # a Passed never holds the mark
+                raw = raw.removeprefix(BOM)
+            yield number, end, raw, terminated
             break
     yield from given
 
@@ -198,43 +278,132 @@ def _lines(
     stop: int | None,
     chunk: int,
     hashing: Hashing | None,
+    pass_over: int,
+    longest: int,
 ) -> Iterator[Line]:
     pos = start  # where the next read starts
     done = start  # where the line being read starts
     number = first
-    carry: list[bytes] = []  # a line longer than what was read so far
+    carry: list[bytes] = []  # the line being read, while it is short
+    held = 0  # the bytes in carry
+    kind = _SHORT
     while stop is None or pos < stop:
         data = os.pread(fd, chunk if stop is None else min(chunk, stop - pos), pos)
         if not data:
             break
+        at = pos  # where data starts
         pos += len(data)
+        if kind != _SHORT:
+            # A long line, not held: hashed, and looked at for its first byte.
+            cut = data.find(b"\n")
+            if kind == _BLANK:
+                found = _TEXT.search(data, 0, len(data) if cut < 0 else cut)
+                if found is not None:
+                    kind = _OBJECT if data[found.start()] == 0x7B else _OTHER
+            if cut < 0:
+                _hand(hashing, at, data)
+                continue
+            _hand(hashing, at, memoryview(data)[: cut + 1])
+            yield number, at + cut + 1, _long(fd, kind, done, at + cut, longest), True
+            number, done, kind = number + 1, at + cut + 1, _SHORT
+            data, at = data[cut + 1 :], done
         parts = data.split(b"\n")
         tail = parts.pop()
-        if parts and hashing is not None and pos - len(tail) > hashing.upto:
+        if parts and hashing is not None and at + len(data) - len(tail) > hashing.upto:
             # The complete lines of what was read: the carried start of the first,
             # then this chunk up to its last newline; what came before upto is not.
             whole = len(data) - len(tail)
-            begin = pos - len(data) - sum(map(len, carry))
+            begin = at - held
             if begin >= hashing.upto:
                 window: list[bytes | memoryview] = [*carry, memoryview(data)[:whole]]
             else:
                 ahead = b"".join(carry) + data[:whole]
                 window = [memoryview(ahead)[hashing.upto - begin :]]
-            hashing.take(window, pos - len(tail))
+            hashing.take(window, at + whole)
         if parts:
             if carry:
                 carry.append(parts[0])
                 parts[0] = b"".join(carry)
-                carry = []
+                carry, held = [], 0
             for raw in parts:
                 done += len(raw) + 1
                 yield number, done, raw, True
                 number += 1
         if tail:
             carry.append(tail)
-    if carry:
+            held += len(tail)
+            if held > pass_over:
+                # Too long to hold as it is read: what it is decides what is given.
+                kind = _kind(carry, done == 0)
+                for piece in carry:
+                    _hand(hashing, pos - held, piece)
+                    held -= len(piece)
+                carry = []
+    if kind != _SHORT:
+        if stop is not None and pos >= stop and os.pread(fd, 1, pos):
+            # Cut by stop, not at the file's end: not a line's whole bytes.
+            yield number, pos, Passed(pos - done, "not read whole"), False
+        else:
+            yield number, pos, _long(fd, kind, done, pos, longest), False
+    elif carry:
         raw = b"".join(carry)
         yield number, done + len(raw), raw, False
+
+
+def _kind(carry: list[bytes], first: bool) -> int:
+    """What a line whose bytes so far are ``carry`` is (its first byte that is not
+    whitespace, after the byte order mark of a ``first`` line)."""
+    skip = 0
+    if first:
+        lead = b""
+        for piece in carry:
+            lead += piece[: len(BOM) - len(lead)]
+            if len(lead) == len(BOM):
+                break
+        skip = len(BOM) if lead == BOM else 0
+    for piece in carry:
+        if skip >= len(piece):
+            skip -= len(piece)
+            continue
+        found = _TEXT.search(piece, skip)
+        skip = 0
+        if found is not None:
+            return _OBJECT if piece[found.start()] == 0x7B else _OTHER
+    return _BLANK
+
+
+def _hand(hashing: Hashing | None, begin: int, piece: bytes | memoryview) -> None:
+    """Hash ``piece``, the bytes from ``begin`` on, less what comes before
+    ``hashing.upto`` (hashed already): hashed now, not kept in the window, so
+    the hash is then known only at the piece's end."""
+    if hashing is None or begin + len(piece) <= hashing.upto:
+        return
+    end = begin + len(piece)
+    hashing.take([memoryview(piece)[max(0, hashing.upto - begin) :]], end)
+    hashing.take([], end)
+
+
+def _long(fd: int, kind: int, start: int, end: int, longest: int) -> bytes:
+    """The long line ``[start, end)`` (no newline) that was not held: read again
+    whole when it may be a JSON object and is at most ``longest`` bytes, else
+    a :class:`Passed`."""
+    size = end - start
+    if kind == _BLANK:
+        return Passed(size)
+    if kind == _OTHER:
+        return Passed(size, f"not a JSON object (a line of {size} bytes not starting with '{{')")
+    if size > longest:
+        return Passed(
+            size, f"too long (a line of {size} bytes; one over {longest >> 20} MiB is not read)"
+        )
+    parts = []
+    while start < end:  # one read, but where the file shrank meanwhile
+        data = os.pread(fd, end - start, start)
+        if not data:
+            raise OSError(5, "the file shrank while it was read")
+        parts.append(data)
+        start += len(data)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def parse(raw: bytes) -> tuple[dict[str, Any] | None, str | None, bool]:
@@ -243,8 +412,11 @@ def parse(raw: bytes) -> tuple[dict[str, Any] | None, str | None, bool]:
     What JSON allows but a log cannot keep is repaired and the line kept
     (``repaired``, so its bytes are not copied as they are): bytes that are
     not UTF-8, and half a UTF-16 pair written as an escape (a JavaScript
-    string cut inside an emoji), become U+FFFD.
+    string cut inside an emoji), become U+FFFD.  A :class:`Passed` line is
+    none, for the reason it gives.
     """
+    if type(raw) is Passed:
+        return None, raw.why or "a blank line", False
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -268,6 +440,8 @@ def split_glued(raw: bytes) -> list[tuple[dict[str, Any], bytes]] | None:
     """The JSON objects of a line that holds several back to back (a writer that
     left a newline out, as some pi versions did), each with its bytes; None
     unless every part is a whole JSON object."""
+    if type(raw) is Passed:
+        return None
     out: list[tuple[dict[str, Any], bytes]] = []
     rest = raw
     while len(out) < _MAX_GLUED:
@@ -381,7 +555,12 @@ def head(
     a log cannot keep is taken repaired (U+FFFD), as an import takes it, and
     its number added to ``repaired``; each line's bytes go in ``raws``, by number
     (a reader that takes the objects in place of the lines checks it reads the
-    same bytes: the file may be written meanwhile)."""
+    same bytes: the file may be written meanwhile).
+
+    When nothing whole is in the first ``max_bytes``, lines are read on to
+    :data:`MAX_LINE` of the file, as :func:`lines` gives them: a long line that
+    cannot be an object is passed over without being held, and one that runs
+    past that bound is not read whole."""
     out: list[tuple[int, dict[str, Any]]] = []
     fixed = repaired if repaired is not None else set()
     kept = raws if raws is not None else {}
@@ -397,9 +576,9 @@ def head(
     if out:
         return out
     # Nothing whole in them: a first line longer than that (a pasted file in a prompt).
-    for number, end, raw, terminated in lines(fd, chunk=1 << 14):
-        if end > max_bytes and out:
-            break
+    for number, end, raw, terminated in lines(fd, chunk=1 << 20, stop=MAX_LINE):
+        if (end > max_bytes and out) or (not terminated and end < size):
+            break  # what was found is enough; or cut where the read stopped
         kept[number] = raw
         if _headed(out, fixed, number, raw, terminated, limit):
             break

@@ -1,0 +1,302 @@
+"""What an import holds in memory, whatever a source holds: a compressed file that
+expands past what any log does is refused before it is held, and a line that
+cannot be a JSON object, or is longer than any session's, is never assembled.
+
+Peak memory is measured on a child process (its own high-water mark, read by a
+parent that ran nothing else)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+import zstandard
+
+from awl.importers._source import Hashing, Passed, head, lines, open_source
+from tests.import_fixtures import (
+    CODEX_HARBOR,
+    accounted_lines,
+    entries,
+    run,
+    source_lines,
+)
+
+MiB = 1 << 20
+PEAK_MIB = 300  # an awl process is about 45 MiB; a line assembled, or a bomb held, is GiBs
+
+linux_only = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="ru_maxrss and /proc as Linux has them"
+)
+
+_MEASURE = (
+    "import json, resource, subprocess, sys\n"
+    "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+    "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024\n"
+    "print(json.dumps([p.returncode, p.stdout + p.stderr, peak]))\n"
+)
+
+
+def awl_peak(tmp_path: Path, *args: str) -> tuple[int, list[str], float]:
+    """``awl ARGS`` in a child: its exit status, its output lines, and its peak
+    resident memory in MiB."""
+    env = dict(os.environ, HOME=str(tmp_path / "home"), AWL_SESSION_DIR=str(tmp_path / "s"))
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURE, sys.executable, "-m", "awl", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    code, out, peak = json.loads(done.stdout)
+    return code, out.splitlines(), peak
+
+
+def zeros_zst(path: Path, size: int) -> Path:
+    """A zstd file of ``size`` NUL bytes (a few KiB for hundreds of MiB)."""
+    with open(path, "wb") as f, zstandard.ZstdCompressor(level=1).stream_writer(f) as w:
+        block = bytes(MiB)
+        for _ in range(size // MiB):
+            w.write(block)
+    return path
+
+
+def holed(path: Path, parts: list[bytes | tuple[bytes, int]]) -> Path:
+    """A file of ``parts``: bytes as they are, and (lead, size) a run of ``size``
+    bytes that is ``lead`` then NULs (a hole: nothing written to disk)."""
+    with open(path, "wb") as f:
+        for part in parts:
+            if isinstance(part, bytes):
+                f.write(part)
+            else:
+                lead, size = part
+                f.write(lead)
+                f.seek(size - len(lead), os.SEEK_CUR)
+        f.truncate(f.tell())
+    return path
+
+
+# ── compressed sources ──
+
+
+@linux_only
+def test_a_zstd_bomb_is_refused_in_one_line_before_it_is_held(tmp_path: Path) -> None:
+    """16 KiB of zstd that unpacks to 512 MiB of NULs is refused, naming the file
+    and why, with the process never near that size; one that unpacks to less
+    than the floor (64 MiB) is read whatever its ratio."""
+    bomb = zeros_zst(tmp_path / "rollout-2026-03-15T09-00-00-bomb.jsonl.zst", 512 * MiB)
+    assert bomb.stat().st_size < 64 * 1024
+    code, out, peak = awl_peak(tmp_path, "import", "--dry-run", str(bomb))
+    assert peak < PEAK_MIB, f"peak {peak:.0f} MiB"
+    assert code == 1 and len(out) == 2, out
+    assert out[0] == (
+        f"{bomb}: cannot read: it decompresses to over 200 times its size: not a Codex rollout"
+    )
+    assert "1 error" in out[1] and not (tmp_path / "s").exists()
+
+    small = zeros_zst(tmp_path / "small.jsonl.zst", 32 * MiB)
+    fd = open_source(small)
+    try:
+        assert os.fstat(fd).st_size == 32 * MiB
+    finally:
+        os.close(fd)
+
+
+@linux_only
+def test_a_compressed_rollout_is_unpacked_to_a_temporary_file_not_to_memory(
+    tmp_path: Path,
+) -> None:
+    """A rollout past the floor that compresses as logs do is read whole, into an
+    unlinked file of the temporary folder (page cache, not the process's memory)."""
+    rng = random.Random(7)
+    rows = [CODEX_HARBOR.read_bytes()]
+    size = len(rows[0])
+    while size < 80 * MiB:
+        text = rng.randbytes(24 * 1024).hex()  # hex: about 2 times, as logs 3-20 times
+        row = b'{"timestamp":"2026-03-15T09:30:00.000Z","type":"event_msg","payload":'
+        row += b'{"type":"agent_message","message":"' + text.encode() + b'"}}\n'
+        rows.append(row)
+        size += len(row)
+    data = b"".join(rows)
+    packed = tmp_path / "rollout-2026-03-15T09-00-00-big.jsonl.zst"
+    packed.write_bytes(zstandard.ZstdCompressor(level=1).compress(data))
+    fd = open_source(packed)
+    try:
+        assert os.fstat(fd).st_size == len(data)
+        where = os.readlink(f"/proc/self/fd/{fd}")
+        assert where.startswith(os.path.realpath(tempfile.gettempdir()) + os.sep), where
+        assert where.endswith(" (deleted)") or "#" in where  # unlinked, or never linked
+        objs = head(fd)
+        assert objs[0][1]["type"] == "session_meta" and len(objs) == 24
+    finally:
+        os.close(fd)
+
+
+# ── long lines ──
+
+
+@linux_only
+@pytest.mark.parametrize("lead", [b"", b"{", b' \t{"type":"session_meta"', b"  \t"])
+def test_a_first_line_of_a_gigabyte_is_judged_without_being_held(
+    tmp_path: Path, lead: bytes
+) -> None:
+    """A file that is one line of 1 GiB (NULs; or begun as a JSON object, which
+    it cannot be whole in less than 256 MiB) is no session log, said in one
+    line, and is never held: a line that cannot be an object is passed over
+    unread, one longer than any session's line is not read whole."""
+    path = holed(tmp_path / "big.jsonl", [(lead, 1 << 30)])
+    code, out, peak = awl_peak(tmp_path, "import", "--dry-run", str(path))
+    assert peak < PEAK_MIB, f"peak {peak:.0f} MiB"
+    assert code == 1 and len(out) == 2, out
+    assert out[0] == f"{path}: not a session log of pi, Claude Code or Codex"
+
+
+@linux_only
+def test_huge_lines_in_a_session_are_skipped_unheld_and_the_rest_imported(
+    tmp_path: Path,
+) -> None:
+    """A rollout with a 1 GiB line of NULs, a line that begins an object and runs
+    300 MiB, and a torn last line of 512 MiB: each is said, none is held, and
+    every other line is imported."""
+    rows = CODEX_HARBOR.read_bytes().splitlines(keepends=True)
+    path = holed(
+        tmp_path / CODEX_HARBOR.name,
+        [
+            *rows[:10],
+            (b"", 1 << 30),
+            b"\n",
+            *rows[10:20],
+            (b'{"type":"response_item","payload":{"text":"', 300 * MiB),
+            b"\n",
+            *rows[20:],
+            (b"\x00", 512 * MiB),
+        ],
+    )
+    code, out, peak = awl_peak(tmp_path, "import", "--dry-run", str(path))
+    assert peak < PEAK_MIB, f"peak {peak:.0f} MiB"
+    assert code == 0, out
+    assert out[:3] == [
+        f"{path}:11: skipped: not a JSON object (a line of {1 << 30} bytes not starting with '{{')",
+        f"{path}:22: skipped: too long (a line of {300 * MiB} bytes; one over 256 MiB is not read)",
+        f"{path}:{len(rows) + 3}: skipped: an incomplete last line (left for later)",
+    ]
+    assert out[-1].startswith("1 session,") and "1 would be imported" in out[-1], out
+
+
+def test_long_lines_are_imported_or_skipped_as_they_are_and_the_hash_holds(
+    tmp_path: Path,
+) -> None:
+    """Lines longer than awl holds as it reads (1 MiB): an object is taken whole
+    (after megabytes of spaces too), a blank one is passed over silently, one
+    that is no object is skipped with its reason; the hash kept while reading
+    is the file's (imported again: unchanged; grown: updated)."""
+    rows = CODEX_HARBOR.read_bytes().splitlines(keepends=True)
+    long_text = "harbor " * (3 * MiB // 7)
+    message: dict[str, Any] = {
+        "timestamp": "2026-03-15T09:00:30.000Z",
+        "type": "response_item",
+        "payload": {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": long_text}],
+        },
+    }
+    indented = dict(message, timestamp="2026-03-15T09:00:31.000Z")
+    indented["payload"] = dict(message["payload"], content=[{"type": "input_text", "text": "x"}])
+    body = [
+        *rows[:12],
+        json.dumps(message).encode() + b"\n",
+        b" " * (2 * MiB) + b"\n",  # blank
+        b"\t" * (2 * MiB) + json.dumps(indented).encode() + b"\n",  # an object after all
+        b"garbage " * MiB + b"\n",
+        *rows[12:],
+    ]
+    src = tmp_path / "a" / CODEX_HARBOR.name
+    src.parent.mkdir()
+    src.write_bytes(b"".join(body))
+    first = run(src, session_dir=tmp_path / "s")
+    assert first.status == "imported" and first.path is not None
+    assert first.skipped == [
+        ("", 16, f"not a JSON object (a line of {8 * MiB} bytes not starting with '{{')")
+    ]
+    assert long_text in json.dumps(entries(first.path))  # taken whole
+    # Every line accounted for, but the blank one; none skipped but line 16: 15 is taken.
+    assert accounted_lines(first.path) == source_lines(src)
+    assert run(src, session_dir=tmp_path / "s").status == "unchanged"
+    with open(src, "ab") as f:
+        f.write(b"x" * (3 * MiB) + b"\n" + rows[-1])
+    again = run(src, session_dir=tmp_path / "s")
+    assert again.status == "updated" and again.skipped[0][1] == len(body) + 1
+    assert accounted_lines(first.path) == source_lines(src)
+    assert run(src, session_dir=tmp_path / "s").status == "unchanged"
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 7, 64, 1 << 20])
+def test_lines_hold_no_long_line_that_cannot_be_taken_and_hash_every_byte(
+    tmp_path: Path, chunk: int
+) -> None:
+    """:func:`lines` with small bounds: a line it gives as bytes is the file's; a
+    :class:`Passed` stands only for a long line that is blank, does not start
+    with ``{``, or is longer than ``longest``; and the hash it keeps up to any
+    line it gives is the hash of the file's bytes, from any point."""
+    rng = random.Random(chunk)
+    pieces = [b"\xef\xbb\xbf" + b" " * 20 + b'{"first":1}']
+    for _ in range(80):
+        n = rng.randrange(0, 60)
+        pieces.append(
+            rng.choice(
+                [
+                    b'{"a":"' + b"x" * n + b'"}',
+                    b"x" * n,
+                    b" " * n,
+                    b" " * n + b"{" + b"y" * rng.randrange(0, 10),
+                    b"\x0c" * n + b"z",
+                    b"{" + b"q" * (n + 40),
+                ]
+            )
+        )
+    data = b"\n".join(pieces) + b"\n" + b"\x00" * 50  # a long torn tail
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(data)
+    complete = data.rindex(b"\n") + 1
+    seen: set[str] = set()  # what the long lines were given as
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for start in (0, 1, 17, complete // 2, complete):
+            h = Hashing(hashlib.sha256(), start)
+            begin = 0
+            given = []
+            for number, end, raw, terminated in lines(
+                fd, chunk=chunk, hashing=h, pass_over=8, longest=40
+            ):
+                given.append((number, end, raw, terminated))
+                real = data[begin : end - terminated]
+                if isinstance(raw, Passed):
+                    text = real.removeprefix(b"\xef\xbb\xbf") if begin == 0 else real
+                    assert raw.size == len(real) > 8 and raw.strip() == (b"\x00" * bool(raw.why))
+                    assert bool(raw.why) == bool(text.strip())
+                    assert text.lstrip().startswith(b"{") == raw.why.startswith("too long")
+                    assert len(real) > 40 or not text.lstrip().startswith(b"{")
+                    seen.add(raw.why.split(" (")[0])
+                else:
+                    assert raw == (real.removeprefix(b"\xef\xbb\xbf") if number == 1 else real)
+                    if len(real) > 8 + chunk:
+                        seen.add("read again")  # a long object: not held, read whole at its end
+                if terminated and end > start:
+                    at = h.at(end)
+                    assert at is not None
+                    assert at.digest() == hashlib.sha256(data[start:end]).digest()
+                begin = end
+            assert begin == len(data) and len(given) == len(pieces) + 1
+            assert isinstance(given[-1][2], Passed) and not given[-1][3]
+    finally:
+        os.close(fd)
+    # Reads shorter than a line make every kind (a read that holds a line gives it).
+    assert chunk > 8 or seen == {"", "not a JSON object", "too long", "read again"}
