@@ -7,6 +7,7 @@ this module alone and so loads no dataclass (they cost start-up time).
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ..errors import FormatError
@@ -17,12 +18,48 @@ HEADER_FIELDS = ("id", "timestamp", "cwd", "provider", "model")
 """The header's string members, in this order."""
 
 
+def foreign_log(obj: dict[str, Any]) -> str | None:
+    """The name of the other tool whose session log begins with the loaded first
+    line ``obj`` ("pi"), or None when it may be awl's.
+
+    pi's header is a ``"session"`` line with a string ``id``, as awl's is, but
+    it never names a ``model`` (its first form says ``modelId``), whatever its
+    version: an awl header, however broken, names one.  The same rule as
+    ``awl.importers``' format detection, so that every command names such a
+    log alike.  Claude Code's and Codex's logs begin with no ``"session"``
+    line: their first line is no session header.
+    """
+    if obj.get("type") == "session" and isinstance(obj.get("id"), str) and "model" not in obj:
+        return "pi"
+    return None
+
+
+def foreign_problem(path: str | os.PathLike[str], tool: str) -> str:
+    """What awl says of ``path``, a session log of ``tool`` (:func:`foreign_log`), after
+    its name: what it is, and the command that brings it in."""
+    import shlex  # only on this path: start-up paths import this module
+
+    again = f"awl import {shlex.quote(os.fspath(path))}"
+    return f"a {tool} session log, not awl's: `{again}` takes it in"
+
+
 def header_fields(obj: dict[str, Any]) -> tuple[str, str, str, str, str]:
     """The :data:`HEADER_FIELDS` of a loaded header line; FormatError for a header
     this version cannot read."""
+    tool = foreign_log(obj)
+    if tool is not None:
+        raise FormatError(f"a {tool} session log, not awl's")
     version = obj.get("version")
     if version != FORMAT_VERSION or isinstance(version, bool):
-        raise FormatError(f"unsupported session format version {version!r} (this awl reads 1)")
+        # Said in words, never as a Python value (None, True, '1').
+        if version is None:
+            raise FormatError("the session header names no format version")
+        if type(version) is not int:
+            raise FormatError("the session header has an invalid format version")
+        raise FormatError(
+            f"session format version {version}, which this awl cannot read "
+            f"(it reads version {FORMAT_VERSION})"
+        )
     values = [obj.get(key) for key in HEADER_FIELDS]
     for key, value in zip(HEADER_FIELDS, values, strict=True):
         if not isinstance(value, str):

@@ -17,7 +17,9 @@ The durability contract of a log (``docs/reliability.md``, "Durability"):
 - A torn last line is cut off only once its bytes are durable in
   ``<log>.corrupt`` (whose name is synced in its folder when new); keeping
   them is idempotent, so a repair interrupted between the two steps adds
-  no second copy when it runs again.
+  no second copy when it runs again.  A long torn tail is never mapped or
+  read whole (:func:`~._logmap.torn_tail`, :func:`~._fs.keep_bytes`): its
+  length costs no memory.
 - A writer holds an exclusive ``flock`` until it closes (an open waits
   :data:`LOCK_GRACE` for it); a reader takes no lock and writes nothing.
   Nothing is written through a symbolic link.
@@ -58,6 +60,7 @@ from ._fs import (
     open_regular,
     write_all,
 )
+from ._header import foreign_log, foreign_problem
 from ._logmap import LogMap
 
 MAX_HEADER = 1 << 20
@@ -105,8 +108,19 @@ def keep_problem(target: Path, source: os.stat_result) -> str | None:
     return None
 
 
+class ForeignLog(CorruptSession):
+    """Another tool's session log (:func:`~._header.foreign_log`), named as every
+    command names it: awl takes it in by an import, never opens it as its own."""
+
+    def __init__(self, path: str | os.PathLike[str], tool: str) -> None:
+        self.tool = tool
+        super().__init__(path, None, foreign_problem(path, tool))
+
+
 def read_header_fd(fd: int, path: Path, env: Env) -> SessionHeader:
-    """The header of the log open at ``fd`` (``path`` names it in errors)."""
+    """The header of the log open at ``fd`` (``path`` names it in errors):
+    CorruptSession for a first line that is no header awl reads, ForeignLog
+    for another tool's log."""
     head = bytearray()
     want = 4096  # a header is a few hundred bytes; longer first lines read on
     while len(head) <= MAX_HEADER:
@@ -131,6 +145,9 @@ def read_header_fd(fd: int, path: Path, env: Env) -> SessionHeader:
         obj = load_object(line)
         if obj.get("type") != "session":
             raise FormatError("the first line is not a session header")
+        tool = foreign_log(obj)
+        if tool is not None:
+            raise ForeignLog(path, tool)
         return parse_header(obj)
     except FormatError as exc:
         raise CorruptSession(path, 1, str(exc)) from None

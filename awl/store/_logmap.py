@@ -64,10 +64,10 @@ def _find(buf: mmap.mmap | bytes, sub: bytes, start: int, end: int) -> int:
     return scanner.find(buf, sub, start, end)
 
 
-def _may_be_whole(fd: int, start: int, end: int) -> bool | None:
-    """Whether ``[start, end)`` can be one JSON object: its last byte that is not
-    white space is ``}`` (read backwards, a chunk at a time); None if the file
-    is shorter than ``end`` now (cut meanwhile)."""
+def _last_solid_byte(fd: int, start: int, end: int) -> bytes | None:
+    """The last byte of ``[start, end)`` that is not JSON white space (``b""`` when
+    there is none), read backwards a chunk at a time; None if the file is
+    shorter than ``end`` now (cut meanwhile)."""
     pos = end
     while pos > start:
         lo = max(start, pos - _CHUNK)
@@ -76,9 +76,9 @@ def _may_be_whole(fd: int, start: int, end: int) -> bool | None:
             return None
         chunk = raw.rstrip(_JSON_SPACE)
         if chunk:
-            return chunk.endswith(b"}")
+            return chunk[-1:]
         pos = lo
-    return False
+    return b""
 
 
 def _pread_all(fd: int, n: int, offset: int) -> bytes:
@@ -100,6 +100,27 @@ _JSON_SPACE = b" \t\r\n"
 
 _LOOKS = 64
 """Times a reader looks at a log cut under it again before it gives up."""
+
+
+def torn_tail(fd: int, size: int) -> int:
+    """Bytes at the end of ``fd``'s first ``size`` that are a torn tail known
+    without reading it into memory, else 0.
+
+    A writer's open maps the whole log, and finding and scanning its last
+    line there would bring every page of a torn tail into the process
+    however long it is (a power loss can leave gigabytes of NULs).  So a last
+    line over :data:`TAIL_READ_LIMIT` is judged from its end, with bounded
+    reads: when it holds a byte that is not white space and the last such
+    byte is not ``}``, it cannot be one JSON object, which is the scanner's
+    verdict too.  Anything else (a short last line, one that may be whole, a
+    blank one, the header line, a file shorter than ``size`` now) is 0: the
+    open scans it.
+    """
+    split = _last_line_start(fd, size) if size else 0
+    if not split or size - split <= TAIL_READ_LIMIT:
+        return 0
+    solid = _last_solid_byte(fd, split, size)
+    return size - split if solid and solid != b"}" else 0
 
 
 class LogMap:
@@ -145,10 +166,12 @@ class LogMap:
             return None
         cut = 0
         if size - split > TAIL_READ_LIMIT:
-            whole = _may_be_whole(fd, split, size)
-            if whole is None:
+            # Only a line whose last byte that is not white space is "}" can
+            # be one JSON object.
+            solid = _last_solid_byte(fd, split, size)
+            if solid is None:
                 return None
-            if not whole:
+            if solid != b"}":
                 cut, size = size - split, split
         tail = _pread_all(fd, size - split, split)
         if len(tail) < size - split:

@@ -23,6 +23,7 @@ from ._index import LogIndex
 from ._index_keeper import IndexKeeper
 from ._lines import check_lines
 from ._logfile import LogFile
+from ._logmap import torn_tail
 from ._numpy import np
 from ._state import SessionState
 from ._tree import Tree
@@ -47,9 +48,16 @@ def recover(log: LogFile, keeper: IndexKeeper, search: int = CHECKPOINT_SEARCH) 
     Raises CorruptSession for a log it will not guess at.
     """
     assert log.fd is not None
+    cut = 0
+    if not log.read_only:
+        # A writer maps the whole log: a long torn tail is found from its end and
+        # left out of the map, as a reader leaves it, so that no page of it is
+        # touched (LogFile.trim then copies it a piece at a time).
+        cut = torn_tail(log.fd, log.size)
+        log.size -= cut
     mm = log.map()
     size = log.size = min(log.size, len(mm))  # a reader may find the file shorter already
-    torn = mm.cut  # a reader left a long torn tail unread
+    torn = mm.cut or cut  # a long torn tail left unread
     torn_at = size if torn else None
     nl = mm.find(b"\n")
     body = nl + 1 if nl >= 0 else size  # where the header line ends

@@ -44,7 +44,7 @@ from ..paths import (
 )
 from . import _native_loader
 from ._clock import format_timestamp
-from ._header import header_fields
+from ._header import foreign_log, foreign_problem, header_fields
 from ._invalid import invalid_line
 from ._logmap import LogMap
 from ._search_fallback import BLOCK_KINDS, ROLES, Matcher, line_matches, load
@@ -406,6 +406,10 @@ def _open_log(path: Path, cwd: str | None, mapped: bool = True) -> _Log | Search
         try:
             if type(obj) is not dict or obj.get("type") != "session":
                 raise FormatError("the first line is not a session header")
+            tool = foreign_log(obj)
+            if tool is not None:  # named as every other command names it
+                os.close(fd)
+                return SearchProblem(path, f"{path}: {foreign_problem(path, tool)}")
             sid, _created, where, _provider, _model = header_fields(obj)
         except FormatError as exc:
             os.close(fd)

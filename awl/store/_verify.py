@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import FormatError, SessionError
+from ..errors import CorruptSession, FormatError, SessionError
 from . import scanner
 from ._checkpoint import checkpoint_fits, checkpoint_locates
 from ._codec import load_object, parse_object
@@ -26,7 +26,7 @@ from ._ids import IdPermutation
 from ._index import LogIndex
 from ._index_keeper import IndexKeeper
 from ._lines import Problems, check_lines
-from ._logfile import LogFile
+from ._logfile import ForeignLog, LogFile, read_header_fd
 from ._logmap import LogMap
 from ._numpy import np
 from ._recovery import recover
@@ -72,6 +72,14 @@ def verify_log(path: str | os.PathLike[str], *, limit: int = 1000) -> VerifyRepo
         if size == 0:
             sink.report(None, "empty file, not a session log")
             return _finish(report, sink)
+        try:
+            read_header_fd(fd, p, env)
+        except ForeignLog as exc:
+            # Its lines are another tool's, not problems of an awl log.
+            sink.report(None, exc.problem)
+            return _finish(report, sink)
+        except CorruptSession:
+            pass  # named below, with every other problem
         has_checkpoint = False
         log = LogMap.for_reader(fd, size, p)  # safe against a writer trimming meanwhile
         try:

@@ -145,11 +145,11 @@ CASES: dict[str, tuple[bytes, dict[str, Any]]] = {
     ),
     "header_version_string": (
         ln({**HEADER, "version": "1"}) + M1,
-        corrupt(1, "version '1'", why=FIRST),
+        corrupt(1, "an invalid format version", why=FIRST),
     ),
     "header_version_true": (
         ln({**HEADER, "version": True}) + M1,
-        corrupt(1, "version True", why=FIRST),
+        corrupt(1, "an invalid format version", why=FIRST),
     ),
     "header_missing_cwd": (
         ln({k: v for k, v in HEADER.items() if k != "cwd"}) + M1,
@@ -712,9 +712,7 @@ FOUND = "found by the atheris harness (tests/fuzz/fuzz_store.py) and kept; "
 # Inputs the atheris harness made, committed as they are (not regenerated).
 ATHERIS: dict[str, dict[str, Any]] = {
     "atheris_e2fc0d28465f": corrupt(1, "the session header needs a string 'id'", why=FOUND + FIRST),
-    "atheris_83a27990b3f9": corrupt(
-        1, "unsupported session format version None", why=FOUND + FIRST
-    ),
+    "atheris_83a27990b3f9": corrupt(1, "names no format version", why=FOUND + FIRST),
     "atheris_5ab017b5be7f": on_read(
         3,
         "a message entry needs a string 'timestamp'",
