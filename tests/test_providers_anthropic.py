@@ -687,3 +687,63 @@ def test_a_history_already_answered_is_sent_as_it_is() -> None:
         Message("assistant", [ToolUse("c", "bash", "{}")]),  # the open round: the agent's
     ]
     assert answered_history(history) == history
+
+
+DEEP = '{"command":"echo deep","x":' + "[" * 5000 + "]" * 5000 + "}"
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        '{"path":"a.txt","limit":1e999}',
+        '{"path":"a.txt","limit":NaN}',
+        '{"path":"a.txt","limit":-Infinity}',
+        '{"path":"\\ud800"}',
+        DEEP,
+    ],
+    ids=["1e999", "NaN", "-Infinity", "half-a-pair", "5000-deep"],
+)
+def test_a_past_input_a_request_cannot_carry_is_sent_as_an_empty_object(
+    server: FakeServer, provider: AnthropicProvider, given: str
+) -> None:
+    """Valid to a lenient parser but not to the request's strict encoding (or too
+    deep for it): sent as ``{}``, as any input that did not parse, so that the
+    session goes on (every later request failed, or raised, before)."""
+    history = [
+        Message("user", [Text("go")]),
+        Message("assistant", [ToolUse("toolu_1", "read", given)]),
+        Message("user", [ToolResult("toolu_1", "error: bad input", is_error=True)]),
+    ]
+    server.queue(sse.text_reply("ok"))
+    r = provider.complete("m", history, TOOLS, Sink())
+    assert (r.error, r.stop_reason) == (None, "stop")
+    (call,) = server.requests[0].body["messages"][1]["content"]
+    assert call["input"] == {}
+
+
+def test_a_call_nested_deeper_than_a_parser_recurses_is_taken_whole(
+    server: FakeServer, provider: AnthropicProvider
+) -> None:
+    """JSON too deep for the standard library's parser is still a whole input: the
+    call is given (its tool then says what it makes of it), never a traceback."""
+    server.queue(
+        sse.stream(
+            sse.message_start(),
+            sse.text_block(0, "calling"),
+            sse.tool_block(1, "toolu_1", "bash", DEEP),
+            sse.message_delta("tool_use"),
+            sse.message_stop(),
+        )
+    )
+    r = provider.complete("m", [Message("user", [Text("go")])], TOOLS, Sink())
+    assert r.error is None and r.stop_reason == "toolUse"
+    assert r.content[0] == Text("calling")
+    assert isinstance(r.content[1], ToolUse) and r.content[1].input == DEEP
+    # Cut before the message ends: what was said is kept, with the whole call.
+    server.queue(
+        sse.stream(
+            sse.message_start(), sse.text_block(0, "calling"), sse.tool_block(1, "t", "bash", DEEP)
+        )
+    )
+    r = provider.complete("m", [Message("user", [Text("go")])], TOOLS, Sink())
+    assert r.error is not None and r.content[0] == Text("calling"), r

@@ -20,7 +20,6 @@ Environment: ``ANTHROPIC_API_KEY`` (required), ``ANTHROPIC_BASE_URL``,
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -374,12 +373,17 @@ def _tool_input(block: ToolUse) -> dict[str, object]:
     """The parsed input of a past tool call.
 
     The API requires an object here. If the model's JSON did not parse (or was
-    not an object), the tool already answered with an error; sending ``{}``
-    keeps the history valid rather than failing every later request.
+    not an object, or nests deeper than orjson writes, 254 levels), the tool
+    already answered with an error; sending ``{}`` keeps the history valid
+    rather than failing every later request.
     """
     try:
-        value = json.loads(block.input)
-    except ValueError:
+        # Strict, as the request's own encoding is: NaN, Infinity, 1e999 and half
+        # a UTF-16 pair are no JSON, and would fail every later request.
+        value = orjson.loads(block.input)
+        if isinstance(value, dict):
+            orjson.dumps(value)  # and no deeper than a request can carry
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
         return {}
     return value if isinstance(value, dict) else {}
 

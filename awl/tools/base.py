@@ -14,7 +14,6 @@ before it starts is not run.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from abc import ABC, abstractmethod
@@ -22,6 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
+
+import orjson
 
 from awl.conversation import ToolSpec
 
@@ -156,8 +157,9 @@ def parse_input(input_json: str, schema: dict[str, Any]) -> dict[str, Any]:
     keys the schema does not name are ignored.
     """
     try:
-        args = json.loads(input_json) if input_json.strip() else {}
-    except ValueError as exc:
+        # orjson: strict (no NaN, Infinity or 1e999) and no recursion to run out of.
+        args = orjson.loads(input_json) if input_json.strip() else {}
+    except orjson.JSONDecodeError as exc:
         raise ToolError(f"input is not valid JSON ({exc}): {input_json[:200]!r}") from None
     if not isinstance(args, dict):
         raise ToolError(f"input must be a JSON object, not {type(args).__name__}")
