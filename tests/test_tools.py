@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import stat
 import subprocess
@@ -199,13 +200,19 @@ def test_bash_timeout_from_constructor_and_env(
 @pytest.mark.parametrize("timeout", ["NaN", "Infinity", "1e300", "0", "-1", "86401"])
 def test_bash_refuses_a_timeout_it_cannot_keep(tmp_path: Path, timeout: str) -> None:
     """NaN never timed out; inf and 1e300 overflowed the deadline after the
-    command had run, and its output was lost: refused before it runs."""
+    command had run, and its output was lost: refused before it runs (NaN and
+    Infinity as no JSON at all, as the providers' requests take them)."""
     marker = tmp_path / "ran"
     out = run_tool(
         [BashTool()], "bash", f'{{"command": "touch {marker}", "timeout": {timeout}}}', tmp_path
     )
     assert out.is_error
-    assert "timeout must be a number of seconds above 0, up to 86400" in out.content
+    said = (
+        "input is not valid JSON"
+        if timeout in ("NaN", "Infinity")
+        else "timeout must be a number of seconds above 0, up to 86400"
+    )
+    assert said in out.content
     assert not marker.exists()
 
 
@@ -555,6 +562,54 @@ def test_read_never_holds_a_long_line_whole(tmp_path: Path, skipped: bool) -> No
         )
 
 
+@given(
+    st.lists(st.text(alphabet="ab\r", max_size=5), max_size=40),
+    st.booleans(),
+    st.integers(min_value=1, max_value=45),
+    st.integers(min_value=1, max_value=45),
+)
+def test_read_from_an_offset_shows_the_lines_a_split_gives(
+    lines: list[str], ended: bool, offset: int, limit: int
+) -> None:
+    """Lines before ``offset`` are passed over by counting newlines a chunk at a
+    time: the window is the one numbering the file's lines one by one gives."""
+    import tempfile
+
+    data = "\n".join(lines) + ("\n" if ended and lines else "")
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "f").write_text(data, newline="")
+        out = read(Path(tmp), path="f", offset=offset, limit=limit)
+    every = data.split("\n") if data else []
+    if data.endswith("\n"):
+        every.pop()
+    if not every and offset == 1:
+        assert out.content.endswith("is empty)")
+        return
+    if offset > len(every):
+        assert out.is_error and f"fewer than {offset} lines" in out.content
+        return
+    shown = every[offset - 1 : offset - 1 + limit]
+    want = "\n".join(f"{offset + k:6}\t{line.rstrip(chr(13))}" for k, line in enumerate(shown))
+    if offset - 1 + limit < len(every):
+        want += f"\n[more lines follow; read on with offset={offset + limit}]"
+    assert out.content == want
+
+
+def test_a_read_far_into_a_file_stops_when_the_turn_is_cancelled(tmp_path: Path) -> None:
+    """Passing over millions of lines to an offset takes a while: Ctrl+C (or
+    SIGTERM) stops it, and the result says so, as a cancelled command's does."""
+    (tmp_path / "big.txt").write_bytes(b"x\n" * 3_000_000)
+    cancel = Cancel()
+    cancel.set()
+    out = ReadTool().call({"path": "big.txt", "offset": 2_999_999}, tmp_path, cancel=cancel)
+    assert (
+        out.is_error
+        and out.content == f"[cancelled by the user while it read {tmp_path / 'big.txt'}]"
+    )
+    out = ReadTool().call({"path": "big.txt", "offset": 2_999_999}, tmp_path, cancel=Cancel())
+    assert out.content == "2999999\tx\n3000000\tx"
+
+
 @pytest.mark.parametrize(
     ("setup", "message"),
     [
@@ -617,6 +672,63 @@ def test_write_new_file_respects_umask(tmp_path: Path) -> None:
 def test_write_to_directory_is_an_error(tmp_path: Path) -> None:
     out = write(tmp_path, path=".", content="x")
     assert out.is_error and "is a directory" in out.content
+
+
+def test_write_refuses_what_is_no_regular_file(tmp_path: Path) -> None:
+    """Replacing the name would turn a FIFO (or a device: /dev/null, as root) into a
+    regular file; the tool refuses it as read and edit do."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    out = write(tmp_path, path="fifo", content="x")
+    assert out.is_error and out.content == f"error: {fifo} is not a regular file"
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root, to give the file away")
+def test_write_and_edit_keep_a_files_owner(tmp_path: Path) -> None:
+    """The file is replaced by a new one: it is given back to whom it belonged."""
+    target = tmp_path / "theirs.txt"
+    target.write_text("old text")
+    os.chown(target, 1234, 4321)
+    write(tmp_path, path="theirs.txt", content="new text")
+    edit(tmp_path, path="theirs.txt", old="new", new="newer")
+    st = target.stat()
+    assert (st.st_uid, st.st_gid, target.read_text()) == (1234, 4321, "newer text")
+
+
+SETPRIV = ["setpriv", "--bounding-set=-all", "--inh-caps=-all"]
+
+
+@pytest.mark.skipif(
+    os.geteuid() == 0 and shutil.which("setpriv") is None,
+    reason="root without setpriv: no way to run without the right to write any file",
+)
+def test_write_and_edit_refuse_a_file_the_user_may_not_write(tmp_path: Path) -> None:
+    """Replacing the name needs only the folder's permission: a read-only file (or
+    another user's) would be rewritten where ``echo > file`` is refused."""
+    target = tmp_path / "ro.txt"
+    target.write_text("keep me")
+    target.chmod(0o444)
+    code = (
+        "import json, sys; from pathlib import Path; from awl.tools import EditTool, WriteTool,"
+        " run_tool; cwd = Path(sys.argv[1]);"
+        " print(run_tool([WriteTool()], 'write', json.dumps({'path': 'ro.txt', 'content': 'x'}),"
+        " cwd).content);"
+        " print(run_tool([EditTool()], 'edit', json.dumps({'path': 'ro.txt', 'old': 'keep',"
+        " 'new': 'lose'}), cwd).content)"
+    )
+    # Without the capabilities root writes any file with (as a user is).
+    prefix = SETPRIV if os.geteuid() == 0 else []
+    done = subprocess.run(
+        [*prefix, sys.executable, "-c", code, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+    )
+    assert done.stdout.splitlines() == [f"error: cannot write {target}: permission denied"] * 2
+    assert target.read_text() == "keep me" and stat.S_IMODE(target.stat().st_mode) == 0o444
 
 
 def test_a_file_name_near_the_limit_is_written(tmp_path: Path) -> None:

@@ -9,11 +9,13 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import stat
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
-from awl.tools.base import Tool, ToolError, ToolOutput, cap_text, resolve_path
+from awl.tools.base import Tool, ToolError, ToolOutput, cancelled_by, cap_text, resolve_path
 
 DEFAULT_LINE_LIMIT = 2000
 MAX_LINE_CHARS = 2000
@@ -40,10 +42,39 @@ def _bounded_lines(f: BinaryIO) -> Iterator[bytes]:
         yield head
 
 
+_SEEK_CHUNK = 1 << 20
+
+
+def _skip_lines(f: BinaryIO, n: int, cancel: threading.Event | None) -> int:
+    """Move ``f`` past its next ``n`` lines (fewer at its end), counting newlines a
+    chunk at a time (a line at a time took seconds per hundred million lines),
+    and stopping when ``cancel`` is set; how many it passed."""
+    passed = 0
+    while passed < n:
+        if cancel is not None and cancel.is_set():
+            break
+        at = f.tell()
+        chunk = f.read(_SEEK_CHUNK)
+        if not chunk:
+            break
+        found = chunk.count(b"\n")
+        if passed + found < n:
+            passed += found
+            continue
+        # The line wanted starts in this chunk: after its (n - passed)th newline.
+        cut = -1
+        for _ in range(n - passed):
+            cut = chunk.index(b"\n", cut + 1)
+        f.seek(at + cut + 1)
+        return n
+    return passed
+
+
 class ReadTool(Tool):
     """Read a text file as numbered lines, optionally a window of them."""
 
     name: ClassVar[str] = "read"
+    watches_cancel: ClassVar[bool] = True
     description: ClassVar[str] = (
         "Read a text file. Returns lines prefixed with their 1-based line number and a tab "
         f"(the prefix is not part of the file). Reads up to {DEFAULT_LINE_LIMIT} lines from "
@@ -60,8 +91,11 @@ class ReadTool(Tool):
         "required": ["path"],
     }
 
-    def call(self, args: dict[str, Any], cwd: Path) -> ToolOutput:
-        """Read the file; see the class docstring."""
+    def call(
+        self, args: dict[str, Any], cwd: Path, *, cancel: threading.Event | None = None
+    ) -> ToolOutput:
+        """Read the file; see the class docstring.  A read far into a large file stops
+        soon after ``cancel`` is set."""
         path = resolve_path(args["path"], cwd)
         offset: int = args.get("offset", 1)
         limit: int = args.get("limit", DEFAULT_LINE_LIMIT)
@@ -76,10 +110,13 @@ class ReadTool(Tool):
             if b"\0" in f.read(_SNIFF_BYTES):
                 raise ToolError(f"{path} looks like a binary file (it contains NUL bytes)")
             f.seek(0)
+            skipped = _skip_lines(f, offset - 1, cancel)
+            if cancel is not None and cancel.is_set():
+                return ToolOutput(
+                    f"[cancelled by {cancelled_by(cancel)} while it read {path}]", is_error=True
+                )
             # Lines are read lazily: a window into a huge log costs only the window.
-            for number, raw in enumerate(_bounded_lines(f), start=1):
-                if number < offset:
-                    continue
+            for number, raw in enumerate(_bounded_lines(f), start=skipped + 1):
                 if len(lines) == limit:
                     more = True
                     break
@@ -181,14 +218,29 @@ def atomic_write(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file and ``os.replace``.
 
     Readers see the old file or the new one, never a half-written one. An
-    existing file keeps its permission bits; a new one gets the usual
+    existing file must be a regular file awl may write (ToolError otherwise),
+    and keeps its permission bits and, where awl may set them, its owner and
+    group; a new one gets the usual
     0666 & ~umask (the kernel applies the umask to ``os.open``). A symlink is
     followed, so its target is what changes, not the link.
     """
     path = Path(os.path.realpath(path))
     mode: int | None = None
-    with contextlib.suppress(FileNotFoundError):
-        mode = path.stat().st_mode & 0o7777
+    try:
+        st: os.stat_result | None = path.stat()
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise _as_of(exc, path) from None
+    if st is not None:
+        # Replacing the name needs only the folder's permission: the file's own is
+        # asked here, as writing it in place would (a read-only file stays so), and
+        # a device or a FIFO is not turned into a regular file.
+        if not stat.S_ISREG(st.st_mode):
+            raise ToolError(f"{path} is not a regular file")
+        if not os.access(path, os.W_OK, effective_ids=os.access in os.supports_effective_ids):
+            raise ToolError(f"cannot write {path}: permission denied")
+        mode = st.st_mode & 0o7777
     # Not named after the file: a name near the 255-byte limit would leave no room.
     tmp = path.with_name(f".awl-write-{secrets.token_hex(4)}.tmp")
     try:
@@ -206,6 +258,10 @@ def atomic_write(path: Path, data: bytes) -> None:
             os.fsync(f.fileno())
         if mode is not None:
             os.chmod(tmp, mode)
+        if st is not None and (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+            # Its owner's still, where awl may give it (root may; others keep theirs).
+            with contextlib.suppress(OSError):
+                os.chown(tmp, st.st_uid, st.st_gid)
         os.replace(tmp, path)
     except BaseException as exc:
         with contextlib.suppress(OSError):
