@@ -19,6 +19,8 @@ from typing import Any
 import orjson
 import xxhash
 
+from ..store import foreign_log
+
 CHUNK = 1 << 22
 FORMATS = ("pi", "claude", "codex")
 
@@ -631,9 +633,9 @@ def detect(objs: list[tuple[int, dict[str, Any]]]) -> str | None:
     first = objs[0][1]
     kind = first.get("type")
     if kind == "session" and isinstance(first.get("id"), str):
-        # An awl header names its "model"; pi's never does (its first form says
-        # "modelId"): an awl log whose header is broken is still awl's.
-        return "awl" if "model" in first else "pi"
+        # The store's rule, so that every command names such a log alike: an awl
+        # header names its "model", pi's never does.
+        return foreign_log(first) or "awl"
     if kind in _CODEX_TYPES and isinstance(first.get("payload"), dict):
         return "codex"
     if (

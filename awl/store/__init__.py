@@ -64,6 +64,7 @@ if TYPE_CHECKING:
         UnknownEntry,
     )
     from ._fs import Env, default_env, make_private_dirs, use_env
+    from ._header import foreign_log
     from ._ids import uuid7
     from ._listing import SessionInfo, list_all_sessions, list_sessions, session_info
     from ._logfile import read_header
@@ -100,6 +101,7 @@ _HOMES = {
     "scanner": "scanner",
     "scanner_description": "_native_loader",
     "find_session": "_catalog",
+    "foreign_log": "_header",
     "find_session_ending": "_catalog",
     "most_recent": "_catalog",
     "resume_prefix": "_catalog",
@@ -220,6 +222,7 @@ __all__ = [
     "expand_paths",
     "find_session",
     "find_session_ending",
+    "foreign_log",
     "format_timestamp",
     "list_all_sessions",
     "list_sessions",
