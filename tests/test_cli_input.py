@@ -169,3 +169,18 @@ def test_a_fifo_where_pi_keeps_its_settings_does_not_hang_an_import(
     # The setting is passed over, as one pi cannot read: its default store, missing.
     assert r.returncode == 1 and no_traceback(r) == [], r.stderr
     assert f"no {env['HOME']}/.pi/agent/sessions\n" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("model", ["x\ny", "two words", "tab\there", "bell\x07"])
+def test_a_model_name_with_spaces_or_control_characters_is_refused(
+    env: dict[str, str], project: Path, model: str
+) -> None:
+    """As /model refuses it: no API names a model so, and a newline would break the
+    line awl shows it on."""
+    r = awl(["--model", model, "-p", "hi"], env, project)
+    assert (r.returncode, r.stdout) == (2, "")
+    (line,) = no_traceback(r)
+    assert line.startswith("Error: --model ") and line.endswith(
+        "has no spaces or control characters"
+    )
+    assert not Path(env["AWL_SESSION_DIR"]).exists()

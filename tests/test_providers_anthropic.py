@@ -408,6 +408,17 @@ def test_connection_refused(closing: Keep) -> None:
     )
 
 
+def test_an_error_names_the_server_without_the_secrets_its_url_holds(closing: Keep) -> None:
+    """A password or a token in the base URL is no part of what is said on screen."""
+    where = refused_url()
+    secret = where.replace("http://", "http://ana:hunter2@") + "/v1?token=abc#frag"
+    r = closing(AnthropicProvider(base_url=secret, timeout=5.0)).complete(
+        "m", user("x"), [], Sink()
+    )
+    assert r.error is not None and r.error.startswith(f"anthropic: cannot connect to {where}/v1: ")
+    assert "hunter2" not in r.error and "abc" not in r.error and "ana" not in r.error
+
+
 def test_read_timeout(server: FakeServer, closing: Keep) -> None:
     server.queue(Reply(stall=5, chunks=[sse.message_start()]))
     provider = closing(AnthropicProvider(base_url=server.url, timeout=0.3))

@@ -793,6 +793,18 @@ def test_edit_errors(tmp_path: Path) -> None:
     assert (tmp_path / "bin").read_bytes() == b"\xff\xfe a"
 
 
+def test_edit_of_a_crlf_file_takes_the_lines_read_showed(tmp_path: Path) -> None:
+    """read shows a CRLF file's lines without their "\r": an edit quoting several
+    of them matches, and the file keeps its own line ends."""
+    target = tmp_path / "win.txt"
+    target.write_bytes(b"one\r\ntwo\r\nthree\r\n")
+    out = edit(tmp_path, path="win.txt", old="one\ntwo", new="uno\ndos\nzwei")
+    assert not out.is_error, out.content
+    assert target.read_bytes() == b"uno\r\ndos\r\nzwei\r\nthree\r\n"
+    assert edit(tmp_path, path="win.txt", old="dos", new="deux").content.endswith("(line 2)")
+    assert edit(tmp_path, path="win.txt", old="nope\nnot", new="x").is_error
+
+
 def test_edit_keeps_mode(tmp_path: Path) -> None:
     f = tmp_path / "s.sh"
     f.write_text("echo a\n")

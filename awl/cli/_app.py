@@ -333,6 +333,13 @@ def main(
         if what == "--model" and value is not None and value != value.strip():
             # No API names a model with spaces around it: a quoting slip.
             fail(f"--model {value!r} has spaces around it", usage=True)
+        if (
+            what == "--model"
+            and value is not None
+            and (len(value.split()) > 1 or not value.isprintable())
+        ):
+            # Nor with spaces or control characters in it (as /model says).
+            fail(f"--model {value!r}: a model name has no spaces or control characters", usage=True)
     from ..providers import PROVIDER_NAMES, check_base_url
 
     if provider is not None and provider not in PROVIDER_NAMES:

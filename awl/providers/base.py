@@ -484,8 +484,22 @@ class HostedProvider(Provider):
         self._client.close()
 
     def _where(self) -> str:
-        """Where requests go, for error messages."""
-        return self.base_url or self.default_host
+        """Where requests go, for error messages: never a password or a token the
+        URL carries (``https://user:secret@host/v1?key=...`` is ``https://host/v1``)."""
+        if not self.base_url:
+            return self.default_host
+        from urllib.parse import urlsplit  # only on an error's path
+
+        try:
+            url = urlsplit(self.base_url)
+            host = url.hostname or ""
+            port = url.port
+        except ValueError:
+            return "the base URL given"
+        if ":" in host:
+            host = f"[{host}]"  # an IPv6 address
+        netloc = f"{host}:{port}" if port is not None else host
+        return url._replace(netloc=netloc, query="", fragment="").geturl()
 
 
 # --- helpers shared by the providers -------------------------------------------------

@@ -199,6 +199,11 @@ class EditTool(Tool):
             # Rewriting with replacement characters would corrupt the file.
             raise ToolError(f"{path} is not valid UTF-8 text; not editing it") from None
         count = _occurrences(text, old)
+        if count == 0 and "\r\n" in text and "\n" in old and "\r" not in old + new:
+            # A file with CRLF line ends: read shows its lines without the "\r", so
+            # the text the model quotes from it has bare "\n"s.  Its own ends, kept.
+            old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+            count = _occurrences(text, old)
         if count == 0:
             raise ToolError(f"old text not found in {path}")
         if count > 1:
