@@ -101,11 +101,23 @@ def test_errors_that_do_not_pass_are_reported_at_once(server: FakeServer, reply:
     assert not [e for e in sink.events if e[0] == "retrying"]
 
 
-def test_a_wait_too_long_is_said_in_the_error(server: FakeServer) -> None:
-    server.queue(_busy(429, **{"retry-after": "600"}))
+@pytest.mark.parametrize(
+    ("header", "value", "said"),
+    [
+        ("retry-after", "600", "10 min"),
+        ("retry-after", "36000", "10 h"),
+        ("retry-after", "1e308", "over a week"),
+        ("retry-after-ms", "1e20", "over a week"),
+    ],
+)
+def test_a_wait_too_long_is_said_in_the_error(
+    server: FakeServer, header: str, value: str, said: str
+) -> None:
+    """In words a person reads: not a 300-digit number of hours."""
+    server.queue(_busy(429, **{header: value}))
     r = _anthropic(server).complete("m", HISTORY, [], Sink())
     assert r.error is not None and r.error.startswith("anthropic: rate limited (429)")
-    assert r.error.endswith("; the server asks for a wait of 10 min, longer than awl waits (60 s)")
+    assert r.error.endswith(f"; the server asks for a wait of {said}, longer than awl waits (60 s)")
 
 
 @pytest.mark.parametrize(

@@ -151,7 +151,9 @@ def _duration(seconds: float) -> str:
         return f"{seconds:.3g} s"
     if seconds < 7200:
         return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.0f} h"
+    if seconds < 7 * 86400:
+        return f"{seconds / 3600:.0f} h"
+    return "over a week"  # what a server means by 1e308 s, as a person reads it
 
 
 def backoff(tries: int) -> float:
