@@ -612,6 +612,27 @@ def test_find_refuses_to_choose_between_copies_of_a_log(project: Path, root: Pat
     )
 
 
+def test_a_second_name_of_a_log_is_no_copy_of_it(project: Path, root: Path) -> None:
+    """A hard link is the same file under two names: found and resumed as the one
+    log it is (``awl reindex`` takes it once too), while a copy is refused."""
+    _, newest = make_sessions(project, root, 2)
+    time.sleep(0.01)
+    with SessionManager.open(newest.path) as m:
+        m.append_message(Message("assistant", [Text("later activity")]))
+    link = newest.path.with_name("zz-link.jsonl")
+    os.link(newest.path, link)
+    assert SessionManager.find(newest.id, project, session_dir=root) == newest.path
+    recent = SessionManager.continue_recent(project, session_dir=root)
+    assert recent is not None and recent.path == newest.path
+    with recent:
+        recent.append_message(Message("user", [Text("through either name")]))
+    assert link.read_bytes() == newest.path.read_bytes()
+    link.unlink()
+    link.write_bytes(newest.path.read_bytes())  # now a copy
+    with pytest.raises(SessionError, match="is in 2 files"):
+        SessionManager.find(newest.id, project, session_dir=root)
+
+
 def test_continue_recent_refuses_to_choose_between_copies_of_a_log(
     project: Path, root: Path
 ) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..errors import AmbiguousSession, AwlError, SessionCopies, SessionError, SessionNotFound
 from ..paths import SESSION_FILE_RE, log_files, project_dir, project_folders, session_root
+from ._fs import first_names
 from ._listing import list_sessions, session_info
 
 _PREFIX_RE = re.compile(r"[0-9a-f][0-9a-f-]{0,35}")
@@ -112,9 +113,11 @@ def _one(what: str, matches: list[tuple[str, Path]]) -> Path:
         ids = sorted(sid for sid, _ in matches)
         paths = dict(matches)
         raise AmbiguousSession(what, ids, labels={sid: _label(paths[sid]) for sid in ids[:10]})
-    if len(matches) > 1:
-        raise SessionCopies(_copies(matches[0][0], [p for _, p in matches]))
-    return matches[0][1]
+    # A hard link is the log under a second name, not a copy.
+    names = [Path(p) for p, _ in first_names(p for _, p in matches)]
+    if len(names) > 1:
+        raise SessionCopies(_copies(matches[0][0], names))
+    return names[0]
 
 
 def _copies(session_id: str, paths: Sequence[Path]) -> str:
@@ -193,10 +196,10 @@ def most_recent(
         return None
     # Copies of the log (a backup beside it) are alike to the last entry:
     # which one to go on writing is not ours to guess.
-    copies = [i.path for i in readable if i.id == best.id]
+    copies = [Path(p) for p, _ in first_names(i.path for i in readable if i.id == best.id)]
     if len(copies) > 1:
         raise SessionCopies(_copies(best.id, copies))
-    return best.path
+    return copies[0]  # under its first name, as find gives it
 
 
 def _common_prefix(a: str, b: str) -> int:

@@ -27,7 +27,7 @@ import fcntl
 import functools
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -207,6 +207,25 @@ def use_env(env: Env) -> Iterator[Env]:
         yield env
     finally:
         _default = saved
+
+
+def first_names(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[str, os.stat_result | None]]:
+    """Each file of ``paths`` once, under the first of its names in sorted order,
+    with its stat: a file's second name (a hard link) is the same log, not a
+    copy of it.  A path that cannot be stat'ed is kept, with None (whatever
+    reads it next says why)."""
+    seen: set[tuple[int, int]] = set()
+    out: list[tuple[str, os.stat_result | None]] = []
+    for p in sorted({os.fspath(p) for p in paths}):
+        try:
+            st = os.stat(p)
+        except (OSError, ValueError):  # ValueError: a NUL in the name
+            out.append((p, None))
+            continue
+        if (st.st_dev, st.st_ino) not in seen:
+            seen.add((st.st_dev, st.st_ino))
+            out.append((p, st))
+    return out
 
 
 def write_all(env: Env, fd: int, data: bytes | memoryview) -> None:

@@ -38,7 +38,7 @@ from ..paths import (
     session_file_name,
     session_root,
 )
-from ._fs import Env, default_env, keep_bytes, open_regular
+from ._fs import Env, default_env, first_names, keep_bytes, open_regular
 from ._index_cache import load_cache, stale_caches, wants_cache
 from ._logfile import MAX_HEADER, keep_problem, read_header, read_header_fd, symlink_refusal
 from ._logmap import LogMap
@@ -654,18 +654,7 @@ def one_name_each(paths: Iterable[str | os.PathLike[str]]) -> dict[str, int]:
     Two workers given one log under two names would fight over its lock, and
     the summary would count it twice.
     """
-    seen: set[tuple[int, int]] = set()
-    out: dict[str, int] = {}
-    for p in sorted({os.fspath(p) for p in paths}):
-        try:
-            st = os.stat(p)
-        except (OSError, ValueError):
-            out[p] = 0
-            continue
-        if (st.st_dev, st.st_ino) not in seen:
-            seen.add((st.st_dev, st.st_ino))
-            out[p] = _log_bytes(st)
-    return out
+    return {p: _log_bytes(st) if st is not None else 0 for p, st in first_names(paths)}
 
 
 def prune_caches(*, dry_run: bool = False, keep: Iterable[Path] = ()) -> list[FileResult]:
