@@ -184,3 +184,59 @@ def test_a_model_name_with_spaces_or_control_characters_is_refused(
         "has no spaces or control characters"
     )
     assert not Path(env["AWL_SESSION_DIR"]).exists()
+
+
+def _session(root: Path, project: Path, sid: str, prompt: str) -> None:
+    from awl import Message, SessionManager, Text
+
+    with SessionManager.create(project, "offline", "echo", session_dir=root, session_id=sid) as m:
+        m.append_message(Message("user", [Text(prompt)]))
+        m.append_message(Message("assistant", [Text(f"You said: {prompt}")]))
+
+
+def test_sessions_a_prefix_matches_are_told_apart_by_their_prompts_as_written(
+    env: dict[str, str], project: Path
+) -> None:
+    """Not as Python literals, whose backslashes come doubled."""
+    root = Path(env["AWL_SESSION_DIR"])
+    for n in (1, 2):
+        _session(root, project, f"019dc5ba-0000-7000-8000-00000000000{n}", f'say "a \\ b" {n}')
+    r = awl(["show", "019dc5ba-0000"], env, project)
+    assert r.returncode == 2
+    (line,) = no_traceback(r)
+    assert """'say "a \\ b" 1'""" in line and "\\\\" not in line, line
+
+
+def test_one_long_session_prefix_does_not_widen_every_search_hit(
+    env: dict[str, str], project: Path
+) -> None:
+    """Two ids that share 30 characters need long prefixes; a third session's hits
+    keep the usual column (ripgrep aligns nothing; awl aligns the usual case)."""
+    root = Path(env["AWL_SESSION_DIR"])
+    _session(root, project, "019dc5ba-0000-7000-8000-000000000001", "alpha one")
+    _session(root, project, "019dc5ba-0000-7000-8000-000000000002", "alpha two")
+    _session(root, project, "019dc5bb-1111-7000-8000-000000000003", "needle here")
+    r = awl(["search", "needle"], env, project)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines and all(re.match(r"019dc5bb-1111:[0-9a-f]{8}  \d{4}-", x) for x in lines), lines
+    r = awl(["search", "alpha"], env, project)
+    long = [x.split("  ")[0] for x in r.stdout.splitlines()]
+    assert len(long) == 4 and all(len(x) > 22 for x in long), long  # whole, never cut
+
+
+def test_reindex_verify_of_a_log_another_process_holds_is_no_success(
+    env: dict[str, str], project: Path
+) -> None:
+    """It was skipped, not verified: `awl reindex --verify X && deploy` must not go on."""
+    from awl import SessionManager
+
+    root = Path(env["AWL_SESSION_DIR"])
+    _session(root, project, "019dc5ba-0000-7000-8000-000000000001", "hello")
+    (log,) = root.rglob("*.jsonl")
+    with SessionManager.open(log):  # a writer holds it
+        held = awl(["reindex", "--verify", str(log)], env, project)
+        plain = awl(["reindex", str(log)], env, project)
+    assert held.returncode == 1 and "skipped: open in another awl process" in held.stdout
+    assert plain.returncode == 0  # a reindex may come back to it: nothing is said wrong
+    assert awl(["reindex", "--verify", str(log)], env, project).returncode == 0

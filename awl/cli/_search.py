@@ -30,6 +30,9 @@ from ._common import (
     stopped_by_signals,
 )
 
+_USUAL_REF = 13
+"""The length of the prefix awl prints for a session that shares no long one."""
+
 KINDS = {
     "text": "text",
     "thinking": "thinking",
@@ -198,7 +201,9 @@ def search_command(
     # leads back to its log (see resume_refs).
     shown = resume_refs(logs, here)
     # The session's prefix, then the entry: `awl show` takes the pair as it stands.
-    width = max(map(len, shown.values()), default=8) + 9
+    # At most a usual prefix wide: one long one (ids that share a millisecond) only
+    # pushes its own lines on, not every hit's.
+    width = min(max(map(len, shown.values()), default=8), _USUAL_REF) + 9
     cwd = None if all_projects or session else os.fspath(here) if here else None
     # Every project's hits, read by a person: each project's directory heads its
     # hits (as ripgrep heads a file's on a terminal); a pipe gets the lines alone.

@@ -142,7 +142,9 @@ def _label(path: Path) -> str:
     began = time.strftime("%Y-%m-%d %H:%M", time.localtime(when))
     prompt = " ".join(info.first_prompt.split())
     prompt = prompt if len(prompt) <= 40 else prompt[:39] + "…"
-    return f"{began}, {prompt!r}" if prompt else began
+    # Quoted as it reads, not as a Python literal (whose backslashes come doubled):
+    # the command line escapes what a terminal cannot show.
+    return f"{began}, '{prompt}'" if prompt else began
 
 
 def find_session_ending(
