@@ -1365,6 +1365,18 @@ def test_visible_shows_bidirectional_overrides_as_escapes() -> None:
     assert visible("שלום עולם \u200f مرحبا") == "שלום עולם \u200f مرحبا"
 
 
+def test_visible_shows_what_shows_as_nothing_as_escapes() -> None:
+    """A zero-width space, a soft hyphen or a byte order mark in a name or a prompt
+    would vanish on screen: shown as its code.  The joiners an emoji or a script
+    is made with are text, and stay."""
+    from awl.ui import visible
+
+    assert visible("rm\u200b -rf", one_line=True) == "rm\\u200b -rf"
+    assert visible("soft\u00adhyphen \ufeffbom \u2060wj") == "soft\\xadhyphen \\ufeffbom \\u2060wj"
+    family = "\U0001f468\u200d\U0001f469\u200d\U0001f467"
+    assert visible(family) == family and visible("\u0645\u200c\u06cc") == "\u0645\u200c\u06cc"
+
+
 def test_visible_shows_the_bytes_of_a_name_that_is_not_utf8_as_escapes() -> None:
     """A file name's bytes that are not UTF-8 reach Python as lone surrogates, which a
     strict stdout refuses to print: shown as the bytes they were."""

@@ -14,11 +14,20 @@ from typing import TextIO
 # Lone surrogates too: the bytes of a file name that were not UTF-8, which a
 # strict stdout refuses to print.  And the bidirectional embeddings, overrides
 # and isolates (U+202A-U+202E, U+2066-U+2069): they reorder what follows them
-# on the line, so a transcript could show "txt.exe" as something else.
+# on the line, so a transcript could show "txt.exe" as something else.  And the
+# characters that show as nothing and join nothing (a zero-width space, a soft
+# hyphen, a byte order mark, the word joiner and the invisible operators): a
+# name or a command could hide one; the joiners emoji and scripts need
+# (U+200C, U+200D) stay.
+_HIDDEN = r"\u00ad\u180e\u200b\u2060-\u2064\ufeff"
 _CONTROLS = re.compile(
-    r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]|\r(?!\n)"
+    r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff"
+    + _HIDDEN
+    + r"]|\r(?!\n)"
 )
-_CONTROLS_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_CONTROLS_ONE_LINE = re.compile(
+    r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff" + _HIDDEN + "]"
+)
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
