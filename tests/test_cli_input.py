@@ -240,3 +240,18 @@ def test_reindex_verify_of_a_log_another_process_holds_is_no_success(
     assert held.returncode == 1 and "skipped: open in another awl process" in held.stdout
     assert plain.returncode == 0  # a reindex may come back to it: nothing is said wrong
     assert awl(["reindex", "--verify", str(log)], env, project).returncode == 0
+
+
+def test_search_in_a_session_entry_it_lacks_is_refused_as_show_refuses_it(
+    env: dict[str, str], project: Path
+) -> None:
+    """``awl search --session ID:ENTRY`` takes a hit's first word; an entry the
+    session does not hold is a slip in the id (2), not "nothing found" (1)."""
+    root = Path(env["AWL_SESSION_DIR"])
+    sid = "019dc5ba-0000-7000-8000-000000000001"
+    _session(root, project, sid, "hello there")
+    hit = awl(["search", "hello"], env, project).stdout.split()[0]  # ID:ENTRY
+    assert awl(["search", "--session", hit, "there"], env, project).returncode == 0
+    r = awl(["search", "--session", f"{sid}:0badc0de", "there"], env, project)
+    assert (r.returncode, r.stdout) == (2, "")
+    assert no_traceback(r) == [f"Error: session {sid} has no entry '0badc0de'"]

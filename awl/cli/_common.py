@@ -139,6 +139,18 @@ def refuse_bad_environment() -> None:
         fail("; ".join(bad), usage=True)
 
 
+def log_has_entry(path: Path, entry: str) -> bool:
+    """Whether the log holds the tree entry ``entry`` (a message or another entry);
+    False when it cannot be read either."""
+    from ..store import SessionManager
+
+    try:
+        with SessionManager.open(path, read_only=True) as m:
+            return m.get_entry(entry) is not None
+    except AwlError:
+        return False
+
+
 def current_dir(*, status2: bool = False) -> Path:
     """The current directory, or a one-line error when it cannot be known (removed):
     status 1, or 2 with ``status2`` (``awl search``, whose 1 means nothing found)."""

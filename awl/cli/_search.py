@@ -24,6 +24,7 @@ from ._common import (
     has_entry,
     imported_session,
     json_text,
+    log_has_entry,
     log_of_path,
     names_a_file,
     split_entry,
@@ -172,9 +173,10 @@ def search_command(
         until=when[1],
     )
     here = None if all_projects else current_dir(status2=True)
+    entry = None
     if session and has_entry(session):
         # A hit's first word, as show and --resume take it: its session is meant.
-        session, _ = split_entry(session)
+        session, entry = split_entry(session)
     try:
         if session and names_a_file(session):
             # A log's path, as show and --resume take it (another agent's: its import).
@@ -193,6 +195,9 @@ def search_command(
         logs = [imported]
     except AwlError as exc:
         fail(str(exc), usage=True)
+    if entry is not None and len(logs) == 1 and not log_has_entry(logs[0], entry):
+        # As show and --resume refuse it: a slip in the id, not "nothing found".
+        fail(f"session {session} has no entry {entry!r}", usage=True)
     end_quickly()  # it writes nothing: the process needs no teardown
     tty = sys.stdout.isatty()
     paint = _colour(colour)

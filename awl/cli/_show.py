@@ -17,6 +17,7 @@ from ._common import (
     fail,
     has_entry,
     json_text,
+    log_has_entry,
     log_of_path,
     names_a_file,
     resolve_session,
@@ -159,7 +160,7 @@ def _show_around(
             assert damage is not None
             fail(f"{damage} (no message of this session can be read)")
         where = "the lines of this session that can be read" if damage else "this session"
-        if damage is None and _has_entry(path, around):
+        if damage is None and log_has_entry(path, around):
             fail(
                 f"{path}: entry {around!r} is no message, and no message comes before it",
                 usage=True,
@@ -180,17 +181,6 @@ def _show_around(
         click.echo(visible(line, one_line=True), err=True)
     if said:
         sys.exit(1)
-
-
-def _has_entry(path: Path, entry: str) -> bool:
-    """Whether the log holds the tree entry ``entry`` (one that is no message)."""
-    from ..store import SessionManager
-
-    try:
-        with SessionManager.open(path, read_only=True) as m:
-            return m.get_entry(entry) is not None
-    except AwlError:
-        return False
 
 
 def _origin(path: Path) -> dict[str, Any] | None:
