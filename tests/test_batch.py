@@ -199,12 +199,19 @@ class _Syncs(Env):
         super().fsync(fd)
 
 
-def test_an_unsynced_log_is_synced_by_close_and_not_before(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[_Syncs, SessionManager]:
+    """A new session whose file syncs are counted (syncing on)."""
     monkeypatch.setenv("AWL_FSYNC", "1")
     env = _Syncs()
     m = SessionManager.create(tmp_path, "anthropic", "claude", session_dir=tmp_path / "s", env=env)
+    return env, m
+
+
+def test_an_unsynced_log_is_synced_by_close_and_not_before(
+    counted: tuple[_Syncs, SessionManager],
+) -> None:
+    env, m = counted
     m.append_entries(_batch(), checkpoint=True, sync=False)
     assert env.files == 0
     m.close()
@@ -212,11 +219,9 @@ def test_an_unsynced_log_is_synced_by_close_and_not_before(
 
 
 def test_a_batch_appended_to_an_existing_log_is_synced_whatever_sync_says(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    counted: tuple[_Syncs, SessionManager],
 ) -> None:
-    monkeypatch.setenv("AWL_FSYNC", "1")
-    env = _Syncs()
-    m = SessionManager.create(tmp_path, "anthropic", "claude", session_dir=tmp_path / "s", env=env)
+    env, m = counted
     ids = m.append_entries(_batch())
     synced = env.files
     m.append_entries(

@@ -318,11 +318,11 @@ def main(
         fail("standard input is closed, so there are no prompts to read (give one with -p)")
     given = {"the prompt": prompt, "--provider": provider, "--model": model, "--base-url": base_url}
     for what, value in given.items():
-        text = argv_text(value) if value is not None else ""
-        if text is None:
-            fail(f"{what} is not valid UTF-8 text", usage=True)
         if value is not None:
-            given[what] = text  # what the bytes given say (see argv_text)
+            text = argv_text(value)  # what the bytes given say
+            if text is None:
+                fail(f"{what} is not valid UTF-8 text", usage=True)
+            given[what] = text
     prompt, provider, model, base_url = given.values()
     for what, value in given.items():
         if value is not None and not value.strip() and what != "the prompt":
