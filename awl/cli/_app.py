@@ -71,12 +71,18 @@ def _load(module: str) -> None:
 
 
 def _tolerant(out: TextIO) -> None:
-    """Under a locale whose encoding is not UTF-8 (Latin-1, ASCII with UTF-8 mode
-    off), what it cannot encode (a rule's ``─``, an emoji in a message) is
-    written as ``?``, not a traceback halfway through the output."""
+    """Under a locale whose encoding is ASCII (the C locale with UTF-8 mode off),
+    output is UTF-8, as Python's UTF-8 mode and click's ``echo`` write it there
+    (one rule for every command); under another that is not UTF-8 (Latin-1),
+    what it cannot encode (a rule's ``─``, an emoji in a message) is written
+    as ``?``, not a traceback halfway through the output."""
     encoding = getattr(out, "encoding", None) or "utf-8"
-    if isinstance(out, io.TextIOWrapper) and codecs.lookup(encoding).name != "utf-8":
-        out.reconfigure(errors="replace")
+    name = codecs.lookup(encoding).name
+    if isinstance(out, io.TextIOWrapper) and name != "utf-8":
+        if name == "ascii":
+            out.reconfigure(encoding="utf-8")
+        else:
+            out.reconfigure(errors="replace")
 
 
 def _one_line(exc: click.UsageError) -> UsageFailure:
