@@ -13,7 +13,7 @@ import pytest
 
 from awl import Message, SessionManager, Text, request_history
 from awl.agent import open_tool_uses
-from awl.importers import import_sessions, plan_import, session_id_for
+from awl.importers import import_origin, import_sessions, plan_import, session_id_for
 from awl.store import reindex_file, verify_log
 from awl.store._listing import _quick_info
 from tests.import_fixtures import (
@@ -237,6 +237,38 @@ def test_lossless_every_line_and_every_value(tmp_path: Path) -> None:
     ]
     renamed = {"tool_use", "tool_result", "input", "tool_use_id", "image"}
     assert missing_leaves(objs, r.path, renamed) == {}
+
+
+def test_only_agent_files_in_subagents_are_transcripts(tmp_path: Path) -> None:
+    """A workflow's journal and its settings beside a subagent's transcript (Claude
+    Code's workflows) are files of the session, each line or object kept as an
+    x-claude-file entry, and not counted as subagents' transcripts."""
+    main = copy_tree(CLAUDE_SHOP, tmp_path / "p" / CLAUDE_SHOP.name)
+    flow = main.parent / SID / "subagents" / "workflows" / "wf_1"
+    flow.mkdir(parents=True)
+    (flow / "journal.jsonl").write_text('{"step":1}\n{"step":2}\n')
+    (flow / "workflow.json").write_text('{"name":"review"}')
+    (flow / "agent-b2c3d4e.meta.json").write_text('{"agentType":"reviewer"}')
+    (r,) = _import(main)
+    journal = f"{SID}/subagents/workflows/wf_1/journal.jsonl"
+    kept = {
+        (e["type"], e["file"], e["line"], json.dumps(e["data"]))
+        for e in entries(r.path)
+        if e.get("file", "").startswith(f"{SID}/subagents/workflows/")
+    }
+    assert kept == {
+        ("x-claude-file", journal, 1, '{"step": 1}'),
+        ("x-claude-file", journal, 2, '{"step": 2}'),
+        ("x-claude-file", f"{SID}/subagents/workflows/wf_1/workflow.json", 1, '{"name": "review"}'),
+        (
+            "x-claude-subagent-meta",
+            f"{SID}/subagents/workflows/wf_1/agent-b2c3d4e.meta.json",
+            1,
+            '{"agentType": "reviewer"}',
+        ),
+    }
+    origin = import_origin(r.path)
+    assert origin is not None and origin["subagentTranscripts"] == 1
 
 
 def test_subagents_in_each_layout_go_with_their_session(tmp_path: Path) -> None:

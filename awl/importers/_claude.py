@@ -42,6 +42,7 @@ from ._build import (
     type_name,
     without,
 )
+from ._record import subagent_file
 
 PROVIDER = "anthropic"  # Claude Code speaks the Messages API; a gateway is not recorded
 SYNTHETIC = "<synthetic>"  # replies Claude Code made up itself (errors, "No response requested.")
@@ -298,12 +299,14 @@ class ClaudeConverter(Converter):
         return self.last
 
     def extra(self, rel: str, obj: dict[str, Any], line: int) -> None:
-        """A line of a subagent's transcript (or of a file beside it)."""
-        folders = rel.split(os.sep)[:-1]
-        if folders and "subagents" not in folders:
-            kind = "x-claude-file"  # in the session's folder, not a subagent's
+        """A line of a subagent's transcript, its metadata, or a line or the object
+        of another file of the session's (a workflow's journal, a note)."""
+        if subagent_file(rel):
+            kind = "x-claude-subagent"
+        elif subagent_file(rel, ".meta.json"):
+            kind = "x-claude-subagent-meta"
         else:
-            kind = "x-claude-subagent" if rel.endswith(".jsonl") else "x-claude-subagent-meta"
+            kind = "x-claude-file"
         ts = timestamp_of(obj.get("timestamp"), self.info.start)
         opaque(self.b, kind, obj, line, ts, file=rel)
 

@@ -133,6 +133,20 @@ def last_record(path: str | os.PathLike[str]) -> dict[str, Any] | None:
         return _last(mm, path)
 
 
+def subagent_file(rel: str, suffix: str = ".jsonl") -> bool:
+    """Whether a Claude Code session's file ``rel`` (its path from the session
+    file's folder, as records name it) is a subagent's transcript (``suffix``
+    ``.meta.json``: its metadata): ``agent-*`` in the session's ``subagents``
+    folder (Claude Code 2.1, any depth), or beside the session file (2.0).
+    Any other file there (a workflow's journal) is none, whatever it holds."""
+    *folders, name = rel.split("/")
+    return (
+        name.startswith("agent-")
+        and name.endswith(suffix)
+        and (not folders or "subagents" in folders)
+    )
+
+
 def import_origin(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """Where the session at ``path`` was imported from: ``{"format", "source",
     "sourceId"}`` of its latest import record (and ``subagentTranscripts``, how
@@ -152,7 +166,7 @@ def import_origin(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     origin = {k: record.get(k) for k in ("format", "source", "sourceId")}
     files = record.get("files")
     # Subagents' transcripts are kept as opaque entries: neither shown nor searched.
-    n = sum(1 for rel in files if rel and rel.endswith(".jsonl")) if isinstance(files, dict) else 0
+    n = sum(1 for rel in files if subagent_file(rel)) if isinstance(files, dict) else 0
     if n:
         origin["subagentTranscripts"] = n
     return origin
