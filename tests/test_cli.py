@@ -458,6 +458,9 @@ def test_show_heads_a_reply_that_did_not_end_on_its_own(root: Path, here: Path) 
     )
     assert blocks[5] == "── assistant · cut off at the output limit ──\nLong and"
     assert blocks[7] == "── assistant ──\nDone.\n"
+    doc = orjson.loads(cli("show", "--json", ID_A).stdout)
+    said = [m.get("stopReason") for m in doc["messages"] if m["role"] == "assistant"]
+    assert said == ["error", "error", "length", "stop"]
 
 
 def test_show_names_the_model_of_a_reply_where_it_changes(root: Path, here: Path) -> None:

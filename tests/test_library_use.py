@@ -60,8 +60,10 @@ def session(tmp_path: Path) -> SessionManager:
         (Message("user", [ToolResult("a", None)]), {}, "'content'"),  # type: ignore[arg-type]
         (Message("assistant", [Text("x")]), {"usage": Usage(-1, 2)}, "usage"),
         (Message("user", [Text("x")]), {"provider": 5}, "'provider'"),
+        # Text(5) is refused by its constructor (TypeError); a DiskText is not checked.
+        (DiskMessage("user", [DiskText(5)]), {}, "a text block needs a string 'text'"),  # type: ignore[arg-type]
     ],
-    ids=["dict-input", "none-result", "negative-usage", "number-provider"],
+    ids=["dict-input", "none-result", "negative-usage", "number-provider", "number-text"],
 )
 def test_a_message_awl_could_not_read_back_is_refused_with_nothing_written(
     session: SessionManager, message: Message, stamps: dict[str, object], said: str

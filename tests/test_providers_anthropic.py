@@ -612,13 +612,15 @@ def test_a_calls_input_given_whole_as_it_starts_is_taken(
         assert r.content == [ToolUse("toolu_1", "bash", '{"command":"echo hi"}')], r
 
 
+@pytest.mark.parametrize("answer", ["whole", "no-event"])
 def test_an_answer_that_is_no_event_stream_says_so(
-    server: FakeServer, provider: AnthropicProvider
+    server: FakeServer, provider: AnthropicProvider, answer: str
 ) -> None:
-    """A 200 whose body is a whole JSON message (a proxy that drops streaming): not
-    "connection closed", which it was not."""
+    """A 200 whose body is a whole JSON message (a proxy that drops streaming), or an
+    event stream that ends before its first event: not "connection closed", which
+    it was not."""
     whole = {"type": "message", "role": "assistant", "content": [{"type": "text", "text": "x"}]}
-    server.queue(json_reply(200, whole))
+    server.queue(json_reply(200, whole) if answer == "whole" else sse.stream())
     r = provider.complete("m", [Message("user", [Text("go")])], TOOLS, Sink())
     assert r.stop_reason == "error" and r.error is not None
     assert "no event stream" in r.error and "connection closed" not in r.error

@@ -575,12 +575,14 @@ def test_a_refusal_beside_content_is_not_said_twice(
     assert r.content == [Text("No.")], r
 
 
+@pytest.mark.parametrize("answer", ["whole", "no-event"])
 def test_an_answer_that_is_no_event_stream_says_so(
-    server: FakeServer, provider: OpenAIProvider
+    server: FakeServer, provider: OpenAIProvider, answer: str
 ) -> None:
-    """A 200 whose body is a whole completion (a proxy that drops streaming)."""
+    """A 200 whose body is a whole completion (a proxy that drops streaming), or an
+    event stream that ends before its first chunk."""
     whole = {"object": "chat.completion", "choices": [{"index": 0, "message": {"content": "x"}}]}
-    server.queue(json_reply(200, whole))
+    server.queue(json_reply(200, whole) if answer == "whole" else oa.stream())
     r = provider.complete("m", user("go"), TOOLS, Sink())
     assert r.stop_reason == "error" and r.error is not None
     assert "no event stream" in r.error and "connection closed" not in r.error

@@ -1006,7 +1006,16 @@ def test_ages_and_thread_counts_past_any_bound_are_taken_at_their_bound(
     # Leading zeros are a number's, not a larger one's; other scripts' digits no age.
     assert cli("search", "plain answer", "--since", "0000000000000001d").exit_code == 1
     assert cli("search", "plain answer", "--since", "\u0661d").exit_code == 2
+    made: list[int] = []
+    real = search_module._Pool
+
+    def counted(workers: int) -> Any:
+        made.append(workers)
+        return real(workers)
+
+    monkeypatch.setattr(search_module, "_Pool", counted)
     assert cli("search", "plain answer", "-j", "100000000").exit_code == 0
+    assert made == [search_module.MOST_JOBS]
 
 
 def test_a_range_that_ends_before_it_starts_is_a_usage_error(
