@@ -69,8 +69,9 @@ def import_command(
     """Import pi, Claude Code or Codex sessions (PATHS: files, or folders of any depth).
 
     Without PATHS, the tool's own store, or with no --from every one of them
-    that exists: pi's $PI_CODING_AGENT_SESSION_DIR, else
-    $PI_CODING_AGENT_DIR/sessions (~/.pi/agent/sessions); Claude Code's
+    that exists: pi's $PI_CODING_AGENT_SESSION_DIR, else the sessionDir of its
+    settings (.pi/settings.json here, then settings.json in its agent folder),
+    else $PI_CODING_AGENT_DIR/sessions (~/.pi/agent/sessions); Claude Code's
     $CLAUDE_CONFIG_DIR/projects (~/.claude/projects); Codex's sessions and
     archived_sessions in $CODEX_HOME (~/.codex; compressed rollouts too). Each
     source session becomes an awl session in its own working directory's
