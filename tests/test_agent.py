@@ -35,7 +35,9 @@ from awl.agent import (
     open_session,
     open_tool_uses,
 )
+from awl.agent._loop import _NOT_RUN_AFTER_UNSAVED
 from awl.conversation import Text, ToolResult, ToolUse
+from awl.errors import SessionWriteError
 from awl.paths import encode_cwd, session_file_name
 from awl.providers.offline import OfflineProvider
 from awl.store import Env
@@ -667,6 +669,38 @@ def test_a_reply_the_disk_cannot_hold_is_still_the_turns_text_and_runs_no_tool(
     log = only_log(root, project)
     said = [texts(e["message"]) for e in log.entries]
     assert said == ["sys", "clean up", "again", "ok"]
+
+
+def test_a_result_the_disk_cannot_hold_is_sent_as_it_was_by_the_next_turn(
+    server: FakeServer, script: Script, root: Path, project: Path
+) -> None:
+    """A call ran but its result could not be saved (a full disk): the turn fails
+    there, and the next one of this process sends the result it had, not the
+    answer a crash gets ("the session ended"); the round's later call never ran."""
+    disk = _FullDisk(b"UNSAVED_42")
+    manager = SessionManager.create(project, script.name, script.model, env=disk)
+    manager.append_message(Message("system", [Text("sys")]))
+    agent = Agent(manager, base_url=server.url, cwd=project)
+    try:
+        server.queue(script.tools(("call_1", "echo UNSAVED_$((6*7))"), ("call_2", "echo two")))
+        with pytest.raises(SessionWriteError):
+            agent.run_turn("go", Sink())
+        disk.marker = b"\0never"  # room again
+        server.queue(script.text("ok"))
+        assert agent.run_turn("again", Sink()).text == "ok"
+    finally:
+        if agent._provider is not None:
+            agent._provider.close()
+        manager.close()
+    log = only_log(root, project)
+    answered = [
+        b for e in log.entries for b in e["message"]["content"] if b["type"] == "toolResult"
+    ]
+    assert [(b["toolUseId"], b["content"], b.get("isError", False)) for b in answered] == [
+        ("call_1", "UNSAVED_42", False),
+        ("call_2", _NOT_RUN_AFTER_UNSAVED, True),
+    ]
+    assert texts(log.entries[-2]["message"]) == "again"
 
 
 def test_tool_turn_runs_the_tool_and_sends_the_result(

@@ -66,6 +66,13 @@ NOT_RUN_RESULT = (
 ask for its calls to run (its stop reason is not ``toolUse``): none of them ran,
 and the session did not end."""
 
+_NOT_RUN_AFTER_UNSAVED = (
+    "not run: the result of an earlier call of this round could not be saved, so the round "
+    "stopped before this call started. Ask the user before running it."
+)
+"""The answer to a call of a round that stopped when an earlier call's result could not
+be saved (a full disk): that call ran, and its own result is sent as it was."""
+
 CUT_OFF = "the reply was cut off at the model's output limit (AWL_MAX_TOKENS sets it)"
 """A turn's error when the reply stopped at the output limit: saved, but not whole."""
 
@@ -182,6 +189,9 @@ class Agent:
         self.cwd = Path(cwd) if cwd is not None else Path(manager.cwd)
         self.conversation = manager.rebuild_conversation()
         self._provider: Provider | None = None
+        # Results of calls that ran in this process but could not be saved (a full
+        # disk), by call id: the next turn sends them as they were, not as a crash's.
+        self._unsaved: dict[str, ToolResult] = {}
 
     # ── configuration ──
 
@@ -256,8 +266,16 @@ class Agent:
             ToolResult(t.id, answer, is_error=True)
             for t, answer in zip(pending, answers, strict=True)
         ]
+        if pending and pending[0].id in self._unsaved:
+            # The session did not end: the round stopped when this call's result
+            # could not be saved, and the calls after it never started.
+            content = [self._unsaved[pending[0].id]]
+            content += [
+                ToolResult(t.id, _NOT_RUN_AFTER_UNSAVED, is_error=True) for t in pending[1:]
+            ]
         content.append(Text(prompt))
         self._append(Message("user", list(content)))
+        self._unsaved.clear()
         specs = tool_specs(self.tools)
         rounds = 0
         while True:
@@ -293,8 +311,18 @@ class Agent:
                     on_tool(use, output)
                 # Saved as it ends.  Not the user's own prompt: bytes that are not
                 # UTF-8 in a tool's output are kept (storable), not refused.
-                result = ToolResult(use.id, output.content, output.is_error)
-                self._append(storable(Message("user", [result])))
+                result = storable(
+                    Message("user", [ToolResult(use.id, output.content, output.is_error)])
+                )
+                try:
+                    self._append(result)
+                except SessionWriteError:
+                    # It ran, but its result is not saved (a full disk): the next turn
+                    # of this process sends it as it was, not a crash's answer.
+                    kept = result.content[0]
+                    assert isinstance(kept, ToolResult)
+                    self._unsaved[use.id] = kept
+                    raise
             if cancel is not None and cancel.is_set():
                 return TurnResult("", "error", "cancelled", rounds)
             if rounds >= MAX_TOOL_ROUNDS:
