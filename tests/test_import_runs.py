@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import stat
@@ -1581,6 +1582,41 @@ def test_a_session_recorded_on_windows_imports_and_lists_and_says_why_it_cannot_
         "recorded on Windows; its tools would run there (awl show still reads the session)"
     ) in resumed.output
     assert cli("show", listed["id"]).exit_code == 0
+
+
+def test_a_session_whose_last_import_was_cut_short_says_so_where_it_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An import killed while it wrote leaves its batch without its end line: until
+    the next import takes the rest, the session ends where it stopped (perhaps
+    inside a turn of the source's), which show and a resume say."""
+    first, *rest = PI_FULL.read_text(encoding="utf-8").splitlines(keepends=True)
+    src = tmp_path / "cut.jsonl"
+    header = {**json.loads(first), "cwd": str(tmp_path)}
+    src.write_text(json.dumps(header) + "\n" + "".join(rest), encoding="utf-8")
+    assert cli("import", str(src)).exit_code == 0
+    (listed,) = json.loads(cli("sessions", "--all", "--json").output)
+    log = Path(listed["path"])
+    kept = log.read_bytes().splitlines(keepends=True)
+    assert kept[-1].startswith(b'{"type":"x-import-end"')
+    log.write_bytes(b"".join(kept[:-1]))  # killed before the batch's end line
+    origin = f"(imported from pi: {src}"
+    shown = cli("show", listed["id"]).stdout.splitlines()[1]
+    assert shown == f"{origin}; its last import was cut short: awl import takes the rest)"
+    doc = json.loads(cli("show", "--json", listed["id"]).stdout)
+    assert doc["importedFrom"]["cutShort"] is True
+    monkeypatch.chdir(tmp_path)
+    went = cli("--resume", listed["id"], "--provider", "offline", "-p", "Et maintenant ?")
+    assert went.exit_code == 0, went.output
+    assert (
+        f"awl: this session's last import was cut short; awl import {shlex.quote(str(src))} "
+        "takes the rest (turns added before it stay on a branch of their own)\n"
+    ) in went.stderr
+    # The next import takes the rest: nothing more to say.
+    assert cli("import", str(src)).exit_code == 0
+    assert cli("show", listed["id"]).stdout.splitlines()[1] == f"{origin})"
+    again = cli("--resume", listed["id"], "--provider", "offline", "-p", "Et puis ?")
+    assert again.exit_code == 0 and "cut short" not in again.stderr
 
 
 # ── names, copies, links, busy sessions ──

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import shlex
 import signal
 import sys
 from pathlib import Path
@@ -77,6 +78,13 @@ def run_session(
         if resumed and not _same_dir(tools_dir, cwd):
             where = visible(manager.cwd, one_line=True)
             err.write(f"awl: tools run in the session's directory, {where}\n")
+        cut = _cut_import(manager.path) if resumed else None
+        if cut is not None:
+            err.write(
+                "awl: this session's last import was cut short; "
+                f"awl import {visible(shlex.quote(cut), one_line=True)} takes the rest "
+                "(turns added before it stay on a branch of their own)\n"
+            )
         unused = base_url is not None and provider is None and agent.provider_name == "offline"
         if resumed and unused:
             # The URL would go unused: the session goes on with the model it last had.
@@ -127,6 +135,21 @@ def run_session(
                     # Nothing was written: the branch chosen is not the log's yet.
                     again += f":{entry}"
                 err.write(f"awl --resume {again}\n")
+
+
+def _cut_import(path: Path) -> str | None:
+    """The source of an imported session whose last import was cut short (killed
+    while it wrote), or None: until the next import takes the rest, the session
+    ends where that import stopped, perhaps inside a turn of the source's."""
+    from ..importers import import_origin
+
+    try:
+        origin = import_origin(path)
+    except (AwlError, OSError):
+        return None
+    if origin is None or not origin.get("cutShort"):
+        return None
+    return str(origin.get("source"))
 
 
 def _go_on_from(manager: SessionManager, entry: str, cwd: Path) -> None:

@@ -205,4 +205,7 @@ def _origin_line(origin: dict[str, Any]) -> str:
     if isinstance(n, int) and n > 0:
         what = "subagent transcript" if n == 1 else "subagent transcripts"
         kept = f"; {n} {what} kept in its log, not shown or searched"
+    if origin.get("cutShort"):
+        # An import killed while it wrote: the rest is the next import's to take.
+        kept += "; its last import was cut short: awl import takes the rest"
     return f"(imported from {name}: {origin.get('source')}{kept})"

@@ -7,24 +7,83 @@ one awl session log, in awl's format and place, with an id derived from the
 source's, so importing again finds it: unchanged sources are left alone and
 grown ones get only their new lines.  ``docs/format.md`` ("Imported
 sessions") gives the mapping of each format, line type by line type.
+
+The public names below are imported on first use, so that ``awl show``,
+which needs only :func:`import_origin`, loads none of the converters.
 """
 
 from __future__ import annotations
 
-from ._build import session_id_for, session_id_tail
-from ._bulk import (
-    ImportPlan,
-    ImportSummary,
-    default_store,
-    default_stores,
-    import_sessions,
-    plan_import,
-)
-from ._find import ImportedCopy, find_imported, imported_copy
-from ._record import Imported, cut_short, import_origin, last_record, read_records
-from ._run import BATCH_BYTES, FORMAT_NAMES, STATUSES, ImportResult, SourceSpec, import_source
-from ._source import FORMATS, detect, detect_file
+from typing import TYPE_CHECKING
 
+from .._lazy import exports
+
+if TYPE_CHECKING:
+    from ._build import (
+        session_id_for,
+        session_id_tail,
+    )
+    from ._bulk import (
+        ImportPlan,
+        ImportSummary,
+        default_store,
+        default_stores,
+        import_sessions,
+        plan_import,
+    )
+    from ._find import (
+        ImportedCopy,
+        find_imported,
+        imported_copy,
+    )
+    from ._record import (
+        FORMAT_NAMES,
+        Imported,
+        cut_short,
+        import_origin,
+        last_record,
+        read_records,
+    )
+    from ._run import (
+        BATCH_BYTES,
+        STATUSES,
+        ImportResult,
+        SourceSpec,
+        import_source,
+    )
+    from ._source import (
+        FORMATS,
+        detect,
+        detect_file,
+    )
+
+_HOMES = {
+    "session_id_for": "_build",
+    "session_id_tail": "_build",
+    "ImportPlan": "_bulk",
+    "ImportSummary": "_bulk",
+    "default_store": "_bulk",
+    "default_stores": "_bulk",
+    "import_sessions": "_bulk",
+    "plan_import": "_bulk",
+    "ImportedCopy": "_find",
+    "find_imported": "_find",
+    "imported_copy": "_find",
+    "Imported": "_record",
+    "cut_short": "_record",
+    "import_origin": "_record",
+    "last_record": "_record",
+    "read_records": "_record",
+    "BATCH_BYTES": "_run",
+    "FORMAT_NAMES": "_record",
+    "STATUSES": "_run",
+    "ImportResult": "_run",
+    "SourceSpec": "_run",
+    "import_source": "_run",
+    "FORMATS": "_source",
+    "detect": "_source",
+    "detect_file": "_source",
+}
 __all__ = [
     "BATCH_BYTES",
     "FORMATS",
@@ -52,3 +111,5 @@ __all__ = [
     "session_id_for",
     "session_id_tail",
 ]
+
+__getattr__, __dir__ = exports(__name__, _HOMES, globals())

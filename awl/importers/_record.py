@@ -113,17 +113,21 @@ def cut_short(path: str | os.PathLike[str]) -> int | None:
         at = _last_at(mm)
         if mm is None or at < 0:
             return None
-        record = _parse(_line_at(mm, at)[0], path)
-        batch = record.get("batch")
-        if batch is None:
-            return None
-        end = mm.find(b"\n" + _END, at)
-        while end >= 0:
-            line, nxt = _line_at(mm, end + 1)
-            if _ends(line, batch):
-                return None
-            end = mm.find(b"\n" + _END, nxt - 1)
-        return at
+        return at if _unended(mm, at, _parse(_line_at(mm, at)[0], path)) else None
+
+
+def _unended(mm: mmap.mmap, at: int, record: dict[str, Any]) -> bool:
+    """Whether the record at ``at`` names a batch that no later line ends."""
+    batch = record.get("batch")
+    if batch is None:
+        return False
+    end = mm.find(b"\n" + _END, at)
+    while end >= 0:
+        line, nxt = _line_at(mm, end + 1)
+        if _ends(line, batch):
+            return False
+        end = mm.find(b"\n" + _END, nxt - 1)
+    return True
 
 
 def last_record(path: str | os.PathLike[str]) -> dict[str, Any] | None:
@@ -131,6 +135,10 @@ def last_record(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     (no lock taken, nothing else parsed), or None."""
     with _mapped(path) as mm:
         return _last(mm, path)
+
+
+FORMAT_NAMES = {"pi": "pi", "claude": "Claude Code", "codex": "Codex"}
+"""Each source format (a record's ``format``) by the name of the tool that writes it."""
 
 
 def subagent_file(rel: str, suffix: str = ".jsonl") -> bool:
@@ -150,8 +158,10 @@ def subagent_file(rel: str, suffix: str = ".jsonl") -> bool:
 def import_origin(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """Where the session at ``path`` was imported from: ``{"format", "source",
     "sourceId"}`` of its latest import record (and ``subagentTranscripts``, how
-    many subagent transcripts it holds, when there are any), or None for a
-    session awl began.
+    many subagent transcripts it holds, when there are any; ``cutShort`` true
+    when that record's batch was cut short: until the next import takes the
+    rest, what the batch wrote is the session's end), or None for a session
+    awl began.
 
     An imported log holds an import record right after its header, so a log
     without one there costs one line's read, however long it is.
@@ -160,10 +170,14 @@ def import_origin(path: str | os.PathLike[str]) -> dict[str, Any] | None:
         nl = mm.find(b"\n") if mm is not None else -1
         if mm is None or nl < 0 or mm[nl + 1 : nl + 1 + len(_START)] != _START:
             return None
-        record = _last(mm, path)
+        at = _last_at(mm)
+        record = None if at < 0 else _parse(_line_at(mm, at)[0], path)
+        cut = record is not None and _unended(mm, at, record)
     if record is None:
         return None
     origin = {k: record.get(k) for k in ("format", "source", "sourceId")}
+    if cut:
+        origin["cutShort"] = True
     files = record.get("files")
     # Subagents' transcripts are kept as opaque entries: neither shown nor searched.
     n = sum(1 for rel in files if subagent_file(rel)) if isinstance(files, dict) else 0

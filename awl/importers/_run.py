@@ -55,7 +55,15 @@ from ..store import (
 )
 from . import _claude, _codex, _pi
 from ._build import ROOT_KEY, Builder, Converter, Planned, SourceInfo, session_id_for
-from ._record import END_TYPE, RECORD_TYPE, Imported, cut_short, last_record, read_records
+from ._record import (
+    END_TYPE,
+    FORMAT_NAMES,
+    RECORD_TYPE,
+    Imported,
+    cut_short,
+    last_record,
+    read_records,
+)
 from ._source import (
     FORMATS,
     Hashing,
@@ -79,8 +87,6 @@ pi's context edits plan entries again, which the source's bytes do not count."""
 
 STATUSES = ("imported", "updated", "unchanged", "conflict", "busy", "error", "refused", "empty")
 """What :func:`import_source` can say of a source session (``ImportResult.status``)."""
-
-FORMAT_NAMES = {"pi": "pi", "claude": "Claude Code", "codex": "Codex"}
 
 
 @dataclass(frozen=True, slots=True)
