@@ -3,22 +3,33 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from awl import Message, SessionManager, SessionWriteError, Text
+from awl.conversation import Usage
+from awl.errors import FormatError
 from awl.store import (
     DiskMessage,
     DiskText,
+    DiskThinking,
+    DiskToolResult,
+    DiskToolUse,
+    DiskUnknownBlock,
     Env,
     MessageEntry,
     NewEntry,
     UnknownEntry,
     verify_log,
 )
+from awl.store._codec import check_message, message_to_json, parse_message
 
 from .helpers import reference_replay
 
@@ -124,6 +135,123 @@ def test_an_entry_readers_would_take_for_another_kind_is_refused(
     assert m.path.stat().st_size == size and m.message_count == 1
     m.close()
     assert verify_log(m.path).ok
+
+
+# Each refused before anything is written: as it was, the line went to disk and the
+# log could not be opened again (or held a time that sorted after every other).
+REFUSED = [
+    (NewEntry(T, "deadbeef", _msg("assistant", "x")), ValueError, "'deadbeef' names no entry"),
+    (NewEntry(T, "", _msg("assistant", "x")), ValueError, "parent ''"),
+    (NewEntry(T, 1.0, _msg("assistant", "x")), ValueError, "parent 1.0"),  # type: ignore[arg-type]
+    (NewEntry(T, True, _msg("assistant", "x")), ValueError, "parent True"),
+    (NewEntry(None, None, _msg("assistant", "x")), ValueError, "timestamp None"),  # type: ignore[arg-type]
+    (NewEntry(5, None, _msg("assistant", "x")), ValueError, "timestamp 5"),  # type: ignore[arg-type]
+    (NewEntry("yesterday", None, _msg("assistant", "x")), ValueError, "'yesterday'"),
+    (NewEntry("2026-02-30T00:00:00.000Z", None, type="x-a"), ValueError, "02-30"),
+    (NewEntry(T, None, _msg("bogus", "x")), FormatError, "role must be one of"),
+    (NewEntry(T, None, DiskMessage("assistant", [DiskText(5)])), FormatError, "'text'"),  # type: ignore[arg-type]
+    (
+        NewEntry(T, None, DiskMessage("assistant", [DiskToolUse("a", "bash", {})])),  # type: ignore[arg-type]
+        FormatError,
+        "'input'",
+    ),
+    (NewEntry(T, None, _msg("user", "x"), 5, "m"), FormatError, "'provider'"),  # type: ignore[arg-type]
+    (
+        NewEntry(T, None, DiskMessage("assistant", [], usage=Usage(-1, 0))),
+        FormatError,
+        "'input'",
+    ),
+    (
+        NewEntry(T, None, DiskMessage("assistant", [], compaction=2)),
+        FormatError,
+        "only a user message",
+    ),
+    (
+        NewEntry(T, None, DiskMessage("user", [DiskUnknownBlock({"type": "text"})]), "p", "m"),
+        FormatError,
+        "'text'",
+    ),
+]
+
+
+@pytest.mark.parametrize("first", [False, True], ids=["later-batch", "creating-batch"])
+@pytest.mark.parametrize(("entry", "error", "said"), REFUSED, ids=[s for _, _, s in REFUSED])
+def test_an_entry_no_reader_would_take_is_refused_with_nothing_written(
+    tmp_path: Path, first: bool, entry: NewEntry, error: type[Exception], said: str
+) -> None:
+    m = SessionManager.create(tmp_path, "offline", "echo", session_dir=tmp_path / "s")
+    if not first:
+        m.append_entries([NewEntry(T, None, _msg("user", "hi"), "offline", "echo")])
+    before = m.path.read_bytes() if m.path.exists() else None
+    with pytest.raises(error, match=re.escape(said)):
+        m.append_entries([NewEntry(T, None, _msg("user", "go"), "offline", "echo"), entry])
+    assert (m.path.read_bytes() if m.path.exists() else None) == before
+    m.append_message(Message("user", [Text("still fine")]))
+    m.close()
+    assert verify_log(m.path).ok
+    with SessionManager.open(m.path, read_only=True) as again:
+        assert [x.text() for x in again.rebuild_conversation()][-1] == "still fine"
+
+
+def test_a_parent_the_log_holds_off_the_leaf_is_taken(tmp_path: Path) -> None:
+    """An id of an earlier entry that is not the leaf (a branch an import writes
+    later): looked up in the log before the write, and taken."""
+    m = SessionManager.create(tmp_path, "offline", "echo", session_dir=tmp_path / "s")
+    first, _ = m.append_entries(
+        [
+            NewEntry(T, None, _msg("user", "hi"), "offline", "echo"),
+            NewEntry(T, 0, _msg("assistant", "a")),
+        ]
+    )
+    assert first is not None
+    (other,) = m.append_entries([NewEntry(T, first, _msg("assistant", "b"))])
+    assert m.leaf_id == other
+    m.close()
+    assert verify_log(m.path).ok
+
+
+_TEXTS = st.one_of(st.text(max_size=3), st.integers(), st.none(), st.just({"a": 1}))
+_BLOCKS = st.one_of(
+    st.builds(DiskText, _TEXTS),
+    st.builds(DiskThinking, _TEXTS),
+    st.builds(DiskToolUse, _TEXTS, _TEXTS, _TEXTS),
+    st.builds(DiskToolResult, _TEXTS, _TEXTS, st.booleans()),
+    st.builds(
+        DiskUnknownBlock,
+        st.dictionaries(st.sampled_from(["type", "text", "x"]), _TEXTS, max_size=3),
+    ),
+)
+_COUNTS = st.one_of(st.none(), st.integers(-2, 3), st.booleans(), st.just("1"))
+
+
+@given(
+    role=st.sampled_from(["user", "assistant", "system", "bogus", 5]),
+    content=st.lists(_BLOCKS, max_size=3),
+    names=st.tuples(_TEXTS, _TEXTS, _TEXTS),
+    usage=st.one_of(st.none(), st.builds(Usage, _COUNTS, _COUNTS)),
+    compaction=_COUNTS,
+)
+def test_the_writers_check_refuses_exactly_what_the_reader_refuses(
+    role: Any, content: list[Any], names: tuple[Any, Any, Any], usage: Any, compaction: Any
+) -> None:
+    """``check_message`` (what append_entries runs on each message, on the objects)
+    against the reader's ``parse_message`` of the object the writer would write."""
+    message = DiskMessage(role, content, *names, usage, compaction)
+    try:
+        written: Any = message_to_json(message)
+    except (TypeError, AttributeError):
+        written = None  # the writer could not even make it
+    try:
+        parse_message(written)
+        read = True
+    except FormatError:
+        read = False
+    try:
+        check_message(message)
+        checked = True
+    except FormatError:
+        checked = False
+    assert checked == read, (message, written)
 
 
 def _batch() -> list[NewEntry]:
@@ -257,3 +385,24 @@ def test_a_second_creation_of_a_log_not_yet_named_leaves_the_first_whole(
     first.close()
     assert verify_log(first.path).ok and _hidden(first.path.parent) == []
     assert [c[0]["text"] for _, c in reference_replay(first.path).messages] == ["first", "answer"]
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"f": object()}, "what JSON cannot hold (Type is not JSON serializable: object)"),
+        ({"n": 2**70}, "what JSON cannot hold (Integer exceeds 64-bit range)"),
+        ({"k": {1: "a"}}, "what JSON cannot hold (Dict key must be str)"),
+        ({"s": "half \ud83d"}, "text that is not valid UTF-8"),
+    ],
+)
+def test_a_value_json_cannot_hold_is_named_with_nothing_written(
+    tmp_path: Path, fields: dict[str, Any], said: str
+) -> None:
+    m = SessionManager.create(tmp_path, "offline", "echo", session_dir=tmp_path / "s")
+    m.append_entries([NewEntry(T, None, _msg("user", "hi"), "offline", "echo")])
+    before = m.path.read_bytes()
+    with pytest.raises(FormatError, match=re.escape(said)):
+        m.append_entries([NewEntry(T, type="x-a", fields=fields, node=False)])
+    assert m.path.read_bytes() == before
+    m.close()

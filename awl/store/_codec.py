@@ -178,11 +178,17 @@ def _line(obj: dict[str, Any], extra: Mapping[str, Any] | None) -> bytes:
             obj.setdefault(key, value)  # never in place of a member of the format
     try:
         return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)  # no copy to add it
-    except TypeError:
-        # Lone surrogates: bytes that were not UTF-8 where the text came in
-        # (argv, a pipe), which JSON cannot hold.
+    except TypeError as exc:
+        if "surrogates" in str(exc):
+            # Lone surrogates: bytes that were not UTF-8 where the text came in
+            # (argv, a pipe), which JSON cannot hold.
+            raise FormatError(
+                "the entry holds text that is not valid UTF-8; nothing was saved"
+            ) from None
+        # A value JSON has no form for (an object, a key that is no string, an
+        # integer past 64 bits): said as orjson says it.
         raise FormatError(
-            "the entry holds text that is not valid UTF-8; nothing was saved"
+            f"the entry holds what JSON cannot hold ({exc}); nothing was saved"
         ) from None
 
 
@@ -264,6 +270,60 @@ def _is_error(obj: dict[str, Any]) -> bool:
     if type(flag) is not bool:
         raise FormatError("a toolResult block's 'isError' must be true or false")
     return flag
+
+
+_BLOCK_STRINGS: dict[type, tuple[str, tuple[tuple[str, str], ...]]] = {
+    DiskText: ("a text block", (("text", "text"),)),
+    DiskThinking: ("a thinking block", (("thinking", "thinking"),)),
+    DiskToolUse: ("a toolUse block", (("id", "id"), ("name", "name"), ("input", "input"))),
+    DiskToolResult: ("a toolResult block", (("tool_use_id", "toolUseId"), ("content", "content"))),
+}
+"""Each block type's string members (attribute, JSON key), as :func:`parse_block` needs them."""
+
+
+def check_message(message: DiskMessage) -> None:
+    """Raise :class:`FormatError` where the ``message`` object written for ``message``
+    is one :func:`parse_message` refuses (a number as text, a dict as a call's
+    input, a negative count): its rules, checked on the objects, without
+    writing and reading them back (an import appends many)."""
+    role = message.role
+    if role not in ROLES:
+        raise FormatError(f"message role must be one of {', '.join(ROLES)}, not {role!r}")
+    for block in message.content:
+        kind = type(block)
+        if isinstance(block, DiskUnknownBlock) and kind not in _BLOCK_STRINGS:
+            parse_block(block.raw)  # written as it is: read as it is
+            continue
+        strings = _BLOCK_STRINGS.get(kind)
+        if strings is None:
+            found = [v for k, v in _BLOCK_STRINGS.items() if isinstance(block, k)]
+            if not found:
+                raise FormatError(f"not a content block: {block!r}")
+            strings = found[0]
+        what, members = strings
+        for attr, key in members:
+            if not isinstance(getattr(block, attr), str):
+                raise FormatError(f"{what} needs a string {key!r}")
+    if role == "assistant":
+        for value, key in (
+            (message.provider, "provider"),
+            (message.model, "model"),
+            (message.stop_reason, "stopReason"),
+        ):
+            if value is not None and not isinstance(value, str):
+                raise FormatError(f"message: {key!r} must be a string")
+        usage = message.usage
+        if usage is not None:
+            for key in ("input", "output"):
+                n = getattr(usage, key, None)
+                if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+                    raise FormatError(f"usage needs a non-negative integer {key!r}")
+    kept = message.compaction
+    if kept is not None:
+        if role != "user":
+            raise FormatError(f"only a user message can mark a compaction, not a {role} message")
+        if not isinstance(kept, int) or isinstance(kept, bool) or kept < 0:
+            raise FormatError("a compaction marker needs a non-negative integer 'kept'")
 
 
 def parse_message(obj: Any) -> DiskMessage:

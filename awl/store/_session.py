@@ -32,6 +32,7 @@ from ._catalog import find_session, most_recent
 from ._checkpoint import CheckpointPolicy
 from ._clock import format_timestamp
 from ._codec import (
+    check_message,
     entry_message,
     message_to_disk,
     parse_line,
@@ -768,6 +769,11 @@ class SessionManager:
         self._check_writable()
         for k, entry in enumerate(entries):
             _check_new_entry(k, entry)
+        named = {e.parent for e in entries if isinstance(e.parent, str)}
+        named.discard(self._state.leaf)
+        lost = sorted(self._absent(named)) if named else []
+        if lost:
+            raise ValueError(f"parent {lost[0]!r} names no entry of the log; nothing was written")
         nodes = sum(1 for e in entries if e.node or e.message is not None)
         lo, hi = self._free_ids()
         if hi - lo < nodes:
@@ -859,6 +865,14 @@ class SessionManager:
     def _log_map(self) -> LogMap:
         assert self._log is not None
         return self._log.map()
+
+    def _absent(self, ids: set[str]) -> set[str]:
+        """Which of ``ids`` no tree entry of the log (or of the lines not yet
+        written) has: through the index, which a batch whose branch leaves it
+        needs anyway."""
+        if self._log is None:
+            return ids - {e.base.id for _, e in self._pending}
+        return self._indexed(lambda index, tree: {i for i in ids if i not in tree})
 
     def _free_ids(self) -> tuple[int, int]:
         """The free id window to draw from: the state's, or, where no checkpoint
@@ -1100,10 +1114,28 @@ _RESERVED_TYPES = frozenset(("message", "session", "checkpoint"))
 
 
 def _check_new_entry(k: int, entry: NewEntry) -> None:
-    """Refuse (ValueError) an entry whose line readers would take for another kind than
-    the writer does: an entry of another type named as one of the format's
-    own, or whose members would give it an id or a parent the batch did not."""
+    """Refuse, before anything is written, an entry whose line readers would refuse
+    or take for another kind than the writer does: a timestamp not in the
+    format's form or a parent of no kind the batch takes (ValueError); a
+    message no reader would take (FormatError, as :meth:`append_message`
+    refuses it); an entry of another type named as one of the format's own,
+    or whose members would give it an id or a parent the batch did not."""
+    stamp, parent = entry.timestamp, entry.parent
+    if not (isinstance(stamp, str) and _TIMESTAMP.fullmatch(stamp) and _a_time(stamp)):
+        raise ValueError(f"entry {k}: timestamp {stamp!r} is not one of the log's (UTC, ms, Z)")
+    if not (parent is None or type(parent) is int or (isinstance(parent, str) and parent)):
+        raise ValueError(
+            f"entry {k}: parent {parent!r} is neither an entry id, an index in the batch nor None"
+        )
     if entry.message is not None:
+        try:
+            check_message(entry.message)
+            if entry.message.role == "user":
+                for value, key in ((entry.provider, "provider"), (entry.model, "model")):
+                    if not isinstance(value, str):
+                        raise FormatError(f"a user message entry needs a string {key!r}")
+        except FormatError as exc:
+            raise FormatError(f"entry {k} cannot be saved: {exc}; nothing was written") from None
         return  # the format's members come first; its fields cannot replace them
     if not isinstance(entry.type, str) or entry.type in _RESERVED_TYPES:
         raise ValueError(f"entry {k}: type {entry.type!r} is not one for an entry of another type")
