@@ -30,11 +30,13 @@ class CorruptSession(SessionError):
 
 
 class SessionBusy(SessionError):
-    """Another process holds the session open for writing."""
+    """Another writer holds the session open: another process's, or (``here``) one of
+    this process (another manager of the same log)."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, here: bool = False) -> None:
         self.path = os.fspath(path)
-        super().__init__(f"{self.path}: session is open in another awl process")
+        who = "another writer of this process" if here else "another awl process"
+        super().__init__(f"{self.path}: session is open in {who}")
 
 
 class SessionNotFound(SessionError):

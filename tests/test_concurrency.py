@@ -727,3 +727,60 @@ def test_a_log_named_through_a_link_and_dotdot_is_not_taken_for_moved(tmp_path: 
             m.append_message(Message("user", [Text(text)]))
     assert (tmp_path / "real" / "sessions").is_dir()
     assert not (tmp_path / "sessions").exists()
+
+
+@pytest.mark.parametrize("fsync", ["1", "0"])
+def test_threads_sharing_one_manager_append_one_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fsync: str
+) -> None:
+    """Four threads append through one manager while a fifth reads the branch: every
+    message is in the log once, with an id of its own, in an order each thread's
+    own appends keep; nothing is said to come from another program."""
+    monkeypatch.setenv("AWL_FSYNC", fsync)
+    per = max(10, int(50 * SCALE))
+    m = SessionManager.create(tmp_path, "offline", "echo", session_dir=tmp_path / "s")
+    m.append_message(Message("user", [Text("start")]))
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def write(n: int) -> None:
+        try:
+            for k in range(per):
+                said = Text(f"{n}:{k}")
+                m.append_message(
+                    Message("user", [said]) if k % 2 == 0 else Message("assistant", [said])
+                )
+        except BaseException as exc:  # reported by the test
+            errors.append(exc)
+
+    def read() -> None:
+        try:
+            while not done.is_set():
+                texts = [x.text() for x in m.rebuild_conversation()]
+                assert texts[0] == "start"
+                m.recent_entries()
+        except BaseException as exc:  # reported by the test
+            errors.append(exc)
+
+    writers = [threading.Thread(target=write, args=(n,)) for n in range(4)]
+    reader = threading.Thread(target=read)
+    reader.start()
+    for t in writers:
+        t.start()
+    for t in writers:
+        t.join()
+    done.set()
+    reader.join()
+    assert errors == []
+    m.close()
+    report(f"threads sharing a manager (fsync {fsync}): {4 * per} appends, 0 lost")
+    with SessionManager.open(m.path, read_only=True) as again:
+        said = [x.text() for x in again.rebuild_conversation()]
+        assert again.message_count == 1 + 4 * per
+    assert sorted(said[1:]) == sorted(f"{n}:{k}" for n in range(4) for k in range(per))
+    for n in range(4):  # each thread's own appends in its order
+        mine = [int(t.split(":")[1]) for t in said[1:] if t.startswith(f"{n}:")]
+        assert mine == sorted(mine)
+    ids = [json.loads(x)["id"] for x in m.path.read_bytes().splitlines()[1:] if b'"message"' in x]
+    assert len(ids) == len(set(ids))
+    assert reference_replay(m.path).messages[-1] is not None

@@ -104,6 +104,17 @@ def test_a_session_id_or_time_that_would_name_another_file_is_refused(
     assert not (tmp_path / "s").exists()
 
 
+@pytest.mark.parametrize("given", [{"provider": None}, {"model": 5}])
+def test_a_provider_or_model_that_is_no_string_is_refused_at_once(
+    tmp_path: Path, given: dict[str, object]
+) -> None:
+    """Not at the first prompt, where the header they go in is written."""
+    named = next(iter(given))
+    args = {"provider": "offline", "model": "echo", **given}
+    with pytest.raises(ValueError, match=f"^{named} must be a string"):
+        SessionManager.create(tmp_path, session_dir=tmp_path / "s", **args)  # type: ignore[arg-type]
+
+
 def test_a_lone_path_is_one_path_not_its_characters(
     tmp_path: Path, session: SessionManager
 ) -> None:

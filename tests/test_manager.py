@@ -422,7 +422,7 @@ def test_second_writer_in_another_process_is_refused(tmp_path: Path) -> None:
 
 def test_second_writer_in_this_process_is_refused(tmp_path: Path) -> None:
     p = write_log(tmp_path / "s.jsonl", [HEADER, *chain(2)])
-    with SessionManager.open(p), pytest.raises(SessionBusy):
+    with SessionManager.open(p), pytest.raises(SessionBusy, match="another writer of this process"):
         SessionManager.open(p)
     SessionManager.open(p).close()  # released on close
 

@@ -128,6 +128,7 @@ class MessageEntry:
 
     @property
     def type(self) -> str:
+        """The line's ``type``: ``message``, as an :class:`UnknownEntry` has its own."""
         return "message"
 
 
@@ -173,6 +174,7 @@ class Checkpoint:
 
     @property
     def type(self) -> str:
+        """The line's ``type``: ``checkpoint``."""
         return "checkpoint"
 
 

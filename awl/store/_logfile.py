@@ -172,7 +172,11 @@ def _lock(env: Env, fd: int, path: Path) -> None:
         except BlockingIOError:
             now = time.monotonic()
             if deadline is None:
-                if not _taker_gone(fd):
+                takers = _takers(fd)
+                if takers is not None and os.getpid() in takers:
+                    # This process's own writer (another manager, another thread).
+                    raise SessionBusy(path, here=True) from None
+                if takers is not None and any(pid > 0 and _running(pid) for pid in takers):
                     raise SessionBusy(path) from None
                 deadline = now + LOCK_GRACE
             if now >= deadline:
@@ -181,15 +185,16 @@ def _lock(env: Env, fd: int, path: Path) -> None:
         pause = min(pause * 2, 0.05)
 
 
-def _taker_gone(fd: int) -> bool:
-    """Whether the process that took the lock on ``fd``'s file has exited, as far as
-    ``/proc/locks`` tells (Linux); True when it cannot tell (the grace is short)."""
+def _takers(fd: int) -> list[int] | None:
+    """The processes holding a lock on ``fd``'s file, as ``/proc/locks`` tells (Linux;
+    0 or -1 for one in another pid namespace, which cannot be told); None when it
+    cannot tell (the lock's grace is short)."""
     try:
         ino = os.fstat(fd).st_ino
         with open("/proc/locks", "rb") as fh:
             table = fh.read()
     except OSError:
-        return True
+        return None
     # By inode alone: btrfs and overlayfs show another device there than stat does.
     # A lock on another file with this inode (another file system) only costs the
     # wait, or says busy as every open used to.
@@ -203,8 +208,7 @@ def _taker_gone(fd: int) -> bool:
                 takers.append(int(cols[4]))
             except ValueError:
                 continue
-    # 0 or -1: a taker in another pid namespace, which cannot be told.
-    return not any(pid > 0 and _running(pid) for pid in takers)
+    return takers
 
 
 _PF_EXITING = 0x4  # the kernel's flag of a process being torn down (include/linux/sched.h)

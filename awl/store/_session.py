@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import os
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import TypeVar
+from typing import Concatenate, ParamSpec, TypeVar
 
 from ..conversation import Conversation, Message, Usage
 from ..errors import CorruptSession, FormatError, SessionError, SessionWriteError
@@ -95,6 +97,24 @@ class OpenStats:
     checkpoint_offset: int | None = None  # the checkpoint an open believed
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _one_at_a_time(
+    method: Callable[Concatenate[SessionManager, _P], _R],
+) -> Callable[Concatenate[SessionManager, _P], _R]:
+    """A manager's method that runs while no other thread is in one of them: its
+    writes, and the index every read of the tree goes through."""
+
+    def serialized(self: SessionManager, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    functools.update_wrapper(serialized, method)  # its name and docstring
+    return serialized
+
+
 class SessionManager:
     """An open session: its log, tree and state.
 
@@ -102,6 +122,11 @@ class SessionManager:
     A writer holds an exclusive lock on the file until :meth:`close`.
     ``env`` is the file-system seam (:class:`awl.store.Env`) and
     ``checkpoints`` the checkpoint policy, both defaults unless given.
+
+    Threads may share a manager: its writes (appends, a branch chosen, a
+    checkpoint, the close) run one at a time, each whole before the next,
+    and so does each use of the index; a read between two writes sees the
+    log as the first left it.
     """
 
     def __init__(
@@ -115,6 +140,7 @@ class SessionManager:
         checkpoints: CheckpointPolicy,
         log: LogFile | None = None,
     ) -> None:
+        self._lock = threading.RLock()  # see _one_at_a_time
         self._path = path
         self.header = header
         self.read_only = read_only
@@ -153,8 +179,9 @@ class SessionManager:
 
         ``session_id`` (a lowercase UUID) and ``created`` (a timestamp as the
         log writes them, ``2026-04-25T17:40:15.990Z``) default to a new UUIDv7
-        and now: an import gives its source's; ValueError for anything else.
-        Raises :class:`SessionError` when ``cwd`` is not valid UTF-8.
+        and now: an import gives its source's; ValueError for anything else, and
+        for a ``provider`` or ``model`` that is no string.  Raises
+        :class:`SessionError` when ``cwd`` is not valid UTF-8.
         """
         where = recorded_cwd(cwd)
         try:
@@ -177,6 +204,10 @@ class SessionManager:
             raise ValueError(
                 f"created must be a timestamp such as {format_timestamp(t)!r}, not {now!r}"
             )
+        for value, name in ((provider, "provider"), (model, "model")):
+            if not isinstance(value, str):
+                # The header must name them as text: refused now, not at the first prompt.
+                raise ValueError(f"{name} must be a string, not {value!r}")
         header = SessionHeader(id=sid, timestamp=now, cwd=where, provider=provider, model=model)
         path = project_dir(header.cwd, session_dir) / session_file_name(now, sid)
         state = SessionState.of_header(header, free_ids=(0, ID_SPACE))  # nothing is used yet
@@ -348,6 +379,7 @@ class SessionManager:
 
     # ── the index ──
 
+    @_one_at_a_time
     def _indexed(self, fn: Callable[[LogIndex, Tree], _T]) -> _T:
         """``fn(index, tree)`` over a current index of the whole log (see
         :meth:`IndexKeeper.use`); the state's leaf must be in it."""
@@ -364,6 +396,7 @@ class SessionManager:
 
         return self._keeper.use(log.map(), log.fd, log.size, checked)
 
+    @_one_at_a_time
     def build_index(self) -> bool:
         """Make the index cache match the whole log (a writer's job; a reader only indexes).
 
@@ -547,6 +580,7 @@ class SessionManager:
             return 0
         return self._indexed(lambda index, tree: len(tree) - len(branch_positions(tree, leaf)))
 
+    @_one_at_a_time
     def branch_from(self, entry_id: str) -> None:
         """Make the branch from the root to ``entry_id`` the current one: the
         conversation is that branch's, and the next entry appended goes under
@@ -667,6 +701,7 @@ class SessionManager:
 
     # ── appending ──
 
+    @_one_at_a_time
     def append_message(
         self,
         message: Message | DiskMessage,
@@ -742,6 +777,7 @@ class SessionManager:
             self._checkpoint(closing=False)
         return entry.base.id
 
+    @_one_at_a_time
     def append_entries(
         self, entries: Sequence[NewEntry], *, checkpoint: bool = False, sync: bool = True
     ) -> list[str | None]:
@@ -928,6 +964,7 @@ class SessionManager:
 
     # ── checkpoints ──
 
+    @_one_at_a_time
     def checkpoint(self) -> bool:
         """Write a checkpoint now if there are entries since the last one and the budget allows."""
         self._check_writable()
@@ -992,6 +1029,7 @@ class SessionManager:
         with ``sync=False``, until :meth:`close`), or not yet written at all."""
         return self._log is None or self._log.placed
 
+    @_one_at_a_time
     def close(self) -> None:
         """Write a final checkpoint (writers), save the index cache when that is
         cheap or needed, and release the lock.
