@@ -136,8 +136,8 @@ def _joined(pair: re.Match[str]) -> str:
 
 def without_lone_surrogates(text: str) -> str:
     """``text`` with each lone surrogate replaced by U+FFFD, and each pair of them
-    made the one character the pair stands for (a model's ``\ud83d`` and
-    ``\ude00`` streamed in two pieces, which Python keeps as two halves)."""
+    made the one character the pair stands for (a model's ``\\ud83d`` and
+    ``\\ude00`` streamed in two pieces, which Python keeps as two halves)."""
     return _LONE_SURROGATE.sub("\ufffd", _PAIR.sub(_joined, text))
 
 
