@@ -15,7 +15,8 @@ from awl.errors import missing_dependency
 
 
 def main() -> None:
-    """Run the CLI; a missing dependency is one line on stderr and exit status 1."""
+    """Run the CLI; a missing or outdated dependency is one line on stderr and exit
+    status 1."""
     try:
         # Importing the CLI makes many objects that live as long as the
         # process: collecting among them only costs start-up time.
@@ -25,7 +26,7 @@ def main() -> None:
         finally:
             gc.enable()
         cli(quick_exit=True)
-    except ModuleNotFoundError as exc:
+    except ImportError as exc:
         line = missing_dependency(exc)
         if line is None:
             raise

@@ -75,17 +75,34 @@ class SessionWriteError(SessionError):
 
 
 # The distributions awl depends on, by the top-level name they are imported as.
-DEPENDENCIES = ("anthropic", "cffi", "click", "numpy", "openai", "orjson", "prompt_toolkit")
+DEPENDENCIES = (
+    "anthropic",
+    "cffi",
+    "click",
+    "numpy",
+    "openai",
+    "orjson",
+    "prompt_toolkit",
+    "xxhash",
+    "zstandard",
+)
 
 
 def missing_dependency(exc: ImportError) -> str | None:
-    """The one line for a dependency of awl that cannot be imported, or None when
-    ``exc`` is about another module.  Only a broken environment gets here: a
-    package removed after awl was installed, or an install that skipped them."""
+    """The one line for a dependency of awl that cannot be imported (missing, or
+    older than awl needs), or None when ``exc`` is about another module.  Only
+    a broken environment gets here: a package removed or downgraded after awl
+    was installed, or an install that skipped them."""
     top = (exc.name or "").split(".")[0]
     if top not in DEPENDENCIES:
         return None
+    if isinstance(exc, ModuleNotFoundError) and exc.name == top:
+        what = f"the Python package {top!r} is missing from this environment, and awl needs it"
+    else:
+        # A name or a module of the package it lacks: an older release than awl's.
+        what = f"the Python package {top!r} here is older than awl needs, or broken ({exc})"
+    # Not `pip install awl`: that name on PyPI may be another project's.
     return (
-        f"the Python package {top!r} is missing from this environment, and awl needs it; "
-        "reinstall awl (pip install --force-reinstall awl, or pipx reinstall awl)"
+        f"{what}; reinstall awl the way it was installed (pipx reinstall awl, or "
+        "pip install --force-reinstall with the path or URL of awl's source)"
     )

@@ -110,24 +110,34 @@ def test_interactive_turn_in_a_terminal(venv: Path, tmp_path: Path) -> None:
     assert (tmp_path / "state" / "awl" / "history").exists()  # prompt_toolkit's history
 
 
+_GONE = "raise ModuleNotFoundError({!r}, name={!r})\n"
+
+
 @pytest.mark.parametrize(
-    ("shadowed", "args", "extra"),
+    ("shadowed", "args", "extra", "wanted"),
     [
-        ("prompt_toolkit", [], {}),  # the interactive REPL
-        ("anthropic", ["-p", "hi"], {"ANTHROPIC_API_KEY": "k"}),  # a provider SDK
-        ("click", ["sessions"], {}),  # the CLI itself, at start-up
+        ("prompt_toolkit", [], {}, "missing"),  # the interactive REPL
+        ("anthropic", ["-p", "hi"], {"ANTHROPIC_API_KEY": "k"}, "missing"),  # a provider SDK
+        ("click", ["sessions"], {}, "missing"),  # the CLI itself, at start-up
+        ("xxhash", ["import", "--from", "pi", "--dry-run", "x.jsonl"], {}, "missing"),
+        # A release too old for awl: it lacks a module awl's provider imports.
+        ("openai", ["-p", "hi"], {"OPENAI_API_KEY": "k"}, "older"),
     ],
 )
 def test_a_missing_dependency_is_one_line(
-    venv: Path, tmp_path: Path, shadowed: str, args: list[str], extra: dict[str, str]
+    venv: Path,
+    tmp_path: Path,
+    shadowed: str,
+    args: list[str],
+    extra: dict[str, str],
+    wanted: str,
 ) -> None:
-    """A broken environment (a dependency removed after the install): one line naming
-    the fix, exit status 1, never a traceback."""
+    """A broken environment (a dependency removed or downgraded after the install):
+    one line naming the fix, exit status 1, never a traceback."""
     shadow = tmp_path / "shadow" / shadowed
     shadow.mkdir(parents=True)
-    (shadow / "__init__.py").write_text(
-        f"raise ModuleNotFoundError({f'No module named {shadowed!r}'!r}, name={shadowed!r})\n"
-    )
+    gone = _GONE.format(f"No module named {shadowed!r}", shadowed)
+    (shadow / "__init__.py").write_text(gone if wanted == "missing" else "")
     project = tmp_path / "project"
     project.mkdir()
     env = awl_env(
@@ -144,8 +154,13 @@ def test_a_missing_dependency_is_one_line(
     assert child.exitstatus == 1, output
     assert "Traceback" not in output, output
     lines = [ln for ln in output.splitlines() if ln.strip()]
-    wanted = f"the Python package {shadowed!r} is missing"
-    assert any(wanted in ln and "reinstall awl" in ln for ln in lines), output
+    said = f"the Python package {shadowed!r} is missing"
+    if wanted == "older":
+        said = f"the Python package {shadowed!r} here is older than awl needs"
+    assert any(said in ln and "reinstall awl the way it was installed" in ln for ln in lines), (
+        output
+    )
+    assert not any("pip install --force-reinstall awl" in ln for ln in lines)
 
 
 @pytest.mark.parametrize(
