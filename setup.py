@@ -69,6 +69,9 @@ def _run(with_native: bool) -> None:
     kwargs: dict[str, Any] = {"cmdclass": {"build_ext": OptionalBuildExt}}
     if with_native:
         kwargs["cffi_modules"] = ["native/build_scanner.py:ffibuilder"]
+        # cffi builds against the stable ABI (_native.abi3.so): one wheel serves
+        # every CPython from 3.11 on, and its tag says so.
+        kwargs["options"] = {"bdist_wheel": {"py_limited_api": "cp311"}}
     setup(**kwargs)
 
 

@@ -46,6 +46,9 @@ def make_builder(root: str = "") -> FFI:
         # wants relative source paths.
         sources=[os.path.join(root, "native", name) for name in ("scanner.c", "search.c")],
         include_dirs=[os.path.join(root, "native")],
+        # A changed header rebuilds the module (setuptools compares times only
+        # with what it is told the module depends on).
+        depends=[os.path.join(root, "native", name) for name in ("scanner.h", "string_blocks.h")],
         extra_compile_args=_compile_args(),
     )
     return builder
