@@ -158,7 +158,8 @@ def test_version_names_the_scanner() -> None:
     res = cli("--version")
     assert res.exit_code == 0
     assert re.match(
-        r"awl \d+\.\d+\.\d+ \(scanner: (native \((avx2|sse2|portable)\)|fallback), Python 3\.\d+",
+        r"awl \d+\.\d+\.\d+ \(scanner: (native \((avx2|sse2|portable)\)|fallback \(\w[^)]*\)), "
+        r"Python 3\.\d+",
         res.output,
     )
     if "native" in scanner.available():
@@ -176,7 +177,30 @@ def test_version_in_a_real_process_with_the_fallback() -> None:
         timeout=30,
     )
     assert out.returncode == 0, out.stderr
-    assert "scanner: fallback" in out.stdout
+    assert "scanner: fallback (AWL_NATIVE)" in out.stdout
+
+
+def test_an_install_without_the_native_scanner_says_so_in_version_only() -> None:
+    """A build without a compiler is a supported install: --version says the scanner
+    was not built, and no command warns about it on every run (the library does,
+    once, as Python warnings go)."""
+    code = (
+        "import sys; sys.modules['awl._native'] = None\n"
+        "from awl.cli import main\n"
+        "main(sys.argv[1:])\n"
+    )
+    for args in (["--version"], ["sessions", "--all"], ["search", "--all", "x"]):
+        out = subprocess.run(
+            [sys.executable, "-c", code, *args],
+            env=child_env(),
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert out.returncode in (0, 1), out.stderr
+        assert "native scanner" not in out.stderr and "Warning" not in out.stderr, out.stderr
+        if args == ["--version"]:
+            assert "(scanner: fallback (not built), Python" in out.stdout, out.stdout
 
 
 # ── sessions ──

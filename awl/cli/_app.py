@@ -16,6 +16,7 @@ import io
 import os
 import shlex
 import sys
+import warnings
 from typing import Any, TextIO, cast
 
 import click
@@ -180,6 +181,11 @@ class _Main(click.Group):
         without the interpreter's teardown once its output is flushed.
         """
         self._reading = self._answering = False
+        # An install without the native scanner (no compiler) is a supported one:
+        # its commands do not warn on every run; `awl --version` says which it is.
+        warnings.filterwarnings(
+            "ignore", message="awl: the native scanner is not available", category=RuntimeWarning
+        )
         try:
             return self._guarded_main(*args, **kwargs)
         except SystemExit as exc:

@@ -34,8 +34,10 @@ def load() -> tuple[ModuleType | None, ImportError | None]:
 
 
 def scanner_description() -> str:
-    """The implementation the scanner uses: ``"native (avx2)"``, ``"fallback"``..."""
-    module = load()[0]
+    """The implementation the scanner uses: ``"native (avx2)"``, ``"fallback (not
+    built)"``, ``"fallback (AWL_NATIVE)"``..."""
+    module, why = load()
     if module is None:
-        return "fallback"
+        # Why, in the words a user acts on: a build without a compiler, or a switch.
+        return "fallback (not built)" if why is not None else "fallback (AWL_NATIVE)"
     return f"native ({INSTRUCTION_SETS[int(module.lib.awl_simd(-1))]})"
