@@ -1337,9 +1337,10 @@ print(peak() - before)
 
 
 @pytest.mark.parametrize("shape", ["one big log", "many logs"])
-def test_memory_holds_a_few_pieces_not_the_logs(root: Path, shape: str) -> None:
+def test_memory_holds_a_few_pieces_not_the_logs(root: Path, shape: str, scanner_impl: str) -> None:
     """A search of 64 MB, in one log or in 32, grows the process by a few pieces'
-    worth of pages and hits, in a child process (peak RSS, VmHWM)."""
+    worth of pages and hits, in a child process (peak RSS, VmHWM) with the
+    scanner this case names."""
     import subprocess
     import sys
 
@@ -1368,6 +1369,7 @@ def test_memory_holds_a_few_pieces_not_the_logs(root: Path, shape: str) -> None:
         text=True,
         timeout=120,
         check=False,
+        env=dict(os.environ, AWL_NATIVE="1" if scanner_impl == "native" else "0"),
     )
     assert done.returncode == 0, done.stderr
     grew = int(done.stdout)

@@ -683,18 +683,27 @@ def _pieces(log: _Log) -> Iterator[tuple[Any, int, int, int]]:
         yield buf, base, lo, hi
 
 
+_COUNTED = 1 << 20
+"""How much of a log :func:`_count_lines` counts (and, the fallback, copies) at once."""
+
+
 def _count_lines(plan: _Plan, log: _Log, offset: int) -> int:
     """The 1-based line number of the line at ``offset`` (counted on from the last one)."""
-    for buf, _base, lo, hi in log.log.pieces(log.line_at, offset):
-        if plan.native is not None:
-            with plan.native.ffi.from_buffer("uint8_t[]", buf) as src:
-                log.lines += plan.native.lib.awl_count_byte(src, len(buf), lo, hi, 10)
-        else:
-            log.lines += bytes(buf[lo:hi]).count(b"\n")
-    if log.end - log.start > BIG:
-        # Counting may map pieces released since (a hit after a stretch without
-        # any): they go again, so memory stays flat over a large log.
-        log.log.release(log.line_at, offset)
+    big = log.end - log.start > BIG
+    for buf, base, lo, hi in log.log.pieces(log.line_at, offset):
+        # A MiB at a time: the stretch since the last hit may be most of a large
+        # log, and the fallback copies what it counts.
+        for at in range(lo, hi, _COUNTED):
+            upto = min(at + _COUNTED, hi)
+            if plan.native is not None:
+                with plan.native.ffi.from_buffer("uint8_t[]", buf) as src:
+                    log.lines += plan.native.lib.awl_count_byte(src, len(buf), at, upto, 10)
+            else:
+                log.lines += bytes(buf[at:upto]).count(b"\n")
+            if big:
+                # Counting maps pages released since (a hit after a stretch without
+                # any): they go again, so memory stays flat over a large log.
+                log.log.release(base + at, base + upto)
     log.line_at = offset
     return log.lines + 1
 
