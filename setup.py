@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import sysconfig
 from typing import Any
 
 from setuptools import setup
@@ -69,9 +70,11 @@ def _run(with_native: bool) -> None:
     kwargs: dict[str, Any] = {"cmdclass": {"build_ext": OptionalBuildExt}}
     if with_native:
         kwargs["cffi_modules"] = ["native/build_scanner.py:ffibuilder"]
-        # cffi builds against the stable ABI (_native.abi3.so): one wheel serves
-        # every CPython from 3.11 on, and its tag says so.
-        kwargs["options"] = {"bdist_wheel": {"py_limited_api": "cp311"}}
+        if not sysconfig.get_config_var("Py_GIL_DISABLED"):
+            # cffi builds against the stable ABI (_native.abi3.so): one wheel serves
+            # every CPython from 3.11 on, and its tag says so.  A free-threaded
+            # CPython has no stable ABI (bdist_wheel refuses the option).
+            kwargs["options"] = {"bdist_wheel": {"py_limited_api": "cp311"}}
     setup(**kwargs)
 
 
