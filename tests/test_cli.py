@@ -180,6 +180,21 @@ def test_version_in_a_real_process_with_the_fallback() -> None:
     assert "scanner: fallback (AWL_NATIVE)" in out.stdout
 
 
+def test_a_native_scanner_that_cannot_load_says_why_in_version() -> None:
+    """Built, but not loadable here (its cffi backend missing): said in the loader's
+    words, not taken for a build without a compiler."""
+    code = (
+        "import sys; sys.modules['_cffi_backend'] = None\n"
+        "from awl.cli import main\n"
+        "main(['--version'])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=child_env(), capture_output=True, text=True, timeout=30
+    )
+    assert out.returncode == 0, out.stderr
+    assert "(scanner: fallback (cannot load it: " in out.stdout and "_cffi_backend" in out.stdout
+
+
 def test_an_install_without_the_native_scanner_says_so_in_version_only() -> None:
     """A build without a compiler is a supported install: --version says the scanner
     was not built, and no command warns about it on every run (the library does,

@@ -38,6 +38,11 @@ def scanner_description() -> str:
     built)"``, ``"fallback (AWL_NATIVE)"``..."""
     module, why = load()
     if module is None:
-        # Why, in the words a user acts on: a build without a compiler, or a switch.
-        return "fallback (not built)" if why is not None else "fallback (AWL_NATIVE)"
+        # Why, in the words a user acts on: a switch, a build without a compiler,
+        # or a module built but not loadable here (its loader's own words).
+        if why is None:
+            return "fallback (AWL_NATIVE)"
+        if isinstance(why, ModuleNotFoundError) and why.name == "awl._native":
+            return "fallback (not built)"
+        return f"fallback (cannot load it: {why})"
     return f"native ({INSTRUCTION_SETS[int(module.lib.awl_simd(-1))]})"
