@@ -139,6 +139,19 @@ def test_output_a_locale_cannot_encode_is_one_rule_for_every_command(
         assert ("\U0001f30a" in out) == (encoding == "ascii" and "--help" not in args), args
 
 
+def test_output_under_an_ascii_locale_is_utf8_and_half_a_character_a_question_mark() -> None:
+    import io
+
+    from awl.cli._app import _tolerant
+
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding="ascii")
+    _tolerant(out)
+    out.write("café \U0001f30a p\udcff")
+    out.flush()
+    assert raw.getvalue() == "café \U0001f30a p?".encode()
+
+
 def test_arguments_under_the_c_locale_are_taken_as_the_utf8_they_are(
     env: dict[str, str], project: Path
 ) -> None:

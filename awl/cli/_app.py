@@ -81,7 +81,7 @@ def _tolerant(out: TextIO) -> None:
     name = codecs.lookup(encoding).name
     if isinstance(out, io.TextIOWrapper) and name != "utf-8":
         if name == "ascii":
-            out.reconfigure(encoding="utf-8")
+            out.reconfigure(encoding="utf-8", errors="replace")  # (a lone surrogate: "?")
         else:
             out.reconfigure(errors="replace")
 
