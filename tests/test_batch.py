@@ -140,7 +140,7 @@ def test_an_entry_readers_would_take_for_another_kind_is_refused(
 # Each refused before anything is written: as it was, the line went to disk and the
 # log could not be opened again (or held a time that sorted after every other).
 REFUSED = [
-    (NewEntry(T, "deadbeef", _msg("assistant", "x")), ValueError, "'deadbeef' names no entry"),
+    (NewEntry(T, "deadbeef", _msg("assistant", "x")), ValueError, "1: parent 'deadbeef' names"),
     (NewEntry(T, "", _msg("assistant", "x")), ValueError, "parent ''"),
     (NewEntry(T, 1.0, _msg("assistant", "x")), ValueError, "parent 1.0"),  # type: ignore[arg-type]
     (NewEntry(T, True, _msg("assistant", "x")), ValueError, "parent True"),
@@ -191,6 +191,15 @@ def test_an_entry_no_reader_would_take_is_refused_with_nothing_written(
     assert verify_log(m.path).ok
     with SessionManager.open(m.path, read_only=True) as again:
         assert [x.text() for x in again.rebuild_conversation()][-1] == "still fine"
+
+
+def test_an_entry_outside_the_tree_needs_no_parent_the_log_has(tmp_path: Path) -> None:
+    """It has no parent: one given is not written, so it is not looked up."""
+    m = SessionManager.create(tmp_path, "offline", "echo", session_dir=tmp_path / "s")
+    m.append_entries([NewEntry(T, None, _msg("user", "hi"), "offline", "echo")])
+    assert m.append_entries([NewEntry(T, "feedface", type="x-note", node=False)]) == [None]
+    m.close()
+    assert b"feedface" not in m.path.read_bytes() and verify_log(m.path).ok
 
 
 def test_a_parent_the_log_holds_off_the_leaf_is_taken(tmp_path: Path) -> None:

@@ -805,11 +805,24 @@ class SessionManager:
         self._check_writable()
         for k, entry in enumerate(entries):
             _check_new_entry(k, entry)
-        named = {e.parent for e in entries if isinstance(e.parent, str)}
+        # The entries outside the tree have no parent: one given is not written.
+        named = {
+            e.parent
+            for e in entries
+            if isinstance(e.parent, str) and (e.node or e.message is not None)
+        }
         named.discard(self._state.leaf)
-        lost = sorted(self._absent(named)) if named else []
+        lost = self._absent(named) if named else set()
         if lost:
-            raise ValueError(f"parent {lost[0]!r} names no entry of the log; nothing was written")
+            k = next(
+                k
+                for k, e in enumerate(entries)
+                if e.parent in lost and (e.node or e.message is not None)
+            )
+            raise ValueError(
+                f"entry {k}: parent {entries[k].parent!r} names no entry of the log; "
+                "nothing was written"
+            )
         nodes = sum(1 for e in entries if e.node or e.message is not None)
         lo, hi = self._free_ids()
         if hi - lo < nodes:
