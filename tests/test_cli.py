@@ -1417,6 +1417,24 @@ def test_visible_shows_what_shows_as_nothing_as_escapes() -> None:
     assert visible("soft\u00adhyphen \ufeffbom \u2060wj") == "soft\\xadhyphen \\ufeffbom \\u2060wj"
     family = "\U0001f468\u200d\U0001f469\u200d\U0001f467"
     assert visible(family) == family and visible("\u0645\u200c\u06cc") == "\u0645\u200c\u06cc"
+    # Line separators and tag characters (invisible text): escaped; but a
+    # region's flag, which is made of tags.
+    assert visible("a\u2028b\u206ac") == "a\\u2028b\\u206ac"
+    assert visible("x\U000e0041\U000e0042y") == "x\\U000e0041\\U000e0042y"
+    wales = "\U0001f3f4\U000e0067\U000e0062\U000e0077\U000e006c\U000e0073\U000e007f"
+    assert visible(f"flag {wales}!") == f"flag {wales}!"
+
+
+def test_a_tool_name_cannot_draw_a_heading_of_its_own() -> None:
+    """A name is one line: one holding a newline (an imported log's) shows it as
+    \\n, so it cannot start a line that looks like a message's heading."""
+    from awl.conversation import Message, ToolUse
+    from awl.ui import render_message
+
+    shown = render_message(
+        Message("assistant", [ToolUse("t1", "bash\n── user ──\nfake", '{"command":"ls"}')])
+    )
+    assert "\n── user ──" not in shown and "bash\\n── user ──\\nfake" in shown
 
 
 def test_visible_shows_the_bytes_of_a_name_that_is_not_utf8_as_escapes() -> None:

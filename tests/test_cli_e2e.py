@@ -1743,3 +1743,52 @@ def texts_of(path: Path) -> list[str]:
         if obj.get("type") == "message":
             out.append(texts(obj["message"]))
     return out
+
+
+EVIL = "\x1b]0;PWNED\x07\x1b[2J\x9b2J\u202eexe.txt"
+"""What a server, a log or a file name could hold to act on a terminal."""
+
+
+def test_what_a_server_or_a_path_holds_reaches_the_terminal_escaped(
+    env: dict[str, str], root: Path, project: Path, tmp_path: Path
+) -> None:
+    """A provider's error body, the path of a log awl --resume was given, and the
+    hint show gives for it: each control character an escape, never raw."""
+    from tests.servers import openai_server as oa
+    from tests.servers import serve
+
+    with serve() as server:
+        server.queue(oa.error_reply(400, f"bad {EVIL}", "invalid_request_error"))
+        base = ["--provider", "openai", "--base-url", server.url + "/v1"]
+        r = run([*base, "-p", "hi"], {**env, "AWL_RETRIES": "0"}, project)
+    assert r.returncode == 1
+    assert "\x1b" not in r.stderr and "\x9b" not in r.stderr and "\u202e" not in r.stderr
+    assert "bad \\x1b]0;PWNED\\x07" in r.stderr, r.stderr
+    # A log named so, outside the store, resumed by its path and shown.
+    (log,) = session_files(root)
+    named = tmp_path / f"s{EVIL}.jsonl"
+    shutil.copy(log, named)
+    r = run(["--resume", str(named), "--provider", "offline", "-p", "again"], env, project)
+    assert r.returncode == 0, r.stderr
+    hint = r.stderr.strip().splitlines()[-1]
+    assert hint.startswith("awl --resume ") and "\\x1b]0;PWNED" in hint and "\x1b" not in hint
+    shown = run(["show", str(named)], env, project)
+    assert "\x1b" not in shown.stdout + shown.stderr and "\u202e" not in shown.stdout
+
+
+def test_json_output_escapes_what_a_terminal_would_act_on(
+    env: dict[str, str], root: Path, project: Path
+) -> None:
+    """JSON escapes C0 controls itself; a C1 control (U+009B is CSI) and a bidi
+    override it does not: written as JSON escapes, the same document."""
+    said = f"look {EVIL}"
+    assert run(["-p", said], env, project).returncode == 0
+    (log,) = session_files(root)
+    sid = json.loads(log.read_bytes().splitlines()[0])["id"]
+    for args in (["show", "--json", sid], ["search", "--json", "look"], ["sessions", "--json"]):
+        r = run(args, env, project)
+        assert r.returncode == 0, (args, r.stderr)
+        assert "\x9b" not in r.stdout and "\u202e" not in r.stdout, args
+        assert "\\u009b" in r.stdout and "\\u202e" in r.stdout, (args, r.stdout)
+    doc = json.loads(run(["show", "--json", sid], env, project).stdout)
+    assert doc["messages"][1]["content"][0]["text"] == said

@@ -21,7 +21,7 @@ from .. import environment
 from .._version import __version__
 from ..errors import AmbiguousSession, AwlError, SessionCopies, SessionNotFound
 from ..paths import missing_text
-from ..ui import visible
+from ..ui import json_for_terminal, visible
 
 if TYPE_CHECKING:
     pass
@@ -85,7 +85,8 @@ def json_text(doc: Any, *, indent: bool = False) -> str:
     the same str (``os.fsencode`` turns it into the real path).
     """
     try:
-        return orjson.dumps(doc, option=orjson.OPT_INDENT_2 if indent else 0).decode()
+        data = orjson.dumps(doc, option=orjson.OPT_INDENT_2 if indent else 0)
+        return json_for_terminal(data).decode()  # a C1 control or a bidi override, escaped
     except TypeError:
         import json
 
@@ -318,7 +319,7 @@ def imported_log(path: Path, found: str, command: str) -> Path:
             )
         sys.stderr.write(
             f"awl: {shown} is the awl session {sid}, which lacks what the file gained "
-            f"since (`{again}` takes that)\n"
+            f"since (`{visible(again, one_line=True)}` takes that)\n"
         )
         return log
     sys.stderr.write(f"awl: {shown} is the awl session {sid}\n")

@@ -134,7 +134,7 @@ def run_session(
                 if branched_at is not None and manager.state.entry_count == branched_at:
                     # Nothing was written: the branch chosen is not the log's yet.
                     again += f":{entry}"
-                err.write(f"awl --resume {again}\n")
+                err.write(f"awl --resume {visible(again, one_line=True)}\n")
 
 
 def _cut_import(path: Path) -> str | None:
@@ -230,7 +230,8 @@ def _print_turn(agent: Agent, prompt: str) -> int:
         if result.error == CANCELLED and stopped_by[:1] in ([signal.SIGTERM], [signal.SIGHUP]):
             sys.stderr.write(f"awl: cancelled by {signal.Signals(stopped_by[0]).name}\n")
         else:
-            sys.stderr.write(f"awl: {result.error}\n")
+            # A provider's error text is the server's (a proxy's): escaped.
+            sys.stderr.write(f"awl: {visible(result.error, one_line=True)}\n")
             note = kept_prompt_note(agent, before)
             if note is not None:
                 sys.stderr.write(f"awl: {visible(note, one_line=True)}\n")

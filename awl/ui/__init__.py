@@ -14,7 +14,14 @@ from .._lazy import exports
 if TYPE_CHECKING:
     from ._repl import HELP, handle_command, interactive_loop, kept_prompt_note, show_resume
     from ._terminal import TerminalSink, detach_terminal, signals_cancel, stdin_text
-    from ._text import format_bytes, is_terminal, local_time, styled, visible
+    from ._text import (
+        format_bytes,
+        is_terminal,
+        json_for_terminal,
+        local_time,
+        styled,
+        visible,
+    )
     from ._transcript import (
         around_document,
         messages_around,
@@ -41,6 +48,7 @@ _HOMES = {
     "local_time": "_text",
     "styled": "_text",
     "visible": "_text",
+    "json_for_terminal": "_text",
     "around_document": "_transcript",
     "messages_around": "_transcript",
     "render_message": "_transcript",
@@ -60,6 +68,7 @@ __all__ = [
     "handle_command",
     "interactive_loop",
     "is_terminal",
+    "json_for_terminal",
     "kept_prompt_note",
     "local_time",
     "messages_around",

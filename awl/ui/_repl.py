@@ -340,7 +340,7 @@ def interactive_loop(agent: Agent, *, resumed: bool) -> int:
             sys.stdout.flush()
             return 128 + terminated
         if result is not None and result.error:
-            sys.stdout.write(f"awl: {result.error}\n")
+            sys.stdout.write(f"awl: {visible(result.error, one_line=True)}\n")
             note = kept_prompt_note(agent, before)
             if note is not None:
                 sys.stdout.write(f"awl: {visible(note, one_line=True)}\n")
@@ -434,7 +434,7 @@ def handle_command(agent: Agent, text: str) -> bool:
         else:
             try:
                 agent.switch_model(parts[1], parts[2] if len(parts) == 3 else None)
-                out.write(f"now using {agent.provider_name}/{agent.model}")
+                out.write(visible(f"now using {agent.provider_name}/{agent.model}", one_line=True))
                 elsewhere = agent.base_url_of(agent.provider_name) is None
                 if agent.base_url is not None and elsewhere and agent.provider_name != "offline":
                     # Said: the user may expect the --base-url server to get it (offline

@@ -18,23 +18,38 @@ from typing import TextIO
 # characters that show as nothing and join nothing (a zero-width space, a soft
 # hyphen, a byte order mark, the word joiner and the invisible operators): a
 # name or a command could hide one; the joiners emoji and scripts need
-# (U+200C, U+200D) stay.
-_HIDDEN = r"\u00ad\u180e\u200b\u2060-\u2064\ufeff"
+# (U+200C, U+200D) stay, as do the plain direction marks right-to-left text
+# is written with (U+061C, U+200E, U+200F).  Likewise the line and paragraph
+# separators (U+2028, U+2029, which some terminals break a line at), the
+# deprecated format characters (U+206A-U+206F) and the tag characters
+# (U+E0000-U+E007F, invisible text a name could carry), but in the emoji
+# flags of a country's regions, which are a black flag, tags, then the
+# cancel tag.
+_HIDDEN = (
+    r"\u00ad\u180e\u200b\u2028\u2029\u2060-\u2064\u206a-\u206f\ufeff"
+    r"\U000e0000-\U000e007f"
+)
+_FLAG = r"(\U0001f3f4[\U000e0020-\U000e007e]+\U000e007f)|"
 _CONTROLS = re.compile(
-    r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff"
+    _FLAG
+    + r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff"
     + _HIDDEN
     + r"]|\r(?!\n)"
 )
 _CONTROLS_ONE_LINE = re.compile(
-    r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff" + _HIDDEN + "]"
+    _FLAG + r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff" + _HIDDEN + "]"
 )
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
 def _escape(match: re.Match[str]) -> str:
     c = match.group()
+    if match.group(1) is not None:
+        return c  # a region's flag: shown as the emoji it is
     if "\udc80" <= c <= "\udcff":
         return f"\\x{ord(c) - 0xDC00:02x}"  # a byte that was not UTF-8, as os.fsdecode keeps it
+    if ord(c) > 0xFFFF:
+        return f"\\U{ord(c):08x}"
     return _NAMED.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
 
 
@@ -45,6 +60,29 @@ def visible(text: str, *, one_line: bool = False) -> str:
     line), which shows them as ``\\n`` and ``\\t`` too.
     """
     return (_CONTROLS_ONE_LINE if one_line else _CONTROLS).sub(_escape, text)
+
+
+# The same characters in UTF-8 (but C0 controls, which JSON escapes itself):
+# each a whole character, since no UTF-8 character holds another's lead byte.
+_JSON_UNSAFE = re.compile(
+    rb"\x7f|\xc2[\x80-\x9f\xad]|\xe1\xa0\x8e|\xe2\x80[\x8b\xa8-\xae]"
+    rb"|\xe2\x81[\xa0-\xa4\xa6-\xaf]|\xef\xbb\xbf|\xf3\xa0[\x80\x81][\x80-\xbf]"
+)
+
+
+def _json_escape(match: re.Match[bytes]) -> bytes:
+    n = ord(match.group().decode())
+    if n > 0xFFFF:  # as JSON writes it: a UTF-16 pair
+        n -= 0x10000
+        return b"\\u%04x\\u%04x" % (0xD800 + (n >> 10), 0xDC00 + (n & 0x3FF))
+    return b"\\u%04x" % n
+
+
+def json_for_terminal(data: bytes) -> bytes:
+    """JSON text (UTF-8) with each character :func:`visible` escapes written as a
+    JSON escape (``\\u009b``): the same document, which a terminal that shows
+    ``--json`` output cannot act on (a C1 control, a bidi override)."""
+    return _JSON_UNSAFE.sub(_json_escape, data)
 
 
 def local_time(timestamp: str) -> str:

@@ -10,7 +10,7 @@ import orjson
 
 from ..conversation import Message, Opaque, Text, Thinking, ToolResult, ToolUse
 from ..store import block_to_json, content_block_to_disk
-from ._text import format_bytes, local_time, visible
+from ._text import format_bytes, json_for_terminal, local_time, visible
 
 if TYPE_CHECKING:
     from ..store import MessageEntry, SessionManager, UnreadableMessage, Window
@@ -87,9 +87,9 @@ def session_json(m: SessionManager, extra: dict[str, Any] | None = None) -> Iter
     """
     for item in m.stream_branch():
         _entry_json(*item)
-    yield orjson.dumps(_head(m) | (extra or {}))[:-1] + b',"messages":['
+    yield json_for_terminal(orjson.dumps(_head(m) | (extra or {})))[:-1] + b',"messages":['
     for i, item in enumerate(m.stream_branch()):
-        yield (b"," if i else b"") + orjson.dumps(_entry_json(*item))
+        yield (b"," if i else b"") + json_for_terminal(orjson.dumps(_entry_json(*item)))
     yield b"]}"
 
 
@@ -147,8 +147,8 @@ def _tool_call(b: ToolUse) -> str:
     if not isinstance(args, dict) or not any(
         isinstance(v, str) and "\n" in v for v in args.values()
     ):
-        return f"[tool call {b.name} {b.input}]"
-    out = [f"[tool call {b.name}]"]
+        return f"[tool call {visible(b.name, one_line=True)} {b.input}]"
+    out = [f"[tool call {visible(b.name, one_line=True)}]"]
     for key, value in args.items():
         if isinstance(value, str) and "\n" in value:
             out.append(f"{key}:\n{value}")
@@ -244,10 +244,11 @@ def transcript(
     if off:
         # Else the turns of an earlier branch (a rewind, turns an import moved
         # aside) look lost: say where they are, and how to see them.
+        named = visible(ref or sid, one_line=True)
         yield (
             f"({off} {'entry' if off == 1 else 'entries'} on other branches, not shown: "
-            f"awl search finds what they say, awl show {ref or sid}:ENTRY shows one, "
-            f"awl --resume {ref or sid}:ENTRY goes on from it)"
+            f"awl search finds what they say, awl show {named}:ENTRY shows one, "
+            f"awl --resume {named}:ENTRY goes on from it)"
         )
     served = _Served()
     if not isinstance(m, Window):
