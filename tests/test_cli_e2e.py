@@ -1600,6 +1600,11 @@ def test_a_base_url_without_a_provider_or_key_means_openai(
     ("args", "said"),
     [
         (["--base-url", "ftp://x"], "Error: --base-url 'ftp://x' is not a valid URL"),
+        # A password and a token are not echoed (an environment's value may be in a CI log).
+        (
+            ["--base-url", "http://user:SECRETPW@[::1:8/v1?key=SECRETQ"],
+            "Error: --base-url 'http://…@[::1:8/v1' is not a valid URL",
+        ),
         (["--provider", "offline", "--base-url", "http://127.0.0.1:9/v1"], "offline sends no"),
         (["--provider", "offline", "--base-url", "ftp://x"], "offline sends no"),
     ],

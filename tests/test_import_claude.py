@@ -271,6 +271,21 @@ def test_only_agent_files_in_subagents_are_transcripts(tmp_path: Path) -> None:
     assert origin is not None and origin["subagentTranscripts"] == 1
 
 
+def test_a_session_folder_that_is_a_link_is_not_followed(tmp_path: Path) -> None:
+    """As links inside the folder are not: what it points at (a home's secrets, the
+    whole disk) is no file of the session's."""
+    main = copy_tree(CLAUDE_SHOP, tmp_path / "p" / CLAUDE_SHOP.name)
+    shutil.rmtree(main.parent / SID)
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "id_rsa").write_text("TOPSECRET\n")
+    (main.parent / SID).symlink_to(secret, target_is_directory=True)
+    (spec,) = plan_import([main]).sources
+    assert spec.extras == ()
+    (r,) = _import(main)
+    assert b"TOPSECRET" not in Path(r.path).read_bytes()
+
+
 def test_subagents_in_each_layout_go_with_their_session(tmp_path: Path) -> None:
     store = copy_tree(CLAUDE, tmp_path / "projects")
     plan = plan_import([store])

@@ -345,3 +345,28 @@ def test_a_print_mode_reply_is_escaped_on_a_terminal_and_raw_for_a_script(
     out = child.before.decode()
     assert "You said: title\\x1b]0;PWNED\\x07 red\\x1b[31m bell\\x07" in out
     assert "\x1b" not in out and "\x07" not in out
+
+
+def test_a_project_folder_that_is_a_link_or_another_users_takes_no_session(
+    tmp_path: Path,
+) -> None:
+    """In a shared session root, a project's folder planted as a link (or owned by
+    another user) would hand the logs to someone else: refused, nothing written
+    where it points."""
+    from awl.paths import project_dir
+
+    root, elsewhere, work = tmp_path / "shared", tmp_path / "elsewhere", tmp_path / "work"
+    for d in (root, elsewhere, work):
+        d.mkdir()
+    project_dir(str(work), root).symlink_to(elsewhere, target_is_directory=True)
+    m = SessionManager.create(work, "offline", "echo", session_dir=root)
+    with pytest.raises(SessionError, match="the session folder is a symbolic link"):
+        m.append_message(Message("user", [Text("hi")]))
+    assert list(elsewhere.iterdir()) == []
+    if os.geteuid() == 0:  # root can make a folder another user's
+        os.unlink(project_dir(str(work), root))
+        project_dir(str(work), root).mkdir()
+        os.chown(project_dir(str(work), root), 65534, 65534)
+        m = SessionManager.create(work, "offline", "echo", session_dir=root)
+        with pytest.raises(SessionError, match="another user's"):
+            m.append_message(Message("user", [Text("hi")]))

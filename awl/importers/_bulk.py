@@ -439,7 +439,9 @@ def _claude_extras(main: Path, owners: dict[str, str] | None) -> tuple[str, ...]
     own = main.parent / stem
     # os.path's: a folder that can be listed but not entered is no error here
     # (Path.is_dir raises for it); the import of the file itself says why not.
-    if os.path.isdir(own):
+    # Not a link (os.walk follows the top one): what it points at is no file of
+    # the session's, as links inside the folder are not.
+    if os.path.isdir(own) and not os.path.islink(own):
 
         def unlisted(exc: OSError) -> None:
             # A folder that cannot be listed, ending in "/": the import says so

@@ -233,9 +233,17 @@ class InvalidBaseURL(ProviderError):
     def __init__(self, url: str, variable: str | None, detail: str) -> None:
         self.url = url
         self.variable = variable
-        shown = one_line(repr(url), 200)
+        shown = one_line(repr(_without_secrets(url)), 200)
         where = f"{variable}={shown}" if variable else shown
         super().__init__(f"{where} is not a valid URL ({one_line(detail)})")
+
+
+def _without_secrets(url: str) -> str:
+    """``url`` less what may be a secret (a password before ``@``, a token in the
+    query or the fragment), for an error that names a URL the client could not
+    parse: an environment variable's value may never have been typed here."""
+    base = re.split(r"[?#]", url, maxsplit=1)[0]
+    return re.sub(r"^([^:/?#]*:)?//[^/]*@", lambda m: f"{m[1] or ''}//…@", base)
 
 
 def check_base_url(url: str, variable: str | None = None) -> None:

@@ -34,6 +34,7 @@ import errno
 import fcntl
 import os
 import signal
+import stat
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -339,10 +340,20 @@ class LogFile:
         data = b"".join([serialize_header(header), *body])  # one copy of a large body
         try:
             make_private_dirs(env, path.parent)
+            folder = os.lstat(path.parent)
         except OSError as exc:
             raise SessionWriteError(
                 f"{exc.filename or path.parent}: cannot create the session folder: {exc.strerror}"
             ) from None
+        # A project's folder is awl's, made 0700 by the first session: one that is a
+        # link, or another user's (planted in a shared session root), could hand
+        # the logs to someone else.  The root itself may be a link of the user's.
+        if stat.S_ISLNK(folder.st_mode) or folder.st_uid != os.geteuid():
+            whose = "a symbolic link" if stat.S_ISLNK(folder.st_mode) else "another user's"
+            raise SessionWriteError(
+                f"{path.parent}: the session folder is {whose}; awl writes a session only "
+                "in a folder of its own"
+            )
         tmp = creating_path(path, os.getpid())
         # Not truncated at the open: the hidden name may be another writer's of this
         # process whose log is not yet placed (its lock says so), to be left whole.
