@@ -237,7 +237,8 @@ def test_tool_call_without_input_gets_empty_object(
         ("stop_sequence", "stop"),
         ("max_tokens", "length"),
         ("tool_use", "toolUse"),
-        ("refusal", "stop"),
+        ("refusal", "error"),  # short of an answer: not passed for a whole reply
+        ("model_context_window_exceeded", "error"),
         ("pause_turn", "stop"),
     ],
 )
@@ -760,3 +761,27 @@ def test_a_call_nested_deeper_than_a_parser_recurses_is_taken_whole(
     )
     r = provider.complete("m", [Message("user", [Text("go")])], TOOLS, Sink())
     assert r.error is not None and r.content[0] == Text("calling"), r
+
+
+@pytest.mark.parametrize(
+    ("reason", "said"),
+    [
+        ("refusal", "refusing to go on (stop reason refusal)"),
+        ("model_context_window_exceeded", "fills the model's context window"),
+    ],
+)
+def test_a_reply_a_stop_reason_left_short_of_an_answer_is_an_error_with_its_text(
+    server: FakeServer, provider: AnthropicProvider, reason: str, said: str
+) -> None:
+    """Saved as it came, not passed for a whole reply (awl -p would exit 0)."""
+    server.queue(
+        sse.stream(
+            sse.message_start(),
+            sse.text_block(0, "Sure, here is"),
+            sse.message_delta(reason),
+            sse.message_stop(),
+        )
+    )
+    r = provider.complete("m", [Message("user", [Text("go")])], TOOLS, Sink())
+    assert r.stop_reason == "error" and r.error is not None and said in r.error
+    assert [b.text for b in r.content if isinstance(b, Text)] == ["Sure, here is"]

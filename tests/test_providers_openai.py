@@ -351,7 +351,12 @@ def test_reasoning_fields_become_thinking(
 
 @pytest.mark.parametrize(
     ("api", "ours"),
-    [("stop", "stop"), ("length", "length"), ("tool_calls", "toolUse"), ("content_filter", "stop")],
+    [
+        ("stop", "stop"),
+        ("length", "length"),
+        ("tool_calls", "toolUse"),
+        ("content_filter", "error"),
+    ],
 )
 def test_finish_reason_mapping(
     server: FakeServer, provider: OpenAIProvider, api: str, ours: str
@@ -370,7 +375,7 @@ def test_tool_calls_that_end_with_stop_are_run(
     call = oa.tool_call(0, "call_A", "bash", '{"command": "ls"}')
     server.queue(oa.stream(oa.role(), call, oa.finish(reason), oa.DONE))
     r = provider.complete("m", user("go"), TOOLS, Sink())
-    expected = {"length": "length", "content_filter": "stop"}.get(reason, "toolUse")
+    expected = {"length": "length", "content_filter": "error"}.get(reason, "toolUse")
     assert r.stop_reason == expected, r.error
     assert [c.id for c in r.content if isinstance(c, ToolUse)] == ["call_A"]
 
@@ -596,3 +601,13 @@ def test_past_calls_get_names_the_api_takes(server: FakeServer, provider: OpenAI
     assert r.stop_reason == "stop", r.error
     call = server.requests[0].body["messages"][1]
     check_wire_names([c["function"]["name"] for c in call["tool_calls"]])
+
+
+def test_a_reply_the_content_filter_stopped_is_an_error_with_its_text(
+    server: FakeServer, provider: OpenAIProvider
+) -> None:
+    """Saved as it came, not passed for a whole reply (awl -p would exit 0)."""
+    server.queue(oa.stream(oa.role(), oa.text("Here is how to"), oa.finish("content_filter")))
+    r = provider.complete("m", user("go"), TOOLS, Sink())
+    assert r.stop_reason == "error" and r.error is not None and "content filter" in r.error
+    assert [b.text for b in r.content if isinstance(b, Text)] == ["Here is how to"]

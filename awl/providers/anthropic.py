@@ -81,6 +81,15 @@ _STOP_REASONS: dict[str, StopReason] = {
     "tool_use": "toolUse",
 }
 
+# Stop reasons that end a reply short of an answer: saved as it came, with stop
+# reason "error" and these words, so that `awl -p` does not pass it for a whole one.
+_STOPPED = {
+    "refusal": "the model stopped, refusing to go on (stop reason refusal)",
+    "model_context_window_exceeded": (
+        "the reply was cut off: the conversation fills the model's context window"
+    ),
+}
+
 ContentParam = TextBlockParam | ToolUseBlockParam | ToolResultBlockParam
 
 
@@ -211,6 +220,7 @@ class _Run:
         self.input_tokens: int | None = None
         self.output_tokens: int | None = None
         self.stop_reason: StopReason = "stop"
+        self.cut_short: str | None = None  # why, when a stop reason left it no answer
         self.stopped = False
         self.events = 0
         # A call's input given whole as it starts (some compatible servers send
@@ -256,6 +266,7 @@ class _Run:
         elif event.type == "message_delta":
             if event.delta.stop_reason is not None:
                 self.stop_reason = _STOP_REASONS.get(event.delta.stop_reason, "stop")
+                self.cut_short = _STOPPED.get(event.delta.stop_reason)
             usage = event.usage
             # message_delta counts are cumulative, so they replace the start's.
             if usage.output_tokens is not None:
@@ -293,6 +304,8 @@ class _Run:
             # The body ended cleanly but before message_stop: a proxy or the
             # server gave up; what we have may be cut anywhere.
             return self.failed("anthropic: stream ended before message_stop (connection closed)")
+        if self.cut_short is not None:
+            return self.failed(f"anthropic: {self.cut_short}")
         return Response(
             self.blocks.content(complete=True), self.stop_reason, self.usage(), self.model
         )

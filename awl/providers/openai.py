@@ -197,6 +197,7 @@ class _Run:
         self.blocks = StreamAssembler(sink)
         self.usage: Usage | None = None
         self.stop_reason: StopReason | None = None
+        self.filtered = False  # the server's content filter ended the reply
         self.tool_keys: list[tuple[str, int, int]] = []
         # index -> (key, id) of the call open at that index
         self.open_calls: dict[int, tuple[tuple[str, int, int], str]] = {}
@@ -217,6 +218,7 @@ class _Run:
                 self._delta(choice.delta)
             if choice.finish_reason is not None:
                 self.stop_reason = _STOP_REASONS.get(choice.finish_reason, "stop")
+                self.filtered = choice.finish_reason == "content_filter"
                 # Some servers end a reply with calls with "stop" or a word of
                 # their own; a reply cut or filtered is not run.
                 if self.tool_keys and choice.finish_reason not in ("length", "content_filter"):
@@ -268,6 +270,9 @@ class _Run:
             )
         if self.stop_reason is None:
             return self.failed("openai: stream ended before a finish_reason (connection closed)")
+        if self.filtered:
+            # Saved as it came (stop reason "error"), not passed for a whole reply.
+            return self.failed("openai: the server's content filter stopped the reply")
         return Response(
             self.blocks.content(complete=True), self.stop_reason, self.usage, self.model
         )
