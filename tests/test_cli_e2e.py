@@ -1206,6 +1206,28 @@ def test_resume_at_a_reply_that_asked_for_tools_goes_on_from_their_results(
     assert said[-1] == "again" and "interrupted" not in r.stdout
 
 
+def test_resume_at_a_result_saved_before_the_rest_of_its_round_goes_on_after_them(
+    env: dict[str, str], root: Path, project: Path
+) -> None:
+    """A search hit in the first call's output names its result; the second call ran
+    too, and its result is under it: the session goes on from that one, not from
+    the first, which would answer the second call as if the session had ended."""
+    assert run(["-p", "run: echo one\nrun: echo two"], env, project).returncode == 0
+    (path,) = session_files(root)
+    replay = reference_replay(path)
+    first, answered = replay.branch_ids[3], replay.branch_ids[4]
+    sid = path.name.split("_")[1][:8]
+    r = run(["--resume", f"{sid}:{first}", "-p", "again"], env, project)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.splitlines()[0] == (
+        f"awl: going on from {answered}, the last result saved of the round {first} is in; "
+        "what followed it stays in the log, on its own branch"
+    )
+    replay = reference_replay(path)
+    assert replay.branch_ids[4] == answered
+    assert "interrupted" not in path.read_text()
+
+
 @pytest.mark.parametrize("shared", [False, True], ids=["own-ids", "one-id"])
 def test_resume_at_a_reply_whose_round_was_cut_short_keeps_the_results_saved(
     env: dict[str, str], root: Path, project: Path, shared: bool

@@ -102,8 +102,49 @@ def resume_point(manager: SessionManager, entry: str) -> str:
     --resume ID:ENTRY``; then :meth:`SessionManager.branch_from` it): ``entry``
     itself, or, for a reply that asked for tools, the message under it that
     answers them (their calls ran: from the reply, they would be answered
-    again as interrupted).  KeyError when the log has no entry ``entry``."""
-    return _answer_of(manager, entry) or entry
+    again as interrupted); so too for a result of such a reply's round saved
+    before others under it (a search hit in one call's output).  KeyError
+    when the log has no entry ``entry``."""
+    answer = _answer_of(manager, entry)
+    if answer is not None:
+        return answer
+    reply = _round_of(manager, entry)
+    answer = _answer_of(manager, reply) if reply is not None else None
+    if answer is None or reply is None or not _under(manager, answer, entry, reply):
+        return entry
+    return answer
+
+
+def _results_only(got: object) -> bool:
+    """Whether ``got`` is a user message holding tool results and nothing else."""
+    if not isinstance(got, MessageEntry) or got.message.role != "user":
+        return False
+    blocks = got.message.content
+    return bool(blocks) and all(isinstance(b, DiskToolResult) for b in blocks)
+
+
+def _round_of(manager: SessionManager, entry: str) -> str | None:
+    """The reply whose round the results message ``entry`` is part of, or None."""
+    got = manager.get_entry(entry)
+    while _results_only(got):
+        assert isinstance(got, MessageEntry)
+        parent = got.base.parent_id
+        got = manager.get_entry(parent) if parent is not None else None
+    if isinstance(got, MessageEntry) and got.message.role == "assistant" and got.base.id != entry:
+        return got.base.id
+    return None
+
+
+def _under(manager: SessionManager, entry: str, above: str, top: str) -> bool:
+    """Whether ``entry`` is ``above`` or below it, walking up no further than
+    ``top`` (the round's reply: a round is a few messages, a branch may be long)."""
+    at: str | None = entry
+    while at is not None and at != top:
+        if at == above:
+            return True
+        got = manager.get_entry(at)
+        at = got.base.parent_id if isinstance(got, MessageEntry) else None
+    return False
 
 
 def _answer_of(manager: SessionManager, entry: str) -> str | None:

@@ -24,7 +24,7 @@ from ..providers import (
     SettingError,
     default_provider_name,
 )
-from ..store import SessionManager, resume_ref
+from ..store import MessageEntry, SessionManager, resume_ref
 from ..tools import Cancel, ToolOutput
 from ..ui import TerminalSink, is_terminal, kept_prompt_note, signals_cancel, visible
 from ._common import imported_session, log_of_path, names_a_file
@@ -169,10 +169,14 @@ def _go_on_from(manager: SessionManager, entry: str, cwd: Path) -> None:
             f"session {session} has no entry {entry!r} (awl show --json {session} gives "
             "each message's entry id; awl search, the entries that hold a text)"
         ) from None
-    shown = visible(target, one_line=True)
-    what = (
-        f"{shown}, the results of {visible(entry, one_line=True)}'s tool calls" if answer else shown
-    )
+    shown, named = visible(target, one_line=True), visible(entry, one_line=True)
+    what = shown
+    if answer is not None:
+        asked = manager.get_entry(entry)
+        if isinstance(asked, MessageEntry) and asked.message.role == "assistant":
+            what = f"{shown}, the results of {named}'s tool calls"
+        else:  # a result saved before the rest of its round
+            what = f"{shown}, the last result saved of the round {named} is in"
     sys.stderr.write(
         f"awl: going on from {what}; what followed it stays in the log, on its own branch\n"
     )
