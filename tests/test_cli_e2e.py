@@ -1182,50 +1182,35 @@ def test_a_branch_chosen_and_left_before_a_prompt_is_what_the_exit_hint_names(
     assert t.quit() == sid
 
 
+@pytest.mark.parametrize("hit", ["reply", "first-result"])
 def test_resume_at_a_reply_that_asked_for_tools_goes_on_from_their_results(
-    env: dict[str, str], root: Path, project: Path
+    env: dict[str, str], root: Path, project: Path, hit: str
 ) -> None:
-    """A search hit in a tool call names the reply that asked for it: its calls ran,
-    so the session goes on from the last of their results, each saved as its
-    call ended (not from the reply, which would answer them again as
-    interrupted)."""
+    """A search hit in a tool call names the reply that asked for it, one in the first
+    call's output its result: the calls ran, so the session goes on from the last
+    of their results, each saved as its call ended (not from the reply or the
+    first result, which would answer the calls after it as if the session had
+    ended)."""
     assert run(["-p", "run: echo one\nrun: echo two"], env, project).returncode == 0
     (path,) = session_files(root)
     replay = reference_replay(path)
-    asked, answered = replay.branch_ids[2], replay.branch_ids[4]
+    asked, answered = replay.branch_ids[2 if hit == "reply" else 3], replay.branch_ids[4]
     sid = path.name.split("_")[1][:8]
     r = run(["--resume", f"{sid}:{asked}", "-p", "again"], env, project)
     assert r.returncode == 0, r.stderr
+    which = (
+        f"the results of {asked}'s tool calls"
+        if hit == "reply"
+        else f"the last result saved of the round {asked} is in"
+    )
     assert r.stderr.splitlines()[0] == (
-        f"awl: going on from {answered}, the results of {asked}'s tool calls; what followed "
-        "it stays in the log, on its own branch"
+        f"awl: going on from {answered}, {which}; what followed it stays in the log, "
+        "on its own branch"
     )
     replay = reference_replay(path)
     assert replay.branch_ids[4] == answered and len(replay.branch_ids) == 7
     said = [c[0].get("text") for role, c in replay.messages if role == "user"]
-    assert said[-1] == "again" and "interrupted" not in r.stdout
-
-
-def test_resume_at_a_result_saved_before_the_rest_of_its_round_goes_on_after_them(
-    env: dict[str, str], root: Path, project: Path
-) -> None:
-    """A search hit in the first call's output names its result; the second call ran
-    too, and its result is under it: the session goes on from that one, not from
-    the first, which would answer the second call as if the session had ended."""
-    assert run(["-p", "run: echo one\nrun: echo two"], env, project).returncode == 0
-    (path,) = session_files(root)
-    replay = reference_replay(path)
-    first, answered = replay.branch_ids[3], replay.branch_ids[4]
-    sid = path.name.split("_")[1][:8]
-    r = run(["--resume", f"{sid}:{first}", "-p", "again"], env, project)
-    assert r.returncode == 0, r.stderr
-    assert r.stderr.splitlines()[0] == (
-        f"awl: going on from {answered}, the last result saved of the round {first} is in; "
-        "what followed it stays in the log, on its own branch"
-    )
-    replay = reference_replay(path)
-    assert replay.branch_ids[4] == answered
-    assert "interrupted" not in path.read_text()
+    assert said[-1] == "again" and "interrupted" not in path.read_text()
 
 
 @pytest.mark.parametrize("shared", [False, True], ids=["own-ids", "one-id"])

@@ -168,12 +168,10 @@ def _answer_of(manager: SessionManager, entry: str) -> str | None:
     def answered(eid: str) -> Counter[str] | None:
         """The calls the message ``eid`` answers, when it holds only results."""
         got = manager.get_entry(eid)
-        if not isinstance(got, MessageEntry) or got.message.role != "user":
+        if not _results_only(got):
             return None
-        blocks = got.message.content
-        if not blocks or not all(isinstance(b, DiskToolResult) for b in blocks):
-            return None
-        return Counter(b.tool_use_id for b in blocks if isinstance(b, DiskToolResult))
+        assert isinstance(got, MessageEntry)
+        return Counter(b.tool_use_id for b in got.message.content if isinstance(b, DiskToolResult))
 
     deepest, at = None, entry
     while True:

@@ -693,17 +693,21 @@ def _count_lines(plan: _Plan, log: _Log, offset: int) -> int:
     for buf, base, lo, hi in log.log.pieces(log.line_at, offset):
         # A MiB at a time: the stretch since the last hit may be most of a large
         # log, and the fallback copies what it counts.
-        for at in range(lo, hi, _COUNTED):
-            upto = min(at + _COUNTED, hi)
-            if plan.native is not None:
-                with plan.native.ffi.from_buffer("uint8_t[]", buf) as src:
+        src = plan.native.ffi.from_buffer("uint8_t[]", buf) if plan.native is not None else None
+        try:
+            for at in range(lo, hi, _COUNTED):
+                upto = min(at + _COUNTED, hi)
+                if src is not None:
                     log.lines += plan.native.lib.awl_count_byte(src, len(buf), at, upto, 10)
-            else:
-                log.lines += bytes(buf[at:upto]).count(b"\n")
-            if big:
-                # Counting maps pages released since (a hit after a stretch without
-                # any): they go again, so memory stays flat over a large log.
-                log.log.release(base + at, base + upto)
+                else:
+                    log.lines += bytes(buf[at:upto]).count(b"\n")
+                if big:
+                    # Counting maps pages released since (a hit after a stretch without
+                    # any): they go again, so memory stays flat over a large log.
+                    log.log.release(base + at, base + upto)
+        finally:
+            if src is not None:
+                plan.native.ffi.release(src)
     log.line_at = offset
     return log.lines + 1
 

@@ -805,24 +805,22 @@ class SessionManager:
         self._check_writable()
         for k, entry in enumerate(entries):
             _check_new_entry(k, entry)
-        # The entries outside the tree have no parent: one given is not written.
-        named = {
-            e.parent
-            for e in entries
-            if isinstance(e.parent, str) and (e.node or e.message is not None)
-        }
-        named.discard(self._state.leaf)
-        lost = self._absent(named) if named else set()
-        if lost:
-            k = next(
-                k
-                for k, e in enumerate(entries)
-                if e.parent in lost and (e.node or e.message is not None)
-            )
-            raise ValueError(
-                f"entry {k}: parent {entries[k].parent!r} names no entry of the log; "
-                "nothing was written"
-            )
+        # Parents named by id, but the leaf's (an entry outside the tree has none:
+        # one given is not written).
+        named = [
+            (k, e.parent)
+            for k, e in enumerate(entries)
+            if isinstance(e.parent, str)
+            and e.parent != self._state.leaf
+            and (e.node or e.message is not None)
+        ]
+        lost = self._absent({p for _, p in named}) if named else set()
+        for k, named_parent in named:
+            if named_parent in lost:
+                raise ValueError(
+                    f"entry {k}: parent {named_parent!r} names no entry of the log; "
+                    "nothing was written"
+                )
         nodes = sum(1 for e in entries if e.node or e.message is not None)
         lo, hi = self._free_ids()
         if hi - lo < nodes:
