@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from awl import SessionManager, request_history
 from awl.agent import open_tool_uses
 from awl.importers import SourceSpec, import_source, session_id_for
@@ -71,13 +73,21 @@ def test_injected_context_is_not_a_prompt_and_ui_repeats_are_taken_once(tmp_path
     ]
     injected = [e for e in entries(r.path) if e["type"] == "x-codex-response_item"]
     said = [e["data"]["payload"]["content"][0]["text"].split("\n")[0] for e in injected]
-    assert said == [
-        "<permissions instructions>",
-        "# AGENTS.md instructions for /home/ana/harbor",
-        "<environment_context>",
-        "<model_switch>",
-    ]
+    assert said == ["<permissions instructions>", "<environment_context>", "<model_switch>"]
     assert all("id" in e for e in injected)  # in the chain, where the model saw them
+    # The user's AGENTS.md text goes on being sent: a system message where Codex
+    # injected it (after awl's own), its item in the record; no prompt.
+    systems = [
+        e for e in entries(r.path) if e["type"] == "message" and e["message"]["role"] == "system"
+    ]
+    assert len(systems) == 3 and "x-codex" not in systems[0]
+    rules = systems[1]
+    assert systems[2]["x-codex"]["compacted"]  # again in the history a compaction kept
+    assert texts(rules)[0].startswith("# AGENTS.md instructions for /home/ana/harbor\n")
+    assert rules["x-codex"]["items"][0]["item"]["role"] == "user"
+    assert rules["parentId"] == injected[0]["id"]  # right after the permissions
+    with SessionManager.open(r.path, read_only=True) as m:
+        assert m.first_prompt.startswith("Pourquoi")
     # No event repeating an item is left as an entry of its own: each is on its message.
     kinds = [
         e["data"]["payload"]["type"] for e in entries(r.path) if e["type"] == "x-codex-event_msg"
@@ -148,7 +158,7 @@ def test_the_compaction_is_kept_and_the_rollback_is_a_branch(tmp_path: Path) -> 
     assert rollback["data"]["payload"] == {"type": "thread_rolled_back", "num_turns": 1}
     # The compaction, then the history Codex went on with: the rolled-back turn hung
     # there too.
-    compacted, *history = on[on.index(rollback) - 5 : on.index(rollback)]
+    compacted, *history = on[on.index(rollback) - 6 : on.index(rollback)]
     assert compacted["type"] == "x-codex-compacted"
     assert [e["parentId"] for e in history] == [e["id"] for e in [compacted, *history[:-1]]]
     dropped = next(m for m in _messages(r.path) if texts(m) == ["Supprime le test."])
@@ -462,23 +472,28 @@ def test_a_compaction_goes_on_with_the_history_codex_kept(tmp_path: Path) -> Non
     line = next(k for k, o in enumerate(HARBOR, 1) if o["type"] == "compacted")
     history = HARBOR[line - 1]["payload"]["replacement_history"]
     assert node["line"] == line
-    # The AGENTS.md item (injected) is left out; each other item is a message.
-    assert [e["message"]["content"] for e in kept] == [
-        [{"type": "text", "text": COMPACTED}],
-        *([{"type": "text", "text": x["content"][0]["text"]}] for x in history[1:]),
+    # The AGENTS.md item is the user's rules, a system message; each other item is a
+    # message of its role.
+    assert history[0]["content"][0]["text"].startswith("# AGENTS.md instructions")
+    assert [(e["message"]["role"], e["message"]["content"]) for e in kept] == [
+        ("user", [{"type": "text", "text": COMPACTED}]),
+        ("system", [{"type": "text", "text": history[0]["content"][0]["text"]}]),
+        *(("user", [{"type": "text", "text": x["content"][0]["text"]}]) for x in history[1:]),
     ]
-    assert [e["message"].get("compaction") for e in kept] == [{"kept": 0}, None, None, None]
+    assert [e["message"].get("compaction") for e in kept] == [{"kept": 0}, None, None, None, None]
     assert texts(kept[-1])[0].startswith(SUMMARY_PREFIX + "\nSummary: fixed the tide period")
     assert [e["x-codex"] for e in kept] == [
         {"compacted": line},
-        *({"compacted": line, "history": k} for k in (1, 2, 3)),
+        *({"compacted": line, "history": k} for k in (0, 1, 2, 3)),
     ]
-    assert {(e["provider"], e["model"]) for e in kept} == {("openai", "gpt-5.4-mini")}
+    stamped = {(e["provider"], e["model"]) for e in kept if e["message"]["role"] != "system"}
+    assert stamped == {("openai", "gpt-5.4-mini")}
     with SessionManager.open(r.path, read_only=True) as m:
         conversation = m.rebuild_conversation()
         sent = request_history(conversation)
     assert [x.text()[:20] for x in sent[1:]] == [
         COMPACTED[:20],
+        "# AGENTS.md instruct",
         "Pourquoi `cargo test",
         "Et ce graphique ?",
         "Another language mod",
@@ -486,22 +501,40 @@ def test_a_compaction_goes_on_with_the_history_codex_kept(tmp_path: Path) -> Non
         "La période comptait ",
     ]
     assert sent[0].role == "system" and sent[1].compaction == 0
-    assert len(conversation) == len(sent) + 8  # the branch keeps what came before
+    assert len(conversation) == len(sent) + 9  # the branch keeps what came before
     assert accounted_lines(r.path) == source_lines(CODEX_HARBOR)  # the line, once
 
 
-def test_a_compaction_of_its_summary_alone_is_that_summary_as_codex_sends_it(
+def test_a_compaction_of_its_summary_alone_goes_on_with_the_history_codex_rebuilds(
     tmp_path: Path,
 ) -> None:
+    """A compacted line with no ``replacement_history`` (older rollouts): Codex goes on
+    with the user's rules, the prompts before it (the latest, up to 20,000 tokens)
+    and the summary; so does a resume, after awl's marked line."""
     r = run(copy_tree(CODEX_SUMMARY_ONLY, tmp_path / "s" / CODEX_SUMMARY_ONLY.name))
-    _, (kept,) = _compaction(r.path)
+    _, kept = _compaction(r.path)
     source = source_objects(CODEX_SUMMARY_ONLY)
     (line,) = [o["payload"] for o in source if o["type"] == "compacted"]
     assert line["message"].startswith(SUMMARY_PREFIX)  # Codex wrote it prefixed: as it is
-    assert texts(kept) == [line["message"]] and kept["message"]["compaction"] == {"kept": 0}
-    assert kept["x-codex"] == {
-        "compacted": source.index(next(o for o in source if o["type"] == "compacted")) + 1
-    }
+    rules = next(
+        o["payload"]["content"][0]["text"]
+        for o in source
+        if "AGENTS.md" in str(o["payload"].get("content", ""))
+    )
+    assert [(e["message"]["role"], texts(e)) for e in kept] == [
+        ("user", [COMPACTED]),
+        ("system", [rules]),
+        ("user", ["Pourquoi `cargo test` échoue ? ⚓"]),
+        ("user", ["Et ce graphique ?"]),
+        ("user", [line["message"]]),
+    ]
+    assert kept[0]["message"]["compaction"] == {"kept": 0}
+    at = source.index(next(o for o in source if o["type"] == "compacted")) + 1
+    assert all(e["x-codex"] == {"compacted": at} for e in kept)
+    assert r.path is not None
+    with SessionManager.open(r.path, read_only=True) as m:
+        sent = request_history(m.rebuild_conversation())
+    assert [x.text() for x in sent[1:6]] == [COMPACTED, rules, *(texts(e)[0] for e in kept[2:])]
     # A summary written without the prefix is given it, as Codex sends one.
     bare = [
         {**o, "payload": {"message": "Le correctif est fait."}} if o["type"] == "compacted" else o
@@ -514,8 +547,8 @@ def test_a_compaction_of_its_summary_alone_is_that_summary_as_codex_sends_it(
     src = tmp_path / "bare" / CODEX_SUMMARY_ONLY.name
     src.parent.mkdir()
     src.write_bytes(b"".join(json.dumps(o, ensure_ascii=False).encode() + b"\n" for o in bare))
-    _, (kept,) = _compaction(run(src).path)
-    assert texts(kept) == [f"{SUMMARY_PREFIX}\nLe correctif est fait."]
+    _, kept = _compaction(run(src).path)
+    assert texts(kept[-1]) == [f"{SUMMARY_PREFIX}\nLe correctif est fait."]
 
 
 def test_a_compaction_whose_summary_only_openai_can_read_says_so(tmp_path: Path) -> None:
@@ -601,7 +634,8 @@ def test_a_rollout_an_older_awl_imported_across_its_compaction_goes_on_under_it(
     assert first["type"] == "x-codex-event_msg" or texts(first) == ["Supprime le test."]
     with SessionManager.open(r.path, read_only=True) as m:
         said = [x.text() for x in m.rebuild_conversation()]
-    assert said[1] == "Pourquoi `cargo test` échoue ? ⚓"
+    assert said[1].startswith("# AGENTS.md instructions")
+    assert said[2] == "Pourquoi `cargo test` échoue ? ⚓"
     assert said[-2:] == [
         "Non : explique plutôt le correctif.",
         "La période comptait une seconde de trop.",
@@ -920,3 +954,148 @@ def test_the_calls_a_compaction_keeps_are_sent_with_their_outputs(tmp_path: Path
         "BUILD OUTPUT 42",
     )
     assert verify_log(r.path).ok
+
+
+def _harbor_with(tmp_path: Path, change: Any) -> Any:
+    """The harbor rollout, its line objects passed through ``change``, imported."""
+    lines = change([dict(o) for o in HARBOR])
+    src = tmp_path / "s" / CODEX_HARBOR.name
+    src.parent.mkdir()
+    src.write_bytes(b"".join(json.dumps(o, ensure_ascii=False).encode() + b"\n" for o in lines))
+    return run(src)
+
+
+def test_an_output_of_several_text_parts_is_joined_by_newlines_and_each_part_kept(
+    tmp_path: Path,
+) -> None:
+    """Codex writes a tool's result without structured content (an MCP tool's) as a
+    list of text parts, and joins them by newlines for a model that takes text:
+    so does the import; the record keeps each part's length, an image's tags
+    whole, an image as its block, so that the parts can be told apart again."""
+    parts: list[dict[str, Any]] = [
+        {"type": "input_text", "text": "### Page URL\nhttps://example.com"},
+        {"type": "input_text", "text": "### Page title\nExample Domain"},
+        {"type": "input_text", "text": "<image>"},
+        {"type": "input_image", "image_url": "data:image/png;base64,AAAA"},
+        {"type": "input_text", "text": "</image>"},
+        {"type": "input_text", "text": "- heading ⚓"},
+    ]
+
+    def change(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        at = next(k for k, o in enumerate(lines) if o["payload"].get("call_id") == "call_harbor_1")
+        out = next(
+            k
+            for k, o in enumerate(lines)
+            if o["payload"].get("type") == "function_call_output" and k > at
+        )
+        lines[out] = {**lines[out], "payload": {**lines[out]["payload"], "output": parts}}
+        return lines
+
+    r = _harbor_with(tmp_path, change)
+    assert r.path is not None
+    (results,) = [
+        m
+        for m in _messages(r.path)
+        if any(b.get("toolUseId") == "call_harbor_1" for b in m["message"]["content"])
+    ]
+    result, image = results["message"]["content"]
+    assert result == {
+        "type": "toolResult",
+        "toolUseId": "call_harbor_1",
+        "content": "\n".join(
+            ["### Page URL\nhttps://example.com", "### Page title\nExample Domain", "- heading ⚓"]
+        ),
+    }
+    assert image == {**parts[3], "type": "x-codex-input_image"}
+    (rec,) = results["x-codex"]["items"]
+    assert rec["item"]["outputParts"] == [
+        {"type": "input_text", "chars": 32},
+        {"type": "input_text", "chars": 29},
+        parts[2],
+        {"type": "input_image"},
+        parts[4],
+        {"type": "input_text", "chars": 11},
+    ]
+    # The parts again, from the result's text and their lengths.
+    text, back, at = result["content"], [], 0
+    for part in rec["item"]["outputParts"]:
+        if "chars" in part:
+            back.append(text[at : at + part["chars"]])
+            at += part["chars"] + 1
+    assert back == [parts[k]["text"] for k in (0, 1, 5)]
+
+
+@pytest.mark.parametrize("kind", ["compaction", "compaction_summary", "context_compaction"])
+def test_a_remote_compactions_summary_under_each_of_its_names_is_said_unread(
+    tmp_path: Path, kind: str
+) -> None:
+    """Codex reads ``compaction_summary`` as ``compaction`` (an older name), and
+    writes ``context_compaction`` too: each is a summary only OpenAI can read."""
+
+    def change(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        (c,) = [k for k, o in enumerate(lines) if o["type"] == "compacted"]
+        history = lines[c]["payload"]["replacement_history"]
+        summary = {"type": kind, "encrypted_content": "gAAAAsealed"}
+        lines[c] = {
+            **lines[c],
+            "payload": {**lines[c]["payload"], "replacement_history": [*history, summary]},
+        }
+        return lines
+
+    r = _harbor_with(tmp_path, change)
+    _, kept = _compaction(r.path)
+    assert texts(kept[0]) == [ENCRYPTED] and kept[0]["message"]["compaction"] == {"kept": 0}
+
+
+def test_the_older_user_instructions_tag_is_the_users_rules_too(tmp_path: Path) -> None:
+    """Before the AGENTS.md heading, Codex put the user's instructions in a
+    ``<user_instructions>`` block: sent on as a system message as well."""
+    rules = "<user_instructions>\nNever run git push.\n</user_instructions>"
+
+    def change(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        at = next(k for k, o in enumerate(lines) if "# AGENTS.md" in str(o["payload"]))
+        content = [{"type": "input_text", "text": rules}]
+        lines[at] = {**lines[at], "payload": {**lines[at]["payload"], "content": content}}
+        return lines
+
+    r = _harbor_with(tmp_path, change)
+    with SessionManager.open(r.path, read_only=True) as m:
+        said = [(x.role, x.text()) for x in m.rebuild_conversation()]
+        assert m.first_prompt.startswith("Pourquoi")
+    # Before the compaction (whose history holds the AGENTS.md form), as a prompt's
+    # first request sent it.
+    assert said.index(("system", rules)) == 1 and said[2][1].startswith("Pourquoi")
+
+
+def test_a_summary_alone_keeps_the_latest_prompts_up_to_codexs_budget(tmp_path: Path) -> None:
+    """Codex keeps, of the prompts before a compaction, the latest up to 20,000
+    tokens (4 bytes a token); the one that goes past is cut to fit."""
+    big = ["A" * 50_000, "B" * 50_000, "C" * 20_000]
+
+    def change(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        (c,) = [k for k, o in enumerate(lines) if o["type"] == "compacted"]
+        lines[c] = {**lines[c], "payload": {"message": "Résumé."}}
+        stamp = lines[c]["timestamp"]
+        prompts = [
+            {
+                "timestamp": stamp,
+                "type": "response_item",
+                "payload": {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": t}],
+                },
+            }
+            for t in big
+        ]
+        return [*lines[:c], *prompts, *lines[c:]]
+
+    r = _harbor_with(tmp_path, change)
+    _, kept = _compaction(r.path)
+    said = [texts(e)[0] for e in kept if e["message"]["role"] == "user"]
+    assert said[0] == COMPACTED and said[-1] == f"{SUMMARY_PREFIX}\nRésumé."
+    assert said[1:-1] == [
+        "A" * 10_000,
+        "B" * 50_000,
+        "C" * 20_000,
+    ]

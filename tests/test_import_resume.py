@@ -178,8 +178,15 @@ def test_a_codex_rollout_resumes_through_openai(tmp_path: Path, server: FakeServ
         for x in CODEX_HARBOR.read_text().splitlines()
         if "call_harbor_1" in x and "arguments" in x
     )
+    rules = next(
+        json.loads(x)["payload"]["content"][0]["text"]
+        for x in CODEX_HARBOR.read_text().splitlines()
+        if "# AGENTS.md instructions" in x
+    )
     assert items == [
         _system("/home/ana/harbor"),
+        # The user's AGENTS.md text, sent where Codex sent it, as the system's words.
+        ("system", "text", rules),
         ("user", "text", "Pourquoi `cargo test` échoue ? ⚓"),
         ("assistant", "text", "Je lance les tests."),
         ("assistant", "tool_use", "call_harbor_1", "exec_command", json.loads(call)),
@@ -229,6 +236,7 @@ def test_a_codex_rollout_resumes_through_openai(tmp_path: Path, server: FakeServ
     assert items == [
         _system("/home/ana/harbor"),
         ("user", "text", "The earlier conversation was compacted by Codex."),
+        ("system", "text", rules),  # in the history Codex kept, as it was before
         ("user", "text", "Pourquoi `cargo test` échoue ? ⚓"),
         ("user", "text", "Et ce graphique ?"),
         ("user", "text", summary),

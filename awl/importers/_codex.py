@@ -5,7 +5,8 @@ chain of entries, a rollback (``thread_rolled_back``) a branch back to
 before the turns it drops.  The items of one model response (reasoning,
 text, tool calls) are one assistant message, stamped with the model of the
 turn's ``turn_context`` and the session's provider; tool outputs are one
-user message.  Injected context (developer messages, AGENTS.md text,
+user message.  The user's AGENTS.md text is a system message (Codex sends
+it with every request); other injected context (developer messages,
 ``<environment_context>`` and the other blocks in the tags of Codex's
 contextual fragments; a block in another tag was typed) and other items are
 opaque tree nodes; a compaction is a node too, followed by the messages of
@@ -19,6 +20,7 @@ taken once, their other members kept on the message they repeat.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from ..conversation import UNKNOWN, Usage
@@ -40,6 +42,8 @@ from ._build import (
 CALLS = frozenset(("function_call", "custom_tool_call", "local_shell_call"))
 OUTPUTS = frozenset(("function_call_output", "custom_tool_call_output", "tool_search_output"))
 REPLY_OTHER = frozenset(("web_search_call", "image_generation_call", "tool_search_call"))
+# A remote compaction's summary in the history kept (the names Codex has given it).
+SUMMARY_ITEMS = frozenset(("compaction", "compaction_summary", "context_compaction"))
 HISTORY_OTHER = frozenset(
     ("ghost_snapshot", "compaction", "compaction_summary", "context_compaction", "other")
 )
@@ -152,6 +156,8 @@ INJECTED_TAGS = frozenset(
         "app-context",
     )
 )
+# The tag older Codex put the user's AGENTS.md text in (now the prefix above).
+INSTRUCTION_TAGS = frozenset(("user_instructions",))
 # What Codex puts before a summary it made (codex-rs/core/templates/compact/
 # summary_prefix.md): a compaction written without its new history is sent so.
 SUMMARY_PREFIX = (
@@ -164,6 +170,9 @@ SUMMARY_PREFIX = (
 # Its opening words, to know a summary Codex prefixed already (the wording varies in spacing).
 _PREFIXED = "Another language model started to solve this problem"
 COMPACTED = "The earlier conversation was compacted by Codex."
+# What of the prompts before it a compaction keeps: Codex's 20,000 tokens, at the
+# 4 bytes a token it counts.
+KEPT_PROMPT_BYTES = 80_000
 ENCRYPTED = (
     "The earlier conversation was compacted by Codex; its summary is encrypted, readable"
     " only by OpenAI, and is not part of this request."
@@ -176,6 +185,7 @@ ENCRYPTED = (
 SENT_TAGS = frozenset(
     ("user_shell_command", "skill", "turn_aborted", "subagent_notification", "hook_prompt")
 )
+TEXT_PARTS = ("input_text", "output_text", "text")
 _IMAGE_TAG = re.compile(r"</?image\b[^>]*>")
 _CWD = re.compile(r"<cwd>([^<]+)</cwd>")
 
@@ -258,13 +268,32 @@ def _output(p: dict[str, Any]) -> list[DiskContentBlock]:
         return [opaque_block("x-codex-tool_search_output", p)]
     if isinstance(out, str):
         return [DiskToolResult(str(call), out)]
-    blocks: list[DiskContentBlock] = [
-        DiskToolResult(str(call), _text(out, ("input_text", "output_text", "text")))
-    ]
+    text, _ = _output_parts(out)
+    blocks: list[DiskContentBlock] = [DiskToolResult(str(call), text)]
     for x in out if isinstance(out, list) else []:
-        if isinstance(x, dict) and x.get("type") not in ("input_text", "output_text", "text"):
+        if isinstance(x, dict) and x.get("type") not in TEXT_PARTS:
             blocks.append(opaque_block(f"x-codex-{type_name(x.get('type'))}", x))
     return blocks
+
+
+def _output_parts(out: Any) -> tuple[str, list[Any]]:
+    """A list output's text: its text parts joined by newlines, as Codex joins them
+    for a model that takes text only; and each part as its record keeps it: a
+    text part's length in place of its text, a part that is a block (an image)
+    by its type, anything else (the tags Codex puts around an image) whole."""
+    texts: list[str] = []
+    parts: list[Any] = []
+    for x in out if isinstance(out, list) else []:
+        kind = x.get("type") if isinstance(x, dict) else None
+        text = x.get("text") if kind in TEXT_PARTS else None
+        if isinstance(text, str) and not _IMAGE_TAG.fullmatch(text.strip()):
+            texts.append(text)
+            parts.append({**without(x, "text"), "chars": len(text)})
+        elif isinstance(x, dict) and kind not in TEXT_PARTS:
+            parts.append({"type": kind})
+        else:
+            parts.append(x)
+    return "\n".join(texts), parts
 
 
 def _results(blocks: list[DiskContentBlock]) -> bool:
@@ -274,6 +303,13 @@ def _results(blocks: list[DiskContentBlock]) -> bool:
 
 def _injected(text: str) -> bool:
     return text.lstrip().startswith(INJECTED_PREFIXES) or tagged(text, INJECTED_TAGS.__contains__)
+
+
+def _instructions(text: str) -> bool:
+    """The user's instructions for the project (AGENTS.md), as Codex injects them."""
+    return text.lstrip().startswith(INJECTED_PREFIXES) or tagged(
+        text, INSTRUCTION_TAGS.__contains__
+    )
 
 
 def _sent_fragment(text: str) -> bool:
@@ -293,6 +329,8 @@ class CodexConverter(Converter):
         self.tip: str | None = None  # the chain's last entry
         self.parents: dict[str, str | None] = {}
         self.turns: list[str] = []  # the prompts on the chain, for rollbacks
+        self.said: dict[str, str] = {}  # their texts, by key
+        self.rules: list[DiskContentBlock] | None = None  # the last AGENTS.md text
         self.reply: Planned | None = None
         self.last_reply: Planned | None = None
         self.results: Planned | None = None
@@ -351,7 +389,7 @@ class CodexConverter(Converter):
                 Planned(key, self.tip, ts, role="user", content=[DiskText(payload["content"])])
             )
             self._record(entry, obj, line, without(payload, "content"))
-            self.turns.append(key)
+            self._turn(entry)
         else:
             if kind == "turn_context" and isinstance(payload, dict):
                 model = payload.get("model")
@@ -399,6 +437,12 @@ class CodexConverter(Converter):
             self.parents[entry.key] = entry.parent
             self.tip = entry.key
         return entry
+
+    def _turn(self, entry: Planned) -> None:
+        """``entry`` starts a turn: a rollback counts it, a compaction keeps its text."""
+        assert entry.key is not None
+        self.turns.append(entry.key)
+        self.said[entry.key] = _prompt_text(entry)
 
     def _node(self, kind: str, obj: dict[str, Any], line: int, ts: str) -> None:
         key = self.b.unique(f"L{line}", line)
@@ -462,7 +506,7 @@ class CodexConverter(Converter):
         for k, item in enumerate(history if isinstance(history, list) else []):
             if not isinstance(item, dict):
                 continue
-            if item.get("type") == "compaction":
+            if item.get("type") in SUMMARY_ITEMS:
                 encrypted = True  # a remote compaction's summary: only OpenAI reads it
                 continue
             kind = item.get("type")
@@ -490,19 +534,28 @@ class CodexConverter(Converter):
             if role not in ("user", "assistant"):
                 continue  # developer messages
             if role == "user" and _injected(_text(item.get("content"))):
+                if _instructions(_text(item.get("content"))):
+                    said.append(("system", _parts(item.get("content"))[0], k))
                 continue
             blocks, _ = _parts(item.get("content"))
             if blocks:
                 # A message per item, as Codex sends them (one message's texts would
                 # run together on the wire).
                 said.append((role, blocks, k))
-        if not said:
-            message = p.get("message")
-            if isinstance(message, str) and message.strip():
-                text = message if message.startswith(_PREFIXED) else f"{SUMMARY_PREFIX}\n{message}"
-            else:
-                text = ENCRYPTED  # a remote compaction: only OpenAI can read what it kept
+        message = p.get("message")
+        if not said and isinstance(message, str) and message.strip():
+            # A summary without the history Codex goes on with (older rollouts): that
+            # history as Codex rebuilds it, the user's rules, the latest prompts,
+            # then the summary.
+            if self.rules:
+                said.append(("system", list(self.rules), None))
+            for text in _latest(self.said[k] for k in self.turns if k in self.said):
+                said.append(("user", [DiskText(text)], None))
+            text = message if message.startswith(_PREFIXED) else f"{SUMMARY_PREFIX}\n{message}"
             said.append(("user", [DiskText(text)], None))
+        if not said:
+            # A remote compaction: only OpenAI can read what it kept.
+            said.append(("user", [DiskText(ENCRYPTED)], None))
         else:
             # The history kept opens with awl's line saying what it is (and that a
             # summary went unread, when one did): the marked message a request
@@ -549,10 +602,15 @@ class CodexConverter(Converter):
                 self._unmatched()
                 self.held = None
                 entry = self._user_item(p, obj, line, ts)
-                assert entry.key is not None
-                self.turns.append(entry.key)
+                self._turn(entry)
                 self.prompt = entry
                 self._match_pending(entry)
+                return
+            if role == "user" and _instructions(text):
+                # The user's own rules for the project (AGENTS.md), which Codex sends
+                # with every request: sent on, as a system message, no prompt.
+                self._close()
+                self.rules = self._user_item(p, obj, line, ts, role="system").content
                 return
             if role == "user" and _sent_fragment(text):
                 # Sent, but no turn of the human's: not a prompt a rollback counts.
@@ -611,9 +669,7 @@ class CodexConverter(Converter):
             elif not isinstance(out, str):
                 left["output"] = out if not isinstance(out, list) else None
                 if isinstance(out, list):
-                    left["outputParts"] = [
-                        without(x, "text") if isinstance(x, dict) else x for x in out
-                    ]
+                    left["outputParts"] = _output_parts(out)[1]
             self._record(results, obj, line, left)
             return
         if kind == "agent_message":
@@ -621,21 +677,22 @@ class CodexConverter(Converter):
             # model read, so a user message; its sender and recipient in the record.
             # It starts a turn, as a prompt does, which a rollback counts.
             self._close()
-            entry = self._user_item(p, obj, line, ts)
-            assert entry.key is not None
-            self.turns.append(entry.key)
+            self._turn(self._user_item(p, obj, line, ts))
             return
         self._close()
         if kind not in HISTORY_OTHER:
             b.unrecognised_type(f"x-codex-response_item ({type_name(kind)})")
         self._node("x-codex-response_item", obj or p, line, ts)
 
-    def _user_item(self, p: dict[str, Any], obj: dict[str, Any], line: int, ts: str) -> Planned:
-        """A user message of an item's content, the item's other members in its record;
-        stamped, when its answer comes, with the model of the request it went to."""
+    def _user_item(
+        self, p: dict[str, Any], obj: dict[str, Any], line: int, ts: str, role: str = "user"
+    ) -> Planned:
+        """A user (or ``role``) message of an item's content, the item's other members
+        in its record; a user message is stamped, when its answer comes, with the
+        model of the request it went to."""
         blocks, parts = _parts(p.get("content"))
         key = self.b.unique(f"L{line}", line)
-        entry = self._link(Planned(key, self.tip, ts, role="user", content=blocks))
+        entry = self._link(Planned(key, self.tip, ts, role=role, content=blocks))
         left = without(p, "content")
         if parts is not None:
             left["parts"] = parts
@@ -745,6 +802,24 @@ def _each(parts: Any) -> list[str]:
     )
 
 
+def _latest(prompts: Iterable[str]) -> list[str]:
+    """The prompts a compaction keeps, as Codex picks them: the latest, up to
+    :data:`KEPT_PROMPT_BYTES` in all, the one that goes past it cut to fit;
+    not a summary an earlier compaction made."""
+    kept: list[str] = []
+    left = KEPT_PROMPT_BYTES
+    for text in reversed([t for t in prompts if t and not t.startswith(_PREFIXED)]):
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > left:
+            cut = text.encode("utf-8", "surrogatepass")[:left].decode("utf-8", "ignore")
+            if cut:
+                kept.append(cut)
+            break
+        kept.append(text)
+        left -= size
+    return kept[::-1]
+
+
 def _prompt_text(entry: Planned) -> str:
     """A prompt's text as its ``user_message`` event repeats it (no image tags)."""
     return "".join(
@@ -770,7 +845,7 @@ def _parts(content: Any) -> tuple[list[DiskContentBlock], list[Any] | None]:
     extras: list[Any] = []
     for x in content if isinstance(content, list) else []:
         kind = x.get("type") if isinstance(x, dict) else None
-        if kind in ("input_text", "output_text", "text") and isinstance(x.get("text"), str):
+        if kind in TEXT_PARTS and isinstance(x.get("text"), str):
             out.append(DiskText(x["text"]))
             rest = without(x, "text", "type")
             rest = (
