@@ -434,6 +434,20 @@ def test_http_errors_become_error_responses(
     assert len(server.requests) == 1  # no silent SDK retries
 
 
+def test_a_model_served_only_through_the_responses_api_is_said_so_with_what_to_do(
+    server: FakeServer, provider: OpenAIProvider
+) -> None:
+    """Codex's models (``gpt-5.3-codex``...) are served only through OpenAI's
+    Responses API: resuming an imported Codex session asks for one, and OpenAI's
+    refusal alone does not say that awl cannot, nor what to do."""
+    said = "This model is only supported in v1/responses and not in v1/chat/completions."
+    server.queue(oa.error_reply(404, said, "invalid_request_error", "model_not_found"))
+    r = provider.complete("gpt-5.3-codex", user("x"), [], Sink())
+    assert r.stop_reason == "error" and r.error is not None
+    assert r.error.startswith(f"openai: not found (404): {said} (awl speaks Chat Completions")
+    assert "--model or /model" in r.error and "\n" not in r.error
+
+
 def test_error_chunk_mid_stream_keeps_partial_text(
     server: FakeServer, provider: OpenAIProvider
 ) -> None:

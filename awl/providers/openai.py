@@ -89,6 +89,12 @@ _TEXT = "text"
 _THINKING = "thinking"
 
 
+RESPONSES_ONLY = " (awl speaks Chat Completions: choose another model, with --model or /model)"
+"""Added to OpenAI's refusal of a model it serves through its Responses API only
+(Codex's ``*-codex`` models, the ``-pro`` ones): an imported Codex session names
+one, and OpenAI's words do not say what to do."""
+
+
 class OpenAIProvider(HostedProvider):
     """Chat Completions with ``stream=True`` and usage in the last chunk."""
 
@@ -164,6 +170,8 @@ class OpenAIProvider(HostedProvider):
             body = exc.body if isinstance(exc.body, dict) else {}
             message = body.get("message") if isinstance(body.get("message"), str) else None
             detail = message or (exc.body if isinstance(exc.body, str) else None) or exc.message
+            if "v1/responses" in detail:
+                detail += RESPONSES_ONLY
             failed = run.failed(describe_api_error(self.name, exc.status_code, exc.type, detail))
             if is_transient(exc.status_code, exc.response.headers) and not run.blocks.shown:
                 failed.transient = True
