@@ -39,7 +39,7 @@ from awl.importers import (
     plan_import,
     read_records,
 )
-from awl.store import Env, MessageEntry, use_env, verify_log
+from awl.store import Env, MessageEntry, most_recent, use_env, verify_log
 from awl.ui import format_bytes
 from tests.import_fixtures import (
     CLAUDE,
@@ -2421,3 +2421,63 @@ def test_text_a_log_cannot_keep_in_the_line_a_session_is_known_by_is_repaired(
         assert m.cwd == c.cwd  # filed under its own directory, not refused for want of one
     assert _flat(r.path) == _flat(clean.path)
     assert run(src).status == "unchanged"
+
+
+@pytest.mark.parametrize(
+    ("source", "kind"),
+    [
+        ("review", "review"),
+        (
+            {"thread_spawn": {"parent_thread_id": "019cf0a1-7b2c-7d3e-8f40-00000000a7ee"}},
+            "thread_spawn",
+        ),
+        ({"other": "guardian"}, "other"),
+    ],
+)
+def test_a_codex_subagents_rollout_is_listed_as_one_and_not_what_a_resume_picks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: Any, kind: str
+) -> None:
+    """Codex writes the sessions it runs for another (a review, a spawned agent) as
+    rollouts of their own, beside the human's; its resume offers only the
+    human's. Imported, one is listed with its kind, and `awl --resume` with no
+    id goes on with the human's session, the subagent's later activity
+    notwithstanding; by its id, it resumes."""
+    from awl.store import _listing
+
+    root = tmp_path / "sessions"
+    monkeypatch.setenv("AWL_SESSION_DIR", str(root))
+    main_log = Path(str(run(CODEX_HARBOR, session_dir=root).path))
+    lines = [json.loads(x) for x in CODEX_HARBOR.read_bytes().splitlines()]
+    meta = lines[0]["payload"]
+    lines[0] = {
+        **lines[0],
+        "payload": {
+            **meta,
+            "id": "019cf0a1-7b2c-7d3e-8f40-00000000b0b0",
+            "source": {"subagent": source},
+        },
+    }
+    # Later than every line of the human's session.
+    later = [{**o, "timestamp": o["timestamp"].replace("2026-03-15", "2026-03-16")} for o in lines]
+    src = (
+        tmp_path / "sub" / "rollout-2026-03-16T09-00-00-019cf0a1-7b2c-7d3e-8f40-00000000b0b0.jsonl"
+    )
+    src.parent.mkdir()
+    src.write_bytes(b"".join(json.dumps(o, ensure_ascii=False).encode() + b"\n" for o in later))
+    sub = run(src, session_dir=root)
+    assert sub.status == "imported" and sub.path is not None
+    sub_log = Path(sub.path)
+    record = log_lines(sub_log)[1]
+    assert list(record)[:5] == ["type", "timestamp", "importer", "format", "subagent"]
+    assert record["subagent"] == kind
+    assert "subagent" not in log_lines(main_log)[1]
+    # The listing reads it (the full path here; the quick one reads the same bytes).
+    assert _listing._full_info(sub_log, None, sub_log.stat()) is not None
+    assert _listing._full_info(sub_log, None, sub_log.stat()).subagent == kind  # type: ignore[union-attr]
+    listed = json.loads(cli("sessions", "--all", "--json").output)
+    assert {Path(i["path"]): i["subagent"] for i in listed} == {main_log: None, sub_log: kind}
+    shown = cli("sessions", "--all").output
+    assert f"(from codex, subagent: {kind})" in shown and "(from codex)" in shown
+    cwd = meta["cwd"]
+    assert most_recent(cwd, session_dir=root) == main_log
+    assert SessionManager.find(sub.session or "", cwd, session_dir=root) == sub_log

@@ -84,7 +84,8 @@ def format_info(
     info: SessionInfo, short: str, long_format: bool, indent: str = "", *, copies: int = 1
 ) -> str:
     """One listing line in the seed's format: ``019dc5ba  2026-04-25 17:40  14 messages``,
-    and ``  (from claude)`` after it for a session ``awl import`` made.  A
+    and ``  (from claude)`` after it for a session ``awl import`` made
+    (``  (from codex, subagent: review)`` for one its tool ran for another).  A
     session whose id ``copies`` files carry (a copy made beside its log) names
     its file: an id cannot tell them apart.
 
@@ -104,7 +105,9 @@ def _info_line(info: SessionInfo, short: str, long_format: bool, indent: str, co
     noun = "message" if info.message_count == 1 else "messages"
     text = f"{indent}{short}  {when}  {info.message_count} {noun}"
     if info.imported_from:
-        text += f"  (from {info.imported_from})"  # the word `awl import --from` takes
+        # The word `awl import --from` takes; a subagent's kind as its tool names it.
+        of = f", subagent: {info.subagent}" if info.subagent else ""
+        text += f"  (from {info.imported_from}{of})"
     if copies > 1:
         text += f"  (one of {copies} files of this session: {info.path.name})"
     if long_format:

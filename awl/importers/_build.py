@@ -327,6 +327,9 @@ class SourceInfo:
     # The model the session was set to, for a header when no request names one.
     provider: str | None = None
     model: str | None = None
+    # A session the tool ran for another (a Codex review or spawned agent): its
+    # kind, which the import record names; "" for one the human ran.
+    subagent: str = ""
 
 
 class Converter:

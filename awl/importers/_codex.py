@@ -220,7 +220,27 @@ def info(objs: list[tuple[int, dict[str, Any]]]) -> SourceInfo | str:
     if not isinstance(cwd, str):
         cwd = ""  # recorded nowhere (early rollouts): the import is told where, or refuses
     provider = meta.get("model_provider")
-    return SourceInfo(sid, start, cwd, provider if isinstance(provider, str) else "openai", model)
+    return SourceInfo(
+        sid,
+        start,
+        cwd,
+        provider if isinstance(provider, str) else "openai",
+        model,
+        _subagent(meta.get("source")),
+    )
+
+
+def _subagent(source: Any) -> str:
+    """The kind of agent a rollout's ``source`` says Codex ran it as, for another
+    session (``{"subagent": "review"}``, ``{"subagent": {"thread_spawn": {...}}}``);
+    "" for a session of the human's (``"cli"``, ``"vscode"``, ``"exec"``...)."""
+    sub = source.get("subagent") if isinstance(source, dict) else None
+    if isinstance(sub, str) and sub:
+        return sub
+    if isinstance(sub, dict) and sub:
+        kind = next(iter(sub))
+        return kind if isinstance(kind, str) and kind else "subagent"
+    return "subagent" if sub is not None else ""
 
 
 def _text(parts: Any, kinds: tuple[str, ...] = ("input_text",)) -> str:

@@ -1022,6 +1022,11 @@ class _Import:
         record: dict[str, Any] = {
             "importer": 1,
             "format": conv.format,  # right after "importer": the listing reads it there
+        }
+        if self.info.subagent:
+            # Right after "format", for the listing: no session a resume picks.
+            record["subagent"] = self.info.subagent
+        record |= {
             # Named again by the batch's last line: without it, the batch was cut short.
             "batch": os.urandom(4).hex(),
             "source": path_text(os.path.abspath(self.spec.path)),

@@ -180,7 +180,9 @@ def most_recent(
     is to go by; the readable one's is not used, since reindexing or a
     checkpoint changes it.)
     """
-    infos = list_sessions(cwd, session_dir=session_dir)
+    # Not a session an imported tool ran for another (a Codex review): as that
+    # tool's own resume does not offer one.
+    infos = [i for i in list_sessions(cwd, session_dir=session_dir) if not i.subagent]
     readable = [i for i in infos if i.error is None]
     best = max(readable, key=lambda i: (i.last_activity, i.created, i.path.name), default=None)
     unreadable = [

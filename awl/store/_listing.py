@@ -68,6 +68,9 @@ class SessionInfo:
     size: int = 0
     error: str | None = None
     imported_from: str = ""  # the source's format ("pi", "claude", "codex") of an import
+    # An imported session its tool ran for another (a Codex review): its kind. Not
+    # one that a resume without an id picks.
+    subagent: str = ""
 
     def as_json(self) -> dict[str, Any]:
         """The line as a JSON object (``awl sessions --json``)."""
@@ -83,6 +86,7 @@ class SessionInfo:
             "size": self.size,
             "error": self.error,
             "from": self.imported_from or None,  # as `awl import --from` names it
+            "subagent": self.subagent or None,
         }
 
 
@@ -170,29 +174,33 @@ class _Reads:
 # these keys first (docs/format.md, "Imported sessions").
 _IMPORT_RECORD = re.compile(
     rb'\{"type":"x-import","timestamp":"[^"\\]*","importer":[0-9]+,"format":"([a-z]{1,16})"'
+    rb'(?:,"subagent":"([^"\\]{1,64})")?'
 )
 
 
-def _imported_from(head: bytes, body: int) -> str:
-    """The source format named by the import record that opens a log ("" if none)."""
+def _imported_from(head: bytes, body: int) -> tuple[str, str]:
+    """The source format named by the import record that opens a log, and the kind
+    of subagent the source session was ("", "" if none)."""
     m = _IMPORT_RECORD.match(head, body)
-    return m.group(1).decode() if m else ""
+    if m is None:
+        return "", ""
+    return m.group(1).decode(), (m.group(2) or b"").decode("utf-8", "replace")
 
 
-def _imported_from_log(path: Path) -> str:
-    """:func:`_imported_from` of the log at ``path`` ("" when it cannot be read)."""
+def _imported_from_log(path: Path) -> tuple[str, str]:
+    """:func:`_imported_from` of the log at ``path`` ("", "" when it cannot be read)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
-        return ""
+        return "", ""
     try:
         head = os.pread(fd, _HEAD_READ, 0)
     except OSError:
-        return ""
+        return "", ""
     finally:
         os.close(fd)
     nl = head.find(b"\n")
-    return _imported_from(head, nl + 1) if nl >= 0 else ""
+    return _imported_from(head, nl + 1) if nl >= 0 else ("", "")
 
 
 def _load(line: bytes) -> dict[str, Any]:
@@ -273,6 +281,7 @@ def _quick_info_fd(fd: int, path: Path, cwd: str | None) -> SessionInfo:
             count, prompt, activity = _replay_small_native(native, data, body, header)
         else:
             count, prompt, activity = _replay_small(data, body, header)
+    fmt, subagent = _imported_from(head, body)
     return SessionInfo(
         path=path,
         id=header.id,
@@ -283,7 +292,8 @@ def _quick_info_fd(fd: int, path: Path, cwd: str | None) -> SessionInfo:
         first_prompt=prompt,
         last_activity=activity,
         size=size,
-        imported_from=_imported_from(head, body),
+        imported_from=fmt,
+        subagent=subagent,
     )
 
 
@@ -440,6 +450,7 @@ def _full_info(path: Path, cwd: str | None, st: os.stat_result) -> SessionInfo |
         return SessionInfo(path, sid, where, created, modified, 0, size=st.st_size, error=str(exc))
     if cwd is not None and header.cwd != cwd:
         return None
+    fmt, subagent = _imported_from_log(path)
     return SessionInfo(
         path=path,
         id=header.id,
@@ -450,7 +461,8 @@ def _full_info(path: Path, cwd: str | None, st: os.stat_result) -> SessionInfo |
         first_prompt=state.first_prompt,
         last_activity=state.last_activity,
         size=size,
-        imported_from=_imported_from_log(path),
+        imported_from=fmt,
+        subagent=subagent,
     )
 
 
