@@ -174,7 +174,8 @@ class Opaque:
     def media(self) -> Media | None:
         """The file the block carries, in one of the shapes of ``docs/format.md``
         (pi's ``mimeType`` and ``data``, the Messages API's ``source``, a data
-        URL's ``image_url``), or None for a block that carries none."""
+        URL's ``image_url`` or ``audio_url``), or None for a block that carries
+        none."""
         raw = self.raw
         media: Any = None
         data: Any = None
@@ -184,9 +185,11 @@ class Opaque:
             found, media = True, source.get("media_type")
             if source.get("type") == "base64":
                 data = source.get("data")
-        elif "mimeType" in raw or "data" in raw:
+        elif "mimeType" in raw or ("data" in raw and self.type.endswith("image")):
+            # pi's shape; a bare ``data`` is no file (Claude's redacted thinking).
             found, media, data = True, raw.get("mimeType"), raw.get("data")
-        url = raw.get("image_url")
+        # Codex's audio (a tool's output, a prompt) comes as a data URL too.
+        url = raw.get("image_url", raw.get("audio_url"))
         if isinstance(url, dict):
             url = url.get("url")
         if isinstance(url, str) and url:

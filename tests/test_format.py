@@ -623,6 +623,16 @@ def test_the_fast_path_and_the_parser_accept_the_same_entries(obj: dict[str, Any
             "[image, 1 B]",
             "[an image was here (1 byte); it is not part of this request]",
         ),
+        (  # encrypted, and no file: its ``data`` is not sent as one
+            {"type": "x-claude-redacted_thinking", "data": "EmwKAhgBEgy"},
+            "[redacted thinking (Claude Code)]",
+            None,
+        ),
+        (  # Codex's audio, a data URL as its images are
+            {"type": "x-codex-input_audio", "audio_url": "data:audio/wav;base64,UklGRiQA"},
+            "[input audio (Codex): audio/wav, 6 B]",
+            "[a file was here (audio/wav, 6 bytes); it is not part of this request]",
+        ),
         (
             {"type": "x-codex-reasoning", "encrypted_content": "zz"},
             "[encrypted reasoning (Codex)]",
@@ -641,6 +651,8 @@ def test_the_fast_path_and_the_parser_accept_the_same_entries(obj: dict[str, Any
         "pdf",
         "text",
         "bad-media",
+        "redacted",
+        "audio",
         "reasoning",
         "server-tool",
         "unknown",

@@ -10,10 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from awl import Message, SessionManager, Text, request_history
 from awl.agent import open_tool_uses
+from awl.cli import main
 from awl.importers import import_origin, import_sessions, plan_import, session_id_for
+from awl.providers.anthropic import to_message_params as anthropic_messages
 from awl.store import reindex_file, verify_log
 from awl.store._listing import _quick_info
 from tests.import_fixtures import (
@@ -483,17 +486,30 @@ NOTIFICATION = (
 )
 
 
-def test_a_background_tasks_notification_is_injected_not_a_prompt(tmp_path: Path) -> None:
+def test_a_background_tasks_notification_is_a_message_the_model_reads(tmp_path: Path) -> None:
+    """A background task's end (and another agent's message) comes as a user line:
+    Claude Code sends it, and the model answers what it says; so does a resume.
+    The session's first prompt is still the human's."""
+
     def build(c: Claude) -> None:
         c.prompt("Lance les tests en tâche de fond.")
         c.reply([{"type": "text", "text": "Lancés."}], stop="end_turn")
         c.prompt(NOTIFICATION)
         c.reply([{"type": "text", "text": "Les tests passent."}], stop="end_turn")
+        c.prompt('<teammate-message teammate_id="auditor">token reused</teammate-message>')
 
     path, _ = _session(tmp_path, build)
     (r,) = _import(path)
-    assert _prompts(r.path) == ["Lance les tests en tâche de fond."]
-    assert _injected(r.path) == [NOTIFICATION]
+    assert _prompts(r.path) == [
+        "Lance les tests en tâche de fond.",
+        NOTIFICATION,
+        '<teammate-message teammate_id="auditor">token reused</teammate-message>',
+    ]
+    assert _injected(r.path) == []
+    with SessionManager.open(r.path, read_only=True) as m:
+        assert m.first_prompt == "Lance les tests en tâche de fond."
+        sent = [x.text() for x in request_history(m.rebuild_conversation())]
+    assert NOTIFICATION in sent
     _lossless(path, r)
 
 
@@ -522,14 +538,20 @@ def test_a_slash_command_expanded_for_the_model_is_the_prompt_a_local_one_is_not
 ) -> None:
     path, _ = _session(tmp_path, _commands)
     (r,) = _import(path)
-    # The command line the human typed is the prompt; its expansion for the model,
-    # and a local command with its output, are injected.
-    assert _prompts(r.path) == [COMMAND]
-    assert _injected(r.path) == [LOCAL, LOCAL_OUT, EXPANSION]
+    # The command line the human typed is the prompt, and its expansion for the
+    # model a message after it, sent as Claude Code sends it (the model reads the
+    # instructions there); a local command with its output is injected.
+    assert _prompts(r.path) == [COMMAND, EXPANSION]
+    assert _injected(r.path) == [LOCAL, LOCAL_OUT]
     with SessionManager.open(r.path, read_only=True) as m:
-        roles = [x.role for x in m.rebuild_conversation()]
+        said = [(x.role, x.text()) for x in request_history(m.rebuild_conversation())]
         assert m.first_prompt.startswith("<command-message>beads:create")
-    assert roles == ["system", "user", "assistant"]
+    assert [(role, text[:12]) for role, text in said] == [
+        ("system", said[0][1][:12]),
+        ("user", COMMAND[:12]),
+        ("user", EXPANSION[:12]),
+        ("assistant", said[3][1][:12]),
+    ]
     prompt = next(e for e in _messages(r.path) if e["message"]["role"] == "user")
     assert (prompt["provider"], prompt["model"]) == ("anthropic", "claude-opus-4-6")
     assert prompt["x-claude"]["contentString"] is True
@@ -906,7 +928,8 @@ def test_a_prompt_queued_while_a_turn_ran_is_a_prompt_where_the_model_got_it(
 ) -> None:
     """Typed while Claude Code worked, a prompt is handed to the model in an
     ``attachment`` line (never a user line): a user message there, after the tool
-    results it came with; a task's notification handed over so stays injected."""
+    results it came with; so is a task's notification handed over so, which the
+    model reads as it reads the human's."""
     note = "<task-notification>\n<task-id>b0be39e</task-id>\n</task-notification>"
 
     def build(c: Claude) -> None:
@@ -937,12 +960,91 @@ def test_a_prompt_queued_while_a_turn_ran_is_a_prompt_where_the_model_got_it(
         ("assistant", ""),
         ("user", ""),  # the results
         ("user", "et le lint ?"),
+        ("user", note),
         ("user", "et la doc ?"),
         ("assistant", "Tests et lint passent."),
     ]
     queued = [m for m in _messages(r.path) if m.get("x-claude", {}).get("queued")]
-    assert [texts(m) for m in queued] == [["et le lint ?"], ["et la doc ?"]]
+    assert [texts(m) for m in queued] == [["et le lint ?"], [note], ["et la doc ?"]]
     assert queued[0]["x-claude"]["lines"][0]["attachment"]["origin"] == {"kind": "human"}
-    kept = [e for e in entries(r.path) if e["type"] == "x-claude-attachment"]
-    assert [e["data"]["attachment"]["commandMode"] for e in kept] == ["task-notification"]
+    assert not [e for e in entries(r.path) if e["type"] == "x-claude-attachment"]
+    _lossless(path, r)
+
+
+def test_claude_codes_own_error_in_place_of_a_reply_is_shown_not_sent(tmp_path: Path) -> None:
+    """Where a request failed, Claude Code writes a reply of its own (model
+    ``<synthetic>``, ``isApiErrorMessage``: "API Error: 529 ..."), which it never
+    sends the model: a resume does not send it as the model's words either (the
+    prompts on both sides of it go as one turn), and ``awl show`` shows it."""
+    error = "API Error: 529 Overloaded. Try again later."
+
+    def build(c: Claude) -> None:
+        c.prompt("Refactor the parser.")
+        message = {
+            "id": "msg_synthetic",
+            "model": "<synthetic>",
+            "role": "assistant",
+            "type": "message",
+            "content": [{"type": "text", "text": error}],
+            "stop_reason": "stop_sequence",
+            "usage": {"input_tokens": 0, "output_tokens": 0},
+        }
+        c.chain("assistant", message=message, isApiErrorMessage=True)
+        c.prompt("try again")
+        c.reply([{"type": "text", "text": "Parser refactored."}], stop="end_turn")
+
+    path, _ = _session(tmp_path, build)
+    (r,) = _import(path)
+    with SessionManager.open(r.path, read_only=True) as m:
+        sent = request_history(m.rebuild_conversation())
+    params: list[dict[str, Any]] = json.loads(json.dumps(anthropic_messages(sent)))
+    assert [(p["role"], [b.get("text") for b in p["content"]]) for p in params] == [
+        ("user", ["Refactor the parser.", "try again"]),
+        ("assistant", ["Parser refactored."]),
+    ]
+    failed = next(m for m in _messages(r.path) if m["message"]["role"] == "assistant")
+    assert failed["message"]["stopReason"] == "error"
+    assert failed["message"]["model"] == "<synthetic>"
+    assert failed["message"]["content"] == [{"type": "x-claude-error_text", "text": error}]
+    shown = CliRunner().invoke(main, ["show", str(r.path)])
+    assert f"[error in place of a reply (Claude Code)] {error}" in shown.output
+    _lossless(path, r)
+
+
+def test_a_skill_body_an_interruption_and_a_peers_message_are_sent(tmp_path: Path) -> None:
+    """Claude Code sends the model a skill's body (an ``isMeta`` line after the call
+    that loaded it), its note that the human interrupted a turn, and a message
+    another session queued for it: so does a resume.  Lines of kinds Claude Code
+    2.1.152 added (``mode``, ``bridge-session``) are kept, and known."""
+    skill = (
+        "Base directory for this skill: /home/ana/.claude/skills/pdf\n\nAlways render with typst."
+    )
+    peer = (
+        '<cross-session-message from="sess-7f">Stop: the billing schema is shared.'
+        "</cross-session-message>"
+    )
+
+    def build(c: Claude) -> None:
+        c.other({"type": "mode", "mode": "normal", "sessionId": c.sid})
+        c.prompt("Write the report as a PDF.")
+        (ask,) = c.reply(
+            [{"type": "tool_use", "id": "toolu_s1", "name": "Skill", "input": {"skill": "pdf"}}],
+            stop="tool_use",
+        )
+        c.result("toolu_s1", ask, "Launching skill: pdf")
+        c.prompt(skill, isMeta=True)
+        c.reply([{"type": "text", "text": "Rendering with typst."}], stop="end_turn")
+        c.prompt("[Request interrupted by user]")
+        c.chain("attachment", attachment=_queued(peer, origin={"kind": "peer", "from": "sess-7f"}))
+        c.other({"type": "bridge-session", "sessionId": c.sid, "bridge": "b1"})
+        c.reply([{"type": "text", "text": "Stopped."}], stop="end_turn")
+
+    path, _ = _session(tmp_path, build)
+    (r,) = _import(path)
+    assert r.unrecognised == {}
+    with SessionManager.open(r.path, read_only=True) as m:
+        said = [x.text() for x in request_history(m.rebuild_conversation())]
+        assert m.first_prompt == "Write the report as a PDF."
+    assert skill in said and "[Request interrupted by user]" in said and peer in said
+    assert said.index(skill) < said.index("Rendering with typst.") < said.index(peer)
     _lossless(path, r)

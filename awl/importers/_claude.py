@@ -8,13 +8,15 @@ Claude Code sends: the summary and what follows).  A reply Claude Code wrote
 as one line per content block (one ``message.id``, usage repeated and
 growing) is one assistant message; tool-result lines answering it are one
 user message, as awl's own rounds are.  Injected user lines (``isMeta``,
-local command echoes and outputs, ``<system-reminder>`` context, task
-notifications, interruption notes) and the other chain lines (``system``,
-``progress``, ``attachment``) are opaque tree nodes, but what the human typed
-is a prompt even when tagged: a slash command that expands to a prompt for
-the model, bash mode's commands with their output, a block in a tag that is
-not Claude Code's, a prompt typed in an IDE after the blocks naming its open
-file, and one queued while a turn ran (an ``attachment``); metadata lines
+local command echoes and outputs, ``<system-reminder>`` context) and the
+other chain lines (``system``, ``progress``, ``attachment``) are opaque tree
+nodes, but what the human typed is a prompt even when tagged: a slash
+command that expands to a prompt for the model, bash mode's commands with
+their output, a block in a tag that is not Claude Code's, a prompt typed in
+an IDE after the blocks naming its open file, and one queued while a turn
+ran (an ``attachment``); and what Claude Code sends the model though the
+human did not type it is a user message too: a command's expansion, a
+skill's body, an interruption note, another agent's message; metadata lines
 (titles, snapshots, queue operations) are opaque entries outside the tree;
 a subagent's lines, in the session's file (Claude Code 1.x) or in files of
 their own, are ``x-claude-subagent`` entries outside the tree.
@@ -46,6 +48,7 @@ from ._record import subagent_file
 
 PROVIDER = "anthropic"  # Claude Code speaks the Messages API; a gateway is not recorded
 SYNTHETIC = "<synthetic>"  # replies Claude Code made up itself (errors, "No response requested.")
+ERROR_TEXT = "x-claude-error_text"  # the text of a reply Claude Code made up for an error
 CHAIN = frozenset(("user", "assistant", "system", "progress", "attachment"))
 OTHER_TYPES = frozenset(
     (
@@ -62,15 +65,16 @@ OTHER_TYPES = frozenset(
         "agent-setting",
         "worktree-state",
         "turn_end",
+        "mode",
+        "bridge-session",
     )
 )
-INJECTED_PREFIXES = (
-    "[Request interrupted by user",
-    "Caveat: The messages below were generated",
-    "Base directory for this skill:",
-    # A background task's end, with a sentence after the tagged block.
-    "<task-notification>",
-)
+INJECTED_PREFIXES = ("Caveat: The messages below were generated",)
+# What Claude Code puts in a user line and sends the model, though the human did
+# not type it: a skill's body (``isMeta``), a note that the human interrupted a
+# turn.  Another agent's message (``<teammate-message>``, a background task's
+# ``<task-notification>``) is no tag of these: it is a message as a prompt is.
+SENT_PREFIXES = ("Base directory for this skill:", "[Request interrupted by user")
 # Bash mode (``!cmd``): a command the human ran and its output, which Claude Code
 # puts in the model's context; tagged, but typed, not injected.
 TYPED_TAGS = ("<bash-input>", "<bash-stdout>", "<bash-stderr>")
@@ -80,11 +84,9 @@ TYPED_TAGS = ("<bash-input>", "<bash-stdout>", "<bash-stderr>")
 INJECTED_TAGS = frozenset(
     (
         "system-reminder",
-        "task-notification",
         "new-diagnostics",
         "user-memory-input",
         "bash-notification",
-        "teammate-message",
     )
 )
 INJECTED_TAG_FAMILIES = ("command-", "local-command-", "ide_", "ide-")
@@ -94,6 +96,9 @@ def _claude_tag(name: str) -> bool:
     return name in INJECTED_TAGS or name.startswith(INJECTED_TAG_FAMILIES) or name.endswith("-hook")
 
 
+# Whose queued commands Claude Code hands the model: the human's, another session's
+# (``peer``), a background task's.
+QUEUED_FROM = frozenset(("human", "peer", "task-notification"))
 COMMAND_TAG = "<command-name>"
 STOP_REASONS = {
     "end_turn": "stop",
@@ -324,6 +329,13 @@ class ClaudeConverter(Converter):
         m: dict[str, Any] = obj["message"]
         mid = m.get("id")
         blocks, extras = _blocks(m.get("content"))
+        if obj.get("isApiErrorMessage") is True:
+            # Claude Code's words where a reply failed ("API Error: 529 ..."), which it
+            # never sends the model: kept as blocks no request carries.
+            blocks = [
+                opaque_block(ERROR_TEXT, {"text": x.text}) if isinstance(x, DiskText) else x
+                for x in blocks
+            ]
         rec = without(obj, "message")
         rest = without(m, "content")
         out = _output(m.get("usage"))
@@ -456,6 +468,16 @@ class ClaudeConverter(Converter):
                 entry.content, entry.fields = _prompt(source, number)
                 if entry.model is None:
                     b.pending_users.append(entry)
+            if expands or (
+                obj.get("isMeta") is True and _first_text(content).startswith(SENT_PREFIXES)
+            ):
+                # What the command expands to, a skill's body: sent as Claude Code
+                # sends them, after the command line or the call that loaded it.
+                self._close()
+                blocks, fields = _prompt(obj, line)
+                b.add(Planned(uuid, parent, ts, role="user", content=blocks, fields=fields))
+                self.alias[uuid] = uuid
+                return
             entry = opaque(b, "x-claude-user", obj, line, ts, key=uuid, parent=parent)
             if COMMAND_TAG in _first_text(content) and obj.get("isMeta") is not True:
                 self.command = (entry, obj, line)
@@ -520,9 +542,9 @@ def _stop(obj: dict[str, Any], message: dict[str, Any], blocks: list[DiskContent
 
 
 def _queued_prompt(obj: dict[str, Any]) -> str | list[Any] | None:
-    """The prompt of an ``attachment`` line that hands the model a command the human
-    queued while a turn ran (``queued_command``, typed: ``origin.kind`` human, or
-    no origin and ``commandMode`` prompt), else None (a task's notification...)."""
+    """The prompt of an ``attachment`` line that hands the model a command queued
+    while a turn ran (``queued_command``: ``origin.kind`` one of
+    :data:`QUEUED_FROM`, or no origin and ``commandMode`` prompt), else None."""
     att = obj.get("attachment")
     if not isinstance(att, dict) or att.get("type") != "queued_command":
         return None
@@ -531,7 +553,8 @@ def _queued_prompt(obj: dict[str, Any]) -> str | list[Any] | None:
         return None
     origin = att.get("origin")
     if isinstance(origin, dict):
-        typed = origin.get("kind") == "human"
+        # Another session's message, a task's end: handed to the model as the human's.
+        typed = origin.get("kind") in QUEUED_FROM
     else:
         typed = origin is None and att.get("commandMode", "prompt") == "prompt"
     if not typed or (isinstance(prompt, str) and _injected_text(prompt)):

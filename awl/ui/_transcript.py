@@ -174,6 +174,9 @@ def _opaque_label(block: Opaque) -> str:
     type and size (``[image/png image, 1.2 MB]``), another file as its kind,
     media type and size (``[document (Claude Code): application/pdf, 90 B]``),
     anything else as its kind."""
+    said = block.raw.get("text")
+    if block.type in _SAID and isinstance(said, str):
+        return f"[{_kind_words(block.type)}] {said}"
     media, size, image = block.media() or (None, None, False)
     amount = None if size is None else format_bytes(size)
     if image:
@@ -187,11 +190,14 @@ def _opaque_label(block: Opaque) -> str:
 # the tool it came from (``[encrypted reasoning (Codex)]``, not ``[x-codex-reasoning]``).
 _TOOLS = {"pi": "pi", "claude": "Claude Code", "codex": "Codex"}
 _KINDS = {
+    "x-claude-error_text": "error in place of a reply",
     "x-codex-reasoning": "encrypted reasoning",
     "x-claude-text": "injected text",
     "x-pi-thinking": "redacted thinking",
 }
 _IMPORTED = re.compile(r"x-(pi|claude|codex)-([a-z][a-z_]*)")
+# Kinds whose text a transcript shows, though no request carries it.
+_SAID = frozenset(("x-claude-error_text",))
 
 
 def _kind_words(kind: str) -> str:
