@@ -772,17 +772,68 @@ def test_a_compactions_summary_is_a_user_message_a_request_starts_at(tmp_path: P
     _lossless(path, r)
 
 
-def test_messages_a_compaction_preserved_are_said_not_to_be_carried_over(tmp_path: Path) -> None:
-    # A partial compaction keeps a segment of the conversation after its summary:
-    # awl does not carry it past the compaction, and says so.
-    segment = {"headUuid": str(uuid.uuid4()), "tailUuid": str(uuid.uuid4())}
-    path, _ = _session(tmp_path, _compacted(None, before=True, preservedSegment=segment))
+def test_messages_a_compaction_preserved_are_sent_after_its_summary(tmp_path: Path) -> None:
+    """A partial compaction keeps a segment of the conversation past its summary
+    (``preservedSegment``: its first and last message), which Claude Code relinks
+    after the summary when it loads the session: a request sends the summary, that
+    segment, then what follows."""
+
+    def build(c: Claude) -> None:
+        c.prompt("Set up the billing skeleton.")
+        c.reply([{"type": "text", "text": "Skeleton made."}], stop="end_turn")
+        head = c.prompt("Switch to Decimal.")
+        (ask,) = c.reply(
+            [{"type": "tool_use", "id": "toolu_p1", "name": "Edit", "input": {"f": "m.py"}}],
+            stop="tool_use",
+        )
+        c.result("toolu_p1", ask, "m.py updated")
+        (tail,) = c.reply([{"type": "text", "text": "TODO: ROUND_HALF_EVEN."}], stop="end_turn")
+        segment = {"headUuid": head, "anchorUuid": "summary", "tailUuid": tail}
+        c.chain(
+            "system",
+            None,
+            subtype="compact_boundary",
+            content="Conversation compacted",
+            logicalParentUuid=tail,
+            compactMetadata={"trigger": "auto", "preTokens": 167000, "preservedSegment": segment},
+        )
+        c.prompt("Summary: a billing skeleton.", isCompactSummary=True)
+        c.prompt("Go on.")
+
+    path, _ = _session(tmp_path, build)
     (r,) = _import(path)
-    assert r.notes == [
-        "line 3: the messages this compaction preserved are not sent after it on resume "
-        "(only its summary and what follows)"
+    assert r.notes == []
+    summary = next(m for m in _messages(r.path) if texts(m) == ["Summary: a billing skeleton."])
+    assert summary["message"]["compaction"] == {"kept": 4}
+    with SessionManager.open(r.path, read_only=True) as m:
+        sent = [(x.role, x.text()) for x in request_history(m.rebuild_conversation())]
+    assert sent[1:] == [
+        ("user", "Summary: a billing skeleton."),
+        ("user", "Switch to Decimal."),
+        ("assistant", ""),  # the call
+        ("user", ""),  # its result
+        ("assistant", "TODO: ROUND_HALF_EVEN."),
+        ("user", "Go on."),
     ]
     _lossless(path, r)
+
+
+def test_messages_a_compaction_preserved_off_its_branch_are_said_not_to_be_carried_over(
+    tmp_path: Path,
+) -> None:
+    # A segment whose messages are not on the summary's branch (gone from the file,
+    # or an older shape naming none): not carried past the compaction, and said so.
+    segment = {"headUuid": str(uuid.uuid4()), "tailUuid": str(uuid.uuid4())}
+    for name, meta in (("gone", {"preservedSegment": segment}), ("list", {"preservedMessages": 3})):
+        path, _ = _session(tmp_path / name, _compacted(None, before=True, **meta), name)
+        (r,) = _import(path)
+        assert r.notes == [
+            "line 3: the messages this compaction preserved are not sent after it on resume "
+            "(only its summary and what follows): they are not on its branch"
+        ]
+        summary = next(m for m in _messages(r.path) if m["message"].get("compaction"))
+        assert summary["message"]["compaction"] == {"kept": 0}
+        _lossless(path, r)
 
 
 def test_a_compaction_whose_logical_parent_is_not_in_the_file_goes_on_from_the_entry_before(

@@ -75,6 +75,7 @@ class Builder:
         # Each tree entry's parent key as planned: where to hang an entry whose parent
         # an earlier import (of an older awl) did not write.
         self.parents: dict[str, str | None] = {}
+        self.messages: set[str] = set()  # the keys of those that are messages
         self.pending_users: list[Planned] = []
         self.last_key: str | None = None  # the last tree entry planned, in file order
         self.last: Planned | None = None  # the last entry planned
@@ -100,6 +101,8 @@ class Builder:
             self.known.add(entry.key)
             self.parents[entry.key] = entry.parent
             self.last_key = entry.key
+            if entry.role is not None:
+                self.messages.add(entry.key)
         if self.live:
             self.batch.append(entry)
         if entry.role == "user" and entry.model is None:

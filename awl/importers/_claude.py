@@ -3,8 +3,9 @@
 Lines of the conversation chain (``uuid``/``parentUuid``) become tree
 entries; a compaction boundary hangs under the line it logically follows, so
 the chain goes on across it, and the summary after it is a user message
-marked as a compaction keeping nothing before it (a resume sends what
-Claude Code sends: the summary and what follows).  A reply Claude Code wrote
+marked as a compaction keeping nothing before it but the messages it
+preserved (a resume sends what Claude Code sends: the summary, those, and
+what follows).  A reply Claude Code wrote
 as one line per content block (one ``message.id``, usage repeated and
 growing) is one assistant message; tool-result lines answering it are one
 user message, as awl's own rounds are.  Injected user lines (``isMeta``,
@@ -183,6 +184,9 @@ class ClaudeConverter(Converter):
         self.command: tuple[Planned, dict[str, Any], int] | None = None
         self.command_cut = False  # whether a batch or an import ended after it
         self.unparented = False  # whether a line without a parentUuid was noted
+        # The last compaction boundary that preserved messages past its summary: its
+        # line, and the first and last of them (None when it does not name them).
+        self.preserved: tuple[int, tuple[str, str] | None] | None = None
 
     # ── dispatch ──
 
@@ -218,11 +222,10 @@ class ClaudeConverter(Converter):
             # A compaction boundary: the chain goes on across it.
             p = logical
             lost = logical not in self.alias
-        if b.live and _preserves(obj):
-            b.notes.append(
-                f"line {line}: the messages this compaction preserved are not sent after it "
-                "on resume (only its summary and what follows)"
-            )
+        if _preserves(obj):
+            # Carried past the summary, where Claude Code relinks them on load, when
+            # the summary comes (else said not to be).
+            self.preserved = (line, _segment(obj))
         # A logical parent not seen (gone, or yet to come) is the entry before, so
         # that what came before the compaction stays on the conversation; unless
         # the file starts at the boundary (a session continued in a new file).
@@ -255,6 +258,35 @@ class ClaudeConverter(Converter):
             opaque(b, f"x-claude-{kind}", obj, line, ts, key=uuid, parent=parent)
             self.alias[uuid] = uuid
         self.last = self.alias[uuid]
+
+    def _kept(self, parent: str | None) -> int:
+        """How many messages before a compaction's summary (under ``parent``) a
+        request keeps: those the compaction preserved, which Claude Code relinks
+        after the summary on load (``preservedSegment``: from its head to its
+        tail, on the branch the summary is on); 0 for any other compaction."""
+        preserved, self.preserved = self.preserved, None
+        if preserved is None:
+            return 0
+        line, segment = preserved
+        if segment is not None:
+            head, tail = (self.alias.get(x, x) for x in segment)
+            b, key, n, seen = self.b, parent, 0, set()
+            # Up from the summary: past the boundary to the tail, then to the head.
+            while key is not None and key not in seen and key != tail:
+                seen.add(key)
+                key = b.parents.get(key)
+            while key is not None and key not in seen:
+                seen.add(key)
+                n += key in b.messages
+                if key == head:
+                    return n
+                key = b.parents.get(key)
+        if self.b.live:
+            self.b.notes.append(
+                f"line {line}: the messages this compaction preserved are not sent after it "
+                "on resume (only its summary and what follows): they are not on its branch"
+            )
+        return 0
 
     def _parent(self, p: Any, line: int) -> str | None:
         if p is None:
@@ -441,7 +473,7 @@ class ClaudeConverter(Converter):
             self._close()
             blocks, fields = _prompt(obj, line)
             entry = Planned(uuid, parent, ts, role="user", content=blocks, fields=fields)
-            entry.compaction = 0
+            entry.compaction = self._kept(parent)
             b.add(entry)
             self.alias[uuid] = uuid
             return
@@ -576,6 +608,18 @@ def _first_text(content: Any) -> str:
             if isinstance(x, dict) and x.get("type") == "text" and isinstance(x.get("text"), str):
                 return str(x["text"])
     return ""
+
+
+def _segment(obj: dict[str, Any]) -> tuple[str, str] | None:
+    """The first and last uuid of the messages a compaction boundary preserved
+    (``compactMetadata.preservedSegment``), or None when it names no such pair."""
+    meta = obj.get("compactMetadata")
+    seg = meta.get("preservedSegment") if isinstance(meta, dict) else None
+    seg = seg if isinstance(seg, dict) else obj.get("preservedSegment")
+    if not isinstance(seg, dict):
+        return None
+    head, tail = seg.get("headUuid"), seg.get("tailUuid")
+    return (head, tail) if isinstance(head, str) and isinstance(tail, str) else None
 
 
 def _preserves(obj: dict[str, Any]) -> bool:
