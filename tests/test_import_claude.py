@@ -772,6 +772,21 @@ def test_a_compactions_summary_is_a_user_message_a_request_starts_at(tmp_path: P
     _lossless(path, r)
 
 
+def _preserving(c: Claude, head: str, tail: str, after: str | None = None) -> None:
+    """A boundary that preserved ``head``..``tail``, under ``after`` (default: the
+    tail), and its summary, the anchor the segment goes after."""
+    segment = {"headUuid": head, "anchorUuid": "", "tailUuid": tail}
+    c.chain(
+        "system",
+        None,
+        subtype="compact_boundary",
+        content="Conversation compacted",
+        logicalParentUuid=after or tail,
+        compactMetadata={"trigger": "auto", "preTokens": 167000, "preservedSegment": segment},
+    )
+    segment["anchorUuid"] = c.prompt("Summary: a billing skeleton.", isCompactSummary=True)
+
+
 def test_messages_a_compaction_preserved_are_sent_after_its_summary(tmp_path: Path) -> None:
     """A partial compaction keeps a segment of the conversation past its summary
     (``preservedSegment``: its first and last message), which Claude Code relinks
@@ -788,16 +803,7 @@ def test_messages_a_compaction_preserved_are_sent_after_its_summary(tmp_path: Pa
         )
         c.result("toolu_p1", ask, "m.py updated")
         (tail,) = c.reply([{"type": "text", "text": "TODO: ROUND_HALF_EVEN."}], stop="end_turn")
-        segment = {"headUuid": head, "anchorUuid": "summary", "tailUuid": tail}
-        c.chain(
-            "system",
-            None,
-            subtype="compact_boundary",
-            content="Conversation compacted",
-            logicalParentUuid=tail,
-            compactMetadata={"trigger": "auto", "preTokens": 167000, "preservedSegment": segment},
-        )
-        c.prompt("Summary: a billing skeleton.", isCompactSummary=True)
+        _preserving(c, head, tail)
         c.prompt("Go on.")
 
     path, _ = _session(tmp_path, build)
@@ -815,6 +821,48 @@ def test_messages_a_compaction_preserved_are_sent_after_its_summary(tmp_path: Pa
         ("assistant", "TODO: ROUND_HALF_EVEN."),
         ("user", "Go on."),
     ]
+    _lossless(path, r)
+
+
+@pytest.mark.parametrize("case", ["gap", "anchor", "stale"])
+def test_a_preserved_segment_a_request_cannot_keep_in_place_is_said_not_carried(
+    tmp_path: Path, case: str
+) -> None:
+    """What a request keeps is the messages right before the summary: a segment
+    with messages between its tail and the boundary (which the summary covers),
+    one anchored at another line, or one a boundary named before a later
+    compaction that preserved nothing, is not carried (and, but the last, said so)."""
+
+    def build(c: Claude) -> None:
+        head = c.prompt("P1.")
+        (tail,) = c.reply([{"type": "text", "text": "R1."}], stop="end_turn")
+        c.prompt("P2.")
+        (last,) = c.reply([{"type": "text", "text": "R2."}], stop="end_turn")
+        if case == "gap":
+            _preserving(c, head, tail, after=last)
+        elif case == "anchor":
+            _preserving(c, head, tail)
+            boundary = next(x for x in c.lines if x.get("subtype") == "compact_boundary")
+            boundary["compactMetadata"]["preservedSegment"]["anchorUuid"] = head
+        else:
+            _preserving(c, head, tail)
+            c.lines.pop()  # the summary never written (a crash)
+            c.chain("system", None, subtype="compact_boundary", logicalParentUuid=tail)
+            c.prompt("Summary two.", isCompactSummary=True)
+        c.prompt("Go on.")
+
+    path, _ = _session(tmp_path, build)
+    (r,) = _import(path)
+    summary = next(m for m in _messages(r.path) if m["message"].get("compaction"))
+    assert summary["message"]["compaction"] == {"kept": 0}
+    if case != "stale":
+        (note,) = r.notes
+        assert note.endswith(
+            "are not sent after it on resume (only its summary and what "
+            "follows): they are not on its branch"
+        )
+    else:
+        assert r.notes == []
     _lossless(path, r)
 
 
@@ -1070,6 +1118,10 @@ def test_a_skill_body_an_interruption_and_a_peers_message_are_sent(tmp_path: Pat
     skill = (
         "Base directory for this skill: /home/ana/.claude/skills/pdf\n\nAlways render with typst."
     )
+    mate = (
+        '<teammate-message teammate_id="auditor">session.refresh() reuses the token'
+        "</teammate-message>"
+    )
     peer = (
         '<cross-session-message from="sess-7f">Stop: the billing schema is shared.'
         "</cross-session-message>"
@@ -1087,6 +1139,8 @@ def test_a_skill_body_an_interruption_and_a_peers_message_are_sent(tmp_path: Pat
         c.reply([{"type": "text", "text": "Rendering with typst."}], stop="end_turn")
         c.prompt("[Request interrupted by user]")
         c.chain("attachment", attachment=_queued(peer, origin={"kind": "peer", "from": "sess-7f"}))
+        c.prompt(mate, isMeta=True)
+        c.chain("attachment", attachment=_queued(NOTIFICATION, commandMode="task-notification"))
         c.other({"type": "bridge-session", "sessionId": c.sid, "bridge": "b1"})
         c.reply([{"type": "text", "text": "Stopped."}], stop="end_turn")
 
@@ -1098,4 +1152,6 @@ def test_a_skill_body_an_interruption_and_a_peers_message_are_sent(tmp_path: Pat
         assert m.first_prompt == "Write the report as a PDF."
     assert skill in said and "[Request interrupted by user]" in said and peer in said
     assert said.index(skill) < said.index("Rendering with typst.") < said.index(peer)
+    # Another agent's message in an isMeta line; a task's end queued with no origin.
+    assert said.index(peer) < said.index(mate) < said.index(NOTIFICATION)
     _lossless(path, r)

@@ -978,6 +978,7 @@ def test_an_output_of_several_text_parts_is_joined_by_newlines_and_each_part_kep
         {"type": "input_text", "text": "<image>"},
         {"type": "input_image", "image_url": "data:image/png;base64,AAAA"},
         {"type": "input_text", "text": "</image>"},
+        {"type": "input_text", "text": " \n"},  # blank: left out, as Codex leaves it
         {"type": "input_text", "text": "- heading ⚓"},
     ]
 
@@ -1002,18 +1003,17 @@ def test_an_output_of_several_text_parts_is_joined_by_newlines_and_each_part_kep
     assert result == {
         "type": "toolResult",
         "toolUseId": "call_harbor_1",
-        "content": "\n".join(
-            ["### Page URL\nhttps://example.com", "### Page title\nExample Domain", "- heading ⚓"]
-        ),
+        "content": "\n".join(p["text"] for p in parts if p.get("text", "").strip()),
     }
     assert image == {**parts[3], "type": "x-codex-input_image"}
     (rec,) = results["x-codex"]["items"]
     assert rec["item"]["outputParts"] == [
         {"type": "input_text", "chars": 32},
         {"type": "input_text", "chars": 29},
-        parts[2],
+        {"type": "input_text", "chars": 7},
         {"type": "input_image"},
-        parts[4],
+        {"type": "input_text", "chars": 8},
+        parts[5],
         {"type": "input_text", "chars": 11},
     ]
     # The parts again, from the result's text and their lengths.
@@ -1022,7 +1022,7 @@ def test_an_output_of_several_text_parts_is_joined_by_newlines_and_each_part_kep
         if "chars" in part:
             back.append(text[at : at + part["chars"]])
             at += part["chars"] + 1
-    assert back == [parts[k]["text"] for k in (0, 1, 5)]
+    assert back == [parts[k]["text"] for k in (0, 1, 2, 4, 6)]
 
 
 @pytest.mark.parametrize("kind", ["compaction", "compaction_summary", "context_compaction"])
@@ -1069,7 +1069,7 @@ def test_the_older_user_instructions_tag_is_the_users_rules_too(tmp_path: Path) 
 
 def test_a_summary_alone_keeps_the_latest_prompts_up_to_codexs_budget(tmp_path: Path) -> None:
     """Codex keeps, of the prompts before a compaction, the latest up to 20,000
-    tokens (4 bytes a token); the one that goes past is cut to fit."""
+    tokens (4 bytes a token); the one that goes past is cut to fit, in its middle."""
     big = ["A" * 50_000, "B" * 50_000, "C" * 20_000]
 
     def change(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -1095,7 +1095,31 @@ def test_a_summary_alone_keeps_the_latest_prompts_up_to_codexs_budget(tmp_path: 
     said = [texts(e)[0] for e in kept if e["message"]["role"] == "user"]
     assert said[0] == COMPACTED and said[-1] == f"{SUMMARY_PREFIX}\nRésumé."
     assert said[1:-1] == [
-        "A" * 10_000,
+        "A" * 5_000 + "\n[… 10000 tokens cut …]\n" + "A" * 5_000,
         "B" * 50_000,
         "C" * 20_000,
     ]
+
+
+def test_a_summary_whose_kept_history_is_context_alone_is_still_sent(tmp_path: Path) -> None:
+    """A compacted line whose ``replacement_history`` holds only context (the user's
+    rules, the environment) and whose ``message`` is the summary: the rules as
+    kept, then the prompts and the summary, as for a summary alone."""
+
+    def change(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        (c,) = [k for k, o in enumerate(lines) if o["type"] == "compacted"]
+        history = lines[c]["payload"]["replacement_history"]
+        context = [x for x in history if "AGENTS.md" in str(x) or "environment" in str(x)]
+        assert context
+        lines[c] = {
+            **lines[c],
+            "payload": {"message": "Résumé.", "replacement_history": context},
+        }
+        return lines
+
+    r = _harbor_with(tmp_path, change)
+    _, kept = _compaction(r.path)
+    assert [e["message"]["role"] for e in kept].count("system") == 1
+    said = [texts(e)[0] for e in kept if e["message"]["role"] == "user"]
+    assert said[0] == COMPACTED and said[-1] == f"{SUMMARY_PREFIX}\nRésumé."
+    assert "Pourquoi `cargo test` échoue ? ⚓" in said

@@ -2431,7 +2431,8 @@ def test_text_a_log_cannot_keep_in_the_line_a_session_is_known_by_is_repaired(
             {"thread_spawn": {"parent_thread_id": "019cf0a1-7b2c-7d3e-8f40-00000000a7ee"}},
             "thread_spawn",
         ),
-        ({"other": "guardian"}, "other"),
+        ({"other": "guardian"}, "guardian"),
+        ({"other": 'x"\u202e' + "é" * 40}, "subagent"),  # no word: named as one
     ],
 )
 def test_a_codex_subagents_rollout_is_listed_as_one_and_not_what_a_resume_picks(
@@ -2481,3 +2482,6 @@ def test_a_codex_subagents_rollout_is_listed_as_one_and_not_what_a_resume_picks(
     cwd = meta["cwd"]
     assert most_recent(cwd, session_dir=root) == main_log
     assert SessionManager.find(sub.session or "", cwd, session_dir=root) == sub_log
+    # With no session of the human's there, the subagent's is the one to go on with.
+    main_log.unlink()
+    assert most_recent(cwd, session_dir=root) == sub_log

@@ -75,7 +75,14 @@ INJECTED_PREFIXES = ("Caveat: The messages below were generated",)
 # not type it: a skill's body (``isMeta``), a note that the human interrupted a
 # turn.  Another agent's message (``<teammate-message>``, a background task's
 # ``<task-notification>``) is no tag of these: it is a message as a prompt is.
-SENT_PREFIXES = ("Base directory for this skill:", "[Request interrupted by user")
+SENT_PREFIXES = (
+    "Base directory for this skill:",
+    "[Request interrupted by user",
+    # (Another agent's message, in an ``isMeta`` line.)
+    "<teammate-message",
+    "<task-notification>",
+    "<cross-session-message",
+)
 # Bash mode (``!cmd``): a command the human ran and its output, which Claude Code
 # puts in the model's context; tagged, but typed, not injected.
 TYPED_TAGS = ("<bash-input>", "<bash-stdout>", "<bash-stderr>")
@@ -100,6 +107,7 @@ def _claude_tag(name: str) -> bool:
 # Whose queued commands Claude Code hands the model: the human's, another session's
 # (``peer``), a background task's.
 QUEUED_FROM = frozenset(("human", "peer", "task-notification"))
+QUEUED_MODES = frozenset(("prompt", "task-notification"))  # the same, with no origin (older)
 COMMAND_TAG = "<command-name>"
 STOP_REASONS = {
     "end_turn": "stop",
@@ -186,7 +194,7 @@ class ClaudeConverter(Converter):
         self.unparented = False  # whether a line without a parentUuid was noted
         # The last compaction boundary that preserved messages past its summary: its
         # line, and the first and last of them (None when it does not name them).
-        self.preserved: tuple[int, tuple[str, str] | None] | None = None
+        self.preserved: tuple[int, str, tuple[str, str, str | None] | None] | None = None
 
     # ── dispatch ──
 
@@ -222,10 +230,11 @@ class ClaudeConverter(Converter):
             # A compaction boundary: the chain goes on across it.
             p = logical
             lost = logical not in self.alias
-        if _preserves(obj):
-            # Carried past the summary, where Claude Code relinks them on load, when
-            # the summary comes (else said not to be).
-            self.preserved = (line, _segment(obj))
+        if obj.get("subtype") == "compact_boundary" or _preserves(obj):
+            # What it preserved is carried past the summary, where Claude Code relinks
+            # it on load, when the summary comes (else said not to be); a boundary
+            # that preserved nothing ends what an earlier one said.
+            self.preserved = (line, uuid, _segment(obj)) if _preserves(obj) else None
         # A logical parent not seen (gone, or yet to come) is the entry before, so
         # that what came before the compaction stays on the conversation; unless
         # the file starts at the boundary (a session continued in a new file).
@@ -259,20 +268,25 @@ class ClaudeConverter(Converter):
             self.alias[uuid] = uuid
         self.last = self.alias[uuid]
 
-    def _kept(self, parent: str | None) -> int:
-        """How many messages before a compaction's summary (under ``parent``) a
-        request keeps: those the compaction preserved, which Claude Code relinks
-        after the summary on load (``preservedSegment``: from its head to its
-        tail, on the branch the summary is on); 0 for any other compaction."""
+    def _kept(self, uuid: str, parent: str | None) -> int:
+        """How many messages before a compaction's summary (``uuid``, under
+        ``parent``) a request keeps: those the compaction preserved, which Claude
+        Code relinks after the summary on load (``preservedSegment``: from its
+        head to its tail, right before the boundary on the summary's branch,
+        anchored at the summary or the boundary); 0 for any other compaction."""
         preserved, self.preserved = self.preserved, None
         if preserved is None:
             return 0
-        line, segment = preserved
-        if segment is not None:
-            head, tail = (self.alias.get(x, x) for x in segment)
+        line, boundary, segment = preserved
+        if segment is not None and segment[2] in (None, uuid, boundary):
+            head, tail = (self.alias.get(x, x) for x in segment[:2])
             b, key, n, seen = self.b, parent, 0, set()
-            # Up from the summary: past the boundary to the tail, then to the head.
+            # Up from the summary to the tail, past no message (the boundary, the
+            # lines Claude Code writes with it); then to the head, counting.
             while key is not None and key not in seen and key != tail:
+                if key in b.messages:
+                    key = None
+                    break
                 seen.add(key)
                 key = b.parents.get(key)
             while key is not None and key not in seen:
@@ -473,7 +487,7 @@ class ClaudeConverter(Converter):
             self._close()
             blocks, fields = _prompt(obj, line)
             entry = Planned(uuid, parent, ts, role="user", content=blocks, fields=fields)
-            entry.compaction = self._kept(parent)
+            entry.compaction = self._kept(uuid, parent)
             b.add(entry)
             self.alias[uuid] = uuid
             return
@@ -576,7 +590,8 @@ def _stop(obj: dict[str, Any], message: dict[str, Any], blocks: list[DiskContent
 def _queued_prompt(obj: dict[str, Any]) -> str | list[Any] | None:
     """The prompt of an ``attachment`` line that hands the model a command queued
     while a turn ran (``queued_command``: ``origin.kind`` one of
-    :data:`QUEUED_FROM`, or no origin and ``commandMode`` prompt), else None."""
+    :data:`QUEUED_FROM`, or no origin and a ``commandMode`` of :data:`QUEUED_MODES`),
+    else None."""
     att = obj.get("attachment")
     if not isinstance(att, dict) or att.get("type") != "queued_command":
         return None
@@ -588,7 +603,7 @@ def _queued_prompt(obj: dict[str, Any]) -> str | list[Any] | None:
         # Another session's message, a task's end: handed to the model as the human's.
         typed = origin.get("kind") in QUEUED_FROM
     else:
-        typed = origin is None and att.get("commandMode", "prompt") == "prompt"
+        typed = origin is None and att.get("commandMode", "prompt") in QUEUED_MODES
     if not typed or (isinstance(prompt, str) and _injected_text(prompt)):
         return None
     return prompt
@@ -610,16 +625,19 @@ def _first_text(content: Any) -> str:
     return ""
 
 
-def _segment(obj: dict[str, Any]) -> tuple[str, str] | None:
+def _segment(obj: dict[str, Any]) -> tuple[str, str, str | None] | None:
     """The first and last uuid of the messages a compaction boundary preserved
-    (``compactMetadata.preservedSegment``), or None when it names no such pair."""
+    (``compactMetadata.preservedSegment``) and the line they go after (its
+    ``anchorUuid``, None when not named), or None when it names no such pair."""
     meta = obj.get("compactMetadata")
     seg = meta.get("preservedSegment") if isinstance(meta, dict) else None
     seg = seg if isinstance(seg, dict) else obj.get("preservedSegment")
     if not isinstance(seg, dict):
         return None
-    head, tail = seg.get("headUuid"), seg.get("tailUuid")
-    return (head, tail) if isinstance(head, str) and isinstance(tail, str) else None
+    head, tail, anchor = seg.get("headUuid"), seg.get("tailUuid"), seg.get("anchorUuid")
+    if not isinstance(head, str) or not isinstance(tail, str):
+        return None
+    return head, tail, anchor if isinstance(anchor, str) else None
 
 
 def _preserves(obj: dict[str, Any]) -> bool:

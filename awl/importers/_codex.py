@@ -170,9 +170,8 @@ SUMMARY_PREFIX = (
 # Its opening words, to know a summary Codex prefixed already (the wording varies in spacing).
 _PREFIXED = "Another language model started to solve this problem"
 COMPACTED = "The earlier conversation was compacted by Codex."
-# What of the prompts before it a compaction keeps: Codex's 20,000 tokens, at the
-# 4 bytes a token it counts.
-KEPT_PROMPT_BYTES = 80_000
+# What of the prompts before it a compaction keeps: Codex's 20,000 tokens.
+KEPT_PROMPT_TOKENS = 20_000
 ENCRYPTED = (
     "The earlier conversation was compacted by Codex; its summary is encrypted, readable"
     " only by OpenAI, and is not part of this request."
@@ -188,6 +187,7 @@ SENT_TAGS = frozenset(
 TEXT_PARTS = ("input_text", "output_text", "text")
 _IMAGE_TAG = re.compile(r"</?image\b[^>]*>")
 _CWD = re.compile(r"<cwd>([^<]+)</cwd>")
+_KIND = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 
 
 def info(objs: list[tuple[int, dict[str, Any]]]) -> SourceInfo | str:
@@ -235,12 +235,15 @@ def _subagent(source: Any) -> str:
     session (``{"subagent": "review"}``, ``{"subagent": {"thread_spawn": {...}}}``);
     "" for a session of the human's (``"cli"``, ``"vscode"``, ``"exec"``...)."""
     sub = source.get("subagent") if isinstance(source, dict) else None
-    if isinstance(sub, str) and sub:
-        return sub
+    if sub is None:
+        return ""
+    kind: Any = sub
     if isinstance(sub, dict) and sub:
-        kind = next(iter(sub))
-        return kind if isinstance(kind, str) and kind else "subagent"
-    return "subagent" if sub is not None else ""
+        kind, value = next(iter(sub.items()))
+        if kind == "other":
+            kind = value  # a name of its own: {"other": "guardian"}
+    # A word, as the listing reads it in the record: not whatever a file says.
+    return kind if isinstance(kind, str) and _KIND.fullmatch(kind) else "subagent"
 
 
 def _text(parts: Any, kinds: tuple[str, ...] = ("input_text",)) -> str:
@@ -297,18 +300,19 @@ def _output(p: dict[str, Any]) -> list[DiskContentBlock]:
 
 
 def _output_parts(out: Any) -> tuple[str, list[Any]]:
-    """A list output's text: its text parts joined by newlines, as Codex joins them
-    for a model that takes text only; and each part as its record keeps it: a
-    text part's length in place of its text, a part that is a block (an image)
-    by its type, anything else (the tags Codex puts around an image) whole."""
+    """A list output's text: its text parts that are not blank joined by newlines,
+    as Codex renders such an output as text; and each part as its record keeps
+    it: a joined part's length (in code points) in place of its text, a part
+    that is a block (an image) by its type, anything else (a blank part) whole."""
     texts: list[str] = []
     parts: list[Any] = []
     for x in out if isinstance(out, list) else []:
         kind = x.get("type") if isinstance(x, dict) else None
         text = x.get("text") if kind in TEXT_PARTS else None
-        if isinstance(text, str) and not _IMAGE_TAG.fullmatch(text.strip()):
+        if isinstance(text, str) and text.strip():
             texts.append(text)
-            parts.append({**without(x, "text"), "chars": len(text)})
+            # (A part with a member of that name already is kept whole.)
+            parts.append({**without(x, "text"), "chars": len(text)} if "chars" not in x else x)
         elif isinstance(x, dict) and kind not in TEXT_PARTS:
             parts.append({"type": kind})
         else:
@@ -563,11 +567,12 @@ class CodexConverter(Converter):
                 # run together on the wire).
                 said.append((role, blocks, k))
         message = p.get("message")
-        if not said and isinstance(message, str) and message.strip():
-            # A summary without the history Codex goes on with (older rollouts): that
-            # history as Codex rebuilds it, the user's rules, the latest prompts,
-            # then the summary.
-            if self.rules:
+        spoken = any(role != "system" for role, _, _ in said)
+        if not spoken and isinstance(message, str) and message.strip():
+            # A summary without the history Codex goes on with (older rollouts), or
+            # with its context alone: that history as Codex rebuilds it, the user's
+            # rules, the latest prompts, then the summary.
+            if self.rules and not said:
                 said.append(("system", list(self.rules), None))
             for text in _latest(self.said[k] for k in self.turns if k in self.said):
                 said.append(("user", [DiskText(text)], None))
@@ -824,19 +829,23 @@ def _each(parts: Any) -> list[str]:
 
 def _latest(prompts: Iterable[str]) -> list[str]:
     """The prompts a compaction keeps, as Codex picks them: the latest, up to
-    :data:`KEPT_PROMPT_BYTES` in all, the one that goes past it cut to fit;
+    :data:`KEPT_PROMPT_TOKENS` tokens in all (4 bytes a token, rounded up, as
+    Codex counts them), the one that goes past it cut to fit in its middle;
     not a summary an earlier compaction made."""
     kept: list[str] = []
-    left = KEPT_PROMPT_BYTES
+    left = KEPT_PROMPT_TOKENS
     for text in reversed([t for t in prompts if t and not t.startswith(_PREFIXED)]):
-        size = len(text.encode("utf-8", "surrogatepass"))
-        if size > left:
-            cut = text.encode("utf-8", "surrogatepass")[:left].decode("utf-8", "ignore")
-            if cut:
-                kept.append(cut)
+        data = text.encode("utf-8", "surrogatepass")
+        tokens = (len(data) + 3) // 4
+        if tokens > left:
+            if left > 0:
+                half = left * 2  # bytes on each side of the cut
+                head = data[:half].decode("utf-8", "ignore")
+                tail = data[len(data) - half :].decode("utf-8", "ignore")
+                kept.append(f"{head}\n[… {tokens - left} tokens cut …]\n{tail}")
             break
         kept.append(text)
-        left -= size
+        left -= tokens
     return kept[::-1]
 
 

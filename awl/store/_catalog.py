@@ -180,9 +180,10 @@ def most_recent(
     is to go by; the readable one's is not used, since reindexing or a
     checkpoint changes it.)
     """
-    # Not a session an imported tool ran for another (a Codex review): as that
-    # tool's own resume does not offer one.
-    infos = [i for i in list_sessions(cwd, session_dir=session_dir) if not i.subagent]
+    # Not a session an imported tool ran for another (a Codex review), as that
+    # tool's own resume does not offer one; unless there is no other.
+    every = list_sessions(cwd, session_dir=session_dir)
+    infos = [i for i in every if not i.subagent] or every
     readable = [i for i in infos if i.error is None]
     best = max(readable, key=lambda i: (i.last_activity, i.created, i.path.name), default=None)
     unreadable = [

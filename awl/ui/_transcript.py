@@ -170,7 +170,8 @@ def _compaction_heading(kept: int) -> str:
 
 
 def _opaque_label(block: Opaque) -> str:
-    """A block awl's model has no field for, in one line: an image as its media
+    """A block awl's model has no field for, in a line (an error Claude Code wrote in
+    place of a reply: its words, which may run on): an image as its media
     type and size (``[image/png image, 1.2 MB]``), another file as its kind,
     media type and size (``[document (Claude Code): application/pdf, 90 B]``),
     anything else as its kind."""
