@@ -2485,3 +2485,39 @@ def test_a_codex_subagents_rollout_is_listed_as_one_and_not_what_a_resume_picks(
     # With no session of the human's there, the subagent's is the one to go on with.
     main_log.unlink()
     assert most_recent(cwd, session_dir=root) == sub_log
+
+
+@pytest.mark.parametrize("cut", [0.3, 0.7, 1.0])
+def test_an_import_killed_before_it_named_its_log_is_taken_on_by_the_next(
+    tmp_path: Path, cut: float
+) -> None:
+    """An import killed (``kill -9``, a crash) while it wrote a new session's log
+    leaves the log under its hidden ``.creating`` name.  The next import of that
+    source, once the file is a minute old (no creator alive could still be
+    starting), puts it in place and goes on from the batches it holds (a torn
+    last line moved aside, as any writer's open does): no hidden file is left,
+    and the session is the one a whole import makes."""
+    clean = run(CODEX_HARBOR, session_dir=tmp_path / "clean")
+    root = tmp_path / "sessions"
+    first = run(CODEX_HARBOR, session_dir=root)
+    assert first.path is not None and clean.path is not None
+    log = Path(first.path)
+    data = log.read_bytes()
+    hidden = log.with_name(f".{log.name}.4242.creating")
+    hidden.write_bytes(data[: int(len(data) * cut)])
+    log.unlink()
+    old = time.time() - 120
+    os.utime(hidden, (old, old))
+    again = run(CODEX_HARBOR, session_dir=root)
+    assert again.error is None and again.path == first.path
+    # (Its one batch cut short: taken again whole, into the same log.)
+    assert again.status == ("unchanged" if cut == 1.0 else "imported")
+    assert not hidden.exists() and log.exists()
+    assert [p.name for p in log.parent.iterdir() if ".creating" in p.name] == []
+
+    def said(path: str) -> list[tuple[str, str]]:
+        with SessionManager.open(path, read_only=True) as m:
+            return [(x.role, x.text()) for x in m.rebuild_conversation()]
+
+    assert said(first.path) == said(clean.path)
+    assert verify_log(first.path).ok

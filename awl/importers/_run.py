@@ -38,6 +38,7 @@ from ..conversation import UNKNOWN, Usage
 from ..errors import SessionBusy, SessionError, SessionWriteError
 from ..paths import (
     corrupt_path,
+    creations,
     path_text,
     project_dir,
     project_folders,
@@ -52,6 +53,7 @@ from ..store import (
     SessionManager,
     format_timestamp,
     read_header,
+    settle_creation,
 )
 from . import _claude, _codex, _pi
 from ._build import ROOT_KEY, Builder, Converter, Planned, SourceInfo, session_id_for
@@ -461,6 +463,8 @@ class _Import:
         path = project_dir(info.cwd, self.session_dir) / session_file_name(info.start, sid)
         r.session, r.path, r.source_id = sid, str(path), info.source_id
         _named(path.name)
+        if not self.dry_run:
+            _settle_leftovers(path)
         if not os.path.lexists(path):
             other = self._filed_elsewhere(path, info.cwd)
             if other is not None:
@@ -1190,6 +1194,20 @@ class _Import:
         return NewEntry(
             p.timestamp, parent, DiskMessage("system", p.content), None, None, "message", p.fields
         )
+
+
+def _settle_leftovers(path: Path) -> None:
+    """What an import of this session killed before it named its log left (its
+    hidden ``.creating`` file): settled as ``awl reindex`` settles it, so that
+    this import goes on from the batches it holds (or, when the log exists
+    since, keeps its bytes aside); one written to in the last minute, or
+    locked by a live creator, is left alone."""
+    try:
+        found = [tmp for tmp, log in creations(path.parent) if log == path]
+    except (OSError, SessionError):
+        return
+    for tmp in found:
+        settle_creation(tmp, path)
 
 
 def _unterminated(raw: bytes | None) -> bytes | None:
