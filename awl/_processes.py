@@ -11,7 +11,10 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
+
+from .errors import AwlError
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -108,6 +111,10 @@ def _chunk(
     return out
 
 
+class WorkerDied(AwlError):
+    """A worker process of :func:`run_in_processes` ended without a word."""
+
+
 def run_in_processes(
     call: Callable[[T], R],
     tasks: Iterable[T],
@@ -143,6 +150,15 @@ def run_in_processes(
             for result in future.result():
                 assert result is not None  # nothing is skipped before the stop
                 done(result)
+    except BrokenProcessPool:
+        # A worker killed (``kill -9``, the kernel out of memory): said in a line,
+        # once the others have ended the task each is on.
+        with _signals_held():
+            stopping.set()
+            pool.shutdown(wait=True, cancel_futures=True)
+        raise WorkerDied(
+            "a worker process died before its tasks were done (killed, or out of memory?)"
+        ) from None
     except BaseException:
         # Tasks already handed to a worker are skipped there; the rest cancelled.
         # A second Ctrl-C meanwhile must not cut the shutdown short: the pool's

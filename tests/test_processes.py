@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from awl._processes import run_in_processes
+from awl._processes import WorkerDied, run_in_processes
 
 
 def _mark(task: tuple[Path, int, float]) -> int:
@@ -176,3 +179,48 @@ def test_a_second_interruption_while_the_run_stops_does_not_hang_it(tmp_path: Pa
     assert run.stdout == "stopped\n", run.stderr
     assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
     assert len(os.listdir(tmp_path)) <= 4  # the first task, and those under way
+
+
+def _killed_on(task: tuple[Path, int, float]) -> int:
+    if task[1] == 3:
+        os.kill(os.getpid(), signal.SIGKILL)  # as `kill -9` of the worker would
+    return _mark(task)
+
+
+def test_a_worker_killed_stops_the_run_with_one_error(tmp_path: Path) -> None:
+    """A worker that dies without a word (``kill -9``, the kernel out of memory)
+    ends the run with :class:`WorkerDied`, not the pool's traceback."""
+    got: list[int] = []
+    tasks = [(tmp_path, n, 0.0) for n in range(8)]
+    with pytest.raises(WorkerDied, match="a worker process died before its tasks were done"):
+        run_in_processes(_killed_on, tasks, got.append, workers=2)
+
+
+def test_awl_import_says_in_one_line_that_a_worker_died(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`awl import` whose worker is killed says so in one line, with how many files
+    were done and what importing again does, and exits 1."""
+    from click.testing import CliRunner
+
+    from awl.cli import main
+    from awl.importers import _bulk
+    from tests.import_fixtures import PI_FULL
+
+    src = tmp_path / "src"
+    src.mkdir()
+    first, *rest = PI_FULL.read_text(encoding="utf-8").splitlines(keepends=True)
+    for n in range(4):
+        header = {**json.loads(first), "id": f"0000000{n}-0000-4000-8000-000000000000"}
+        (src / f"s{n}.jsonl").write_text(json.dumps(header) + "\n" + "".join(rest))
+    monkeypatch.setenv("AWL_SESSION_DIR", str(tmp_path / "sessions"))
+    monkeypatch.setattr(_bulk, "_work", _worker_killed)
+    r = CliRunner().invoke(main, ["import", "--from", "pi", "-j", "2", str(src)])
+    assert r.exit_code == 1, r.output
+    (line,) = [x for x in r.stderr.splitlines() if x.startswith("awl:")]
+    assert line.startswith("awl: import stopped: a worker process died before its tasks")
+    assert line.endswith("the same import again takes the rest") and "Traceback" not in r.output
+
+
+def _worker_killed(task: Any) -> Any:
+    os.kill(os.getpid(), signal.SIGKILL)

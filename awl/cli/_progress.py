@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from .._processes import WorkerDied
 from ..ui import format_bytes, visible
 from ._common import Stopped, stopped_by_signals
 
@@ -151,6 +152,13 @@ def stoppable_progress(
         try:
             with progress(label, files, total, quiet=quiet, unit=unit) as bar:
                 yield bar
+        except WorkerDied as exc:
+            done = bar.done_files if bar is not None else 0
+            click.echo(
+                f"awl: {label} stopped: {exc}, after at least {done} of {files} {unit}; {again}",
+                err=True,
+            )
+            raise SystemExit(1) from None
         except Stopped as exc:
             # What was reported: workers report in order, so a large log under way
             # holds back the reports of smaller ones done after it ("at least").
