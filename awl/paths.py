@@ -243,10 +243,17 @@ def creations(folder: Path) -> list[tuple[Path, Path]]:
     """
     out = []
     for n in _names(folder):
-        m = _CREATING_RE.match(n)
-        if m:
-            out.append((folder / n, folder / m.group("log")))
+        log = creating_log(n)
+        if log is not None:
+            out.append((folder / n, folder / log))
     return out
+
+
+def creating_log(name: str) -> str | None:
+    """The file name of the log a :func:`creating_path` of name ``name`` was to
+    become; None for any other name."""
+    m = _CREATING_RE.match(name)
+    return m.group("log") if m else None
 
 
 def _names(folder: Path) -> list[str]:

@@ -33,6 +33,7 @@ from tests.import_fixtures import (
     entries,
     log_lines,
     missing_leaves,
+    sent_texts,
     source_lines,
     source_objects,
     texts,
@@ -811,9 +812,7 @@ def test_messages_a_compaction_preserved_are_sent_after_its_summary(tmp_path: Pa
     assert r.notes == []
     summary = next(m for m in _messages(r.path) if texts(m) == ["Summary: a billing skeleton."])
     assert summary["message"]["compaction"] == {"kept": 4}
-    with SessionManager.open(r.path, read_only=True) as m:
-        sent = [(x.role, x.text()) for x in request_history(m.rebuild_conversation())]
-    assert sent[1:] == [
+    assert sent_texts(r.path) == [
         ("user", "Summary: a billing skeleton."),
         ("user", "Switch to Decimal."),
         ("assistant", ""),  # the call
@@ -1052,9 +1051,7 @@ def test_a_prompt_queued_while_a_turn_ran_is_a_prompt_where_the_model_got_it(
 
     path, _ = _session(tmp_path, build)
     (r,) = _import(path)
-    with SessionManager.open(r.path, read_only=True) as m:
-        said = [(x.role, x.text()) for x in request_history(m.rebuild_conversation())]
-    assert said[1:] == [
+    assert sent_texts(r.path) == [
         ("user", "Lance les tests."),
         ("assistant", ""),
         ("user", ""),  # the results

@@ -28,6 +28,7 @@ from tests.import_fixtures import (
     log_lines,
     missing_leaves,
     run,
+    sent_texts,
     source_lines,
     source_objects,
     texts,
@@ -758,14 +759,6 @@ def test_a_prompt_wholly_a_pasted_block_is_a_prompt_and_its_event_a_repeat(
     assert accounted_lines(again.path) == source_lines(src)
 
 
-def _sent_texts(path: str) -> list[tuple[str, str]]:
-    """(role, text) of each message a resume sends after awl's system prompt."""
-    from awl import request_history
-
-    with SessionManager.open(path, read_only=True) as m:
-        return [(x.role, x.text()) for x in request_history(m.rebuild_conversation())[1:]]
-
-
 def _conversation_rollout(tmp_path: Path, items: list[dict[str, Any]]) -> Path:
     t = "2026-01-10T10:00:%02d.000Z"
     meta = {"id": "019b0000-0000-7000-8000-0000000000a1", "timestamp": t % 0, "cwd": "/w"}
@@ -822,7 +815,7 @@ def test_another_agents_message_starts_a_turn_a_rollback_counts(tmp_path: Path) 
     )
     r = run(src)
     assert r.path is not None
-    assert _sent_texts(r.path) == [("user", "ask 1"), ("assistant", "answer 1")]
+    assert sent_texts(r.path) == [("user", "ask 1"), ("assistant", "answer 1")]
 
 
 def test_an_inter_agent_line_is_sent_as_the_message_codex_makes_of_it(tmp_path: Path) -> None:
@@ -843,7 +836,7 @@ def test_an_inter_agent_line_is_sent_as_the_message_codex_makes_of_it(tmp_path: 
     ]
     r = run(_conversation_rollout(tmp_path, lines))
     assert r.path is not None
-    assert _sent_texts(r.path) == [
+    assert sent_texts(r.path) == [
         ("user", "ask 1"),
         ("assistant", "answer 1"),
         ("user", "worker finished: 3 files changed"),
@@ -877,7 +870,7 @@ def test_injected_fragments_that_hold_conversation_are_sent_and_context_is_not(
     ]
     r = run(_conversation_rollout(tmp_path, lines))
     assert r.path is not None
-    assert _sent_texts(r.path) == [
+    assert sent_texts(r.path) == [
         ("user", "ask 1"),
         ("assistant", "answer 1"),
         ("user", shell),
@@ -896,8 +889,8 @@ def test_injected_fragments_that_hold_conversation_are_sent_and_context_is_not(
     (tmp_path / "b").mkdir()
     again = run(_conversation_rollout(tmp_path / "b", rolled), session_dir=tmp_path / "b-root")
     assert again.path is not None
-    assert _sent_texts(again.path)[:2] == [("user", "ask 1"), ("assistant", "answer 1")]
-    assert ("user", "ask 2") not in _sent_texts(again.path)
+    assert sent_texts(again.path)[:2] == [("user", "ask 1"), ("assistant", "answer 1")]
+    assert ("user", "ask 2") not in sent_texts(again.path)
 
 
 def test_the_calls_a_compaction_keeps_are_sent_with_their_outputs(tmp_path: Path) -> None:

@@ -2487,9 +2487,10 @@ def test_a_codex_subagents_rollout_is_listed_as_one_and_not_what_a_resume_picks(
     assert most_recent(cwd, session_dir=root) == sub_log
 
 
+@pytest.mark.parametrize("bulk", [False, True], ids=["one", "bulk"])
 @pytest.mark.parametrize("cut", [0.3, 0.7, 1.0])
 def test_an_import_killed_before_it_named_its_log_is_taken_on_by_the_next(
-    tmp_path: Path, cut: float
+    tmp_path: Path, cut: float, bulk: bool
 ) -> None:
     """An import killed (``kill -9``, a crash) while it wrote a new session's log
     leaves the log under its hidden ``.creating`` name.  The next import of that
@@ -2508,7 +2509,12 @@ def test_an_import_killed_before_it_named_its_log_is_taken_on_by_the_next(
     log.unlink()
     old = time.time() - 120
     os.utime(hidden, (old, old))
-    again = run(CODEX_HARBOR, session_dir=root)
+    if bulk:
+        # A bulk run finds it in the listing it takes as it begins.
+        plan = plan_import([CODEX_HARBOR])
+        (again,), _ = import_sessions(plan.sources, session_dir=root, system_prompt=PROMPT)
+    else:
+        again = run(CODEX_HARBOR, session_dir=root)
     assert again.error is None and again.path == first.path
     # (Its one batch cut short: taken again whole, into the same log.)
     assert again.status == ("unchanged" if cut == 1.0 else "imported")

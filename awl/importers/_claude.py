@@ -192,8 +192,9 @@ class ClaudeConverter(Converter):
         self.command: tuple[Planned, dict[str, Any], int] | None = None
         self.command_cut = False  # whether a batch or an import ended after it
         self.unparented = False  # whether a line without a parentUuid was noted
-        # The last compaction boundary that preserved messages past its summary: its
-        # line, and the first and last of them (None when it does not name them).
+        # The last compaction boundary, when it preserved messages past its summary:
+        # its line, its uuid, and the first and last of them and their anchor
+        # (None when it does not name them).
         self.preserved: tuple[int, str, tuple[str, str, str | None] | None] | None = None
 
     # ── dispatch ──
@@ -285,8 +286,8 @@ class ClaudeConverter(Converter):
             # lines Claude Code writes with it); then to the head, counting.
             while key is not None and key not in seen and key != tail:
                 if key in b.messages:
-                    key = None
-                    break
+                    key = None  # a message the summary covers: not right before it
+                    continue
                 seen.add(key)
                 key = b.parents.get(key)
             while key is not None and key not in seen:

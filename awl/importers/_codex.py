@@ -283,20 +283,21 @@ def _call(p: dict[str, Any], fallback: str) -> tuple[DiskToolUse, tuple[str, ...
     return DiskToolUse(str(call), name, text), used
 
 
-def _output(p: dict[str, Any]) -> list[DiskContentBlock]:
+def _output(p: dict[str, Any]) -> tuple[list[DiskContentBlock], list[Any] | None]:
     """An output item's blocks: its tool result (a list's text parts joined), then
-    the parts that are no text (images)."""
+    the parts that are no text (images); and, for a list, each part as the
+    record keeps it (see :func:`_output_parts`)."""
     call, out = p.get("call_id"), p.get("output")
     if p.get("type") == "tool_search_output":
-        return [opaque_block("x-codex-tool_search_output", p)]
+        return [opaque_block("x-codex-tool_search_output", p)], None
     if isinstance(out, str):
-        return [DiskToolResult(str(call), out)]
-    text, _ = _output_parts(out)
+        return [DiskToolResult(str(call), out)], None
+    text, parts = _output_parts(out)
     blocks: list[DiskContentBlock] = [DiskToolResult(str(call), text)]
     for x in out if isinstance(out, list) else []:
         if isinstance(x, dict) and x.get("type") not in TEXT_PARTS:
             blocks.append(opaque_block(f"x-codex-{type_name(x.get('type'))}", x))
-    return blocks
+    return blocks, parts if isinstance(out, list) else None
 
 
 def _output_parts(out: Any) -> tuple[str, list[Any]]:
@@ -545,7 +546,7 @@ class CodexConverter(Converter):
                     said.append(("assistant", [use], k))
                 continue
             if kind in OUTPUTS:
-                out = _output(item)
+                out, _ = _output(item)
                 if last is not None and last[0] == "user" and _results(last[1]):
                     last[1].extend(out)
                 else:
@@ -688,13 +689,14 @@ class CodexConverter(Converter):
             results = self._open_results(ts, line)
             out = p.get("output")
             left = without(p, "call_id", "output")
-            results.content.extend(_output(p))
+            blocks, parts = _output(p)
+            results.content.extend(blocks)
             if kind == "tool_search_output":
                 left = {"type": kind}
             elif not isinstance(out, str):
-                left["output"] = out if not isinstance(out, list) else None
-                if isinstance(out, list):
-                    left["outputParts"] = _output_parts(out)[1]
+                left["output"] = out if parts is None else None
+                if parts is not None:
+                    left["outputParts"] = parts
             self._record(results, obj, line, left)
             return
         if kind == "agent_message":

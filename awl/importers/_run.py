@@ -38,6 +38,7 @@ from ..conversation import UNKNOWN, Usage
 from ..errors import SessionBusy, SessionError, SessionWriteError
 from ..paths import (
     corrupt_path,
+    creating_log,
     creations,
     path_text,
     project_dir,
@@ -262,24 +263,36 @@ def _named(name: str) -> None:
         pending.wait()
 
 
-_LISTING: tuple[tuple[str, Path], dict[str, list[Path]]] | None = None
-"""(bulk run, session root), and where the logs under that root are by file name:
-listed once in each process of a run, and kept up to date with what it writes."""
+_LISTING: tuple[tuple[str, Path], dict[str, list[Path]], dict[str, list[Path]]] | None = None
+"""(bulk run, session root), where the logs under that root are by file name
+(listed once in each process of a run, and kept up to date with what it
+writes), and the hidden files of creations left there when the run began, by
+the file name of the log each was to become."""
 
 
 def _run_listing(run: str, root: Path) -> dict[str, list[Path]]:
+    return _listed(run, root)[1]
+
+
+def _listed(
+    run: str, root: Path
+) -> tuple[tuple[str, Path], dict[str, list[Path]], dict[str, list[Path]]]:
     global _LISTING
     if _LISTING is None or _LISTING[0] != (run, root):
         logs: dict[str, list[Path]] = {}
+        creating: dict[str, list[Path]] = {}
         try:
             for folder in project_folders(root):
                 with contextlib.suppress(OSError):
                     for name in os.listdir(folder):
                         logs.setdefault(name, []).append(folder / name)
+                        log = creating_log(name)
+                        if log is not None:
+                            creating.setdefault(log, []).append(folder / name)
         except SessionError:
             pass  # no root yet: nothing filed anywhere
-        _LISTING = ((run, root), logs)
-    return _LISTING[1]
+        _LISTING = ((run, root), logs, creating)
+    return _LISTING
 
 
 @dataclass(slots=True)
@@ -464,7 +477,7 @@ class _Import:
         r.session, r.path, r.source_id = sid, str(path), info.source_id
         _named(path.name)
         if not self.dry_run:
-            _settle_leftovers(path)
+            self._settle_leftovers(path)
         if not os.path.lexists(path):
             other = self._filed_elsewhere(path, info.cwd)
             if other is not None:
@@ -481,6 +494,25 @@ class _Import:
                 )
                 return
         self._import(fmt, info, path)
+
+    def _settle_leftovers(self, path: Path) -> None:
+        """What an import of this session killed before it named its log left (its
+        hidden ``.creating`` file): settled as ``awl reindex`` settles it, so that
+        this import goes on from the batches it holds (or, when the log exists
+        since, keeps its bytes aside); one written to in the last minute, or
+        locked by a live creator, is left alone.  A bulk run looks them up in
+        the listing it took when it began (a folder listed per session would
+        cost a run of many sessions in one folder their square)."""
+        try:
+            if self.run_id is not None:
+                found = _listed(self.run_id, self._root())[2].get(path.name, [])
+                found = [tmp for tmp in found if tmp.parent == path.parent]
+            else:
+                found = [tmp for tmp, log in creations(path.parent) if log == path]
+        except (OSError, SessionError):
+            return
+        for tmp in found:
+            settle_creation(tmp, path)
 
     def _root(self) -> Path:
         return Path(self.session_dir) if self.session_dir is not None else session_root()
@@ -1194,20 +1226,6 @@ class _Import:
         return NewEntry(
             p.timestamp, parent, DiskMessage("system", p.content), None, None, "message", p.fields
         )
-
-
-def _settle_leftovers(path: Path) -> None:
-    """What an import of this session killed before it named its log left (its
-    hidden ``.creating`` file): settled as ``awl reindex`` settles it, so that
-    this import goes on from the batches it holds (or, when the log exists
-    since, keeps its bytes aside); one written to in the last minute, or
-    locked by a live creator, is left alone."""
-    try:
-        found = [tmp for tmp, log in creations(path.parent) if log == path]
-    except (OSError, SessionError):
-        return
-    for tmp in found:
-        settle_creation(tmp, path)
 
 
 def _unterminated(raw: bytes | None) -> bytes | None:

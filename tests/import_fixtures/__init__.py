@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from awl import SessionManager, request_history
 from awl.importers import ImportResult, SourceSpec, import_source
 
 HERE = Path(__file__).resolve().parent
@@ -195,3 +196,9 @@ def bare_rollout(folder: Path, items: list[dict[str, Any]], sid: str = BARE_ID) 
     path = folder / f"rollout-2025-08-20T10-00-00-{sid}.jsonl"
     path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
     return path
+
+
+def sent_texts(path: str | Path) -> list[tuple[str, str]]:
+    """(role, text) of each message a resume sends after awl's system prompt."""
+    with SessionManager.open(path, read_only=True) as m:
+        return [(x.role, x.text()) for x in request_history(m.rebuild_conversation())[1:]]
