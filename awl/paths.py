@@ -256,6 +256,13 @@ def creating_log(name: str) -> str | None:
     return m.group("log") if m else None
 
 
+def creating_pid(name: str) -> int | None:
+    """The id of the process that named a :func:`creating_path` ``name`` (on the
+    host that made it); None for any other name."""
+    m = _CREATING_RE.match(name)
+    return int(m.group("pid")) if m else None
+
+
 def _names(folder: Path) -> list[str]:
     # Sorted, so results come in file-name (creation time) order.
     try:

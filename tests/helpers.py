@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -187,3 +188,11 @@ def snapshot(root: Path) -> dict[str, bytes]:
                 p.read_bytes() if kind == stat.S_IFREG else f"<file type {kind:o}>".encode()
             )
     return out
+
+
+def dead_pid() -> int:
+    """The pid of a process that has ended (and been reaped): no process has it
+    now, unless the system handed it out again in the meantime."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid

@@ -41,6 +41,7 @@ from awl.importers import (
 )
 from awl.store import Env, MessageEntry, most_recent, use_env, verify_log
 from awl.ui import format_bytes
+from tests.helpers import dead_pid
 from tests.import_fixtures import (
     CLAUDE,
     CLAUDE_SHOP,
@@ -2487,28 +2488,32 @@ def test_a_codex_subagents_rollout_is_listed_as_one_and_not_what_a_resume_picks(
     assert most_recent(cwd, session_dir=root) == sub_log
 
 
+@pytest.mark.parametrize("when", ["a minute on", "at once"])
 @pytest.mark.parametrize("bulk", [False, True], ids=["one", "bulk"])
 @pytest.mark.parametrize("cut", [0.3, 0.7, 1.0])
 def test_an_import_killed_before_it_named_its_log_is_taken_on_by_the_next(
-    tmp_path: Path, cut: float, bulk: bool
+    tmp_path: Path, cut: float, bulk: bool, when: str
 ) -> None:
     """An import killed (``kill -9``, a crash) while it wrote a new session's log
     leaves the log under its hidden ``.creating`` name.  The next import of that
-    source, once the file is a minute old (no creator alive could still be
-    starting), puts it in place and goes on from the batches it holds (a torn
-    last line moved aside, as any writer's open does): no hidden file is left,
-    and the session is the one a whole import makes."""
+    source, at once when the process the name gives is gone, else once the file
+    is a minute old (no creator alive could still be starting), puts it in
+    place and goes on from the batches it holds (a torn last line moved aside,
+    as any writer's open does): no hidden file is left, and the session is the
+    one a whole import makes."""
     clean = run(CODEX_HARBOR, session_dir=tmp_path / "clean")
     root = tmp_path / "sessions"
     first = run(CODEX_HARBOR, session_dir=root)
     assert first.path is not None and clean.path is not None
     log = Path(first.path)
     data = log.read_bytes()
-    hidden = log.with_name(f".{log.name}.4242.creating")
+    pid = dead_pid() if when == "at once" else os.getppid()  # (the parent: alive)
+    hidden = log.with_name(f".{log.name}.{pid}.creating")
     hidden.write_bytes(data[: int(len(data) * cut)])
     log.unlink()
-    old = time.time() - 120
-    os.utime(hidden, (old, old))
+    if when == "a minute on":
+        old = time.time() - 120
+        os.utime(hidden, (old, old))
     if bulk:
         # A bulk run finds it in the listing it takes as it begins.
         plan = plan_import([CODEX_HARBOR])

@@ -50,7 +50,7 @@ from awl.store import ReindexSummary as Summary
 from awl.store._reindex import size_or_zero
 from awl.ui import format_bytes
 
-from .helpers import HEADER, chain, line, msg, snapshot, write_log
+from .helpers import HEADER, chain, dead_pid, line, msg, snapshot, write_log
 
 # Every store test runs against both scanner implementations.
 pytestmark = pytest.mark.usefixtures("scanner_impl")
@@ -894,10 +894,13 @@ def test_progress_bar_counts_a_log_named_twice_once(root: Path, project: Path) -
 # ── session creations a crash left behind ──
 
 
-def leftover(root: Path, project: Path, n: int, data: bytes, *, age: float = 3600) -> Path:
-    """A creation file as a creator that died would leave it, ``age`` seconds old."""
+def leftover(
+    root: Path, project: Path, n: int, data: bytes, *, age: float = 3600, pid: int = 4242
+) -> Path:
+    """A creation file as a creator that died would leave it, ``age`` seconds old,
+    named as process ``pid``'s."""
     log = project_dir(project, root) / log_name(header(n, project))
-    tmp = creating_path(log, 4242)
+    tmp = creating_path(log, pid)
     tmp.parent.mkdir(parents=True, exist_ok=True)
     tmp.write_bytes(data)
     old = time.time() - age
@@ -1063,19 +1066,47 @@ def test_a_creation_interrupted_in_process_leaves_nothing(
     assert not m.path.exists() and creations(m.path.parent) == []
 
 
-def test_young_and_locked_creations_are_left_alone(root: Path, project: Path) -> None:
-    young = leftover(root, project, 25, first_lines(25, project), age=0)
-    locked = leftover(root, project, 26, first_lines(26, project))
-    fd = os.open(locked, os.O_RDONLY)
+@contextmanager
+def live_process() -> Iterator[int]:
+    """The pid of a process that runs until the block ends."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a creator at work
-        before = everything(root)
-        results, summary = reindex([], jobs=1, creations=creations(project_dir(project, root)))
-        assert results == [] and summary == Summary()
-        assert everything(root) == before
+        yield proc.pid
     finally:
-        os.close(fd)
-    assert young.exists() and locked.exists()
+        proc.kill()
+        proc.wait()
+
+
+def test_young_and_locked_creations_are_left_alone(root: Path, project: Path) -> None:
+    with live_process() as creator:
+        young = leftover(root, project, 25, first_lines(25, project), age=0, pid=creator)
+        mine = leftover(root, project, 34, first_lines(34, project), age=0, pid=os.getpid())
+        locked = leftover(root, project, 26, first_lines(26, project))
+        fd = os.open(locked, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a creator at work
+            before = everything(root)
+            results, summary = reindex([], jobs=1, creations=creations(project_dir(project, root)))
+            assert results == [] and summary == Summary()
+            assert everything(root) == before
+        finally:
+            os.close(fd)
+    assert young.exists() and mine.exists() and locked.exists()
+
+
+def test_a_young_creation_whose_creator_is_gone_is_settled_at_once(
+    root: Path, project: Path
+) -> None:
+    """An import killed and run again at once: the file its creator (no process
+    any more) left is settled now, not a minute later, so that the new run
+    goes on from it instead of making the log afresh beside it."""
+    tmp = leftover(root, project, 35, first_lines(35, project), age=0, pid=dead_pid())
+    results, summary = reindex([], jobs=1, creations=creations(project_dir(project, root)))
+    assert [r.recovered_from for r in results] == [str(tmp)]
+    assert summary.errors == 0
+    assert not tmp.exists()
+    with SessionManager.open(tmp.parent / tmp.name[1:].rsplit(".", 2)[0], read_only=True) as m:
+        assert m.rebuild_conversation()[-1].text() == "the first prompt, which must not be lost"
 
 
 @pytest.mark.parametrize(

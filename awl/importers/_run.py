@@ -499,10 +499,11 @@ class _Import:
         """What an import of this session killed before it named its log left (its
         hidden ``.creating`` file): settled as ``awl reindex`` settles it, so that
         this import goes on from the batches it holds (or, when the log exists
-        since, keeps its bytes aside); one written to in the last minute, or
-        locked by a live creator, is left alone.  A bulk run looks them up in
-        the listing it took when it began (a folder listed per session would
-        cost a run of many sessions in one folder their square)."""
+        since, keeps its bytes aside); one locked by a live creator, or written
+        to in the last minute by a process that may still run, is left alone.
+        A bulk run looks them up in the listing it took when it began (a folder
+        listed per session would cost a run of many sessions in one folder
+        their square)."""
         try:
             if self.run_id is not None:
                 found = _listed(self.run_id, self._root())[2].get(path.name, [])

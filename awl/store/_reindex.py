@@ -28,6 +28,7 @@ from .._processes import run_in_processes
 from ..errors import CorruptSession, SessionBusy, SessionError
 from ..paths import (
     corrupt_path,
+    creating_pid,
     creations,
     index_cache_path,
     log_files,
@@ -279,12 +280,33 @@ def unfinished_creations(
 
 
 CREATION_GRACE = 60.0
-"""Seconds a creation file is left alone after it was last written.
+"""Seconds a creation file is left alone after it was last written, while the
+process its name gives may be alive.
 
 A live creator locks its file microseconds after making it and holds the
 lock until done; a file this old that nobody locks was left by a process
 that died.  Young files are not even probed, so a probe can never make a
-creation that is just starting fail to take its lock."""
+creation that is just starting fail to take its lock: but for one whose
+creator is no process of this host any more (an import killed and run again
+at once), which can take no lock at all."""
+
+
+def _creator_gone(tmp: str) -> bool:
+    """Whether the process a creation file's name gives is certainly not running
+    here.  Any doubt counts as alive: a pid reused since, another user's
+    process, this process itself.  (A creator on another host sharing the
+    folder is not seen here; its lock, and the few microseconds between its
+    open and its lock, are what its file then relies on.)"""
+    pid = creating_pid(os.path.basename(tmp))
+    if pid is None or pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)  # signal 0: only whether it exists
+    except ProcessLookupError:
+        return True
+    except (OSError, OverflowError):
+        return False
+    return False
 
 
 def settle_creation(
@@ -311,12 +333,13 @@ def settle_creation(
     - anything else is reported and left as it is.
 
     Returns None when there is nothing to do: the file is gone, in use
-    (a session being created now) or written to less than a minute ago.
+    (a session being created now), or written to less than a minute ago by
+    a process that may still be running (:data:`CREATION_GRACE`).
     """
     t, lg = os.fspath(tmp), os.fspath(log)
     env = default_env()
     try:
-        if time.time() - os.lstat(t).st_mtime < CREATION_GRACE:
+        if time.time() - os.lstat(t).st_mtime < CREATION_GRACE and not _creator_gone(t):
             return None
         # O_NONBLOCK: a FIFO under that name must not hang the run.
         fd = env.open(t, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
