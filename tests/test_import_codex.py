@@ -394,7 +394,30 @@ def test_each_reply_gets_its_own_token_count_before_or_after_its_items(tmp_path:
         answer,
         _tokens(t % 31, 3000),
     ]
-    for n, lines in enumerate((old, new)):
+
+    def record(s: int, n: int) -> dict[str, Any]:
+        usage = {"input_tokens": n, "cached_input_tokens": 0, "output_tokens": n // 10}
+        return _item(t % s, "token_usage_record", {"response_id": f"resp_{n}", "usage": usage})
+
+    # Codex 0.171: each response's counts in a token_usage_record right after its
+    # items, and its token_count event only after the tool results.
+    newest = [
+        _item(t % 0, "session_meta", {**meta, "id": meta["id"][:-2] + "77"}),
+        *prompt(2, "Lance."),
+        context,
+        *call(4, 1)[:2],
+        record(4, 1000),
+        call(4, 1)[2],
+        _tokens(t % 5, 1000),
+        *call(7, 2)[:2],
+        record(7, 2000),
+        call(7, 2)[2],
+        _tokens(t % 8, 2000),
+        answer,
+        record(30, 3000),
+        _tokens(t % 31, 3000),
+    ]
+    for n, lines in enumerate((old, new, newest)):
         src = tmp_path / f"rollout-{n}.jsonl"
         src.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
         r = run(src)
@@ -407,6 +430,38 @@ def test_each_reply_gets_its_own_token_count_before_or_after_its_items(tmp_path:
             {"input": k * 1000, "output": k * 100} for k in (1, 2, 3)
         ], n
         assert accounted_lines(str(r.path)) == source_lines(src)
+
+
+def test_what_codex_0171_writes_beside_the_conversation_is_known(tmp_path: Path) -> None:
+    """Lines and items of Codex 0.17x that carry no conversation (settings, tool
+    definitions) are kept as known kinds, not named as unrecognised; an output
+    without its (now optional) ``call_id`` is a result of its own, not one of a
+    call named "None"."""
+    t = "2026-12-06T17:52:%02d.000Z"
+    meta = {"id": "01a24c7c-8cf3-7630-821b-3dfbdbac9400", "timestamp": t % 0, "cwd": "/w"}
+    said = [{"type": "input_text", "text": "Lance."}]
+    lines = [
+        _item(t % 0, "session_meta", {**meta, "cli_version": "0.171.0"}),
+        _item(t % 1, "response_item", {"type": "message", "role": "user", "content": said}),
+        _item(t % 1, "event_msg", {"type": "thread_settings_applied", "thread_settings": {}}),
+        _item(t % 1, "response_item", {"type": "additional_tools", "role": "developer"}),
+        _item(t % 1, "response_item", {"type": "configuration_update", "reasoning": {}}),
+        _item(t % 1, "dynamic_tools_updated", {"tools": []}),
+        _item(t % 2, "response_item", {"type": "function_call_output", "output": "ok"}),
+    ]
+    src = tmp_path / "rollout.jsonl"
+    src.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    r = run(src)
+    assert r.error is None and r.unrecognised == {}
+    results = [
+        b
+        for e in entries(str(r.path))
+        if e["type"] == "message"
+        for b in e["message"]["content"]
+        if b["type"] == "toolResult"
+    ]
+    assert [(b["toolUseId"], b["content"]) for b in results] == [("L7", "ok")]
+    assert accounted_lines(str(r.path)) == source_lines(src)
 
 
 def test_the_count_repeated_as_a_turn_starts_is_not_the_next_replys_in_two_passes_either(

@@ -45,7 +45,15 @@ REPLY_OTHER = frozenset(("web_search_call", "image_generation_call", "tool_searc
 # A remote compaction's summary in the history kept (the names Codex has given it).
 SUMMARY_ITEMS = frozenset(("compaction", "compaction_summary", "context_compaction"))
 HISTORY_OTHER = frozenset(
-    ("ghost_snapshot", "compaction", "compaction_summary", "context_compaction", "other")
+    (
+        "ghost_snapshot",
+        "compaction",
+        "compaction_summary",
+        "context_compaction",
+        "additional_tools",  # tool definitions Codex sends, as awl's own requests do
+        "configuration_update",  # a reasoning effort set for the next requests
+        "other",
+    )
 )
 LINE_TYPES = frozenset(
     (
@@ -61,6 +69,7 @@ LINE_TYPES = frozenset(
         "security_risk_score",
         "retained_context",
         "realtime_item",
+        "dynamic_tools_updated",
     )
 )
 REPEATS = {  # UI events that repeat an item, and the member holding the text
@@ -125,6 +134,7 @@ EVENTS = frozenset(
         "dynamic_tool_call_request",
         "dynamic_tool_call_response",
         "request_user_input",
+        "thread_settings_applied",
     )
 )
 TURN_ENDS = frozenset(
@@ -283,17 +293,25 @@ def _call(p: dict[str, Any], fallback: str) -> tuple[DiskToolUse, tuple[str, ...
     return DiskToolUse(str(call), name, text), used
 
 
-def _output(p: dict[str, Any]) -> tuple[list[DiskContentBlock], list[Any] | None]:
+def _usage(counts: dict[str, Any]) -> Usage:
+    """A response's token counts (``input_tokens`` holds the cached ones too)."""
+    return Usage(count(counts.get("input_tokens")), count(counts.get("output_tokens")))
+
+
+def _output(p: dict[str, Any], fallback: str) -> tuple[list[DiskContentBlock], list[Any] | None]:
     """An output item's blocks: its tool result (a list's text parts joined), then
     the parts that are no text (images); and, for a list, each part as the
-    record keeps it (see :func:`_output_parts`)."""
-    call, out = p.get("call_id"), p.get("output")
+    record keeps it (see :func:`_output_parts`).  ``fallback`` is the result's
+    call id when the item names none (Codex 0.17x makes ``call_id`` optional)."""
+    out = p.get("output")
+    given = p.get("call_id")
+    call = given if isinstance(given, str) and given else fallback
     if p.get("type") == "tool_search_output":
         return [opaque_block("x-codex-tool_search_output", p)], None
     if isinstance(out, str):
-        return [DiskToolResult(str(call), out)], None
+        return [DiskToolResult(call, out)], None
     text, parts = _output_parts(out)
-    blocks: list[DiskContentBlock] = [DiskToolResult(str(call), text)]
+    blocks: list[DiskContentBlock] = [DiskToolResult(call, text)]
     for x in out if isinstance(out, list) else []:
         if isinstance(x, dict) and x.get("type") not in TEXT_PARTS:
             blocks.append(opaque_block(f"x-codex-{type_name(x.get('type'))}", x))
@@ -367,6 +385,10 @@ class CodexConverter(Converter):
         # A reply was open when a batch or an import ended, and no item came since:
         # a count now is that reply's (which is written: the count stays in its event).
         self.cut_open = False
+        # A token_usage_record was read (Codex 0.16x on): each response's counts come
+        # in one, right after its items; a token_count event then only repeats them
+        # (and comes after the tool results, where it would be taken for the next's).
+        self.recorded = False
         # UI events waiting for the item they repeat: (kind, text, line object, number,
         # timestamp, the line's bytes).
         self.pending: list[tuple[str, str, dict[str, Any], int, str, bytes | None]] = []
@@ -420,6 +442,11 @@ class CodexConverter(Converter):
                 model = payload.get("model")
                 if isinstance(model, str) and model:
                     self.model = model
+            elif kind == "token_usage_record" and isinstance(payload, dict):
+                usage = payload.get("usage")
+                if isinstance(usage, dict):
+                    self.recorded = True
+                    self._counted(_usage(usage))
             if kind not in LINE_TYPES:
                 b.unrecognised_type(f"x-codex-{type_name(kind)}")
             opaque(b, f"x-codex-{type_name(kind)}", obj, line, ts)
@@ -546,7 +573,7 @@ class CodexConverter(Converter):
                     said.append(("assistant", [use], k))
                 continue
             if kind in OUTPUTS:
-                out, _ = _output(item)
+                out, _ = _output(item, f"L{line}:{k}")
                 if last is not None and last[0] == "user" and _results(last[1]):
                     last[1].extend(out)
                 else:
@@ -689,7 +716,7 @@ class CodexConverter(Converter):
             results = self._open_results(ts, line)
             out = p.get("output")
             left = without(p, "call_id", "output")
-            blocks, parts = _output(p)
+            blocks, parts = _output(p, f"L{line}")
             results.content.extend(blocks)
             if kind == "tool_search_output":
                 left = {"type": kind}
@@ -740,13 +767,11 @@ class CodexConverter(Converter):
                 else:
                     self.pending.append((kind, text, obj, line, ts, b.raw))
                 return
-        if kind == "token_count":
+        if kind == "token_count" and not self.recorded:
             info = p.get("info")
             last = info.get("last_token_usage") if isinstance(info, dict) else None
             if isinstance(last, dict):
-                self._counted(
-                    Usage(count(last.get("input_tokens")), count(last.get("output_tokens")))
-                )
+                self._counted(_usage(last))
         if kind == "thread_rolled_back":
             self._rollback(p, obj, line, ts)
             return
