@@ -17,7 +17,7 @@ from awl.agent import open_tool_uses
 from awl.cli import main
 from awl.importers import import_origin, import_sessions, plan_import, session_id_for
 from awl.providers.anthropic import to_message_params as anthropic_messages
-from awl.store import reindex_file, verify_log
+from awl.store import SearchQuery, reindex_file, search, verify_log
 from awl.store._listing import _quick_info
 from tests.import_fixtures import (
     CLAUDE,
@@ -1104,6 +1104,47 @@ def test_claude_codes_own_error_in_place_of_a_reply_is_shown_not_sent(tmp_path: 
     assert failed["message"]["content"] == [{"type": "x-claude-error_text", "text": error}]
     shown = CliRunner().invoke(main, ["show", str(r.path)])
     assert f"[error in place of a reply (Claude Code)] {error}" in shown.output
+    _lossless(path, r)
+
+
+def test_messages_from_a_channel_or_a_plugin_are_sent_and_a_retired_line_is_not(
+    tmp_path: Path,
+) -> None:
+    """Claude Code 2.1.3xx sends the model what reaches a session from elsewhere
+    than the keyboard (a chat channel, a plugin), in an ``isMeta`` line with an
+    ``origin`` or queued while a turn ran: so does a resume, and search finds
+    it.  A line it retired (``retiredByNoPersonsInput``) it sends no more: kept,
+    not sent.  Its new bookkeeping lines are known kinds."""
+    channel = '<channel source="telegram" chat_id="42">\nwhat about the walrus config?\n</channel>'
+    queued = '<channel source="telegram" chat_id="42">\nand the narwhal one\n</channel>'
+
+    def build(c: Claude) -> None:
+        c.prompt("List the files.")
+        (ask,) = c.reply(
+            [{"type": "tool_use", "id": "toolu_c1", "name": "Bash", "input": {"command": "ls"}}],
+            stop="tool_use",
+        )
+        c.result("toolu_c1", ask, "a\nb")
+        c.prompt("[Request interrupted by user for tool use]", retiredByNoPersonsInput=True)
+        c.prompt(channel, isMeta=True, origin={"kind": "channel", "server": "telegram"})
+        c.chain("attachment", attachment=_queued(queued, origin={"kind": "channel"}))
+        c.chain(
+            "attachment",
+            attachment=_queued("also check the octopus", origin={"kind": "plugin", "name": "r"}),
+        )
+        c.reply([{"type": "text", "text": "Done with all three."}], stop="end_turn")
+        for kind in ("ended-by-model", "relocated", "file-history-delta", "api-request"):
+            c.other({"type": kind, "sessionId": c.sid})
+
+    path, _ = _session(tmp_path, build)
+    (r,) = _import(path)
+    assert r.unrecognised == {}
+    with SessionManager.open(r.path, read_only=True) as m:
+        said = [x.text() for x in request_history(m.rebuild_conversation())]
+    assert said[-4:] == [channel, queued, "also check the octopus", "Done with all three."]
+    assert not any("Request interrupted" in x for x in said)
+    hits = list(search(SearchQuery("walrus"), [r.path]))
+    assert [(h.role, h.block) for h in hits] == [("user", "text")]  # type: ignore[union-attr]
     _lossless(path, r)
 
 

@@ -68,6 +68,34 @@ OTHER_TYPES = frozenset(
         "turn_end",
         "mode",
         "bridge-session",
+        # Claude Code 2.1.3xx: bookkeeping, nothing the model is sent.
+        "ended-by-model",
+        "continued-in",
+        "relocated",
+        "agent-color",
+        "frame-link",
+        "artifact-comment-monitor",
+        "artifact-autoreact-ledger",
+        "history-suppression",
+        "file-history-delta",
+        "attribution-snapshot",
+        "isolation-latch",
+        "session-owner",
+        "dev-mods",
+        "memory-mode",
+        "atis-latch",
+        "tools-used",
+        "data-flow-records",
+        "data-flow-incomplete",
+        "derived-from",
+        "cost-state",
+        "api-request-shape",
+        "api-request-blob",
+        "api-request",
+        "api-request-resumed",
+        "fork-context-ref",
+        "observer-ref",
+        "resume-head-vouch",
     )
 )
 INJECTED_PREFIXES = ("Caveat: The messages below were generated",)
@@ -104,10 +132,11 @@ def _claude_tag(name: str) -> bool:
     return name in INJECTED_TAGS or name.startswith(INJECTED_TAG_FAMILIES) or name.endswith("-hook")
 
 
-# Whose queued commands Claude Code hands the model: the human's, another session's
-# (``peer``), a background task's.
-QUEUED_FROM = frozenset(("human", "peer", "task-notification"))
-QUEUED_MODES = frozenset(("prompt", "task-notification"))  # the same, with no origin (older)
+# A queued command with an origin (Claude Code 2.1) is handed to the model whoever
+# queued it: the human, another session (``peer``), a background task, a channel
+# (the human writing from a chat app), a plugin, an observer.  With no origin
+# (older), only these modes were.
+QUEUED_MODES = frozenset(("prompt", "task-notification"))
 COMMAND_TAG = "<command-name>"
 STOP_REASONS = {
     "end_turn": "stop",
@@ -447,6 +476,12 @@ class ClaudeConverter(Converter):
 
     def _user(self, obj: dict[str, Any], uuid: str, parent: str | None, ts: str, line: int) -> None:
         b = self.b
+        if obj.get("retiredByNoPersonsInput") is True:
+            # A line Claude Code retired (an interruption note no person typed): it
+            # sends it no more, so it is kept, not sent.
+            opaque(b, "x-claude-user", obj, line, ts, key=uuid, parent=parent)
+            self.alias[uuid] = uuid
+            return
         m: dict[str, Any] = obj["message"]
         content = m.get("content")
         rec = without(obj, "message")
@@ -516,7 +551,8 @@ class ClaudeConverter(Converter):
                 if entry.model is None:
                     b.pending_users.append(entry)
             if expands or (
-                obj.get("isMeta") is True and _first_text(content).startswith(SENT_PREFIXES)
+                obj.get("isMeta") is True
+                and (_first_text(content).startswith(SENT_PREFIXES) or _from_elsewhere(obj))
             ):
                 # What the command expands to, a skill's body: sent as Claude Code
                 # sends them, after the command line or the call that loaded it.
@@ -590,9 +626,8 @@ def _stop(obj: dict[str, Any], message: dict[str, Any], blocks: list[DiskContent
 
 def _queued_prompt(obj: dict[str, Any]) -> str | list[Any] | None:
     """The prompt of an ``attachment`` line that hands the model a command queued
-    while a turn ran (``queued_command``: ``origin.kind`` one of
-    :data:`QUEUED_FROM`, or no origin and a ``commandMode`` of :data:`QUEUED_MODES`),
-    else None."""
+    while a turn ran (``queued_command`` with an ``origin``, or none and a
+    ``commandMode`` of :data:`QUEUED_MODES`), else None."""
     att = obj.get("attachment")
     if not isinstance(att, dict) or att.get("type") != "queued_command":
         return None
@@ -601,13 +636,25 @@ def _queued_prompt(obj: dict[str, Any]) -> str | list[Any] | None:
         return None
     origin = att.get("origin")
     if isinstance(origin, dict):
-        # Another session's message, a task's end: handed to the model as the human's.
-        typed = origin.get("kind") in QUEUED_FROM
+        # Another session's message, a task's end, a channel's: handed to the model
+        # as the human's.
+        typed = isinstance(origin.get("kind"), str)
     else:
         typed = origin is None and att.get("commandMode", "prompt") in QUEUED_MODES
     if not typed or (isinstance(prompt, str) and _injected_text(prompt)):
         return None
     return prompt
+
+
+def _from_elsewhere(obj: dict[str, Any]) -> bool:
+    """Whether a line is a message that came from another source than the keyboard
+    (its ``origin``: a channel, a plugin, another agent), which Claude Code
+    sends the model as a user message though it marks it ``isMeta``."""
+    origin = obj.get("origin")
+    if not isinstance(origin, dict):
+        return False
+    kind = origin.get("kind")
+    return isinstance(kind, str) and kind != "human"
 
 
 def _has_results(content: Any) -> bool:
