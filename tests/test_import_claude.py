@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from awl import Message, SessionManager, Text, request_history
+from awl import Message, SessionManager, Text, ToolResult, request_history
 from awl.agent import open_tool_uses
 from awl.cli import main
 from awl.importers import import_origin, import_sessions, plan_import, session_id_for
@@ -1145,6 +1145,55 @@ def test_messages_from_a_channel_or_a_plugin_are_sent_and_a_retired_line_is_not(
     assert not any("Request interrupted" in x for x in said)
     hits = list(search(SearchQuery("walrus"), [r.path]))
     assert [(h.role, h.block) for h in hits] == [("user", "text")]  # type: ignore[union-attr]
+    _lossless(path, r)
+
+
+def test_a_tool_result_claude_code_replaced_by_a_preview_is_sent_as_the_preview(
+    tmp_path: Path,
+) -> None:
+    """A tool result too large for the model's context is replaced, in every
+    request Claude Code makes since (and on its resume), by a preview that a
+    ``content-replacement`` line gives: a resume sends the preview, not the
+    whole output, which the message keeps.  A replacement for a result the
+    file does not hold is said in a note."""
+    whole = "zebra line\n" * 3000
+    preview = (
+        "<persisted-output>\nOutput too large (32.2KB). Full output saved to: "
+        "/home/ana/.claude/projects/x/tool-results/toolu_big.txt\n\nPreview (first 2KB):\n"
+        "zebra line\nzebra line\n...\n</persisted-output>"
+    )
+
+    def build(c: Claude) -> None:
+        c.prompt("Show me the log.")
+        big, small = c.reply(
+            [
+                {"type": "tool_use", "id": "toolu_big", "name": "Bash", "input": {}},
+                {"type": "tool_use", "id": "toolu_small", "name": "Bash", "input": {}},
+            ],
+            stop="tool_use",
+        )
+        c.result("toolu_big", big, whole)
+        c.result("toolu_small", small, "ok")
+        replaced = [
+            {"kind": "tool-result", "toolUseId": "toolu_big", "replacement": preview},
+            {"kind": "tool-result", "toolUseId": "toolu_gone", "replacement": "x"},
+        ]
+        c.other({"type": "content-replacement", "sessionId": c.sid, "replacements": replaced})
+        c.reply([{"type": "text", "text": "It is all zebras."}], stop="end_turn")
+
+    path, _ = _session(tmp_path, build)
+    (r,) = _import(path)
+    assert r.unrecognised == {}
+    assert any("toolu_gone" in n and "sent whole" in n for n in r.notes)
+    with SessionManager.open(r.path, read_only=True) as m:
+        sent = request_history(m.rebuild_conversation())
+    results = [b for x in sent for b in x.content if isinstance(b, ToolResult)]
+    assert [(b.tool_use_id, b.content) for b in results] == [
+        ("toolu_big", preview),
+        ("toolu_small", "ok"),
+    ]
+    (msg,) = [e for e in entries(r.path) if "replaced" in e.get("x-claude", {})]
+    assert msg["x-claude"]["replaced"] == {"0": whole}
     _lossless(path, r)
 
 

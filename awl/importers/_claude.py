@@ -96,6 +96,7 @@ OTHER_TYPES = frozenset(
         "fork-context-ref",
         "observer-ref",
         "resume-head-vouch",
+        "content-replacement",  # taken by the results it names (_replace), and kept
     )
 )
 INJECTED_PREFIXES = ("Caveat: The messages below were generated",)
@@ -238,6 +239,8 @@ class ClaudeConverter(Converter):
             name = f"x-claude-{type_name(kind)}"
             if kind not in OTHER_TYPES:
                 b.unrecognised_type(name if kind not in CHAIN else f"{name} (no uuid)")
+            elif kind == "content-replacement":
+                self._replace(obj, line)
             opaque(b, name, obj, line, ts)
             return
         side = obj.get("isSidechain") is True
@@ -474,6 +477,37 @@ class ClaudeConverter(Converter):
         self.reply, self.reply_id, self.best, self.counted = entry, mid, out, counted
         self.alias[uuid] = uuid
 
+    def _replace(self, obj: dict[str, Any], line: int) -> None:
+        """A ``content-replacement`` line: tool results too large for the model's
+        context that Claude Code replaced by a preview (``<persisted-output>``)
+        in every request since, and again on resume.  Each result named is
+        sent so, its whole text kept in the message's ``x-claude.replaced``
+        (by block index); one not planned in this batch (imported before, or
+        in no line of this file) is sent whole, and a note says so."""
+        b = self.b
+        for r in obj.get("replacements") or ():
+            if not (
+                isinstance(r, dict)
+                and r.get("kind") == "tool-result"
+                and isinstance(r.get("toolUseId"), str)
+                and isinstance(r.get("replacement"), str)
+            ):
+                continue  # (the line is kept as it is)
+            call = r["toolUseId"]
+            found = _result_in(b.batch, call)
+            if found is None:
+                if b.live:
+                    b.notes.append(
+                        f"line {line}: the result of {call} that Claude Code replaced by a "
+                        "preview is not among the lines this import wrote with it: sent whole"
+                    )
+                continue
+            entry, k = found
+            old = entry.content[k]
+            assert isinstance(old, DiskToolResult)
+            entry.content[k] = DiskToolResult(old.tool_use_id, r["replacement"], old.is_error)
+            entry.fields["x-claude"].setdefault("replaced", {})[str(k)] = old.content
+
     def _user(self, obj: dict[str, Any], uuid: str, parent: str | None, ts: str, line: int) -> None:
         b = self.b
         if obj.get("retiredByNoPersonsInput") is True:
@@ -644,6 +678,18 @@ def _queued_prompt(obj: dict[str, Any]) -> str | list[Any] | None:
     if not typed or (isinstance(prompt, str) and _injected_text(prompt)):
         return None
     return prompt
+
+
+def _result_in(batch: list[Planned], call: str) -> tuple[Planned, int] | None:
+    """The last planned message of ``batch`` holding the result of ``call``, and the
+    result's block index."""
+    for entry in reversed(batch):
+        if entry.role != "user":
+            continue
+        for k, block in enumerate(entry.content):
+            if type(block) is DiskToolResult and block.tool_use_id == call:
+                return entry, k
+    return None
 
 
 def _from_elsewhere(obj: dict[str, Any]) -> bool:
