@@ -203,6 +203,68 @@ def test_the_chain_goes_on_across_the_compaction_and_the_rewind_is_the_leaf(
     assert conversation[-2].text() == "En fait, explique seulement la cause."
 
 
+@pytest.mark.parametrize("imports", ["once", "then the rewind"])
+def test_a_rewind_the_human_left_the_session_at_is_where_a_resume_goes_on(
+    tmp_path: Path, imports: str
+) -> None:
+    """A human who rewinds to an earlier message and quits leaves an explicit
+    ``last-prompt`` naming it: Claude Code resumes there, and so does awl
+    (the later turns stay on their branch), imported at once or the rewind
+    taken by a later import.  A chain line after it is the leaf again."""
+    lines: list[str] = []
+
+    def build(c: Claude) -> None:
+        c.prompt("First, apples.")
+        (apples,) = c.reply([{"type": "text", "text": "Apples are red."}], stop="end_turn")
+        c.prompt("Then bananas.")
+        c.reply([{"type": "text", "text": "Bananas are yellow."}], stop="end_turn")
+        lines.extend((apples, c.sid))
+        c.other(
+            {
+                "type": "last-prompt",
+                "lastPrompt": "First, apples.",
+                "leafUuid": apples,
+                "explicit": True,
+                "rewound": True,
+                "sessionId": c.sid,
+            }
+        )
+
+    path, _ = _session(tmp_path, build)
+    if imports == "then the rewind":
+        whole = path.read_bytes()
+        path.write_bytes(whole[: whole.rstrip(b"\n").rfind(b"\n") + 1])
+        (first,) = _import(path)
+        with SessionManager.open(first.path, read_only=True) as m:
+            assert m.rebuild_conversation()[-1].text() == "Bananas are yellow."
+        path.write_bytes(whole)
+    (r,) = _import(path)
+    with SessionManager.open(r.path, read_only=True) as m:
+        said = [x.text() for x in m.rebuild_conversation()]
+    assert said[1:] == ["First, apples.", "Apples are red."]
+    assert "Bananas are yellow." in [texts(e)[0] for e in _messages(r.path)]
+    _lossless(path, r)
+    # A prompt after the rewind: the chain's last line is the leaf.
+    with path.open("a", encoding="utf-8") as f:
+        f.write(
+            json.dumps(
+                {
+                    "type": "user",
+                    "uuid": "f0000000-0000-4000-8000-000000000001",
+                    "parentUuid": lines[0],
+                    "timestamp": "2026-03-20T10:00:00.000Z",
+                    "sessionId": lines[1],
+                    "message": {"role": "user", "content": "Then cherries."},
+                }
+            )
+            + "\n"
+        )
+    (again,) = _import(path)
+    with SessionManager.open(again.path, read_only=True) as m:
+        said = [x.text() for x in m.rebuild_conversation()]
+    assert said[1:] == ["First, apples.", "Apples are red.", "Then cherries."]
+
+
 def test_metadata_repeats_and_the_subagent_are_kept_outside_the_tree(tmp_path: Path) -> None:
     r = _shop(tmp_path)
     es = entries(r.path)

@@ -211,6 +211,9 @@ class ClaudeConverter(Converter):
         self.side: bool | None = None  # whether the file's own conversation is a sidechain
         self.ts = info.start
         self.last: str | None = None  # the entry holding the last chain line
+        # The entry a rewind left the session at (an explicit ``last-prompt``), until
+        # a chain line follows: where Claude Code resumes, in place of the last line.
+        self.rewound_to: str | None = None
         self.repeated: list[int] = []  # lines left out as repeats of an earlier line
         # The reply open when a batch or an import ended (message id, key, output
         # count): its next blocks, if they come, are the rest of it.
@@ -241,6 +244,10 @@ class ClaudeConverter(Converter):
                 b.unrecognised_type(name if kind not in CHAIN else f"{name} (no uuid)")
             elif kind == "content-replacement":
                 self._replace(obj, line)
+            elif kind == "last-prompt" and obj.get("explicit") is True:
+                leaf = obj.get("leafUuid")
+                if isinstance(leaf, str) and leaf in self.alias:
+                    self.rewound_to = self.alias[leaf]
             opaque(b, name, obj, line, ts)
             return
         side = obj.get("isSidechain") is True
@@ -300,6 +307,7 @@ class ClaudeConverter(Converter):
             opaque(b, f"x-claude-{kind}", obj, line, ts, key=uuid, parent=parent)
             self.alias[uuid] = uuid
         self.last = self.alias[uuid]
+        self.rewound_to = None
 
     def _kept(self, uuid: str, parent: str | None) -> int:
         """How many messages before a compaction's summary (``uuid``, under
@@ -379,8 +387,9 @@ class ClaudeConverter(Converter):
         )
 
     def leaf(self) -> str | None:
-        """See :meth:`Converter.leaf`."""
-        return self.last
+        """See :meth:`Converter.leaf`: the last chain line's entry, or the one a rewind
+        named after it."""
+        return self.rewound_to or self.last
 
     def extra(self, rel: str, obj: dict[str, Any], line: int) -> None:
         """A line of a subagent's transcript, its metadata, or a line or the object

@@ -395,6 +395,9 @@ class _Import:
         self.resumed = False  # awl appended turns after the last import
         self.moved = False  # a batch written (or, dry, planned) holds a tree entry: the leaf's
         self.awl_leaf: str | None = None  # the leaf those turns left
+        # The converter's leaf where the replay of what earlier imports took ended:
+        # the source's position awl's leaf stands for.
+        self.leaf_before: str | None = None
 
     # ── deciding ──
 
@@ -883,6 +886,8 @@ class _Import:
                     f"line {number}: more JSON followed the object an earlier import took "
                     "before its newline came; taken"
                 )
+            if not b.live:
+                self.leaf_before = conv.leaf()
             b.live = True
             obj = cached.pop(number, None)
             if obj is not None and self.head_raws.get(number) != raw:
@@ -916,6 +921,8 @@ class _Import:
             main.consumed = end
             main.lines = number
         r.lines += max(0, main.lines - first_line + 1)
+        if not b.live:
+            self.leaf_before = conv.leaf()
         b.live = True
         conv.flush()
         b.resolve(*self._fallback(conv))
@@ -1043,10 +1050,16 @@ class _Import:
         if final:
             leaf = conv.leaf()
             last = next((p.key for p in reversed(planned) if p.key is not None), None)
-            if last is not None and leaf is not None and leaf != last:
+            if leaf is not None and (
+                leaf != last
+                if last is not None
+                else leaf != self.leaf_before and leaf in self.imported.ids
+            ):
                 # The source's current position is not the last entry planned (a reply
-                # whose blocks came on both sides of other lines): a node under it
-                # makes it the leaf, as awl's leaf is the last tree entry.
+                # whose blocks came on both sides of other lines; a rewind, which names
+                # an earlier entry, perhaps with no tree line since the last import):
+                # a node under it makes it the leaf, as awl's leaf is the last tree
+                # entry.
                 at = getattr(conv, "ts", self.info.start)
                 planned.append(
                     Planned(f"@leaf{self.files[0].consumed}", leaf, at, type="x-import-leaf")
