@@ -1241,12 +1241,19 @@ def test_a_tool_result_claude_code_replaced_by_a_preview_is_sent_as_the_preview(
             {"kind": "tool-result", "toolUseId": "toolu_gone", "replacement": "x"},
         ]
         c.other({"type": "content-replacement", "sessionId": c.sid, "replacements": replaced})
+        # Written again (a resume that rewrote the history): the first one holds.
+        again = [{"kind": "tool-result", "toolUseId": "toolu_big", "replacement": "other"}]
+        c.other({"type": "content-replacement", "sessionId": c.sid, "replacements": again})
         c.reply([{"type": "text", "text": "It is all zebras."}], stop="end_turn")
 
     path, _ = _session(tmp_path, build)
     (r,) = _import(path)
     assert r.unrecognised == {}
-    assert any("toolu_gone" in n and "sent whole" in n for n in r.notes)
+    assert [n for n in r.notes if "sent whole" in n] == [
+        f"line {n}: the result of toolu_gone that Claude Code replaced by a preview is not "
+        "among the lines this import wrote with it: sent whole"
+        for n in [6]
+    ]
     with SessionManager.open(r.path, read_only=True) as m:
         sent = request_history(m.rebuild_conversation())
     results = [b for x in sent for b in x.content if isinstance(b, ToolResult)]

@@ -448,6 +448,9 @@ def test_what_codex_0171_writes_beside_the_conversation_is_known(tmp_path: Path)
         _item(t % 1, "response_item", {"type": "configuration_update", "reasoning": {}}),
         _item(t % 1, "dynamic_tools_updated", {"tools": []}),
         _item(t % 2, "response_item", {"type": "function_call_output", "output": "ok"}),
+        _item(t % 3, "response_item", {"type": "function_call", "name": "f", "call_id": 98765}),
+        _item(t % 3, "response_item", {"type": "function_call_output", "call_id": 98765}),
+        _item(t % 3, "response_item", {"type": "function_call_output", "call_id": None}),
     ]
     src = tmp_path / "rollout.jsonl"
     src.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
@@ -460,8 +463,45 @@ def test_what_codex_0171_writes_beside_the_conversation_is_known(tmp_path: Path)
         for b in e["message"]["content"]
         if b["type"] == "toolResult"
     ]
-    assert [(b["toolUseId"], b["content"]) for b in results] == [("L7", "ok")]
+    assert [(b["toolUseId"], b["content"]) for b in results] == [
+        ("L7", "ok"),
+        ("98765", ""),  # an id that is no string pairs as the call's does
+        ("L10", ""),
+    ]
+    assert b'"call_id":null' in Path(str(r.path)).read_bytes()  # what the source gave
     assert accounted_lines(str(r.path)) == source_lines(src)
+
+
+def test_a_last_batch_of_lines_outside_the_tree_leaves_the_leaf_where_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batches of one line (each ends where one may): the last holds events only,
+    and the log is the one a single batch writes, no node added to move a leaf
+    that is already where the source is."""
+    from awl.importers import _run
+
+    t = "2026-12-06T17:52:%02d.000Z"
+    meta = {"id": "01a24c7c-8cf3-7630-821b-3dfbdbac9401", "timestamp": t % 0, "cwd": "/w"}
+    said = [{"type": "input_text", "text": "Hi."}]
+    lines = [
+        _item(t % 0, "session_meta", meta),
+        _item(t % 1, "response_item", {"type": "message", "role": "user", "content": said}),
+        _item(
+            t % 2,
+            "response_item",
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text"}]},
+        ),
+        _item(t % 3, "event_msg", {"type": "task_complete"}),
+        _item(t % 4, "event_msg", {"type": "thread_settings_applied"}),
+    ]
+    src = tmp_path / "rollout.jsonl"
+    src.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    monkeypatch.setattr(_run, "BATCH_BYTES", 1)
+    r = run(src)
+    assert r.path is not None
+    kinds = [json.loads(x)["type"] for x in Path(r.path).read_text().splitlines()]
+    assert kinds.count("x-import") > 1 and "x-import-leaf" not in kinds
+    assert run(src).status == "unchanged"
 
 
 def test_the_count_repeated_as_a_turn_starts_is_not_the_next_replys_in_two_passes_either(

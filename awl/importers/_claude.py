@@ -214,6 +214,9 @@ class ClaudeConverter(Converter):
         # The entry a rewind left the session at (an explicit ``last-prompt``), until
         # a chain line follows: where Claude Code resumes, in place of the last line.
         self.rewound_to: str | None = None
+        # The calls whose results a content-replacement named (replayed ones too): a
+        # replacement written again (a resume that rewrote the history) is one.
+        self.replaced: set[str] = set()
         self.repeated: list[int] = []  # lines left out as repeats of an earlier line
         # The reply open when a batch or an import ended (message id, key, output
         # count): its next blocks, if they come, are the rest of it.
@@ -503,6 +506,9 @@ class ClaudeConverter(Converter):
             ):
                 continue  # (the line is kept as it is)
             call = r["toolUseId"]
+            if call in self.replaced:
+                continue  # named again: the result is sent as the first one said
+            self.replaced.add(call)
             found = _result_in(b.batch, call)
             if found is None:
                 if b.live:
@@ -519,9 +525,12 @@ class ClaudeConverter(Converter):
 
     def _user(self, obj: dict[str, Any], uuid: str, parent: str | None, ts: str, line: int) -> None:
         b = self.b
-        if obj.get("retiredByNoPersonsInput") is True:
+        if obj.get("retiredByNoPersonsInput") is True and not _has_results(
+            obj["message"].get("content")
+        ):
             # A line Claude Code retired (an interruption note no person typed): it
-            # sends it no more, so it is kept, not sent.
+            # sends it no more, so it is kept, not sent.  (Never a call's results,
+            # which a request cannot leave out.)
             opaque(b, "x-claude-user", obj, line, ts, key=uuid, parent=parent)
             self.alias[uuid] = uuid
             return

@@ -304,8 +304,7 @@ def _output(p: dict[str, Any], fallback: str) -> tuple[list[DiskContentBlock], l
     record keeps it (see :func:`_output_parts`).  ``fallback`` is the result's
     call id when the item names none (Codex 0.17x makes ``call_id`` optional)."""
     out = p.get("output")
-    given = p.get("call_id")
-    call = given if isinstance(given, str) and given else fallback
+    call = str(p.get("call_id") or fallback)  # as _call names the call
     if p.get("type") == "tool_search_output":
         return [opaque_block("x-codex-tool_search_output", p)], None
     if isinstance(out, str):
@@ -715,7 +714,9 @@ class CodexConverter(Converter):
         if kind in OUTPUTS:
             results = self._open_results(ts, line)
             out = p.get("output")
-            left = without(p, "call_id", "output")
+            # A call_id given as nothing (null, "") stays in the record: the result's
+            # id is awl's then.
+            left = without(p, "call_id", "output") if p.get("call_id") else without(p, "output")
             blocks, parts = _output(p, f"L{line}")
             results.content.extend(blocks)
             if kind == "tool_search_output":

@@ -1157,6 +1157,10 @@ class _Import:
         entries.append(NewEntry(now, type=END_TYPE, fields={"batch": record["batch"]}, node=False))
         self.written += 1
         self.moved = self.moved or bool(keys)
+        if keys and not final:
+            # awl's leaf is now the batch's last tree entry: a rewind the final batch
+            # makes, with no tree entry of its own, moves it from there.
+            self.leaf_before = keys[-1]
         if self.dry_run:
             for key in keys:
                 ids.setdefault(key, "")
