@@ -228,11 +228,30 @@ def _cache_index_dir(xdg_cache_home: str, home: str) -> Path:
 
 
 def creating_path(log: Path, pid: int) -> Path:
-    """The hidden name a new log is written under before it is renamed into place."""
-    return log.with_name(f".{log.name}.{pid}.creating")
+    """The hidden name a new log is written under before it is renamed into place:
+    ``.<log>.<pid>.<host>.creating``, where ``<host>`` (:func:`host_tag`) says
+    on which host, and in which pid namespace, ``pid`` is a process."""
+    return log.with_name(f".{log.name}.{pid}.{host_tag()}.creating")
 
 
-_CREATING_RE = re.compile(r"^\.(?P<log>[^/]+\.jsonl)\.(?P<pid>\d+)\.creating$")
+@functools.cache
+def host_tag() -> str:
+    """8 hex digits naming this host and this process's pid namespace (a container
+    has its own): where a pid in a :func:`creating_path` can be looked up."""
+    try:
+        space = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        space = 0
+    import hashlib  # here: a light command (awl sessions) never needs it
+
+    seed = f"{os.uname().nodename}\0{space}".encode("utf-8", "surrogateescape")
+    return hashlib.blake2b(seed, digest_size=4).hexdigest()
+
+
+# Without <host>: a name of an earlier awl, whose pid cannot be placed.
+_CREATING_RE = re.compile(
+    r"^\.(?P<log>[^/]+\.jsonl)\.(?P<pid>\d+)(?:\.(?P<host>[0-9a-f]{8}))?\.creating$"
+)
 
 
 def creations(folder: Path) -> list[tuple[Path, Path]]:
@@ -257,10 +276,11 @@ def creating_log(name: str) -> str | None:
 
 
 def creating_pid(name: str) -> int | None:
-    """The id of the process that named a :func:`creating_path` ``name`` (on the
-    host that made it); None for any other name."""
+    """The id of the process that named a :func:`creating_path` ``name``, when that
+    is a process id of this host and pid namespace; None for any other name
+    (another host's, or one without ``<host>``)."""
     m = _CREATING_RE.match(name)
-    return int(m.group("pid")) if m else None
+    return int(m.group("pid")) if m and m.group("host") == host_tag() else None
 
 
 def _names(folder: Path) -> list[str]:

@@ -39,6 +39,7 @@ from awl.importers import (
     plan_import,
     read_records,
 )
+from awl.paths import creating_path
 from awl.store import Env, MessageEntry, most_recent, use_env, verify_log
 from awl.ui import format_bytes
 from tests.helpers import dead_pid
@@ -2507,8 +2508,11 @@ def test_an_import_killed_before_it_named_its_log_is_taken_on_by_the_next(
     assert first.path is not None and clean.path is not None
     log = Path(first.path)
     data = log.read_bytes()
-    pid = dead_pid() if when == "at once" else os.getppid()  # (the parent: alive)
-    hidden = log.with_name(f".{log.name}.{pid}.creating")
+    if when == "at once":
+        hidden = creating_path(log, dead_pid())
+    else:
+        # As an earlier awl named it (no host): its pid cannot be looked up.
+        hidden = log.with_name(f".{log.name}.{dead_pid()}.creating")
     hidden.write_bytes(data[: int(len(data) * cut)])
     log.unlink()
     if when == "a minute on":

@@ -30,8 +30,10 @@ from awl.cli._reindex import describe
 from awl.errors import SessionError
 from awl.paths import (
     corrupt_path,
+    creating_log,
     creating_path,
     creations,
+    host_tag,
     index_cache_path,
     log_files,
     project_dir,
@@ -1081,6 +1083,15 @@ def test_young_and_locked_creations_are_left_alone(root: Path, project: Path) ->
     with live_process() as creator:
         young = leftover(root, project, 25, first_lines(25, project), age=0, pid=creator)
         mine = leftover(root, project, 34, first_lines(34, project), age=0, pid=os.getpid())
+        # A pid no process here has, but named on another host (or in another
+        # container), or by an earlier awl that did not say where: maybe alive.
+        gone = dead_pid()
+        elsewhere = leftover(root, project, 36, first_lines(36, project), age=0, pid=gone)
+        elsewhere = elsewhere.rename(
+            elsewhere.with_name(elsewhere.name.replace(f".{host_tag()}.", ".00000000."))
+        )
+        older = leftover(root, project, 37, first_lines(37, project), age=0, pid=gone)
+        older = older.rename(older.with_name(older.name.replace(f".{host_tag()}.", ".")))
         locked = leftover(root, project, 26, first_lines(26, project))
         fd = os.open(locked, os.O_RDONLY)
         try:
@@ -1092,6 +1103,7 @@ def test_young_and_locked_creations_are_left_alone(root: Path, project: Path) ->
         finally:
             os.close(fd)
     assert young.exists() and mine.exists() and locked.exists()
+    assert elsewhere.exists() and older.exists()
 
 
 def test_a_young_creation_whose_creator_is_gone_is_settled_at_once(
@@ -1105,7 +1117,9 @@ def test_a_young_creation_whose_creator_is_gone_is_settled_at_once(
     assert [r.recovered_from for r in results] == [str(tmp)]
     assert summary.errors == 0
     assert not tmp.exists()
-    with SessionManager.open(tmp.parent / tmp.name[1:].rsplit(".", 2)[0], read_only=True) as m:
+    log = creating_log(tmp.name)
+    assert log is not None
+    with SessionManager.open(tmp.parent / log, read_only=True) as m:
         assert m.rebuild_conversation()[-1].text() == "the first prompt, which must not be lost"
 
 

@@ -7,7 +7,7 @@ on and never written; a log corrupt anywhere but its tail is reported and
 left byte-identical.
 
 Before that, what a process that died while creating a session left behind
-(a hidden ``.<log>.<pid>.creating`` file, see :func:`settle_creation`) is
+(a hidden ``.<log>.<pid>.<host>.creating`` file, see :func:`settle_creation`) is
 renamed into place as the log it was to become, or removed when it holds
 nothing, so that the session's first messages are not lost.
 """
@@ -292,11 +292,11 @@ at once), which can take no lock at all."""
 
 
 def _creator_gone(tmp: str) -> bool:
-    """Whether the process a creation file's name gives is certainly not running
-    here.  Any doubt counts as alive: a pid reused since, another user's
-    process, this process itself.  (A creator on another host sharing the
-    folder is not seen here; its lock, and the few microseconds between its
-    open and its lock, are what its file then relies on.)"""
+    """Whether the process a creation file's name gives is certainly not running:
+    a pid of this host and pid namespace (the name says which) that no process
+    has.  Any doubt counts as alive: a name of another host's or container's,
+    or of an earlier awl (no host in it), a pid reused since, another user's
+    process, this process itself."""
     pid = creating_pid(os.path.basename(tmp))
     if pid is None or pid <= 0 or pid == os.getpid():
         return False
