@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import fcntl
 import os
@@ -1106,14 +1107,34 @@ def test_young_and_locked_creations_are_left_alone(root: Path, project: Path) ->
     assert elsewhere.exists() and older.exists()
 
 
+@contextmanager
+def zombie() -> Iterator[int]:
+    """The pid of a process that has exited and is not yet reaped (as a killed
+    process stays under an init that reaps late), until the block ends."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        stat_file = Path(f"/proc/{proc.pid}/stat")
+        deadline = time.monotonic() + 30
+        while stat_file.read_bytes().rsplit(b")", 1)[1][1:2] != b"Z":
+            assert time.monotonic() < deadline, "the child never exited"
+            time.sleep(0.01)
+        yield proc.pid
+    finally:
+        proc.wait()
+
+
+@pytest.mark.parametrize("creator", ["ended", "zombie"])
 def test_a_young_creation_whose_creator_is_gone_is_settled_at_once(
-    root: Path, project: Path
+    root: Path, project: Path, creator: str
 ) -> None:
     """An import killed and run again at once: the file its creator (no process
-    any more) left is settled now, not a minute later, so that the new run
-    goes on from it instead of making the log afresh beside it."""
-    tmp = leftover(root, project, 35, first_lines(35, project), age=0, pid=dead_pid())
-    results, summary = reindex([], jobs=1, creations=creations(project_dir(project, root)))
+    any more, or one that has exited but is not reaped yet) left is settled
+    now, not a minute later, so that the new run goes on from it instead of
+    making the log afresh beside it."""
+    with contextlib.ExitStack() as stack:
+        pid = stack.enter_context(zombie()) if creator == "zombie" else dead_pid()
+        tmp = leftover(root, project, 35, first_lines(35, project), age=0, pid=pid)
+        results, summary = reindex([], jobs=1, creations=creations(project_dir(project, root)))
     assert [r.recovered_from for r in results] == [str(tmp)]
     assert summary.errors == 0
     assert not tmp.exists()

@@ -306,7 +306,15 @@ def _creator_gone(tmp: str) -> bool:
         return True
     except (OSError, OverflowError):
         return False
-    return False
+    # A zombie has exited (its lock is gone) but is not yet reaped: what a killed
+    # process stays for a while under an init that reaps late (a container's).
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat_line = f.read()
+    except OSError:
+        return False
+    state = stat_line[stat_line.rfind(b")") + 2 : stat_line.rfind(b")") + 3]
+    return state in (b"Z", b"X")
 
 
 def settle_creation(
