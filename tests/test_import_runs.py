@@ -2426,19 +2426,29 @@ def test_text_a_log_cannot_keep_in_the_line_a_session_is_known_by_is_repaired(
 
 
 @pytest.mark.parametrize(
-    ("source", "kind"),
+    ("fields", "kind"),
     [
-        ("review", "review"),
+        ({"source": {"subagent": "review"}}, "review"),
         (
-            {"thread_spawn": {"parent_thread_id": "019cf0a1-7b2c-7d3e-8f40-00000000a7ee"}},
+            {
+                "source": {
+                    "subagent": {
+                        "thread_spawn": {"parent_thread_id": "019cf0a1-7b2c-7d3e-8f40-00000000a7ee"}
+                    }
+                },
+                "thread_source": "subagent",
+            },
             "thread_spawn",
         ),
-        ({"other": "guardian"}, "guardian"),
-        ({"other": 'x"\u202e' + "é" * 40}, "subagent"),  # no word: named as one
+        ({"source": {"subagent": {"other": "guardian"}}}, "guardian"),
+        ({"source": {"subagent": {"other": 'x"\u202e' + "é" * 40}}}, "subagent"),  # no word
+        # Threads Codex runs for itself, as its newer versions say so.
+        ({"source": {"internal": "guardian"}, "thread_source": "guardian_review"}, "guardian"),
+        ({"source": "exec", "thread_source": "memory_consolidation"}, "memory_consolidation"),
     ],
 )
 def test_a_codex_subagents_rollout_is_listed_as_one_and_not_what_a_resume_picks(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: Any, kind: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fields: dict[str, Any], kind: str
 ) -> None:
     """Codex writes the sessions it runs for another (a review, a spawned agent) as
     rollouts of their own, beside the human's; its resume offers only the
@@ -2457,7 +2467,7 @@ def test_a_codex_subagents_rollout_is_listed_as_one_and_not_what_a_resume_picks(
         "payload": {
             **meta,
             "id": "019cf0a1-7b2c-7d3e-8f40-00000000b0b0",
-            "source": {"subagent": source},
+            **fields,
         },
     }
     # Later than every line of the human's session.
@@ -2487,6 +2497,16 @@ def test_a_codex_subagents_rollout_is_listed_as_one_and_not_what_a_resume_picks(
     # With no session of the human's there, the subagent's is the one to go on with.
     main_log.unlink()
     assert most_recent(cwd, session_dir=root) == sub_log
+
+
+@pytest.mark.parametrize(
+    ("source", "thread"),
+    [("cli", None), ("exec", "user"), ({"custom": "ci"}, "feature-x"), ("unknown", None)],
+)
+def test_a_codex_session_of_the_humans_is_no_subagents(source: Any, thread: Any) -> None:
+    from awl.importers._codex import _subagent
+
+    assert _subagent(source, thread) == ""
 
 
 @pytest.mark.parametrize("when", ["a minute on", "at once"])

@@ -236,17 +236,28 @@ def info(objs: list[tuple[int, dict[str, Any]]]) -> SourceInfo | str:
         cwd,
         provider if isinstance(provider, str) else "openai",
         model,
-        _subagent(meta.get("source")),
+        _subagent(meta.get("source"), meta.get("thread_source")),
     )
 
 
-def _subagent(source: Any) -> str:
+# What a rollout's ``thread_source`` says of a thread Codex ran for itself, when
+# its ``source`` does not (``user``, a feature's name: the human's).
+AGENT_THREADS = frozenset(("subagent", "guardian_review", "memory_consolidation"))
+
+
+def _subagent(source: Any, thread: Any = None) -> str:
     """The kind of agent a rollout's ``source`` says Codex ran it as, for another
-    session (``{"subagent": "review"}``, ``{"subagent": {"thread_spawn": {...}}}``);
+    session (``{"subagent": "review"}``, ``{"subagent": {"thread_spawn": {...}}}``,
+    ``{"internal": "guardian"}``), else its ``thread_source`` (Codex 0.17x on);
     "" for a session of the human's (``"cli"``, ``"vscode"``, ``"exec"``...)."""
-    sub = source.get("subagent") if isinstance(source, dict) else None
+    sub = None
+    if isinstance(source, dict):
+        sub = source.get("subagent", source.get("internal"))
     if sub is None:
-        return ""
+        if isinstance(thread, str) and thread in AGENT_THREADS:
+            sub = thread
+        else:
+            return ""
     kind: Any = sub
     if isinstance(sub, dict) and sub:
         kind, value = next(iter(sub.items()))
