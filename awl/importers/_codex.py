@@ -245,7 +245,7 @@ def info(objs: list[tuple[int, dict[str, Any]]]) -> SourceInfo | str:
 AGENT_THREADS = frozenset(("subagent", "guardian_review", "memory_consolidation"))
 
 
-def _subagent(source: Any, thread: Any = None) -> str:
+def _subagent(source: Any, thread: Any) -> str:
     """The kind of agent a rollout's ``source`` says Codex ran it as, for another
     session (``{"subagent": "review"}``, ``{"subagent": {"thread_spawn": {...}}}``,
     ``{"internal": "guardian"}``), else its ``thread_source`` (Codex 0.17x on);

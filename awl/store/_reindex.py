@@ -313,7 +313,7 @@ def _creator_gone(tmp: str) -> bool:
             stat_line = f.read()
     except OSError:
         return False
-    state = stat_line[stat_line.rfind(b")") + 2 : stat_line.rfind(b")") + 3]
+    state = stat_line.rpartition(b")")[2][1:2]  # after the command name, which may hold ")"
     return state in (b"Z", b"X")
 
 
