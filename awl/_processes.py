@@ -10,7 +10,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
@@ -134,12 +134,18 @@ def run_in_processes(
 
     An exception here (KeyboardInterrupt, one ``done`` raises) ends the run
     once each worker has finished the task it is on: no task is started
-    after it.  Workers ignore SIGINT and SIGHUP, and SIGTERM's handler, so what a task
-    does is not cut short.  When this process dies without a word (``kill
-    -9``), each worker ends after its task, and starts no other.
+    after it.  The tasks finished by then are passed to ``done`` before the
+    exception goes on (those of a chunk whose results had not come back, the
+    rest of the chunk being reported), unless ``done`` itself was under way
+    when it came.  Workers ignore SIGINT and SIGHUP, and SIGTERM's handler, so
+    what a task does is not cut short.  When this process dies without a
+    word (``kill -9``), each worker ends after its task, and starts no other.
     """
     stopping = multiprocessing.get_context().Event()
     pool = ProcessPoolExecutor(max_workers=workers, initializer=_start_worker, initargs=(stopping,))
+    futures: list[Future[list[R | None]]] = []
+    reported: dict[Future[list[R | None]], int] = {}  # how many of each chunk's results
+    reporting = False
     try:
         items = list(tasks)
         futures = [
@@ -147,15 +153,22 @@ def run_in_processes(
             for i in range(0, len(items), chunksize)
         ]
         for future in as_completed(futures):
-            for result in future.result():
+            for k, result in enumerate(future.result()):
                 assert result is not None  # nothing is skipped before the stop
+                # Counted first: a stop that comes between the two lines may leave
+                # one result unsaid, never say one twice.
+                reported[future] = k + 1
+                reporting = True
                 done(result)
+                reporting = False
     except BrokenProcessPool:
         # A worker killed (``kill -9``, the kernel out of memory): said in a line,
         # once the others have ended the task each is on.
         with _signals_held():
             stopping.set()
             pool.shutdown(wait=True, cancel_futures=True)
+            if not reporting:
+                _report_finished(futures, reported, done)
         raise WorkerDied(
             "a worker process died before its tasks were done (killed, or out of memory?)"
         ) from None
@@ -166,8 +179,26 @@ def run_in_processes(
         with _signals_held():
             stopping.set()
             pool.shutdown(wait=True, cancel_futures=True)
+            if not reporting:
+                # Not when ``done`` raised: it may fail again (its output closed).
+                _report_finished(futures, reported, done)
         raise
     pool.shutdown(wait=True)
+
+
+def _report_finished(
+    futures: list[Future[list[R | None]]],
+    reported: dict[Future[list[R | None]], int],
+    done: Callable[[R], None],
+) -> None:
+    """After a stop: ``done`` for each task finished whose result it has not seen
+    (a chunk that came back meanwhile, or whose results were being reported)."""
+    for future in futures:
+        if not future.done() or future.cancelled() or future.exception() is not None:
+            continue
+        for result in future.result()[reported.get(future, 0) :]:
+            if result is not None:  # None: skipped, the stop came first
+                done(result)
 
 
 @contextlib.contextmanager

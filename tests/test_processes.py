@@ -63,6 +63,55 @@ def test_an_interruption_lets_each_worker_finish_its_task_and_starts_no_other(
     assert 0 in started and len(started) <= 2 * chunksize + 2
 
 
+_STOPPED_MIDWAY = """
+import json, os, signal, sys, threading, time
+from pathlib import Path
+from awl._processes import run_in_processes
+from tests.test_processes import _mark
+
+folder = Path(sys.argv[1])
+tasks = [(folder, n, 0.0 if n == 0 else 0.5) for n in range(24)]
+
+def interrupt():
+    # Once each worker is well into a chunk, none of which has come back.
+    while len(os.listdir(folder)) < 4:
+        time.sleep(0.01)
+    os.kill(os.getpid(), signal.SIGINT)
+
+got = []
+threading.Thread(target=interrupt, daemon=True).start()
+try:
+    run_in_processes(_mark, tasks, got.append, workers=2, chunksize=4)
+except KeyboardInterrupt:
+    print(json.dumps(got), flush=True)
+"""
+
+
+def test_a_stop_reports_every_task_finished_in_a_chunk_that_had_not_come_back(
+    tmp_path: Path,
+) -> None:
+    """Ctrl-C while each worker is halfway through a chunk: the tasks finished by then
+    are reported before the stop goes on (an import counts and describes them),
+    not lost with the chunk's unsent results."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    run = subprocess.run(
+        [sys.executable, "-c", _STOPPED_MIDWAY, str(tmp_path)],
+        cwd=root,
+        env=dict(os.environ, PYTHONPATH=str(root)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0 and run.stdout, (run.returncode, run.stderr)
+    got = json.loads(run.stdout)
+    started = sorted(int(n) for n in os.listdir(tmp_path))
+    assert len(started) < 24  # the stop came first
+    assert sorted(got) == [n * n for n in started]  # each task under way was finished
+
+
 _PARENT = """
 import multiprocessing, sys
 from pathlib import Path
@@ -176,7 +225,7 @@ def test_a_second_interruption_while_the_run_stops_does_not_hang_it(tmp_path: Pa
         text=True,
         timeout=60,
     )
-    assert run.stdout == "stopped\n", run.stderr
+    assert run.stdout == "stopped\n", (run.returncode, run.stderr)
     assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
     assert len(os.listdir(tmp_path)) <= 4  # the first task, and those under way
 
