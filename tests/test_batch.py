@@ -403,6 +403,10 @@ def test_a_second_creation_of_a_log_not_yet_named_leaves_the_first_whole(
         ({"n": 2**70}, "what JSON cannot hold (Integer exceeds 64-bit range)"),
         ({"k": {1: "a"}}, "what JSON cannot hold (Dict key must be str)"),
         ({"s": "half \ud83d"}, "text that is not valid UTF-8"),
+        # orjson would write each as null: the value changed, not kept.
+        ({"x": float("nan")}, "a number JSON cannot hold (NaN or an infinity)"),
+        ({"x": {"deep": [1, float("inf")]}}, "a number JSON cannot hold (NaN or an infinity)"),
+        ({"x": None, "y": (float("-inf"),)}, "a number JSON cannot hold (NaN or an infinity)"),
     ],
 )
 def test_a_value_json_cannot_hold_is_named_with_nothing_written(
@@ -413,5 +417,27 @@ def test_a_value_json_cannot_hold_is_named_with_nothing_written(
     before = m.path.read_bytes()
     with pytest.raises(FormatError, match=re.escape(said)):
         m.append_entries([NewEntry(T, type="x-a", fields=fields, node=False)])
+    assert m.path.read_bytes() == before
+    m.close()
+
+
+def test_finite_numbers_beside_nulls_are_written_as_they_are(tmp_path: Path) -> None:
+    """The check for NaN looks into a line only when it holds a null; such a line
+    with only finite numbers is written unchanged."""
+    m = SessionManager.create(tmp_path, "offline", "echo", session_dir=tmp_path / "s")
+    fields = {"none": None, "f": 1.5, "deep": [{"g": -0.0, "h": 1e300}]}
+    m.append_entries([NewEntry(T, type="x-a", fields=fields, node=False)])
+    m.close()
+    last = orjson.loads(m.path.read_bytes().splitlines()[1])
+    assert {k: last[k] for k in fields} == fields
+
+
+def test_a_nan_in_a_message_block_is_refused_by_append_message_too(tmp_path: Path) -> None:
+    m = SessionManager.create(tmp_path, "offline", "echo", session_dir=tmp_path / "s")
+    m.append_entries([NewEntry(T, None, _msg("user", "hi"), "offline", "echo")])
+    before = m.path.read_bytes()
+    block = DiskUnknownBlock({"type": "x-gauge", "value": float("nan")})
+    with pytest.raises(FormatError, match=re.escape("NaN or an infinity")):
+        m.append_message(DiskMessage("user", [DiskText("again"), block]))
     assert m.path.read_bytes() == before
     m.close()

@@ -69,6 +69,9 @@ from pathlib import Path
 from awl._processes import run_in_processes
 from tests.test_processes import _mark
 
+# Ctrl-C's own handler, whatever this process inherited (a shell's background job
+# starts with SIGINT ignored).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 folder = Path(sys.argv[1])
 tasks = [(folder, n, 0.0 if n == 0 else 0.5) for n in range(24)]
 
@@ -188,6 +191,7 @@ from pathlib import Path
 from awl._processes import run_in_processes
 from tests.test_processes import _mark
 
+signal.signal(signal.SIGINT, signal.default_int_handler)  # whatever was inherited
 folder = Path(sys.argv[1])
 tasks = [(folder, n, 0.0 if n == 0 else 1.0) for n in range(40)]
 

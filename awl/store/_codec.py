@@ -11,6 +11,7 @@ the two equal).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -177,7 +178,7 @@ def _line(obj: dict[str, Any], extra: Mapping[str, Any] | None) -> bytes:
         for key, value in extra.items():
             obj.setdefault(key, value)  # never in place of a member of the format
     try:
-        return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)  # no copy to add it
+        line = orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)  # no copy to add it
     except TypeError as exc:
         if "surrogates" in str(exc):
             # Lone surrogates: bytes that were not UTF-8 where the text came in
@@ -190,6 +191,45 @@ def _line(obj: dict[str, Any], extra: Mapping[str, Any] | None) -> bytes:
         raise FormatError(
             f"the entry holds what JSON cannot hold ({exc}); nothing was saved"
         ) from None
+    # orjson writes NaN and the infinities as null: a value would be changed, not
+    # kept.  Only a line with a null in it can hold one, and only where a caller's
+    # own values go (the format's members are typed, orjson.loads makes none).
+    if b"null" in line and _non_finite_member(obj, extra):
+        raise FormatError(
+            "the entry holds a number JSON cannot hold (NaN or an infinity); nothing was saved"
+        )
+    return line
+
+
+_BLOCK_TYPES = frozenset(("text", "thinking", "toolUse", "toolResult"))
+
+
+def _non_finite_member(obj: dict[str, Any], extra: Mapping[str, Any] | None) -> bool:
+    """Whether a NaN or an infinity is among ``extra``'s values or in a block of a
+    type awl does not know (:class:`DiskUnknownBlock`): where a caller's values go."""
+    if extra and _non_finite(list(extra.values())):
+        return True
+    message = obj.get("message")
+    if isinstance(message, dict):
+        content = message.get("content")
+        if isinstance(content, list):
+            return any(
+                _non_finite(b)
+                for b in content
+                if isinstance(b, dict) and b.get("type") not in _BLOCK_TYPES
+            )
+    return False
+
+
+def _non_finite(value: Any) -> bool:
+    """Whether ``value`` holds a float that is NaN or infinite, at any depth."""
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_non_finite(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_non_finite(v) for v in value)
+    return False
 
 
 def serialize_checkpoint(cp: Checkpoint) -> bytes:
