@@ -39,6 +39,7 @@ from tests.import_fixtures import (
     texts,
 )
 from tests.import_fixtures.make_fixtures import Claude, write
+from tests.test_import_runs import _flat
 
 SHOP = source_objects(CLAUDE_SHOP)
 SID = "5f0c2a9e-1111-4222-8333-444455556666"
@@ -1093,6 +1094,7 @@ def test_a_prompt_queued_while_a_turn_ran_is_a_prompt_where_the_model_got_it(
     note = "<task-notification>\n<task-id>b0be39e</task-id>\n</task-notification>"
 
     def build(c: Claude) -> None:
+        c.version = "2.1.100"  # attachment lines are kept for everyone from 2.1.97 on
         c.prompt("Lance les tests.")
         (ask,) = c.reply(
             [{"type": "tool_use", "id": "toolu_q1", "name": "Bash", "input": {"command": "t"}}],
@@ -1127,6 +1129,137 @@ def test_a_prompt_queued_while_a_turn_ran_is_a_prompt_where_the_model_got_it(
     assert queued[0]["x-claude"]["lines"][0]["attachment"]["origin"] == {"kind": "human"}
     assert not [e for e in entries(r.path) if e["type"] == "x-claude-attachment"]
     _lossless(path, r)
+
+
+def _queue(c: Claude, op: str, content: str | None = None) -> None:
+    line = {"type": "queue-operation", "operation": op, "timestamp": c.ts(), "sessionId": c.sid}
+    if content is not None:
+        line["content"] = content
+    c.other(line)
+
+
+def _queued_prompts(c: Claude) -> None:
+    """A session of a Claude Code that keeps no queued prompt's attachment line (before
+    2.1.97): three prompts typed while a turn ran, told only by queue operations."""
+    c.prompt("Lance les tests.")
+    (ask,) = c.reply(
+        [{"type": "tool_use", "id": "toolu_q1", "name": "Bash", "input": {"command": "t"}}],
+        stop="tool_use",
+    )
+    _queue(c, "enqueue", "et le lint ?")
+    _queue(c, "enqueue", NOTIFICATION)  # a background task's, queued too: not a prompt
+    c.result("toolu_q1", ask, "12 passed")
+    _queue(c, "remove")  # handed to the model with the results: the oldest prompt
+    task, bash = c.reply(
+        [
+            {"type": "tool_use", "id": "toolu_t", "name": "Task", "input": {"prompt": "p"}},
+            {"type": "tool_use", "id": "toolu_b", "name": "Bash", "input": {"command": "l"}},
+        ],
+        stop="tool_use",
+    )
+    _queue(c, "enqueue", "et la doc ?")
+    c.result("toolu_b", bash, "lint ok")
+    _queue(c, "remove")  # the subagent's loop (the Task call unanswered): still queued
+    c.result("toolu_t", task, "agent done")
+    _queue(c, "remove")  # the main loop's, after the round: handed over
+    c.reply([{"type": "text", "text": "Lint et doc faits."}], stop="end_turn")
+    _queue(c, "enqueue", "et le README ?")
+    _queue(c, "dequeue")  # taken after the turn: the user line that follows
+    c.prompt("et le README ?")
+    c.reply([{"type": "text", "text": "README à jour."}], stop="end_turn")
+    _queue(c, "enqueue", "brouillon")
+    _queue(c, "popAll", "brouillon")  # taken back to be edited: never sent
+    c.prompt("autre chose")
+    c.reply([{"type": "text", "text": "Fait."}], stop="end_turn")
+
+
+QUEUED_SENT = [
+    ("user", "Lance les tests."),
+    ("assistant", ""),
+    ("user", ""),  # the results
+    ("user", "et le lint ?"),
+    ("assistant", ""),
+    ("user", ""),
+    ("user", "et la doc ?"),
+    ("assistant", "Lint et doc faits."),
+    ("user", "et le README ?"),
+    ("assistant", "README à jour."),
+    ("user", "autre chose"),
+    ("assistant", "Fait."),
+]
+
+
+@pytest.mark.parametrize("version", ["2.0.50", "2.1.39", "2.1.96"])
+def test_a_prompt_queued_while_a_turn_ran_before_2_1_97_is_sent_where_a_remove_says(
+    tmp_path: Path, version: str
+) -> None:
+    """Before 2.1.97 Claude Code kept no attachment line of a prompt typed while a
+    turn ran: its ``queue-operation`` lines alone say it.  A ``remove`` is written
+    only when the prompts queued are handed to the model, after a round's results
+    (taken back, a prompt is ``popAll``; sent after the turn, ``dequeue`` and a
+    user line): the oldest prompt queued is a user message there.  Not a
+    ``remove`` while a call of the round is unanswered (a subagent's loop wrote
+    one, the prompt still queued), nor a task's notification queued beside."""
+
+    def build(c: Claude) -> None:
+        c.version = version
+        _queued_prompts(c)
+
+    path, _ = _session(tmp_path, build)
+    (r,) = _import(path)
+    assert sent_texts(r.path) == QUEUED_SENT
+    queued = [m for m in _messages(r.path) if m.get("x-claude", {}).get("queued")]
+    assert [texts(m) for m in queued] == [["et le lint ?"], ["et la doc ?"]]
+    assert [m["x-claude"]["enqueued"] for m in queued] == [3, 9]
+    with SessionManager.open(r.path, read_only=True) as m:
+        assert m.first_prompt == "Lance les tests."
+    _lossless(path, r)
+
+
+@pytest.mark.parametrize(("version", "user"), [("2.1.97", "external"), ("2.1.39", "ant")])
+def test_queue_operations_add_nothing_where_claude_code_kept_the_attachment_line(
+    tmp_path: Path, version: str, user: str
+) -> None:
+    """From 2.1.97 on (and for Anthropic's own users before), a prompt handed over
+    has its ``attachment`` line, which is the message: a ``remove`` is no second."""
+
+    def build(c: Claude) -> None:
+        c.version = version
+        _queued_prompts(c)
+        for line in c.lines:
+            if "userType" in line:
+                line["userType"] = user
+
+    path, _ = _session(tmp_path, build)
+    (r,) = _import(path)
+    assert [x for x in sent_texts(r.path) if x[1] in ("et le lint ?", "et la doc ?")] == []
+
+
+def test_queued_prompts_imported_as_the_session_grows_end_as_one_import(tmp_path: Path) -> None:
+    """Cut after any line (each batch as small as it may be), imported, then grown to
+    the whole: the conversation one import of the whole makes."""
+    from awl.importers import _run
+
+    path, _ = _session(tmp_path, _queued_prompts)
+    (whole,) = _import(path)
+    expected = _flat(whole.path)
+    body = path.read_bytes().splitlines(keepends=True)
+    for cut in range(1, len(body)):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(_run, "BATCH_BYTES", 1)
+            src = tmp_path / f"cut{cut}" / path.name
+            src.parent.mkdir()
+            store = tmp_path / f"store{cut}"
+            src.write_bytes(b"".join(body[:cut]))
+            import_sessions(
+                plan_import([src]).sources, jobs=1, session_dir=store, system_prompt=PROMPT
+            )
+            src.write_bytes(b"".join(body))
+            (r,), _ = import_sessions(
+                plan_import([src]).sources, jobs=1, session_dir=store, system_prompt=PROMPT
+            )
+            assert r.status in ("updated", "imported") and r.path is not None, (cut, r.error)
+            assert _flat(r.path) == expected, cut
 
 
 def test_claude_codes_own_error_in_place_of_a_reply_is_shown_not_sent(tmp_path: Path) -> None:

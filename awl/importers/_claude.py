@@ -15,7 +15,8 @@ nodes, but what the human typed is a prompt even when tagged: a slash
 command that expands to a prompt for the model, bash mode's commands with
 their output, a block in a tag that is not Claude Code's, a prompt typed in
 an IDE after the blocks naming its open file, and one queued while a turn
-ran (an ``attachment``); and what Claude Code sends the model though the
+ran (an ``attachment``; before Claude Code 2.1.97, what its queue operations
+say); and what Claude Code sends the model though the
 human did not type it is a user message too: a command's expansion, a
 skill's body, an interruption note, another agent's message; metadata lines
 (titles, snapshots, queue operations) are opaque entries outside the tree;
@@ -138,6 +139,11 @@ def _claude_tag(name: str) -> bool:
 # (the human writing from a chat app), a plugin, an observer.  With no origin
 # (older), only these modes were.
 QUEUED_MODES = frozenset(("prompt", "task-notification"))
+# The first version that writes a queued prompt's ``attachment`` line for everyone:
+# before it, only Anthropic's own users (``userType`` "ant") had it, and a prompt
+# handed to the model during a turn is told only by ``queue-operation`` lines.
+ATTACHMENTS_KEPT = (2, 1, 97)
+TASK_NOTIFICATION = "<task-notification>"
 COMMAND_TAG = "<command-name>"
 STOP_REASONS = {
     "end_turn": "stop",
@@ -228,6 +234,15 @@ class ClaudeConverter(Converter):
         self.command: tuple[Planned, dict[str, Any], int] | None = None
         self.command_cut = False  # whether a batch or an import ended after it
         self.unparented = False  # whether a line without a parentUuid was noted
+        # Prompts queued while a turn ran, not yet handed over or taken back (their
+        # text, None when it was no text, and their line), oldest first; whether
+        # the chain writes no queued prompt's attachment line (the version and
+        # user type of its last line say so); the calls of the last reply that no
+        # result has answered; whether the last chain line was a call's result.
+        self.queue: list[tuple[str | None, int]] = []
+        self.no_attachments = False
+        self.open_calls: set[str] = set()
+        self.after_results = False
         # The last compaction boundary, when it preserved messages past its summary:
         # its line, its uuid, and the first and last of them and their anchor
         # (None when it does not name them).
@@ -252,6 +267,8 @@ class ClaudeConverter(Converter):
                 if isinstance(leaf, str) and leaf in self.alias:
                     self.rewound_to = self.alias[leaf]
             opaque(b, name, obj, line, ts)
+            if kind == "queue-operation":
+                self._queue_operation(obj, line, ts)
             return
         side = obj.get("isSidechain") is True
         if self.side is None:
@@ -260,6 +277,7 @@ class ClaudeConverter(Converter):
             # A subagent's line in the session's own file (Claude Code 1.x).
             opaque(b, "x-claude-subagent", obj, line, ts)
             return
+        self.no_attachments = _writes_no_queued_attachment(obj)
         if uuid in self.alias:
             # A line written again (a resume that replayed the history): taken once.
             if b.live:
@@ -292,6 +310,9 @@ class ClaudeConverter(Converter):
                 )
         else:
             parent = None if lost and self.last is None else self._parent(p, line)
+        if kind in ("user", "assistant"):
+            # (Not a progress or system line: a round's hooks may write one after it.)
+            self.after_results = False
         if kind == "assistant" and isinstance(obj.get("message"), dict):
             self._assistant(obj, uuid, parent, ts, line)
         elif kind == "user" and isinstance(obj.get("message"), dict):
@@ -311,6 +332,57 @@ class ClaudeConverter(Converter):
             self.alias[uuid] = uuid
         self.last = self.alias[uuid]
         self.rewound_to = None
+
+    def _queue_operation(self, obj: dict[str, Any], line: int, ts: str) -> None:
+        """A ``queue-operation`` line (Claude Code 2.0.30 on), kept as it is: what it
+        tells of the prompts the human typed while a turn ran.  Before Claude Code
+        wrote a queued prompt's ``attachment`` line (2.1.97), a ``remove`` is the
+        only sign that one was handed to the model, after the round of results
+        it follows: then the oldest prompt still queued is a user message there,
+        as the attachment's would be.  A ``remove`` while a call of the last
+        reply is unanswered is a subagent's loop's (Claude Code up to 2.1.45
+        wrote one there, the prompt still queued): no prompt went to the model."""
+        op, text = obj.get("operation"), obj.get("content")
+        text = text if isinstance(text, str) and text else None
+        queue = self.queue
+        if op == "enqueue":
+            queue.append((text, line))
+        elif op == "dequeue":
+            if queue:  # the oldest, sent after the turn as a user line of its own
+                queue.pop(0)
+        elif op == "popAll":
+            # Taken back into the prompt to be edited: not sent.
+            at = _queued_at(queue, text) if text is not None else 0
+            if at is not None and queue:
+                queue.pop(at)
+        elif op == "remove" and self.no_attachments and self.after_results:
+            if self.open_calls:
+                return
+            # Only a prompt is handed over so (not a task's notification, queued too).
+            at = _queued_at(queue, text) if text is not None else _oldest_prompt(queue)
+            if at is None:
+                return
+            prompt, enqueued = queue.pop(at)
+            b = self.b
+            if prompt is None:
+                if b.live:
+                    b.notes.append(
+                        f"line {line}: a prompt queued while a turn ran (line {enqueued}), "
+                        "which is no text, was handed to the model; the session holds "
+                        "nothing of it to send"
+                    )
+                return
+            # Under the round's results (or the prompt queued before it), and what
+            # followed them follows it.
+            above = self.last
+            key = b.unique(f"L{line}", line)
+            parent = self.redirect.get(above, above) if above is not None else None
+            blocks, _ = _blocks(prompt, prompt=True)
+            xc = {"queued": True, "enqueued": enqueued, "removed": line}
+            b.add(Planned(key, parent, ts, role="user", content=blocks, fields={"x-claude": xc}))
+            if above is not None:
+                self.redirect[above] = key
+            self.last = key
 
     def _kept(self, uuid: str, parent: str | None) -> int:
         """How many messages before a compaction's summary (``uuid``, under
@@ -436,6 +508,7 @@ class ClaudeConverter(Converter):
             xc = reply.fields["x-claude"]
             _extend(xc, reply.content, blocks, extras)
             reply.content.extend(blocks)
+            self.open_calls.update(x.id for x in blocks if type(x) is DiskToolUse)
             xc["lines"].append(rec)
             xc["sourceLines"].append(line)
             if out >= self.best:
@@ -487,6 +560,7 @@ class ClaudeConverter(Converter):
         if model != SYNTHETIC:
             b.answered(PROVIDER, model)
         self.reply, self.reply_id, self.best, self.counted = entry, mid, out, counted
+        self.open_calls = {x.id for x in blocks if type(x) is DiskToolUse}
         self.alias[uuid] = uuid
 
     def _replace(self, obj: dict[str, Any], line: int) -> None:
@@ -540,6 +614,10 @@ class ClaudeConverter(Converter):
         rest = without(m, "role", "content")
         if isinstance(content, list) and _has_results(content):
             blocks, extras = _result_blocks(content)
+            self.open_calls.difference_update(
+                x.tool_use_id for x in blocks if type(x) is DiskToolResult
+            )
+            self.after_results = True
             res = self.results
             if res is not None:
                 xc = res.fields["x-claude"]
@@ -696,6 +774,33 @@ def _queued_prompt(obj: dict[str, Any]) -> str | list[Any] | None:
     if not typed or (isinstance(prompt, str) and _injected_text(prompt)):
         return None
     return prompt
+
+
+def _writes_no_queued_attachment(obj: dict[str, Any]) -> bool:
+    """Whether the Claude Code that wrote a chain line kept no ``attachment`` line of
+    a prompt queued while a turn ran (a version before :data:`ATTACHMENTS_KEPT`,
+    for a user other than Anthropic's own)."""
+    version = obj.get("version")
+    if not isinstance(version, str) or obj.get("userType") == "ant":
+        return False
+    parts = version.split("-")[0].split(".")
+    if len(parts) != 3 or not all(x.isdigit() for x in parts):
+        return False
+    return tuple(int(x) for x in parts) < ATTACHMENTS_KEPT
+
+
+def _queued_at(queue: list[tuple[str | None, int]], text: str) -> int | None:
+    """Where in ``queue`` the prompt ``text`` is (the oldest such), or None."""
+    return next((k for k, (t, _) in enumerate(queue) if t == text), None)
+
+
+def _oldest_prompt(queue: list[tuple[str | None, int]]) -> int | None:
+    """Where the oldest queued entry that may be a prompt is (not a task's
+    notification, which is queued too but handed over otherwise), or None."""
+    return next(
+        (k for k, (t, _) in enumerate(queue) if t is None or not t.startswith(TASK_NOTIFICATION)),
+        None,
+    )
 
 
 def _result_in(batch: list[Planned], call: str) -> tuple[Planned, int] | None:
