@@ -23,6 +23,11 @@ _stopping: Any = None  # in a worker: the pool's stop event
 _settle: Callable[[], None] | None = None  # in a worker: run_in_processes's settle
 _PARENT_POLL = 0.2  # seconds between a worker's looks at whether its parent lives
 
+WORKERS_PER_CORE = 4
+"""The most worker processes a run starts for each core, whatever it is asked for:
+the work is the processor's, and each worker holds memory of its own, so a
+count far past the cores (``-j 100000``) would only exhaust memory."""
+
 
 class _Orphan:
     """A worker's state: whether a task is under way, and whether its parent is gone
@@ -125,7 +130,8 @@ def run_in_processes(
     settle: Callable[[], None] | None = None,
 ) -> None:
     """``done(call(task))`` for every task, ``call`` (a module-level function)
-    running in ``workers`` processes, ``chunksize`` tasks handed over at once:
+    running in ``workers`` processes (at most :data:`WORKERS_PER_CORE` a core),
+    ``chunksize`` tasks handed over at once:
     in order within a chunk, the chunks as each ends (a long first chunk does
     not hold back what the other workers have done: a progress bar moves, and
     a stop counts what was done).  ``settle`` (module-level too) runs in the
@@ -141,6 +147,7 @@ def run_in_processes(
     what a task does is not cut short.  When this process dies without a
     word (``kill -9``), each worker ends after its task, and starts no other.
     """
+    workers = max(1, min(workers, WORKERS_PER_CORE * (os.cpu_count() or 1)))
     stopping = multiprocessing.get_context().Event()
     pool = ProcessPoolExecutor(max_workers=workers, initializer=_start_worker, initargs=(stopping,))
     futures: list[Future[list[R | None]]] = []

@@ -63,6 +63,21 @@ def test_an_interruption_lets_each_worker_finish_its_task_and_starts_no_other(
     assert 0 in started and len(started) <= 2 * chunksize + 2
 
 
+def _pid(_: int) -> int:
+    time.sleep(0.01)
+    return os.getpid()
+
+
+def test_a_worker_count_far_past_the_cores_starts_at_most_four_a_core() -> None:
+    """``-j 100000`` starts no hundred thousand processes (they would exhaust memory
+    and the machine); at most :data:`WORKERS_PER_CORE` a core."""
+    from awl._processes import WORKERS_PER_CORE
+
+    pids: set[int] = set()
+    run_in_processes(_pid, range(400), pids.add, workers=100_000)
+    assert 1 <= len(pids) <= WORKERS_PER_CORE * (os.cpu_count() or 1)
+
+
 _STOPPED_MIDWAY = """
 import json, os, signal, sys, threading, time
 from pathlib import Path

@@ -46,7 +46,10 @@ def _folder(ctx: click.Context, param: click.Parameter, value: str | None) -> st
     help="The sessions' format (default: recognised from each file's content).",
 )
 @click.option(
-    "--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: the cores)."
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    help="Worker processes (default: the cores; at most 4 a core).",
 )
 @click.option(
     "--cwd",

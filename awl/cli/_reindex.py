@@ -30,7 +30,10 @@ if TYPE_CHECKING:  # numpy and the index: only once the command runs
     "problem, or for a log another process held, which was not verified).",
 )
 @click.option(
-    "--jobs", "-j", type=click.IntRange(min=1), help="Worker processes (default: the cores)."
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    help="Worker processes (default: the cores; at most 4 a core).",
 )
 @click.option("--dry-run", is_flag=True, help="Say what would be done; change nothing.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON document of the results.")
