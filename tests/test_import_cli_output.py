@@ -134,16 +134,19 @@ def test_an_unreadable_subagent_transcript_is_said_in_text_as_in_json(unlocked: 
     (doc,) = [json.loads(x) for x in as_json.stdout.splitlines()]
     (note,) = doc["notes"]
     assert note.startswith(rel) and note.endswith("Permission denied")
+    assert doc["unread"] == [rel]
     done = awl(base, "import", str(src))
     assert done.stderr == ""
     assert done.stdout.splitlines() == [
         f"{src}: {note}",
         done.stdout.splitlines()[-1],  # the summary, as it was
     ]
+    # Imported in part: an error, and the status says so, as for a session not imported.
     assert re.fullmatch(
-        r"1 session, \S+ \S+: 1 imported, 0 updated, 0 unchanged; 0 lines skipped; 0 errors",
+        r"1 session, \S+ \S+: 1 imported, 0 updated, 0 unchanged; 0 lines skipped; 1 error",
         done.stdout.splitlines()[-1],
     )
+    assert done.returncode == 1
 
 
 @needs_permissions
@@ -159,11 +162,13 @@ def test_a_subagents_folder_that_cannot_be_listed_is_said_and_taken_once_it_can(
     assert done.stderr == ""
     note, last = done.stdout.splitlines()
     assert note == f"{src}: {CLAUDE_SHOP.stem}/subagents/: cannot list: Permission denied"
-    assert ": 1 imported, 0 updated, 0 unchanged;" in last
+    assert ": 1 imported, 0 updated, 0 unchanged;" in last and last.endswith("; 1 error")
+    assert done.returncode == 1
     os.chown(folder, os.getuid(), os.getgid())
     folder.chmod(mode)
     again = awl(base, "import", str(src))
     assert ": 0 imported, 1 updated, 0 unchanged;" in again.stdout, again.stdout
+    assert again.stdout.rstrip().endswith("; 0 errors") and again.returncode == 0
     shown = awl(base, "show", str(src.stem))
     assert "subagent transcript" in shown.stdout, shown.stdout + shown.stderr
 

@@ -19,7 +19,7 @@ import re
 import stat
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -256,9 +256,7 @@ def _folder(
     # Folders are followed through symbolic links (a store kept elsewhere and
     # linked in), each once: a link back up would walk forever.
     walked: set[tuple[int, int]] = set()
-    for folder, dirs, names in os.walk(
-        top, onerror=lambda exc: _unlisted(plan, exc), followlinks=True
-    ):
+    for folder, dirs, names in _walk(os.fspath(top), lambda exc: _unlisted(plan, exc)):
         here = Path(folder)
         try:
             st = os.stat(here)
@@ -316,6 +314,37 @@ def _folder(
                 is_session=False,
             )
         )
+
+
+def _walk(
+    top: str, onerror: Callable[[OSError], None], *, follow: bool = True
+) -> Iterator[tuple[str, list[str], list[str]]]:
+    """``os.walk(top, onerror=onerror, followlinks=follow)``'s walk, top down, each
+    folder's ``dirs`` pruned in place by the caller as there, without its
+    recursion (which Python 3.11 raises on past a thousand levels): a tree of
+    any depth."""
+    stack = [top]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as found:
+                listed = list(found)
+        except OSError as exc:
+            onerror(exc)
+            continue
+        dirs: list[str] = []
+        names: list[str] = []
+        links: set[str] = set()
+        for entry in listed:
+            try:
+                is_dir = entry.is_dir()  # a link to a folder is one, as in os.walk
+                if is_dir and not follow and entry.is_symlink():
+                    links.add(entry.name)
+            except OSError:
+                is_dir = False
+            (dirs if is_dir else names).append(entry.name)
+        yield folder, dirs, names
+        stack.extend(os.path.join(folder, d) for d in reversed(dirs) if d not in links)
 
 
 def _unlisted(plan: ImportPlan, exc: OSError) -> None:
@@ -448,7 +477,7 @@ def _claude_extras(main: Path, owners: dict[str, str] | None) -> tuple[str, ...]
             # in a note, as for a file it cannot read, and takes it once it can.
             out.append(os.path.join(os.path.relpath(exc.filename, main.parent), ""))
 
-        for folder, dirs, names in os.walk(own, onerror=unlisted):
+        for folder, dirs, names in _walk(os.fspath(own), unlisted, follow=False):
             dirs.sort()
             for name in sorted(names):
                 path = os.path.join(folder, name)
@@ -507,6 +536,8 @@ class ImportSummary:
             self.refused += 1
         else:
             self.errors += 1
+        if r.unread and r.status in ("imported", "updated", "unchanged"):
+            self.errors += 1  # imported in part: a file of it could not be read
         self.skipped += len(r.skipped)
         for _, _, why in r.skipped:
             kind = why.split(" (", 1)[0]

@@ -47,6 +47,7 @@ from ._build import (
     without,
 )
 from ._record import subagent_file
+from ._source import as_str
 
 PROVIDER = "anthropic"  # Claude Code speaks the Messages API; a gateway is not recorded
 SYNTHETIC = "<synthetic>"  # replies Claude Code made up itself (errors, "No response requested.")
@@ -162,12 +163,12 @@ def info(objs: list[tuple[int, dict[str, Any]]], path: str) -> SourceInfo | str:
     stem = path_text(os.path.basename(path))  # a name that is not UTF-8 may become the id
     stem = stem[: -len(".jsonl")] if stem.endswith(".jsonl") else stem
     chain = next(
-        (o for _, o in objs if o.get("type") in CHAIN and isinstance(o.get("cwd"), str)),
+        (o for _, o in objs if as_str(o.get("type")) in CHAIN and isinstance(o.get("cwd"), str)),
         # None names one: the import is told where (fallback_cwd), or refuses.
-        next((o for _, o in objs if o.get("type") in CHAIN), None),
+        next((o for _, o in objs if as_str(o.get("type")) in CHAIN), None),
     )
     if chain is None:
-        if any(o.get("type") in OTHER_TYPES for _, o in objs):
+        if any(as_str(o.get("type")) in OTHER_TYPES for _, o in objs):
             return "it holds no conversation (only metadata lines)"
         return "none of its first lines is of a kind Claude Code writes"
     start = next(
@@ -177,7 +178,7 @@ def info(objs: list[tuple[int, dict[str, Any]]], path: str) -> SourceInfo | str:
     if not start:
         return "its lines carry no timestamp"
     sid = chain.get("sessionId")
-    sidechain = [o.get("isSidechain") is True for _, o in objs if o.get("type") in CHAIN]
+    sidechain = [o.get("isSidechain") is True for _, o in objs if as_str(o.get("type")) in CHAIN]
     if all(sidechain) and isinstance(sid, str) and sid:
         # A subagent's transcript whose session's file is not beside it: imported on
         # its own, it would be a second session under the id of the one it belongs to.
@@ -253,7 +254,7 @@ class ClaudeConverter(Converter):
     def feed(self, obj: dict[str, Any], line: int) -> None:
         """See :meth:`Converter.feed`."""
         b = self.b
-        kind = obj.get("type")
+        kind = as_str(obj.get("type"))
         ts = self.ts = timestamp_of(obj.get("timestamp"), self.ts)
         uuid = obj.get("uuid")
         if kind not in CHAIN or not isinstance(uuid, str) or not uuid:
@@ -770,7 +771,7 @@ def _queued_prompt(obj: dict[str, Any]) -> str | list[Any] | None:
         # as the human's.
         typed = isinstance(origin.get("kind"), str)
     else:
-        typed = origin is None and att.get("commandMode", "prompt") in QUEUED_MODES
+        typed = origin is None and as_str(att.get("commandMode", "prompt")) in QUEUED_MODES
     if not typed or (isinstance(prompt, str) and _injected_text(prompt)):
         return None
     return prompt
@@ -916,7 +917,7 @@ def _blocks(
         prompt = not all(_injected_text(t) for t in _texts(content))
     for blk in content:
         rest: dict[str, Any] | None = None
-        kind = blk.get("type") if isinstance(blk, dict) else None
+        kind = as_str(blk.get("type")) if isinstance(blk, dict) else None
         if (
             kind == "text"
             and isinstance(blk.get("text"), str)
@@ -953,7 +954,7 @@ def _result_blocks(content: list[Any]) -> tuple[list[DiskContentBlock], list[Any
             out.append(opaque_block("x-claude-value", {"value": blk}))
             extras.append(None)
             continue
-        kind = blk.get("type")
+        kind = as_str(blk.get("type"))
         if kind == "tool_result":
             inner = blk.get("content")
             rest = without(blk, "type", "tool_use_id", "content")

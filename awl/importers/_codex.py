@@ -38,6 +38,7 @@ from ._build import (
     type_name,
     without,
 )
+from ._source import as_str
 
 CALLS = frozenset(("function_call", "custom_tool_call", "local_shell_call"))
 OUTPUTS = frozenset(("function_call_output", "custom_tool_call_output", "tool_search_output"))
@@ -284,7 +285,7 @@ def _text(parts: Any, kinds: tuple[str, ...] = ("input_text",)) -> str:
 def _call(p: dict[str, Any], fallback: str) -> tuple[DiskToolUse, tuple[str, ...]]:
     """A call item as a tool use (``fallback`` its id when it has none), and the
     members it takes."""
-    kind = p.get("type")
+    kind = as_str(p.get("type"))
     call = p.get("call_id") or p.get("id") or fallback
     given = p.get("name")
     name = given if isinstance(given, str) else str(kind)
@@ -323,7 +324,7 @@ def _output(p: dict[str, Any], fallback: str) -> tuple[list[DiskContentBlock], l
     text, parts = _output_parts(out)
     blocks: list[DiskContentBlock] = [DiskToolResult(call, text)]
     for x in out if isinstance(out, list) else []:
-        if isinstance(x, dict) and x.get("type") not in TEXT_PARTS:
+        if isinstance(x, dict) and as_str(x.get("type")) not in TEXT_PARTS:
             blocks.append(opaque_block(f"x-codex-{type_name(x.get('type'))}", x))
     return blocks, parts if isinstance(out, list) else None
 
@@ -336,7 +337,7 @@ def _output_parts(out: Any) -> tuple[str, list[Any]]:
     texts: list[str] = []
     parts: list[Any] = []
     for x in out if isinstance(out, list) else []:
-        kind = x.get("type") if isinstance(x, dict) else None
+        kind = as_str(x.get("type")) if isinstance(x, dict) else None
         text = x.get("text") if kind in TEXT_PARTS else None
         if isinstance(text, str) and text.strip():
             texts.append(text)
@@ -409,7 +410,7 @@ class CodexConverter(Converter):
     def feed(self, obj: dict[str, Any], line: int) -> None:
         """See :meth:`Converter.feed`."""
         b = self.b
-        kind = obj.get("type")
+        kind = as_str(obj.get("type"))
         ts = self.ts = timestamp_of(obj.get("timestamp"), self.ts)
         payload = obj.get("payload")
         if "payload" not in obj:
@@ -568,10 +569,10 @@ class CodexConverter(Converter):
         for k, item in enumerate(history if isinstance(history, list) else []):
             if not isinstance(item, dict):
                 continue
-            if item.get("type") in SUMMARY_ITEMS:
+            if as_str(item.get("type")) in SUMMARY_ITEMS:
                 encrypted = True  # a remote compaction's summary: only OpenAI reads it
                 continue
-            kind = item.get("type")
+            kind = as_str(item.get("type"))
             last = said[-1] if said else None
             if kind in CALLS:
                 # The calls and outputs Codex keeps (a remote compaction keeps the last
@@ -645,10 +646,10 @@ class CodexConverter(Converter):
 
     def _item(self, p: dict[str, Any], obj: dict[str, Any], line: int, ts: str) -> None:
         b = self.b
-        kind = p.get("type")
+        kind = as_str(p.get("type"))
         self.cut_open = False
         if kind == "message":
-            role = p.get("role")
+            role = as_str(p.get("role"))
             if role == "assistant":
                 reply = self._open_reply(ts, line)
                 blocks, parts = _parts(p.get("content"))
@@ -769,7 +770,7 @@ class CodexConverter(Converter):
 
     def _event(self, p: dict[str, Any], obj: dict[str, Any], line: int, ts: str) -> None:
         b = self.b
-        kind = p.get("type")
+        kind = as_str(p.get("type"))
         if kind in REPEATS:
             text = p.get(REPEATS[kind])
             if isinstance(text, str):
@@ -912,7 +913,7 @@ def _parts(content: Any) -> tuple[list[DiskContentBlock], list[Any] | None]:
     out: list[DiskContentBlock] = []
     extras: list[Any] = []
     for x in content if isinstance(content, list) else []:
-        kind = x.get("type") if isinstance(x, dict) else None
+        kind = as_str(x.get("type")) if isinstance(x, dict) else None
         if kind in TEXT_PARTS and isinstance(x.get("text"), str):
             out.append(DiskText(x["text"]))
             rest = without(x, "text", "type")

@@ -31,7 +31,7 @@ from ._build import (
     type_name,
     without,
 )
-from ._source import parse
+from ._source import as_str, parse
 
 KNOWN_TYPES = frozenset(
     (
@@ -113,7 +113,7 @@ class PiConverter(Converter):
     def feed(self, obj: dict[str, Any], line: int) -> None:
         """See :meth:`Converter.feed`."""
         b = self.b
-        kind = obj.get("type")
+        kind = as_str(obj.get("type"))
         ts = self.ts = timestamp_of(obj.get("timestamp"), self.ts)
         if kind == "session":
             # The header (or a second one, which pi never writes): kept, outside the tree.
@@ -137,7 +137,7 @@ class PiConverter(Converter):
     def _entry(self, obj: dict[str, Any], key: str, parent: str | None, ts: str, line: int) -> None:
         """Plan the entry of a line as ``key`` under ``parent``."""
         b = self.b
-        kind = obj.get("type")
+        kind = as_str(obj.get("type"))
         self.parents[key] = parent
         model = self.models.get(parent) if parent is not None else None
         if kind == "message" and isinstance(obj.get("message"), dict):
@@ -174,7 +174,7 @@ class PiConverter(Converter):
     ) -> tuple[str, str] | None:
         b = self.b
         m: dict[str, Any] = obj["message"]
-        role = m.get("role")
+        role = as_str(m.get("role"))
         # Copies less the members converted (dict() and del run in C).
         extra = dict(obj)
         del extra["type"], extra["message"]
@@ -467,7 +467,7 @@ def _blocks(content: Any) -> tuple[list[DiskContentBlock], list[Any] | None]:
             out.append(opaque_block("x-pi-value", {"value": blk}))
             extras.append(None)
             continue
-        kind = blk.get("type")
+        kind = as_str(blk.get("type"))
         rest: dict[str, Any] | None = None
         if kind == "text" and isinstance(blk.get("text"), str):
             out.append(DiskText(blk["text"]))

@@ -123,6 +123,9 @@ class ImportResult:
     unrecognised: dict[str, int] = field(default_factory=dict)
     duplicates: int = 0  # source lines taken once (repeats of another line)
     notes: list[str] = field(default_factory=list)
+    # Files of the session that could not be read or listed (said in a note too):
+    # the awl session lacks them until an import can read them.
+    unread: list[str] = field(default_factory=list)
     error: str | None = None
     explicit: bool = False
     dry_run: bool = False
@@ -135,8 +138,13 @@ class ImportResult:
 
     @property
     def failed(self) -> bool:
-        """An error, or a conflict: the awl session does not hold what the source does."""
-        return self.status in ("error", "conflict") or (self.status == "refused" and self.explicit)
+        """An error, a conflict, or a file of the session not read: the awl session
+        does not hold what the source does."""
+        return (
+            self.status in ("error", "conflict")
+            or (self.status == "refused" and self.explicit)
+            or bool(self.unread)
+        )
 
     def as_json(self) -> dict[str, Any]:
         """The result as a JSON object (``awl import --json``)."""
@@ -154,6 +162,7 @@ class ImportResult:
             "unrecognised": self.unrecognised,
             "duplicates": self.duplicates,
             "notes": self.notes,
+            "unread": self.unread,
             "error": self.error,
             "looksLike": self.looks_like,
             "dryRun": self.dry_run,
@@ -680,11 +689,13 @@ class _Import:
                     os.listdir(os.path.join(base, rel))
                 except OSError as exc:
                     self.r.notes.append(f"{path_text(rel)}: cannot list: {exc.strerror or exc}")
+                    self.r.unread.append(path_text(rel))
                 continue
             try:
                 fd = open_source(os.path.join(base, rel))
             except OSError as exc:
                 self.r.notes.append(f"{path_text(rel)}: cannot read: {exc.strerror or exc}")
+                self.r.unread.append(path_text(rel))
                 continue
             files.append(_File(rel, fd, os.fstat(fd).st_size, path_text(rel)))
         return files
@@ -868,7 +879,7 @@ class _Import:
                 # its newline came): replayed to rebuild the converter's state, its
                 # entries not kept (they are in the log).
                 taken = raw[: boundary - start]
-                obj, _, _ = parse(taken) if taken.strip() else (None, None, False)
+                obj, _, _ = parse(taken) if taken.strip() else (None, None, None)
                 if obj is not None:
                     feed(obj, number)
                 elif terminated and taken.strip() and number not in skipped_before:
@@ -988,10 +999,7 @@ class _Import:
             f.consumed, f.lines = end, number
             return None
         if repaired:
-            r.notes.append(
-                f"{f.key or 'line'} {number}: text a log cannot keep (bytes that are not "
-                "UTF-8, half a UTF-16 pair) replaced with U+FFFD"
-            )
+            r.notes.append(f"{f.key or 'line'} {number}: {repaired}")
         return obj
 
     def _extra(self, f: _File, conv: Converter) -> None:
@@ -1005,7 +1013,7 @@ class _Import:
             # The hash of what is taken, not of what the file holds when it is recorded.
             f.hasher, f.hashed = new_hash(f.algo, data), len(data)
             f.consumed, f.lines = len(data), 1
-            obj, _, repaired = parse(data) if f.rel.endswith(".json") else (None, None, False)
+            obj, _, repaired = parse(data) if f.rel.endswith(".json") else (None, None, None)
             self.b.raw = None
             if obj is not None and not repaired:
                 conv.extra(f.key, obj, 1)

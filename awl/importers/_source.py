@@ -10,6 +10,7 @@ else it is left for a later import (a writer still at work).
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 from collections.abc import Iterator
@@ -408,30 +409,39 @@ def _long(fd: int, kind: int, start: int, end: int, longest: int) -> bytes:
     return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
-def parse(raw: bytes) -> tuple[dict[str, Any] | None, str | None, bool]:
+def as_str(value: Any) -> str | None:
+    """A source line's ``type`` (or a role, a mode) when it is a string, else None: a
+    value of another kind (an object, a list) names nothing, and looked up in a
+    set of names it would raise."""
+    return value if isinstance(value, str) else None
+
+
+def parse(raw: bytes) -> tuple[dict[str, Any] | None, str | None, str | None]:
     """(object, problem, repaired): a line as a JSON object, or why it is not one.
 
     What JSON allows but a log cannot keep is repaired and the line kept
-    (``repaired``, so its bytes are not copied as they are): bytes that are
-    not UTF-8, and half a UTF-16 pair written as an escape (a JavaScript
-    string cut inside an emoji), become U+FFFD.  A :class:`Passed` line is
-    none, for the reason it gives.
+    (``repaired`` says what was done, and its bytes are not copied as they
+    are): bytes that are not UTF-8, and half a UTF-16 pair written as an
+    escape (a JavaScript string cut inside an emoji), become U+FFFD; a number
+    no reader of a log holds exactly (an integer beyond 64 bits, one beyond a
+    double's range such as ``1e400``, ``NaN``) is kept as its text, a string.
+    A :class:`Passed` line is none, for the reason it gives.
     """
     if type(raw) is Passed:
-        return None, raw.why or "a blank line", False
+        return None, raw.why or "a blank line", None
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         fixed = _repaired(raw)
         if fixed is None:
-            return None, f"not JSON ({_reason(exc)})", False
-        obj = fixed
+            return None, f"not JSON ({_reason(exc)})", None
+        obj, what = fixed
         if not isinstance(obj, dict):
-            return None, "not a JSON object", False
-        return obj, None, True
+            return None, "not a JSON object", None
+        return obj, None, what
     if not isinstance(obj, dict):
-        return None, "not a JSON object", False
-    return obj, None, False
+        return None, "not a JSON object", None
+    return obj, None, None
 
 
 _GLUED = "unexpected content after document"
@@ -471,21 +481,61 @@ def split_glued(raw: bytes) -> list[tuple[dict[str, Any], bytes]] | None:
     return None
 
 
-def _repaired(raw: bytes) -> Any:
-    """``raw`` as JSON once what orjson refuses is replaced, or None."""
+_INT_RANGE = (-(1 << 63), 1 << 64)  # the integers orjson reads and writes as such
+
+
+def _repaired(raw: bytes) -> tuple[Any, str] | None:
+    """``raw`` as JSON once what orjson refuses is replaced, and what was; or None."""
     import json
 
-    text = raw.decode("utf-8", "replace")
+    numbers: list[str] = []
+
+    def integer(text: str) -> int | str:
+        value = int(text)
+        if _INT_RANGE[0] <= value < _INT_RANGE[1]:
+            return value
+        numbers.append(text)
+        return text
+
+    def real(text: str) -> float | str:
+        value = float(text)
+        if math.isfinite(value):
+            return value
+        numbers.append(text)
+        return text
+
+    def constant(text: str) -> str:  # NaN, Infinity: JavaScript's, not JSON's
+        numbers.append(text)
+        return text
+
     try:
-        obj = json.loads(text)
+        text = raw.decode("utf-8")
+        mended = False
+    except UnicodeDecodeError:
+        text, mended = raw.decode("utf-8", "replace"), True
+    try:
+        obj = json.loads(text, parse_int=integer, parse_float=real, parse_constant=constant)
     except (ValueError, RecursionError):
         return None
-    obj = _no_surrogates(obj)
+    fixed = _no_surrogates(obj)
+    mended = mended or fixed != obj
     try:
-        orjson.dumps(obj)
-    except TypeError:  # an integer beyond 64 bits, say
+        orjson.dumps(fixed)
+    except TypeError:  # (nothing left that orjson cannot write: a guard)
         return None
-    return obj
+    what = []
+    if mended:
+        what.append(
+            "text a log cannot keep (bytes that are not UTF-8, half a UTF-16 pair) "
+            "replaced with U+FFFD"
+        )
+    if numbers:
+        shown = ", ".join(n if len(n) <= 24 else n[:20] + "..." for n in numbers[:3])
+        more = f" and {len(numbers) - 3} more" if len(numbers) > 3 else ""
+        what.append(
+            f"numbers a log cannot hold exactly ({shown}{more}) kept as their text, a string"
+        )
+    return fixed, "; ".join(what) or "taken as JSON's own rules read it"
 
 
 def _no_surrogates(value: Any) -> Any:
@@ -596,7 +646,7 @@ def _headed(
     limit: int,
 ) -> bool:
     """Add a line's objects to ``out``; whether :func:`head` has read enough."""
-    obj, _, repaired = parse(raw) if raw.strip() else (None, None, False)
+    obj, _, repaired = parse(raw) if raw.strip() else (None, None, None)
     if obj is not None:
         # Repaired too: half an emoji in a header is no reason to call the file
         # no session (its identity is read from these objects).
@@ -631,7 +681,7 @@ def detect(objs: list[tuple[int, dict[str, Any]]]) -> str | None:
     if not objs:
         return None
     first = objs[0][1]
-    kind = first.get("type")
+    kind = as_str(first.get("type"))
     if kind == "session" and isinstance(first.get("id"), str):
         # The store's rule, so that every command names such a log alike: an awl
         # header names its "model", pi's never does.
@@ -646,10 +696,10 @@ def detect(objs: list[tuple[int, dict[str, Any]]]) -> str | None:
     ):
         return "codex"  # the bare form of 2025: a header line, then items without an envelope
     for _, obj in objs[:50]:
-        if obj.get("type") in _CLAUDE_TYPES and (
+        if as_str(obj.get("type")) in _CLAUDE_TYPES and (
             isinstance(obj.get("sessionId"), str) or isinstance(obj.get("leafUuid"), str)
         ):
             return "claude"
-    if first.get("type") in _CLAUDE_TYPES and ("messageId" in first or "leafUuid" in first):
+    if as_str(first.get("type")) in _CLAUDE_TYPES and ("messageId" in first or "leafUuid" in first):
         return "claude"
     return None

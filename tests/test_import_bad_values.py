@@ -1,0 +1,127 @@
+"""Source lines that are JSON but hold values of a kind the importers do not expect:
+a ``type`` or a role that is an object or a list, numbers no reader of a log
+holds exactly.  Each line is accounted for, the rest of the session imported,
+and nothing raises."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from awl.cli import main
+from tests.import_fixtures import (
+    CLAUDE_SHOP,
+    CODEX_HARBOR,
+    PI_FULL,
+    accounted_lines,
+    copy_tree,
+    entries,
+    run,
+    source_lines,
+)
+from tests.test_import_runs import _flat
+
+SOURCES = {"pi": PI_FULL, "claude": CLAUDE_SHOP, "codex": CODEX_HARBOR}
+
+
+def _rewritten(src: Path, dest: Path, change: Any) -> Path:
+    """A copy of ``src`` whose lines ``change`` rewrites (given the line's number and
+    object, it returns the object to write, or None to leave the line as it is)."""
+    path = copy_tree(src, dest)
+    out = []
+    for n, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
+        obj = json.loads(raw) if raw.strip() else None
+        new = change(n, obj) if isinstance(obj, dict) else None
+        out.append(raw if new is None else json.dumps(new).encode())
+    path.write_bytes(b"\n".join(out))
+    return path
+
+
+@pytest.mark.parametrize("fmt", sorted(SOURCES))
+@pytest.mark.parametrize("bad", [{}, [], ["message"], {"a": 1}], ids=repr)
+def test_a_type_that_is_no_string_is_a_line_kept_not_a_crash(
+    tmp_path: Path, fmt: str, bad: Any
+) -> None:
+    """Every third line's ``type`` (and, for pi, every message's ``role``) made an
+    object or a list, the first line's too: what format detection already
+    decided stands, each such line is kept as an opaque entry of a type not
+    recognised, and the rest is imported."""
+
+    def change(n: int, obj: dict[str, Any]) -> dict[str, Any] | None:
+        if n % 3 == 0:
+            return {**obj, "type": bad}
+        if fmt == "pi" and n % 3 == 1 and isinstance(obj.get("message"), dict):
+            return {**obj, "message": {**obj["message"], "role": bad}}
+        return None
+
+    src = _rewritten(SOURCES[fmt], tmp_path / fmt / SOURCES[fmt].name, change)
+    r = run(src, session_dir=tmp_path / "s")
+    assert r.status == "imported" and r.path is not None, r.error
+    assert accounted_lines(r.path) == source_lines(src)
+    assert sum(r.unrecognised.values()) > 0
+
+
+@pytest.mark.parametrize("bad", ['{"type":{}}', '{"type":[]}', '{"type":{},"payload":{}}'])
+def test_a_file_whose_first_line_has_such_a_type_is_refused_in_one_line(
+    tmp_path: Path, bad: str
+) -> None:
+    src = tmp_path / "one.jsonl"
+    src.write_text(bad + "\n", encoding="utf-8")
+    out = CliRunner().invoke(main, ["import", "--dry-run", str(src)])
+    assert out.exit_code == 1, out.output
+    assert f"{src}: not a session log of pi, Claude Code or Codex" in out.output
+    assert "Traceback" not in out.output
+
+
+def test_numbers_no_log_holds_exactly_are_kept_as_their_text_and_said(tmp_path: Path) -> None:
+    """JSON allows any number; awl's readers (orjson) hold integers of 64 bits and
+    finite doubles.  A line holding others (``1e400``, an integer of 100 bits
+    beside it, JavaScript's ``NaN``) is imported with each kept as its text, a
+    string, and a note naming them; its message stays in the conversation."""
+    lines = PI_FULL.read_text(encoding="utf-8").splitlines()
+    at = next(n for n, x in enumerate(lines) if '"role":"toolResult"' in x)
+    assert lines[at].endswith("}")
+    lines[at] = lines[at][:-1] + ',"z":1e400,"big":1267650600228229401496703205376,"n":NaN}'
+    src = tmp_path / "pi" / "numbers.jsonl"
+    src.parent.mkdir()
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    r = run(src, session_dir=tmp_path / "s")
+    whole = run(PI_FULL, session_dir=tmp_path / "w")
+    assert r.status == "imported" and r.path is not None and whole.path is not None
+    assert r.notes == [
+        f"line {at + 1}: numbers a log cannot hold exactly (1e400, "
+        "12676506002282294014..., NaN) kept as their text, a string"
+    ]
+    assert r.skipped == []
+    assert _flat(r.path) == _flat(whole.path)
+    (kept,) = [e for e in entries(r.path) if "z" in e.get("x-pi", {})]
+    assert kept["x-pi"]["z"] == "1e400"
+    assert kept["x-pi"]["big"] == "1267650600228229401496703205376"
+    assert kept["x-pi"]["n"] == "NaN"
+
+
+def test_a_folder_tree_deeper_than_pythons_recursion_is_walked(tmp_path: Path) -> None:
+    """A session a thousand and more folders down (os.walk's recursion raises in
+    Python 3.11 past about a thousand levels) is found; a level whose path is
+    too long to open is said in a line."""
+    top = here = tmp_path / "deep"
+    top.mkdir()
+    levels = [top]
+    for _ in range(1100):  # (os.makedirs recurses too)
+        here = here / "d"
+        here.mkdir()
+        levels.append(here)
+    copy_tree(PI_FULL, here / "s.jsonl")
+    try:
+        out = CliRunner().invoke(main, ["import", "--dry-run", str(top)])
+        assert out.exit_code == 0, out.output
+        assert out.stdout.splitlines()[-1].startswith("1 session, ")
+    finally:
+        # Removed here, bottom up: pytest's own clean-up (shutil.rmtree) recurses.
+        (here / "s.jsonl").unlink()
+        for level in reversed(levels):
+            level.rmdir()
