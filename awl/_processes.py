@@ -128,6 +128,7 @@ def run_in_processes(
     workers: int,
     chunksize: int = 1,
     settle: Callable[[], None] | None = None,
+    on_stop: Callable[[], None] | None = None,
 ) -> None:
     """``done(call(task))`` for every task, ``call`` (a module-level function)
     running in ``workers`` processes (at most :data:`WORKERS_PER_CORE` a core),
@@ -143,9 +144,11 @@ def run_in_processes(
     after it.  The tasks finished by then are passed to ``done`` before the
     exception goes on (those of a chunk whose results had not come back, the
     rest of the chunk being reported), unless ``done`` itself was under way
-    when it came.  Workers ignore SIGINT and SIGHUP, and SIGTERM's handler, so
-    what a task does is not cut short.  When this process dies without a
-    word (``kill -9``), each worker ends after its task, and starts no other.
+    when it came.  ``on_stop`` is called as the stop begins, before the wait for
+    the tasks under way (a bar says so at once).  Workers ignore SIGINT and
+    SIGHUP, and SIGTERM's handler, so what a task does is not cut short.  When
+    this process dies without a word (``kill -9``), each worker ends after its
+    task, and starts no other.
     """
     workers = max(1, min(workers, WORKERS_PER_CORE * (os.cpu_count() or 1)))
     stopping = multiprocessing.get_context().Event()
@@ -185,6 +188,9 @@ def run_in_processes(
         # workers would wait for ever for the word to stop, and the exit with them.
         with _signals_held():
             stopping.set()
+            if on_stop is not None and not reporting:
+                with contextlib.suppress(Exception):  # (a closed output: the stop goes on)
+                    on_stop()
             pool.shutdown(wait=True, cancel_futures=True)
             if not reporting:
                 # Not when ``done`` raised: it may fail again (its output closed).

@@ -866,7 +866,7 @@ def test_files_that_are_no_session_say_so_in_one_line(
 ) -> None:
     empty, blank = tmp_path / "empty.jsonl", tmp_path / "blank.jsonl"
     empty.write_bytes(b"")
-    blank.write_bytes(b"\n  \n")
+    blank.write_bytes(b"\xef\xbb\xbf\n \n")  # a byte order mark counts for nothing too
     text, foreign = tmp_path / "text.jsonl", tmp_path / "foreign.jsonl"
     text.write_text("hello\n")
     foreign.write_text('{"hello": "world"}\n')
@@ -877,7 +877,7 @@ def test_files_that_are_no_session_say_so_in_one_line(
         *said, last = out.output.splitlines()  # as the workers end them
         assert sorted(said) == [f"{p}: nothing to import: it is empty" for p in (blank, empty)]
         assert last == (
-            "2 sessions, 4 B: 0 imported, 0 updated, 0 unchanged; 0 lines skipped; "
+            "2 sessions, 6 B: 0 imported, 0 updated, 0 unchanged; 0 lines skipped; "
             "0 errors, 2 with nothing to import"
         ), how
     # No JSON object at its start: not a session log of the format named, if one is.
@@ -1230,6 +1230,21 @@ def test_a_store_imports_in_worker_processes_and_sessions_lists_it(tmp_path: Pat
         check=False,
     )
     assert again.returncode == 0 and " 12 unchanged;" in again.stdout
+
+
+def test_a_default_store_that_is_a_file_is_said_as_such(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file where a tool keeps its sessions is not "no store": said as what it is."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude" / "projects").write_text("not a folder\n", encoding="utf-8")
+    out = cli("import", "--from", "claude")
+    assert out.exit_code == 1
+    first, _ = out.output.splitlines()
+    assert first == f"{home}/.claude/projects: not a folder, where Claude Code keeps its sessions"
 
 
 def test_without_paths_the_tools_own_stores(

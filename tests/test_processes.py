@@ -130,6 +130,64 @@ def test_a_stop_reports_every_task_finished_in_a_chunk_that_had_not_come_back(
     assert sorted(got) == [n * n for n in started]  # each task under way was finished
 
 
+def _mark_both_ends(task: tuple[Path, int]) -> int:
+    folder, n = task
+    (folder / f"start-{n}").touch()
+    time.sleep(1.0)
+    (folder / f"end-{n}").touch()
+    return n
+
+
+_STOP_SAID = """
+import json, os, signal, sys, threading, time
+from pathlib import Path
+from awl._processes import run_in_processes
+from tests.test_processes import _mark_both_ends
+
+signal.signal(signal.SIGINT, signal.default_int_handler)  # whatever was inherited
+folder = Path(sys.argv[1])
+said = []
+
+def interrupt():
+    while len(list(folder.glob("start-*"))) < 2:  # a task under way on each worker
+        time.sleep(0.01)
+    os.kill(os.getpid(), signal.SIGINT)
+
+def on_stop():
+    said.append(sorted(p.name for p in folder.glob("end-*")))
+
+threading.Thread(target=interrupt, daemon=True).start()
+try:
+    run_in_processes(
+        _mark_both_ends, [(folder, n) for n in range(8)], lambda _: None, workers=2,
+        on_stop=on_stop,
+    )
+except KeyboardInterrupt:
+    print(json.dumps([said, sorted(p.name for p in folder.glob("end-*"))]), flush=True)
+"""
+
+
+def test_a_stop_is_said_before_the_tasks_under_way_end(tmp_path: Path) -> None:
+    """``on_stop`` (a progress bar's "stopping") comes as the stop begins, not once
+    the workers have finished the tasks they are on, which may take long."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    run = subprocess.run(
+        [sys.executable, "-c", _STOP_SAID, str(tmp_path)],
+        cwd=root,
+        env=dict(os.environ, PYTHONPATH=str(root)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0 and run.stdout, (run.returncode, run.stderr)
+    said, ended = json.loads(run.stdout)
+    assert said == [[]]  # once, before any task under way had ended
+    assert len(ended) == 2  # and those tasks were finished all the same
+
+
 _PARENT = """
 import multiprocessing, sys
 from pathlib import Path

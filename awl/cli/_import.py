@@ -140,6 +140,7 @@ def import_command(
                 on_result=on_result,
                 problems=plan.problems,
                 fallback_cwd=fallback_cwd,
+                on_stop=bar.stopping,
             )
         except BrokenPipeError:
             # The reader went away (``awl import --json | head``): the run stops,

@@ -36,6 +36,10 @@ def terminal_columns() -> int:
         return 80
 
 
+STOPPING = " (stopping)"
+"""What the bar's label gains once a stop begins."""
+
+
 class Progress:
     """Files and bytes done of a known total; :meth:`done` after each file.
 
@@ -90,6 +94,17 @@ class Progress:
         if self._bar is not None:
             self._fit()
             self._bar.update(size)
+
+    def stopping(self) -> None:
+        """Say on the bar, at once, that the run stops (it ends once the work under
+        way is done, which may take a while: a large session)."""
+        if self._bar is None or self._title.endswith(STOPPING):
+            return
+        self._title += STOPPING
+        self._bar.label = self._title
+        self._fit()
+        self._bar._last_line = None
+        self._bar.render_progress()
 
     def say(self, lines: list[str], *, escaped: bool = False) -> None:
         """Write ``lines`` to stdout (flushed: a pipe keeps step with the bar), each as

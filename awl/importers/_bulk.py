@@ -30,6 +30,7 @@ import orjson
 from .._processes import run_in_processes
 from ..errors import AwlError
 from ..paths import home, missing_text, path_list, path_text, session_root
+from ._record import FORMAT_NAMES
 from ._run import ImportResult, SourceSpec, start_import
 from ._source import FORMATS
 
@@ -152,6 +153,18 @@ def plan_import(
             try:
                 if stat.S_ISDIR(os.stat(store).st_mode):
                     found.append(store)
+                else:
+                    # There, but no folder (a file in its place): said, not "no store".
+                    plan.problems.append(
+                        ImportResult(
+                            str(store),
+                            f,
+                            "error",
+                            error=f"{path_text(store)}: not a folder, where "
+                            f"{FORMAT_NAMES[f]} keeps its sessions",
+                            is_session=False,
+                        )
+                    )
             except (FileNotFoundError, NotADirectoryError):
                 pass  # that tool's store is not here: none of its sessions
             except OSError as exc:  # there, but it may not be entered: said, not passed over
@@ -667,12 +680,14 @@ def import_sessions(
     on_result: Callable[[ImportResult], None] | None = None,
     problems: Sequence[ImportResult] = (),
     fallback_cwd: str | os.PathLike[str] | None = None,
+    on_stop: Callable[[], None] | None = None,
 ) -> tuple[list[ImportResult], ImportSummary]:
     """Import every source session, largest first, across ``jobs`` worker processes
     (default: the cores); ``on_result`` sees each result as it comes.  ``problems``
     (from :func:`plan_import`) are reported first; ``fallback_cwd`` is as
-    :func:`import_source` takes it.  Returns the results, sorted by source
-    path, and the totals.
+    :func:`import_source` takes it; ``on_stop`` is called when a stop begins,
+    before the sessions under way in worker processes end.  Returns the
+    results, sorted by source path, and the totals.
 
     An exception while importing (KeyboardInterrupt) ends the run once the
     sessions under way end (written whole, or not at all); none is started
@@ -719,7 +734,15 @@ def import_sessions(
             # Small sessions go in small batches: a message per session costs more
             # than a small session's import.
             chunk = max(1, min(16, len(tasks) // (workers * 8)))
-            run_in_processes(_work, tasks, done, workers=workers, chunksize=chunk, settle=_settle)
+            run_in_processes(
+                _work,
+                tasks,
+                done,
+                workers=workers,
+                chunksize=chunk,
+                settle=_settle,
+                on_stop=on_stop,
+            )
     except BaseException:
         for r in held:  # stopped: said as they are
             report(r)

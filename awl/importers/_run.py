@@ -1262,10 +1262,11 @@ def _unterminated(raw: bytes | None) -> bytes | None:
 
 
 def _blank(fd: int) -> bool:
-    """Whether the file holds nothing but whitespace (read until it does not)."""
+    """Whether the file holds nothing but whitespace, after a byte order mark if it
+    starts with one (read until it does not)."""
     pos = 0
     while data := os.pread(fd, 1 << 16, pos):
-        if data.strip():
+        if (data[3:] if pos == 0 and data.startswith(b"\xef\xbb\xbf") else data).strip():
             return False
         pos += len(data)
     return True
