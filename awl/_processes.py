@@ -188,8 +188,10 @@ def run_in_processes(
         # workers would wait for ever for the word to stop, and the exit with them.
         with _signals_held():
             stopping.set()
-            if on_stop is not None and not reporting:
-                with contextlib.suppress(Exception):  # (a closed output: the stop goes on)
+            if on_stop is not None:
+                # Whether or not ``done`` was under way (a stop often comes as a bar
+                # redraws); an output closed meanwhile does not hold the stop up.
+                with contextlib.suppress(Exception):
                     on_stop()
             pool.shutdown(wait=True, cancel_futures=True)
             if not reporting:

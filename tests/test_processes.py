@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,20 @@ from typing import Any
 import pytest
 
 from awl._processes import WorkerDied, run_in_processes
+
+
+def _script(source: str, folder: Path) -> subprocess.CompletedProcess[str]:
+    """Run ``source`` in a Python of its own (this checkout importable), given
+    ``folder``: a run that signals itself must not signal the test's process."""
+    root = Path(__file__).resolve().parent.parent
+    return subprocess.run(
+        [sys.executable, "-c", source, str(folder)],
+        cwd=root,
+        env=dict(os.environ, PYTHONPATH=str(root)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def _mark(task: tuple[Path, int, float]) -> int:
@@ -111,18 +127,7 @@ def test_a_stop_reports_every_task_finished_in_a_chunk_that_had_not_come_back(
     """Ctrl-C while each worker is halfway through a chunk: the tasks finished by then
     are reported before the stop goes on (an import counts and describes them),
     not lost with the chunk's unsent results."""
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parent.parent
-    run = subprocess.run(
-        [sys.executable, "-c", _STOPPED_MIDWAY, str(tmp_path)],
-        cwd=root,
-        env=dict(os.environ, PYTHONPATH=str(root)),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    run = _script(_STOPPED_MIDWAY, tmp_path)
     assert run.returncode == 0 and run.stdout, (run.returncode, run.stderr)
     got = json.loads(run.stdout)
     started = sorted(int(n) for n in os.listdir(tmp_path))
@@ -170,18 +175,7 @@ except KeyboardInterrupt:
 def test_a_stop_is_said_before_the_tasks_under_way_end(tmp_path: Path) -> None:
     """``on_stop`` (a progress bar's "stopping") comes as the stop begins, not once
     the workers have finished the tasks they are on, which may take long."""
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parent.parent
-    run = subprocess.run(
-        [sys.executable, "-c", _STOP_SAID, str(tmp_path)],
-        cwd=root,
-        env=dict(os.environ, PYTHONPATH=str(root)),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    run = _script(_STOP_SAID, tmp_path)
     assert run.returncode == 0 and run.stdout, (run.returncode, run.stderr)
     said, ended = json.loads(run.stdout)
     assert said == [[]]  # once, before any task under way had ended
@@ -227,10 +221,6 @@ def test_workers_end_after_their_task_when_the_parent_is_killed(
 ) -> None:
     """``kill -9`` of the parent: each worker finishes the task it is on, starts no
     other, and ends, rather than waiting for a next task for ever."""
-    import signal
-    import subprocess
-    import sys
-
     repo = Path(__file__).resolve().parents[1]
     parent = subprocess.Popen(
         [sys.executable, "-c", _PARENT, str(tmp_path), method],
@@ -289,19 +279,7 @@ def test_a_second_interruption_while_the_run_stops_does_not_hang_it(tmp_path: Pa
     """Ctrl-C twice: the second press comes while the workers finish their tasks.
     It used to cut the pool's shutdown short, leaving the workers waiting for
     a word that never came and the exit waiting for them, for ever."""
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parent.parent
-    env = dict(os.environ, PYTHONPATH=str(root))
-    run = subprocess.run(
-        [sys.executable, "-c", _TWO_INTERRUPTIONS, str(tmp_path)],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    run = _script(_TWO_INTERRUPTIONS, tmp_path)
     assert run.stdout == "stopped\n", (run.returncode, run.stderr)
     assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
     assert len(os.listdir(tmp_path)) <= 4  # the first task, and those under way
