@@ -432,6 +432,38 @@ def test_finite_numbers_beside_nulls_are_written_as_they_are(tmp_path: Path) -> 
     assert {k: last[k] for k in fields} == fields
 
 
+def test_values_said_to_be_parsed_json_are_written_as_the_unchecked_are(
+    tmp_path: Path,
+) -> None:
+    """``parsed=True`` (an import's values, from orjson.loads) only leaves out the
+    search for NaN: the lines written are those of the same batch unsaid."""
+    lines = []
+    for parsed in (False, True):
+        m = SessionManager.create(
+            tmp_path,
+            "offline",
+            "echo",
+            session_dir=tmp_path / str(parsed),
+            session_id="019dc5ba-53f6-71a5-ab8f-b1f8709c2572",
+        )
+        source = orjson.loads(rb'{"none":null,"f":1.5,"deep":[{"g":-0.0,"h":1e300,"s":"\u00e9"}]}')
+        block = DiskUnknownBlock({"type": "x-gauge", "value": None, "f": 2.5})
+        m.append_entries(
+            [
+                NewEntry(
+                    T, None, DiskMessage("user", [DiskText("hi"), block]), "p", "m", fields=source
+                ),
+                NewEntry(T, 0, type="x-a", fields=source),
+                NewEntry(T, type="x-b", fields=source, node=False),
+            ],
+            parsed=parsed,
+        )
+        m.close()
+        lines.append(m.path.read_bytes().splitlines()[1:4])
+    assert lines[0] == lines[1]
+    assert orjson.loads(lines[1][1])["deep"] == [{"g": -0.0, "h": 1e300, "s": "é"}]
+
+
 def test_a_nan_in_a_message_block_is_refused_by_append_message_too(tmp_path: Path) -> None:
     m = SessionManager.create(tmp_path, "offline", "echo", session_dir=tmp_path / "s")
     m.append_entries([NewEntry(T, None, _msg("user", "hi"), "offline", "echo")])

@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 import time
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -31,6 +32,7 @@ from awl.store import (
     content_block_to_disk,
     disk_message_to_internal,
     format_timestamp,
+    is_timestamp,
     message_to_disk,
     parse_line,
     serialize_entry,
@@ -443,6 +445,76 @@ def test_format_timestamp_keeps_each_second_right(times_ms: list[int]) -> None:
         ms = int(t * 1000)  # as format_timestamp rounds (down)
         want = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
         assert format_timestamp(t) == want
+
+
+def _exists(stamp: str) -> bool:
+    """The reference: the shape, ASCII digits only, and a time datetime takes."""
+    shape = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z"
+    if not re.fullmatch(shape, stamp, re.ASCII):
+        return False
+    try:
+        datetime.fromisoformat(stamp[:-1])
+    except ValueError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(
+    ("stamp", "ok"),
+    [
+        ("2026-04-25T17:40:15.990Z", True),
+        ("2024-02-29T23:59:59.999Z", True),  # a leap year's
+        ("2023-02-29T00:00:00.000Z", False),
+        ("2026-02-30T00:00:00.000Z", False),
+        ("2026-04-31T00:00:00.000Z", False),
+        ("2026-12-31T00:00:00.000Z", True),
+        ("2026-13-01T00:00:00.000Z", False),
+        ("2026-00-01T00:00:00.000Z", False),
+        ("2026-01-00T00:00:00.000Z", False),
+        ("2026-01-01T24:00:00.000Z", False),
+        ("2026-01-01T23:60:00.000Z", False),
+        ("2026-01-01T23:59:60.000Z", False),  # a leap second
+        ("2026-01-01T00:00:00.000", False),
+        ("2026-01-01T00:00:00.000+00:00", False),
+        ("2026-01-01T00:00:00Z", False),
+        ("٢٠٢٦-01-01T00:00:00.000Z", False),  # digits of another script
+        ("", False),
+        (None, False),
+        (1777138815990, False),
+    ],
+)
+def test_is_timestamp_takes_only_times_that_exist_in_the_logs_form(stamp: Any, ok: bool) -> None:
+    assert is_timestamp(stamp) is ok
+    if isinstance(stamp, str):
+        assert _exists(stamp) is ok
+
+
+def test_is_timestamp_right_from_the_first_call_of_a_process() -> None:
+    # The last good timestamp is remembered: nothing before the first may pass.
+    code = (
+        "from awl.store import is_timestamp as f; "
+        "print(f(''), f(None), f('2026-02-30T00:00:00.000Z'))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False", "False"]
+
+
+@settings(max_examples=500)
+@given(
+    st.tuples(
+        st.integers(0, 9999),
+        st.integers(0, 99),
+        st.integers(0, 99),
+        st.integers(0, 99),
+        st.integers(0, 99),
+        st.integers(0, 99),
+        st.integers(0, 999),
+    )
+)
+def test_is_timestamp_agrees_with_the_calendar(parts: tuple[int, ...]) -> None:
+    y, mo, d, h, mi, s, ms = parts
+    stamp = f"{y:04d}-{mo:02d}-{d:02d}T{h:02d}:{mi:02d}:{s:02d}.{ms:03d}Z"
+    assert is_timestamp(stamp) is _exists(stamp)
 
 
 def test_ids_and_timestamps() -> None:

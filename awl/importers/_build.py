@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 
 from ..conversation import UNKNOWN, Usage
-from ..store import DiskContentBlock, DiskUnknownBlock
+from ..store import DiskContentBlock, DiskUnknownBlock, is_timestamp
 
 ROOT_KEY = ""
 """The key of the awl system message an import starts a session with (when it does)."""
@@ -224,14 +224,14 @@ def timestamp_of(value: Any, fallback: str) -> str:
     milliseconds.
     """
     if isinstance(value, str):
-        if len(value) == 24 and _AWL_TIME.fullmatch(value):
-            # awl's own form already (what all three tools write), once it names a
-            # time that exists (no February 30th).
-            try:
-                datetime.fromisoformat(value[:23])
-            except ValueError:
+        if len(value) == 24 and value[-1] == "Z":
+            # awl's own form already (what all three tools write), when it names a
+            # time that exists (no February 30th): as it is.  Else it may be a time
+            # the parse below takes (another precision, digits of other scripts).
+            if is_timestamp(value):
+                return value
+            if _AWL_TIME.fullmatch(value):
                 return fallback
-            return value
         try:
             dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:

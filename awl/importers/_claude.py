@@ -26,6 +26,7 @@ their own, are ``x-claude-subagent`` entries outside the tree.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from typing import Any
@@ -784,6 +785,13 @@ def _writes_no_queued_attachment(obj: dict[str, Any]) -> bool:
     version = obj.get("version")
     if not isinstance(version, str) or obj.get("userType") == "ant":
         return False
+    return _older_than_kept(version)
+
+
+@functools.lru_cache(maxsize=64)
+def _older_than_kept(version: str) -> bool:
+    """Whether Claude Code ``version`` (``2.1.39``) is before :data:`ATTACHMENTS_KEPT`
+    (a session's lines all name one or a few: each read once)."""
     parts = version.split("-")[0].split(".")
     if len(parts) != 3 or not all(x.isdigit() for x in parts):
         return False

@@ -1193,7 +1193,11 @@ class _Import:
         try:
             # A new log's last batch is synced and named by finish(): meanwhile the
             # next session is converted.
-            got = self.manager.append_entries(entries, checkpoint=final, sync=not final)
+            # Every value of the entries was parsed from the source (orjson, or the
+            # repair that keeps what orjson refuses as text): no NaN to look for.
+            got = self.manager.append_entries(
+                entries, checkpoint=final, sync=not final, parsed=True
+            )
         except SessionWriteError:
             if creating and os.path.exists(self.path):
                 # Another import of the same source made the log meanwhile.

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
         unique_prefixes,
     )
     from ._checkpoint import CheckpointPolicy
-    from ._clock import format_timestamp
+    from ._clock import format_timestamp, is_timestamp
     from ._codec import (
         block_to_json,
         content_block_to_disk,
@@ -111,6 +111,7 @@ _HOMES = {
     "unique_prefixes": "_catalog",
     "CheckpointPolicy": "_checkpoint",
     "format_timestamp": "_clock",
+    "is_timestamp": "_clock",
     "block_to_json": "_codec",
     "content_block_to_disk": "_codec",
     "disk_message_to_internal": "_codec",
@@ -224,6 +225,7 @@ __all__ = [
     "find_session_ending",
     "foreign_log",
     "format_timestamp",
+    "is_timestamp",
     "list_all_sessions",
     "list_sessions",
     "make_private_dirs",

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import time
+from datetime import datetime
+from typing import Any
 
 # The last second formatted (strftime is most of the cost); None is no second.
 _second: tuple[int | None, str] = (None, "")
@@ -16,3 +19,34 @@ def format_timestamp(t: float | None = None) -> str:
     if cached[0] != sec:
         cached = _second = (sec, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec)))
     return f"{cached[1]}.{ms % 1000:03d}Z"
+
+
+# The shape with each field in its range: only a day past the 28th (no February
+# 30th) is left to datetime, whose parse costs more than the match.
+_SHAPE = re.compile(
+    r"[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])"
+    r"T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{3}Z"
+)
+
+
+# The last timestamp found good: an import checks each entry's as it plans it and
+# the store again as it writes it, and neighbouring lines often share one.
+_good = "1970-01-01T00:00:00.000Z"
+
+
+def is_timestamp(value: Any) -> bool:
+    """Whether ``value`` is a timestamp as the log writes them (see
+    :func:`format_timestamp`) that names a time that exists: ASCII digits, UTC,
+    milliseconds, ``Z``, no 13th month, no February 30th, no leap second."""
+    global _good
+    if type(value) is str and value == _good:
+        return True
+    if not (isinstance(value, str) and _SHAPE.fullmatch(value)):
+        return False
+    if value[8:10] > "28":
+        try:
+            datetime.fromisoformat(value[:10])
+        except ValueError:
+            return False
+    _good = value
+    return True

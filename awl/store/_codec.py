@@ -131,10 +131,14 @@ def serialize_entry(entry: MessageEntry | UnknownEntry | Checkpoint) -> bytes:
     return _line(obj, entry.extra)
 
 
-def serialize_new_entry(entry: NewEntry, eid: str | None, parent: str | None) -> bytes:
+def serialize_new_entry(
+    entry: NewEntry, eid: str | None, parent: str | None, *, parsed: bool = False
+) -> bytes:
     """The line of a :class:`NewEntry` given its id (None: outside the tree) and its
     parent's: what :func:`serialize_entry` writes for the entry it stands for,
-    built without making that entry first (an import writes many)."""
+    built without making that entry first (an import writes many).  ``parsed``:
+    the entry's own values came from parsed JSON, which holds no NaN or
+    infinity, so they are not searched for one."""
     if entry.message is not None:
         obj = _message_object(
             eid or "", parent, entry.timestamp, entry.message, entry.provider, entry.model
@@ -145,7 +149,7 @@ def serialize_new_entry(entry: NewEntry, eid: str | None, parent: str | None) ->
             obj["id"] = eid
             obj["parentId"] = parent
         obj["timestamp"] = entry.timestamp
-    return _line(obj, entry.fields)
+    return _line(obj, entry.fields, parsed=parsed)
 
 
 def _message_object(
@@ -172,8 +176,9 @@ def _message_object(
     return obj
 
 
-def _line(obj: dict[str, Any], extra: Mapping[str, Any] | None) -> bytes:
-    """``obj`` (with ``extra``'s members it lacks) as one JSON line."""
+def _line(obj: dict[str, Any], extra: Mapping[str, Any] | None, *, parsed: bool = False) -> bytes:
+    """``obj`` (with ``extra``'s members it lacks) as one JSON line; ``parsed``: the
+    caller's values in it came from parsed JSON (see :func:`serialize_new_entry`)."""
     if extra:
         for key, value in extra.items():
             obj.setdefault(key, value)  # never in place of a member of the format
@@ -194,7 +199,7 @@ def _line(obj: dict[str, Any], extra: Mapping[str, Any] | None) -> bytes:
     # orjson writes NaN and the infinities as null: a value would be changed, not
     # kept.  Only a line with a null in it can hold one, and only where a caller's
     # own values go (the format's members are typed, orjson.loads makes none).
-    if b"null" in line and _non_finite_member(obj, extra):
+    if not parsed and b"null" in line and _non_finite_member(obj, extra):
         raise FormatError(
             "the entry holds a number JSON cannot hold (NaN or an infinity); nothing was saved"
         )

@@ -21,7 +21,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Concatenate, ParamSpec, TypeVar
@@ -32,7 +31,7 @@ from ..paths import project_dir, recorded_cwd, session_file_name
 from . import scanner
 from ._catalog import find_session, most_recent
 from ._checkpoint import CheckpointPolicy
-from ._clock import format_timestamp
+from ._clock import format_timestamp, is_timestamp
 from ._codec import (
     check_message,
     entry_message,
@@ -81,7 +80,6 @@ from ._tree import Tree
 _T = TypeVar("_T")
 
 _SESSION_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +198,7 @@ class SessionManager:
         # Both name the log's file: anything else could put it outside its folder.
         if not (isinstance(sid, str) and _SESSION_ID.fullmatch(sid)):
             raise ValueError(f"session_id must be a lowercase UUID, not {sid!r}")
-        if not (isinstance(now, str) and _TIMESTAMP.fullmatch(now) and _a_time(now)):
+        if not is_timestamp(now):
             raise ValueError(
                 f"created must be a timestamp such as {format_timestamp(t)!r}, not {now!r}"
             )
@@ -779,7 +777,12 @@ class SessionManager:
 
     @_one_at_a_time
     def append_entries(
-        self, entries: Sequence[NewEntry], *, checkpoint: bool = False, sync: bool = True
+        self,
+        entries: Sequence[NewEntry],
+        *,
+        checkpoint: bool = False,
+        sync: bool = True,
+        parsed: bool = False,
     ) -> list[str | None]:
         """Append a batch of entries whose parents are given (see :class:`NewEntry`);
         returns each one's id (None for an entry outside the tree).
@@ -801,6 +804,12 @@ class SessionManager:
         A writer that has more to do meanwhile (an import's next session)
         gains the time the disk takes.  A batch appended to a log that exists
         is synced whatever ``sync`` says.
+
+        ``parsed=True`` says that the entries' ``fields`` and their blocks of
+        types awl does not know came from parsed JSON (``orjson.loads``),
+        which makes no NaN and no infinity: they are not searched for one (an
+        import's, whose walk would cost as much as writing them).  Otherwise
+        an entry holding one is refused (JSON has no form for it).
         """
         self._check_writable()
         for k, entry in enumerate(entries):
@@ -839,7 +848,7 @@ class SessionManager:
                     raise ValueError(f"entry {len(ids)}: parent {parent} is no earlier tree entry")
                 parent = ids[parent]
             eid = next(drawn) if entry.node or entry.message is not None else None
-            lines.append(serialize_new_entry(entry, eid, parent))
+            lines.append(serialize_new_entry(entry, eid, parent, parsed=parsed))
             ids.append(eid)
             parents.append(parent if eid is not None else None)
         lengths = [len(ln) for ln in lines]
@@ -1118,15 +1127,6 @@ class SessionManager:
         return f"<SessionManager {self.id} {mode} {self._path}>"
 
 
-def _a_time(stamp: str) -> bool:
-    """Whether a timestamp of the log's shape names a time that exists (no 13th month)."""
-    try:
-        datetime.fromisoformat(stamp[:-1])
-    except ValueError:
-        return False
-    return True
-
-
 def _own(entry: MessageEntry) -> MessageEntry:
     """A copy of an entry held in memory, for a caller: what it does to the
     copy's lists and dicts cannot change what the session holds.  Only what
@@ -1170,7 +1170,7 @@ def _check_new_entry(k: int, entry: NewEntry) -> None:
     refuses it); an entry of another type named as one of the format's own,
     or whose members would give it an id or a parent the batch did not."""
     stamp, parent = entry.timestamp, entry.parent
-    if not (isinstance(stamp, str) and _TIMESTAMP.fullmatch(stamp) and _a_time(stamp)):
+    if not (is_timestamp(stamp)):
         raise ValueError(f"entry {k}: timestamp {stamp!r} is not one of the log's (UTC, ms, Z)")
     if not (parent is None or type(parent) is int or (isinstance(parent, str) and parent)):
         raise ValueError(
