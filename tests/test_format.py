@@ -477,6 +477,8 @@ def _exists(stamp: str) -> bool:
         ("2026-01-01T00:00:00.000", False),
         ("2026-01-01T00:00:00.000+00:00", False),
         ("2026-01-01T00:00:00Z", False),
+        ("0000-01-01T00:00:00.000Z", False),  # the calendar has no year 0
+        ("0001-01-01T00:00:00.000Z", True),
         ("٢٠٢٦-01-01T00:00:00.000Z", False),  # digits of another script
         ("", False),
         (None, False),

@@ -22,7 +22,7 @@ def format_timestamp(t: float | None = None) -> str:
 
 
 # The shape with each field in its range: only a day past the 28th (no February
-# 30th) is left to datetime, whose parse costs more than the match.
+# 30th) and the year 0 are left to datetime, whose parse costs more than the match.
 _SHAPE = re.compile(
     r"[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])"
     r"T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{3}Z"
@@ -43,7 +43,7 @@ def is_timestamp(value: Any) -> bool:
         return True
     if not (isinstance(value, str) and _SHAPE.fullmatch(value)):
         return False
-    if value[8:10] > "28":
+    if value[8:10] > "28" or value[:4] == "0000":  # (the calendar has no year 0)
         try:
             datetime.fromisoformat(value[:10])
         except ValueError:
