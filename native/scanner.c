@@ -1258,6 +1258,34 @@ int64_t awl_find(const uint8_t *buf, size_t len, size_t start, size_t end,
     return hit ? (int64_t)(hit - buf) : -1;
 }
 
+static int is_ascii_digit(char c) { return (unsigned char)(c - '0') < 10; }
+
+int64_t awl_digit_run(const char *buf, size_t len, size_t start, size_t end, size_t n)
+{
+    size_t probe, lo, hi;
+    if (end > len || start > end)
+        return -1;
+    if (n == 0)
+        return (int64_t)start;
+    if (end - start < n)
+        return -1;
+    /* Every run of n digits in [start, end) holds exactly one byte at
+     * start + n - 1 + k*n: only those are looked at until one is a digit. */
+    for (probe = start + n - 1; probe < end; probe += n) {
+        if (!is_ascii_digit(buf[probe]))
+            continue;
+        lo = probe;
+        while (lo > start && probe - lo < n - 1 && is_ascii_digit(buf[lo - 1]))
+            lo--;
+        hi = probe + 1;
+        while (hi < end && hi - lo < n && is_ascii_digit(buf[hi]))
+            hi++;
+        if (hi - lo >= n)
+            return (int64_t)lo;
+    }
+    return -1;
+}
+
 int64_t awl_find_last(const uint8_t *buf, size_t len, size_t start, size_t end,
                       const uint8_t *type, size_t type_len, int *uncertain)
 {

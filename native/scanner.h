@@ -92,6 +92,14 @@ size_t awl_scan(const uint8_t *buf, size_t len, size_t pos, size_t end,
 int64_t awl_find(const uint8_t *buf, size_t len, size_t start, size_t end,
                  const uint8_t *needle, size_t n);
 
+/* The offset of the first run of at least n ASCII digits in [start, end)
+ * (where the run starts, or start itself when it is cut there), or -1 (also
+ * for a bad range; n == 0 is found at start).  A JSON integer that 64 bits
+ * cannot hold has 19 digits or more: lines without such a run hold none.
+ * Looks at one byte in n where no digit is (a run of n holds one of them).
+ * buf is char: Python's bytes pass as they are, with no buffer to make. */
+int64_t awl_digit_run(const char *buf, size_t len, size_t start, size_t end, size_t n);
+
 /* Scanning backward, the start offset of the last line in [start, end)
  * (start a line start) that is a valid JSON object whose top-level "type"
  * (last occurrence) equals the type_len bytes at type (UTF-8, unescaped).

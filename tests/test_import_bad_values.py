@@ -104,6 +104,77 @@ def test_numbers_no_log_holds_exactly_are_kept_as_their_text_and_said(tmp_path: 
     assert kept["x-pi"]["n"] == "NaN"
 
 
+# Integers orjson reads as the nearest double (no error), each alone on its line.
+ROUNDED = ["18446744073709551616", "-9223372036854775809", "1267650600228229401496703205376"]
+# Long runs of digits orjson reads exactly: an integer that fits, digits in a
+# string, a long fraction (a double either way).
+EXACT = {
+    "u64": "18446744073709551615",
+    "i64": "-9223372036854775808",
+    "text": '"id 123456789012345678901234567890"',
+    "fraction": "0.12345678901234567890123",
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(SOURCES))
+@pytest.mark.parametrize("number", ROUNDED)
+def test_an_integer_past_64_bits_alone_on_a_line_is_kept_as_its_text_and_said(
+    tmp_path: Path, fmt: str, number: str
+) -> None:
+    """orjson reads such an integer as the nearest double, silently: a line with a
+    run of 19 digits is read again by a parser that keeps it, as its text,
+    with a note; on the first line (read to tell the format) as on a later one."""
+    path = copy_tree(SOURCES[fmt], tmp_path / fmt / SOURCES[fmt].name)
+    lines = path.read_bytes().split(b"\n")
+    last = max(n for n, x in enumerate(lines) if x.strip())
+    for at in (0, last):
+        assert lines[at].rstrip().endswith(b"}")
+        lines[at] = lines[at].rstrip()[:-1] + b',"big":' + number.encode() + b"}"
+    path.write_bytes(b"\n".join(lines))
+    r = run(path, session_dir=tmp_path / "s")
+    assert r.status == "imported" and r.path is not None, r.error
+    said = f"numbers a log cannot hold exactly ({number[:20]}"
+    assert [n.split(":")[0] for n in r.notes if said in n] == ["line 1", f"line {last + 1}"]
+    assert accounted_lines(r.path) == source_lines(path)
+    kept = [x for x in Path(r.path).read_bytes().split(b"\n") if b'"big"' in x]
+    assert len(kept) == 2 and all(b'"big":"' + number.encode() + b'"' in x for x in kept)
+    again = run(path, session_dir=tmp_path / "s")
+    assert again.status == "unchanged", again.error
+
+
+@pytest.mark.parametrize("value", sorted(EXACT.values()))
+def test_long_runs_of_digits_orjson_reads_exactly_are_taken_as_they_are(
+    tmp_path: Path, value: str
+) -> None:
+    lines = PI_FULL.read_text(encoding="utf-8").splitlines()
+    at = next(n for n, x in enumerate(lines) if '"role":"toolResult"' in x)
+    lines[at] = lines[at][:-1] + ',"long":' + value + "}"
+    src = tmp_path / "pi" / "long.jsonl"
+    src.parent.mkdir()
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    r = run(src, session_dir=tmp_path / "s")
+    assert r.status == "imported" and r.path is not None and r.notes == [], r.notes
+    (kept,) = [e for e in entries(r.path) if "long" in e.get("x-pi", {})]
+    assert kept["x-pi"]["long"] == json.loads(value)
+
+
+def test_glued_objects_holding_an_integer_past_64_bits_are_a_line_skipped_and_said(
+    tmp_path: Path,
+) -> None:
+    """Objects back to back on one line are taken each as a line, unless one holds
+    a number orjson would round: then the line is skipped, and said to be."""
+    lines = PI_FULL.read_text(encoding="utf-8").splitlines()
+    at = next(n for n, x in enumerate(lines) if '"role":"toolResult"' in x)
+    glued = lines[at][:-1] + ',"big":18446744073709551616}' + lines[at + 1]
+    src = tmp_path / "pi" / "glued.jsonl"
+    src.parent.mkdir()
+    src.write_text("\n".join([*lines[:at], glued, *lines[at + 2 :]]) + "\n", encoding="utf-8")
+    r = run(src, session_dir=tmp_path / "s")
+    assert r.status == "imported" and r.path is not None, r.error
+    assert [(n, why.split(" (")[0]) for _, n, why in r.skipped] == [(at + 1, "not JSON")]
+    assert not any(b"18446744073709551616" in x for x in Path(r.path).read_bytes().split(b"\n"))
+
+
 def test_a_folder_tree_deeper_than_pythons_recursion_is_walked(tmp_path: Path) -> None:
     """A session a thousand and more folders down (os.walk's recursion raises in
     Python 3.11 past about a thousand levels) is found; a level whose path is

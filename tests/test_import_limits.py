@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -300,3 +301,47 @@ def test_lines_hold_no_long_line_that_cannot_be_taken_and_hash_every_byte(
         os.close(fd)
     # Reads shorter than a line make every kind (a read that holds a line gives it).
     assert chunk > 8 or seen == {"", "not a JSON object", "too long", "read again"}
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 5, 18, 19, 20, 64, 1 << 20])
+@pytest.mark.parametrize("seed", range(3))
+def test_lines_name_every_line_holding_a_run_of_19_digits_whatever_the_reads(
+    tmp_path: Path, chunk: int, seed: int
+) -> None:
+    """``numbers`` gets exactly the lines that hold 19 digits in a row (what may be
+    an integer orjson rounds), each found once the line is read: runs across
+    the reads, within a long line read again, in a line cut at the end."""
+    rng = random.Random(seed * 1000 + chunk)
+    pieces = []
+    for _ in range(60):
+        digits = b"7" * rng.choice([0, 1, 18, 19, 20, 45])
+        pad = b"x" * rng.randrange(0, 30)
+        pieces.append(
+            rng.choice(
+                [
+                    b'{"n":' + (digits or b"1") + b"}",
+                    b'{"s":"' + pad + digits + pad + b'"}',
+                    pad + digits,
+                    digits + b" " + digits,
+                    b"{" + b"q" * rng.randrange(40, 60) + digits,  # long: read again whole
+                ]
+            )
+        )
+    data = b"\n".join(pieces) + b"\n" + b"9" * 25  # a last line with no newline
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(data)
+    want = {n for n, x in enumerate(data.split(b"\n"), 1) if re.search(rb"[0-9]{19}", x)}
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        found: set[int] = set()
+        given, passed = [], set()
+        for number, _, raw, _ in lines(fd, chunk=chunk, pass_over=30, longest=1000, numbers=found):
+            given.append(number)
+            if isinstance(raw, Passed):
+                passed.add(number)  # (not parsed: whether it is named does not matter)
+            else:  # known once the line is given, not only later
+                assert (number in found) == (number in want), (number, raw)
+        assert found - passed == want - passed and given == list(range(1, len(pieces) + 2))
+        assert found <= want and len(want - passed) > 10
+    finally:
+        os.close(fd)

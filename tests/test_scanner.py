@@ -12,6 +12,7 @@ import json
 import mmap
 import os
 import random
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -596,6 +597,50 @@ def test_find_across_the_fallbacks_pieces(scanner_impl: str) -> None:
         assert scanner.find(buf, b'"checkpoint"', at + 1) == -1
         assert scanner.find(buf, b'"checkpoint"', 0, at + 11) == -1
     assert scanner.find(mmap.mmap(-1, 100), b"\0\0", 98) == 98
+
+
+def _digit_run_reference(hay: bytes, n: int, lo: int, hi: int) -> int:
+    """Where the first run of n digits in hay[lo:hi] starts (a run cut at lo: lo)."""
+    if n == 0:
+        return lo
+    found = re.search(rb"[0-9]{%d}" % n, hay[lo:hi])
+    return -1 if found is None else lo + found.start()
+
+
+@given(
+    hay=st.binary(max_size=300) | st.text(alphabet="0123456789x\n", max_size=300).map(str.encode),
+    n=st.integers(0, 25),
+    bounds=st.tuples(st.integers(0, 310), st.integers(0, 310)),
+)
+@fuzz(300)
+def test_digit_run_finds_the_first_run_of_n_digits(
+    hay: bytes, n: int, bounds: tuple[int, int]
+) -> None:
+    lo, hi = sorted(bounds)
+    if hi > len(hay):
+        with pytest.raises(ValueError):
+            scanner.digit_run(hay, n, lo, hi)
+        return
+    want = _digit_run_reference(hay, n, lo, hi)
+    assert same(each(scanner.digit_run, hay, n, lo, hi)) == want
+    assert same(each(scanner.digit_run, memoryview(hay), n, lo, hi)) == want
+    if lo == 0 and hi == len(hay):
+        assert same(each(scanner.digit_run, hay, n)) == want  # (bytes whole: no buffer)
+
+
+def test_digit_run_across_the_fallbacks_pieces(scanner_impl: str) -> None:
+    # The fallback looks a megabyte at a time: a run on the seam is found whole.
+    step = 1 << 20
+    for at in (0, step - 19, step - 10, step - 1, step, 2 * step - 3):
+        buf = bytearray(b"x" * (2 * step + 50))
+        buf[at : at + 19] = b"1" * 19
+        assert scanner.digit_run(buf, 19) == at
+        assert scanner.digit_run(buf, 20) == -1
+        assert scanner.digit_run(buf, 19, at + 1) == -1
+        assert scanner.digit_run(buf, 18, at + 1) == at + 1
+        assert scanner.digit_run(buf, 19, 0, at + 18) == -1
+    with pytest.raises(ValueError):
+        scanner.digit_run(b"1", -1)
 
 
 def test_huge_inputs() -> None:

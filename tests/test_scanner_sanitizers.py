@@ -11,6 +11,7 @@ compiler with sanitizers is available.
 
 from __future__ import annotations
 
+import re
 import struct
 from pathlib import Path
 
@@ -42,8 +43,16 @@ def _inputs() -> list[bytes]:
         b"\n",
         b"\n\n\n",
         b"{}\n" * 100 + b'{"type":"checkpoint"',
+        b'{"n":12345678901234567890123}',
+        b"x" * 40 + b"1" * 19,
+        b"1" * 18 + b"x" + b"2" * 19,
     ]
     return lines + multi
+
+
+def _first_run(b: bytes, n: int) -> int:
+    found = re.search(rb"[0-9]{%d}" % n, b) if n else None
+    return 0 if n == 0 else -1 if found is None else found.start()
 
 
 def _oracle(b: bytes) -> bool:
@@ -65,3 +74,7 @@ def test_scanner_under_sanitizers(drivers: dict[str, Path], tmp_path: Path) -> N
     assert len(verdicts) == len(inputs)
     for item, got in zip(inputs, verdicts, strict=True):
         assert got == _oracle(item), item[:200]
+    # Where the first run of n digits starts, against a regular expression.
+    runs = [line.split() for line in outputs["sse2"].splitlines() if line.startswith("D ")]
+    want = [["D", str(n), str(_first_run(item, n))] for item in inputs for n in (0, 1, 3, 19)]
+    assert runs == want

@@ -871,7 +871,8 @@ class _Import:
         }
         fd = main.fd
         b.read = lambda offset, length: os.pread(fd, length, offset)
-        for number, end, raw, terminated in lines(main.fd, hashing=hashing):
+        longs: set[int] = set()  # the lines holding a run of digits (see lines())
+        for number, end, raw, terminated in lines(main.fd, hashing=hashing, numbers=longs):
             start = end - len(raw) - terminated
             b.span = (start, len(raw))
             if start < boundary:
@@ -879,7 +880,7 @@ class _Import:
                 # its newline came): replayed to rebuild the converter's state, its
                 # entries not kept (they are in the log).
                 taken = raw[: boundary - start]
-                obj, _, _ = parse(taken) if taken.strip() else (None, None, None)
+                obj, _, _ = parse(taken, number in longs) if taken.strip() else (None, None, None)
                 if obj is not None:
                     feed(obj, number)
                 elif terminated and taken.strip() and number not in skipped_before:
@@ -909,8 +910,9 @@ class _Import:
                     obj = loads(raw) if terminated else None
                 except orjson.JSONDecodeError:
                     obj = None
-                if type(obj) is not dict:
-                    obj = self._parsed(main, number, end, raw, terminated)
+                if type(obj) is not dict or number in longs:
+                    # Not an object, or it may hold a number orjson rounded.
+                    obj = self._parsed(main, number, end, raw, terminated, number in longs)
                     if obj is None:
                         continue
                 else:
@@ -975,14 +977,15 @@ class _Import:
         return self.b.last_model or self.b.first_model or conv.fallback()
 
     def _parsed(
-        self, f: _File, number: int, end: int, raw: bytes, terminated: bool
+        self, f: _File, number: int, end: int, raw: bytes, terminated: bool, digits: bool
     ) -> dict[str, Any] | None:
-        """A new line as an object; None (and the line accounted for) when it is not one."""
+        """A new line as an object; None (and the line accounted for) when it is not one.
+        ``digits``: whether it holds a run of digits (see :func:`parse`)."""
         r = self.r
         if not raw.strip():
             f.consumed, f.lines = end, number
             return None
-        obj, problem, repaired = parse(raw)
+        obj, problem, repaired = parse(raw, digits)
         self.raw = None if repaired else raw
         if obj is None and terminated and (glued := split_glued(raw)) is not None:
             (obj, self.raw), *self.glued = glued
@@ -1031,8 +1034,11 @@ class _Import:
         hasher = digest(f.fd, f.consumed, kept, f.hashed, f.algo)
         hasher.update(around[1:] if start > f.consumed else b"")
         hashing = Hashing(hasher, start)
-        for number, end, raw, terminated in lines(f.fd, start, f.lines + 1, hashing=hashing):
-            obj = self._parsed(f, number, end, raw, terminated)
+        longs: set[int] = set()
+        for number, end, raw, terminated in lines(
+            f.fd, start, f.lines + 1, hashing=hashing, numbers=longs
+        ):
+            obj = self._parsed(f, number, end, raw, terminated, number in longs)
             if obj is None:
                 self.r.lines += f.consumed == end  # blank or skipped: taken; torn: not yet
                 continue

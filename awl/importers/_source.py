@@ -21,8 +21,14 @@ import orjson
 import xxhash
 
 from ..store import foreign_log
+from ..store.scanner import digit_run
 
 CHUNK = 1 << 22
+LONG_NUMBER = 19
+"""The fewest digits of an integer 64 bits cannot hold (-9223372036854775809):
+orjson reads one as the nearest double, with no error, so a line with a run
+of this many digits is read again by a parser that says so
+(:func:`_exactly`)."""
 FORMATS = ("pi", "claude", "codex")
 
 _CLAUDE_TYPES = frozenset(
@@ -252,6 +258,7 @@ def lines(
     hashing: Hashing | None = None,
     pass_over: int = PASS_OVER,
     longest: int = MAX_LINE,
+    numbers: set[int] | None = None,
 ) -> Iterator[Line]:
     """The lines of ``fd`` from byte ``start`` (line number ``first``) to its end, or
     to ``stop`` (an offset at a line's end; a line cut there is given as
@@ -263,8 +270,15 @@ def lines(
     Memory holds a line of at most ``pass_over`` bytes as it is read; a longer
     one is only hashed, then read again whole when it starts with ``{`` and is
     at most ``longest`` bytes; any other is a :class:`Passed` (blank, not an
-    object, too long, or cut by ``stop``), never assembled."""
-    given = _lines(fd, start, first, stop, chunk, hashing, max(pass_over, len(BOM)), longest)
+    object, too long, or cut by ``stop``), never assembled.
+
+    ``numbers``, when given, gets the number of each line that holds a run of
+    :data:`LONG_NUMBER` digits, before the line is given: found a chunk at a
+    time, which costs next to nothing, where a native call for each line
+    would hand the interpreter's lock to a waiting thread each time."""
+    given = _lines(
+        fd, start, first, stop, chunk, hashing, max(pass_over, len(BOM)), longest, numbers
+    )
     if start == 0:
         for number, end, raw, terminated in given:
             if type(raw) is not Passed:  # a Passed never holds the mark
@@ -283,6 +297,7 @@ def _lines(
     hashing: Hashing | None,
     pass_over: int,
     longest: int,
+    numbers: set[int] | None = None,
 ) -> Iterator[Line]:
     pos = start  # where the next read starts
     done = start  # where the line being read starts
@@ -307,9 +322,14 @@ def _lines(
                 _hand(hashing, at, data)
                 continue
             _hand(hashing, at, memoryview(data)[: cut + 1])
-            yield number, at + cut + 1, _long(fd, kind, done, at + cut, longest), True
+            long_line = _long(fd, kind, done, at + cut, longest)
+            if numbers is not None and _digits(long_line):
+                numbers.add(number)
+            yield number, at + cut + 1, long_line, True
             number, done, kind = number + 1, at + cut + 1, _SHORT
             data, at = data[cut + 1 :], done
+        if numbers is not None:
+            _long_numbers(numbers, number, carry, data)
         parts = data.split(b"\n")
         tail = parts.pop()
         if parts and hashing is not None and at + len(data) - len(tail) > hashing.upto:
@@ -347,10 +367,41 @@ def _lines(
             # Cut by stop, not at the file's end: not a line's whole bytes.
             yield number, pos, Passed(pos - done, "not read whole"), False
         else:
-            yield number, pos, _long(fd, kind, done, pos, longest), False
+            long_line = _long(fd, kind, done, pos, longest)
+            if numbers is not None and _digits(long_line):
+                numbers.add(number)
+            yield number, pos, long_line, False
     elif carry:
         raw = b"".join(carry)
         yield number, done + len(raw), raw, False
+
+
+def _digits(line: bytes) -> bool:
+    """Whether ``line`` (not a :class:`Passed`) holds a run of :data:`LONG_NUMBER` digits."""
+    return type(line) is not Passed and digit_run(line, LONG_NUMBER) >= 0
+
+
+def _long_numbers(numbers: set[int], number: int, carry: list[bytes], data: bytes) -> None:
+    """Add to ``numbers`` each line of ``data`` that holds a run of :data:`LONG_NUMBER`
+    digits: its first line is ``number``, which goes on from the bytes in
+    ``carry`` (a run may start there)."""
+    n = LONG_NUMBER
+    if carry and data[:1].isdigit():
+        edge = b""
+        for piece in reversed(carry):
+            edge = piece[len(piece) - min(len(piece), n - 1 - len(edge)) :] + edge
+            if len(edge) == n - 1:
+                break
+        if digit_run(edge + data[: n - 1], n) >= 0:
+            numbers.add(number)
+    hit, counted = digit_run(data, n), 0
+    while hit >= 0:
+        number += data.count(b"\n", counted, hit)
+        numbers.add(number)
+        counted = data.find(b"\n", hit)  # the rest of this line is not looked at again
+        if counted < 0:
+            break
+        hit = digit_run(data, n, counted)
 
 
 def _kind(carry: list[bytes], first: bool) -> int:
@@ -416,7 +467,9 @@ def as_str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def parse(raw: bytes) -> tuple[dict[str, Any] | None, str | None, str | None]:
+def parse(
+    raw: bytes, digits: bool | None = None
+) -> tuple[dict[str, Any] | None, str | None, str | None]:
     """(object, problem, repaired): a line as a JSON object, or why it is not one.
 
     What JSON allows but a log cannot keep is repaired and the line kept
@@ -425,7 +478,9 @@ def parse(raw: bytes) -> tuple[dict[str, Any] | None, str | None, str | None]:
     escape (a JavaScript string cut inside an emoji), become U+FFFD; a number
     no reader of a log holds exactly (an integer beyond 64 bits, one beyond a
     double's range such as ``1e400``, ``NaN``) is kept as its text, a string.
-    A :class:`Passed` line is none, for the reason it gives.
+    A :class:`Passed` line is none, for the reason it gives.  ``digits`` says
+    whether the line holds a run of :data:`LONG_NUMBER` digits, where
+    :func:`lines` found out (None: looked for here).
     """
     if type(raw) is Passed:
         return None, raw.why or "a blank line", None
@@ -441,7 +496,20 @@ def parse(raw: bytes) -> tuple[dict[str, Any] | None, str | None, str | None]:
         return obj, None, what
     if not isinstance(obj, dict):
         return None, "not a JSON object", None
+    if digits or (digits is None and digit_run(raw, LONG_NUMBER) >= 0):
+        exact = _exactly(raw)
+        if exact is not None:
+            return exact[0], None, exact[1]
     return obj, None, None
+
+
+def _exactly(raw: bytes) -> tuple[Any, str] | None:
+    """A line orjson took, as :func:`_repaired` takes it when that keeps a number
+    orjson would have rounded (an integer past 64 bits, as its text), with
+    what was done; None when orjson's reading is exact (the digits were in
+    a string, a float, an integer that fits)."""
+    fixed = _repaired(raw)
+    return fixed if fixed is not None and fixed[1] != _AS_IS else None
 
 
 _GLUED = "unexpected content after document"
@@ -469,16 +537,22 @@ def split_glued(raw: bytes) -> list[tuple[dict[str, Any], bytes]] | None:
                 first = orjson.loads(part)
             except orjson.JSONDecodeError:
                 return None
-            if not isinstance(first, dict):
+            if not isinstance(first, dict) or _rounded(part):
                 return None
             out.append((first, part))
             rest = rest[cut:]
             continue
-        if not out or not isinstance(obj, dict):
+        if not out or not isinstance(obj, dict) or _rounded(rest):
             return None
         out.append((obj, rest.strip()))
         return out
     return None
+
+
+def _rounded(part: bytes) -> bool:
+    """Whether orjson read a number of ``part`` other than it is written (a line of
+    glued objects holding one is skipped, said so, not taken changed)."""
+    return digit_run(part, LONG_NUMBER) >= 0 and _exactly(part) is not None
 
 
 _INT_RANGE = (-(1 << 63), 1 << 64)  # the integers orjson reads and writes as such
@@ -535,7 +609,10 @@ def _repaired(raw: bytes) -> tuple[Any, str] | None:
         what.append(
             f"numbers a log cannot hold exactly ({shown}{more}) kept as their text, a string"
         )
-    return fixed, "; ".join(what) or "taken as JSON's own rules read it"
+    return fixed, "; ".join(what) or _AS_IS
+
+
+_AS_IS = "taken as JSON's own rules read it"
 
 
 def _no_surrogates(value: Any) -> Any:

@@ -148,6 +148,10 @@ def bad_line_mask(records: npt.NDArray[Any], header: bool) -> npt.NDArray[np.boo
     return bad
 
 
+_DIGITS = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+"""A table for ``bytes.translate``: each ASCII digit to "0", every other byte to " "."""
+
+
 class FallbackScanner:
     """numpy + orjson implementation of the scanner interface."""
 
@@ -215,6 +219,26 @@ class FallbackScanner:
             provider if isinstance(provider, str) else None,
             model if isinstance(model, str) else None,
         )
+
+    def digit_run(self, buf: bytes | memoryview, n: int, start: int, end: int) -> int:
+        """See :func:`awl.scanner.digit_run`: each digit made "0" and every other
+        byte " ", then the run found as a string of n "0"s (a megabyte at a time,
+        the pieces overlapping by n - 1 bytes so that no run is cut in two)."""
+        if n == 0:
+            return start
+        run, step, pos = b"0" * n, max(1 << 20, 2 * n), start
+        while end - pos >= n:
+            stop = min(end, pos + step + n - 1)
+            hit = bytes(buf[pos:stop]).translate(_DIGITS).find(run)
+            if hit >= 0:
+                at = pos + hit
+                while at > start and 0x30 <= buf[at - 1] <= 0x39:
+                    at -= 1  # (only where the piece began inside the run)
+                return at
+            if stop == end:
+                break
+            pos += step
+        return -1
 
     def find(self, mv: memoryview, needle: bytes, start: int, end: int) -> int:
         """See :func:`awl.scanner.find`."""

@@ -227,6 +227,13 @@ class NativeScanner:
             want = needle if type(needle) is bytes else bytes(needle)  # cffi takes bytes only
             return int(self._lib.awl_find(src, mv.nbytes, start, end, want, len(want)))
 
+    def digit_run(self, buf: bytes | memoryview, n: int, start: int, end: int) -> int:
+        """See :func:`digit_run`."""
+        if isinstance(buf, bytes):
+            return int(self._lib.awl_digit_run(buf, len(buf), start, end, n))
+        with self._ffi.from_buffer("char[]", buf) as src:
+            return int(self._lib.awl_digit_run(src, buf.nbytes, start, end, n))
+
     def entry_fields(
         self, mv: memoryview, start: int, end: int, trusted: bool
     ) -> EntryFields | None:

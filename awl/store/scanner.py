@@ -83,6 +83,7 @@ __all__ = [
     "Records",
     "available",
     "concat_records",
+    "digit_run",
     "entry_fields",
     "find",
     "find_last",
@@ -111,6 +112,8 @@ class _Impl(Protocol):
     def find_last(self, mv: memoryview, type_name: str, start: int, end: int) -> int | None: ...
 
     def find(self, mv: memoryview, needle: bytes, start: int, end: int) -> int: ...
+
+    def digit_run(self, buf: bytes | memoryview, n: int, start: int, end: int) -> int: ...
 
     def entry_fields(
         self, mv: memoryview, start: int, end: int, trusted: bool
@@ -203,6 +206,24 @@ def find(buf: BufferLike, needle: bytes, start: int = 0, end: int | None = None)
     with _bytes_view(buf) as mv:
         lo, hi = _range(mv, start, end)
         return _active.find(mv, needle, lo, hi)
+
+
+def digit_run(buf: BufferLike, n: int, start: int = 0, end: int | None = None) -> int:
+    """Offset of the first run of at least ``n`` ASCII digits in ``buf[start:end]``
+    (where it starts, or ``start`` when the run is cut there), or -1.
+
+    A JSON integer that 64 bits cannot hold, which orjson reads as the
+    nearest double, has 19 digits or more: a line with no run of 19 holds
+    none.  Natively it looks at one byte in ``n`` where there are no digits;
+    a ``bytes`` line as a whole is the fast case (no buffer is made).
+    """
+    if n < 0:
+        raise ValueError(f"a run of {n} digits")
+    if type(buf) is bytes and start == 0 and end is None:
+        return _active.digit_run(buf, n, 0, len(buf))
+    with _bytes_view(buf) as mv:
+        lo, hi = _range(mv, start, end)
+        return _active.digit_run(mv, n, lo, hi)
 
 
 def entry_fields(

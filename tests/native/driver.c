@@ -163,6 +163,7 @@ static void run(const uint8_t *buf, size_t len, size_t rec)
             n = awl_scan(pre, i, 0, i, all, cap, &next);
             (void)n;
             (void)awl_find_last(pre, i, 0, i, (const uint8_t *)"message", 7, &u);
+            (void)awl_digit_run((const char *)pre, i, 0, i, 3);
             free(pre);
         }
     }
@@ -172,6 +173,12 @@ static void run(const uint8_t *buf, size_t len, size_t rec)
                                     strlen(t), &u);
         printf("F %zu %lld %d\n", i, (long long)off, u);
     }
+    {
+        static const size_t runs[] = {0, 1, 3, 19};
+        for (i = 0; i < sizeof runs / sizeof runs[0]; i++)
+            printf("D %zu %lld\n", runs[i],
+                   (long long)awl_digit_run((const char *)buf, len, 0, len, runs[i]));
+    }
     memset(longtype, 'x', sizeof longtype);
     (void)awl_find_last(buf, len, 0, len, longtype, sizeof longtype, &u);
     /* Bad ranges are clamped or rejected, never read out of bounds. */
@@ -180,6 +187,8 @@ static void run(const uint8_t *buf, size_t len, size_t rec)
     (void)awl_scan(buf, len, len + 5, len + 10, chunk, 3, &next);
     (void)awl_line_starts(buf, len, len + 5, len + 10, starts, 2, &next);
     (void)awl_find_last(buf, len, len, len + 10, longtype, 3, &u);
+    (void)awl_digit_run((const char *)buf, len, len, len + 10, 3);
+    (void)awl_digit_run((const char *)buf, len, len + 1, len, 3);
     free(all);
     free(chunk);
     free(starts);
