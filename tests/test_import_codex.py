@@ -1211,3 +1211,74 @@ def test_a_summary_whose_kept_history_is_context_alone_is_still_sent(tmp_path: P
     said = [texts(e)[0] for e in kept if e["message"]["role"] == "user"]
     assert said[0] == COMPACTED and said[-1] == f"{SUMMARY_PREFIX}\nRésumé."
     assert "Pourquoi `cargo test` échoue ? ⚓" in said
+
+
+@pytest.mark.parametrize(
+    ("namespace", "name", "sent"),
+    [
+        ("mcp__calendar", "create_event", "mcp__calendar__create_event"),
+        ("mcp__calendar__", "create_event", "mcp__calendar__create_event"),  # Codex 0.131's form
+        ("mcp__calendar__", "__create_event", "mcp__calendar__create_event"),
+        ("collaboration", "send_message", "collaboration__send_message"),
+        ("functions", "exec_command", "exec_command"),  # the default namespace names nothing
+        ("", "exec_command", "exec_command"),
+        (None, "exec_command", "exec_command"),
+        (["x"], "exec_command", "exec_command"),
+    ],
+)
+def test_a_call_in_a_tool_namespace_is_sent_under_codexs_flat_name(
+    tmp_path: Path, namespace: Any, name: str, sent: str
+) -> None:
+    """Codex calls an MCP server's tools inside a namespace (``namespace`` beside
+    ``name``): a provider with no namespaces is sent Codex's own flat name for
+    the call, the name rollouts held before namespaces; the record keeps both
+    parts as they were."""
+    from awl import ToolResult, ToolUse, request_history
+
+    call: dict[str, Any] = {
+        "type": "function_call",
+        "name": name,
+        "arguments": "{}",
+        "call_id": "c1",
+    }
+    if namespace is not None:
+        call["namespace"] = namespace
+    custom = {"type": "custom_tool_call", "name": name, "input": "x", "call_id": "c2"}
+    if namespace is not None:
+        custom["namespace"] = namespace
+    lines = [
+        _user("book it"),
+        _item("2026-01-10T10:00:03.000Z", "response_item", call),
+        _item("2026-01-10T10:00:03.000Z", "response_item", custom),
+        _item(
+            "2026-01-10T10:00:04.000Z",
+            "response_item",
+            {"type": "function_call_output", "call_id": "c1", "output": "booked"},
+        ),
+        _item(
+            "2026-01-10T10:00:04.000Z",
+            "response_item",
+            {"type": "custom_tool_call_output", "call_id": "c2", "output": "done"},
+        ),
+    ]
+    r = run(_conversation_rollout(tmp_path, lines))
+    assert r.path is not None and r.status == "imported", r.error
+    with SessionManager.open(r.path, read_only=True) as m:
+        history = request_history(m.rebuild_conversation())
+    uses = [b for x in history for b in x.content if isinstance(b, ToolUse)]
+    results = [b for x in history for b in x.content if isinstance(b, ToolResult)]
+    assert [(u.id, u.name) for u in uses] == [("c1", sent), ("c2", sent)]
+    assert [x.tool_use_id for x in results] == ["c1", "c2"]
+    kept = [
+        i["item"]
+        for e in entries(r.path)
+        for i in e.get("x-codex", {}).get("items", ())
+        if i.get("type") == "response_item" and "namespace" in i["item"]
+    ]
+    if namespace is None:
+        assert kept == []
+    else:
+        assert len(kept) == 2 and all(k["namespace"] == namespace for k in kept)
+        assert all(k.get("name", name) == name for k in kept)
+        assert all("name" in k for k in kept) == (sent != name)
+    assert accounted_lines(r.path) == source_lines(Path(_conversation_rollout(tmp_path, lines)))

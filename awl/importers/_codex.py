@@ -289,20 +289,36 @@ def _call(p: dict[str, Any], fallback: str) -> tuple[DiskToolUse, tuple[str, ...
     call = p.get("call_id") or p.get("id") or fallback
     given = p.get("name")
     name = given if isinstance(given, str) else str(kind)
+    flat = _flat_name(name, p.get("namespace"))
+    # A name made flat keeps its parts in the record (the namespace stays there).
+    named = ("name",) if flat == name else ()
+    name = flat
     used: tuple[str, ...]
     if kind == "function_call":
         args = p.get("arguments")
         text = args if isinstance(args, str) else json_text(args)
-        used = ("call_id", "name", "arguments")
+        used = ("call_id", *named, "arguments")
     elif kind == "custom_tool_call":
         # A freeform tool (apply_patch): its raw input, as a JSON object.
         text = json_text({"input": p.get("input")})
-        used = ("call_id", "name", "input")
+        used = ("call_id", *named, "input")
     else:
         name = "local_shell"
         text = json_text(p.get("action"))
         used = ("call_id", "action")
     return DiskToolUse(str(call), name, text), used
+
+
+def _flat_name(name: str, namespace: Any) -> str:
+    """The name of a call Codex made inside a tool namespace (an MCP server's
+    tools, ``mcp__calendar`` or ``mcp__calendar__``; ``collaboration``), as one
+    name: Codex's own flat form where a namespace cannot be kept,
+    ``mcp__calendar__create_event``, which rollouts written before namespaces
+    hold as the name itself.  The default namespace, ``functions``, names
+    nothing."""
+    if not isinstance(namespace, str) or namespace in ("", "functions", name):
+        return name
+    return namespace.rstrip("_") + "__" + name.lstrip("_")
 
 
 def _usage(counts: dict[str, Any]) -> Usage:
