@@ -491,6 +491,21 @@ def test_is_timestamp_takes_only_times_that_exist_in_the_logs_form(stamp: Any, o
         assert _exists(stamp) is ok
 
 
+def test_is_timestamp_remembers_no_string_of_another_type() -> None:
+    """A str subclass whose == says yes to anything, once found good, must not make
+    every later value a timestamp."""
+
+    class Agreeable(str):
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        __hash__ = str.__hash__
+
+    assert is_timestamp(Agreeable("2024-01-01T00:00:00.000Z"))
+    assert not is_timestamp("not a time")
+    assert not is_timestamp("2026-02-30T00:00:00.000Z")
+
+
 def test_is_timestamp_right_from_the_first_call_of_a_process() -> None:
     # The last good timestamp is remembered: nothing before the first may pass.
     code = (

@@ -158,21 +158,38 @@ def test_long_runs_of_digits_orjson_reads_exactly_are_taken_as_they_are(
     assert kept["x-pi"]["long"] == json.loads(value)
 
 
-def test_glued_objects_holding_an_integer_past_64_bits_are_a_line_skipped_and_said(
-    tmp_path: Path,
+@pytest.mark.parametrize("glued_at", [8, 11, 12])
+def test_glued_objects_holding_an_integer_past_64_bits_are_each_taken_the_number_as_text(
+    tmp_path: Path, glued_at: int
 ) -> None:
-    """Objects back to back on one line are taken each as a line, unless one holds
-    a number orjson would round: then the line is skipped, and said to be."""
-    lines = PI_FULL.read_text(encoding="utf-8").splitlines()
-    at = next(n for n, x in enumerate(lines) if '"role":"toolResult"' in x)
-    glued = lines[at][:-1] + ',"big":18446744073709551616}' + lines[at + 1]
-    src = tmp_path / "pi" / "glued.jsonl"
-    src.parent.mkdir()
-    src.write_text("\n".join([*lines[:at], glued, *lines[at + 2 :]]) + "\n", encoding="utf-8")
-    r = run(src, session_dir=tmp_path / "s")
-    assert r.status == "imported" and r.path is not None, r.error
-    assert [(n, why.split(" (")[0]) for _, n, why in r.skipped] == [(at + 1, "not JSON")]
-    assert not any(b"18446744073709551616" in x for x in Path(r.path).read_bytes().split(b"\n"))
+    """Objects back to back on one line are taken each as a line; one holding a
+    number orjson would round is read again, as a line is, and said to be. An
+    import of the session cut after that line, then of the whole, replays it
+    so and ends as one import of the whole (its children find their parent)."""
+    lines = CLAUDE_SHOP.read_bytes().split(b"\n")
+    g = glued_at - 1
+    lines[g : g + 2] = [lines[g][:-1] + b',"big":18446744073709551616}' + lines[g + 1]]
+    whole = tmp_path / "whole" / CLAUDE_SHOP.name
+    whole.parent.mkdir()
+    whole.write_bytes(b"\n".join(lines))
+    r = run(whole, session_dir=tmp_path / "s")
+    assert r.status == "imported" and r.path is not None and r.skipped == [], r.error
+    assert r.notes == [
+        f"line {glued_at}: 2 JSON objects with no newline between them; each taken",
+        f"line {glued_at}: object 1: numbers a log cannot hold exactly "
+        "(18446744073709551616) kept as their text, a string",
+    ]
+    kept = [x for x in Path(r.path).read_bytes().split(b"\n") if b'"big"' in x]
+    assert len(kept) == 1 and b'"big":"18446744073709551616"' in kept[0]
+    grown = tmp_path / "grown" / CLAUDE_SHOP.name
+    grown.parent.mkdir()
+    grown.write_bytes(b"\n".join(lines[: g + 1]) + b"\n")
+    first = run(grown, session_dir=tmp_path / "g")
+    grown.write_bytes(b"\n".join(lines))
+    again = run(grown, session_dir=tmp_path / "g")
+    assert (first.status, again.status) == ("imported", "updated"), again.error
+    assert again.path is not None and _flat(again.path) == _flat(r.path)
+    assert not [n for n in again.notes if "not found" in n], again.notes
 
 
 def test_a_folder_tree_deeper_than_pythons_recursion_is_walked(tmp_path: Path) -> None:

@@ -585,8 +585,8 @@ def test_a_line_split_into_its_objects_counts_characters_as_bytes() -> None:
     from awl.importers._source import split_glued
 
     assert split_glued('{"a":"é€😀"} {"b":[1]}\r'.encode()) == [
-        ({"a": "é€😀"}, '{"a":"é€😀"}'.encode()),
-        ({"b": [1]}, b'{"b":[1]}'),
+        ({"a": "é€😀"}, '{"a":"é€😀"}'.encode(), None),
+        ({"b": [1]}, b'{"b":[1]}', None),
     ]
     for not_glued in (b'{"a":1}', b'{"a":1}x', b'{"a":1}[1]', b'[1]{"a":1}', b'{"a":1}{"b"'):
         assert split_glued(not_glued) is None, not_glued

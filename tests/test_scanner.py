@@ -641,6 +641,7 @@ def test_digit_run_across_the_fallbacks_pieces(scanner_impl: str) -> None:
         assert scanner.digit_run(buf, 19, 0, at + 18) == -1
     with pytest.raises(ValueError):
         scanner.digit_run(b"1", -1)
+    assert scanner.digit_run(b"123", 10**12) == -1  # (no run of that length is made)
 
 
 def test_huge_inputs() -> None:

@@ -395,7 +395,7 @@ class _Import:
         self.saved_unplaced: tuple[int, int, int, dict[str, int]] | None = None
         self.raw: bytes | None = None  # the bytes of the line last parsed, unless repaired
         # The objects after the first of a line that held several (split_glued).
-        self.glued: list[tuple[dict[str, Any], bytes]] = []
+        self.glued: list[tuple[dict[str, Any], bytes | None]] = []
         self.head: list[tuple[int, dict[str, Any]]] = []
         self.head_repaired: set[int] = set()  # lines of the head taken repaired
         self.head_raws: dict[int, bytes] = {}  # the bytes of the head's lines
@@ -884,7 +884,7 @@ class _Import:
                 if obj is not None:
                     feed(obj, number)
                 elif terminated and taken.strip() and number not in skipped_before:
-                    for o, _ in split_glued(taken) or ():
+                    for o, _, _ in split_glued(taken) or ():
                         feed(o, number)
                 while next_cut < len(cuts) and cuts[next_cut] <= min(end, boundary):
                     conv.flush()
@@ -988,10 +988,16 @@ class _Import:
         obj, problem, repaired = parse(raw, digits)
         self.raw = None if repaired else raw
         if obj is None and terminated and (glued := split_glued(raw)) is not None:
-            (obj, self.raw), *self.glued = glued
+            (obj, self.raw, _), *rest = glued
+            self.glued = [(o, part) for o, part, _ in rest]
             r.notes.append(
                 f"{f.key or 'line'} {number}: {len(glued)} JSON objects with no newline "
                 "between them; each taken"
+            )
+            r.notes.extend(
+                f"{f.key or 'line'} {number}: object {k}: {what}"
+                for k, (_, _, what) in enumerate(glued, 1)
+                if what
             )
         if obj is None:
             if not terminated:

@@ -516,13 +516,19 @@ _GLUED = "unexpected content after document"
 _MAX_GLUED = 64  # more objects than this on one line is not a missed newline
 
 
-def split_glued(raw: bytes) -> list[tuple[dict[str, Any], bytes]] | None:
+Glued = tuple[dict[str, Any], bytes | None, str | None]
+"""One of the objects of a line that held several: the object; its bytes, or None
+when it was read again to keep a number orjson would round (then its bytes
+do not say what was taken); and what that reading did, or None."""
+
+
+def split_glued(raw: bytes) -> list[Glued] | None:
     """The JSON objects of a line that holds several back to back (a writer that
-    left a newline out, as some pi versions did), each with its bytes; None
+    left a newline out, as some pi versions did), each as :data:`Glued`; None
     unless every part is a whole JSON object."""
     if type(raw) is Passed:
         return None
-    out: list[tuple[dict[str, Any], bytes]] = []
+    out: list[Glued] = []
     rest = raw
     while len(out) < _MAX_GLUED:
         try:
@@ -537,22 +543,25 @@ def split_glued(raw: bytes) -> list[tuple[dict[str, Any], bytes]] | None:
                 first = orjson.loads(part)
             except orjson.JSONDecodeError:
                 return None
-            if not isinstance(first, dict) or _rounded(part):
+            if not isinstance(first, dict):
                 return None
-            out.append((first, part))
+            out.append(_glued(first, part))
             rest = rest[cut:]
             continue
-        if not out or not isinstance(obj, dict) or _rounded(rest):
+        if not out or not isinstance(obj, dict):
             return None
-        out.append((obj, rest.strip()))
+        out.append(_glued(obj, rest.strip()))
         return out
     return None
 
 
-def _rounded(part: bytes) -> bool:
-    """Whether orjson read a number of ``part`` other than it is written (a line of
-    glued objects holding one is skipped, said so, not taken changed)."""
-    return digit_run(part, LONG_NUMBER) >= 0 and _exactly(part) is not None
+def _glued(obj: dict[str, Any], part: bytes) -> Glued:
+    """A glued object orjson read from ``part``, read again when it may hold a number
+    orjson rounds (as :func:`parse` reads a line)."""
+    exact = _exactly(part) if digit_run(part, LONG_NUMBER) >= 0 else None
+    if exact is None or not isinstance(exact[0], dict):
+        return obj, part, None
+    return exact[0], None, exact[1]
 
 
 _INT_RANGE = (-(1 << 63), 1 << 64)  # the integers orjson reads and writes as such
@@ -733,7 +742,7 @@ def _headed(
     elif obj is None and terminated and raw.strip():
         # Objects glued on one line (a header and the first entry): each, under
         # the line's number, as an import takes them.
-        out.extend((number, o) for o, _ in split_glued(raw) or ())
+        out.extend((number, o) for o, _, _ in split_glued(raw) or ())
     return len(out) >= limit or number >= limit * 2
 
 

@@ -48,5 +48,6 @@ def is_timestamp(value: Any) -> bool:
             datetime.fromisoformat(value[:10])
         except ValueError:
             return False
-    _good = value
+    if type(value) is str:  # (a subclass's own == could make any later value pass)
+        _good = value
     return True

@@ -226,6 +226,8 @@ class FallbackScanner:
         the pieces overlapping by n - 1 bytes so that no run is cut in two)."""
         if n == 0:
             return start
+        if end - start < n:
+            return -1  # (before a run of n is made: n may be huge)
         run, step, pos = b"0" * n, max(1 << 20, 2 * n), start
         while end - pos >= n:
             stop = min(end, pos + step + n - 1)
