@@ -705,20 +705,22 @@ def head(
     # The first ``max_bytes`` first: a long line after the first objects (a torn
     # tail of many megabytes) is not read whole to be passed over.
     size = os.fstat(fd).st_size
-    for number, end, raw, terminated in lines(fd, chunk=1 << 14, stop=max_bytes):
+    longs: set[int] = set()  # (see lines(): no native call for each line)
+    for number, end, raw, terminated in lines(fd, chunk=1 << 14, stop=max_bytes, numbers=longs):
         if not terminated and end < size:
             break  # cut where the read stopped: not a whole line
         kept[number] = raw
-        if _headed(out, fixed, number, raw, terminated, limit):
+        if _headed(out, fixed, number, raw, terminated, limit, number in longs):
             return out
     if out:
         return out
     # Nothing whole in them: a first line longer than that (a pasted file in a prompt).
-    for number, end, raw, terminated in lines(fd, chunk=1 << 20, stop=MAX_LINE):
+    longs.clear()
+    for number, end, raw, terminated in lines(fd, chunk=1 << 20, stop=MAX_LINE, numbers=longs):
         if (end > max_bytes and out) or (not terminated and end < size):
             break  # what was found is enough; or cut where the read stopped
         kept[number] = raw
-        if _headed(out, fixed, number, raw, terminated, limit):
+        if _headed(out, fixed, number, raw, terminated, limit, number in longs):
             break
     return out
 
@@ -730,9 +732,10 @@ def _headed(
     raw: bytes,
     terminated: bool,
     limit: int,
+    digits: bool,
 ) -> bool:
     """Add a line's objects to ``out``; whether :func:`head` has read enough."""
-    obj, _, repaired = parse(raw) if raw.strip() else (None, None, None)
+    obj, _, repaired = parse(raw, digits) if raw.strip() else (None, None, None)
     if obj is not None:
         # Repaired too: half an emoji in a header is no reason to call the file
         # no session (its identity is read from these objects).
