@@ -213,3 +213,18 @@ def test_a_folder_tree_deeper_than_pythons_recursion_is_walked(tmp_path: Path) -
         (here / "s.jsonl").unlink()
         for level in reversed(levels):
             level.rmdir()
+
+
+@pytest.mark.parametrize(("depth", "kept"), [(254, True), (255, False)])
+def test_a_number_deeper_than_orjson_writes_keeps_orjsons_reading(depth: int, kept: bool) -> None:
+    """The documented edge: orjson writes objects 254 levels deep at most, so a
+    number past 64 bits deeper than that cannot be written as its text either."""
+    from awl.importers._source import parse
+
+    obj, problem, repaired = parse(b'{"a":' * depth + b"18446744073709551616" + b"}" * depth)
+    assert obj is not None and problem is None
+    inner = obj
+    for _ in range(depth - 1):
+        inner = inner["a"]
+    assert inner["a"] == ("18446744073709551616" if kept else 18446744073709551616.0)
+    assert (repaired is not None) == kept
