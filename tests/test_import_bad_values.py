@@ -228,3 +228,34 @@ def test_a_number_deeper_than_orjson_writes_keeps_orjsons_reading(depth: int, ke
         inner = inner["a"]
     assert inner["a"] == ("18446744073709551616" if kept else 18446744073709551616.0)
     assert (repaired is not None) == kept
+
+
+FALLBACK = "2000-01-01T00:00:00.000Z"
+
+
+@pytest.mark.parametrize(
+    ("value", "want"),
+    [
+        ("2026-03-11T09:00:01.370Z", "2026-03-11T09:00:01.370Z"),  # awl's form: as it is
+        ("2024-02-29T09:00:01.370Z", "2024-02-29T09:00:01.370Z"),
+        ("2026-02-30T09:00:01.370Z", FALLBACK),  # no such day
+        ("2026-13-01T09:00:01.370Z", FALLBACK),
+        ("2026-01-01T24:00:00.000Z", FALLBACK),
+        ("0000-01-01T00:00:00.000Z", FALLBACK),
+        ("2026-03-11T09:00:01Z", "2026-03-11T09:00:01.000Z"),  # another precision
+        ("2026-03-11T09:00:01.370123Z", "2026-03-11T09:00:01.370Z"),
+        ("2026-03-11T11:00:01.370+02:00", "2026-03-11T09:00:01.370Z"),  # an offset
+        ("٢٠٢٦-03-11T09:00:01.370Z", FALLBACK),  # digits of another script
+        (1773219601370, "2026-03-11T09:00:01.370Z"),  # Unix milliseconds
+        (1773219601, "2026-03-11T09:00:01.000Z"),  # and seconds
+        ("yesterday", FALLBACK),
+        (None, FALLBACK),
+        (True, FALLBACK),
+    ],
+)
+def test_a_sources_timestamp_is_taken_in_the_logs_form_or_the_one_before(
+    value: Any, want: str
+) -> None:
+    from awl.importers._build import timestamp_of
+
+    assert timestamp_of(value, FALLBACK) == want

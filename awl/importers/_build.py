@@ -213,10 +213,6 @@ def type_name(value: Any) -> str:
     return value if isinstance(value, str) and value else "unknown"
 
 
-_AWL_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
-"""A timestamp in awl's form (ASCII digits only: ``fromisoformat`` takes others)."""
-
-
 def timestamp_of(value: Any, fallback: str) -> str:
     """An awl timestamp (ISO 8601 UTC, milliseconds, ``Z``) from a source's, or ``fallback``.
 
@@ -224,14 +220,11 @@ def timestamp_of(value: Any, fallback: str) -> str:
     milliseconds.
     """
     if isinstance(value, str):
-        if len(value) == 24 and value[-1] == "Z":
-            # awl's own form already (what all three tools write), when it names a
-            # time that exists (no February 30th): as it is.  Else it may be a time
-            # the parse below takes (another precision, digits of other scripts).
-            if is_timestamp(value):
-                return value
-            if _AWL_TIME.fullmatch(value):
-                return fallback
+        if is_timestamp(value):
+            # awl's own form already (what all three tools write), naming a time
+            # that exists: as it is.  Anything else is parsed (and a February 30th
+            # in that form refused) below.
+            return value
         try:
             dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:

@@ -496,7 +496,7 @@ def parse(
         return obj, None, what
     if not isinstance(obj, dict):
         return None, "not a JSON object", None
-    if digits or (digits is None and digit_run(raw, LONG_NUMBER) >= 0):
+    if digits or (digits is None and _digits(raw)):
         exact = _exactly(raw)
         if exact is not None:
             return exact[0], None, exact[1]
@@ -558,7 +558,7 @@ def split_glued(raw: bytes) -> list[Glued] | None:
 def _glued(obj: dict[str, Any], part: bytes) -> Glued:
     """A glued object orjson read from ``part``, read again when it may hold a number
     orjson rounds (as :func:`parse` reads a line)."""
-    exact = _exactly(part) if digit_run(part, LONG_NUMBER) >= 0 else None
+    exact = _exactly(part) if _digits(part) else None
     if exact is None or not isinstance(exact[0], dict):
         return obj, part, None
     return exact[0], None, exact[1]
