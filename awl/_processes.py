@@ -10,7 +10,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
@@ -22,6 +22,9 @@ R = TypeVar("R")
 _stopping: Any = None  # in a worker: the pool's stop event
 _settle: Callable[[], None] | None = None  # in a worker: run_in_processes's settle
 _PARENT_POLL = 0.2  # seconds between a worker's looks at whether its parent lives
+PROGRESS_POLL = 0.2
+"""Seconds between the parent's looks at the work counted within tasks (a bar's
+redraws: often enough to be seen to move, seldom enough to cost nothing)."""
 
 WORKERS_PER_CORE = 4
 """The most worker processes a run starts for each core, whatever it is asked for:
@@ -42,9 +45,58 @@ class _Orphan:
 _orphan = _Orphan()
 
 
-def _start_worker(stopping: Any) -> None:
+class _Counted:
+    """The work this process counted within its tasks (:func:`count_progress`), and
+    where it goes: the pool's shared count in a worker, a callback in a run
+    of this process's own (:func:`progress_to`)."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.shared: Any = None  # in a worker: the pool's multiprocessing.Value
+        self.hook: Callable[[int], None] | None = None
+
+
+_counted = _Counted()
+
+
+def count_progress(n: int) -> None:
+    """Count ``n`` more units of work done within the task under way (an import's
+    bytes read): a run's ``on_progress`` sees the sum, while the task runs.
+    Outside such a run it only adds to this process's :func:`progress_counted`."""
+    _counted.total += n
+    if _counted.shared is not None:
+        with _counted.shared.get_lock():
+            _counted.shared.value += n
+    if _counted.hook is not None:
+        _counted.hook(_counted.total)
+
+
+def progress_counted() -> int:
+    """What :func:`count_progress` counted in this process so far."""
+    return _counted.total
+
+
+@contextlib.contextmanager
+def progress_to(on_progress: Callable[[int], None] | None) -> Iterator[None]:
+    """Within the block, each :func:`count_progress` in this process calls
+    ``on_progress`` with what the block counted so far (work done here, not in
+    workers: :func:`run_in_processes` takes ``on_progress`` for those)."""
+    if on_progress is None:
+        yield
+        return
+    start = _counted.total
+    saved = _counted.hook
+    _counted.hook = lambda total: on_progress(total - start)
+    try:
+        yield
+    finally:
+        _counted.hook = saved
+
+
+def _start_worker(stopping: Any, shared: Any = None) -> None:
     global _stopping
     _stopping = stopping
+    _counted.total, _counted.shared, _counted.hook = 0, shared, None
     # The parent alone decides what a signal does: a worker finishes the task it
     # is on (a terminal's Ctrl-C reaches the whole process group).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -129,6 +181,7 @@ def run_in_processes(
     chunksize: int = 1,
     settle: Callable[[], None] | None = None,
     on_stop: Callable[[], None] | None = None,
+    on_progress: Callable[[int], None] | None = None,
 ) -> None:
     """``done(call(task))`` for every task, ``call`` (a module-level function)
     running in ``workers`` processes (at most :data:`WORKERS_PER_CORE` a core),
@@ -149,10 +202,18 @@ def run_in_processes(
     SIGHUP, and SIGTERM's handler, so what a task does is not cut short.  When
     this process dies without a word (``kill -9``), each worker ends after its
     task, and starts no other.
+
+    ``on_progress``, when given, is called every :data:`PROGRESS_POLL` seconds
+    while tasks run, with the sum of what the workers counted so far
+    (:func:`count_progress`): a bar moves within a long task.
     """
     workers = max(1, min(workers, WORKERS_PER_CORE * (os.cpu_count() or 1)))
-    stopping = multiprocessing.get_context().Event()
-    pool = ProcessPoolExecutor(max_workers=workers, initializer=_start_worker, initargs=(stopping,))
+    context = multiprocessing.get_context()
+    stopping = context.Event()
+    shared = context.Value("q", 0) if on_progress is not None else None
+    pool = ProcessPoolExecutor(
+        max_workers=workers, initializer=_start_worker, initargs=(stopping, shared)
+    )
     futures: list[Future[list[R | None]]] = []
     reported: dict[Future[list[R | None]], int] = {}  # how many of each chunk's results
     reporting = False
@@ -162,7 +223,7 @@ def run_in_processes(
             pool.submit(_chunk, call, items[i : i + chunksize], settle)
             for i in range(0, len(items), chunksize)
         ]
-        for future in as_completed(futures):
+        for future in _as_completed(futures, shared, on_progress):
             for k, result in enumerate(future.result()):
                 assert result is not None  # nothing is skipped before the stop
                 # Counted first: a stop that comes between the two lines may leave
@@ -199,6 +260,27 @@ def run_in_processes(
                 _report_finished(futures, reported, done)
         raise
     pool.shutdown(wait=True)
+
+
+def _as_completed(
+    futures: list[Future[T]], shared: Any, on_progress: Callable[[int], None] | None
+) -> Iterator[Future[T]]:
+    """Each of ``futures`` as it completes; before each, and every
+    :data:`PROGRESS_POLL` seconds meanwhile, ``on_progress`` of the ``shared``
+    count when it changed (the last includes every task's count: a worker
+    counts before its results go back)."""
+    pending = set(futures)
+    last = -1
+    while pending:
+        finished, pending = wait(
+            pending, timeout=PROGRESS_POLL if on_progress else None, return_when=FIRST_COMPLETED
+        )
+        if on_progress is not None:
+            now = int(shared.value)
+            if now != last:
+                last = now
+                on_progress(now)
+        yield from finished
 
 
 def _report_finished(

@@ -58,6 +58,7 @@ from tests.import_fixtures import (
     run,
     source_lines,
 )
+from tests.import_fixtures.make_fixtures import Claude, write
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCES = {"pi": PI_FULL, "claude": CLAUDE_SHOP, "codex": CODEX_HARBOR}
@@ -2571,3 +2572,72 @@ def test_an_import_killed_before_it_named_its_log_is_taken_on_by_the_next(
 
     assert said(first.path) == said(clean.path)
     assert verify_log(first.path).ok
+
+
+# ── progress within a session ──
+
+
+def _large_claude_session(path: Path, seed: int, mb: int) -> int:
+    """A Claude Code session of about ``mb`` MB (tool results of 64 KiB); its size."""
+    c = Claude(f"{seed:08x}-0000-4000-8000-00000000beef", "/home/dev/large", seed)
+    output = ("ok " * 21_845)[:65_536]
+    for k in range(mb * 16):
+        c.prompt(f"step {k}")
+        (holder,) = c.reply([{"type": "tool_use", "id": f"t{k}", "name": "Bash", "input": {}}])
+        c.result(f"t{k}", holder, output)
+        c.reply([{"type": "text", "text": f"done {k}"}], stop="end_turn")
+    write(path, c.lines)
+    return path.stat().st_size
+
+
+def test_progress_moves_within_a_large_session_and_ends_at_the_total(tmp_path: Path) -> None:
+    """In this process, each read of a large session is counted as it is made (the
+    reads are 4 MiB): a bar moves before the session is done; once it is, it
+    counts as its planned size."""
+    size = _large_claude_session(tmp_path / "store" / "big.jsonl", 1, 12)
+    plan = plan_import([tmp_path / "store"])
+    events: list[tuple[str, int]] = []
+    import_sessions(
+        plan.sources,
+        jobs=1,
+        session_dir=tmp_path / "sessions",
+        system_prompt=PROMPT,
+        on_result=lambda r: events.append(("result", r.bytes)),
+        on_progress=lambda n: events.append(("progress", n)),
+    )
+    taken = [n for what, n in events if what == "progress"]
+    assert taken == sorted(taken) and taken[-1] == size, taken
+    assert any(0 < n < size for n in taken), taken
+    assert events[-1] == ("result", size)
+
+
+def test_progress_of_sessions_in_worker_processes_adds_up_to_the_total(tmp_path: Path) -> None:
+    sizes = [_large_claude_session(tmp_path / "store" / f"{k}.jsonl", k, 3) for k in range(1, 4)]
+    plan = plan_import([tmp_path / "store"])
+    taken: list[int] = []
+    _, summary = import_sessions(
+        plan.sources,
+        jobs=2,
+        session_dir=tmp_path / "sessions",
+        system_prompt=PROMPT,
+        on_progress=taken.append,
+    )
+    assert summary.imported == 3
+    assert taken == sorted(taken) and taken[-1] == sum(sizes), taken
+
+
+def test_on_a_terminal_the_bar_moves_within_a_large_session(tmp_path: Path) -> None:
+    """One file: the bar shows part of its bytes taken before it is done."""
+    pexpect = pytest.importorskip("pexpect")
+    size = _large_claude_session(tmp_path / "store" / "big.jsonl", 1, 12)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "AWL_SESSION_DIR": str(tmp_path / "s")}
+    argv = ["-m", "awl.cli", "import", str(tmp_path / "store")]
+    child = pexpect.spawn(sys.executable, argv, env=env, encoding="utf-8", timeout=60)
+    child.expect(pexpect.EOF)
+    child.close()
+    shown = str(child.before)
+    assert child.exitstatus == 0, shown
+    total = re.escape(format_bytes(size))
+    partial = re.findall(r"\] +(\d+)% +0/1 files, (\S+ \S+) of " + total, shown)
+    assert any(0 < int(pct) < 100 and amount != "0 B" for pct, amount in partial), shown
+    assert re.search(r"\] +100% +1/1 files, " + f"{total} of {total}", shown), shown

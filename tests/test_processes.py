@@ -13,7 +13,13 @@ from typing import Any
 
 import pytest
 
-from awl._processes import WorkerDied, run_in_processes
+from awl._processes import (
+    WorkerDied,
+    count_progress,
+    progress_counted,
+    progress_to,
+    run_in_processes,
+)
 
 
 def _script(source: str, folder: Path) -> subprocess.CompletedProcess[str]:
@@ -58,6 +64,51 @@ def test_a_long_first_task_does_not_hold_back_the_others_results(tmp_path: Path)
     run_in_processes(_mark, tasks, got.append, workers=2)
     assert sorted(got) == [n * n for n in range(20)]
     assert got[-1] == 0  # the long one last: the 19 others came while it ran
+
+
+def _count_then_wait(task: tuple[Path, int]) -> int:
+    """Count ``n``, wait for the parent to say it saw every task's count, count ``n``
+    again; -1 if the word never came."""
+    folder, n = task
+    count_progress(n)
+    deadline = time.monotonic() + 30
+    while not (folder / "seen").exists():
+        if time.monotonic() > deadline:
+            return -1
+        time.sleep(0.01)
+    count_progress(n)
+    return n
+
+
+def test_work_counted_within_tasks_is_seen_while_they_run(tmp_path: Path) -> None:
+    """Each worker's count reaches the parent while its task is under way (a bar
+    moves within a large session), summed over the workers; the last call
+    has every count."""
+    seen: list[int] = []
+    got: list[int] = []
+
+    def progressed(total: int) -> None:
+        seen.append(total)
+        if total >= 7 + 11:  # both tasks are waiting for this
+            (tmp_path / "seen").touch()
+
+    tasks = [(tmp_path, 7), (tmp_path, 11)]
+    run_in_processes(_count_then_wait, tasks, got.append, workers=2, on_progress=progressed)
+    assert sorted(got) == [7, 11]  # neither gave up waiting
+    assert 18 in seen and seen[-1] == 36, seen
+    assert seen == sorted(seen), seen
+
+
+def test_work_counted_in_this_process_goes_to_the_callback_of_its_block() -> None:
+    seen: list[int] = []
+    count_progress(5)  # outside any block: counted, told to no one
+    before = progress_counted()
+    with progress_to(seen.append):
+        count_progress(3)
+        count_progress(4)
+    count_progress(1)
+    assert seen == [3, 7]
+    assert progress_counted() == before + 8
 
 
 @pytest.mark.parametrize("chunksize", [1, 4])

@@ -141,6 +141,7 @@ def import_command(
                 problems=plan.problems,
                 fallback_cwd=fallback_cwd,
                 on_stop=bar.stopping,
+                on_progress=bar.taken,
             )
         except BrokenPipeError:
             # The reader went away (``awl import --json | head``): the run stops,

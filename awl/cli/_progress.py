@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -21,6 +22,7 @@ _AROUND_BAR = len("  []  100%")  # the brackets, the percentage and the gaps
 _INFO_SEP = "  "
 _MAX_BAR = 36  # click's default: no wider than the bar always was
 _MIN_BAR = 10  # below this, a shorter label leaves it more room
+_REDRAW = 0.1  # seconds between redraws for work within a file: a terminal keeps up
 
 
 def terminal_columns() -> int:
@@ -41,7 +43,8 @@ STOPPING = " (stopping)"
 
 
 class Progress:
-    """Files and bytes done of a known total; :meth:`done` after each file.
+    """Files and bytes done of a known total; :meth:`done` after each file, and
+    :meth:`taken` as bytes of files under way are (a large file moves the bar).
 
     Lines written between updates (:meth:`say`) take the bar's line, cleared
     first, and the bar is drawn again below them: the screen holds each
@@ -55,6 +58,9 @@ class Progress:
         self._title = label
         self.files, self.total, self.unit = files, total, unit
         self.done_files = self.done_bytes = 0
+        self._taken = 0  # bytes taken, files under way included, as last told
+        self._shown = 0  # the bytes the bar shows: never fewer than before
+        self._drawn = 0.0  # when a file under way last redrew it
         self._text = ""  # what the bar says beside it, as _fit chose it
         if bar is not None:
             self._fit()
@@ -69,7 +75,7 @@ class Progress:
         room = terminal_columns() - 1
         fixed = len(self._title) + _AROUND_BAR
         count = f"{self.done_files}/{self.files}"
-        done, total = format_bytes(self.done_bytes), format_bytes(self.total)
+        done, total = format_bytes(self._shown), format_bytes(self.total)
         texts = (
             f"{count} {self.unit}, {done} of {total}",
             f"{count} {self.unit}",
@@ -91,9 +97,28 @@ class Progress:
         """One more file of ``size`` bytes is done."""
         self.done_files += 1
         self.done_bytes += size
+        self._move()
+
+    def taken(self, size: int) -> None:
+        """``size`` bytes are taken in all so far, those of files under way included
+        (redrawn at most every tenth of a second)."""
+        self._taken = size
+        now = time.monotonic()
+        if now - self._drawn >= _REDRAW:
+            self._drawn = now
+            self._move()
+
+    def _move(self) -> None:
+        """Show the bytes done, or taken when more: a file under way shows its part
+        (at most the total: a file may have grown since it was planned)."""
+        shown = max(self._shown, self.done_bytes, min(self._taken, self.total))
+        step, self._shown = shown - self._shown, shown
         if self._bar is not None:
             self._fit()
-            self._bar.update(size)
+            if step:
+                self._bar.update(step)
+            else:
+                self._bar.render_progress()  # the count moved: click draws no step of 0
 
     def stopping(self) -> None:
         """Say on the bar, at once, that the run stops (it ends once the work under

@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from .._processes import run_in_processes
+from .._processes import progress_to, run_in_processes
 from ..errors import AwlError
 from ..paths import home, missing_text, path_list, path_text, session_root
 from ._record import FORMAT_NAMES
@@ -681,13 +681,16 @@ def import_sessions(
     problems: Sequence[ImportResult] = (),
     fallback_cwd: str | os.PathLike[str] | None = None,
     on_stop: Callable[[], None] | None = None,
+    on_progress: Callable[[int], None] | None = None,
 ) -> tuple[list[ImportResult], ImportSummary]:
     """Import every source session, largest first, across ``jobs`` worker processes
     (default: the cores); ``on_result`` sees each result as it comes.  ``problems``
     (from :func:`plan_import`) are reported first; ``fallback_cwd`` is as
     :func:`import_source` takes it; ``on_stop`` is called when a stop begins,
-    before the sessions under way in worker processes end.  Returns the
-    results, sorted by source path, and the totals.
+    before the sessions under way in worker processes end; ``on_progress``
+    sees, as the import goes (within a large session too), the bytes of the
+    sources taken so far (a session done counts as its planned size).
+    Returns the results, sorted by source path, and the totals.
 
     An exception while importing (KeyboardInterrupt) ends the run once the
     sessions under way end (written whole, or not at all); none is started
@@ -726,9 +729,21 @@ def import_sessions(
     }
     tasks = [(s, options) for s in ordered]
     workers = max(1, jobs if jobs is not None else (os.cpu_count() or 1))
+    taken = 0  # the bytes on_progress was last told (a run in this process adds to it)
+
+    def progressed(n: int) -> None:
+        nonlocal taken
+        taken = n
+        if on_progress is not None:
+            on_progress(n)
+
+    def progressed_here(base: int) -> Callable[[int], None] | None:
+        return (lambda n: progressed(base + n)) if on_progress is not None else None
+
     try:
         if workers == 1 or len(tasks) <= 1:
-            _in_this_process(tasks, done)
+            with progress_to(progressed_here(0)):
+                _in_this_process(tasks, done)
         else:
             workers = min(workers, len(tasks))
             # Small sessions go in small batches: a message per session costs more
@@ -742,6 +757,7 @@ def import_sessions(
                 chunksize=chunk,
                 settle=_settle,
                 on_stop=on_stop,
+                on_progress=progressed if on_progress is not None else None,
             )
     except BaseException:
         for r in held:  # stopped: said as they are
@@ -753,6 +769,7 @@ def import_sessions(
         by_path = {s.path: s for s in ordered}
         again = [(by_path[r.source], options) for r in sorted(held, key=lambda r: r.source)]
         held.clear()
-        _in_this_process(again, report)
+        with progress_to(progressed_here(taken)):
+            _in_this_process(again, report)
     results.sort(key=lambda r: r.source)
     return results, summary

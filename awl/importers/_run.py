@@ -34,6 +34,7 @@ from typing import Any
 
 import orjson
 
+from .._processes import count_progress, progress_counted
 from ..conversation import UNKNOWN, Usage
 from ..errors import SessionBusy, SessionError, SessionWriteError
 from ..paths import (
@@ -224,7 +225,25 @@ def start_import(
     be: then nothing of the log is left).  Until it runs, the result is not
     final and the log exists under a hidden name only.  A bulk import calls
     it on a thread of its own while it converts the next session, so that
-    the disk's time and the processor's overlap."""
+    the disk's time and the processor's overlap.
+
+    The source's bytes are counted as read (:func:`awl._processes.count_progress`),
+    and once it is done as its planned size, whatever was read of it (nothing,
+    when the result is that it is busy: it is taken again later)."""
+    before = progress_counted()
+    r, finish = _start_import(spec, session_dir, dry_run, system_prompt, fallback_cwd, run)
+    count_progress((spec.size if r.status != "busy" else 0) - (progress_counted() - before))
+    return r, finish
+
+
+def _start_import(
+    spec: SourceSpec,
+    session_dir: str | os.PathLike[str] | None,
+    dry_run: bool,
+    system_prompt: str | None,
+    fallback_cwd: str | os.PathLike[str] | None,
+    run: str | None,
+) -> tuple[ImportResult, Callable[[], None]]:
     r = ImportResult(spec.path, spec.format, explicit=spec.explicit, dry_run=dry_run)
     r.bytes = spec.size  # as planned; read again once the file is open
     try:
@@ -872,7 +891,8 @@ class _Import:
         fd = main.fd
         b.read = lambda offset, length: os.pread(fd, length, offset)
         longs: set[int] = set()  # the lines holding a run of digits (see lines())
-        for number, end, raw, terminated in lines(main.fd, hashing=hashing, numbers=longs):
+        reads = lines(main.fd, hashing=hashing, numbers=longs, on_read=count_progress)
+        for number, end, raw, terminated in reads:
             start = end - len(raw) - terminated
             b.span = (start, len(raw))
             if start < boundary:

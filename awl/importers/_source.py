@@ -13,7 +13,7 @@ import hashlib
 import math
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -259,6 +259,7 @@ def lines(
     pass_over: int = PASS_OVER,
     longest: int = MAX_LINE,
     numbers: set[int] | None = None,
+    on_read: Callable[[int], None] | None = None,
 ) -> Iterator[Line]:
     """The lines of ``fd`` from byte ``start`` (line number ``first``) to its end, or
     to ``stop`` (an offset at a line's end; a line cut there is given as
@@ -275,9 +276,21 @@ def lines(
     ``numbers``, when given, gets the number of each line that holds a run of
     :data:`LONG_NUMBER` digits, before the line is given: found a chunk at a
     time, which costs next to nothing, where a native call for each line
-    would hand the interpreter's lock to a waiting thread each time."""
+    would hand the interpreter's lock to a waiting thread each time.
+
+    ``on_read``, when given, is called with the size of each read (a
+    progress count)."""
     given = _lines(
-        fd, start, first, stop, chunk, hashing, max(pass_over, len(BOM)), longest, numbers
+        fd,
+        start,
+        first,
+        stop,
+        chunk,
+        hashing,
+        max(pass_over, len(BOM)),
+        longest,
+        numbers,
+        on_read,
     )
     if start == 0:
         for number, end, raw, terminated in given:
@@ -298,6 +311,7 @@ def _lines(
     pass_over: int,
     longest: int,
     numbers: set[int] | None = None,
+    on_read: Callable[[int], None] | None = None,
 ) -> Iterator[Line]:
     pos = start  # where the next read starts
     done = start  # where the line being read starts
@@ -309,6 +323,8 @@ def _lines(
         data = os.pread(fd, chunk if stop is None else min(chunk, stop - pos), pos)
         if not data:
             break
+        if on_read is not None:
+            on_read(len(data))
         at = pos  # where data starts
         pos += len(data)
         if kind != _SHORT:
