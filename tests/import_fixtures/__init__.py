@@ -64,7 +64,8 @@ def run(path: Path, *, extras: tuple[str, ...] = (), **kw: Any) -> ImportResult:
 
 def log_lines(path: str | Path) -> list[dict[str, Any]]:
     """Every line of an awl log, parsed."""
-    return [orjson.loads(x) for x in Path(path).read_bytes().splitlines() if x.strip()]
+    # Split at newlines only: a carriage return inside a line is JSON whitespace.
+    return [orjson.loads(x) for x in Path(path).read_bytes().split(b"\n") if x.strip()]
 
 
 def entries(path: str | Path) -> list[dict[str, Any]]:
