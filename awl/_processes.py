@@ -6,11 +6,12 @@ import contextlib
 import multiprocessing
 import multiprocessing.connection
 import os
+import queue
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
@@ -22,6 +23,7 @@ R = TypeVar("R")
 _stopping: Any = None  # in a worker: the pool's stop event
 _settle: Callable[[], None] | None = None  # in a worker: run_in_processes's settle
 _PARENT_POLL = 0.2  # seconds between a worker's looks at whether its parent lives
+_COUNT_WAIT = 2.0  # seconds a worker waits to add to the shared count before giving up
 PROGRESS_POLL = 0.2
 """Seconds between the parent's looks at the work counted within tasks (a bar's
 redraws: often enough to be seen to move, seldom enough to cost nothing)."""
@@ -62,18 +64,22 @@ _counted = _Counted()
 def count_progress(n: int) -> None:
     """Count ``n`` more units of work done within the task under way (an import's
     bytes read): a run's ``on_progress`` sees the sum, while the task runs.
-    Outside such a run it only adds to this process's :func:`progress_counted`."""
+    Outside such a run it counts for nothing."""
     _counted.total += n
-    if _counted.shared is not None:
-        with _counted.shared.get_lock():
-            _counted.shared.value += n
+    shared = _counted.shared
+    if shared is not None:
+        # A worker killed holding the lock (the kernel out of memory) would leave
+        # every other waiting for ever: after a while this one stops counting.
+        lock = shared.get_lock()
+        if lock.acquire(timeout=_COUNT_WAIT):
+            try:
+                shared.get_obj().value += n
+            finally:
+                lock.release()
+        else:
+            _counted.shared = None
     if _counted.hook is not None:
         _counted.hook(_counted.total)
-
-
-def progress_counted() -> int:
-    """What :func:`count_progress` counted in this process so far."""
-    return _counted.total
 
 
 @contextlib.contextmanager
@@ -269,18 +275,26 @@ def _as_completed(
     :data:`PROGRESS_POLL` seconds meanwhile, ``on_progress`` of the ``shared``
     count when it changed (the last includes every task's count: a worker
     counts before its results go back)."""
-    pending = set(futures)
+    finished: queue.SimpleQueue[Future[T]] = queue.SimpleQueue()
+    for f in futures:
+        f.add_done_callback(finished.put)  # once each: a wait per result would not be
     last = -1
-    while pending:
-        finished, pending = wait(
-            pending, timeout=PROGRESS_POLL if on_progress else None, return_when=FIRST_COMPLETED
-        )
-        if on_progress is not None:
-            now = int(shared.value)
-            if now != last:
-                last = now
-                on_progress(now)
-        yield from finished
+    for _ in futures:
+        while True:
+            future: Future[T] | None
+            try:
+                future = finished.get(timeout=PROGRESS_POLL if on_progress else None)
+            except queue.Empty:
+                future = None
+            if on_progress is not None:
+                # Read without the lock: a worker killed holding it must not stop the run.
+                now = int(shared.get_obj().value)
+                if now != last:
+                    last = now
+                    on_progress(now)
+            if future is not None:
+                yield future
+                break
 
 
 def _report_finished(

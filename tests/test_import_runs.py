@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 import pytest
 import xxhash
+import zstandard
 from click.testing import CliRunner
 
 from awl import Message, SessionManager, Text
@@ -2624,6 +2625,64 @@ def test_progress_of_sessions_in_worker_processes_adds_up_to_the_total(tmp_path:
     )
     assert summary.imported == 3
     assert taken == sorted(taken) and taken[-1] == sum(sizes), taken
+
+
+def _taken(sources: list[SourceSpec], root: Path, jobs: int) -> list[int]:
+    taken: list[int] = []
+    _, summary = import_sessions(
+        sources, jobs=jobs, session_dir=root, system_prompt=PROMPT, on_progress=taken.append
+    )
+    assert summary.errors == 0
+    return taken
+
+
+def test_a_compressed_rollout_counts_its_unpacked_reads_as_its_compressed_size(
+    tmp_path: Path,
+) -> None:
+    """What is read is the unpacked copy, several times the file planned: each read
+    counts for its share of the planned size, so the bar is never past the
+    session's part of it."""
+    store = tmp_path / "store"
+    base = CODEX_HARBOR.read_bytes()
+    text = " ".join(f"word{k % 997}" for k in range(1_500_000))  # compresses well
+    line = orjson.dumps(
+        {
+            "timestamp": "2026-03-15T09:30:00.000Z",
+            "type": "event_msg",
+            "payload": {"type": "agent_reasoning", "text": text},
+        }
+    )
+    packed = store / (CODEX_HARBOR.name + ".zst")
+    store.mkdir()
+    packed.write_bytes(zstandard.ZstdCompressor(level=3).compress(base + line + b"\n"))
+    assert len(base) + len(line) > 8 * packed.stat().st_size
+    size = _large_claude_session(store / "a.jsonl", 1, 1)
+    plan = plan_import([store])
+    total = sum(s.size for s in plan.sources)
+    assert total == size + packed.stat().st_size
+    taken = _taken(plan.sources, tmp_path / "s", 1)
+    assert taken == sorted(taken) and taken[-1] == total, (taken, total)
+
+
+def test_a_source_grown_since_it_was_planned_counts_as_planned(tmp_path: Path) -> None:
+    src = tmp_path / "store" / "a.jsonl"
+    size = _large_claude_session(src, 1, 2)
+    plan = plan_import([tmp_path / "store"])
+    with src.open("ab") as f:
+        f.write(src.read_bytes().split(b"\n", 1)[1] * 4)  # its lines again, four times
+    taken = _taken(plan.sources, tmp_path / "s", 1)
+    assert taken == sorted(taken) and taken[-1] == size, (taken, size)
+
+
+def test_a_copy_found_busy_in_a_worker_is_counted_once(tmp_path: Path) -> None:
+    """Two files of one session: the copy that finds the session held by the other
+    worker (often only as its log is named) is imported again after the rest,
+    and counted once."""
+    size = _large_claude_session(tmp_path / "store" / "a.jsonl", 1, 2)
+    shutil.copy(tmp_path / "store" / "a.jsonl", tmp_path / "store" / "copy.jsonl")
+    plan = plan_import([tmp_path / "store"])
+    taken = _taken(plan.sources, tmp_path / "s", 2)
+    assert taken == sorted(taken) and taken[-1] == 2 * size, (taken, size)
 
 
 def test_on_a_terminal_the_bar_moves_within_a_large_session(tmp_path: Path) -> None:

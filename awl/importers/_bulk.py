@@ -689,7 +689,8 @@ def import_sessions(
     :func:`import_source` takes it; ``on_stop`` is called when a stop begins,
     before the sessions under way in worker processes end; ``on_progress``
     sees, as the import goes (within a large session too), the bytes of the
-    sources taken so far (a session done counts as its planned size).
+    sources taken so far, each source counting for the size it was planned at
+    (see :func:`start_import`): the last value is their sum.
     Returns the results, sorted by source path, and the totals.
 
     An exception while importing (KeyboardInterrupt) ends the run once the
@@ -729,20 +730,9 @@ def import_sessions(
     }
     tasks = [(s, options) for s in ordered]
     workers = max(1, jobs if jobs is not None else (os.cpu_count() or 1))
-    taken = 0  # the bytes on_progress was last told (a run in this process adds to it)
-
-    def progressed(n: int) -> None:
-        nonlocal taken
-        taken = n
-        if on_progress is not None:
-            on_progress(n)
-
-    def progressed_here(base: int) -> Callable[[int], None] | None:
-        return (lambda n: progressed(base + n)) if on_progress is not None else None
-
     try:
         if workers == 1 or len(tasks) <= 1:
-            with progress_to(progressed_here(0)):
+            with progress_to(on_progress):
                 _in_this_process(tasks, done)
         else:
             workers = min(workers, len(tasks))
@@ -757,7 +747,7 @@ def import_sessions(
                 chunksize=chunk,
                 settle=_settle,
                 on_stop=on_stop,
-                on_progress=progressed if on_progress is not None else None,
+                on_progress=on_progress,
             )
     except BaseException:
         for r in held:  # stopped: said as they are
@@ -769,7 +759,7 @@ def import_sessions(
         by_path = {s.path: s for s in ordered}
         again = [(by_path[r.source], options) for r in sorted(held, key=lambda r: r.source)]
         held.clear()
-        with progress_to(progressed_here(taken)):
-            _in_this_process(again, report)
+        # Not counted again: each was counted once, as the size it was planned at.
+        _in_this_process(again, report)
     results.sort(key=lambda r: r.source)
     return results, summary

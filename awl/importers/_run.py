@@ -34,7 +34,7 @@ from typing import Any
 
 import orjson
 
-from .._processes import count_progress, progress_counted
+from .._processes import count_progress
 from ..conversation import UNKNOWN, Usage
 from ..errors import SessionBusy, SessionError, SessionWriteError
 from ..paths import (
@@ -227,13 +227,41 @@ def start_import(
     it on a thread of its own while it converts the next session, so that
     the disk's time and the processor's overlap.
 
-    The source's bytes are counted as read (:func:`awl._processes.count_progress`),
-    and once it is done as its planned size, whatever was read of it (nothing,
-    when the result is that it is busy: it is taken again later)."""
-    before = progress_counted()
-    r, finish = _start_import(spec, session_dir, dry_run, system_prompt, fallback_cwd, run)
-    count_progress((spec.size if r.status != "busy" else 0) - (progress_counted() - before))
+    The source counts for its planned size (``spec.size``) in the run's
+    progress (:func:`awl._processes.count_progress`): in step with its reads
+    as it is converted, the rest once it is done, whatever its result."""
+    share = _Share(spec.size)
+    r, finish = _start_import(spec, session_dir, dry_run, system_prompt, fallback_cwd, run, share)
+    share.finish()
     return r, finish
+
+
+class _Share:
+    """A source's part of the run's progress: the bytes of its file read, scaled to
+    its planned size and never past it (the file read may be larger: a
+    compressed rollout's unpacked copy, a file grown since it was planned)."""
+
+    def __init__(self, planned: int) -> None:
+        self.planned = max(0, planned)
+        self.counted = 0
+        self.scale = 1.0
+
+    def reading(self, size: int) -> None:
+        """The file about to be read holds ``size`` bytes."""
+        self.scale = self.planned / size if size > 0 else 1.0
+
+    def read(self, n: int) -> None:
+        """``n`` more bytes of it were read."""
+        step = min(self.planned - self.counted, int(n * self.scale))
+        if step > 0:
+            self.counted += step
+            count_progress(step)
+
+    def finish(self) -> None:
+        """The source is done: the rest of its planned size."""
+        if self.counted < self.planned:
+            count_progress(self.planned - self.counted)
+            self.counted = self.planned
 
 
 def _start_import(
@@ -243,6 +271,7 @@ def _start_import(
     system_prompt: str | None,
     fallback_cwd: str | os.PathLike[str] | None,
     run: str | None,
+    share: _Share,
 ) -> tuple[ImportResult, Callable[[], None]]:
     r = ImportResult(spec.path, spec.format, explicit=spec.explicit, dry_run=dry_run)
     r.bytes = spec.size  # as planned; read again once the file is open
@@ -258,7 +287,7 @@ def _start_import(
     # is written, which every collection would go through again (cycles, if any, wait).
     collecting = gc.isenabled()
     gc.disable()
-    work = _Import(spec, r, fd, session_dir, dry_run, system_prompt, fallback_cwd, run)
+    work = _Import(spec, r, fd, session_dir, dry_run, system_prompt, fallback_cwd, run, share)
     try:
         work.run()
     except (SessionError, OSError) as exc:
@@ -388,10 +417,12 @@ class _Import:
         session_dir: str | os.PathLike[str] | None,
         dry_run: bool,
         system_prompt: str | None,
-        fallback_cwd: str | os.PathLike[str] | None = None,
-        run: str | None = None,
+        fallback_cwd: str | os.PathLike[str] | None,
+        run: str | None,
+        share: _Share,
     ) -> None:
         self.spec, self.r, self.fd = spec, result, fd
+        self.share = share  # the source's part of the run's progress
         self.fallback_cwd = fallback_cwd
         self.run_id = run
         self.shown = path_text(spec.path)  # the path as messages and records give it
@@ -891,7 +922,8 @@ class _Import:
         fd = main.fd
         b.read = lambda offset, length: os.pread(fd, length, offset)
         longs: set[int] = set()  # the lines holding a run of digits (see lines())
-        reads = lines(main.fd, hashing=hashing, numbers=longs, on_read=count_progress)
+        self.share.reading(main.size)
+        reads = lines(main.fd, hashing=hashing, numbers=longs, on_read=self.share.read)
         for number, end, raw, terminated in reads:
             start = end - len(raw) - terminated
             b.span = (start, len(raw))
