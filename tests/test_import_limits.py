@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
 import random
 import re
@@ -20,7 +21,10 @@ from typing import Any
 
 import pytest
 import zstandard
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from awl.importers._record import _find, _rfind
 from awl.importers._source import Hashing, Passed, head, lines, open_source
 from tests.import_fixtures import (
     CODEX_HARBOR,
@@ -345,3 +349,24 @@ def test_lines_name_every_line_holding_a_run_of_19_digits_whatever_the_reads(
         assert found <= want and len(want - passed) > 10
     finally:
         os.close(fd)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    parts=st.lists(st.sampled_from([b"x", b"\n", b'{"type":', b"\n{ab", b"ab"]), max_size=60),
+    end=st.integers(min_value=-3, max_value=400),
+    width=st.integers(min_value=1, max_value=64),
+)
+def test_the_records_search_finds_what_mmap_finds(parts: list[bytes], end: int, width: int) -> None:
+    """A log's import records are found with the scanner's memmem (CPython's own
+    search crawls through JSON), backward in windows: the same offsets as
+    ``mmap.find`` and ``mmap.rfind``, whatever the windows."""
+    data = b"".join(parts) or b"\n"
+    with mmap.mmap(-1, len(data)) as mm:
+        mm.write(data)
+        mm.seek(0)  # (mmap.find and rfind start at the position by default)
+        for needle in (b"\n{ab", b'{"type":', b"ab", b"\n"):
+            assert _rfind(mm, needle, None, width) == mm.rfind(needle), needle
+            assert _rfind(mm, needle, end, width) == mm.rfind(needle, 0, max(end, 0)), needle
+            for start in (0, 1, len(data) // 2, len(data), len(data) + 1):
+                assert _find(mm, needle, start) == mm.find(needle, start), (needle, start)

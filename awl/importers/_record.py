@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from ..errors import SessionError
+from ..store.scanner import find
 
 RECORD_TYPE = "x-import"
 END_TYPE = "x-import-end"
@@ -75,6 +76,31 @@ def _mapped(path: str | os.PathLike[str]) -> Iterator[mmap.mmap | None]:
             mm.close()
 
 
+def _find(mm: mmap.mmap, needle: bytes, start: int = 0) -> int:
+    """``mm.find(needle, start)`` at memory speed (the scanner's memmem: CPython's
+    search crawls through JSON, and a log is read this way on every import)."""
+    return find(mm, needle, start) if start <= len(mm) else -1
+
+
+def _rfind(mm: mmap.mmap, needle: bytes, end: int | None = None, width: int = 1 << 20) -> int:
+    """``mm.rfind(needle, 0, end)`` at memory speed: windows from the end (each
+    twice the one before), each searched forward."""
+    stop = len(mm) if end is None else max(0, min(end, len(mm)))
+    hi = stop
+    while hi > 0:
+        lo = max(0, hi - width)
+        # A match that starts in [lo, hi) ends before hi + its length; one that
+        # starts later was looked for already.
+        limit = min(stop, hi + len(needle) - 1)
+        at = find(mm, needle, lo, limit)
+        if at >= 0:
+            while (after := find(mm, needle, at + 1, limit)) >= 0:
+                at = after
+            return at
+        hi, width = lo, min(2 * width, 1 << 26)
+    return -1
+
+
 def _line_at(mm: mmap.mmap, start: int) -> tuple[bytes, int]:
     end = mm.find(b"\n", start)
     end = len(mm) if end < 0 else end
@@ -88,14 +114,14 @@ def _last_at(mm: mmap.mmap | None) -> int:
     one is an entry, as the store takes it)."""
     if mm is None:
         return -1
-    at = mm.rfind(b"\n" + _START)
+    at = _rfind(mm, b"\n" + _START)
     if at >= 0 and mm.find(b"\n", at + 1) < 0:
         try:
             whole = isinstance(orjson.loads(mm[at + 1 :]), dict)
         except orjson.JSONDecodeError:
             whole = False
         if not whole:
-            at = mm.rfind(b"\n" + _START, 0, at)
+            at = _rfind(mm, b"\n" + _START, at)
     return at + 1 if at >= 0 else -1
 
 
@@ -121,12 +147,12 @@ def _unended(mm: mmap.mmap, at: int, record: dict[str, Any]) -> bool:
     batch = record.get("batch")
     if batch is None:
         return False
-    end = mm.find(b"\n" + _END, at)
+    end = _find(mm, b"\n" + _END, at)
     while end >= 0:
         line, nxt = _line_at(mm, end + 1)
         if _ends(line, batch):
             return False
-        end = mm.find(b"\n" + _END, nxt - 1)
+        end = _find(mm, b"\n" + _END, nxt - 1)
     return True
 
 
@@ -202,7 +228,7 @@ def read_records(path: str | os.PathLike[str], *, end: int | None = None) -> Imp
         if mm is None:
             return out
         last = _last_at(mm)
-        at = mm.find(b"\n" + _START)
+        at = _find(mm, b"\n" + _START)
         while at >= 0 and (end is None or at + 1 < end) and at + 1 <= last:
             raw, nxt = _line_at(mm, at + 1)
             record = _parse(raw, path)
@@ -226,7 +252,7 @@ def read_records(path: str | os.PathLike[str], *, end: int | None = None) -> Imp
             if batch is not None and not _ends(_line_at(mm, pos)[0], batch):
                 out.cut += 1
                 out.cut_ids.update(ids[:own])
-                at = mm.find(b"\n" + _START, nxt - 1)
+                at = _find(mm, b"\n" + _START, nxt - 1)
                 continue
             if len(ids) != len(keys):
                 raise SessionError(
@@ -234,7 +260,7 @@ def read_records(path: str | os.PathLike[str], *, end: int | None = None) -> Imp
                 )
             out.ids.update(zip(keys, ids, strict=True))
             out.records.append(record)
-            at = mm.find(b"\n" + _START, pos - 1)
+            at = _find(mm, b"\n" + _START, pos - 1)
         return out
 
 
