@@ -160,13 +160,13 @@ def import_run(
         t = time.perf_counter()
         _, summary = import_sessions(plan.sources, jobs=jobs, session_dir=out, system_prompt=prompt)
         took = time.perf_counter() - t
+        assert summary.errors == 0 and summary.imported == len(plan.sources), summary
         if again is not None:
             t = time.perf_counter()
             sources = plan_import([folder], fmt=fmt).sources
             _, repeat = import_sessions(sources, jobs=jobs, session_dir=out, system_prompt=prompt)
             again.append(time.perf_counter() - t)
             assert repeat.unchanged == len(sources), repeat
-    assert summary.errors == 0 and summary.imported == len(plan.sources), summary
     return took, summary
 
 

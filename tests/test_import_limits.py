@@ -24,8 +24,9 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from awl.importers._record import _find, _rfind
+from awl.importers._record import _find, _last_in, _rfind
 from awl.importers._source import Hashing, Passed, head, lines, open_source
+from awl.store import scanner
 from tests.import_fixtures import (
     CODEX_HARBOR,
     accounted_lines,
@@ -354,19 +355,79 @@ def test_lines_name_every_line_holding_a_run_of_19_digits_whatever_the_reads(
 @settings(max_examples=300, deadline=None)
 @given(
     parts=st.lists(st.sampled_from([b"x", b"\n", b'{"type":', b"\n{ab", b"ab"]), max_size=60),
-    end=st.integers(min_value=-3, max_value=400),
+    end=st.integers(min_value=0, max_value=400),
     width=st.integers(min_value=1, max_value=64),
+    near=st.integers(min_value=0, max_value=64),
 )
-def test_the_records_search_finds_what_mmap_finds(parts: list[bytes], end: int, width: int) -> None:
+def test_the_records_search_finds_what_mmap_finds(
+    parts: list[bytes], end: int, width: int, near: int
+) -> None:
     """A log's import records are found with the scanner's memmem (CPython's own
     search crawls through JSON), backward in windows: the same offsets as
-    ``mmap.find`` and ``mmap.rfind``, whatever the windows."""
+    ``mmap.find`` and ``mmap.rfind``, whatever the windows, with either scanner."""
     data = b"".join(parts) or b"\n"
     with mmap.mmap(-1, len(data)) as mm:
         mm.write(data)
         mm.seek(0)  # (mmap.find and rfind start at the position by default)
-        for needle in (b"\n{ab", b'{"type":', b"ab", b"\n"):
-            assert _rfind(mm, needle, None, width) == mm.rfind(needle), needle
-            assert _rfind(mm, needle, end, width) == mm.rfind(needle, 0, max(end, 0)), needle
-            for start in (0, 1, len(data) // 2, len(data), len(data) + 1):
-                assert _find(mm, needle, start) == mm.find(needle, start), (needle, start)
+        for name in scanner.available():
+            with scanner.use(name):
+                for needle in (b"\n{ab", b'{"type":', b"ab", b"\n"):
+                    got = _rfind(mm, needle, None, width, near)
+                    assert got == mm.rfind(needle), (name, needle)
+                    got = _rfind(mm, needle, end, width, near)
+                    assert got == mm.rfind(needle, 0, end), (name, needle)
+                    for start in (0, 1, len(data) // 2, len(data), len(data) + 1):
+                        got = _find(mm, needle, start, near)
+                        assert got == mm.find(needle, start), (name, needle, start)
+                    # The halving that finds the last of many matches in a window.
+                    for lo in (0, 1, 2, end // 3):
+                        stop = max(lo, min(end, len(data)))
+                        if mm.find(needle, lo, stop) >= 0:
+                            assert _last_in(mm, needle, lo, stop) == mm.rfind(needle, lo, stop)
+
+
+def test_the_records_search_at_its_own_window_sizes() -> None:
+    """Records at the edges of the search's real windows (64 KiB, then twice that
+    each time), and many close together at the end (a session imported often,
+    a small batch each time): found where mmap finds them."""
+    needle = b'\n{"type":"x-import",'
+    data = bytearray(b"x" * (3 << 20))
+    for edge in (1 << 16, 3 << 16, 7 << 16, 15 << 16, 31 << 16):
+        for at in (len(data) - edge - 3, len(data) - edge - len(needle) // 2):
+            data[at : at + len(needle)] = needle
+    for at in range(len(data) - 40_000, len(data) - 100, 97):
+        data[at : at + len(needle)] = needle
+    with mmap.mmap(-1, len(data)) as mm:
+        mm.write(bytes(data))
+        mm.seek(0)
+        for name in scanner.available():
+            with scanner.use(name):
+                for end in (None, len(data) - 40_100, *range(len(data) - 30, len(data) + 1, 7)):
+                    stop = len(data) if end is None else end
+                    at = _rfind(mm, needle, end)
+                    while at >= 0:
+                        assert at == mm.rfind(needle, 0, stop), (name, end)
+                        stop = at
+                        at = _rfind(mm, needle, stop)
+                    assert mm.rfind(needle, 0, stop) == -1
+
+
+@pytest.mark.parametrize("needle", [b"\n", b"ab", b'\n{"type":"x-import",'])
+def test_the_records_search_halving_finds_a_last_match_anywhere(needle: bytes) -> None:
+    """The last match at each offset of a range long enough to be halved, alone and
+    with another before it: the halving never steps over it."""
+    size = 300
+    with mmap.mmap(-1, size) as mm:
+        for at in range(size - len(needle) + 1):
+            for before in (None, at // 2):
+                data = bytearray(b"x" * size)
+                start = 0  # where a forward search from past the first match starts
+                if before is not None and before + len(needle) <= at:
+                    data[before : before + len(needle)] = needle
+                    start = before + 1
+                data[at : at + len(needle)] = needle
+                mm.seek(0)
+                mm.write(bytes(data))
+                assert _last_in(mm, needle, 0, size) == at, (at, before)
+                assert _rfind(mm, needle, None, 16, 8) == at, (at, before)
+                assert _find(mm, needle, start, 8) == at, (at, before)

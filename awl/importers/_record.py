@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 
 from ..errors import SessionError
-from ..store.scanner import find
+from ..store import scanner
 
 RECORD_TYPE = "x-import"
 END_TYPE = "x-import-end"
@@ -76,29 +76,68 @@ def _mapped(path: str | os.PathLike[str]) -> Iterator[mmap.mmap | None]:
             mm.close()
 
 
-def _find(mm: mmap.mmap, needle: bytes, start: int = 0) -> int:
-    """``mm.find(needle, start)`` at memory speed (the scanner's memmem: CPython's
-    search crawls through JSON, and a log is read this way on every import)."""
-    return find(mm, needle, start) if start <= len(mm) else -1
+_NEAR = 4096  # bytes searched by mmap before the scanner is called
 
 
-def _rfind(mm: mmap.mmap, needle: bytes, end: int | None = None, width: int = 1 << 20) -> int:
-    """``mm.rfind(needle, 0, end)`` at memory speed: windows from the end (each
-    twice the one before), each searched forward."""
-    stop = len(mm) if end is None else max(0, min(end, len(mm)))
-    hi = stop
+def _native() -> bool:
+    # The pure fallback copies each piece it searches, and then searches it as
+    # CPython does: mmap's own search is then the faster.
+    return scanner.IMPLEMENTATION == "native"
+
+
+def _find(mm: mmap.mmap, needle: bytes, start: int = 0, near: int = _NEAR) -> int:
+    """``mm.find(needle, start)`` (``start`` >= 0) at memory speed: the native
+    scanner's memmem, as CPython's search crawls through JSON and a log's
+    records are looked for on every import."""
+    if not _native():
+        return mm.find(needle, start)
+    # Near first, with mmap's own search: a call into the scanner costs more than
+    # a short search (the records of a session imported often are close).
+    found = mm.find(needle, start, start + near)
+    if found >= 0 or start + near >= len(mm):
+        return found
+    # What starts in the near bytes and runs past them, or later.
+    return scanner.find(mm, needle, max(start, start + near - len(needle) + 1))
+
+
+def _rfind(
+    mm: mmap.mmap, needle: bytes, end: int | None = None, width: int = 1 << 16, near: int = _NEAR
+) -> int:
+    """``mm.rfind(needle, 0, end)`` (a needle, ``end`` >= 0) at memory speed: windows
+    from the end, each twice the one before, searched forward; the window
+    that holds a match is then halved down to the last one."""
+    stop = len(mm) if end is None else min(end, len(mm))
+    if not _native():
+        return mm.rfind(needle, 0, stop)
+    found = mm.rfind(needle, max(0, stop - near), stop)  # as in _find
+    if found >= 0 or stop <= near:
+        return found
+    hi = stop - near  # what is left starts before the near bytes
     while hi > 0:
         lo = max(0, hi - width)
         # A match that starts in [lo, hi) ends before hi + its length; one that
         # starts later was looked for already.
         limit = min(stop, hi + len(needle) - 1)
-        at = find(mm, needle, lo, limit)
-        if at >= 0:
-            while (after := find(mm, needle, at + 1, limit)) >= 0:
-                at = after
-            return at
+        if scanner.find(mm, needle, lo, limit) >= 0:
+            return _last_in(mm, needle, lo, limit)
         hi, width = lo, min(2 * width, 1 << 26)
     return -1
+
+
+def _last_in(mm: mmap.mmap, needle: bytes, lo: int, limit: int) -> int:
+    """The last match in [lo, limit), which holds one: the range halved while it is
+    long (a log of many small batches holds a record every few lines)."""
+    n = len(needle)
+    while limit - lo > 4 * n + 64:
+        mid = (lo + limit) // 2
+        if scanner.find(mm, needle, mid, limit) >= 0:
+            lo = mid
+        else:
+            limit = min(limit, mid + n - 1)  # the match starts before mid
+    at = scanner.find(mm, needle, lo, limit)
+    while (after := scanner.find(mm, needle, at + 1, limit)) >= 0:
+        at = after
+    return at
 
 
 def _line_at(mm: mmap.mmap, start: int) -> tuple[bytes, int]:
