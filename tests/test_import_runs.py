@@ -1944,6 +1944,42 @@ def test_show_of_another_agents_log_shows_the_session_an_import_made(
     )
 
 
+@pytest.mark.parametrize("fmt", sorted(SOURCES))
+def test_a_source_rewritten_since_its_import_is_shown_as_imported_not_sent_to_import(
+    tmp_path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rewritten, not only grown, a source's import is refused (a conflict): show,
+    search and resume by its path say so, with what the import says, rather
+    than advise the import; resume goes on only by the session's id."""
+    src = copy_tree(SOURCES[fmt], tmp_path / "src" / SOURCES[fmt].name)
+    r = run(src, session_dir=tmp_path / "s")
+    assert r.path is not None and r.session is not None
+    monkeypatch.setenv("AWL_SESSION_DIR", str(tmp_path / "s"))
+    data = bytearray(src.read_bytes())
+    at = data.index(b'"', len(data) // 2)  # a byte of the file's middle, the size kept
+    data[at + 1 : at + 2] = b"X" if data[at + 1 : at + 2] != b"X" else b"Y"
+    src.write_bytes(bytes(data))
+    said = (
+        f"awl: {src} is the awl session {r.session} as it was imported; it was rewritten "
+        f"since it was imported; the awl session {r.session} keeps the earlier import"
+    )
+    shown = cli("show", str(src))
+    assert shown.exit_code == 0 and shown.stderr.startswith(said), shown.stderr
+    assert shown.stdout == cli("show", r.session).stdout
+    assert "awl import" not in shown.stderr.replace(said, "")
+    searched = cli("search", "the", "--session", str(src))
+    assert searched.stderr.startswith(said), searched.stderr
+    before = Path(r.path).read_bytes()
+    resumed = cli("--resume", str(src), "--provider", "offline", "-p", "and now?")
+    assert resumed.exit_code == 2, resumed.output
+    assert resumed.stderr.endswith(
+        f": awl --resume {r.session} goes on with what was imported\n"
+    ), resumed.stderr
+    assert Path(r.path).read_bytes() == before
+    again = cli("import", str(src))
+    assert again.exit_code == 1 and "1 conflict" in again.output, again.output
+
+
 @pytest.mark.parametrize(
     "header",
     [

@@ -284,7 +284,8 @@ _TAKES = {
 def imported_log(path: Path, found: str, command: str) -> Path:
     """The awl log an import made of the pi, Claude Code or Codex log at ``path``
     (of format ``found``), named on stderr; else a one-line error saying what
-    brings it in.  One that lacks what the source gained since is refused for
+    brings it in.  One that lacks what the source gained since, or whose source
+    was rewritten since (an import is then refused), is refused for
     ``command`` "resume" (which would go on without it) and, for "show" and
     "search", said on stderr."""
     from ..importers import FORMAT_NAMES, imported_copy
@@ -310,6 +311,22 @@ def imported_log(path: Path, found: str, command: str) -> Path:
             fail(copy.error, usage=True)
         fail(f"{what}, not awl's: `{again}` takes it in, then {verb} {task} it", usage=True)
     shown = visible(str(path), one_line=True)
+    if copy.error is not None:
+        # Rewritten or cut since it was imported, not only grown: an import now is
+        # refused, so it is not what is advised; the session holds what was taken.
+        head, sep, rest = copy.error.partition(": ")
+        why = rest if sep and head in (str(path), copy.source) else copy.error
+        if resume:
+            fail(
+                f"{what}, imported as the awl session {sid}; {why}: awl --resume {sid} "
+                "goes on with what was imported",
+                usage=True,
+            )
+        sys.stderr.write(
+            f"awl: {shown} is the awl session {sid} as it was imported; "
+            f"{visible(why, one_line=True)}\n"
+        )
+        return log
     if not copy.current:
         if resume:
             fail(
