@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from awl.cli import main
+from awl.importers import _source
 from tests.import_fixtures import (
     CLAUDE_SHOP,
     CODEX_HARBOR,
@@ -259,3 +260,18 @@ def test_a_sources_timestamp_is_taken_in_the_logs_form_or_the_one_before(
     from awl.importers._build import timestamp_of
 
     assert timestamp_of(value, FALLBACK) == want
+
+
+@pytest.mark.parametrize(
+    ("raw", "why"),
+    [
+        (b'{"a": \xff}', "unexpected character, expected a JSON value"),
+        (b'{"a": "\xff"', "unexpected end of data"),
+        (b'\xff{"a":1}', "unexpected character, expected a JSON value"),
+        (b'{"a":"x\xff"} x', "unexpected content after document"),
+    ],
+)
+def test_a_line_not_utf8_and_not_json_says_what_else_is_wrong(raw: bytes, why: str) -> None:
+    """Bytes that are not UTF-8 alone are repaired; a line that is broken besides is
+    skipped for what is broken, not with the parser's words for those bytes."""
+    assert _source.parse(raw)[:2] == (None, f"not JSON ({why})")

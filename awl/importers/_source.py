@@ -505,7 +505,7 @@ def parse(
     except orjson.JSONDecodeError as exc:
         fixed = _repaired(raw)
         if fixed is None:
-            return None, f"not JSON ({_reason(exc)})", None
+            return None, f"not JSON ({_reason(exc, raw)})", None
         obj, what = fixed
         if not isinstance(obj, dict):
             return None, "not a JSON object", None
@@ -650,8 +650,18 @@ def _no_surrogates(value: Any) -> Any:
     return value
 
 
-def _reason(exc: Exception) -> str:
+def _reason(exc: Exception, raw: bytes) -> str:
+    """Why ``raw`` is not JSON, in a few words."""
     text = str(exc).split(":", 1)[0].strip()
+    if text.startswith("str is not valid UTF-8"):
+        # orjson's words, said before anything else it finds wrong; bytes that are
+        # not UTF-8 alone would have been repaired: what else is wrong is said.
+        try:
+            orjson.loads(raw.decode("utf-8", "replace"))
+        except orjson.JSONDecodeError as again:
+            text = str(again).split(":", 1)[0].strip()
+        else:
+            text = "bytes that are not UTF-8"
     return text[:80] or "malformed"
 
 
