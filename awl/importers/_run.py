@@ -231,9 +231,35 @@ def start_import(
     progress (:func:`awl._processes.count_progress`): in step with its reads
     as it is converted, the rest once it is done, whatever its result."""
     share = _Share(spec.size)
-    r, finish = _start_import(spec, session_dir, dry_run, system_prompt, fallback_cwd, run, share)
-    share.finish()
-    return r, finish
+    r = ImportResult(spec.path, spec.format, explicit=spec.explicit, dry_run=dry_run)
+    r.bytes = spec.size  # as planned; read again once the file is open
+    try:
+        fd = open_source(spec.path)
+    except OSError as exc:
+        r.error = f"{path_text(spec.path)}: cannot read: {exc.strerror or exc}"
+        # A link to nothing, a loop of links, a device or a FIFO names no session
+        # (an unreadable file may well hold one): it is not counted as one.
+        r.is_session = exc.errno not in (errno.ENOENT, errno.ELOOP, errno.EISDIR)
+        share.finish()
+        return r, _nothing
+    # The cyclic collector is held off: a batch is many containers that live until it
+    # is written, which every collection would go through again (cycles, if any, wait).
+    collecting = gc.isenabled()
+    gc.disable()
+    work = _Import(spec, r, fd, session_dir, dry_run, system_prompt, fallback_cwd, run, share)
+    try:
+        work.run()
+    except (SessionError, OSError) as exc:
+        work.failed(exc)
+    except BaseException:
+        work.finish()  # stopped (Ctrl-C) after the last write: the log is named still
+        raise
+    finally:
+        os.close(fd)
+        if collecting:
+            gc.enable()
+        share.finish()
+    return r, work.finish
 
 
 class _Share:
@@ -262,44 +288,6 @@ class _Share:
         if self.counted < self.planned:
             count_progress(self.planned - self.counted)
             self.counted = self.planned
-
-
-def _start_import(
-    spec: SourceSpec,
-    session_dir: str | os.PathLike[str] | None,
-    dry_run: bool,
-    system_prompt: str | None,
-    fallback_cwd: str | os.PathLike[str] | None,
-    run: str | None,
-    share: _Share,
-) -> tuple[ImportResult, Callable[[], None]]:
-    r = ImportResult(spec.path, spec.format, explicit=spec.explicit, dry_run=dry_run)
-    r.bytes = spec.size  # as planned; read again once the file is open
-    try:
-        fd = open_source(spec.path)
-    except OSError as exc:
-        r.error = f"{path_text(spec.path)}: cannot read: {exc.strerror or exc}"
-        # A link to nothing, a loop of links, a device or a FIFO names no session
-        # (an unreadable file may well hold one): it is not counted as one.
-        r.is_session = exc.errno not in (errno.ENOENT, errno.ELOOP, errno.EISDIR)
-        return r, _nothing
-    # The cyclic collector is held off: a batch is many containers that live until it
-    # is written, which every collection would go through again (cycles, if any, wait).
-    collecting = gc.isenabled()
-    gc.disable()
-    work = _Import(spec, r, fd, session_dir, dry_run, system_prompt, fallback_cwd, run, share)
-    try:
-        work.run()
-    except (SessionError, OSError) as exc:
-        work.failed(exc)
-    except BaseException:
-        work.finish()  # stopped (Ctrl-C) after the last write: the log is named still
-        raise
-    finally:
-        os.close(fd)
-        if collecting:
-            gc.enable()
-    return r, work.finish
 
 
 def _nothing() -> None:
