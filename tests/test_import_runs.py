@@ -892,7 +892,7 @@ def test_files_that_are_no_session_say_so_in_one_line(
         ]
     # Objects of no format, read as the one named: what that format lacks, an error.
     lacks = {
-        "pi": "its header has no session id",
+        "pi": "it does not start with a pi session header",
         "claude": "none of its first lines is of a kind Claude Code writes",
         "codex": "its session metadata has no id",
     }

@@ -326,6 +326,11 @@ class SourceInfo:
     # A session the tool ran for another (a Codex review or spawned agent): its
     # kind, which the import record names; "" for one the human ran.
     subagent: str = ""
+    # What the import says of how these were found (a header lost: from the file name).
+    notes: list[str] = field(default_factory=list)
+    # The start is a guess (the header that held it is lost): an earlier import's
+    # stands, so that the session keeps its awl id (see session_id_for).
+    start_guessed: bool = False
 
 
 class Converter:

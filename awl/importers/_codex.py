@@ -19,6 +19,7 @@ taken once, their other members kept on the message they repeat.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -201,13 +202,29 @@ _CWD = re.compile(r"<cwd>([^<]+)</cwd>")
 _KIND = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 
 
-def info(objs: list[tuple[int, dict[str, Any]]]) -> SourceInfo | str:
-    """The session id, start and cwd from a rollout's first lines."""
-    first = objs[0][1]
+# Codex names a rollout "rollout-<local time>-<id>.jsonl" (its RolloutRecorder).
+_FILE_NAME = re.compile(
+    r"rollout-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-"
+    r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl"
+)
+
+
+def info(objs: list[tuple[int, dict[str, Any]]], path: str = "") -> SourceInfo | str:
+    """The session id, start and cwd from a rollout's first lines.  A rollout whose
+    header (line 1) is damaged is known by the id its file name holds, and
+    starts when its first line that is read says; its cwd is the one its turns
+    record."""
+    number, first = objs[0]
+    notes: list[str] = []
     if first.get("type") != "session_meta" and "payload" in first:
-        # An enveloped line first, but not the header (a piece of a rollout, an export).
-        return "it does not start with a session_meta line, as a Codex rollout does"
-    meta = first.get("payload") if first.get("type") == "session_meta" else first
+        named = _FILE_NAME.fullmatch(os.path.basename(path))
+        if number == 1 or named is None:
+            # An enveloped line first, but not the header (a piece of a rollout, an export).
+            return "it does not start with a session_meta line, as a Codex rollout does"
+        meta: Any = {"id": named.group(1)}
+        notes.append("its header (line 1) is damaged: its id is taken from its file name")
+    else:
+        meta = first.get("payload") if first.get("type") == "session_meta" else first
     if not isinstance(meta, dict):
         return "its first line is not session metadata"
     sid = meta.get("id")
@@ -238,6 +255,8 @@ def info(objs: list[tuple[int, dict[str, Any]]]) -> SourceInfo | str:
         provider if isinstance(provider, str) else "openai",
         model,
         _subagent(meta.get("source"), meta.get("thread_source")),
+        notes,
+        start_guessed=bool(notes),
     )
 
 

@@ -15,6 +15,8 @@ an opaque tree node ``x-pi-<type>`` carrying the line (``docs/format.md``,
 
 from __future__ import annotations
 
+import os
+import re
 from typing import Any
 
 from ..conversation import UNKNOWN, Usage
@@ -67,25 +69,55 @@ BRANCH_SUFFIX = "</summary>"
 _UNEDITED = object()  # an entry's content as its line holds it (no context edit)
 
 
-def info(objs: list[tuple[int, dict[str, Any]]]) -> SourceInfo | str:
-    """The session id, start and cwd from a pi file's first lines, or what is missing."""
-    first = objs[0][1]
-    sid, cwd = first.get("id"), first.get("cwd")
-    start = timestamp_of(first.get("timestamp"), "")
-    if not isinstance(sid, str) or not sid:
-        return "its header has no session id"
-    if not start:
-        return "its header has no valid timestamp"
+# pi names a session's file after its header: "<timestamp>_<id>.jsonl", the
+# timestamp's ":" and "." made "-" (SessionManager's newSession).
+_FILE_NAME = re.compile(
+    r"(\d{4}-\d\d-\d\dT\d\d)-(\d\d)-(\d\d)-(\d{3}Z)_([0-9A-Za-z][0-9A-Za-z-]*)\.jsonl"
+)
+
+
+def info(objs: list[tuple[int, dict[str, Any]]], path: str = "") -> SourceInfo | str:
+    """The session id, start and cwd from a pi file's first lines, or what is missing.
+    A header that is damaged (line 1, skipped: not whole JSON) or lacks its id
+    or start leaves them to the file's name, which pi makes of them; the cwd
+    it also holds is recorded nowhere else."""
+    number, first = objs[0]
+    if first.get("type") == "session":
+        header, lost = first, ""
+    elif number > 1:
+        header, lost = {}, "its header (line 1) is damaged"
+    else:
+        return "it does not start with a pi session header"
+    sid, cwd = header.get("id"), header.get("cwd")
+    start = timestamp_of(header.get("timestamp"), "")
+    notes: list[str] = []
+    if not isinstance(sid, str) or not sid or not start:
+        lacking = lost or (
+            "its header has no session id"
+            if not isinstance(sid, str) or not sid
+            else "its header has no valid timestamp"
+        )
+        named = _FILE_NAME.fullmatch(os.path.basename(path))
+        if named is None:
+            return f"{lost}, and its file name is not pi's, which holds its id" if lost else lacking
+        if not isinstance(sid, str) or not sid:
+            sid = named.group(5)
+        if not start:
+            when = f"{named.group(1)}:{named.group(2)}:{named.group(3)}.{named.group(4)}"
+            start = timestamp_of(when, "")
+            if not start:
+                return lacking
+        notes.append(f"{lacking}: its id and start are taken from its file name")
     if not isinstance(cwd, str):
         cwd = ""  # recorded nowhere: the import is told where (fallback_cwd), or refuses
     provider = model = None
-    for _, obj in objs[1:]:
+    for _, obj in objs[1:] if header else objs:
         if obj.get("type") == "model_change":
             p, m = obj.get("provider"), obj.get("modelId")
             if isinstance(p, str) and isinstance(m, str):
                 provider, model = p, m
                 break
-    return SourceInfo(sid, start, cwd, provider, model)
+    return SourceInfo(sid, start, cwd, provider, model, notes=notes)
 
 
 class PiConverter(Converter):

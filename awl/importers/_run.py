@@ -53,12 +53,21 @@ from ..store import (
     DiskText,
     NewEntry,
     SessionManager,
+    find_session_ending,
     format_timestamp,
     read_header,
     settle_creation,
 )
 from . import _claude, _codex, _pi
-from ._build import ROOT_KEY, Builder, Converter, Planned, SourceInfo, session_id_for
+from ._build import (
+    ROOT_KEY,
+    Builder,
+    Converter,
+    Planned,
+    SourceInfo,
+    session_id_for,
+    session_id_tail,
+)
 from ._record import (
     END_TYPE,
     FORMAT_NAMES,
@@ -486,9 +495,7 @@ class _Import:
             return
         r.format = fmt
         mod = _MODULES[fmt]
-        found_info = (
-            mod.info(objs, spec.path) if fmt == "claude" else mod.info(objs) if objs else None
-        )
+        found_info = mod.info(objs, spec.path) if objs or fmt == "claude" else None
         if not isinstance(found_info, SourceInfo):
             r.status = (
                 "empty" if found_info is not None and "only metadata" in found_info else "error"
@@ -498,6 +505,13 @@ class _Import:
             r.error = f"{self.shown}: nothing to import: {found_info or 'it is empty'}"
             return
         info = found_info
+        r.notes.extend(info.notes)
+        if info.start_guessed:
+            before = self._earlier_start(fmt, info)
+            r.notes.append(
+                "its start is taken from "
+                + ("the session an earlier import made of it" if before else "its first line read")
+            )
         relative = bool(info.cwd) and not os.path.isabs(info.cwd) and not windows_path(info.cwd)
         if not info.cwd or relative:
             # The log records none (early Codex rollouts), or one that means another
@@ -592,6 +606,26 @@ class _Import:
             if theirs != cwd and project_dir(theirs, root) == other.parent:
                 return other, theirs
         return None
+
+    def _earlier_start(self, fmt: str, info: SourceInfo) -> bool:
+        """A source whose start is a guess (its header is lost): when an earlier import
+        made a session of it, found by the tail its id gives every session made
+        of it, that session's start stands (its id holds it), and its cwd when
+        the source records none; else the guess does.  Whether one did."""
+        try:
+            found = find_session_ending(
+                {session_id_tail(fmt, info.source_id)},
+                info.cwd or os.sep,
+                session_dir=self.session_dir,
+            )
+            if found is None:
+                return False
+            header = read_header(found)
+        except (SessionError, OSError):
+            return False  # several, or unreadable: the guess files it, and a conflict says so
+        info.start = header.timestamp
+        info.cwd = info.cwd or header.cwd
+        return True
 
     def _filed_cwd(self, fmt: str, info: SourceInfo) -> str | None:
         """The cwd of the awl session an earlier import made of this source, found

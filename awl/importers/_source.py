@@ -52,6 +52,21 @@ _CLAUDE_TYPES = frozenset(
 _CODEX_TYPES = frozenset(
     ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
 )
+_PI_ENTRY_TYPES = frozenset(
+    (
+        "message",
+        "model_change",
+        "thinking_level_change",
+        "compaction",
+        "branch_summary",
+        "custom",
+        "custom_message",
+        "label",
+        "session_info",
+        "context_edit",
+        "usage",
+    )
+)
 
 
 MAX_DECOMPRESSED = 1 << 34
@@ -817,4 +832,23 @@ def detect(objs: list[tuple[int, dict[str, Any]]]) -> str | None:
             return "claude"
     if as_str(first.get("type")) in _CLAUDE_TYPES and ("messageId" in first or "leafUuid" in first):
         return "claude"
+    if objs[0][0] > 1 and _pi_entries(objs):
+        return "pi"  # its header, line 1, is damaged: its entries say whose log it is
+    if kind == "session" and "model" not in first and _pi_entries(objs[1:]):
+        return "pi"  # a header without its id (awl's names a model)
     return None
+
+
+def _pi_entries(objs: list[tuple[int, dict[str, Any]]]) -> bool:
+    """Whether ``objs`` are all entries of pi's tree, with a message among them.
+    Not awl's, whose entries have the same shape: an awl user message names the
+    model it went to beside the message, a pi message never does."""
+    kinds = {as_str(obj.get("type")) for _, obj in objs}
+    return (
+        "message" in kinds
+        and kinds <= _PI_ENTRY_TYPES
+        and all(isinstance(obj.get("id"), str) and "parentId" in obj for _, obj in objs)
+        and not any(
+            "provider" in obj or "model" in obj for _, obj in objs if obj["type"] == "message"
+        )
+    )

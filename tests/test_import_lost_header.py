@@ -1,0 +1,204 @@
+"""A pi or Codex log whose header (its first line) is damaged: the line is skipped
+as any other is, and the session is still imported, known by the id its file
+name holds (both tools name a session's file after its header)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from awl import SessionManager
+from awl.importers import SourceSpec, detect_file, import_source, session_id_for
+from awl.store import verify_log
+from tests.import_fixtures import (
+    CODEX_HARBOR,
+    PI_FULL,
+    PROMPT,
+    accounted_lines,
+    copy_tree,
+    log_lines,
+    source_lines,
+)
+
+PI_HEADER = orjson.loads(PI_FULL.read_bytes().split(b"\n", 1)[0])
+# The name pi gives the file of that session: its header's timestamp and id.
+PI_NAME = f"{PI_HEADER['timestamp'].replace(':', '-').replace('.', '-')}_{PI_HEADER['id']}.jsonl"
+CODEX_META = orjson.loads(CODEX_HARBOR.read_bytes().split(b"\n", 1)[0])["payload"]
+
+
+def _torn_header(src: Path, dest: Path) -> Path:
+    """``dest``: ``src`` with its first line cut in half (still one line)."""
+    first, rest = src.read_bytes().split(b"\n", 1)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_bytes(first[: len(first) // 2] + b"\n" + rest)
+    return dest
+
+
+def _import(path: Path, **kw: object) -> object:
+    return import_source(SourceSpec(str(path)), system_prompt=PROMPT, **kw)  # type: ignore[arg-type]
+
+
+def _conversation(log: str) -> list[tuple[str, str]]:
+    with SessionManager.open(log, read_only=True) as m:
+        return [(x.role, x.text()) for x in m.rebuild_conversation()]
+
+
+def test_a_pi_log_with_a_damaged_header_is_the_same_session_less_its_header(
+    tmp_path: Path,
+) -> None:
+    whole = copy_tree(PI_FULL, tmp_path / "whole" / PI_NAME)
+    torn = _torn_header(PI_FULL, tmp_path / "torn" / PI_NAME)
+    assert detect_file(torn) == "pi"  # from its entries: no --from needed
+    good = import_source(SourceSpec(str(whole)), system_prompt=PROMPT)
+    # Beside the whole copy's import: the same session, from a file that differs.
+    same = import_source(SourceSpec(str(torn)), system_prompt=PROMPT, dry_run=True)
+    assert (same.status, same.session) == ("conflict", good.session)
+    # Elsewhere: the cwd was only in the header, so the user says where (--cwd), as
+    # for any log that records none.
+    elsewhere = tmp_path / "elsewhere"
+    refused = import_source(
+        SourceSpec(str(torn)), system_prompt=PROMPT, dry_run=True, session_dir=elsewhere
+    )
+    assert refused.error == (
+        f"{torn}: its log records no working directory, which awl files a session under: "
+        "awl import --cwd DIR takes it as DIR's"
+    )
+    r = import_source(
+        SourceSpec(str(torn)),
+        system_prompt=PROMPT,
+        fallback_cwd=PI_HEADER["cwd"],
+        session_dir=elsewhere,
+    )
+    assert r.status == "imported" and r.path is not None, r.error
+    # Its id and start are its file name's, which are its header's: the same awl session.
+    assert (r.source_id, r.session) == (PI_HEADER["id"], good.session)
+    assert r.session == session_id_for("pi", PI_HEADER["id"], PI_HEADER["timestamp"])
+    assert log_lines(r.path)[0]["timestamp"] == PI_HEADER["timestamp"]
+    assert r.skipped == [("", 1, "not JSON (unexpected end of data)")]
+    assert "its header (line 1) is damaged: its id and start are taken from its file name" in (
+        r.notes
+    )
+    assert verify_log(r.path).ok
+    # Every other line is in the log, and the conversation is the whole one's.
+    assert accounted_lines(r.path) == source_lines(torn)  # line 1 as skipped
+    assert good.path is not None
+    assert _conversation(r.path) == _conversation(good.path)
+    # Again: nothing changes; grown: only the new line is added.
+    again = import_source(
+        SourceSpec(str(torn)), system_prompt=PROMPT, fallback_cwd="/x", session_dir=elsewhere
+    )
+    assert (again.status, again.session) == ("unchanged", r.session)
+    line = {
+        "type": "label",
+        "id": "feedface",
+        "parentId": log_lines(PI_FULL)[-1]["id"],
+        "timestamp": "2026-12-04T07:30:00.000Z",
+        "targetId": log_lines(PI_FULL)[-1]["id"],
+        "label": "fin",
+    }
+    with torn.open("ab") as f:
+        f.write(orjson.dumps(line) + b"\n")
+    grown = import_source(
+        SourceSpec(str(torn)), system_prompt=PROMPT, fallback_cwd="/x", session_dir=elsewhere
+    )
+    assert (grown.status, grown.session, grown.entries) == ("updated", r.session, 1), grown.error
+    assert accounted_lines(r.path) == source_lines(torn)  # line 1 as skipped
+
+
+def test_a_pi_log_with_a_damaged_header_and_another_name_says_what_it_lacks(
+    tmp_path: Path,
+) -> None:
+    torn = _torn_header(PI_FULL, tmp_path / "renamed.jsonl")
+    r = import_source(SourceSpec(str(torn)), system_prompt=PROMPT, fallback_cwd="/x")
+    assert (r.status, r.error, r.path) == (
+        "error",
+        f"{torn}: nothing to import: its header (line 1) is damaged, and its file name is "
+        "not pi's, which holds its id",
+        None,
+    )
+
+
+def test_a_pi_header_without_its_id_takes_the_file_names(tmp_path: Path) -> None:
+    header = {k: v for k, v in PI_HEADER.items() if k != "id"}
+    rest = PI_FULL.read_bytes().split(b"\n", 1)[1]
+    src = tmp_path / PI_NAME
+    src.write_bytes(orjson.dumps(header) + b"\n" + rest)
+    r = import_source(SourceSpec(str(src)), system_prompt=PROMPT)
+    assert r.status == "imported" and r.source_id == PI_HEADER["id"], r.error
+    assert r.skipped == [] and r.path is not None
+    assert (
+        r.notes[0] == "its header has no session id: its id and start are taken from its file name"
+    )
+    # The header is kept, as a header always is.
+    assert sum(1 for o in log_lines(r.path) if o.get("type") == "x-pi-session") == 1
+
+
+def test_a_pi_file_that_does_not_start_with_a_header_is_a_piece_not_a_session(
+    tmp_path: Path,
+) -> None:
+    src = tmp_path / PI_NAME
+    src.write_bytes(PI_FULL.read_bytes().split(b"\n", 1)[1])  # whole lines, no header
+    r = import_source(SourceSpec(str(src), "pi"), system_prompt=PROMPT)
+    assert (r.status, r.error) == (
+        "error",
+        f"{src}: nothing to import: it does not start with a pi session header",
+    )
+
+
+def test_an_awl_log_with_a_damaged_header_is_not_taken_for_pis(tmp_path: Path) -> None:
+    good = import_source(
+        SourceSpec(str(copy_tree(PI_FULL, tmp_path / "src" / PI_NAME))), system_prompt=PROMPT
+    )
+    assert good.path is not None
+    torn = _torn_header(Path(good.path), tmp_path / "torn" / Path(good.path).name)
+    assert detect_file(torn) is None
+    r = import_source(SourceSpec(str(torn)), system_prompt=PROMPT)
+    assert (r.status, r.path) == ("refused", None), r.error
+
+
+@pytest.mark.parametrize("earlier", [False, True])
+def test_a_codex_rollout_with_a_damaged_header_is_known_by_its_file_name(
+    tmp_path: Path, earlier: bool
+) -> None:
+    torn = _torn_header(CODEX_HARBOR, tmp_path / "torn" / CODEX_HARBOR.name)
+    assert detect_file(torn) == "codex"
+    if earlier:
+        # Imported whole before (another copy): that session's start is kept.
+        whole = import_source(
+            SourceSpec(str(copy_tree(CODEX_HARBOR, tmp_path / "whole" / CODEX_HARBOR.name))),
+            system_prompt=PROMPT,
+            session_dir=tmp_path / "before",
+        )
+        assert whole.status == "imported"
+    r = import_source(
+        SourceSpec(str(torn)),
+        system_prompt=PROMPT,
+        session_dir=tmp_path / ("before" if earlier else "fresh"),
+    )
+    if earlier:
+        # The same session, from another file that differs from it: a conflict, not a
+        # second awl session of the same source.
+        assert (r.status, r.session) == ("conflict", whole.session), r.error
+        assert r.notes[-1] == "its start is taken from the session an earlier import made of it"
+        return
+    assert r.status == "imported" and r.path is not None, r.error
+    assert r.source_id == CODEX_META["id"]
+    second = orjson.loads(CODEX_HARBOR.read_bytes().split(b"\n")[1])
+    header = log_lines(r.path)[0]
+    # Its start: its first line read; its cwd: the one its turns record.
+    assert header["timestamp"] == second["timestamp"]
+    assert header["cwd"] == CODEX_META["cwd"]
+    assert r.session == session_id_for("codex", CODEX_META["id"], second["timestamp"])
+    assert r.skipped == [("", 1, "not JSON (unexpected end of data)")]
+    assert r.notes[:2] == [
+        "its header (line 1) is damaged: its id is taken from its file name",
+        "its start is taken from its first line read",
+    ]
+    assert verify_log(r.path).ok
+    assert accounted_lines(r.path) == source_lines(torn)  # line 1 as skipped
+    again = import_source(
+        SourceSpec(str(torn)), system_prompt=PROMPT, session_dir=tmp_path / "fresh"
+    )
+    assert (again.status, again.session) == ("unchanged", r.session)
