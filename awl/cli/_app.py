@@ -257,7 +257,8 @@ _MOST_RECENT = "\0"
     metavar="[ID]",
     help=(
         "Resume the most recent session of this directory, or the one with this id or "
-        "prefix (or log path); ID:ENTRY (a search hit's first word) goes on from that message."
+        "prefix (or log path; an imported session also by its pi, Claude Code or Codex id "
+        "or log); ID:ENTRY (a search hit's first word) goes on from that message."
     ),
 )
 @click.option(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections import Counter
 from collections.abc import Iterable
@@ -215,6 +216,9 @@ def summary_line(summary: ImportSummary, *, dry_run: bool = False) -> str:
     )
 
 
+_LINE_NOTE = re.compile(r"line ([0-9]+): ")
+
+
 def describe(r: ImportResult) -> Iterable[str]:
     """The lines a person reads about one source session (nothing when all went well).
 
@@ -230,4 +234,7 @@ def describe(r: ImportResult) -> Iterable[str]:
         kept = f"{count(n, 'line')} of a kind not recognised ({name}), kept as opaque entries"
         yield f"{r.source}: {kept}"
     for note in r.notes:  # an unreadable subagent transcript, a lost parent, a repair
-        yield f"{r.source}: {note}"
+        # A note on one line of the log: at FILE:LINE, as a skipped line is (and grep,
+        # compilers and editors put it).
+        at = _LINE_NOTE.match(note)
+        yield f"{r.source}:{at[1]}: {note[at.end() :]}" if at else f"{r.source}: {note}"

@@ -43,7 +43,9 @@ from ._common import (
 def show(ref: str, as_json: bool, around: str | None, context: int | None) -> None:
     """Print a session's conversation.  Read-only: never trims, locks or writes.
 
-    ID:ENTRY, as awl search prints a hit, stands for ID --around ENTRY.
+    ID:ENTRY, as awl search prints a hit, stands for ID --around ENTRY.  An
+    imported session is also found by the id its source tool gave it, or by
+    that tool's log (PATH).
     """
     from ..store import SessionManager, resume_ref
     from ..ui import session_json, transcript
