@@ -10,7 +10,14 @@ import orjson
 import pytest
 
 from awl import SessionManager
-from awl.importers import SourceSpec, detect_file, import_source, session_id_for
+from awl.importers import (
+    SourceSpec,
+    detect_file,
+    find_imported,
+    import_sessions,
+    import_source,
+    session_id_for,
+)
 from awl.store import verify_log
 from tests.import_fixtures import (
     CODEX_HARBOR,
@@ -77,9 +84,10 @@ def test_a_pi_log_with_a_damaged_header_is_the_same_session_less_its_header(
     assert r.session == session_id_for("pi", PI_HEADER["id"], PI_HEADER["timestamp"])
     assert log_lines(r.path)[0]["timestamp"] == PI_HEADER["timestamp"]
     assert r.skipped == [("", 1, "not JSON (unexpected end of data)")]
-    assert "its header (line 1) is damaged: its id and start are taken from its file name" in (
-        r.notes
-    )
+    assert r.notes == [
+        "line 1: its header is damaged: its id and start are taken from its file name",
+        f"its log records no working directory: filed under {PI_HEADER['cwd']} (--cwd)",
+    ]
     assert verify_log(r.path).ok
     # Every other line is in the log, and the conversation is the whole one's.
     assert accounted_lines(r.path) == source_lines(torn)  # line 1 as skipped
@@ -90,6 +98,7 @@ def test_a_pi_log_with_a_damaged_header_is_the_same_session_less_its_header(
         SourceSpec(str(torn)), system_prompt=PROMPT, fallback_cwd="/x", session_dir=elsewhere
     )
     assert (again.status, again.session) == ("unchanged", r.session)
+    assert again.notes == []  # said when it was imported, not on each run
     line = {
         "type": "label",
         "id": "feedface",
@@ -128,9 +137,7 @@ def test_a_pi_header_without_its_id_takes_the_file_names(tmp_path: Path) -> None
     r = import_source(SourceSpec(str(src)), system_prompt=PROMPT)
     assert r.status == "imported" and r.source_id == PI_HEADER["id"], r.error
     assert r.skipped == [] and r.path is not None
-    assert (
-        r.notes[0] == "its header has no session id: its id and start are taken from its file name"
-    )
+    assert r.notes == ["line 1: its header has no session id: its id is taken from its file name"]
     # The header is kept, as a header always is.
     assert sum(1 for o in log_lines(r.path) if o.get("type") == "x-pi-session") == 1
 
@@ -193,7 +200,7 @@ def test_a_codex_rollout_with_a_damaged_header_is_known_by_its_file_name(
     assert r.session == session_id_for("codex", CODEX_META["id"], second["timestamp"])
     assert r.skipped == [("", 1, "not JSON (unexpected end of data)")]
     assert r.notes[:2] == [
-        "its header (line 1) is damaged: its id is taken from its file name",
+        "line 1: its header is damaged: its id is taken from its file name",
         "its start is taken from its first line read",
     ]
     assert verify_log(r.path).ok
@@ -201,4 +208,108 @@ def test_a_codex_rollout_with_a_damaged_header_is_known_by_its_file_name(
     again = import_source(
         SourceSpec(str(torn)), system_prompt=PROMPT, session_dir=tmp_path / "fresh"
     )
-    assert (again.status, again.session) == ("unchanged", r.session)
+    assert (again.status, again.session, again.notes) == ("unchanged", r.session, [])
+
+
+@pytest.mark.parametrize("bulk", [False, True])
+def test_a_whole_copy_after_a_damaged_ones_import_is_a_conflict_not_a_second_session(
+    tmp_path: Path, bulk: bool
+) -> None:
+    # The damaged copy's start was a guess; the whole one's is its header's: another
+    # name, which the source's id must not come to name twice.
+    torn = _torn_header(CODEX_HARBOR, tmp_path / "torn" / CODEX_HARBOR.name)
+    whole = copy_tree(CODEX_HARBOR, tmp_path / "whole" / CODEX_HARBOR.name)
+    first = import_source(SourceSpec(str(torn)), system_prompt=PROMPT)
+    assert first.status == "imported" and first.path is not None, first.error
+    if bulk:
+        (r,), _ = import_sessions([SourceSpec(str(whole))], jobs=1, system_prompt=PROMPT)
+    else:
+        r = import_source(SourceSpec(str(whole)), system_prompt=PROMPT)
+    assert r.status == "conflict" and r.error is not None
+    assert r.error.startswith(
+        f"{whole}: not imported: its session ({CODEX_META['id']}) was imported as the awl "
+        f"session {first.session} ({first.path}), which starts at another time"
+    )
+    assert [p.name for p in Path(first.path).parent.parent.rglob("*.jsonl")] == [
+        Path(first.path).name
+    ]
+    assert find_imported(CODEX_META["id"], "/") == Path(first.path)
+
+
+def test_a_forks_damaged_header_does_not_take_its_parents_session_meta(tmp_path: Path) -> None:
+    # A fork's rollout copies its parent's session_meta after its own: with its own
+    # line damaged, that one is its parent's, and its file name says whose it is.
+    lines = CODEX_HARBOR.read_bytes().splitlines(keepends=True)
+    child_id = "019cf0ff-0000-7000-8000-00000000c41d"
+    fork = tmp_path / f"rollout-2026-03-15T11-00-00-{child_id}.jsonl"
+    fork.write_bytes(lines[0][:40] + b"\n" + lines[0] + b"".join(lines[1:]))
+    r = import_source(SourceSpec(str(fork)), system_prompt=PROMPT)
+    assert r.status == "imported" and r.source_id == child_id, r.error
+    assert r.notes[0] == "line 1: its header is damaged: its id is taken from its file name"
+    parent = import_source(
+        SourceSpec(str(copy_tree(CODEX_HARBOR, tmp_path / "p" / CODEX_HARBOR.name))),
+        system_prompt=PROMPT,
+    )
+    assert parent.status == "imported" and parent.session != r.session, parent.error
+
+
+def test_a_compressed_rollout_with_a_damaged_header_is_imported(tmp_path: Path) -> None:
+    import zstandard
+
+    torn = _torn_header(CODEX_HARBOR, tmp_path / CODEX_HARBOR.name)
+    packed = torn.with_name(torn.name + ".zst")
+    packed.write_bytes(zstandard.ZstdCompressor(level=3).compress(torn.read_bytes()))
+    torn.unlink()
+    r = import_source(SourceSpec(str(packed)), system_prompt=PROMPT)
+    assert r.status == "imported" and r.source_id == CODEX_META["id"], r.error
+    assert r.skipped == [("", 1, "not JSON (unexpected end of data)")]
+
+
+def test_a_rollout_with_a_damaged_header_starts_at_its_first_line_with_a_time(
+    tmp_path: Path,
+) -> None:
+    lines = CODEX_HARBOR.read_bytes().splitlines(keepends=True)
+    second = orjson.loads(lines[1])
+    del second["timestamp"]
+    src = tmp_path / CODEX_HARBOR.name
+    src.write_bytes(lines[0][:40] + b"\n" + orjson.dumps(second) + b"\n" + b"".join(lines[2:]))
+    r = import_source(SourceSpec(str(src)), system_prompt=PROMPT)
+    assert r.status == "imported" and r.path is not None, r.error
+    assert log_lines(r.path)[0]["timestamp"] == orjson.loads(lines[2])["timestamp"]
+    # None at all: said so.
+    bare = tmp_path / "none" / CODEX_HARBOR.name
+    bare.parent.mkdir()
+    stripped = [orjson.loads(x) for x in lines[1:]]
+    for obj in stripped:
+        obj.pop("timestamp", None)
+    bare.write_bytes(b"{\n" + b"".join(orjson.dumps(o) + b"\n" for o in stripped))
+    r = import_source(SourceSpec(str(bare)), system_prompt=PROMPT)
+    assert r.error == (
+        f"{bare}: nothing to import: its header (line 1) is damaged, and none of its first "
+        "lines has a time"
+    )
+
+
+def test_a_pi_header_without_its_time_in_a_file_named_for_another_session_is_refused(
+    tmp_path: Path,
+) -> None:
+    header = {k: v for k, v in PI_HEADER.items() if k != "timestamp"}
+    other = "2026-01-01T00-00-00-000Z_ffffffff-0000-7000-8000-000000000000.jsonl"
+    src = tmp_path / other
+    src.write_bytes(orjson.dumps(header) + b"\n" + PI_FULL.read_bytes().split(b"\n", 1)[1])
+    r = import_source(SourceSpec(str(src)), system_prompt=PROMPT)
+    assert (r.status, r.error) == (
+        "error",
+        f"{src}: nothing to import: its header has no valid timestamp, and its file name is "
+        "another session's",
+    )
+    # Named for its own session: the start is the name's, the id the header's.
+    own = tmp_path / "own" / PI_NAME
+    own.parent.mkdir()
+    own.write_bytes(src.read_bytes())
+    r = import_source(SourceSpec(str(own)), system_prompt=PROMPT)
+    assert r.status == "imported" and r.source_id == PI_HEADER["id"], r.error
+    assert r.notes == [
+        "line 1: its header has no valid timestamp: its start is taken from its file name"
+    ]
+    assert r.session == session_id_for("pi", PI_HEADER["id"], PI_HEADER["timestamp"])

@@ -2284,15 +2284,22 @@ def test_show_says_where_an_imported_session_came_from(tmp_path: Path) -> None:
     assert "importedFrom" not in json.loads(cli("show", "--json", str(m.path)).stdout)
 
 
-def test_a_sources_id_that_two_imports_share_is_ambiguous(tmp_path: Path) -> None:
-    # pi's id, two starts (a copy whose header was rewritten): two awl sessions.
+def test_a_sources_id_that_two_imports_share_is_ambiguous(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pi's id, two starts (a copy whose header was rewritten): two awl sessions, made
+    # apart (an import refuses to make the second beside the first) and put together.
     first, *rest = PI_FULL.read_text(encoding="utf-8").splitlines(keepends=True)
     header = json.loads(first)
-    made = []
+    made, logs = [], []
     for n, start in enumerate(("2026-12-04T06:59:49.140Z", "2026-12-05T06:59:49.140Z")):
         src = tmp_path / f"copy{n}.jsonl"
         src.write_text(json.dumps({**header, "timestamp": start}) + "\n" + "".join(rest))
-        made.append(run(src).session)
+        r = run(src, session_dir=tmp_path / f"root{n}")
+        made.append(r.session)
+        logs.append(Path(str(r.path)))
+    shutil.move(logs[1], logs[0].parent / logs[1].name)
+    monkeypatch.setenv("AWL_SESSION_DIR", str(tmp_path / "root0"))
     for args in (["show", header["id"]], ["search", "--session", header["id"], "e"]):
         out = cli(*args)
         assert out.exit_code == 2

@@ -205,33 +205,50 @@ _KIND = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 # Codex names a rollout "rollout-<local time>-<id>.jsonl" (its RolloutRecorder).
 _FILE_NAME = re.compile(
     r"rollout-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-"
-    r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\.jsonl"
+    r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
+    r"\.jsonl(?:\.zst)?"
 )
 
 
 def info(objs: list[tuple[int, dict[str, Any]]], path: str = "") -> SourceInfo | str:
     """The session id, start and cwd from a rollout's first lines.  A rollout whose
-    header (line 1) is damaged is known by the id its file name holds, and
-    starts when its first line that is read says; its cwd is the one its turns
-    record."""
+    header (line 1) is damaged is known by the id its file name holds (a
+    ``session_meta`` further on is another session's: a fork copies its
+    parent's), and starts when its first line with a time says; its cwd is
+    the one its turns record."""
     number, first = objs[0]
     notes: list[str] = []
-    if first.get("type") != "session_meta" and "payload" in first:
-        named = _FILE_NAME.fullmatch(os.path.basename(path))
-        if number == 1 or named is None:
-            # An enveloped line first, but not the header (a piece of a rollout, an export).
-            return "it does not start with a session_meta line, as a Codex rollout does"
+    is_meta = first.get("type") == "session_meta"
+    named = _FILE_NAME.fullmatch(os.path.basename(path))
+    lost = number > 1 and not (
+        is_meta
+        and isinstance(first.get("payload"), dict)
+        and named is not None
+        and first["payload"].get("id") == named.group(1)
+    )
+    if lost and named is not None:
         meta: Any = {"id": named.group(1)}
-        notes.append("its header (line 1) is damaged: its id is taken from its file name")
+        notes.append("line 1: its header is damaged: its id is taken from its file name")
+        start = next((t for _, obj in objs if (t := timestamp_of(obj.get("timestamp"), ""))), "")
+        if not start:
+            return "its header (line 1) is damaged, and none of its first lines has a time"
+    elif not is_meta and "payload" in first:
+        if lost:
+            return (
+                "its header (line 1) is damaged, and its file name is not a Codex rollout's, "
+                "which holds its id"
+            )
+        # An enveloped line first, but not the header (a piece of a rollout, an export).
+        return "it does not start with a session_meta line, as a Codex rollout does"
     else:
-        meta = first.get("payload") if first.get("type") == "session_meta" else first
-    if not isinstance(meta, dict):
-        return "its first line is not session metadata"
+        meta = first.get("payload") if is_meta else first
+        if not isinstance(meta, dict):
+            return "its first line is not session metadata"
+        start = timestamp_of(meta.get("timestamp"), "") or timestamp_of(first.get("timestamp"), "")
     sid = meta.get("id")
-    start = timestamp_of(meta.get("timestamp"), "") or timestamp_of(first.get("timestamp"), "")
     cwd = meta.get("cwd")
     model = None
-    for _, obj in objs[1:]:
+    for _, obj in objs if notes else objs[1:]:
         payload = obj.get("payload")
         if isinstance(payload, dict) and obj.get("type") == "turn_context":
             cwd = cwd if isinstance(cwd, str) else payload.get("cwd")

@@ -91,23 +91,28 @@ def info(objs: list[tuple[int, dict[str, Any]]], path: str = "") -> SourceInfo |
     sid, cwd = header.get("id"), header.get("cwd")
     start = timestamp_of(header.get("timestamp"), "")
     notes: list[str] = []
-    if not isinstance(sid, str) or not sid or not start:
+    has_id = isinstance(sid, str) and bool(sid)
+    if not has_id or not start:
         lacking = lost or (
-            "its header has no session id"
-            if not isinstance(sid, str) or not sid
-            else "its header has no valid timestamp"
+            "its header has no session id" if not has_id else "its header has no valid timestamp"
         )
         named = _FILE_NAME.fullmatch(os.path.basename(path))
         if named is None:
             return f"{lost}, and its file name is not pi's, which holds its id" if lost else lacking
-        if not isinstance(sid, str) or not sid:
-            sid = named.group(5)
+        if has_id and sid != named.group(5):
+            return f"{lacking}, and its file name is another session's"  # a copy renamed
+        when = f"{named.group(1)}:{named.group(2)}:{named.group(3)}.{named.group(4)}"
+        taken = [] if has_id else ["id"]
+        sid = sid if has_id else named.group(5)
         if not start:
-            when = f"{named.group(1)}:{named.group(2)}:{named.group(3)}.{named.group(4)}"
             start = timestamp_of(when, "")
             if not start:
                 return lacking
-        notes.append(f"{lacking}: its id and start are taken from its file name")
+            taken.append("start")
+        what = " and ".join(taken) + (" are" if len(taken) > 1 else " is")
+        notes.append(
+            f"line 1: {lacking.replace(' (line 1)', '')}: its {what} taken from its file name"
+        )
     if not isinstance(cwd, str):
         cwd = ""  # recorded nowhere: the import is told where (fallback_cwd), or refuses
     provider = model = None
@@ -117,7 +122,7 @@ def info(objs: list[tuple[int, dict[str, Any]]], path: str = "") -> SourceInfo |
             if isinstance(p, str) and isinstance(m, str):
                 provider, model = p, m
                 break
-    return SourceInfo(sid, start, cwd, provider, model, notes=notes)
+    return SourceInfo(str(sid), start, cwd, provider, model, notes=notes)
 
 
 class PiConverter(Converter):

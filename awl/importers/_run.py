@@ -317,24 +317,27 @@ def _named(name: str) -> None:
         pending.wait()
 
 
-_LISTING: tuple[tuple[str, Path], dict[str, list[Path]], dict[str, list[Path]]] | None = None
+_Listing = tuple[
+    tuple[str, Path], dict[str, list[Path]], dict[str, list[Path]], dict[str, list[Path]]
+]
+_LISTING: _Listing | None = None
 """(bulk run, session root), where the logs under that root are by file name
 (listed once in each process of a run, and kept up to date with what it
-writes), and the hidden files of creations left there when the run began, by
-the file name of the log each was to become."""
+writes), the hidden files of creations left there when the run began, by
+the file name of the log each was to become, and the logs by the tail of
+their session id (:func:`session_id_tail`: an imported one's source)."""
 
 
 def _run_listing(run: str, root: Path) -> dict[str, list[Path]]:
     return _listed(run, root)[1]
 
 
-def _listed(
-    run: str, root: Path
-) -> tuple[tuple[str, Path], dict[str, list[Path]], dict[str, list[Path]]]:
+def _listed(run: str, root: Path) -> _Listing:
     global _LISTING
     if _LISTING is None or _LISTING[0] != (run, root):
         logs: dict[str, list[Path]] = {}
         creating: dict[str, list[Path]] = {}
+        tails: dict[str, list[Path]] = {}
         try:
             for folder in project_folders(root):
                 with contextlib.suppress(OSError):
@@ -343,10 +346,28 @@ def _listed(
                         log = creating_log(name)
                         if log is not None:
                             creating.setdefault(log, []).append(folder / name)
+                        elif (tail := _tail_of(name)) is not None:
+                            tails.setdefault(tail, []).append(folder / name)
         except SessionError:
             pass  # no root yet: nothing filed anywhere
-        _LISTING = ((run, root), logs, creating)
+        _LISTING = ((run, root), logs, creating, tails)
     return _LISTING
+
+
+def _listed_log(run: str, root: Path, path: Path) -> None:
+    """A log this run made: in its listing from its creation on."""
+    _, logs, _, tails = _listed(run, root)
+    logs.setdefault(path.name, []).append(path)
+    tail = _tail_of(path.name)
+    if tail is not None:
+        tails.setdefault(tail, []).append(path)
+
+
+def _tail_of(name: str) -> str | None:
+    """The tail of the session id in a log's file name (see session_id_tail)."""
+    if not name.endswith(".jsonl") or len(name) < 28:
+        return None
+    return name[-28:-6].lower()
 
 
 @dataclass(slots=True)
@@ -505,13 +526,13 @@ class _Import:
             r.error = f"{self.shown}: nothing to import: {found_info or 'it is empty'}"
             return
         info = found_info
-        r.notes.extend(info.notes)
         if info.start_guessed:
             before = self._earlier_start(fmt, info)
-            r.notes.append(
+            info.notes.append(
                 "its start is taken from "
                 + ("the session an earlier import made of it" if before else "its first line read")
             )
+        r.notes.extend(info.notes)
         relative = bool(info.cwd) and not os.path.isabs(info.cwd) and not windows_path(info.cwd)
         if not info.cwd or relative:
             # The log records none (early Codex rollouts), or one that means another
@@ -557,7 +578,24 @@ class _Import:
                     f"carry the same id (move {where} away and import again to file it here)"
                 )
                 return
+            twin = self._same_source(path, fmt, info)
+            if twin is not None:
+                # The same source session with another start (an import of a copy whose
+                # header was damaged, so its start was a guess): a second log would
+                # make the source's id name two sessions.
+                r.status = "conflict"
+                r.error = (
+                    f"{self.shown}: not imported: its session ({info.source_id}) was "
+                    f"imported as the awl session {twin.name[-42:-6]} ({twin}), which "
+                    f"starts at another time than this file's {info.start} (an import of a "
+                    f"copy whose header was damaged?); remove {twin} and import again to "
+                    "make it of this file"
+                )
+                return
         self._import(fmt, info, path)
+        if r.status == "unchanged" and info.notes:
+            # Said when the session was imported: not again on each run that adds nothing.
+            r.notes = [n for n in r.notes if n not in info.notes]
 
     def _settle_leftovers(self, path: Path) -> None:
         """What an import of this session killed before it named its log left (its
@@ -605,6 +643,25 @@ class _Import:
                 continue  # a log that cannot be read is named by the lookups themselves
             if theirs != cwd and project_dir(theirs, root) == other.parent:
                 return other, theirs
+        return None
+
+    def _same_source(self, path: Path, fmt: str, info: SourceInfo) -> Path | None:
+        """A log made of the same source session as ``path`` (one its id's tail
+        names) under another name, which ``path`` is not yet: one made with
+        another start; None when there is none."""
+        tail = session_id_tail(fmt, info.source_id)
+        if self.run_id is not None:
+            found = _listed(self.run_id, self._root())[3].get(tail, [])
+            return next((p for p in found if p.name != path.name), None)
+        try:
+            folders = project_folders(self._root())
+        except SessionError:
+            return None
+        for folder in folders:
+            with contextlib.suppress(OSError):
+                for name in os.listdir(folder):
+                    if name != path.name and _tail_of(name) == tail and not name.startswith("."):
+                        return folder / name
         return None
 
     def _earlier_start(self, fmt: str, info: SourceInfo) -> bool:
@@ -1273,8 +1330,7 @@ class _Import:
             )
             if self.run_id is not None:
                 # In this run's listing from its creation on, whatever its writes do.
-                logs = _run_listing(self.run_id, self._root())
-                logs.setdefault(self.path.name, []).append(self.path)
+                _listed_log(self.run_id, self._root(), self.path)
         kept = self.saved
         try:
             # A new log's last batch is synced and named by finish(): meanwhile the
