@@ -69,8 +69,8 @@ def test_a_pi_log_with_a_damaged_header_is_the_same_session_less_its_header(
         SourceSpec(str(torn)), system_prompt=PROMPT, dry_run=True, session_dir=elsewhere
     )
     assert refused.error == (
-        f"{torn}: its log records no working directory, which awl files a session under: "
-        "awl import --cwd DIR takes it as DIR's"
+        f"{torn}: its damaged header held its working directory, which awl files a session "
+        "under: awl import --cwd DIR takes it as DIR's"
     )
     r = import_source(
         SourceSpec(str(torn)),
@@ -86,7 +86,7 @@ def test_a_pi_log_with_a_damaged_header_is_the_same_session_less_its_header(
     assert r.skipped == [("", 1, "not JSON (unexpected end of data)")]
     assert r.notes == [
         "line 1: its header is damaged: its id and start are taken from its file name",
-        f"its log records no working directory: filed under {PI_HEADER['cwd']} (--cwd)",
+        f"its damaged header held its working directory: filed under {PI_HEADER['cwd']} (--cwd)",
     ]
     assert verify_log(r.path).ok
     # Every other line is in the log, and the conversation is the whole one's.

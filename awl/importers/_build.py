@@ -331,6 +331,8 @@ class SourceInfo:
     # The start is a guess (the header that held it is lost): an earlier import's
     # stands, so that the session keeps its awl id (see session_id_for).
     start_guessed: bool = False
+    # Why the cwd is unknown, when the log recorded one but it is lost.
+    no_cwd: str = ""
 
 
 class Converter:

@@ -122,7 +122,8 @@ def info(objs: list[tuple[int, dict[str, Any]]], path: str = "") -> SourceInfo |
             if isinstance(p, str) and isinstance(m, str):
                 provider, model = p, m
                 break
-    return SourceInfo(str(sid), start, cwd, provider, model, notes=notes)
+    lost_cwd = "its damaged header held its working directory" if lost else ""
+    return SourceInfo(str(sid), start, cwd, provider, model, notes=notes, no_cwd=lost_cwd)
 
 
 class PiConverter(Converter):

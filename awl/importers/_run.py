@@ -541,7 +541,7 @@ class _Import:
             what = (
                 f"its working directory {info.cwd!r} is not an absolute path"
                 if relative
-                else "its log records no working directory"
+                else info.no_cwd or "its log records no working directory"
             )
             earlier = self._filed_cwd(fmt, info)
             if earlier is None and self.fallback_cwd is None:
