@@ -16,10 +16,14 @@ from awl.importers import (
     find_imported,
     import_sessions,
     import_source,
+    plan_import,
     session_id_for,
 )
+from awl.paths import creating_path
 from awl.store import verify_log
+from tests.helpers import dead_pid
 from tests.import_fixtures import (
+    CODEX_CUT,
     CODEX_HARBOR,
     PI_FULL,
     PROMPT,
@@ -313,3 +317,66 @@ def test_a_pi_header_without_its_time_in_a_file_named_for_another_session_is_ref
         "line 1: its header has no valid timestamp: its start is taken from its file name"
     ]
     assert r.session == session_id_for("pi", PI_HEADER["id"], PI_HEADER["timestamp"])
+
+
+def test_two_workers_make_one_session_of_a_whole_and_a_damaged_copy(tmp_path: Path) -> None:
+    # Each worker lists the sessions once: the damaged copy (its start a guess) waits
+    # for the others, then finds the session the whole one made.
+    whole = copy_tree(CODEX_HARBOR, tmp_path / "store" / "a" / CODEX_HARBOR.name)
+    torn = _torn_header(CODEX_HARBOR, tmp_path / "store" / "b" / CODEX_HARBOR.name)
+    extra = copy_tree(CODEX_CUT, tmp_path / "store" / "c" / CODEX_CUT.name)
+    sources = plan_import([tmp_path / "store"], fmt="codex").sources
+    assert len(sources) == 3
+    results, summary = import_sessions(sources, jobs=2, system_prompt=PROMPT)
+    status = {r.source: r.status for r in results}
+    assert status == {str(whole): "imported", str(torn): "conflict", str(extra): "imported"}
+    assert summary.busy == 0
+    made = find_imported(CODEX_META["id"], "/")
+    assert made is not None and made.parent.parent.name == "sessions"
+    assert len(list(made.parent.parent.rglob("*.jsonl"))) == 2
+
+
+def test_an_import_cut_short_counts_as_the_session_it_began(tmp_path: Path) -> None:
+    # The whole copy's import was killed before its log was named: the damaged copy
+    # does not make a second session beside the one begun.
+    whole = copy_tree(CODEX_HARBOR, tmp_path / "whole" / CODEX_HARBOR.name)
+    torn = _torn_header(CODEX_HARBOR, tmp_path / "torn" / CODEX_HARBOR.name)
+    first = import_source(SourceSpec(str(whole)), system_prompt=PROMPT)
+    assert first.path is not None
+    log = Path(first.path)
+    hidden = creating_path(log, dead_pid())
+    log.rename(hidden)
+    r = import_source(SourceSpec(str(torn)), system_prompt=PROMPT)
+    assert r.status == "conflict" and r.error is not None
+    assert f"began to be imported ({hidden}) as the awl session {first.session}" in r.error
+    # The whole copy takes its creation on; the damaged one is then its copy.
+    again = import_source(SourceSpec(str(whole)), system_prompt=PROMPT)
+    assert (again.status, again.path) == ("unchanged", first.path), again.error
+    last = import_source(SourceSpec(str(torn)), system_prompt=PROMPT)
+    assert (last.status, last.session) == ("conflict", first.session)
+    assert [p.name for p in log.parent.iterdir()] == [log.name]
+
+
+def test_a_renamed_fork_with_a_damaged_header_is_refused(tmp_path: Path) -> None:
+    lines = CODEX_HARBOR.read_bytes().splitlines(keepends=True)
+    fork = tmp_path / "fork-copy.jsonl"
+    fork.write_bytes(lines[0][:40] + b"\n" + lines[0] + b"".join(lines[1:]))
+    r = import_source(SourceSpec(str(fork), "codex"), system_prompt=PROMPT)
+    assert (r.status, r.error) == (
+        "error",
+        f"{fork}: nothing to import: its header (line 1) is damaged, and its file name is not "
+        "a Codex rollout's, which holds its id",
+    )
+
+
+def test_a_copy_in_a_folder_of_no_project_is_no_earlier_session(tmp_path: Path) -> None:
+    torn = _torn_header(CODEX_HARBOR, tmp_path / "torn" / CODEX_HARBOR.name)
+    root = tmp_path / "sessions"
+    first = import_source(SourceSpec(str(torn)), system_prompt=PROMPT, session_dir=root)
+    assert first.path is not None
+    backup = root / "backup"
+    backup.mkdir()
+    Path(first.path).rename(backup / Path(first.path).name)
+    whole = copy_tree(CODEX_HARBOR, tmp_path / "whole" / CODEX_HARBOR.name)
+    r = import_source(SourceSpec(str(whole)), system_prompt=PROMPT, session_dir=root)
+    assert r.status == "imported", r.error

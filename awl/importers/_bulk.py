@@ -741,7 +741,7 @@ def import_sessions(
             chunk = max(1, min(16, len(tasks) // (workers * 8)))
             run_in_processes(
                 _work,
-                tasks,
+                [(s, {**o, "hold_guessed": True}) for s, o in tasks],
                 done,
                 workers=workers,
                 chunksize=chunk,

@@ -232,12 +232,13 @@ def info(objs: list[tuple[int, dict[str, Any]]], path: str = "") -> SourceInfo |
         start = next((t for _, obj in objs if (t := timestamp_of(obj.get("timestamp"), ""))), "")
         if not start:
             return "its header (line 1) is damaged, and none of its first lines has a time"
+    elif lost:
+        # Not even a session_meta further on: a fork's is its parent's.
+        return (
+            "its header (line 1) is damaged, and its file name is not a Codex rollout's, "
+            "which holds its id"
+        )
     elif not is_meta and "payload" in first:
-        if lost:
-            return (
-                "its header (line 1) is damaged, and its file name is not a Codex rollout's, "
-                "which holds its id"
-            )
         # An enveloped line first, but not the header (a piece of a rollout, an export).
         return "it does not start with a session_meta line, as a Codex rollout does"
     else:

@@ -228,6 +228,7 @@ def start_import(
     system_prompt: str | None = None,
     fallback_cwd: str | os.PathLike[str] | None = None,
     run: str | None = None,
+    hold_guessed: bool = False,
 ) -> tuple[ImportResult, Callable[[], None]]:
     """:func:`import_source`, but a new awl log is left to be synced and named by
     the function returned, which completes the result (an error if it cannot
@@ -238,7 +239,12 @@ def start_import(
 
     The source counts for its planned size (``spec.size``) in the run's
     progress (:func:`awl._processes.count_progress`): in step with its reads
-    as it is converted, the rest once it is done, whatever its result."""
+    as it is converted, the rest once it is done, whatever its result.
+
+    ``hold_guessed``: a source whose start is a guess (a Codex rollout whose
+    header is damaged) is not imported but said busy, for the run to import
+    it once its other sessions are done: a worker could not see the session
+    another makes meanwhile of a whole copy of it (see _earlier_start)."""
     share = _Share(spec.size)
     r = ImportResult(spec.path, spec.format, explicit=spec.explicit, dry_run=dry_run)
     r.bytes = spec.size  # as planned; read again once the file is open
@@ -256,6 +262,7 @@ def start_import(
     collecting = gc.isenabled()
     gc.disable()
     work = _Import(spec, r, fd, session_dir, dry_run, system_prompt, fallback_cwd, run, share)
+    work.hold_guessed = hold_guessed
     try:
         work.run()
     except (SessionError, OSError) as exc:
@@ -346,7 +353,7 @@ def _listed(run: str, root: Path) -> _Listing:
                         log = creating_log(name)
                         if log is not None:
                             creating.setdefault(log, []).append(folder / name)
-                        elif (tail := _tail_of(name)) is not None:
+                        if (tail := _tail_of(log or name)) is not None:
                             tails.setdefault(tail, []).append(folder / name)
         except SessionError:
             pass  # no root yet: nothing filed anywhere
@@ -364,8 +371,9 @@ def _listed_log(run: str, root: Path, path: Path) -> None:
 
 
 def _tail_of(name: str) -> str | None:
-    """The tail of the session id in a log's file name (see session_id_tail)."""
-    if not name.endswith(".jsonl") or len(name) < 28:
+    """The tail of the session id in a log's file name (see session_id_tail); None
+    for a name that is no log's (a hidden one, but a creation's: see creating_log)."""
+    if name.startswith(".") or not name.endswith(".jsonl") or len(name) < 28:
         return None
     return name[-28:-6].lower()
 
@@ -443,6 +451,7 @@ class _Import:
         self.share = share  # the source's part of the run's progress
         self.fallback_cwd = fallback_cwd
         self.run_id = run
+        self.hold_guessed = False  # see start_import
         self.shown = path_text(spec.path)  # the path as messages and records give it
         self.session_dir = session_dir
         self.dry_run = dry_run
@@ -526,6 +535,10 @@ class _Import:
             r.error = f"{self.shown}: nothing to import: {found_info or 'it is empty'}"
             return
         info = found_info
+        if info.start_guessed and self.hold_guessed:
+            r.status = "busy"
+            r.error = f"{self.shown}: held until the run's other sessions are imported"
+            return
         if info.start_guessed:
             before = self._earlier_start(fmt, info)
             info.notes.append(
@@ -583,13 +596,15 @@ class _Import:
                 # The same source session with another start (an import of a copy whose
                 # header was damaged, so its start was a guess): a second log would
                 # make the source's id name two sessions.
+                log = creating_log(twin.name)
+                made = twin if log is None else twin.with_name(log)
+                how = "was imported" if log is None else f"began to be imported ({twin})"
                 r.status = "conflict"
                 r.error = (
-                    f"{self.shown}: not imported: its session ({info.source_id}) was "
-                    f"imported as the awl session {twin.name[-42:-6]} ({twin}), which "
-                    f"starts at another time than this file's {info.start} (an import of a "
-                    f"copy whose header was damaged?); remove {twin} and import again to "
-                    "make it of this file"
+                    f"{self.shown}: not imported: its session ({info.source_id}) {how} as "
+                    f"the awl session {made.name[-42:-6]} ({made}), which starts at another "
+                    f"time than this file's {info.start} (an import of a copy whose header "
+                    f"was damaged?); move it away and import again to make it of this file"
                 )
                 return
         self._import(fmt, info, path)
@@ -648,20 +663,35 @@ class _Import:
     def _same_source(self, path: Path, fmt: str, info: SourceInfo) -> Path | None:
         """A log made of the same source session as ``path`` (one its id's tail
         names) under another name, which ``path`` is not yet: one made with
-        another start; None when there is none."""
+        another start, or begun (a creation an import left: its hidden file);
+        None when there is none.  A copy in a folder that is no project's (a
+        backup beside the project folders) is not one, as for _filed_elsewhere."""
         tail = session_id_tail(fmt, info.source_id)
+        root = self._root()
         if self.run_id is not None:
-            found = _listed(self.run_id, self._root())[3].get(tail, [])
-            return next((p for p in found if p.name != path.name), None)
-        try:
-            folders = project_folders(self._root())
-        except SessionError:
-            return None
-        for folder in folders:
-            with contextlib.suppress(OSError):
-                for name in os.listdir(folder):
-                    if name != path.name and _tail_of(name) == tail and not name.startswith("."):
-                        return folder / name
+            found = _listed(self.run_id, root)[3].get(tail, [])
+        else:
+            try:
+                folders = project_folders(root)
+            except SessionError:
+                return None
+            found = []
+            for folder in folders:
+                with contextlib.suppress(OSError):
+                    found += [
+                        folder / name
+                        for name in os.listdir(folder)
+                        if tail in name and _tail_of(creating_log(name) or name) == tail
+                    ]
+        for other in found:
+            if (creating_log(other.name) or other.name) == path.name:
+                continue
+            try:
+                theirs = read_header(other).cwd
+            except (SessionError, OSError):
+                theirs = None  # one that cannot be read (yet): its folder's, as it is named
+            if theirs is None or project_dir(theirs, root) == other.parent:
+                return other
         return None
 
     def _earlier_start(self, fmt: str, info: SourceInfo) -> bool:
