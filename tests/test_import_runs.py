@@ -2114,6 +2114,19 @@ def test_a_sources_own_id_finds_its_imported_session(
     for args in (["show", unknown], ["search", "--session", unknown, "x"]):
         out = cli(*args)
         assert out.exit_code == 2 and out.output == f"Error: no session matches '{unknown}'\n"
+    # The start of a source's id does not find it, and the error says what does.
+    for args in (["show", "5f0c2a9e"], ["search", "--session", "5f0c2a9e-1111", "x"]):
+        out = cli(*args)
+        assert out.exit_code == 2 and out.output == (
+            f"Error: no session matches '{args[1] if args[0] == 'show' else args[2]}' "
+            "(a pi, Claude Code or Codex session's own id finds it only whole)\n"
+        )
+    resumed = cli("--resume", "5f0c2a9e", "--provider", "offline", "-p", "hi")
+    assert resumed.exit_code != 0
+    assert (
+        "no session matches '5f0c2a9e' (a pi, Claude Code or Codex session's own id finds it "
+        "only whole)" in resumed.output
+    )
     # A resume by the source's id goes on with the imported session.
     project = tmp_path / "tide"
     project.mkdir()

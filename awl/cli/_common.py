@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import shlex
 import signal
 import stat
@@ -174,6 +175,21 @@ def version_message() -> str:
     return f"awl {__version__} (scanner: {scanner_description()}, Python {python})"
 
 
+_PART_OF_A_UUID = re.compile(r"[0-9a-fA-F]{4,}(?:-[0-9a-fA-F]*){0,4}")
+"""A prefix of a UUID (its first 4 hex digits at least), shorter than a whole one."""
+
+
+def not_found(exc: SessionNotFound, ref: str) -> str:
+    """What to say when neither an awl session nor an imported one is ``ref``: the
+    start of a UUID may be that of a source tool's id, which finds its session
+    only whole."""
+    said = str(exc)
+    part = _PART_OF_A_UUID.fullmatch(ref.strip()) and len(ref.strip()) < 36
+    if part and said.startswith("no session"):
+        return f"{said} (a pi, Claude Code or Codex session's own id finds it only whole)"
+    return said
+
+
 def resolve_session(ref: str, cwd: Path) -> Path:
     """A session path from an id, a unique id prefix, or the id a source tool gave
     an imported session (SessionNotFound, AmbiguousSession and their kin as
@@ -183,10 +199,10 @@ def resolve_session(ref: str, cwd: Path) -> Path:
     try:
         try:
             return find_session(ref, cwd)
-        except SessionNotFound:
+        except SessionNotFound as exc:
             found = imported_session(ref, cwd)
             if found is None:
-                raise
+                fail(not_found(exc, ref), usage=True)
             return found
     except (SessionNotFound, AmbiguousSession, SessionCopies) as exc:
         fail(str(exc), usage=True)

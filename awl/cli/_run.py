@@ -27,7 +27,7 @@ from ..providers import (
 from ..store import MessageEntry, SessionManager, resume_ref
 from ..tools import Cancel, ToolOutput
 from ..ui import TerminalSink, is_terminal, kept_prompt_note, signals_cancel, visible
-from ._common import imported_session, log_of_path, names_a_file
+from ._common import imported_session, log_of_path, names_a_file, not_found
 
 
 def run_session(
@@ -53,12 +53,12 @@ def run_session(
     else:
         try:
             manager, resumed = open_session(cwd, resume, provider, model, base_url=base_url)
-        except SessionNotFound:
+        except SessionNotFound as exc:
             # Not an awl id: perhaps the id pi, Claude Code or Codex gave a session
             # awl imported.
             found = imported_session(resume, cwd) if resume else None
             if found is None:
-                raise
+                raise SessionNotFound(not_found(exc, resume or "")) from None
             manager, resumed = open_session(cwd, found, provider, model, base_url=base_url)
     ran = False  # a turn or the interactive loop started: only then is a hint useful
     branched_at: int | None = None  # the entry count when a branch was chosen

@@ -27,6 +27,7 @@ from ._common import (
     log_has_entry,
     log_of_path,
     names_a_file,
+    not_found,
     split_entry,
     stopped_by_signals,
 )
@@ -191,7 +192,7 @@ def search_command(
         except AwlError as ambiguous:  # one source imported from two copies
             fail(str(ambiguous), usage=True)
         if imported is None:
-            fail(str(exc), usage=True)
+            fail(not_found(exc, session or ""), usage=True)
         logs = [imported]
     except AwlError as exc:
         fail(str(exc), usage=True)
