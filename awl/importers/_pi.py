@@ -33,24 +33,9 @@ from ._build import (
     type_name,
     without,
 )
-from ._source import as_str, parse
+from ._source import PI_ENTRY_TYPES, as_str, parse
 
-KNOWN_TYPES = frozenset(
-    (
-        "session",
-        "message",
-        "model_change",
-        "thinking_level_change",
-        "compaction",
-        "branch_summary",
-        "custom",
-        "custom_message",
-        "label",
-        "session_info",
-        "usage",
-        "context_edit",
-    )
-)
+KNOWN_TYPES = PI_ENTRY_TYPES | {"session"}
 # Roles kept as opaque entries: not a human's prompt nor a model's reply.
 OTHER_ROLES = frozenset(("system", "bashExecution", "custom", "hookMessage"))
 STOP_REASONS = {"stop": "stop", "length": "length", "toolUse": "toolUse", "error": "error"}

@@ -53,7 +53,6 @@ from ..store import (
     DiskText,
     NewEntry,
     SessionManager,
-    find_session_ending,
     format_timestamp,
     read_header,
     settle_creation,
@@ -261,8 +260,9 @@ def start_import(
     # is written, which every collection would go through again (cycles, if any, wait).
     collecting = gc.isenabled()
     gc.disable()
-    work = _Import(spec, r, fd, session_dir, dry_run, system_prompt, fallback_cwd, run, share)
-    work.hold_guessed = hold_guessed
+    work = _Import(
+        spec, r, fd, session_dir, dry_run, system_prompt, fallback_cwd, run, share, hold_guessed
+    )
     try:
         work.run()
     except (SessionError, OSError) as exc:
@@ -353,7 +353,7 @@ def _listed(run: str, root: Path) -> _Listing:
                         log = creating_log(name)
                         if log is not None:
                             creating.setdefault(log, []).append(folder / name)
-                        if (tail := _tail_of(log or name)) is not None:
+                        if (tail := _tail_of(name)) is not None:
                             tails.setdefault(tail, []).append(folder / name)
         except SessionError:
             pass  # no root yet: nothing filed anywhere
@@ -371,8 +371,9 @@ def _listed_log(run: str, root: Path, path: Path) -> None:
 
 
 def _tail_of(name: str) -> str | None:
-    """The tail of the session id in a log's file name (see session_id_tail); None
-    for a name that is no log's (a hidden one, but a creation's: see creating_log)."""
+    """The tail of the session id in a log's file name (see session_id_tail), or in
+    that of the log a creation's hidden file was to become; None for any other."""
+    name = creating_log(name) or name
     if name.startswith(".") or not name.endswith(".jsonl") or len(name) < 28:
         return None
     return name[-28:-6].lower()
@@ -446,12 +447,13 @@ class _Import:
         fallback_cwd: str | os.PathLike[str] | None,
         run: str | None,
         share: _Share,
+        hold_guessed: bool = False,
     ) -> None:
         self.spec, self.r, self.fd = spec, result, fd
         self.share = share  # the source's part of the run's progress
         self.fallback_cwd = fallback_cwd
         self.run_id = run
-        self.hold_guessed = False  # see start_import
+        self.hold_guessed = hold_guessed  # see start_import
         self.shown = path_text(spec.path)  # the path as messages and records give it
         self.session_dir = session_dir
         self.dry_run = dry_run
@@ -660,56 +662,60 @@ class _Import:
                 return other, theirs
         return None
 
-    def _same_source(self, path: Path, fmt: str, info: SourceInfo) -> Path | None:
-        """A log made of the same source session as ``path`` (one its id's tail
-        names) under another name, which ``path`` is not yet: one made with
-        another start, or begun (a creation an import left: its hidden file);
-        None when there is none.  A copy in a folder that is no project's (a
-        backup beside the project folders) is not one, as for _filed_elsewhere."""
+    def _by_tail(self, fmt: str, info: SourceInfo) -> list[Path]:
+        """The logs under the session root made of this source (their session id
+        ends with the tail its id gives, see session_id_tail), and the hidden
+        files of those begun (creations an import left), in project folders
+        only: a copy in another (a backup beside them) is found by no lookup."""
         tail = session_id_tail(fmt, info.source_id)
         root = self._root()
         if self.run_id is not None:
-            found = _listed(self.run_id, root)[3].get(tail, [])
+            found = list(_listed(self.run_id, root)[3].get(tail, []))
         else:
             try:
                 folders = project_folders(root)
             except SessionError:
-                return None
+                return []
             found = []
             for folder in folders:
                 with contextlib.suppress(OSError):
                     found += [
                         folder / name
                         for name in os.listdir(folder)
-                        if tail in name and _tail_of(creating_log(name) or name) == tail
+                        if tail in name and _tail_of(name) == tail
                     ]
+        kept = []
         for other in found:
-            if (creating_log(other.name) or other.name) == path.name:
-                continue
+            _named(other.name)  # a log this process has yet to name: once it is
             try:
-                theirs = read_header(other).cwd
+                theirs: str | None = read_header(other).cwd
             except (SessionError, OSError):
                 theirs = None  # one that cannot be read (yet): its folder's, as it is named
             if theirs is None or project_dir(theirs, root) == other.parent:
-                return other
-        return None
+                kept.append(other)
+        return kept
+
+    def _same_source(self, path: Path, fmt: str, info: SourceInfo) -> Path | None:
+        """A log made of the same source session as ``path`` under another name (one
+        made with another start, or begun: see _by_tail), which ``path`` is not
+        yet; None when there is none."""
+        others = (
+            p for p in self._by_tail(fmt, info) if (creating_log(p.name) or p.name) != path.name
+        )
+        return next(others, None)
 
     def _earlier_start(self, fmt: str, info: SourceInfo) -> bool:
         """A source whose start is a guess (its header is lost): when an earlier import
-        made a session of it, found by the tail its id gives every session made
-        of it, that session's start stands (its id holds it), and its cwd when
-        the source records none; else the guess does.  Whether one did."""
+        made one session of it (see _by_tail), that session's start stands (its id
+        holds it), and its cwd when the source records none; else the guess does.
+        Whether one did."""
+        logs = [p for p in self._by_tail(fmt, info) if creating_log(p.name) is None]
+        if len(logs) != 1:
+            return False  # none; or several, whose conflict the guess then says
         try:
-            found = find_session_ending(
-                {session_id_tail(fmt, info.source_id)},
-                info.cwd or os.sep,
-                session_dir=self.session_dir,
-            )
-            if found is None:
-                return False
-            header = read_header(found)
+            header = read_header(logs[0])
         except (SessionError, OSError):
-            return False  # several, or unreadable: the guess files it, and a conflict says so
+            return False
         info.start = header.timestamp
         info.cwd = info.cwd or header.cwd
         return True

@@ -52,7 +52,7 @@ _CLAUDE_TYPES = frozenset(
 _CODEX_TYPES = frozenset(
     ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
 )
-_PI_ENTRY_TYPES = frozenset(
+PI_ENTRY_TYPES = frozenset(
     (
         "message",
         "model_change",
@@ -67,6 +67,7 @@ _PI_ENTRY_TYPES = frozenset(
         "usage",
     )
 )
+"""The types of pi's tree entries (its header's is ``session``)."""
 
 
 MAX_DECOMPRESSED = 1 << 34
@@ -846,7 +847,7 @@ def _pi_entries(objs: list[tuple[int, dict[str, Any]]]) -> bool:
     kinds = {as_str(obj.get("type")) for _, obj in objs}
     return (
         "message" in kinds
-        and kinds <= _PI_ENTRY_TYPES
+        and kinds <= PI_ENTRY_TYPES
         and all(isinstance(obj.get("id"), str) and "parentId" in obj for _, obj in objs)
         and not any(
             "provider" in obj or "model" in obj for _, obj in objs if obj["type"] == "message"
