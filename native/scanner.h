@@ -100,6 +100,15 @@ int64_t awl_find(const uint8_t *buf, size_t len, size_t start, size_t end,
  * buf is char: Python's bytes pass as they are, with no buffer to make. */
 int64_t awl_digit_run(const char *buf, size_t len, size_t start, size_t end, size_t n);
 
+/* The offset of the byte of [start, end) at which the line it is in has
+ * held n bytes that are '[' or '{' (before of them counted ahead of start,
+ * in the part of start's line that came before it), or -1 (also for a bad
+ * range; n <= before is found at start).  A JSON value nested n deep holds
+ * n such bytes at least: a line without a run of them is no deeper, and
+ * only the lines found need a closer look.  buf is char, as above. */
+int64_t awl_bracket_run(const char *buf, size_t len, size_t start, size_t end, size_t n,
+                        size_t before);
+
 /* Scanning backward, the start offset of the last line in [start, end)
  * (start a line start) that is a valid JSON object whose top-level "type"
  * (last occurrence) equals the type_len bytes at type (UTF-8, unescaped).

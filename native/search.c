@@ -708,6 +708,76 @@ size_t awl_count_byte(const uint8_t *buf, size_t len, size_t start, size_t end, 
     return n;
 }
 
+/* ------------------------------------------------------------------ */
+/* Lines that may nest deep (an import's closer look).                  */
+
+/* '[' (0x5b) and '{' (0x7b) differ in bit 0x20 alone, and no other byte
+ * becomes 0x7b when that bit is set: one comparison finds both. */
+#define S_BRACKET(c) (((c) | 0x20) == 0x7b)
+
+/* From i on, within [i, end): the offset at which the line has held n
+ * brackets, held of them counted before i; or -1, *held set to the count of
+ * the line open at end.  One byte at a time. */
+static int64_t s_bracket_bytes(const uint8_t *buf, size_t i, size_t end, size_t n, size_t *held)
+{
+    for (; i < end; i++) {
+        if (buf[i] == '\n')
+            *held = 0;
+        else if (S_BRACKET(buf[i]) && ++*held >= n)
+            return (int64_t)i;
+    }
+    return -1;
+}
+
+int64_t awl_bracket_run(const char *cbuf, size_t len, size_t start, size_t end, size_t n,
+                        size_t before)
+{
+    const uint8_t *buf = (const uint8_t *)cbuf;
+    size_t i = start, held = before;
+    if (end > len || start > end)
+        return -1;
+    if (n <= before)
+        return (int64_t)start;
+#ifdef AWL_S_SSE2
+    {
+        /* 64 bytes at a time, one pass: a mask of the brackets and one of the
+         * newlines; each line's part of the block counted from them.  The
+         * block where a line reaches n is gone through again byte by byte. */
+        const __m128i bit = _mm_set1_epi8(0x20), want = _mm_set1_epi8(0x7b);
+        const __m128i nl = _mm_set1_epi8('\n');
+        for (; i + 64 <= end; i += 64) {
+            uint64_t bm = 0, lm = 0;
+            size_t held_then = held;
+            int k;
+            for (k = 0; k < 4; k++) {
+                __m128i v = _mm_loadu_si128((const __m128i *)(buf + i + 16 * k));
+                bm |= (uint64_t)(uint32_t)_mm_movemask_epi8(
+                          _mm_cmpeq_epi8(_mm_or_si128(v, bit), want))
+                      << (16 * k);
+                lm |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, nl)) << (16 * k);
+            }
+            if (!bm) {
+                if (lm)
+                    held = 0;
+                continue;
+            }
+            while (lm) {
+                unsigned at = s_ctz64(lm);
+                if (held + s_popcount64(bm & ((1ULL << at) - 1)) >= n)
+                    return s_bracket_bytes(buf, i, i + 64, n, &held_then);
+                held = 0;
+                bm &= at == 63 ? 0 : ~((2ULL << at) - 1);
+                lm &= lm - 1;
+            }
+            held += s_popcount64(bm);
+            if (held >= n)
+                return s_bracket_bytes(buf, i, i + 64, n, &held_then);
+        }
+    }
+#endif
+    return s_bracket_bytes(buf, i, end, n, &held);
+}
+
 /* awl_search over [pos, end) of the mapped file (the way for a line longer
  * than the read buffer). */
 static size_t search_mapped(int fd, size_t size, size_t pos, size_t end, const uint8_t *needles,

@@ -216,19 +216,106 @@ def test_a_folder_tree_deeper_than_pythons_recursion_is_walked(tmp_path: Path) -
             level.rmdir()
 
 
-@pytest.mark.parametrize(("depth", "kept"), [(254, True), (255, False)])
-def test_a_number_deeper_than_orjson_writes_keeps_orjsons_reading(depth: int, kept: bool) -> None:
-    """The documented edge: orjson writes objects 254 levels deep at most, so a
-    number past 64 bits deeper than that cannot be written as its text either."""
-    from awl.importers._source import parse
-
-    obj, problem, repaired = parse(b'{"a":' * depth + b"18446744073709551616" + b"}" * depth)
-    assert obj is not None and problem is None
+@pytest.mark.parametrize(
+    ("depth", "taken"), [(_source.DEEPEST, True), (_source.DEEPEST + 1, False)]
+)
+def test_a_number_past_64_bits_deep_down_is_kept_as_text_or_its_line_skipped(
+    depth: int, taken: bool
+) -> None:
+    """A line nested as deep as an import takes keeps its integer past 64 bits as
+    its text; one deeper is no line an import takes (orjson writes 254 levels
+    at most, and an import puts a line's values a level or two down)."""
+    obj, problem, repaired = _source.parse(
+        b'{"a":' * depth + b"18446744073709551616" + b"}" * depth
+    )
+    if not taken:
+        assert obj is None and problem == _source.TOO_DEEP
+        return
+    assert obj is not None and problem is None and repaired is not None
     inner = obj
     for _ in range(depth - 1):
         inner = inner["a"]
-    assert inner["a"] == ("18446744073709551616" if kept else 18446744073709551616.0)
-    assert (repaired is not None) == kept
+    assert inner["a"] == "18446744073709551616"
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max((_depth(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_depth(v) for v in value), default=0)
+    return 0
+
+
+def _nest(levels: int, inner: Any = 1) -> Any:
+    for _ in range(levels):
+        inner = [inner]
+    return inner
+
+
+def _places(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """Objects of a line a deep value is hung in: the line, its message or payload,
+    that one's first content block."""
+    out = [obj]
+    for key in ("message", "payload"):
+        inner = obj.get(key)
+        if isinstance(inner, dict):
+            out.append(inner)
+            content = inner.get("content")
+            if isinstance(content, list) and content and isinstance(content[0], dict):
+                out.append(content[0])
+    return out
+
+
+@pytest.mark.parametrize("fmt", sorted(SOURCES))
+@pytest.mark.parametrize("over", [0, 1], ids=["as-deep-as-taken", "one-deeper"])
+def test_a_line_nested_deeper_than_an_import_takes_is_skipped_and_said(
+    tmp_path: Path, fmt: str, over: int
+) -> None:
+    """Every second line given a member nested so that the line is exactly
+    as deep as an import takes (DEEPEST), in each of its objects in turn: all of
+    it is imported, and the log reads back.  One level deeper: each such line
+    is skipped as too deep, said with its line, and the rest imported; nothing
+    raises (orjson, which writes 254 levels, would have refused the entry)."""
+    for at in range(3):
+
+        def change(n: int, obj: dict[str, Any], at: int = at) -> dict[str, Any] | None:
+            places = _places(obj)
+            if n % 2 or at >= len(places):  # every second line, the first left whole
+                return None
+            level = (1, 2, 4)[at]  # the place's own: the line is the first
+            places[at]["deep"] = _nest(_source.DEEPEST + over - level)
+            assert _depth(obj) == _source.DEEPEST + over
+            return obj
+
+        src = _rewritten(SOURCES[fmt], tmp_path / f"{fmt}{at}" / SOURCES[fmt].name, change)
+        deep = {
+            n for n, x in enumerate(src.read_bytes().split(b"\n"), 1) if b'"deep"' in x and n > 1
+        }
+        assert deep
+        r = run(src, session_dir=tmp_path / f"s{at}")
+        assert r.status == "imported" and r.path is not None, r.error
+        assert accounted_lines(r.path) == source_lines(src)
+        assert entries(r.path)  # every line of the log reads
+        skipped = {n for _, n, why in r.skipped if why == _source.TOO_DEEP}
+        assert skipped == (deep if over else set())
+
+
+@pytest.mark.parametrize("inner", [b'"\\ud800"', b'"\xff"', b"18446744073709551616"])
+def test_a_deep_line_that_needs_repair_is_skipped_not_a_crash(tmp_path: Path, inner: bytes) -> None:
+    """A line 500 levels deep holding what needs repair (half a UTF-16 pair, a byte
+    that is not UTF-8, an integer past 64 bits), which a recursive repair would
+    not survive: skipped as too deep, in a run that goes on to import the rest."""
+    lines_ = PI_FULL.read_bytes().split(b"\n")
+    lines_[1] = lines_[1][:-1] + b',"x":' + b"[" * 500 + inner + b"]" * 500 + b"}"
+    src = tmp_path / "src" / PI_FULL.name
+    src.parent.mkdir()
+    src.write_bytes(b"\n".join(lines_))
+    copy_tree(CLAUDE_SHOP, tmp_path / "src" / "claude" / CLAUDE_SHOP.name)
+    env = {"AWL_SESSION_DIR": str(tmp_path / "s")}
+    out = CliRunner().invoke(main, ["import", "-j", "2", str(tmp_path / "src")], env=env)
+    assert out.exit_code == 0, out.output
+    assert f"{src}:2: skipped: {_source.TOO_DEEP}" in out.output
+    assert "2 imported" in out.output and "Traceback" not in out.output
 
 
 FALLBACK = "2000-01-01T00:00:00.000Z"

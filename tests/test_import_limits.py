@@ -24,6 +24,7 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from awl.importers import _source
 from awl.importers._record import _find, _last_in, _rfind
 from awl.importers._source import Hashing, Passed, head, lines, open_source
 from awl.store import scanner
@@ -306,6 +307,55 @@ def test_lines_hold_no_long_line_that_cannot_be_taken_and_hash_every_byte(
         os.close(fd)
     # Reads shorter than a line make every kind (a read that holds a line gives it).
     assert chunk > 8 or seen == {"", "not a JSON object", "too long", "read again"}
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 7, 20, 21, 64, 1 << 20])
+@pytest.mark.parametrize("pass_over", [30, 1000])
+@pytest.mark.parametrize("seed", range(2))
+def test_lines_name_every_line_with_brackets_enough_to_nest_too_deep_whatever_the_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int, pass_over: int, seed: int
+) -> None:
+    """``numbers`` also gets exactly the lines holding more than DEEPEST brackets
+    (``[`` and ``{``, what a value nested deeper than an import takes needs),
+    each found once the line is read: counted across the reads, held or read
+    again whole, in a line cut at the end."""
+    monkeypatch.setattr(_source, "DEEPEST", 20)
+    rng = random.Random(seed * 1000 + chunk)
+    pieces = []
+    for _ in range(60):
+        n = rng.choice([0, 1, 19, 20, 21, 45])
+        brackets = bytes(rng.choice(b"[{") for _ in range(n))
+        pad = b"x" * rng.randrange(0, 30)
+        pieces.append(
+            rng.choice(
+                [
+                    b'{"a":' + brackets + b"}",
+                    pad + brackets + pad,
+                    brackets[: n // 2] + b"]}" + pad + brackets[n // 2 :],
+                    b'{"s":"' + pad + brackets + b'"}',
+                ]
+            )
+        )
+    data = b"\n".join(pieces) + b"\n" + b"{" * 25  # a last line with no newline
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(data)
+    want = {n for n, x in enumerate(data.split(b"\n"), 1) if x.count(b"[") + x.count(b"{") > 20}
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        found: set[int] = set()
+        given, passed = [], set()
+        for number, _, raw, _ in lines(
+            fd, chunk=chunk, pass_over=pass_over, longest=5000, numbers=found
+        ):
+            given.append(number)
+            if isinstance(raw, Passed):
+                passed.add(number)
+            else:
+                assert (number in found) == (number in want), (number, raw)
+        assert found - passed == want - passed and given == list(range(1, len(pieces) + 2))
+        assert len(want - passed) > 10
+    finally:
+        os.close(fd)
 
 
 @pytest.mark.parametrize("chunk", [1, 2, 5, 18, 19, 20, 64, 1 << 20])

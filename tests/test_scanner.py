@@ -644,6 +644,67 @@ def test_digit_run_across_the_fallbacks_pieces(scanner_impl: str) -> None:
     assert scanner.digit_run(b"123", 10**12) == -1  # (no run of that length is made)
 
 
+def _bracket_run_reference(hay: bytes, n: int, lo: int, hi: int, before: int) -> int:
+    """Where, in hay[lo:hi], the line in hand has held n of '[' and '{' (before counted)."""
+    if n <= before:
+        return lo
+    held = before
+    for i in range(lo, hi):
+        if hay[i] == 0x0A:
+            held = 0
+        elif hay[i] in b"[{":
+            held += 1
+            if held >= n:
+                return i
+    return -1
+
+
+def _bracket_run(hay: Any, n: int, lo: int, hi: int | None, before: int) -> int:
+    return scanner.bracket_run(hay, n, lo, hi, before=before)
+
+
+@given(
+    hay=st.binary(max_size=300) | st.text(alphabet='[{]}"\\x\n', max_size=300).map(str.encode),
+    n=st.integers(0, 40),
+    before=st.integers(0, 6),
+    bounds=st.tuples(st.integers(0, 310), st.integers(0, 310)),
+)
+@fuzz(300)
+def test_bracket_run_finds_where_a_line_has_held_n_brackets(
+    hay: bytes, n: int, before: int, bounds: tuple[int, int]
+) -> None:
+    lo, hi = sorted(bounds)
+    if hi > len(hay):
+        with pytest.raises(ValueError):
+            scanner.bracket_run(hay, n, lo, hi, before=before)
+        return
+    want = _bracket_run_reference(hay, n, lo, hi, before)
+    assert same(each(_bracket_run, hay, n, lo, hi, before)) == want
+    assert same(each(_bracket_run, memoryview(hay), n, lo, hi, before)) == want
+    if lo == 0 and hi == len(hay):
+        assert same(each(_bracket_run, hay, n, 0, None, before)) == want
+
+
+def test_bracket_run_across_the_fallbacks_pieces(scanner_impl: str) -> None:
+    # The fallback counts a megabyte of whole lines at a time: a line on the seam,
+    # or longer than a piece, is counted whole.
+    step = 1 << 20
+    for at in (0, step - 150, step - 1, step, 2 * step - 300):
+        buf = bytearray(b"x" * (3 * step))
+        buf[at - 1 if at else 0] = 0x0A
+        buf[at : at + 300 : 2] = b"[" * 150
+        buf[at + 1 : at + 300 : 2] = b"{" * 150
+        assert scanner.bracket_run(buf, 300) == at + 299
+        assert scanner.bracket_run(buf, 301) == -1
+        assert scanner.bracket_run(buf, 300, at + 1) == -1
+        assert scanner.bracket_run(buf, 300, at + 1, before=1) == at + 299
+    long_line = b"[" + b"x" * (2 * step) + b"{"
+    assert scanner.bracket_run(long_line + b"\n" + b"[", 2) == len(long_line) - 1
+    assert scanner.bracket_run(b"[\n[", 2) == -1
+    with pytest.raises(ValueError):
+        scanner.bracket_run(b"[", -1)
+
+
 def test_huge_inputs() -> None:
     big = C.corpus()[-4:]
     for line in big:

@@ -36,7 +36,7 @@ import orjson
 
 from .._processes import count_progress
 from ..conversation import UNKNOWN, Usage
-from ..errors import SessionBusy, SessionError, SessionWriteError
+from ..errors import FormatError, SessionBusy, SessionError, SessionWriteError
 from ..paths import (
     corrupt_path,
     creating_log,
@@ -265,7 +265,9 @@ def start_import(
     )
     try:
         work.run()
-    except (SessionError, OSError) as exc:
+    except (SessionError, OSError, FormatError) as exc:
+        # (FormatError: an entry the store would not write, which the converters
+        # never plan; said as this session's error, not the run's end.)
         work.failed(exc)
     except BaseException:
         work.finish()  # stopped (Ctrl-C) after the last write: the log is named still
@@ -827,7 +829,7 @@ class _Import:
                     del _NAMING[self.path.name]
                 self.naming.set()
 
-    def failed(self, exc: SessionError | OSError) -> None:
+    def failed(self, exc: SessionError | OSError | FormatError) -> None:
         """Say in the result why the import failed: what it says of the lines
         converted is only what the batches written hold."""
         r, shown = self.r, self.shown
@@ -841,7 +843,7 @@ class _Import:
             )
             return
         r.status = "error"
-        text = str(exc) if isinstance(exc, SessionError) else (exc.strerror or str(exc))
+        text = (exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
         r.error = text if text.startswith(("/", shown)) else f"{shown}: {text}"
 
     def _files(self) -> list[_File]:
@@ -1036,7 +1038,7 @@ class _Import:
         }
         fd = main.fd
         b.read = lambda offset, length: os.pread(fd, length, offset)
-        longs: set[int] = set()  # the lines holding a run of digits (see lines())
+        longs: set[int] = set()  # the lines parse must look at closer (see lines())
         self.share.reading(main.size)
         reads = lines(main.fd, hashing=hashing, numbers=longs, on_read=self.share.read)
         for number, end, raw, terminated in reads:
@@ -1078,8 +1080,9 @@ class _Import:
                 except orjson.JSONDecodeError:
                     obj = None
                 if type(obj) is not dict or number in longs:
-                    # Not an object, or it may hold a number orjson rounded.
-                    obj = self._parsed(main, number, end, raw, terminated, number in longs)
+                    # Not an object, or one to look at closer (a number orjson
+                    # rounded, a nesting deeper than an import takes).
+                    obj = self._parsed(main, number, end, raw, terminated, number in longs, obj)
                     if obj is None:
                         continue
                 else:
@@ -1144,15 +1147,23 @@ class _Import:
         return self.b.last_model or self.b.first_model or conv.fallback()
 
     def _parsed(
-        self, f: _File, number: int, end: int, raw: bytes, terminated: bool, digits: bool
+        self,
+        f: _File,
+        number: int,
+        end: int,
+        raw: bytes,
+        terminated: bool,
+        closer: bool,
+        read: Any = None,
     ) -> dict[str, Any] | None:
         """A new line as an object; None (and the line accounted for) when it is not one.
-        ``digits``: whether it holds a run of digits (see :func:`parse`)."""
+        ``closer``: whether it needs a closer look; ``read``: what orjson made of
+        it, if it was parsed already (see :func:`parse`)."""
         r = self.r
         if not raw.strip():
             f.consumed, f.lines = end, number
             return None
-        obj, problem, repaired = parse(raw, digits)
+        obj, problem, repaired = parse(raw, closer, read if type(read) is dict else None)
         self.raw = None if repaired else raw
         if obj is None and terminated and (glued := split_glued(raw)) is not None:
             (obj, self.raw, _), *rest = glued

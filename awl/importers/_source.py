@@ -21,7 +21,7 @@ import orjson
 import xxhash
 
 from ..store import foreign_log
-from ..store.scanner import digit_run
+from ..store.scanner import bracket_run, digit_run
 
 CHUNK = 1 << 22
 LONG_NUMBER = 19
@@ -29,6 +29,13 @@ LONG_NUMBER = 19
 orjson reads one as the nearest double, with no error, so a line with a run
 of this many digits is read again by a parser that says so
 (:func:`_exactly`)."""
+DEEPEST = 200
+"""How deep a source line's JSON may nest to be imported: awl's writer (orjson)
+writes 254 levels at most, and an import puts a line's values a level or two
+under its own members.  No agent writes a deeper line; one that is deeper is
+skipped as a line that is not JSON would be, said with its file and line."""
+TOO_DEEP = f"nested more than {DEEPEST} levels deep (deeper than an imported line may be)"
+"""Why a line deeper than :data:`DEEPEST` is skipped."""
 FORMATS = ("pi", "claude", "codex")
 
 _CLAUDE_TYPES = frozenset(
@@ -289,8 +296,10 @@ def lines(
     at most ``longest`` bytes; any other is a :class:`Passed` (blank, not an
     object, too long, or cut by ``stop``), never assembled.
 
-    ``numbers``, when given, gets the number of each line that holds a run of
-    :data:`LONG_NUMBER` digits, before the line is given: found a chunk at a
+    ``numbers``, when given, gets the number of each line that :func:`parse`
+    must look at closer, before the line is given: one that holds a run of
+    :data:`LONG_NUMBER` digits, or more than :data:`DEEPEST` brackets (``[``
+    and ``{``, which it needs to nest that deep).  Found a chunk at a
     time, which costs next to nothing, where a native call for each line
     would hand the interpreter's lock to a waiting thread each time.
 
@@ -355,13 +364,14 @@ def _lines(
                 continue
             _hand(hashing, at, memoryview(data)[: cut + 1])
             long_line = _long(fd, kind, done, at + cut, longest)
-            if numbers is not None and _digits(long_line):
+            if numbers is not None and _closer(long_line):
                 numbers.add(number)
             yield number, at + cut + 1, long_line, True
             number, done, kind = number + 1, at + cut + 1, _SHORT
             data, at = data[cut + 1 :], done
         if numbers is not None:
             _long_numbers(numbers, number, carry, data)
+            _many_brackets(numbers, number, carry, data)
         parts = data.split(b"\n")
         tail = parts.pop()
         if parts and hashing is not None and at + len(data) - len(tail) > hashing.upto:
@@ -400,7 +410,7 @@ def _lines(
             yield number, pos, Passed(pos - done, "not read whole"), False
         else:
             long_line = _long(fd, kind, done, pos, longest)
-            if numbers is not None and _digits(long_line):
+            if numbers is not None and _closer(long_line):
                 numbers.add(number)
             yield number, pos, long_line, False
     elif carry:
@@ -411,6 +421,48 @@ def _lines(
 def _digits(line: bytes) -> bool:
     """Whether ``line`` (not a :class:`Passed`) holds a run of :data:`LONG_NUMBER` digits."""
     return type(line) is not Passed and digit_run(line, LONG_NUMBER) >= 0
+
+
+def _brackets(line: bytes) -> bool:
+    """Whether ``line`` (not a :class:`Passed`) holds enough brackets to nest deeper
+    than :data:`DEEPEST`."""
+    return type(line) is not Passed and bracket_run(line, DEEPEST + 1) >= 0
+
+
+def _closer(line: bytes) -> bool:
+    """Whether :func:`parse` must look at ``line`` closer (see :func:`lines`)."""
+    return _digits(line) or _brackets(line)
+
+
+def _many_brackets(numbers: set[int], number: int, carry: list[bytes], data: bytes) -> None:
+    """Add to ``numbers`` each line of ``data`` that holds more than :data:`DEEPEST`
+    brackets: its first line is ``number``, which goes on from the bytes in
+    ``carry`` (counted with it)."""
+    before = sum(piece.count(b"[") + piece.count(b"{") for piece in carry)
+    hit, counted = bracket_run(data, DEEPEST + 1, before=before), 0
+    while hit >= 0:
+        number += data.count(b"\n", counted, hit)
+        numbers.add(number)
+        counted = data.find(b"\n", hit)  # the rest of this line is not looked at again
+        if counted < 0:
+            break
+        hit = bracket_run(data, DEEPEST + 1, counted)
+
+
+def _deeper(value: Any, limit: int) -> bool:
+    """Whether the parsed JSON ``value`` nests containers more than ``limit`` deep
+    (itself the first level): a walk without recursion, which a deep value
+    would exhaust."""
+    stack = [(value, 1)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        held, depth = pop()
+        if depth > limit:
+            return True
+        for item in held.values() if type(held) is dict else held:
+            if type(item) is dict or type(item) is list:
+                push((item, depth + 1))
+    return False
 
 
 def _long_numbers(numbers: set[int], number: int, carry: list[bytes], data: bytes) -> None:
@@ -500,7 +552,7 @@ def as_str(value: Any) -> str | None:
 
 
 def parse(
-    raw: bytes, digits: bool | None = None
+    raw: bytes, closer: bool | None = None, read: dict[str, Any] | None = None
 ) -> tuple[dict[str, Any] | None, str | None, str | None]:
     """(object, problem, repaired): a line as a JSON object, or why it is not one.
 
@@ -510,16 +562,21 @@ def parse(
     escape (a JavaScript string cut inside an emoji), become U+FFFD; a number
     no reader of a log holds exactly (an integer beyond 64 bits, one beyond a
     double's range such as ``1e400``, ``NaN``) is kept as its text, a string.
-    A :class:`Passed` line is none, for the reason it gives.  ``digits`` says
-    whether the line holds a run of :data:`LONG_NUMBER` digits, where
-    :func:`lines` found out (None: looked for here).
+    A line nested deeper than :data:`DEEPEST` is none (:data:`TOO_DEEP`).
+    A :class:`Passed` line is none, for the reason it gives.  ``closer`` says
+    whether the line needs a closer look (a run of :data:`LONG_NUMBER`
+    digits, many brackets), where :func:`lines` found out (None: looked for
+    here).  ``read``: what ``orjson.loads`` made of ``raw`` already, if it did.
     """
     if type(raw) is Passed:
         return None, raw.why or "a blank line", None
     try:
-        obj = orjson.loads(raw)
+        obj = orjson.loads(raw) if read is None else read
     except orjson.JSONDecodeError as exc:
-        fixed = _repaired(raw)
+        try:
+            fixed = _repaired(raw)
+        except _TooDeep:
+            return None, TOO_DEEP, None
         if fixed is None:
             return None, f"not JSON ({_reason(exc, raw)})", None
         obj, what = fixed
@@ -528,10 +585,13 @@ def parse(
         return obj, None, what
     if not isinstance(obj, dict):
         return None, "not a JSON object", None
-    if digits or (digits is None and _digits(raw)):
-        exact = _exactly(raw)
-        if exact is not None:
-            return exact[0], None, exact[1]
+    if closer or (closer is None and _closer(raw)):
+        if _deeper(obj, DEEPEST):
+            return None, TOO_DEEP, None
+        if _digits(raw):
+            exact = _exactly(raw)
+            if exact is not None:
+                return exact[0], None, exact[1]
     return obj, None, None
 
 
@@ -575,12 +635,12 @@ def split_glued(raw: bytes) -> list[Glued] | None:
                 first = orjson.loads(part)
             except orjson.JSONDecodeError:
                 return None
-            if not isinstance(first, dict):
+            if not isinstance(first, dict) or (_brackets(part) and _deeper(first, DEEPEST)):
                 return None
             out.append(_glued(first, part))
             rest = rest[cut:]
             continue
-        if not out or not isinstance(obj, dict):
+        if not out or not isinstance(obj, dict) or (_brackets(rest) and _deeper(obj, DEEPEST)):
             return None
         out.append(_glued(obj, rest.strip()))
         return out
@@ -590,7 +650,10 @@ def split_glued(raw: bytes) -> list[Glued] | None:
 def _glued(obj: dict[str, Any], part: bytes) -> Glued:
     """A glued object orjson read from ``part``, read again when it may hold a number
     orjson rounds (as :func:`parse` reads a line)."""
-    exact = _exactly(part) if _digits(part) else None
+    try:
+        exact = _exactly(part) if _digits(part) else None
+    except _TooDeep:  # (a part deeper than that was refused before)
+        exact = None
     if exact is None or not isinstance(exact[0], dict):
         return obj, part, None
     return exact[0], None, exact[1]
@@ -599,8 +662,13 @@ def _glued(obj: dict[str, Any], part: bytes) -> Glued:
 _INT_RANGE = (-(1 << 63), 1 << 64)  # the integers orjson reads and writes as such
 
 
+class _TooDeep(Exception):
+    """A line :func:`_repaired` read nests deeper than :data:`DEEPEST`."""
+
+
 def _repaired(raw: bytes) -> tuple[Any, str] | None:
-    """``raw`` as JSON once what orjson refuses is replaced, and what was; or None."""
+    """``raw`` as JSON once what orjson refuses is replaced, and what was; or None.
+    Raises :class:`_TooDeep` for a line nested deeper than :data:`DEEPEST`."""
     import json
 
     numbers: list[str] = []
@@ -632,6 +700,8 @@ def _repaired(raw: bytes) -> tuple[Any, str] | None:
         obj = json.loads(text, parse_int=integer, parse_float=real, parse_constant=constant)
     except (ValueError, RecursionError):
         return None
+    if isinstance(obj, dict | list) and _deeper(obj, DEEPEST):
+        raise _TooDeep  # (and _no_surrogates would recurse past the interpreter's limit)
     fixed = _no_surrogates(obj)
     mended = mended or fixed != obj
     try:
@@ -774,10 +844,10 @@ def _headed(
     raw: bytes,
     terminated: bool,
     limit: int,
-    digits: bool,
+    closer: bool,
 ) -> bool:
     """Add a line's objects to ``out``; whether :func:`head` has read enough."""
-    obj, _, repaired = parse(raw, digits) if raw.strip() else (None, None, None)
+    obj, _, repaired = parse(raw, closer) if raw.strip() else (None, None, None)
     if obj is not None:
         # Repaired too: half an emoji in a header is no reason to call the file
         # no session (its identity is read from these objects).

@@ -148,6 +148,10 @@ def bad_line_mask(records: npt.NDArray[Any], header: bool) -> npt.NDArray[np.boo
     return bad
 
 
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[{\n")
+"""What :meth:`Fallback.bracket_run` deletes: all but brackets and newlines."""
+
+
 _DIGITS = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
 """A table for ``bytes.translate``: each ASCII digit to "0", every other byte to " "."""
 
@@ -240,6 +244,37 @@ class FallbackScanner:
             if stop == end:
                 break
             pos += step
+        return -1
+
+    def bracket_run(
+        self, buf: bytes | memoryview, n: int, start: int, end: int, before: int
+    ) -> int:
+        """See :func:`awl.scanner.bracket_run`: each line's brackets counted with
+        every other byte deleted, a megabyte of whole lines at a time."""
+        if n <= before:
+            return start
+        pos, held = start, before
+        while pos < end:
+            data = bytes(buf[pos : min(end, pos + (1 << 20))])
+            if pos + len(data) < end:
+                cut = data.rfind(b"\n")
+                if cut < 0:  # a line longer than the piece: to its end
+                    nl = bytes(buf[pos:end]).find(b"\n")
+                    data = bytes(buf[pos : end if nl < 0 else pos + nl + 1])
+                else:
+                    data = data[: cut + 1]
+            at = 0
+            for piece in data.translate(None, _NOT_BRACKETS).split(b"\n"):
+                stop = data.find(b"\n", at)
+                stop = len(data) if stop < 0 else stop
+                if held + len(piece) >= n:
+                    for i in range(at, stop):
+                        if data[i] | 0x20 == 0x7B:
+                            held += 1
+                            if held >= n:
+                                return pos + i
+                held, at = 0, stop + 1
+            pos += len(data)
         return -1
 
     def find(self, mv: memoryview, needle: bytes, start: int, end: int) -> int:

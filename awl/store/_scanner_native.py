@@ -234,6 +234,15 @@ class NativeScanner:
         with self._ffi.from_buffer("char[]", buf) as src:
             return int(self._lib.awl_digit_run(src, buf.nbytes, start, end, n))
 
+    def bracket_run(
+        self, buf: bytes | memoryview, n: int, start: int, end: int, before: int
+    ) -> int:
+        """See :func:`bracket_run`."""
+        if isinstance(buf, bytes):
+            return int(self._lib.awl_bracket_run(buf, len(buf), start, end, n, before))
+        with self._ffi.from_buffer("char[]", buf) as src:
+            return int(self._lib.awl_bracket_run(src, buf.nbytes, start, end, n, before))
+
     def entry_fields(
         self, mv: memoryview, start: int, end: int, trusted: bool
     ) -> EntryFields | None:

@@ -82,6 +82,7 @@ __all__ = [
     "EntryFields",
     "Records",
     "available",
+    "bracket_run",
     "concat_records",
     "digit_run",
     "entry_fields",
@@ -114,6 +115,10 @@ class _Impl(Protocol):
     def find(self, mv: memoryview, needle: bytes, start: int, end: int) -> int: ...
 
     def digit_run(self, buf: bytes | memoryview, n: int, start: int, end: int) -> int: ...
+
+    def bracket_run(
+        self, buf: bytes | memoryview, n: int, start: int, end: int, before: int
+    ) -> int: ...
 
     def entry_fields(
         self, mv: memoryview, start: int, end: int, trusted: bool
@@ -224,6 +229,27 @@ def digit_run(buf: BufferLike, n: int, start: int = 0, end: int | None = None) -
     with _bytes_view(buf) as mv:
         lo, hi = _range(mv, start, end)
         return _active.digit_run(mv, n, lo, hi)
+
+
+def bracket_run(
+    buf: BufferLike, n: int, start: int = 0, end: int | None = None, *, before: int = 0
+) -> int:
+    """Offset of the byte of ``buf[start:end]`` at which the line it is in has held
+    ``n`` bytes that are ``[`` or ``{``, or -1; ``before`` of them are counted
+    ahead of ``start`` (the part of its line that came before it).
+
+    A JSON value nested ``n`` deep holds ``n`` such bytes at least: a line
+    with fewer is no deeper, and only the lines found need their depth
+    counted.  Natively a memory-speed pass; a ``bytes`` buffer as a whole is
+    the fast case (no buffer is made).
+    """
+    if n < 0 or before < 0:
+        raise ValueError(f"a run of {n} brackets, {before} before")
+    if type(buf) is bytes and start == 0 and end is None:
+        return _active.bracket_run(buf, n, 0, len(buf), before)
+    with _bytes_view(buf) as mv:
+        lo, hi = _range(mv, start, end)
+        return _active.bracket_run(mv, n, lo, hi, before)
 
 
 def entry_fields(
