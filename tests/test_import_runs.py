@@ -1195,6 +1195,36 @@ def test_older_copies_of_a_session_in_one_run_leave_it_whole_and_none_busy(
         ]
 
 
+def test_which_of_two_differing_copies_is_taken_does_not_depend_on_the_workers(
+    tmp_path: Path,
+) -> None:
+    """Two copies of one session under one file name that differ (a backup edited
+    since): with two workers, as with one, the first in the run's order is
+    imported and the other is the conflict, every time (the later copy waits
+    for the workers to end, not for whichever is quicker), and the progress
+    counts it on from what the workers counted."""
+    lines = PI_FULL.read_bytes().splitlines(keepends=True)
+    first = copy_tree(PI_FULL, tmp_path / "a" / PI_FULL.name)
+    second = tmp_path / "b" / PI_FULL.name
+    second.parent.mkdir()
+    second.write_bytes(b"".join([*lines[:-1], lines[-1].replace(b"e", b"E", 1)]))
+    assert first.stat().st_size == second.stat().st_size
+    specs = [SourceSpec(str(p), size=p.stat().st_size) for p in (first, second)]
+    for n, jobs in enumerate([1, 2, 2, 2, 2, 2]):
+        counted: list[int] = []
+        results, _ = import_sessions(
+            specs,
+            jobs=jobs,
+            session_dir=tmp_path / f"root{n}",
+            system_prompt=PROMPT,
+            on_progress=counted.append,
+        )
+        got = {r.source: r.status for r in results}
+        assert got == {str(first): "imported", str(second): "conflict"}, (jobs, got)
+        # The copy taken after the workers counts on from theirs, to the total.
+        assert counted == sorted(counted) and counted[-1] == sum(s.size for s in specs)
+
+
 def test_a_store_imports_in_worker_processes_and_sessions_lists_it(tmp_path: Path) -> None:
     store = copy_tree(HERE, tmp_path / "fixtures")
     before = _snapshot(store)

@@ -670,6 +670,23 @@ def _in_this_process(tasks: list[_Task], done: Callable[[ImportResult], None]) -
         syncing.wait()
 
 
+def _copies_apart(tasks: list[_Task]) -> tuple[list[_Task], list[_Task]]:
+    """The tasks for the worker processes, and those to import after them: each
+    source whose file name an earlier one has (a copy of one session, such as a
+    backup of the store beside it; a compressed rollout and its ``.jsonl``),
+    which then goes after its first, in the order one process takes them, so
+    that which copy a run takes first does not depend on which worker was
+    quicker."""
+    first: list[_Task] = []
+    later: list[_Task] = []
+    names: set[str] = set()
+    for task in tasks:
+        name = os.path.basename(task[0].path).removesuffix(".zst")
+        (later if name in names else first).append(task)
+        names.add(name)
+    return first, later
+
+
 def import_sessions(
     sources: Iterable[SourceSpec],
     *,
@@ -730,11 +747,13 @@ def import_sessions(
     }
     tasks = [(s, options) for s in ordered]
     workers = max(1, jobs if jobs is not None else (os.cpu_count() or 1))
+    later: list[_Task] = []
     try:
         if workers == 1 or len(tasks) <= 1:
             with progress_to(on_progress):
                 _in_this_process(tasks, done)
         else:
+            tasks, later = _copies_apart(tasks)
             workers = min(workers, len(tasks))
             # Small sessions go in small batches: a message per session costs more
             # than a small session's import.
@@ -749,6 +768,13 @@ def import_sessions(
                 on_stop=on_stop,
                 on_progress=on_progress,
             )
+        if later:
+            # After the workers, in this process and in order (see _copies_apart);
+            # counted on from what the workers counted.
+            base = sum(s.size for s, _ in tasks)
+            step = (lambda n: on_progress(base + n)) if on_progress is not None else None
+            with progress_to(step):
+                _in_this_process(later, done)
     except BaseException:
         for r in held:  # stopped: said as they are
             report(r)
