@@ -2087,9 +2087,11 @@ def test_an_update_of_lines_outside_the_tree_leaves_awls_turns_current_and_says_
 def test_a_subagents_transcript_without_its_session_is_refused_naming_the_session(
     tmp_path: Path, layout: str
 ) -> None:
-    """Copied away from its session's file, a subagent's transcript is no session of
-    its own: refused in a line that names the session it belongs to, and no second
-    awl session made under that session's id."""
+    """Copied away from its session's file (or left by a clean-up that removed it), a
+    subagent's transcript is no session of its own: said in a line that names the
+    session it belongs to, and no second awl session made under that session's id.
+    Met in a folder, it has nothing to import (a daily run does not fail on it);
+    named on the command line, it is an error."""
     if layout == "beside":
         src = CLAUDE / "-home-ana-kiln" / "agent-9f8e7d6.jsonl"
         owner = "7a7a7a7a-2222-4333-8444-555566667777"
@@ -2100,12 +2102,18 @@ def test_a_subagents_transcript_without_its_session_is_refused_naming_the_sessio
     alone.parent.mkdir()
     shutil.copy(src, alone)
     out = cli("import", str(tmp_path / "elsewhere"))
+    assert out.exit_code == 0, out.output
+    said, summary = out.output.splitlines()
+    assert f"a subagent's transcript of the Claude Code session {owner}" in said
+    assert f"imported with that session's file ({owner}.jsonl), not found beside it" in said
+    assert summary.endswith("0 errors, 1 with nothing to import"), summary
+    # The summary counts the file's bytes, imported or not (it said 0 B).
+    assert summary.startswith(f"1 session, {format_bytes(alone.stat().st_size)}: "), summary
+    out = cli("import", str(alone))
     assert out.exit_code == 1, out.output
     said, summary = out.output.splitlines()
     assert f"a subagent's transcript of the Claude Code session {owner}" in said
     assert summary.endswith("1 error"), summary
-    # The summary counts the file's bytes, refused or not (it said 0 B).
-    assert summary.startswith(f"1 session, {format_bytes(alone.stat().st_size)}: "), summary
     assert not list((tmp_path / "sessions").rglob("*.jsonl"))  # the test's session root
 
 

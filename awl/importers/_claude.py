@@ -185,7 +185,8 @@ def info(objs: list[tuple[int, dict[str, Any]]], path: str) -> SourceInfo | str:
         # its own, it would be a second session under the id of the one it belongs to.
         return (
             f"a subagent's transcript of the Claude Code session {sid}, not a session "
-            f"of its own: import that session's file ({sid}.jsonl), which takes it in"
+            f"of its own: it is imported with that session's file ({sid}.jsonl), "
+            "not found beside it"
         )
     if _UUID.fullmatch(stem) or not isinstance(sid, str) or not sid:
         sid = stem  # a file is a session; copies made by a resume reuse the old id

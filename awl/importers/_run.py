@@ -531,8 +531,18 @@ class _Import:
         mod = _MODULES[fmt]
         found_info = mod.info(objs, spec.path) if objs or fmt == "claude" else None
         if not isinstance(found_info, SourceInfo):
+            # Nothing to import in a file met in a folder: metadata alone, or a
+            # subagent's transcript whose session's file is gone (a tool's clean-up
+            # left it), which a daily run would otherwise fail on every time.
+            # Named on the command line, the latter is an error.
             r.status = (
-                "empty" if found_info is not None and "only metadata" in found_info else "error"
+                "empty"
+                if found_info is not None
+                and (
+                    "only metadata" in found_info
+                    or (not spec.explicit and "a subagent's transcript" in found_info)
+                )
+                else "error"
             )
             # Read as the format named, a file that looks like none: no session.
             r.is_session = found is not None or r.status == "empty"
