@@ -33,6 +33,7 @@ from tests.import_fixtures import (
     entries,
     log_lines,
     missing_leaves,
+    run,
     sent_texts,
     source_lines,
     source_objects,
@@ -287,6 +288,39 @@ def test_metadata_repeats_and_the_subagent_are_kept_outside_the_tree(tmp_path: P
     (record,) = [o for o in log_lines(r.path) if o["type"] == "x-import"]
     assert record["repeated"] == [30]
     assert sorted(record["files"]) == ["", SUB, META]
+
+
+def test_another_line_under_a_uuid_used_before_is_kept_and_said(tmp_path: Path) -> None:
+    """A chain line that reuses an earlier line's uuid but says something else is no
+    repeat: it is kept, under a key made unique, with a note; a line written
+    again (the same type and message, its session id changed, as a resume's
+    replay does) is still taken once."""
+    lines = CLAUDE_SHOP.read_text(encoding="utf-8").splitlines(keepends=True)
+    objs = [json.loads(x) for x in lines]
+    first = next(
+        n
+        for n, o in enumerate(objs)
+        if o.get("type") == "assistant" and n + 1 < len(objs) and objs[n + 1].get("uuid")
+    )
+    reused = objs[first]["uuid"]
+    other = dict(objs[first + 1], uuid=reused)
+    assert other.get("message") != objs[first].get("message")
+    again = dict(objs[first], sessionId=str(uuid.uuid4()))
+    lines[first + 1] = json.dumps(other) + "\n"
+    lines.insert(first + 2, json.dumps(again) + "\n")
+    src = tmp_path / "p" / CLAUDE_SHOP.name
+    src.parent.mkdir()
+    src.write_text("".join(lines), encoding="utf-8")
+    r = run(src, session_dir=tmp_path / "s")
+    assert r.status == "imported" and r.path is not None, r.error
+    assert f"line {first + 2}: id {reused} used before; kept as {reused}@{first + 2}" in r.notes
+    (record,) = [o for o in log_lines(r.path) if o["type"] == "x-import"]
+    assert first + 3 in record["repeated"] and first + 2 not in record["repeated"]
+    kept = [e for e in entries(r.path) if first + 2 in e.get("x-claude", {}).get("sourceLines", [])]
+    assert kept, "the line under the reused uuid is in the log"
+    assert accounted_lines(r.path) == source_lines(src)
+    again_r = run(src, session_dir=tmp_path / "s")
+    assert again_r.status == "unchanged"
 
 
 def test_lossless_every_line_and_every_value(tmp_path: Path) -> None:

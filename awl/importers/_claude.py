@@ -48,7 +48,7 @@ from ._build import (
     without,
 )
 from ._record import subagent_file
-from ._source import as_str
+from ._source import as_str, parse
 
 PROVIDER = "anthropic"  # Claude Code speaks the Messages API; a gateway is not recorded
 SYNTHETIC = "<synthetic>"  # replies Claude Code made up itself (errors, "No response requested.")
@@ -227,6 +227,9 @@ class ClaudeConverter(Converter):
         # replacement written again (a resume that rewrote the history) is one.
         self.replaced: set[str] = set()
         self.repeated: list[int] = []  # lines left out as repeats of an earlier line
+        # Where each chain line is in the source (offset, length), by uuid: read again
+        # when a later line uses its uuid, to tell a repeat from another line.
+        self.spans: dict[str, tuple[int, int]] = {}
         # The reply open when a batch or an import ended (message id, key, output
         # count): its next blocks, if they come, are the rest of it.
         self.cut: tuple[Any, str, int] | None = None
@@ -282,11 +285,16 @@ class ClaudeConverter(Converter):
             return
         self.no_attachments = _writes_no_queued_attachment(obj)
         if uuid in self.alias:
-            # A line written again (a resume that replayed the history): taken once.
-            if b.live:
-                self.repeated.append(line)
-                b.duplicates += 1
-            return
+            if self._written_again(uuid, obj):
+                # A line written again (a resume that replayed the history): taken once.
+                if b.live:
+                    self.repeated.append(line)
+                    b.duplicates += 1
+                return
+            # Another line under a uuid used before: kept, under one made unique.
+            uuid = b.unique(uuid, line)
+        if b.span is not None:
+            self.spans[uuid] = b.span
         p = obj.get("parentUuid")
         logical = obj.get("logicalParentUuid")
         lost = False
@@ -335,6 +343,19 @@ class ClaudeConverter(Converter):
             self.alias[uuid] = uuid
         self.last = self.alias[uuid]
         self.rewound_to = None
+
+    def _written_again(self, uuid: str, obj: dict[str, Any]) -> bool:
+        """Whether ``obj``, a chain line whose uuid an earlier line has, is that line
+        written again: the same type, message and content (a resume's replay may
+        change the rest, such as the session id).  Taken to be one when the
+        earlier line cannot be read again as one object."""
+        span, read = self.spans.get(uuid), self.b.read
+        if span is None or read is None:
+            return True
+        before, _, _ = parse(read(*span))
+        if before is None:
+            return True
+        return all(before.get(k) == obj.get(k) for k in ("type", "message", "content"))
 
     def _queue_operation(self, obj: dict[str, Any], line: int, ts: str) -> None:
         """A ``queue-operation`` line (Claude Code 2.0.30 on), kept as it is: what it
