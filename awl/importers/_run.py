@@ -798,10 +798,11 @@ class _Import:
                     exists = False
                 elif not self._check(path, files, self.imported.last):
                     return
-                if self.manager is not None:
-                    leaf = self.manager.leaf_id
+                if self.manager is not None or self.dry_run:
+                    leaf = self.manager.leaf_id if self.manager is not None else _leaf_of(path)
                     # awl's own turns (a resume) after what imports wrote: the source's
-                    # new lines become the current branch, which the user is told.
+                    # new lines become the current branch, which the user is told (a
+                    # dry run too: it is where a user looks before importing).
                     made = set(self.imported.ids.values()) | self.imported.cut_ids
                     self.resumed = leaf is not None and leaf not in made
                     self.awl_leaf = leaf
@@ -1133,10 +1134,11 @@ class _Import:
             if self.resumed and self.moved:
                 # Only when the leaf moved: lines outside the tree (a title, a tool
                 # output kept apart) leave awl's turns where a resume goes on.
+                stay, are = ("would stay", "would be") if self.dry_run else ("stay", "are")
                 r.notes.append(
-                    "the turns awl added since the last import stay on their branch (awl "
+                    f"the turns awl added since the last import {stay} on their branch (awl "
                     f"--resume {r.session}:{self.awl_leaf} goes on from them); the source's "
-                    "new lines are the current one, where awl --resume goes on"
+                    f"new lines {are} the current one, where awl --resume goes on"
                 )
         r.duplicates = b.duplicates
 
@@ -1455,6 +1457,16 @@ class _Import:
         return NewEntry(
             p.timestamp, parent, DiskMessage("system", p.content), None, None, "message", p.fields
         )
+
+
+def _leaf_of(path: Path) -> str | None:
+    """The leaf of the awl log at ``path``, read without writing (a dry run's look);
+    None when it cannot be read (the dry run then says nothing of awl's turns)."""
+    try:
+        with SessionManager.open(path, read_only=True) as manager:
+            return manager.leaf_id
+    except (SessionError, OSError):
+        return None
 
 
 def _unterminated(raw: bytes | None) -> bytes | None:
