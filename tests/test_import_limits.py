@@ -315,7 +315,7 @@ def test_lines_hold_no_long_line_that_cannot_be_taken_and_hash_every_byte(
 def test_lines_name_every_line_with_brackets_enough_to_nest_too_deep_whatever_the_reads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int, pass_over: int, seed: int
 ) -> None:
-    """``numbers`` also gets exactly the lines holding more than DEEPEST brackets
+    """``brackets`` gets exactly the lines holding more than DEEPEST brackets
     (``[`` and ``{``, what a value nested deeper than an import takes needs),
     each found once the line is read: counted across the reads, held or read
     again whole, in a line cut at the end."""
@@ -345,7 +345,7 @@ def test_lines_name_every_line_with_brackets_enough_to_nest_too_deep_whatever_th
         found: set[int] = set()
         given, passed = [], set()
         for number, _, raw, _ in lines(
-            fd, chunk=chunk, pass_over=pass_over, longest=5000, numbers=found
+            fd, chunk=chunk, pass_over=pass_over, longest=5000, brackets=found
         ):
             given.append(number)
             if isinstance(raw, Passed):

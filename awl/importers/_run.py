@@ -1049,9 +1049,13 @@ class _Import:
         }
         fd = main.fd
         b.read = lambda offset, length: os.pread(fd, length, offset)
-        longs: set[int] = set()  # the lines parse must look at closer (see lines())
+        # The lines parse must look at closer: long digit runs, many brackets (lines()).
+        longs: set[int] = set()
+        deep: set[int] = set()
         self.share.reading(main.size)
-        reads = lines(main.fd, hashing=hashing, numbers=longs, on_read=self.share.read)
+        reads = lines(
+            main.fd, hashing=hashing, numbers=longs, on_read=self.share.read, brackets=deep
+        )
         for number, end, raw, terminated in reads:
             start = end - len(raw) - terminated
             b.span = (start, len(raw))
@@ -1060,7 +1064,11 @@ class _Import:
                 # its newline came): replayed to rebuild the converter's state, its
                 # entries not kept (they are in the log).
                 taken = raw[: boundary - start]
-                obj, _, _ = parse(taken, number in longs) if taken.strip() else (None, None, None)
+                obj, _, _ = (
+                    parse(taken, number in longs, number in deep)
+                    if taken.strip()
+                    else (None, None, None)
+                )
                 if obj is not None:
                     feed(obj, number)
                 elif terminated and taken.strip() and number not in skipped_before:
@@ -1090,10 +1098,11 @@ class _Import:
                     obj = loads(raw) if terminated else None
                 except orjson.JSONDecodeError:
                     obj = None
-                if type(obj) is not dict or number in longs:
+                if type(obj) is not dict or number in longs or number in deep:
                     # Not an object, or one to look at closer (a number orjson
                     # rounded, a nesting deeper than an import takes).
-                    obj = self._parsed(main, number, end, raw, terminated, number in longs, obj)
+                    closer = (number in longs, number in deep)
+                    obj = self._parsed(main, number, end, raw, terminated, closer, obj)
                     if obj is None:
                         continue
                 else:
@@ -1165,17 +1174,17 @@ class _Import:
         end: int,
         raw: bytes,
         terminated: bool,
-        closer: bool,
+        closer: tuple[bool, bool],
         read: Any = None,
     ) -> dict[str, Any] | None:
         """A new line as an object; None (and the line accounted for) when it is not one.
-        ``closer``: whether it needs a closer look; ``read``: what orjson made of
-        it, if it was parsed already (see :func:`parse`)."""
+        ``closer``: whether it holds a long run of digits, and many brackets;
+        ``read``: what orjson made of it, if it was parsed already (see :func:`parse`)."""
         r = self.r
         if not raw.strip():
             f.consumed, f.lines = end, number
             return None
-        obj, problem, repaired = parse(raw, closer, read if type(read) is dict else None)
+        obj, problem, repaired = parse(raw, *closer, read if type(read) is dict else None)
         self.raw = None if repaired else raw
         if obj is None and terminated and (glued := split_glued(raw)) is not None:
             (obj, self.raw, _), *rest = glued
@@ -1231,10 +1240,11 @@ class _Import:
         hasher.update(around[1:] if start > f.consumed else b"")
         hashing = Hashing(hasher, start)
         longs: set[int] = set()
+        deep: set[int] = set()
         for number, end, raw, terminated in lines(
-            f.fd, start, f.lines + 1, hashing=hashing, numbers=longs
+            f.fd, start, f.lines + 1, hashing=hashing, numbers=longs, brackets=deep
         ):
-            obj = self._parsed(f, number, end, raw, terminated, number in longs)
+            obj = self._parsed(f, number, end, raw, terminated, (number in longs, number in deep))
             if obj is None:
                 self.r.lines += f.consumed == end  # blank or skipped: taken; torn: not yet
                 continue

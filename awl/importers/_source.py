@@ -283,6 +283,7 @@ def lines(
     longest: int = MAX_LINE,
     numbers: set[int] | None = None,
     on_read: Callable[[int], None] | None = None,
+    brackets: set[int] | None = None,
 ) -> Iterator[Line]:
     """The lines of ``fd`` from byte ``start`` (line number ``first``) to its end, or
     to ``stop`` (an offset at a line's end; a line cut there is given as
@@ -296,12 +297,13 @@ def lines(
     at most ``longest`` bytes; any other is a :class:`Passed` (blank, not an
     object, too long, or cut by ``stop``), never assembled.
 
-    ``numbers``, when given, gets the number of each line that :func:`parse`
-    must look at closer, before the line is given: one that holds a run of
-    :data:`LONG_NUMBER` digits, or more than :data:`DEEPEST` brackets (``[``
-    and ``{``, which it needs to nest that deep).  Found a chunk at a
-    time, which costs next to nothing, where a native call for each line
-    would hand the interpreter's lock to a waiting thread each time.
+    ``numbers``, when given, gets the number of each line that holds a run of
+    :data:`LONG_NUMBER` digits, and ``brackets`` that of each holding more
+    than :data:`DEEPEST` brackets (``[`` and ``{``, which a value needs to
+    nest that deep), before the line is given: the lines :func:`parse` must
+    look at closer.  Found a chunk at a time, which costs next to nothing,
+    where a native call for each line would hand the interpreter's lock to a
+    waiting thread each time.
 
     ``on_read``, when given, is called with the size of each read (a
     progress count)."""
@@ -316,6 +318,7 @@ def lines(
         longest,
         numbers,
         on_read,
+        brackets,
     )
     if start == 0:
         for number, end, raw, terminated in given:
@@ -337,12 +340,14 @@ def _lines(
     longest: int,
     numbers: set[int] | None = None,
     on_read: Callable[[int], None] | None = None,
+    brackets: set[int] | None = None,
 ) -> Iterator[Line]:
     pos = start  # where the next read starts
     done = start  # where the line being read starts
     number = first
     carry: list[bytes] = []  # the line being read, while it is short
     held = 0  # the bytes in carry
+    opened = 0  # the brackets in carry (counted when brackets is asked for)
     kind = _SHORT
     while stop is None or pos < stop:
         data = os.pread(fd, chunk if stop is None else min(chunk, stop - pos), pos)
@@ -364,14 +369,14 @@ def _lines(
                 continue
             _hand(hashing, at, memoryview(data)[: cut + 1])
             long_line = _long(fd, kind, done, at + cut, longest)
-            if numbers is not None and _closer(long_line):
-                numbers.add(number)
+            _look_closer(numbers, brackets, number, long_line)
             yield number, at + cut + 1, long_line, True
             number, done, kind = number + 1, at + cut + 1, _SHORT
             data, at = data[cut + 1 :], done
         if numbers is not None:
             _long_numbers(numbers, number, carry, data)
-            _many_brackets(numbers, number, carry, data)
+        if brackets is not None:
+            _many_brackets(brackets, number, opened, data)
         parts = data.split(b"\n")
         tail = parts.pop()
         if parts and hashing is not None and at + len(data) - len(tail) > hashing.upto:
@@ -389,7 +394,7 @@ def _lines(
             if carry:
                 carry.append(parts[0])
                 parts[0] = b"".join(carry)
-                carry, held = [], 0
+                carry, held, opened = [], 0, 0
             for raw in parts:
                 done += len(raw) + 1
                 yield number, done, raw, True
@@ -397,21 +402,22 @@ def _lines(
         if tail:
             carry.append(tail)
             held += len(tail)
+            if brackets is not None:
+                opened += tail.count(b"[") + tail.count(b"{")
             if held > pass_over:
                 # Too long to hold as it is read: what it is decides what is given.
                 kind = _kind(carry, done == 0)
                 for piece in carry:
                     _hand(hashing, pos - held, piece)
                     held -= len(piece)
-                carry = []
+                carry, opened = [], 0
     if kind != _SHORT:
         if stop is not None and pos >= stop and os.pread(fd, 1, pos):
             # Cut by stop, not at the file's end: not a line's whole bytes.
             yield number, pos, Passed(pos - done, "not read whole"), False
         else:
             long_line = _long(fd, kind, done, pos, longest)
-            if numbers is not None and _closer(long_line):
-                numbers.add(number)
+            _look_closer(numbers, brackets, number, long_line)
             yield number, pos, long_line, False
     elif carry:
         raw = b"".join(carry)
@@ -429,17 +435,22 @@ def _brackets(line: bytes) -> bool:
     return type(line) is not Passed and bracket_run(line, DEEPEST + 1) >= 0
 
 
-def _closer(line: bytes) -> bool:
-    """Whether :func:`parse` must look at ``line`` closer (see :func:`lines`)."""
-    return _digits(line) or _brackets(line)
+def _look_closer(
+    numbers: set[int] | None, brackets: set[int] | None, number: int, line: bytes
+) -> None:
+    """Add line ``number``, ``line`` read whole, to ``numbers`` and ``brackets`` as
+    :func:`lines` says."""
+    if numbers is not None and _digits(line):
+        numbers.add(number)
+    if brackets is not None and _brackets(line):
+        brackets.add(number)
 
 
-def _many_brackets(numbers: set[int], number: int, carry: list[bytes], data: bytes) -> None:
+def _many_brackets(numbers: set[int], number: int, opened: int, data: bytes) -> None:
     """Add to ``numbers`` each line of ``data`` that holds more than :data:`DEEPEST`
-    brackets: its first line is ``number``, which goes on from the bytes in
-    ``carry`` (counted with it)."""
-    before = sum(piece.count(b"[") + piece.count(b"{") for piece in carry)
-    hit, counted = bracket_run(data, DEEPEST + 1, before=before), 0
+    brackets: its first line is ``number``, which goes on from bytes read
+    before that hold ``opened`` of them."""
+    hit, counted = bracket_run(data, DEEPEST + 1, before=opened), 0
     while hit >= 0:
         number += data.count(b"\n", counted, hit)
         numbers.add(number)
@@ -552,7 +563,10 @@ def as_str(value: Any) -> str | None:
 
 
 def parse(
-    raw: bytes, closer: bool | None = None, read: dict[str, Any] | None = None
+    raw: bytes,
+    digits: bool | None = None,
+    brackets: bool | None = None,
+    read: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any] | None, str | None, str | None]:
     """(object, problem, repaired): a line as a JSON object, or why it is not one.
 
@@ -563,10 +577,11 @@ def parse(
     no reader of a log holds exactly (an integer beyond 64 bits, one beyond a
     double's range such as ``1e400``, ``NaN``) is kept as its text, a string.
     A line nested deeper than :data:`DEEPEST` is none (:data:`TOO_DEEP`).
-    A :class:`Passed` line is none, for the reason it gives.  ``closer`` says
-    whether the line needs a closer look (a run of :data:`LONG_NUMBER`
-    digits, many brackets), where :func:`lines` found out (None: looked for
-    here).  ``read``: what ``orjson.loads`` made of ``raw`` already, if it did.
+    A :class:`Passed` line is none, for the reason it gives.  ``digits`` and
+    ``brackets`` say whether the line holds a run of :data:`LONG_NUMBER`
+    digits and more than :data:`DEEPEST` brackets, where :func:`lines` found
+    out (None: looked for here).  ``read``: what ``orjson.loads`` made of
+    ``raw`` already, if it did.
     """
     if type(raw) is Passed:
         return None, raw.why or "a blank line", None
@@ -585,13 +600,12 @@ def parse(
         return obj, None, what
     if not isinstance(obj, dict):
         return None, "not a JSON object", None
-    if closer or (closer is None and _closer(raw)):
-        if _deeper(obj, DEEPEST):
-            return None, TOO_DEEP, None
-        if _digits(raw):
-            exact = _exactly(raw)
-            if exact is not None:
-                return exact[0], None, exact[1]
+    if (brackets or (brackets is None and _brackets(raw))) and _deeper(obj, DEEPEST):
+        return None, TOO_DEEP, None
+    if digits or (digits is None and _digits(raw)):
+        exact = _exactly(raw)
+        if exact is not None:
+            return exact[0], None, exact[1]
     return obj, None, None
 
 
@@ -817,22 +831,27 @@ def head(
     # The first ``max_bytes`` first: a long line after the first objects (a torn
     # tail of many megabytes) is not read whole to be passed over.
     size = os.fstat(fd).st_size
-    longs: set[int] = set()  # (see lines(): no native call for each line)
-    for number, end, raw, terminated in lines(fd, chunk=1 << 14, stop=max_bytes, numbers=longs):
+    # (See lines(): no native call for each line.)
+    longs: set[int] = set()
+    deep: set[int] = set()
+    given = lines(fd, chunk=1 << 14, stop=max_bytes, numbers=longs, brackets=deep)
+    for number, end, raw, terminated in given:
         if not terminated and end < size:
             break  # cut where the read stopped: not a whole line
         kept[number] = raw
-        if _headed(out, fixed, number, raw, terminated, limit, number in longs):
+        if _headed(out, fixed, number, raw, terminated, limit, number in longs, number in deep):
             return out
     if out:
         return out
     # Nothing whole in them: a first line longer than that (a pasted file in a prompt).
     longs.clear()
-    for number, end, raw, terminated in lines(fd, chunk=1 << 20, stop=MAX_LINE, numbers=longs):
+    deep.clear()
+    given = lines(fd, chunk=1 << 20, stop=MAX_LINE, numbers=longs, brackets=deep)
+    for number, end, raw, terminated in given:
         if (end > max_bytes and out) or (not terminated and end < size):
             break  # what was found is enough; or cut where the read stopped
         kept[number] = raw
-        if _headed(out, fixed, number, raw, terminated, limit, number in longs):
+        if _headed(out, fixed, number, raw, terminated, limit, number in longs, number in deep):
             break
     return out
 
@@ -844,10 +863,11 @@ def _headed(
     raw: bytes,
     terminated: bool,
     limit: int,
-    closer: bool,
+    digits: bool,
+    brackets: bool,
 ) -> bool:
     """Add a line's objects to ``out``; whether :func:`head` has read enough."""
-    obj, _, repaired = parse(raw, closer) if raw.strip() else (None, None, None)
+    obj, _, repaired = parse(raw, digits, brackets) if raw.strip() else (None, None, None)
     if obj is not None:
         # Repaired too: half an emoji in a header is no reason to call the file
         # no session (its identity is read from these objects).
