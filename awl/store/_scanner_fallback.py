@@ -149,7 +149,7 @@ def bad_line_mask(records: npt.NDArray[Any], header: bool) -> npt.NDArray[np.boo
 
 
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[{\n")
-"""What :meth:`Fallback.bracket_run` deletes: all but brackets and newlines."""
+"""What :meth:`FallbackScanner.bracket_run` deletes: all but brackets and newlines."""
 
 
 _DIGITS = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
