@@ -450,14 +450,24 @@ def _many_brackets(numbers: set[int], number: int, opened: int, data: bytes) -> 
     """Add to ``numbers`` each line of ``data`` that holds more than :data:`DEEPEST`
     brackets: its first line is ``number``, which goes on from bytes read
     before that hold ``opened`` of them."""
-    hit, counted = bracket_run(data, DEEPEST + 1, before=opened), 0
+    first = bracket_run(data, DEEPEST + 1, before=opened)
+    _hit_lines(numbers, number, data, first, lambda at: bracket_run(data, DEEPEST + 1, at))
+
+
+def _hit_lines(
+    numbers: set[int], number: int, data: bytes, hit: int, search: Callable[[int], int]
+) -> None:
+    """Add to ``numbers`` the line of each hit in ``data`` (its first line is
+    ``number``), from ``hit`` on: ``search(at)`` finds the next from ``at``, the
+    end of the last hit's line (the rest of a line is not looked at again)."""
+    counted = 0
     while hit >= 0:
         number += data.count(b"\n", counted, hit)
         numbers.add(number)
-        counted = data.find(b"\n", hit)  # the rest of this line is not looked at again
+        counted = data.find(b"\n", hit)
         if counted < 0:
             break
-        hit = bracket_run(data, DEEPEST + 1, counted)
+        hit = search(counted)
 
 
 def _deeper(value: Any, limit: int) -> bool:
@@ -489,14 +499,7 @@ def _long_numbers(numbers: set[int], number: int, carry: list[bytes], data: byte
                 break
         if digit_run(edge + data[: n - 1], n) >= 0:
             numbers.add(number)
-    hit, counted = digit_run(data, n), 0
-    while hit >= 0:
-        number += data.count(b"\n", counted, hit)
-        numbers.add(number)
-        counted = data.find(b"\n", hit)  # the rest of this line is not looked at again
-        if counted < 0:
-            break
-        hit = digit_run(data, n, counted)
+    _hit_lines(numbers, number, data, digit_run(data, n), lambda at: digit_run(data, n, at))
 
 
 def _kind(carry: list[bytes], first: bool) -> int:
