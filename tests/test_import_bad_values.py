@@ -362,3 +362,29 @@ def test_a_line_not_utf8_and_not_json_says_what_else_is_wrong(raw: bytes, why: s
     """Bytes that are not UTF-8 alone are repaired; a line that is broken besides is
     skipped for what is broken, not with the parser's words for those bytes."""
     assert _source.parse(raw)[:2] == (None, f"not JSON ({why})")
+
+
+@pytest.mark.parametrize("fmt", sorted(SOURCES))
+def test_a_line_of_form_feeds_or_vertical_tabs_is_skipped_and_said_not_passed_over(
+    tmp_path: Path, fmt: str
+) -> None:
+    """JSON's whitespace is a space, a tab, a carriage return and a newline: a line
+    of only those is blank and passed over; one holding a form feed or a
+    vertical tab (which Python's ``strip`` would take as blank) holds bytes no
+    JSON writer puts there, and is skipped with its line number, short or long,
+    on a first import and on an update."""
+    rows = SOURCES[fmt].read_bytes().splitlines(keepends=True)
+    src = copy_tree(SOURCES[fmt], tmp_path / fmt / SOURCES[fmt].name)
+    long = 2 << 20  # past what awl holds as it reads
+    src.write_bytes(
+        b"".join([*rows[:3], b" \t\r\n", b"\x0c\n", b" \x0b \n", b"\x0c" * long + b"\n", *rows[3:]])
+    )
+    first = run(src, session_dir=tmp_path / "s")
+    assert first.status == "imported" and first.path is not None, first.error
+    assert [line for _, line, _ in first.skipped] == [5, 6, 7]
+    assert all(why.startswith("not ") for _, _, why in first.skipped), first.skipped
+    assert accounted_lines(first.path) == source_lines(src)  # line 4 blank
+    with open(src, "ab") as f:
+        f.write(b"\x0b\n")
+    again = run(src, session_dir=tmp_path / "s")
+    assert again.status == "updated" and [x[1] for x in again.skipped] == [len(rows) + 5]

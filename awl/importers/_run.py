@@ -78,7 +78,9 @@ from ._record import (
 )
 from ._source import (
     FORMATS,
+    JSON_SPACE,
     Hashing,
+    blank,
     detect,
     digest,
     hash_of,
@@ -1066,19 +1068,19 @@ class _Import:
                 taken = raw[: boundary - start]
                 obj, _, _ = (
                     parse(taken, number in longs, number in deep)
-                    if taken.strip()
+                    if not blank(taken)
                     else (None, None, None)
                 )
                 if obj is not None:
                     feed(obj, number)
-                elif terminated and taken.strip() and number not in skipped_before:
+                elif terminated and not blank(taken) and number not in skipped_before:
                     for o, _, _ in split_glued(taken) or ():
                         feed(o, number)
                 while next_cut < len(cuts) and cuts[next_cut] <= min(end, boundary):
                     conv.flush()
                     next_cut += 1
                 raw = raw[boundary - start :]
-                if not raw.strip():
+                if blank(raw):
                     continue
                 # The earlier import took this line's first object before its newline
                 # came; more came after it on the line: taken now.
@@ -1181,7 +1183,7 @@ class _Import:
         ``closer``: whether it holds a long run of digits, and many brackets;
         ``read``: what orjson made of it, if it was parsed already (see :func:`parse`)."""
         r = self.r
-        if not raw.strip():
+        if blank(raw):
             f.consumed, f.lines = end, number
             return None
         obj, problem, repaired = parse(raw, *closer, read if type(read) is dict else None)
@@ -1491,7 +1493,7 @@ def _blank(fd: int) -> bool:
     starts with one (read until it does not)."""
     pos = 0
     while data := os.pread(fd, 1 << 16, pos):
-        if (data[3:] if pos == 0 and data.startswith(b"\xef\xbb\xbf") else data).strip():
+        if not blank(data[3:] if pos == 0 and data.startswith(b"\xef\xbb\xbf") else data):
             return False
         pos += len(data)
     return True
@@ -1505,7 +1507,7 @@ def _first_line_unfinished(fd: int, limit: int = 1 << 24) -> bool:
     if size > limit:
         return False
     data = _read_all(fd, size)
-    return b"\n" not in data and data.lstrip().startswith(b"{")
+    return b"\n" not in data and data.lstrip(JSON_SPACE).startswith(b"{")
 
 
 def _read_all(fd: int, size: int) -> bytes:

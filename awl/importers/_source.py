@@ -268,8 +268,19 @@ class Passed(bytes):
 # held, and blank so far, starting with "{" (an object, maybe), or with anything else.
 _SHORT, _BLANK, _OBJECT, _OTHER = range(4)
 
-_TEXT = re.compile(rb"[^ \t\r\x0b\x0c]")
-"""A byte ``bytes.strip`` keeps: a line with none is blank (a line has no newline)."""
+JSON_SPACE = b" \t\r\n"
+"""JSON's whitespace: a line of nothing else is blank.  Not ``bytes.strip``'s,
+which takes a form feed or a vertical tab too: a line of those holds bytes no
+JSON writer puts there, so it is skipped and said, not passed over."""
+
+_TEXT = re.compile(rb"[^ \t\r]")
+"""A byte that is not JSON's whitespace: a line with none is blank (a line has no
+newline)."""
+
+
+def blank(raw: bytes) -> bool:
+    """Whether a line holds only JSON's whitespace (:data:`JSON_SPACE`)."""
+    return not raw.strip(JSON_SPACE)
 
 
 def lines(
@@ -870,14 +881,14 @@ def _headed(
     brackets: bool,
 ) -> bool:
     """Add a line's objects to ``out``; whether :func:`head` has read enough."""
-    obj, _, repaired = parse(raw, digits, brackets) if raw.strip() else (None, None, None)
+    obj, _, repaired = parse(raw, digits, brackets) if not blank(raw) else (None, None, None)
     if obj is not None:
         # Repaired too: half an emoji in a header is no reason to call the file
         # no session (its identity is read from these objects).
         out.append((number, obj))
         if repaired:
             fixed.add(number)
-    elif obj is None and terminated and raw.strip():
+    elif obj is None and terminated and not blank(raw):
         # Objects glued on one line (a header and the first entry): each, under
         # the line's number, as an import takes them.
         out.extend((number, o) for o, _, _ in split_glued(raw) or ())

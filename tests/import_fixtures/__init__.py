@@ -170,8 +170,9 @@ def accounted_lines(log: str | Path) -> Counter[tuple[str, int]]:
 
 
 def source_lines(path: Path, rel: str = "") -> Counter[tuple[str, int]]:
+    """(file, line) of each line of ``path`` that is not blank (JSON's whitespace)."""
     return Counter(
-        (rel, n) for n, x in enumerate(path.read_bytes().split(b"\n"), start=1) if x.strip()
+        (rel, n) for n, x in enumerate(path.read_bytes().split(b"\n"), start=1) if x.strip(b" \t\r")
     )
 
 
