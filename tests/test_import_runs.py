@@ -1331,7 +1331,37 @@ def test_pi_s_store_is_where_its_own_settings_and_variables_put_it(
     (here / ".pi" / "settings.json").write_text('{"sessionDir": "/srv/pi-sessions"}')
     assert default_store("pi") == Path("/srv/pi-sessions")
     (here / ".pi" / "settings.json").write_text("{not json")  # pi passes over it too
-    assert default_store("pi") == home / "kept" / "pi"
+    notes: list[str] = []
+    assert default_store("pi", notes) == home / "kept" / "pi"
+    assert notes == [
+        f"{here / '.pi' / 'settings.json'}: not JSON (unexpected character, expected a string key): "
+        "passed over, as pi does (sessionDir not taken)"
+    ]
+    # And said by a run, before its summary (to standard error with --json).
+    for how in ([], ["--json"]):
+        out = cli("import", "--from", "pi", "--dry-run", *how)
+        said = out.stderr if how else out.stdout
+        assert said.splitlines()[0] == notes[0], out.output
+    for bad, why in [
+        (b"[]", "not a JSON object"),
+        (b'{"sessionDir": 5}', "its sessionDir is not a string"),
+        (b" ", "not JSON (input data is empty)"),
+        (b"{}" + b" " * (1 << 20), "over 1 MiB, not read"),
+    ]:
+        (here / ".pi" / "settings.json").write_bytes(bad)
+        notes = []
+        assert default_store("pi", notes) == home / "kept" / "pi", bad
+        assert len(notes) == 1 and f": {why}: passed over" in notes[0], (bad, notes)
+    (here / ".pi" / "settings.json").unlink()
+    (here / ".pi" / "settings.json").mkdir()
+    notes = []
+    assert default_store("pi", notes) == home / "kept" / "pi"
+    assert len(notes) == 1 and ": not a file: passed over" in notes[0], notes
+    (here / ".pi" / "settings.json").rmdir()
+    for quiet in (b"", b"{}", b'{"sessionDir": null}'):  # pi says nothing of these either
+        (here / ".pi" / "settings.json").write_bytes(quiet)
+        notes = []
+        assert default_store("pi", notes) == home / "kept" / "pi" and not notes, quiet
     (here / ".pi" / "settings.json").write_bytes(b'\xef\xbb\xbf{"sessionDir": "/srv/bom"}')
     assert default_store("pi") == Path("/srv/bom")  # a byte order mark first, as pi reads it
     (here / ".pi" / "settings.json").write_text('{"sessionDir": ""}')  # pi's default, then

@@ -92,6 +92,8 @@ def import_command(
         plan = plan_import(paths, fmt=fmt)
     except ValueError as exc:
         fail(f"PATHS: {exc}", usage=True)
+    for note in plan.notes:  # a tool's settings passed over: before what they led to
+        click.echo(visible(note, one_line=True), err=as_json)
     sizes = {s.path: s.size for s in plan.sources}
     total = len(plan.sources)
     with stoppable_progress(

@@ -39,7 +39,7 @@ _SUBAGENTS = "subagents"
 _SESSION_NAME = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
-def default_store(fmt: str) -> Path:
+def default_store(fmt: str, notes: list[str] | None = None) -> Path:
     """Where ``fmt``'s tool keeps its sessions, as its own settings say.
 
     pi: ``$PI_CODING_AGENT_SESSION_DIR``, else the ``sessionDir`` of its
@@ -49,6 +49,10 @@ def default_store(fmt: str) -> Path:
     taken as pi takes it; Claude Code: ``$CLAUDE_CONFIG_DIR/projects``
     (``~/.claude/projects``); Codex: ``$CODEX_HOME/sessions``
     (``~/.codex/sessions``).
+
+    A settings file that is there but cannot be taken (not JSON, say) is
+    passed over, as pi passes over it; ``notes``, when given, gets a line
+    saying so for each.
     """
     env = os.environ
     if fmt == "pi":
@@ -57,7 +61,7 @@ def default_store(fmt: str) -> Path:
         agent = _pi_path(env["PI_CODING_AGENT_DIR"]) if env.get("PI_CODING_AGENT_DIR") else None
         agent = agent or home() / ".pi" / "agent"
         for settings in (Path(".pi") / "settings.json", agent / "settings.json"):
-            chosen = _setting(settings, "sessionDir")
+            chosen = _setting(settings, "sessionDir", notes)
             if chosen is not None:
                 # The directory's setting wins, an empty one too (pi's default then).
                 return _pi_path(chosen) if chosen else agent / "sessions"
@@ -83,31 +87,61 @@ def _pi_path(text: str) -> Path:
     return Path(text)
 
 
-def _setting(path: Path, name: str) -> str | None:
+def _setting(path: Path, name: str, notes: list[str] | None = None) -> str | None:
     """A string setting of a JSON settings file; None when the file or the setting
-    is missing or not what it should be (pi then goes on without it too)."""
+    is missing or not what it should be (pi then goes on without it too).  Why
+    a file that is there was not taken goes to ``notes``: a user who set the
+    setting there learns why it had no effect."""
+    value, why = _read_setting(path, name)
+    if why is not None and notes is not None:
+        notes.append(
+            f"{path_text(path.absolute())}: {why}: passed over, as pi does ({name} not taken)"
+        )
+    return value
+
+
+def _read_setting(path: Path, name: str) -> tuple[str | None, str | None]:
+    """(value, why it was not taken): the setting, or why the file was passed over
+    (None for a file that is not there, an empty one, or one without it)."""
     try:
         # Non-blocking, and a regular file only: a FIFO there must not hang the import.
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError:
-        return None
+    except (FileNotFoundError, NotADirectoryError):
+        return None, None
+    except OSError as exc:
+        return None, f"cannot be read: {exc.strerror}"
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
+            return None, "not a file"
         with open(fd, "rb", closefd=False) as fh:
-            doc = orjson.loads(fh.read(1 << 20).removeprefix(b"\xef\xbb\xbf"))  # as pi, a BOM
-    except (OSError, orjson.JSONDecodeError):
-        return None
+            data = fh.read(_SETTINGS_MAX + 1)
+        if not data:
+            return None, None  # pi takes an empty file as no settings
+        if len(data) > _SETTINGS_MAX:
+            return None, "over 1 MiB, not read"
+        doc = orjson.loads(data.removeprefix(b"\xef\xbb\xbf"))  # as pi, past a BOM
+    except OSError as exc:
+        return None, f"cannot be read: {exc.strerror}"
+    except orjson.JSONDecodeError as exc:
+        return None, f"not JSON ({exc.msg})"
     finally:
         os.close(fd)
-    value = doc.get(name) if isinstance(doc, dict) else None
-    return value if isinstance(value, str) else None
+    if not isinstance(doc, dict):
+        return None, "not a JSON object"
+    value = doc.get(name)
+    if value is None or isinstance(value, str):
+        return value, None
+    return None, f"its {name} is not a string"
 
 
-def default_stores(fmt: str) -> list[Path]:
+_SETTINGS_MAX = 1 << 20
+"""The largest settings file read: far past any real one."""
+
+
+def default_stores(fmt: str, notes: list[str] | None = None) -> list[Path]:
     """Every folder where ``fmt``'s tool keeps sessions: :func:`default_store`, and for
     Codex the sessions it archived too (``archived_sessions`` beside ``sessions``)."""
-    store = default_store(fmt)
+    store = default_store(fmt, notes)
     return [store, store.parent / "archived_sessions"] if fmt == "codex" else [store]
 
 
@@ -118,6 +152,9 @@ class ImportPlan:
 
     sources: list[SourceSpec] = field(default_factory=list)
     problems: list[ImportResult] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What the run should tell its user but is no session's: a tool's settings
+    file passed over when its store was looked up."""
 
 
 def plan_import(
@@ -145,7 +182,7 @@ def plan_import(
     seen: set[tuple[int, int]] = set()
     own = _awl_store(session_dir)
     if not paths:
-        pairs = [(f, s) for f in ([fmt] if fmt else FORMATS) for s in default_stores(f)]
+        pairs = [(f, s) for f in ([fmt] if fmt else FORMATS) for s in default_stores(f, plan.notes)]
         stores = [s for _, s in pairs]
         found = []
         barred: set[tuple[Path, int | None]] = set()
