@@ -307,3 +307,35 @@ def test_a_default_store_that_may_not_be_entered_is_said_not_passed_over(
     alone = store.awl(["import", "--dry-run", "--from", tool], home)
     assert alone.returncode == 1 and "no sessions to import" not in alone.stdout + alone.stderr
     assert "Permission denied" in alone.stdout + alone.stderr
+
+
+def test_a_pi_settings_file_that_may_not_be_read_is_said_once_its_folder_may_be_entered(
+    store: Store,
+) -> None:
+    """pi's settings.json that is there but may not be read (another user's) is
+    passed over as pi passes over it, and said in one line; behind a folder that
+    may not be entered it is not said again: the store's own line says that."""
+    from tests.import_fixtures import PI_FULL
+
+    home = store.base
+    home.chmod(0o755)
+    agent = home / ".pi" / "agent"
+    (agent / "sessions" / "x").mkdir(parents=True)
+    shutil.copy(PI_FULL, agent / "sessions" / "x" / "s.jsonl")
+    for d, _, _ in os.walk(home / ".pi"):
+        Path(d).chmod(0o755)
+    settings = agent / "settings.json"
+    settings.write_text('{"sessionDir": "~/elsewhere"}')
+    deny(settings, read=True)
+    done = store.awl(["import", "--dry-run", "--from", "pi"], home)
+    assert done.returncode == 0, done.stdout + done.stderr
+    first, *_, summary = done.stdout.splitlines()
+    assert first == (
+        f"{settings}: cannot be read: Permission denied: passed over, as pi does "
+        "(sessionDir not taken)"
+    )
+    assert summary.startswith("1 session,"), summary
+    deny(agent, read=True)
+    done = store.awl(["import", "--dry-run", "--from", "pi"], home)
+    assert done.returncode == 1 and "settings.json" not in done.stdout + done.stderr
+    assert "Permission denied" in done.stdout, done.stdout

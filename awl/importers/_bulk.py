@@ -109,6 +109,11 @@ def _read_setting(path: Path, name: str) -> tuple[str | None, str | None]:
     except (FileNotFoundError, NotADirectoryError):
         return None, None
     except OSError as exc:
+        try:
+            os.stat(path)
+        except OSError:
+            # Its folder may not be entered: the store's own line says so.
+            return None, None
         return None, f"cannot be read: {exc.strerror}"
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
