@@ -1334,8 +1334,8 @@ def test_pi_s_store_is_where_its_own_settings_and_variables_put_it(
     notes: list[str] = []
     assert default_store("pi", notes) == home / "kept" / "pi"
     assert notes == [
-        f"{here / '.pi' / 'settings.json'}: not JSON (unexpected character, expected a string key): "
-        "passed over, as pi does (sessionDir not taken)"
+        f"{here / '.pi' / 'settings.json'}: not JSON (unexpected character, expected a "
+        "string key): passed over, as pi does (sessionDir not taken)"
     ]
     # And said by a run, before its summary (to standard error with --json).
     for how in ([], ["--json"]):
@@ -2305,7 +2305,9 @@ def test_a_resume_by_a_subagents_transcript_is_refused_naming_its_session(
     out = cli("--resume", str(sub), "--provider", "offline", "-p", "x")
     assert out.exit_code == 2 and len(out.output.splitlines()) == 1, out.output
     assert f"a subagent's transcript of the Claude Code session {src}" in out.output
-    assert f"(awl import {src} goes on with that session)" in out.output
+    assert f"(`awl import {src}` takes that session in, then awl --resume goes on with it)" in (
+        out.output
+    )
     (spec,) = plan_import([src]).sources
     r = run(src, extras=spec.extras)
     assert r.path is not None
@@ -2313,6 +2315,22 @@ def test_a_resume_by_a_subagents_transcript_is_refused_naming_its_session(
     out = cli("--resume", str(sub), "--provider", "offline", "-p", "x")
     assert out.exit_code == 2 and f"(awl --resume {r.session} goes on" in out.output, out.output
     assert Path(r.path).read_bytes() == before
+    # show and search name the session too, and say that the transcript is not in
+    # what they give of it: the hint is no way to its words.
+    for args, end in [
+        (
+            ["show", str(sub)],
+            f"(awl show {r.session} shows that session; the transcript is "
+            "kept in its log, not shown)",
+        ),
+        (
+            ["search", "--session", str(sub), "x"],
+            f"(awl search --session {r.session} searches "
+            "that session; the transcript is kept in its log, not searched)",
+        ),
+    ]:
+        out = cli(*args)
+        assert out.exit_code == 2 and out.output.rstrip().endswith(end), out.output
 
 
 def test_show_says_where_an_imported_session_came_from(tmp_path: Path) -> None:

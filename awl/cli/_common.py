@@ -296,6 +296,9 @@ _TAKES = {
 }
 """How each command that takes a source log's path is named in its hints."""
 
+_LEFT_OUT = {"show": "shown", "search": "searched"}
+"""What show and search do not do with a subagent's transcript kept in a log."""
+
 
 def imported_log(path: Path, found: str, command: str) -> Path:
     """The awl log an import made of the pi, Claude Code or Codex log at ``path``
@@ -313,11 +316,19 @@ def imported_log(path: Path, found: str, command: str) -> Path:
     verb, task = _TAKES[command]
     if copy is not None and copy.subagent and copy.source is not None:
         # A subagent's transcript: kept with its session, no conversation of its own.
-        with_it = f"{verb} {sid}" if sid else f"awl import {shlex.quote(copy.source)}"
+        with_it = (
+            f"{verb} {sid} {task} that session"
+            if sid
+            else f"`awl import {shlex.quote(copy.source)}` takes that session in, then {verb} "
+            f"{task} it"
+        )
+        # What show and search give of that session leaves the transcript out: said,
+        # so that the hint is not taken for a way to its words.
+        kept = "" if resume else f"; the transcript is kept in its log, not {_LEFT_OUT[command]}"
         fail(
             f"{path}: a subagent's transcript of the {FORMAT_NAMES[found]} session "
             f"{copy.source}, not a session {'to go on with' if resume else 'of its own'} "
-            f"({with_it} {task} that session)",
+            f"({with_it}{kept})",
             usage=True,
         )
     again = f"awl import {shlex.quote(str(path))}"
