@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -525,6 +526,18 @@ def test_prefix_resolution(project: Path, root: Path) -> None:
     with pytest.raises(AmbiguousSession) as err:
         SessionManager.find(target.id[:4], project, session_dir=root)
     assert all(m.id in str(err.value) for m in ms)
+    # Each candidate says what tells it apart: when it began and was last active,
+    # its messages, its first prompt (sessions that began alike differ in the rest).
+    with SessionManager.open(ms[1].path) as m:
+        m.append_message(Message("assistant", [Text("a")]))
+    with pytest.raises(AmbiguousSession) as err:
+        SessionManager.find(target.id[:4], project, session_dir=root)
+    labels = re.findall(r"[0-9a-f-]{36} \(([^)]*)\)", str(err.value))
+    assert [re.sub(r"^[0-9-]{10} [0-9:]{5}(?: to [0-9:]{5})?, ", "", x) for x in labels] == [
+        "1 message, 'prompt 0'",
+        "2 messages, 'prompt 1'",
+        "1 message, 'prompt 2'",
+    ], labels
     unique = next(
         target.id[:n]
         for n in range(8, 37)

@@ -130,21 +130,32 @@ def _copies(session_id: str, paths: Sequence[Path]) -> str:
 
 
 def _label(path: Path) -> str:
-    """What tells a session apart from others an id prefix matches: when it began
-    (local time) and its first prompt, cut short."""
+    """What tells a session apart from others an id prefix matches: when it began and
+    was last active (local time), its messages, the tool it was imported from,
+    and its first prompt, cut short (sessions that began alike, copies of one
+    source say, differ in the rest)."""
     info = session_info(path)
     if info is None or info.error is not None:
         return ""
     try:
         when = datetime.fromisoformat(info.created).timestamp()
+        last = datetime.fromisoformat(info.last_activity or info.created).timestamp()
     except ValueError:
         return ""
     began = time.strftime("%Y-%m-%d %H:%M", time.localtime(when))
+    ended = time.strftime("%Y-%m-%d %H:%M", time.localtime(last))
+    # The end's date only where it is not the start's.
+    span = began if ended == began else f"{began} to {ended.removeprefix(began[:11])}"
+    said = [span, f"{info.message_count} message{'s' * (info.message_count != 1)}"]
+    if info.imported_from:
+        said.append(f"from {info.imported_from}")
     prompt = " ".join(info.first_prompt.split())
     prompt = prompt if len(prompt) <= 40 else prompt[:39] + "…"
-    # Quoted as it reads, not as a Python literal (whose backslashes come doubled):
-    # the command line escapes what a terminal cannot show.
-    return f"{began}, '{prompt}'" if prompt else began
+    if prompt:
+        # Quoted as it reads, not as a Python literal (whose backslashes come
+        # doubled): the command line escapes what a terminal cannot show.
+        said.append(f"'{prompt}'")
+    return ", ".join(said)
 
 
 def find_session_ending(
