@@ -1437,6 +1437,28 @@ def test_a_tool_name_cannot_draw_a_heading_of_its_own() -> None:
     assert "\n── user ──" not in shown and "bash\\n── user ──\\nfake" in shown
 
 
+def test_a_tool_calls_input_is_shown_with_its_characters_not_their_escapes() -> None:
+    """Input a model or an imported tool logged with ``\\u`` escapes (an emoji as two
+    halves) shows its characters, as search finds them, in full and cut short;
+    every other byte shows as it is: numbers (not rounded), an escaped backslash,
+    ASCII and control escapes, half a pair, input that is no JSON."""
+    from awl.conversation import Message, ToolUse
+    from awl.ui import render_message
+
+    escaped = '{"command": "echo \'caf\\u00e9 \\ud83c\\udf0a\'", "n": 1.50}'
+    for full in (True, False):
+        shown = render_message(Message("assistant", [ToolUse("t1", "bash", escaped)]), full=full)
+        assert '[tool call bash {"command": "echo \'café 🌊\'", "n": 1.50}]' in shown, shown
+    for raw in (
+        '{"n": 123456789012345678901234567890}',  # not rounded to a double
+        "not json",
+        '"\\ud83c half"',
+        '"\\\\u00e9 a backslash, \\u0041 ASCII, \\u0085 a control"',
+    ):
+        shown = render_message(Message("assistant", [ToolUse("t1", "bash", raw)]))
+        assert f"[tool call bash {raw}]" in shown, shown
+
+
 def test_visible_shows_the_bytes_of_a_name_that_is_not_utf8_as_escapes() -> None:
     """A file name's bytes that are not UTF-8 reach Python as lone surrogates, which a
     strict stdout refuses to print: shown as the bytes they were."""

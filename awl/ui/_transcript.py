@@ -126,7 +126,9 @@ def render_message(msg: Message, *, full: bool = True, served: str | None = None
             out.append(b.text if full else _clip(b.text, _TEXT_LINES))
         elif isinstance(b, ToolUse):
             out.append(
-                _tool_call(b) if full else f"[tool call {b.name} {_cut(b.input, _LINE_CHARS)}]"
+                _tool_call(b)
+                if full
+                else f"[tool call {b.name} {_cut(_readable(b.input)[0], _LINE_CHARS)}]"
             )
         elif isinstance(b, ToolResult):
             body = b.content if full else _clip(b.content, _TOOL_OUTPUT_LINES)
@@ -140,14 +142,11 @@ def _tool_call(b: ToolUse) -> str:
     """A tool call in full: its input as JSON, on one line; or, when a member holds
     lines of text (a command, a patch, a file's new content), each such member
     as ``name:`` and its lines below, as they would be read."""
-    try:
-        args = orjson.loads(b.input)
-    except orjson.JSONDecodeError:
-        args = None
+    shown, args = _readable(b.input)
     if not isinstance(args, dict) or not any(
         isinstance(v, str) and "\n" in v for v in args.values()
     ):
-        return f"[tool call {visible(b.name, one_line=True)} {b.input}]"
+        return f"[tool call {visible(b.name, one_line=True)} {shown}]"
     out = [f"[tool call {visible(b.name, one_line=True)}]"]
     for key, value in args.items():
         if isinstance(value, str) and "\n" in value:
@@ -155,6 +154,39 @@ def _tool_call(b: ToolUse) -> str:
         else:
             out.append(f"{key}: {orjson.dumps(value).decode()}")
     return "\n".join(out)
+
+
+def _readable(raw: str) -> tuple[str, Any]:
+    """A tool call's input as it reads, and its value (None when it is no JSON awl
+    reads): the ``\\u`` escapes of characters past ASCII's that the model or
+    the tool that logged it wrote (``caf\\u00e9``, an emoji as two halves)
+    given as those characters, as search finds them; every other byte as it
+    is, numbers and spacing too (a value parsed and written again would
+    round what a double does not hold)."""
+    try:
+        args = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        args = None
+    return (_ESCAPES.sub(_unescaped, raw) if "\\u" in raw else raw), args
+
+
+# Each escape, left to right (so "\\\\u00e9" is a backslash, then text): a UTF-16
+# pair, one \uXXXX, or any other.
+_ESCAPES = re.compile(
+    r"\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})|\\u([0-9a-f]{4})|\\.", re.IGNORECASE
+)
+
+
+def _unescaped(m: re.Match[str]) -> str:
+    if m[1]:
+        return chr(0x10000 + ((int(m[1], 16) - 0xD800) << 10) + int(m[2], 16) - 0xDC00)
+    if m[3]:
+        point = int(m[3], 16)
+        # ASCII, C1 controls and half a pair stay escaped: what they stand for is
+        # no plain character (and a quote or a backslash would end the string).
+        if point >= 0xA0 and not 0xD800 <= point < 0xE000:
+            return chr(point)
+    return m[0]
 
 
 _ENDED = {
