@@ -1155,8 +1155,10 @@ def test_print_resume_errors(env: dict[str, str], root: Path, project: Path, ref
     assert len(r.stderr.splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
     if ref == "0":
         assert "matches 2 sessions" in r.stderr
-        # Each named with what tells them apart: when it began, its first prompt.
-        assert re.search(r"\(\d{4}-\d\d-\d\d \d\d:\d\d, 'one'\), ", r.stderr), r.stderr
+        # Each named with what tells them apart: when, its messages, its first prompt.
+        assert re.search(
+            r"\(\d{4}-\d\d-\d\d \d\d:\d\d(?: to [0-9:]{5})?, 3 messages, 'one'\), ", r.stderr
+        ), r.stderr
         assert r.stderr.rstrip().endswith(", 'two')")
     if ref == "0:5c1f09aa":  # a search hit's first word, of a prefix two sessions share
         assert "matches 2 sessions" in r.stderr
