@@ -2845,3 +2845,51 @@ def test_on_a_terminal_the_bar_moves_within_a_large_session(tmp_path: Path) -> N
     partial = re.findall(r"\] +(\d+)% +0/1 files, (\S+ \S+) of " + total, shown)
     assert any(0 < int(pct) < 100 and amount != "0 B" for pct, amount in partial), shown
     assert re.search(r"\] +100% +1/1 files, " + f"{total} of {total}", shown), shown
+
+
+@pytest.mark.parametrize("fmt", sorted(SOURCES))
+def test_a_source_grown_and_imported_by_another_process_meanwhile_is_no_conflict(
+    tmp_path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An import takes the source's size, then reads the awl log's last record.
+    When the source grew in between and another process imported it whole, the
+    record holds more than that size; the file only grew, so the import finds it
+    unchanged: not "shorter than what was imported", a conflict whose advice
+    (remove the awl log) would lose the turns awl added to it."""
+    from awl.importers import _run
+
+    rows = SOURCES[fmt].read_bytes().splitlines(keepends=True)
+    src = copy_tree(SOURCES[fmt], tmp_path / fmt / SOURCES[fmt].name)
+    half, more = len(rows) // 2, len(rows) * 3 // 4
+    src.write_bytes(b"".join(rows[:half]))
+    root = tmp_path / "s"
+    first = run(src, session_dir=root)
+    assert first.status == "imported", first.error
+    # Grown to a size no import records: the one the next import starts from.
+    with open(src, "ab") as f:
+        f.write(b"".join(rows[half:more]))
+    real = _run.last_record
+    meanwhile: list[str] = []
+
+    def another_import_first(path: Any, *args: Any, **kw: Any) -> Any:
+        if not meanwhile:
+            with open(src, "ab") as f:
+                f.write(b"".join(rows[more:]))
+            env = {**os.environ, "PYTHONPATH": str(REPO), "AWL_SESSION_DIR": str(root)}
+            done = subprocess.run(
+                [sys.executable, "-m", "awl.cli", "import", str(src)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+            meanwhile.append(done.stdout)
+            assert done.returncode == 0 and " 1 updated," in done.stdout, done.stdout
+        return real(path, *args, **kw)
+
+    monkeypatch.setattr(_run, "last_record", another_import_first)
+    r = run(src, session_dir=root)
+    assert meanwhile and r.status == "unchanged", (r.status, r.error)
+    monkeypatch.setattr(_run, "last_record", real)
+    assert run(src, session_dir=root).status == "unchanged"

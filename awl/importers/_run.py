@@ -891,6 +891,10 @@ class _Import:
         self.earlier = record.get("source")
         grown = False
         for f in files:
+            # Its size now, after the record was read: the one taken when the file was
+            # opened may be older than what another import, since, took of it grown
+            # (which is no shorter file).
+            f.size = os.fstat(f.fd).st_size
             known = state.get(f.key)
             f.known = known if isinstance(known, dict) else None
             f.algo = hash_of(f.known)
