@@ -2881,6 +2881,7 @@ def test_a_source_grown_and_imported_by_another_process_meanwhile_is_no_conflict
     unchanged: not "shorter than what was imported", a conflict whose advice
     (remove the awl log) would lose the turns awl added to it."""
     from awl.importers import _run
+    from awl.importers._record import last_record
 
     rows = SOURCES[fmt].read_bytes().splitlines(keepends=True)
     src = copy_tree(SOURCES[fmt], tmp_path / fmt / SOURCES[fmt].name)
@@ -2892,7 +2893,7 @@ def test_a_source_grown_and_imported_by_another_process_meanwhile_is_no_conflict
     # Grown to a size no import records: the one the next import starts from.
     with open(src, "ab") as f:
         f.write(b"".join(rows[half:more]))
-    real = _run.last_record
+    real = last_record  # what _run calls by that name
     meanwhile: list[str] = []
 
     def another_import_first(path: Any, *args: Any, **kw: Any) -> Any:
