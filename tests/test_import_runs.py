@@ -1568,12 +1568,14 @@ def test_a_run_stopped_once_every_file_was_done_promises_no_rest(
     from awl.cli._progress import stoppable_progress
 
     again = "the same import again takes the rest"
-    with pytest.raises(SystemExit) as stopped:
-        with stoppable_progress("import", 2, 10, quiet=True, unit="files", again=again) as bar:
-            for _ in range(done):
-                bar.done(5)
-            os.kill(os.getpid(), signal.SIGINT)  # a real signal, raised by its handler
-            time.sleep(5)  # not reached: the handler raises before
+    with (
+        pytest.raises(SystemExit) as stopped,
+        stoppable_progress("import", 2, 10, quiet=True, unit="files", again=again) as bar,
+    ):
+        for _ in range(done):
+            bar.done(5)
+        os.kill(os.getpid(), signal.SIGINT)  # a real signal, raised by its handler
+        time.sleep(5)  # not reached: the handler raises before
     assert stopped.value.code == 128 + signal.SIGINT
     said = capsys.readouterr().err
     assert said == (
