@@ -1559,32 +1559,6 @@ def _import_env(tmp_path: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO), "AWL_SESSION_DIR": str(tmp_path / "sessions")}
 
 
-@pytest.mark.parametrize("done", [1, 2])
-def test_a_run_stopped_once_every_file_was_done_promises_no_rest(
-    capsys: pytest.CaptureFixture[str], done: int
-) -> None:
-    """A signal that comes after the last file was reported, before the summary: the
-    line says every file was done, not that running it again takes a rest."""
-    from awl.cli._progress import stoppable_progress
-
-    again = "the same import again takes the rest"
-    with (
-        pytest.raises(SystemExit) as stopped,
-        stoppable_progress("import", 2, 10, quiet=True, unit="files", again=again) as bar,
-    ):
-        for _ in range(done):
-            bar.done(5)
-        os.kill(os.getpid(), signal.SIGINT)  # a real signal, raised by its handler
-        time.sleep(5)  # not reached: the handler raises before
-    assert stopped.value.code == 128 + signal.SIGINT
-    said = capsys.readouterr().err
-    assert said == (
-        "awl: import stopped (SIGINT) after all 2 files were done, before its summary\n"
-        if done == 2
-        else f"awl: import stopped (SIGINT) after at least 1 of 2 files; {again}\n"
-    )
-
-
 def test_a_stopped_dry_run_says_it_wrote_nothing(tmp_path: Path) -> None:
     total = 1500
     with _importing(tmp_path, total, "--dry-run", "--json", "-j", "1") as child:

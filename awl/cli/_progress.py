@@ -195,23 +195,17 @@ def stoppable_progress(
         except WorkerDied as exc:
             done = bar.done_files if bar is not None else 0
             click.echo(
-                f"awl: {label} stopped: {exc}, {_how_far(done, files, unit, again)}", err=True
+                f"awl: {label} stopped: {exc}, after at least {done} of {files} {unit}; {again}",
+                err=True,
             )
             raise SystemExit(1) from None
         except Stopped as exc:
+            # What was reported: workers report in order, so a large log under way
+            # holds back the reports of smaller ones done after it ("at least").
             done = bar.done_files if bar is not None else 0
             click.echo(
-                f"awl: {label} stopped ({exc.name}) {_how_far(done, files, unit, again)}",
+                f"awl: {label} stopped ({exc.name}) after at least {done} of {files} {unit}; "
+                f"{again}",
                 err=True,
             )
             raise SystemExit(128 + exc.signum) from None
-
-
-def _how_far(done: int, files: int, unit: str, again: str) -> str:
-    """How far a stopped run got, and what running it again does, where that is not
-    nothing (every one done: stopped before its summary, no rest to take)."""
-    if files and done >= files:
-        return f"after all {files} {unit} were done, before its summary"
-    # What was reported: workers report in order, so a large log under way holds
-    # back the reports of smaller ones done after it ("at least").
-    return f"after at least {done} of {files} {unit}; {again}"
