@@ -2308,6 +2308,11 @@ def test_a_resume_by_a_subagents_transcript_is_refused_naming_its_session(
     assert f"(`awl import {src}` takes that session in, then awl --resume goes on with it)" in (
         out.output
     )
+    out = cli("show", str(sub))
+    assert out.exit_code == 2 and out.output.rstrip().endswith(
+        f"(`awl import {src}` takes that session in, then awl show shows it; the transcript "
+        "is kept in its log once imported, not shown)"
+    ), out.output
     (spec,) = plan_import([src]).sources
     r = run(src, extras=spec.extras)
     assert r.path is not None
@@ -2317,18 +2322,27 @@ def test_a_resume_by_a_subagents_transcript_is_refused_naming_its_session(
     assert Path(r.path).read_bytes() == before
     # show and search name the session too, and say that the transcript is not in
     # what they give of it: the hint is no way to its words.
+    new = sub.with_name("agent-ffff999.jsonl")
     for args, end in [
         (
             ["show", str(sub)],
-            f"(awl show {r.session} shows that session; the transcript is "
-            "kept in its log, not shown)",
+            f"(awl show {r.session} shows that session; the transcript is kept in its log, "
+            "not shown)",
         ),
         (
             ["search", "--session", str(sub), "x"],
-            f"(awl search --session {r.session} searches "
-            "that session; the transcript is kept in its log, not searched)",
+            f"(awl search --session {r.session} searches that session; the transcript is kept "
+            "in its log, not searched)",
+        ),
+        # A transcript that came after the import: not in the log until the next.
+        (
+            ["show", str(new)],
+            f"(awl show {r.session} shows that session once `awl import {src}` has taken what "
+            "it gained; the transcript is kept in its log once imported, not shown)",
         ),
     ]:
+        if args[1] == str(new):
+            shutil.copy(sub, new)
         out = cli(*args)
         assert out.exit_code == 2 and out.output.rstrip().endswith(end), out.output
 

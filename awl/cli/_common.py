@@ -316,15 +316,17 @@ def imported_log(path: Path, found: str, command: str) -> Path:
     verb, task = _TAKES[command]
     if copy is not None and copy.subagent and copy.source is not None:
         # A subagent's transcript: kept with its session, no conversation of its own.
-        with_it = (
-            f"{verb} {sid} {task} that session"
-            if sid
-            else f"`awl import {shlex.quote(copy.source)}` takes that session in, then {verb} "
-            f"{task} it"
-        )
+        take = f"`awl import {shlex.quote(copy.source)}`"
+        if not sid:
+            with_it = f"{take} takes that session in, then {verb} {task} it"
+        elif copy.current or resume:
+            with_it = f"{verb} {sid} {task} that session"
+        else:  # the transcript may be new since: not in the log until it is imported
+            with_it = f"{verb} {sid} {task} that session once {take} has taken what it gained"
         # What show and search give of that session leaves the transcript out: said,
         # so that the hint is not taken for a way to its words.
-        kept = "" if resume else f"; the transcript is kept in its log, not {_LEFT_OUT[command]}"
+        there = "kept in its log" if sid and copy.current else "kept in its log once imported"
+        kept = "" if resume else f"; the transcript is {there}, not {_LEFT_OUT[command]}"
         fail(
             f"{path}: a subagent's transcript of the {FORMAT_NAMES[found]} session "
             f"{copy.source}, not a session {'to go on with' if resume else 'of its own'} "
