@@ -1439,24 +1439,31 @@ def test_a_tool_name_cannot_draw_a_heading_of_its_own() -> None:
 
 def test_a_tool_calls_input_is_shown_with_its_characters_not_their_escapes() -> None:
     """Input a model or an imported tool logged with ``\\u`` escapes (an emoji as two
-    halves) shows its characters, as search finds them, in full and cut short;
-    every other byte shows as it is: numbers (not rounded), an escaped backslash,
-    ASCII and control escapes, half a pair, input that is no JSON."""
+    halves) shows its characters, as search finds them, in full and cut short,
+    JSON or not; every other byte shows as it is: numbers (not rounded), an
+    escaped backslash, ASCII and control escapes, half a pair, and the escape
+    of a character a terminal is shown as an escape anyway (a soft hyphen, a
+    bidi override, a tag) as written, not in Python's notation."""
     from awl.conversation import Message, ToolUse
     from awl.ui import render_message
 
+    def shown(raw: str, *, full: bool = True) -> str:
+        out = render_message(Message("assistant", [ToolUse("t1", "bash", raw)]), full=full)
+        return out.split("\n", 1)[1]
+
     escaped = '{"command": "echo \'caf\\u00e9 \\ud83c\\udf0a\'", "n": 1.50}'
     for full in (True, False):
-        shown = render_message(Message("assistant", [ToolUse("t1", "bash", escaped)]), full=full)
-        assert '[tool call bash {"command": "echo \'café 🌊\'", "n": 1.50}]' in shown, shown
+        assert shown(escaped, full=full) == (
+            '[tool call bash {"command": "echo \'café 🌊\'", "n": 1.50}]'
+        )
+    assert shown("not json: caf\\u00E9") == "[tool call bash not json: café]"
     for raw in (
         '{"n": 123456789012345678901234567890}',  # not rounded to a double
-        "not json",
         '"\\ud83c half"',
         '"\\\\u00e9 a backslash, \\u0041 ASCII, \\u0085 a control"',
+        '"\\u00ad soft, \\u202e bidi, \\udb40\\udc41 a tag"',
     ):
-        shown = render_message(Message("assistant", [ToolUse("t1", "bash", raw)]))
-        assert f"[tool call bash {raw}]" in shown, shown
+        assert shown(raw) == f"[tool call bash {raw}]"
 
 
 def test_visible_shows_the_bytes_of_a_name_that_is_not_utf8_as_escapes() -> None:

@@ -62,6 +62,11 @@ def visible(text: str, *, one_line: bool = False) -> str:
     return (_CONTROLS_ONE_LINE if one_line else _CONTROLS).sub(_escape, text)
 
 
+def shown_as_is(char: str) -> bool:
+    """Whether :func:`visible` shows the character ``char`` as it is (not as an escape)."""
+    return _CONTROLS.fullmatch(char) is None
+
+
 # The same characters in UTF-8 (but C0 controls, which JSON escapes itself):
 # each a whole character, since no UTF-8 character holds another's lead byte.
 _JSON_UNSAFE = re.compile(

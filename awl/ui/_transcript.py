@@ -10,7 +10,7 @@ import orjson
 
 from ..conversation import Message, Opaque, Text, Thinking, ToolResult, ToolUse
 from ..store import block_to_json, content_block_to_disk
-from ._text import format_bytes, json_for_terminal, local_time, visible
+from ._text import format_bytes, json_for_terminal, local_time, shown_as_is, visible
 
 if TYPE_CHECKING:
     from ..store import MessageEntry, SessionManager, UnreadableMessage, Window
@@ -128,7 +128,7 @@ def render_message(msg: Message, *, full: bool = True, served: str | None = None
             out.append(
                 _tool_call(b)
                 if full
-                else f"[tool call {b.name} {_cut(_readable(b.input)[0], _LINE_CHARS)}]"
+                else f"[tool call {b.name} {_unescape(_cut(b.input, _LINE_CHARS))}]"
             )
         elif isinstance(b, ToolResult):
             body = b.content if full else _clip(b.content, _TOOL_OUTPUT_LINES)
@@ -142,11 +142,14 @@ def _tool_call(b: ToolUse) -> str:
     """A tool call in full: its input as JSON, on one line; or, when a member holds
     lines of text (a command, a patch, a file's new content), each such member
     as ``name:`` and its lines below, as they would be read."""
-    shown, args = _readable(b.input)
+    try:
+        args = orjson.loads(b.input)
+    except orjson.JSONDecodeError:
+        args = None
     if not isinstance(args, dict) or not any(
         isinstance(v, str) and "\n" in v for v in args.values()
     ):
-        return f"[tool call {visible(b.name, one_line=True)} {shown}]"
+        return f"[tool call {visible(b.name, one_line=True)} {_unescape(b.input)}]"
     out = [f"[tool call {visible(b.name, one_line=True)}]"]
     for key, value in args.items():
         if isinstance(value, str) and "\n" in value:
@@ -156,18 +159,15 @@ def _tool_call(b: ToolUse) -> str:
     return "\n".join(out)
 
 
-def _readable(raw: str) -> tuple[str, Any]:
-    """A tool call's input as it reads, and its value (None when it is no JSON awl
-    reads): the ``\\u`` escapes of characters past ASCII's that the model or
-    the tool that logged it wrote (``caf\\u00e9``, an emoji as two halves)
-    given as those characters, as search finds them; every other byte as it
-    is, numbers and spacing too (a value parsed and written again would
-    round what a double does not hold)."""
-    try:
-        args = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        args = None
-    return (_ESCAPES.sub(_unescaped, raw) if "\\u" in raw else raw), args
+def _unescape(text: str) -> str:
+    """A tool call's input as it reads: the ``\\u`` escapes of characters past
+    ASCII's that the model or the tool that logged it wrote (``caf\\u00e9``, an
+    emoji as two halves) as those characters, as search finds them; every other
+    byte as it is, numbers and spacing too (a value parsed and written again
+    would round what a double does not hold), and the escape of a character
+    :func:`visible` would show as an escape anyway (a soft hyphen, a bidi
+    control) as written."""
+    return _ESCAPES.sub(_unescaped, text) if "\\u" in text else text
 
 
 # Each escape, left to right (so "\\\\u00e9" is a backslash, then text): a UTF-16
@@ -179,12 +179,13 @@ _ESCAPES = re.compile(
 
 def _unescaped(m: re.Match[str]) -> str:
     if m[1]:
-        return chr(0x10000 + ((int(m[1], 16) - 0xD800) << 10) + int(m[2], 16) - 0xDC00)
+        char = chr(0x10000 + ((int(m[1], 16) - 0xD800) << 10) + int(m[2], 16) - 0xDC00)
+        return char if shown_as_is(char) else m[0]
     if m[3]:
         point = int(m[3], 16)
         # ASCII, C1 controls and half a pair stay escaped: what they stand for is
         # no plain character (and a quote or a backslash would end the string).
-        if point >= 0xA0 and not 0xD800 <= point < 0xE000:
+        if point >= 0xA0 and not 0xD800 <= point < 0xE000 and shown_as_is(chr(point)):
             return chr(point)
     return m[0]
 
