@@ -772,23 +772,26 @@ def test_a_log_whose_first_line_is_still_being_written_is_left_for_later(
     fmt: str, tmp_path: Path, root: Path
 ) -> None:
     """A session its tool has only begun: its first line, without its newline, is
-    nothing to import yet (not "no session log", not an error); once whole,
-    the session is imported."""
-    data = SOURCES[fmt].read_bytes()
-    first = data.index(b"\n") + 1
-    src = tmp_path / SOURCES[fmt].name
-    src.write_bytes(data[: first // 2])
-    out = cli("import", str(src))
-    assert out.exit_code == 0, out.output
-    said, last = out.output.splitlines()
-    assert said == (
-        f"{src}: nothing to import yet: its first line is not whole (still being written?); "
-        "the next import takes it"
-    )
-    assert last.endswith("; 0 errors, 1 with nothing to import"), last
-    src.write_bytes(data)
-    out = cli("import", str(src))
-    assert out.exit_code == 0 and ": 1 imported, " in out.output, out.output
+    nothing to import yet (not "no session log", not an error), after a byte
+    order mark too; once whole, the session is imported."""
+    for n, mark in enumerate([b"", b"\xef\xbb\xbf"]):
+        data = mark + SOURCES[fmt].read_bytes()
+        first = data.index(b"\n") + 1
+        src = tmp_path / str(n) / SOURCES[fmt].name
+        src.parent.mkdir()
+        src.write_bytes(data[: first // 2])
+        out = cli("import", str(src))
+        assert out.exit_code == 0, out.output
+        said, last = out.output.splitlines()
+        assert said == (
+            f"{src}: nothing to import yet: its first line is not whole (still being "
+            "written?); the next import takes it"
+        )
+        assert last.endswith("; 0 errors, 1 with nothing to import"), last
+        src.write_bytes(data)
+        out = cli("import", str(src))
+        assert out.exit_code == 0 and ": 1 imported, " in out.output, out.output
+        shutil.rmtree(root)  # the next is the same session
 
 
 def _without_cwd(data: bytes, instead: str | None = None) -> bytes:
@@ -1346,12 +1349,20 @@ def test_pi_s_store_is_where_its_own_settings_and_variables_put_it(
         (b"[]", "not a JSON object"),
         (b'{"sessionDir": 5}', "its sessionDir is not a string"),
         (b" ", "not JSON (input data is empty)"),
-        (b"{}" + b" " * (1 << 20), "over 1 MiB, not read"),
+        (b"{}" + b" " * (64 << 20), "over 64 MiB, not read"),
     ]:
         (here / ".pi" / "settings.json").write_bytes(bad)
         notes = []
         assert default_store("pi", notes) == home / "kept" / "pi", bad
         assert len(notes) == 1 and f": {why}: passed over" in notes[0], (bad, notes)
+        assert ("as pi does" in notes[0]) is not why.startswith("over"), notes
+    # One file looked at twice (the agent folder is the project's .pi) is said once.
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(here / ".pi"))
+    (here / ".pi" / "settings.json").write_text("{not json")
+    notes = []
+    default_store("pi", notes)
+    assert len(notes) == 1, notes
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", "~/pi-agent")
     (here / ".pi" / "settings.json").unlink()
     (here / ".pi" / "settings.json").mkdir()
     notes = []

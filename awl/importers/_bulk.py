@@ -94,9 +94,11 @@ def _setting(path: Path, name: str, notes: list[str] | None = None) -> str | Non
     setting there learns why it had no effect."""
     value, why = _read_setting(path, name)
     if why is not None and notes is not None:
-        notes.append(
-            f"{path_text(path.absolute())}: {why}: passed over, as pi does ({name} not taken)"
-        )
+        # pi reads a file of any size; one past awl's bound is passed over by awl alone.
+        like_pi = "" if why.startswith("over ") else ", as pi does"
+        note = f"{path_text(path.absolute())}: {why}: passed over{like_pi} ({name} not taken)"
+        if note not in notes:  # one file looked at twice ($PI_CODING_AGENT_DIR=.pi)
+            notes.append(note)
     return value
 
 
@@ -112,7 +114,8 @@ def _read_setting(path: Path, name: str) -> tuple[str | None, str | None]:
         try:
             os.stat(path)
         except OSError:
-            # Its folder may not be entered: the store's own line says so.
+            # Its folder may not be entered: said by the store's own line (the agent
+            # folder's), or by nothing, as by pi (a project's .pi).
             return None, None
         return None, f"cannot be read: {exc.strerror}"
     try:
@@ -123,7 +126,7 @@ def _read_setting(path: Path, name: str) -> tuple[str | None, str | None]:
         if not data:
             return None, None  # pi takes an empty file as no settings
         if len(data) > _SETTINGS_MAX:
-            return None, "over 1 MiB, not read"
+            return None, f"over {_SETTINGS_MAX >> 20} MiB, not read"
         doc = orjson.loads(data.removeprefix(b"\xef\xbb\xbf"))  # as pi, past a BOM
     except OSError as exc:
         return None, f"cannot be read: {exc.strerror}"
@@ -139,8 +142,8 @@ def _read_setting(path: Path, name: str) -> tuple[str | None, str | None]:
     return None, f"its {name} is not a string"
 
 
-_SETTINGS_MAX = 1 << 20
-"""The largest settings file read: far past any real one."""
+_SETTINGS_MAX = 64 << 20
+"""The largest settings file read: far past any real one (pi reads any)."""
 
 
 def default_stores(fmt: str, notes: list[str] | None = None) -> list[Path]:

@@ -77,6 +77,7 @@ from ._record import (
     read_records,
 )
 from ._source import (
+    BOM,
     FORMATS,
     JSON_SPACE,
     Hashing,
@@ -1497,7 +1498,7 @@ def _blank(fd: int) -> bool:
     starts with one (read until it does not)."""
     pos = 0
     while data := os.pread(fd, 1 << 16, pos):
-        if not blank(data[3:] if pos == 0 and data.startswith(b"\xef\xbb\xbf") else data):
+        if not blank(data.removeprefix(BOM) if pos == 0 else data):
             return False
         pos += len(data)
     return True
@@ -1510,7 +1511,7 @@ def _first_line_unfinished(fd: int, limit: int = 1 << 24) -> bool:
     size = os.fstat(fd).st_size
     if size > limit:
         return False
-    data = _read_all(fd, size)
+    data = _read_all(fd, size).removeprefix(BOM)  # JSON parsers refuse the mark
     return b"\n" not in data and data.lstrip(JSON_SPACE).startswith(b"{")
 
 

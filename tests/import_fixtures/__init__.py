@@ -18,6 +18,7 @@ import orjson
 
 from awl import SessionManager, request_history
 from awl.importers import ImportResult, SourceSpec, import_source
+from awl.importers._source import blank
 
 HERE = Path(__file__).resolve().parent
 PROMPT = "You are awl in {cwd}."
@@ -172,7 +173,7 @@ def accounted_lines(log: str | Path) -> Counter[tuple[str, int]]:
 def source_lines(path: Path, rel: str = "") -> Counter[tuple[str, int]]:
     """(file, line) of each line of ``path`` that is not blank (JSON's whitespace)."""
     return Counter(
-        (rel, n) for n, x in enumerate(path.read_bytes().split(b"\n"), start=1) if x.strip(b" \t\r")
+        (rel, n) for n, x in enumerate(path.read_bytes().split(b"\n"), start=1) if not blank(x)
     )
 
 
