@@ -1156,9 +1156,8 @@ def test_print_resume_errors(env: dict[str, str], root: Path, project: Path, ref
     if ref == "0":
         assert "matches 2 sessions" in r.stderr
         # Each named with what tells them apart: when, its messages, its first prompt.
-        assert re.search(
-            r"\(\d{4}-\d\d-\d\d \d\d:\d\d(?: to [0-9:]{5})?, 3 messages, 'one'\), ", r.stderr
-        ), r.stderr
+        when = r"\d{4}-\d\d-\d\d \d\d:\d\d(?: to (?:[0-9-]{10} )?[0-9:]{5})?"
+        assert re.search(rf"\({when}, 3 messages, 'one'\), ", r.stderr), r.stderr
         assert r.stderr.rstrip().endswith(", 'two')")
     if ref == "0:5c1f09aa":  # a search hit's first word, of a prefix two sessions share
         assert "matches 2 sessions" in r.stderr

@@ -2681,6 +2681,13 @@ def test_a_codex_subagents_rollout_is_listed_as_one_and_not_what_a_resume_picks(
     cwd = meta["cwd"]
     assert most_recent(cwd, session_dir=root) == main_log
     assert SessionManager.find(sub.session or "", cwd, session_dir=root) == sub_log
+    # A prefix both ids share names each as the listing does.
+    from awl.errors import AmbiguousSession
+
+    with pytest.raises(AmbiguousSession) as err:
+        SessionManager.find("0", cwd, session_dir=root)
+    assert f" messages, from codex, subagent: {kind}, '" in str(err.value), err.value
+    assert " messages, from codex, '" in str(err.value), err.value
     # With no session of the human's there, the subagent's is the one to go on with.
     main_log.unlink()
     assert most_recent(cwd, session_dir=root) == sub_log

@@ -533,7 +533,8 @@ def test_prefix_resolution(project: Path, root: Path) -> None:
     with pytest.raises(AmbiguousSession) as err:
         SessionManager.find(target.id[:4], project, session_dir=root)
     labels = re.findall(r"[0-9a-f-]{36} \(([^)]*)\)", str(err.value))
-    assert [re.sub(r"^[0-9-]{10} [0-9:]{5}(?: to [0-9:]{5})?, ", "", x) for x in labels] == [
+    span = r"^[0-9-]{10} [0-9:]{5}(?: to (?:[0-9-]{10} )?[0-9:]{5})?, "
+    assert [re.sub(span, "", x) for x in labels] == [
         "1 message, 'prompt 0'",
         "2 messages, 'prompt 1'",
         "1 message, 'prompt 2'",

@@ -148,7 +148,9 @@ def _label(path: Path) -> str:
     span = began if ended == began else f"{began} to {ended.removeprefix(began[:11])}"
     said = [span, f"{info.message_count} message{'s' * (info.message_count != 1)}"]
     if info.imported_from:
-        said.append(f"from {info.imported_from}")
+        # As awl sessions says it: a subagent's thread is told from its parent's.
+        of = f", subagent: {info.subagent}" if info.subagent else ""
+        said.append(f"from {info.imported_from}{of}")
     prompt = " ".join(info.first_prompt.split())
     prompt = prompt if len(prompt) <= 40 else prompt[:39] + "…"
     if prompt:
