@@ -952,6 +952,12 @@ def test_injected_fragments_that_hold_conversation_are_sent_and_context_is_not(
     )
     skill = "<skill>\n<name>release</name>\nBump the version, then tag.\n</skill>"
     aborted = "<turn_aborted>\nThe user interrupted the previous turn on purpose.\n</turn_aborted>"
+    # A review's result, as codex-rs templates/review/exit_success.xml writes it.
+    review = (
+        "<user_action>\n  <context>User initiated a review task. Here's the full review "
+        "output from reviewer model.</context>\n  <action>review</action>\n  <results>\n"
+        "  No issues found.\n  </results>\n</user_action>"
+    )
     env = "<environment_context>\n<cwd>/w</cwd>\n</environment_context>"
     lines = [
         _user(env),
@@ -960,6 +966,7 @@ def test_injected_fragments_that_hold_conversation_are_sent_and_context_is_not(
         _user(shell),
         _user(skill),
         _user(aborted),
+        _user(review),
         _user("ask 2"),
         _answer("answer 2"),
     ]
@@ -971,9 +978,13 @@ def test_injected_fragments_that_hold_conversation_are_sent_and_context_is_not(
         ("user", shell),
         ("user", skill),
         ("user", aborted),
+        ("user", review),
         ("user", "ask 2"),
         ("assistant", "answer 2"),
     ]
+    with SessionManager.open(r.path, read_only=True) as m:
+        # The human's prompts only: none of the fragments is counted as one.
+        assert m.first_prompt == "ask 1"
     # A rollback of one turn takes the human's last prompt and what followed it only.
     rolled = [
         *lines,
@@ -986,6 +997,20 @@ def test_injected_fragments_that_hold_conversation_are_sent_and_context_is_not(
     assert again.path is not None
     assert sent_texts(again.path)[:2] == [("user", "ask 1"), ("assistant", "answer 1")]
     assert ("user", "ask 2") not in sent_texts(again.path)
+    # A review's result after the human's last prompt is no turn: a rollback of one
+    # takes that prompt, the review with it.
+    reviewed = [
+        *lines,
+        _user(review),
+        _answer("answer 3"),
+        _item(
+            "2026-01-10T10:00:12.000Z", "event_msg", {"type": "thread_rolled_back", "num_turns": 1}
+        ),
+    ]
+    (tmp_path / "c").mkdir()
+    after = run(_conversation_rollout(tmp_path / "c", reviewed), session_dir=tmp_path / "c-root")
+    assert after.path is not None
+    assert ("user", "ask 2") not in sent_texts(after.path), sent_texts(after.path)
 
 
 def test_the_calls_a_compaction_keeps_are_sent_with_their_outputs(tmp_path: Path) -> None:

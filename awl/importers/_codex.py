@@ -166,6 +166,7 @@ INJECTED_TAGS = frozenset(
         "skills_instructions",
         "token_budget",
         "app-context",
+        "user_action",
     )
 )
 # The tag older Codex put the user's AGENTS.md text in (now the prefix above).
@@ -192,9 +193,17 @@ ENCRYPTED = (
 # command the human ran (with its output), a skill's body, a note that the human
 # interrupted a turn, another agent's notice, a hook's prompt.  Codex sends them
 # to the model as they are (they only count as no turn of the human's): so does
-# a resume.
+# a resume.  A review's result (``<user_action>``, codex-rs templates/review/exit_*.xml)
+# too: Codex writes it as a user message the model reads, no turn of the human's.
 SENT_TAGS = frozenset(
-    ("user_shell_command", "skill", "turn_aborted", "subagent_notification", "hook_prompt")
+    (
+        "user_shell_command",
+        "skill",
+        "turn_aborted",
+        "subagent_notification",
+        "hook_prompt",
+        "user_action",
+    )
 )
 TEXT_PARTS = ("input_text", "output_text", "text")
 _IMAGE_TAG = re.compile(r"</?image\b[^>]*>")
