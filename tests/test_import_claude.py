@@ -1100,14 +1100,23 @@ def test_a_prompt_typed_in_an_ide_or_wholly_a_pasted_block_is_a_prompt(tmp_path:
         c.reply([{"type": "text", "text": "Version 2.1."}], stop="end_turn")
         c.prompt([{"type": "text", "text": IDE}], isMeta=None)  # the IDE's alone: injected
         c.prompt("<system-reminder>Les tests tournent.</system-reminder>")
+        # An image pasted with no words, after the IDE's block: the human's prompt.
+        c.prompt([{"type": "text", "text": IDE}, image], isMeta=None)
+        c.reply([{"type": "text", "text": "Une KeyError."}], stop="end_turn")
 
+    image = {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
+    }
     path, _ = _session(tmp_path, build)
     (r,) = _import(path)
     users = [m for m in _messages(r.path) if m["message"]["role"] == "user"]
-    assert [texts(m) for m in users] == [["Le serveur plante."], [PASTED]]
-    typed = users[0]
+    assert [texts(m) for m in users] == [["Le serveur plante."], [PASTED], []]
+    typed, _, pasted = users
     kinds = [b["type"] for b in typed["message"]["content"]]
     assert kinds == ["x-claude-text", "text"] and typed["message"]["content"][0]["text"] == IDE
+    kinds = [b["type"] for b in pasted["message"]["content"]]
+    assert kinds == ["x-claude-text", "x-claude-image"], kinds
     assert [str(x)[:18] for x in _injected(r.path)] == ["<ide_opened_file>T", "<system-reminder>L"]
     with SessionManager.open(r.path, read_only=True) as m:
         assert m.first_prompt == "Le serveur plante."
@@ -1478,3 +1487,25 @@ def test_a_skill_body_an_interruption_and_a_peers_message_are_sent(tmp_path: Pat
     # Another agent's message in an isMeta line; a task's end queued with no origin.
     assert said.index(peer) < said.index(mate) < said.index(NOTIFICATION)
     _lossless(path, r)
+
+
+def test_a_stop_hooks_feedback_is_sent_and_answered(tmp_path: Path) -> None:
+    """A Stop hook that blocks has Claude Code send the model what it said, in a user
+    line (``isMeta``, or unmarked in older versions), which the model answers
+    with one reply more: sent so on a resume, not hidden, whichever it is."""
+    feedback = "Stop hook feedback:\n[/home/ana/shop/hooks/style.sh]: run the linter first"
+    for meta in (True, None):
+
+        def build(c: Claude, meta: bool | None = meta) -> None:
+            c.prompt("Finish the report.")
+            c.reply([{"type": "text", "text": "REPORT: all done."}], stop="end_turn")
+            c.prompt(feedback, isMeta=meta)
+            c.reply([{"type": "text", "text": "I ran the linter."}], stop="end_turn")
+
+        path, _ = _session(tmp_path / str(meta), build, name=f"stop-{meta}")
+        (r,) = _import(path)
+        with SessionManager.open(r.path, read_only=True) as m:
+            said = [x.text() for x in request_history(m.rebuild_conversation())]
+            assert m.first_prompt == "Finish the report."
+        assert said[-2:] == [feedback, "I ran the linter."], said
+        _lossless(path, r)

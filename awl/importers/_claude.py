@@ -110,6 +110,8 @@ INJECTED_PREFIXES = ("Caveat: The messages below were generated",)
 SENT_PREFIXES = (
     "Base directory for this skill:",
     "[Request interrupted by user",
+    # What a Stop hook that blocked said, which the model answers with a reply more.
+    "Stop hook feedback:",
     # (Another agent's message, in an ``isMeta`` line.)
     "<teammate-message",
     "<task-notification>",
@@ -908,10 +910,20 @@ def _injected(obj: dict[str, Any], content: Any) -> bool:
         return True
     if isinstance(content, list):
         # A prompt typed in an IDE comes after the blocks naming its open file or
-        # selection: a line is injected only when every text in it is.
+        # selection: a line is injected only when every text in it is, and it holds
+        # nothing the human sent beside them (an image pasted with no words).
         texts = _texts(content)
-        return bool(texts) and all(_injected_text(t) for t in texts)
+        return bool(texts) and all(_injected_text(t) for t in texts) and not _sent_media(content)
     return _injected_text(content) if isinstance(content, str) else False
+
+
+_MEDIA = frozenset(("image", "document"))
+"""Blocks of a user line the human sent (pasted, attached), whatever its texts are."""
+
+
+def _sent_media(content: list[Any]) -> bool:
+    """Whether a content list holds an image or a document."""
+    return any(isinstance(x, dict) and as_str(x.get("type")) in _MEDIA for x in content)
 
 
 def _texts(content: list[Any]) -> list[str]:
@@ -942,9 +954,10 @@ def _blocks(
     out: list[DiskContentBlock] = []
     extras: list[Any] = []
     if prompt:
-        # Only beside a typed text: a prompt whose texts all read as injected (a
-        # skill's expansion taken as the prompt) keeps them as its text.
-        prompt = not all(_injected_text(t) for t in _texts(content))
+        # Only beside a typed text or what the human sent (an image): a prompt whose
+        # blocks are all texts that read as injected (a skill's expansion taken as
+        # the prompt) keeps them as its text.
+        prompt = not all(_injected_text(t) for t in _texts(content)) or _sent_media(content)
     for blk in content:
         rest: dict[str, Any] | None = None
         kind = as_str(blk.get("type")) if isinstance(blk, dict) else None
