@@ -1466,6 +1466,33 @@ def test_a_tool_calls_input_is_shown_with_its_characters_not_their_escapes() -> 
         assert shown(raw) == f"[tool call bash {raw}]"
 
 
+def test_a_server_tools_call_shows_what_it_was_asked() -> None:
+    """A web search a provider ran (Codex's ``web_search_call``, Claude Code's
+    ``server_tool_use``), kept as an opaque block, shows its query or the page
+    it opened on one line; a block with none shows its kind alone."""
+    from awl.conversation import Message, Opaque
+    from awl.ui import render_message
+
+    def shown(raw: dict[str, Any]) -> str:
+        return render_message(Message("assistant", [Opaque(raw)])).split("\n", 1)[1]
+
+    search = {"type": "search", "query": "tide tables\nbrest"}
+    assert shown({"type": "x-codex-web_search_call", "status": "completed", "action": search}) == (
+        "[web search call (Codex): tide tables\\nbrest]"
+    )
+    both = {"type": "search", "queries": ["a", "b"]}
+    assert shown({"type": "x-codex-web_search_call", "action": both}) == (
+        "[web search call (Codex): a; b]"
+    )
+    used = {
+        "type": "x-claude-server_tool_use",
+        "name": "web_fetch",
+        "input": {"url": "https://x.y"},
+    }
+    assert shown(used) == "[server tool use (Claude Code): https://x.y]"
+    assert shown({"type": "x-codex-web_search_call", "action": {}}) == "[web search call (Codex)]"
+
+
 def test_visible_shows_the_bytes_of_a_name_that_is_not_utf8_as_escapes() -> None:
     """A file name's bytes that are not UTF-8 reach Python as lone surrogates, which a
     strict stdout refuses to print: shown as the bytes they were."""
