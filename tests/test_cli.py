@@ -1466,6 +1466,22 @@ def test_a_tool_calls_input_is_shown_with_its_characters_not_their_escapes() -> 
         assert shown(raw) == f"[tool call bash {raw}]"
 
 
+def test_thinking_whose_words_were_left_out_is_said_not_a_blank_line() -> None:
+    """A thinking block with no text (Claude Code keeps only its signature when its
+    words are not shown) reads as such, in full and cut short."""
+    from awl.conversation import Message, Text, Thinking
+    from awl.ui import render_message
+
+    for full in (True, False):
+        msg = Message("assistant", [Thinking(""), Text("Done.")])
+        assert render_message(msg, full=full).split("\n")[1:] == [
+            "(thinking, no text kept)",
+            "Done.",
+        ]
+        msg = Message("assistant", [Thinking("weigh it"), Text("Done.")])
+        assert render_message(msg, full=full).split("\n")[1] == "(thinking) weigh it"
+
+
 def test_a_server_tools_call_shows_what_it_was_asked() -> None:
     """A web search a provider ran (Codex's ``web_search_call``, Claude Code's
     ``server_tool_use``), kept as an opaque block, shows its query or the page

@@ -121,7 +121,10 @@ def render_message(msg: Message, *, full: bool = True, served: str | None = None
             out.append("(nothing had arrived)")
     for b in msg.content:
         if isinstance(b, Thinking):
-            out.append("(thinking) " + (b.text if full else _clip(b.text, 3)))
+            if b.text.strip():
+                out.append("(thinking) " + (b.text if full else _clip(b.text, 3)))
+            else:  # its words left out of the log (a signature alone): said, not a blank line
+                out.append("(thinking, no text kept)")
         elif isinstance(b, Text):
             out.append(b.text if full else _clip(b.text, _TEXT_LINES))
         elif isinstance(b, ToolUse):
