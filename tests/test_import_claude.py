@@ -512,9 +512,16 @@ def test_every_file_of_the_sessions_folder_is_kept_whole(tmp_path: Path) -> None
     odd = f"{SID}/tool-results/toolu_shop_04.json"  # JSON, but not UTF-8: not repaired
     (main.parent / odd).write_bytes(b'{"stdout": "caf\xe9"}')
     (own / "tool-results" / "link.txt").symlink_to(main)  # a link is not the session's file
+    (own / "linked").symlink_to(own / "tool-results", target_is_directory=True)
     (spec,) = plan_import([main]).sources
     assert set(spec.extras) == {SUB, META, latin, obj, odd, *files}
+    # Passed over, and said so: nothing in the folder is left out without a word.
+    links = (f"{SID}/linked", f"{SID}/tool-results/link.txt")
+    assert spec.links == links
     (r,) = _import(main)
+    assert [n for n in r.notes if "link" in n] == [
+        f"{rel}: a link, passed over: not a file of the session's" for rel in links
+    ]
     kept = {e["file"]: e for e in entries(r.path) if e["type"] == "x-claude-file"}
     assert {k: e.get("text") for k, e in kept.items() if "text" in e} == files
     assert base64.b64decode(kept[latin]["base64"]) == b"caf\xe9 \xff\x00"

@@ -843,6 +843,7 @@ def test_a_log_that_records_no_cwd_is_filed_where_cwd_says_and_found_there_again
     out = cli("import", "--cwd", str(project), str(src))
     assert out.exit_code == 0, out.output
     assert out.output.splitlines()[0] == f"{src}: {what}: filed under {project} (--cwd)"
+    assert "filed no session" not in out.output
     r = import_source(SourceSpec(str(src)), system_prompt=PROMPT, dry_run=True)
     assert (r.status, r.error) == ("unchanged", None)
     assert Path(str(r.path)).parent == root / next(p.name for p in root.iterdir())
@@ -854,6 +855,12 @@ def test_a_log_that_records_no_cwd_is_filed_where_cwd_says_and_found_there_again
     # Grown: taken into the same session, whatever --cwd says now.
     out = cli("import", "--cwd", str(elsewhere), str(src))
     assert out.exit_code == 0 and ": 0 imported, 1 updated," in out.output, out.output
+    # --cwd of no use here, said: the user meant it to file something.
+    unused = (
+        f"awl: --cwd {elsewhere} filed no session: it is for logs that record "
+        "no working directory and were not imported before"
+    )
+    assert out.output.splitlines()[-2:-1] == [unused], out.output
     assert len(list(root.rglob("*.jsonl"))) == 1
     # A --cwd that is no folder: a usage error, nothing imported.
     out = cli("import", "--cwd", str(tmp_path / "nowhere"), str(src))
@@ -864,6 +871,24 @@ def test_a_log_that_records_no_cwd_is_filed_where_cwd_says_and_found_there_again
     out = cli("import", "--cwd", str(elsewhere), str(src))
     assert out.exit_code == 1 and str(log) in out.output.splitlines()[0], out.output
     assert list(root.rglob("*.jsonl")) == [log]
+
+
+@pytest.mark.parametrize("dry_run", [False, True], ids=["write", "dry-run"])
+def test_a_cwd_that_files_no_session_is_said(dry_run: bool, tmp_path: Path, root: Path) -> None:
+    """--cwd is for logs that record no working directory: given for one that
+    records its own, the run says it filed nothing, and files the session
+    where its log says."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    how = ["--dry-run"] if dry_run else []
+    out = cli("import", *how, "--cwd", str(elsewhere), str(SOURCES["codex"]))
+    assert out.exit_code == 0, out.output
+    assert out.output.splitlines()[-2] == (
+        f"awl: --cwd {elsewhere} filed no session: it is for logs that record "
+        "no working directory and were not imported before"
+    ), out.output
+    projects = [p.name for p in root.glob("*")]
+    assert len(projects) == (0 if dry_run else 1) and "elsewhere" not in "".join(projects)
 
 
 def test_files_that_are_no_session_say_so_in_one_line(
@@ -1186,6 +1211,9 @@ def test_older_copies_of_a_session_in_one_run_leave_it_whole_and_none_busy(
     )
     statuses = [r.status for r in results]
     assert "busy" not in statuses and len(results) == len(specs), statuses
+    # An older copy is no conflict: it holds a start of what was taken.
+    assert statuses.count("imported") == 1, statuses
+    assert set(statuses) <= {"imported", "updated", "unchanged"}, statuses
     (log,) = {r.path for r in results if r.path}
     alone = import_source(
         SourceSpec(str(full)), session_dir=tmp_path / "alone", system_prompt=PROMPT

@@ -161,6 +161,13 @@ def import_command(
         # With the run's other problem lines, on standard output.
         for other, n in sorted(mismatched.items()):
             click.echo(visible(mismatch_line(fmt, other, n), one_line=True))
+    if fallback_cwd is not None and summary.sessions and not summary.by_fallback_cwd:
+        # Asked for, and of no use: said, as the user meant it to do something.
+        unused = (
+            f"awl: --cwd {fallback_cwd} filed no session: it is for logs that record "
+            "no working directory and were not imported before"
+        )
+        click.echo(visible(unused, one_line=True), err=as_json)
     # One line for a terminal, as the run's other lines are (Progress.say).
     try:
         click.echo(visible(summary_line(summary, dry_run=dry_run), one_line=True), err=as_json)

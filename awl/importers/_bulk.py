@@ -265,8 +265,8 @@ def _file(p: Path, fmt: str | None, plan: ImportPlan, seen: set[tuple[int, int]]
     session is imported instead, when it is there)."""
     owner = _session_of_agent(p)
     main = owner if owner is not None else p
-    extras = _claude_extras(main, None) if fmt in (None, "claude") else ()
-    _add(plan, seen, main, fmt, extras, explicit=True)
+    extras, links = _claude_extras(main, None) if fmt in (None, "claude") else ((), ())
+    _add(plan, seen, main, fmt, extras, explicit=True, links=links)
 
 
 def _awl_store(session_dir: str | os.PathLike[str] | None) -> tuple[int, int] | None:
@@ -345,7 +345,8 @@ def _folder(
             # A Claude Code session's own folder (its subagents, its tool outputs):
             # taken with the session, which a walk that began inside the folder
             # has not passed, so it is taken from here.
-            _add(plan, seen, owner, fmt, _claude_extras(owner, None), explicit=False)
+            extras, links = _claude_extras(owner, None)
+            _add(plan, seen, owner, fmt, extras, explicit=False, links=links)
             listed = True
             dirs.clear()
             continue
@@ -356,8 +357,8 @@ def _folder(
             if name in owners:
                 continue
             p = here / name
-            extras = _claude_extras(p, owners) if fmt in (None, "claude") else ()
-            _add(plan, seen, p, fmt, extras, explicit=False)
+            extras, links = _claude_extras(p, owners) if fmt in (None, "claude") else ((), ())
+            _add(plan, seen, p, fmt, extras, explicit=False, links=links)
         for name in sorted(n for n in names if n.endswith(".jsonl.zst")):
             if name[: -len(".zst")] not in names:  # the plain file wins (as in Codex)
                 _add(plan, seen, here / name, fmt, (), explicit=False)
@@ -426,6 +427,7 @@ def _add(
     extras: tuple[str, ...],
     *,
     explicit: bool,
+    links: tuple[str, ...] = (),
 ) -> None:
     try:
         st = os.stat(p)
@@ -451,7 +453,7 @@ def _add(
             continue  # a folder that could not be listed
         with contextlib.suppress(OSError):
             size += os.stat(p.parent / rel).st_size
-    plan.sources.append(SourceSpec(str(p), fmt, extras, explicit, size))
+    plan.sources.append(SourceSpec(str(p), fmt, extras, explicit, size, links))
 
 
 def _first_object(p: Path) -> dict[str, Any] | None:
@@ -513,16 +515,20 @@ def _session_of_agent(p: Path) -> Path | None:
     return None
 
 
-def _claude_extras(main: Path, owners: dict[str, str] | None) -> tuple[str, ...]:
+def _claude_extras(
+    main: Path, owners: dict[str, str] | None
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Files that belong to a Claude Code session: every file in its folder
     ``<session>/`` (any depth: subagents' transcripts and ``.meta.json``,
     tool outputs kept apart in ``tool-results/``, ``session-memory/``; a
     folder it cannot list, ending in ``/``), and Claude Code 2.0's subagent
-    transcripts beside it."""
+    transcripts beside it; and the links in that folder, passed over (to be
+    said so)."""
     if not main.name.endswith(".jsonl"):
-        return ()
+        return (), ()
     stem = main.name[: -len(".jsonl")]
     out: list[str] = []
+    links: list[str] = []
     own = main.parent / stem
     # os.path's: a folder that can be listed but not entered is no error here
     # (Path.is_dir raises for it); the import of the file itself says why not.
@@ -537,9 +543,11 @@ def _claude_extras(main: Path, owners: dict[str, str] | None) -> tuple[str, ...]
 
         for folder, dirs, names in _walk(os.fspath(own), unlisted, follow=False):
             dirs.sort()
-            for name in sorted(names):
+            for name in sorted((*names, *(d for d in dirs if os.path.islink(folder + "/" + d)))):
                 path = os.path.join(folder, name)
-                if os.path.isfile(path) and not os.path.islink(path):
+                if os.path.islink(path):
+                    links.append(os.path.relpath(path, main.parent))
+                elif os.path.isfile(path):
                     out.append(os.path.relpath(path, main.parent))
     if owners is None:
         try:
@@ -548,7 +556,7 @@ def _claude_extras(main: Path, owners: dict[str, str] | None) -> tuple[str, ...]
             names = []
         owners = _agent_owners(main.parent, names)
     out.extend(sorted(n for n, owner in owners.items() if owner == main.name))
-    return tuple(out)
+    return tuple(out), tuple(links)
 
 
 @dataclass(slots=True)
@@ -570,6 +578,7 @@ class ImportSummary:
     reasons: dict[str, int] = field(default_factory=dict)  # why, how many lines
     unrecognised: dict[str, int] = field(default_factory=dict)
     duplicates: int = 0
+    by_fallback_cwd: int = 0  # sessions filed under the run's fallback_cwd
 
     def add(self, r: ImportResult) -> None:
         """Count one source session's result (or a problem with a path)."""
@@ -603,6 +612,7 @@ class ImportSummary:
         for name, n in r.unrecognised.items():
             self.unrecognised[name] = self.unrecognised.get(name, 0) + n
         self.duplicates += r.duplicates
+        self.by_fallback_cwd += r.by_fallback_cwd
 
     @property
     def failed(self) -> bool:
@@ -630,6 +640,7 @@ class ImportSummary:
             "reasons": self.reasons,
             "unrecognised": self.unrecognised,
             "duplicates": self.duplicates,
+            "byFallbackCwd": self.by_fallback_cwd,
         }
 
 

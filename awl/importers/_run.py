@@ -116,6 +116,9 @@ class SourceSpec:
     extras: tuple[str, ...] = ()
     explicit: bool = False
     size: int = 0
+    # Links in the session's folder, relative as ``extras`` are: passed over, as
+    # what they point at is no file of the session's, and said so.
+    links: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -147,6 +150,9 @@ class ImportResult:
     # False for a problem with a path that holds no session to count (missing,
     # not listable, no store at all): said, but not a session of the summary.
     is_session: bool = True
+    # Filed under the run's ``fallback_cwd`` (``--cwd``): its log records no
+    # usable working directory and no earlier import had filed it.
+    by_fallback_cwd: bool = False
 
     @property
     def failed(self) -> bool:
@@ -583,6 +589,7 @@ class _Import:
             info.cwd = earlier if earlier is not None else os.fspath(self.fallback_cwd or "")
             if earlier is None:
                 r.notes.append(f"{what}: filed under {path_text(info.cwd)} (--cwd)")
+                r.by_fallback_cwd = True
         if "\x00" in info.cwd:
             # No file system takes it: the session's folder could not be named.
             r.error = f"{self.shown}: its working directory {info.cwd!r} holds a NUL character"
@@ -863,6 +870,9 @@ class _Import:
     def _files(self) -> list[_File]:
         files = [_File("", self.fd, os.fstat(self.fd).st_size)]
         base = os.path.dirname(self.spec.path)
+        for rel in self.spec.links:
+            link = f"{path_text(rel)}: a link, passed over: not a file of the session's"
+            self.r.notes.append(link)
         for rel in self.spec.extras:
             if rel.endswith(os.sep):
                 # A folder of the session's that could not be listed when planned.
