@@ -51,7 +51,9 @@ from bench import _gen  # noqa: E402
 from bench.store_report import build_store  # noqa: E402
 
 PHRASE = "quartz lantern"  # planted
-ESCAPED = 'café "quartz lantern"'  # planted once, written as an ASCII-only writer does
+# Planted in every chosen log: its quote is escaped by every JSON writer, and its é
+# too by an ASCII-only writer (the first log).
+ESCAPED = 'café "quartz lantern"'
 ABSENT = "xylophone monsoon"
 PLANTED_IN = 6
 

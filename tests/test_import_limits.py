@@ -197,6 +197,66 @@ def test_huge_lines_in_a_session_are_skipped_unheld_and_the_rest_imported(
     assert out[-1].startswith("1 session,") and "1 would be imported" in out[-1], out
 
 
+def _pi_store(root: Path, sessions: int, size: int) -> int:
+    """``sessions`` pi sessions of about ``size`` bytes each under ``root`` (each its
+    own id, in the layout pi uses): prompts and replies of 16 KiB texts. Returns
+    the store's size."""
+    rng = random.Random(sessions)
+    pool = "".join(rng.choices("abcdefgh ", k=1 << 20))
+    total = 0
+    for n in range(sessions):
+        sid = f"0198c0de-{n:04x}-7000-8000-{rng.getrandbits(48):012x}"
+        ts = f"2026-03-{1 + n % 28:02d}T10:00:00.000Z"
+        header = {"type": "session", "version": 3, "id": sid, "timestamp": ts, "cwd": "/p"}
+        lines = [json.dumps(header)]
+        parent = None
+        written = 0
+        while written < size:
+            for role in ("user", "assistant"):
+                eid = f"{rng.getrandbits(32):08x}"
+                at = rng.randrange(len(pool) - 16 * 1024)
+                text = pool[at : at + 16 * 1024]
+                message: dict[str, Any] = {
+                    "role": role,
+                    "content": [{"type": "text", "text": text}],
+                }
+                if role == "assistant":
+                    message |= {"provider": "anthropic", "model": "m", "stopReason": "stop"}
+                entry = {"type": "message", "id": eid, "parentId": parent, "timestamp": ts}
+                lines.append(json.dumps({**entry, "message": message}))
+                parent = eid
+                written += len(lines[-1]) + 1
+        path = root / "--p--" / f"{ts.replace(':', '-').replace('.', '-')}_{sid}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(lines) + "\n")
+        total += path.stat().st_size
+    return total
+
+
+@linux_only
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_an_imports_memory_is_bounded_by_its_largest_session_not_the_store(
+    tmp_path: Path, jobs: int
+) -> None:
+    """A store of 48 sessions of 3 MiB takes no more memory to import than 6 of
+    them do: nothing of a session is held once it is written (each worker's
+    peak is measured, as is the parent's). A worker holds two sessions at
+    most, the one it converts and the one before, whose log is still being
+    synced, so the smaller store already holds that many per worker."""
+    few, many = tmp_path / "few", tmp_path / "many"
+    small = _pi_store(few, 6, 3 * MiB)
+    store = _pi_store(many, 48, 3 * MiB)
+    assert store > 140 * MiB and store > 7 * small
+    peaks = []
+    for where in (few, many):
+        code, out, peak = awl_peak(where, "import", "--from", "pi", "-j", str(jobs), str(where))
+        assert code == 0 and " imported, " in out[-1], out
+        peaks.append(peak)
+    # A tenth of what the larger store has more: what holding each session's
+    # parse, its entries or its result for the run would add many times over.
+    assert peaks[1] < peaks[0] + (store - small) / 10 / MiB, peaks
+
+
 def test_long_lines_are_imported_or_skipped_as_they_are_and_the_hash_holds(
     tmp_path: Path,
 ) -> None:
