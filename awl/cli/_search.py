@@ -85,7 +85,8 @@ def _colour(choice: str) -> bool:
     "kinds",
     multiple=True,
     type=click.Choice(sorted(KINDS)),
-    help="Only blocks of this kind: text, thinking, tool-call, tool-result (repeatable).",
+    help="Only blocks of this kind: text, thinking, tool-call, tool-result (repeatable; "
+    "toolUse and toolResult, the log's names, are the same).",
 )
 @click.option(
     "--since", metavar="WHEN", help="Only entries from then on (2026-05-01, 14:30, 7d, 2h)."
