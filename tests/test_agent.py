@@ -1527,3 +1527,31 @@ def test_a_base_url_is_sent_to_only_by_the_provider_it_was_given_for(
         agent.switch_model(script.name, script.model)  # the URL is its again
         assert agent.run_turn("again", Sink()).error is None
         assert len(server.requests) == 1 and len(theirs.requests) == 1
+
+
+def test_ctrl_c_during_a_command_drops_the_command_not_the_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Ctrl+C (a real SIGINT) while a slash command runs, as while /model loads a
+    provider's SDK: the command is dropped, the model in use said, and the
+    session reads the next line, as a Ctrl+C at the prompt does."""
+    import signal
+    import time
+
+    from awl.ui import interactive_loop
+
+    m = SessionManager.create(tmp_path, "offline", "echo", session_dir=tmp_path / "s")
+    agent = Agent(m, provider="offline")
+
+    def slow_switch(provider: str, model: str | None = None) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(10)  # what the interrupt cuts short
+        raise AssertionError("not interrupted")
+
+    monkeypatch.setattr(agent, "switch_model", slow_switch)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("/model anthropic\nstill here\n"))
+    assert interactive_loop(agent, resumed=False) == 0  # the end of input, not 130
+    out = capsys.readouterr().out
+    assert "\nawl: cancelled; using offline/echo\n" in out
+    assert "You said: still here" in out
+    m.close()

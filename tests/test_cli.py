@@ -1326,7 +1326,9 @@ def test_the_resume_preview_shows_the_head_of_a_long_reply(root: Path, here: Pat
     assert "… (260 more lines)" in lines
     assert len(lines) < 70
     assert len(r.stdout) < 15_000  # not the 70 KB of one line and one call
-    assert "… (42000 more characters)" in r.stdout and "… (19812 more characters)]" in r.stdout
+    # One line of 50,000 characters: 40 rows of 80 columns of it, not a screenful or more.
+    assert "x" * 3200 + "… (46800 more characters)" in r.stdout
+    assert "… (19812 more characters)]" in r.stdout
 
 
 def test_the_resume_banner_names_the_session_by_the_prefix_resume_takes(

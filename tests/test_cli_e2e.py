@@ -244,6 +244,30 @@ def test_converse_tool_model_session_help_quit(term: Any, root: Path, project: P
     assert [texts(x["message"]) for x in e[9::2]] == ["/etc/hosts is what file?", "/help me"]
 
 
+def test_pasted_lines_are_a_message_and_a_command_given_words_it_takes_none_is_refused(
+    term: Any, root: Path, project: Path
+) -> None:
+    """Text of several lines is a message whatever its first word (a paste that
+    begins "/quit" does not end the session); a command that takes nothing,
+    given more, is refused and the session goes on."""
+    t = term()
+    t.expect("awl — offline/echo — /help for commands")
+    for pasted in ("/quit smoking: a plan\n1. week one", "/* a comment */\nint main(void);"):
+        t.ready()
+        t.child.send(f"\x1b[200~{pasted}\x1b[201~\r")  # a bracketed paste, then Enter
+        t.expect(f"You said: {pasted}")
+    for typed in ("/quit now", "/exit please", "/help me", "/session id"):
+        t.line(typed)
+        name = typed.split()[0]
+        t.expect(f"awl: {name} takes no arguments; begin the line with // to send it as text")
+    t.quit()
+    log = one_log(root, project)
+    assert [texts(x["message"]) for x in log.entries[1::2]] == [
+        "/quit smoking: a plan\n1. week one",
+        "/* a comment */\nint main(void);",
+    ]
+
+
 def test_escape_sequences_from_a_tool_or_the_model_never_reach_the_terminal(
     term: Any, root: Path, project: Path
 ) -> None:
@@ -423,7 +447,8 @@ def test_a_log_another_program_appended_to_is_refused_then_resumes(
     term: Any, root: Path, project: Path
 ) -> None:
     """A line appended past the lock (no newline) while awl runs: the next turn says
-    so in one line and writes nothing; the session still quits cleanly, and a
+    so in one line and writes nothing, and the session ends there (every later
+    prompt would be refused the same way) with status 1 and the resume hint; a
     resume takes the other program's line as it is and goes on after it."""
     t = term()
     t.line("before it")
@@ -435,8 +460,12 @@ def test_a_log_another_program_appended_to_is_refused_then_resumes(
     after = path.read_bytes()
     t.child.sendline("while it was there")
     t.expect("another program appended 45 bytes to the log while awl had it open")
-    prefix = t.quit()
+    rest, status, sig = t.finish()
+    assert (status, sig) == (1, None), t.transcript()
     assert "Traceback" not in t.transcript()
+    match = RESUME_RE.search(rest)
+    assert match, rest
+    prefix = match.group(1)
     assert path.read_bytes() == after
 
     t = term("--resume", prefix)
@@ -560,6 +589,27 @@ def test_sigterm_ends_a_streaming_turn_saved_and_the_session_with_143(
     assert roles(log) == ["system", "user", "assistant"]
     cut = log.entries[2]["message"]
     assert cut["stopReason"] == "error" and texts(cut).startswith("You said: ")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["term", "hup"])
+def test_a_signal_at_the_prompt_closes_the_session_as_quit_does(
+    sig: int, term: Any, root: Path, project: Path
+) -> None:
+    """SIGTERM (or SIGHUP, a closed terminal) while awl waits at the prompt: the
+    session is closed as at /quit, with the signal's status and, where the
+    terminal is still there, the resume hint."""
+    t = term()
+    t.line("before the signal")
+    t.expect("You said: before the signal")
+    t.ready()
+    t.child.kill(sig)
+    rest, status, signalled = t.finish()
+    assert (status, signalled) == (128 + sig, None), t.transcript()
+    assert "Traceback" not in t.transcript()
+    if sig == signal.SIGTERM:
+        assert RESUME_RE.search(rest), rest
+    log = one_log(root, project)
+    assert roles(log) == ["system", "user", "assistant"]
 
 
 def test_sighup_ends_a_streaming_turn_saved_and_the_session_with_129(

@@ -359,6 +359,16 @@ class SessionManager:
         return 0 if self._log is None else self._log.size
 
     @property
+    def stopped(self) -> str | None:
+        """Why this writer takes no more appends, once it has found out (another
+        program changed the log; a failed write could not be undone), or None.
+        Opening the session again goes on from what the log holds."""
+        log = self._log
+        if log is None:
+            return None
+        return "a failed write could not be undone" if log.broken else log.changed
+
+    @property
     def stats(self) -> OpenStats:
         """How the open became ready and what this manager did since."""
         return OpenStats(

@@ -34,7 +34,7 @@ from ..store import (
     resume_ref,
 )
 from ..tools import Cancel, ToolOutput
-from ._terminal import TerminalSink, signals_cancel, stdin_text
+from ._terminal import TerminalSink, detach_terminal, signals_cancel, stdin_text
 from ._text import visible
 from ._transcript import render_message
 
@@ -296,6 +296,41 @@ def _typing_not_echoed() -> Iterator[None]:
                 termios.tcsetattr(fd, termios.TCSANOW, before)
 
 
+class _Ended(Exception):
+    """A signal that ends the session arrived while the prompt waited."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _ending_on(*signals: int) -> Iterator[None]:
+    """While inside, each of ``signals`` raises :class:`_Ended` (SIGHUP first points
+    output away from the terminal that is gone), where Python's default would
+    end the process with no close; one ignored stays ignored.  Only in the main
+    thread, where handlers can be set."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def ended(signum: int, frame: object) -> None:
+        if signum == signal.SIGHUP:
+            detach_terminal()
+        raise _Ended(signum)
+
+    previous = {
+        sig: signal.signal(sig, ended)
+        for sig in signals
+        if signal.getsignal(sig) is not signal.SIG_IGN
+    }
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def interactive_loop(agent: Agent, *, resumed: bool) -> int:
     """Read prompts until /quit or end of input; returns the exit status."""
     read = _reader()
@@ -305,11 +340,18 @@ def interactive_loop(agent: Agent, *, resumed: bool) -> int:
         sys.stdout.write(f"awl — {agent.provider_name}/{agent.model} — /help for commands\n")
     while True:
         try:
-            line = read("> ")
+            with _ending_on(signal.SIGTERM, signal.SIGHUP):
+                line = read("> ")
         except EOFError:
             return 0
         except KeyboardInterrupt:
             continue
+        except _Ended as ended:
+            # Killed while waiting at the prompt: the session closes as at /quit
+            # (the caller says how to resume it), with the signal's status.
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+            return 128 + ended.signum
         if has_lone_surrogates(line):  # what a terminal's undecodable bytes become
             # Bytes that are not UTF-8 (a paste from a binary file) cannot be
             # logged: the prompt is kept with each replaced, and the user told.
@@ -320,8 +362,15 @@ def interactive_loop(agent: Agent, *, resumed: bool) -> int:
         if not text:
             continue
         if is_command(text):
-            if handle_command(agent, text):
-                return 0
+            try:
+                if handle_command(agent, text):
+                    return 0
+            except KeyboardInterrupt:
+                # As at the prompt: Ctrl+C drops what is under way (a provider's
+                # SDK loading for /model), not the session.
+                current = visible(f"{agent.provider_name}/{agent.model}", one_line=True)
+                sys.stdout.write(f"\nawl: cancelled; using {current}\n")
+                sys.stdout.flush()
             continue
         if text.startswith("//"):
             line = line.lstrip()[1:]  # "//" sends a line that starts with "/"
@@ -333,6 +382,12 @@ def interactive_loop(agent: Agent, *, resumed: bool) -> int:
             raise  # no prompt can be sent, and none was saved: the session ends
         except (AwlError, ProviderError) as exc:
             sys.stdout.write(f"awl: {visible(str(exc), one_line=True)}\n")
+            if agent.manager.stopped is not None:
+                # Every later prompt would be refused the same way: the session
+                # ends here, and the caller says how to resume it (the log, as
+                # it now is, goes on) where it is still there to resume.
+                sys.stdout.flush()
+                return 1
             continue
         if terminated is not None:
             # What arrived is saved; the session ends with the signal's status.
@@ -341,6 +396,9 @@ def interactive_loop(agent: Agent, *, resumed: bool) -> int:
             return 128 + terminated
         if result is not None and result.error:
             sys.stdout.write(f"awl: {visible(result.error, one_line=True)}\n")
+            if agent.manager.stopped is not None:
+                sys.stdout.flush()
+                return 1  # as above: nothing more can be written
             note = kept_prompt_note(agent, before)
             if note is not None:
                 sys.stdout.write(f"awl: {visible(note, one_line=True)}\n")
@@ -404,10 +462,17 @@ def _unanswered(entry: MessageEntry) -> bool:
 
 def is_command(text: str) -> bool:
     """Whether a typed line (stripped) is a slash command: ``/word`` first, not a
-    path (``/etc/hosts is what?`` is a message) nor ``//`` (which sends the rest)."""
-    if not text.startswith("/") or text.startswith("//"):
+    path (``/etc/hosts is what?`` is a message) nor ``//`` (which sends the rest),
+    and one line: text of several lines (pasted, or begun with Alt+Enter) is a
+    message whatever its first word (a C comment, a list under ``/quit``)."""
+    if not text.startswith("/") or text.startswith("//") or "\n" in text:
         return False
     return "/" not in text.split(maxsplit=1)[0][1:]
+
+
+BARE_COMMANDS = frozenset(("/quit", "/exit", "/help", "/session"))
+"""Commands that take nothing after them: one given more is refused, not run (so
+that ``/quit smoking: a plan`` does not end the session)."""
 
 
 def handle_command(agent: Agent, text: str) -> bool:
@@ -415,6 +480,11 @@ def handle_command(agent: Agent, text: str) -> bool:
     parts = text.split()
     name = parts[0]
     out = sys.stdout
+    if name in BARE_COMMANDS and len(parts) > 1:
+        shown = visible(name, one_line=True)
+        out.write(f"awl: {shown} takes no arguments; begin the line with // to send it as text\n")
+        out.flush()
+        return False
     if name in ("/quit", "/exit"):
         return True
     if name == "/help":

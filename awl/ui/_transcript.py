@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 _TOOL_OUTPUT_LINES = 20
 _TEXT_LINES = 40  # a preview (full=False) of a long reply: its head, not a screenful of it
-_LINE_CHARS = 200  # and as many characters as that many lines of this width
+_LINE_CHARS = 200  # a tool call's input, a value: at most this many characters
+_ROW_CHARS = 80  # a preview's lines hold as many characters as that many terminal rows
 
 
 def _head(m: SessionManager | Window) -> dict[str, Any]:
@@ -97,7 +98,8 @@ def _clip(text: str, lines: int) -> str:
     parts = text.splitlines()
     if len(parts) > lines:
         text = "\n".join(parts[:lines]) + f"\n… ({len(parts) - lines} more lines)"
-    return _cut(text, lines * _LINE_CHARS)
+    # A line of 600 KB is many rows on a terminal: the preview's budget is in rows.
+    return _cut(text, lines * _ROW_CHARS)
 
 
 def _cut(text: str, chars: int) -> str:
