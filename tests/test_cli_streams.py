@@ -204,3 +204,47 @@ def test_a_closed_stderr_breaks_nothing(env: dict[str, str], root: Path, project
     assert (r.returncode, r.stdout, r.stderr) == (2, "", "")  # a usage error
     r = awl(["sessions"], env, project, redirect="2>&-")
     assert r.returncode == 0 and len(r.stdout.splitlines()) == 1
+
+
+def _with_bad_logs(root: Path, n: int) -> None:
+    """``n`` empty logs beside the session: each a problem said on stderr."""
+    (folder,) = root.iterdir()
+    for k in range(n):
+        name = f"2026-01-01T00-00-00-000Z_01a24fc5-1111-7000-8000-{k:012d}.jsonl"
+        (folder / name).write_bytes(b"")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("how", ["full", "broken pipe"])
+def test_a_stderr_that_cannot_be_written_loses_no_output_and_keeps_the_status(
+    env: dict[str, str], root: Path, project: Path, session: str, how: str
+) -> None:
+    """What awl says on stderr is a diagnostic: a full or broken stderr drops it,
+    and the hits still come out, with the status problems give (2), quickly
+    (the search's workers ended, not waited for at the interpreter's exit)."""
+    _with_bad_logs(root, 12)
+    for args in (["search", "hello"], ["search", "--json", "hello"], ["show", session]):
+        if how == "full":
+            r = awl(args, env, project, redirect="2>/dev/full")
+        else:
+            read, write = os.pipe()
+            os.close(read)  # every write to it fails with EPIPE
+            try:
+                r = subprocess.run(
+                    [*AWL, *args],
+                    env=env,
+                    cwd=project,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=write,
+                    text=True,
+                    timeout=TIMEOUT,
+                    check=False,
+                )
+            finally:
+                os.close(write)
+        if args[0] == "search":
+            assert r.returncode == 2, (args, r.stdout)  # a problem was found, and said
+            assert len(r.stdout.splitlines()) == 2, r.stdout  # the prompt and its echo
+        else:
+            assert r.returncode == 0 and "You said: hello" in r.stdout, r.stdout

@@ -1,7 +1,8 @@
 """Another tool's log, and a header of another format version, named in words.
 
 ``awl show`` and ``awl --resume`` say of a pi session log that it is "a pi
-session log, not awl's" and how to import it; every other command that meets
+session log, not awl's" and how to import it (of a Claude Code or Codex one,
+likewise); every other command that meets
 one (``awl reindex`` with or without ``--verify`` or ``--dry-run``,
 ``awl sessions``, ``awl search``, ``SessionManager.open``) says the same, not
 that a newer awl would read it.  A header awl cannot read says why without
@@ -25,6 +26,7 @@ from awl.paths import corrupt_path, project_dir
 from awl.store import reindex_file, verify_log
 
 from .helpers import HEADER, chain, write_log
+from .import_fixtures import CLAUDE_SHOP, CLAUDE_V20, CODEX_HARBOR
 
 pytestmark = pytest.mark.usefixtures("scanner_impl")
 
@@ -112,6 +114,36 @@ def test_a_pi_log_among_awls_is_named_by_sessions_and_search(tmp_path: Path, roo
     found = cli("search", "--all", "zzz-nowhere")
     assert said(log) in found.stderr, found.output
     assert "version" not in found.stderr
+
+
+@pytest.mark.parametrize(
+    ("tool", "source"),
+    [("Claude Code", CLAUDE_V20), ("Claude Code", CLAUDE_SHOP), ("Codex", CODEX_HARBOR)],
+    ids=["claude-user-first", "claude-snapshot-first", "codex"],
+)
+def test_claude_code_and_codex_logs_are_named_by_every_command(
+    tmp_path: Path, root: Path, tool: str, source: Path
+) -> None:
+    """Copied into awl's store by hand: every command and the library name the log
+    as show does, and say how to import it; nothing is written to it."""
+    folder = project_dir("/work/project", root)
+    folder.mkdir(parents=True)
+    write_log(folder / "2026-04-25T17-40-15-990Z_awl.jsonl", [HEADER, *chain(2)])
+    log = folder / f"2026-12-04T06-59-49-140Z_{source.stem[-36:]}.jsonl"
+    log.write_bytes(source.read_bytes())
+    before = log.read_bytes()
+    line = (
+        f"{log}: a {tool} session log, not awl's: `awl import {shlex.quote(str(log))}` takes it in"
+    )
+    assert line in cli("sessions", "--all").output
+    assert line in cli("search", "--all", "zzz-nowhere").stderr
+    out = cli("reindex", str(log))
+    assert out.exit_code == 1 and out.output.splitlines()[0] == line, out.output
+    with pytest.raises(CorruptSession) as err:
+        SessionManager.open(log, read_only=True)
+    assert str(err.value) == line
+    assert verify_log(log).problems == [(None, line.removeprefix(f"{log}: "))]
+    assert log.read_bytes() == before and not corrupt_path(log).exists()
 
 
 @pytest.mark.parametrize(

@@ -37,7 +37,7 @@ from awl.store import (
     verify_log,
 )
 from awl.store._search import needles
-from awl.store._search_fallback import decode_once_more
+from awl.store._search_fallback import ROLES, decode_once_more
 from awl.ui import local_time
 
 from .helpers import HEADER, snapshot, with_default_sigint
@@ -323,6 +323,34 @@ def test_a_short_text_is_its_whole_snippet(root: Path) -> None:
     assert len(snippet) == len("…") + 120
 
 
+@pytest.mark.parametrize(
+    ("query", "kw"),
+    [
+        ("ValueError", {}),
+        ("valueerror", {"ignore_case": True}),
+        ("VALUEERRÖR", {"ignore_case": True}),
+    ],
+)
+def test_a_query_longer_than_a_snippet_is_shown_whole_from_its_start(
+    root: Path, query: str, kw: dict[str, Any]
+) -> None:
+    """A pasted error line of 170 characters: the snippet starts where it matches
+    and holds all of it, marked whole, its offsets inside the snippet."""
+    error = (
+        'Traceback (most recent call last): File "/srv/app/main.py", line 42, in handler: '
+        "ValueError: invalid literal for int() with base 10: 'abc' while parsing the body"
+    ).replace("ValueError", "ValueErrör" if "Ö" in query else "ValueError")
+    text = "Earlier context here, quite a bit of it before the error. " + error + " -- and after."
+    q = error.replace("ValueError", query).replace("ValueErrör", query)
+    snippet, match = _snippet_of(root, text, q, **kw)
+    assert match.casefold() == q.casefold() and match == error
+    log = next(root.rglob("*.jsonl"))
+    (hit,) = hits([log], q, **kw)
+    a, b = hit.match
+    assert 0 <= a < b <= len(snippet) and hit.matches == (hit.match,)
+    assert snippet.startswith("…") and snippet.endswith("…")
+
+
 def test_case_folding(root: Path) -> None:
     log = write(
         root,
@@ -388,7 +416,9 @@ def test_a_corrupt_log_is_named_and_the_others_searched(root: Path) -> None:
         f"{bad}:4: not a complete JSON object",
         f"{not_a_log}:1: the first line is not a session header",
     ]
-    assert found([good], "you are a") == [("0000000a", "text", 0)]
+    # The system prompt is searched when asked for; not by default.
+    assert found([good], "you are a") == []
+    assert found([good], "you are a", roles=frozenset(ROLES)) == [("0000000a", "text", 0)]
     # The bad line hides nothing after it in its own log.
     assert [h.entry for h in out if isinstance(h, SearchHit) and h.path == bad] == ["0000000e"]
 
@@ -771,7 +801,7 @@ def test_search_finds_exactly_the_blocks_that_hold_the_query(
     for n, (style, objs) in enumerate(logs):
         paths.append(write(root, "/w/p", SID[n], objs, style=style))
         expected += _expected(objs, query, fold)
-    assert found(paths, query, ignore_case=fold) == expected
+    assert found(paths, query, ignore_case=fold, roles=frozenset(ROLES)) == expected
 
 
 # ── the command ──

@@ -26,6 +26,7 @@ from ..ui import visible
 from ._common import (
     GuardedOutput,
     OutputError,
+    QuietErrors,
     Stopped,
     UsageFailure,
     argv_text,
@@ -213,6 +214,9 @@ class _Main(click.Group):
         _tolerant(real)
         guarded = cast(TextIO, GuardedOutput(real))
         sys.stdout = guarded
+        real_errors = sys.stderr
+        quiet = cast(TextIO, QuietErrors(real_errors))
+        sys.stderr = quiet
         try:
             try:
                 return super().main(*args, **kwargs)
@@ -235,6 +239,8 @@ class _Main(click.Group):
         finally:
             if sys.stdout is guarded:
                 sys.stdout = real
+            if sys.stderr is quiet:
+                sys.stderr = real_errors
 
 
 # What a bare --resume gives: no argument can hold a NUL byte, so an empty

@@ -418,6 +418,44 @@ class GuardedOutput:
         return getattr(self._stream, name)
 
 
+class QuietErrors:
+    """Standard error whose failed writes are dropped, the descriptor then pointed
+    at /dev/null: what awl says there is a diagnostic (as ripgrep's are), and a
+    full, closed or broken standard error must not stop a command's own work,
+    lose its output or change its status (``awl search 2>/dev/full``)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def _quiet(self, call: Any, *args: Any) -> Any:
+        try:
+            return call(*args)
+        except OSError:
+            discard_output(self._stream)  # later writes, and the flush at exit, go nowhere
+            return None
+
+    def write(self, data: Any) -> int:
+        """Write, or drop what cannot be written."""
+        done = self._quiet(self._stream.write, data)
+        return len(data) if done is None else int(done)
+
+    def writelines(self, lines: Any) -> None:
+        """Write each, or drop them."""
+        self._quiet(self._stream.writelines, lines)
+
+    def flush(self) -> None:
+        """Flush, or drop what cannot be written."""
+        self._quiet(self._stream.flush)
+
+    @property
+    def buffer(self) -> QuietErrors:
+        """The binary stream beneath, as quiet (click may write bytes there)."""
+        return QuietErrors(self._stream.buffer)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def occupy_closed_std_fds() -> None:
     """Put /dev/null on each of the descriptors 0, 1 and 2 that was closed at start.
 

@@ -133,6 +133,7 @@ def search_command(
     ID:ENTRY` (the hit's first word) shows its message in context.
     """
     from ..store import (
+        DEFAULT_ROLES,
         SearchQuery,
         parse_when,
         resume_refs,
@@ -167,9 +168,7 @@ def search_command(
     q = SearchQuery(
         query,
         ignore_case=ignore_case,
-        # awl's own system prompt opens every session: by default it would
-        # match its every word in each of them.
-        roles=frozenset(roles or ("user", "assistant")),
+        roles=frozenset(roles) if roles else DEFAULT_ROLES,
         kinds=frozenset(KINDS[k] for k in kinds or KINDS),
         since=when[0],
         until=when[1],
@@ -248,23 +247,30 @@ def _print_hits(
     tty = out.isatty()
     found = errors = 0
     project: str | None = None
-    for item in items:
-        if isinstance(item, SearchProblem):
-            errors += 1
-            click.echo(f"awl: {_visible(item.message)}", err=True)
-            continue
-        found += 1
-        if as_json:
-            out.write(json_text(item.as_json()) + "\n")
-        else:
-            if headings and item.cwd != project:
-                name = _heading(_visible(item.cwd), paint)
-                out.write(("\n" if project is not None else "") + name + "\n")
-                project = item.cwd
-            out.write(_line(item, shown, width, paint) + "\n")
-        if tty:
-            out.flush()  # each hit as it comes: the rest of the store is still being read
-    out.flush()
+    try:
+        for item in items:
+            if isinstance(item, SearchProblem):
+                errors += 1
+                click.echo(f"awl: {_visible(item.message)}", err=True)
+                continue
+            found += 1
+            if as_json:
+                out.write(json_text(item.as_json()) + "\n")
+            else:
+                if headings and item.cwd != project:
+                    name = _heading(_visible(item.cwd), paint)
+                    out.write(("\n" if project is not None else "") + name + "\n")
+                    project = item.cwd
+                out.write(_line(item, shown, width, paint) + "\n")
+            if tty:
+                out.flush()  # each hit as it comes: the rest of the store is still being read
+        out.flush()
+    finally:
+        # Stopped early (output closed, Ctrl+C): the search's workers are ended
+        # here, not by the interpreter's teardown, where waiting on them hangs.
+        close = getattr(items, "close", None)
+        if close is not None:
+            close()
     return found, errors
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 import xxhash
 
-from ..store import foreign_log
+from ..store import CLAUDE_TYPES, CODEX_TYPES, foreign_log
 from ..store.scanner import bracket_run, digit_run
 
 CHUNK = 1 << 22
@@ -38,27 +38,6 @@ TOO_DEEP = f"nested more than {DEEPEST} levels deep (deeper than an imported lin
 """Why a line deeper than :data:`DEEPEST` is skipped."""
 FORMATS = ("pi", "claude", "codex")
 
-_CLAUDE_TYPES = frozenset(
-    (
-        "user",
-        "assistant",
-        "system",
-        "progress",
-        "attachment",
-        "summary",
-        "file-history-snapshot",
-        "queue-operation",
-        "custom-title",
-        "ai-title",
-        "agent-name",
-        "permission-mode",
-        "last-prompt",
-        "tag",
-    )
-)
-_CODEX_TYPES = frozenset(
-    ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
-)
 PI_ENTRY_TYPES = frozenset(
     (
         "message",
@@ -921,7 +900,7 @@ def detect(objs: list[tuple[int, dict[str, Any]]]) -> str | None:
         # The store's rule, so that every command names such a log alike: an awl
         # header names its "model", pi's never does.
         return foreign_log(first) or "awl"
-    if kind in _CODEX_TYPES and isinstance(first.get("payload"), dict):
+    if kind in CODEX_TYPES and isinstance(first.get("payload"), dict):
         return "codex"
     if (
         kind is None
@@ -931,11 +910,11 @@ def detect(objs: list[tuple[int, dict[str, Any]]]) -> str | None:
     ):
         return "codex"  # the bare form of 2025: a header line, then items without an envelope
     for _, obj in objs[:50]:
-        if as_str(obj.get("type")) in _CLAUDE_TYPES and (
+        if as_str(obj.get("type")) in CLAUDE_TYPES and (
             isinstance(obj.get("sessionId"), str) or isinstance(obj.get("leafUuid"), str)
         ):
             return "claude"
-    if as_str(first.get("type")) in _CLAUDE_TYPES and ("messageId" in first or "leafUuid" in first):
+    if as_str(first.get("type")) in CLAUDE_TYPES and ("messageId" in first or "leafUuid" in first):
         return "claude"
     if objs[0][0] > 1 and _pi_entries(objs):
         return "pi"  # its header, line 1, is damaged: its entries say whose log it is

@@ -64,7 +64,7 @@ if TYPE_CHECKING:
         UnknownEntry,
     )
     from ._fs import Env, default_env, make_private_dirs, use_env
-    from ._header import foreign_log
+    from ._header import CLAUDE_TYPES, CODEX_TYPES, foreign_log
     from ._ids import uuid7
     from ._listing import SessionInfo, list_all_sessions, list_sessions, session_info
     from ._logfile import read_header
@@ -85,6 +85,7 @@ if TYPE_CHECKING:
     )
     from ._salvage import UnreadableMessage, Window, window_in_damaged_log
     from ._search import (
+        DEFAULT_ROLES,
         SearchHit,
         SearchProblem,
         SearchQuery,
@@ -102,6 +103,8 @@ _HOMES = {
     "scanner_description": "_native_loader",
     "find_session": "_catalog",
     "foreign_log": "_header",
+    "CLAUDE_TYPES": "_header",
+    "CODEX_TYPES": "_header",
     "find_session_ending": "_catalog",
     "most_recent": "_catalog",
     "resume_prefix": "_catalog",
@@ -166,6 +169,7 @@ _HOMES = {
     "SearchHit": "_search",
     "SearchProblem": "_search",
     "SearchQuery": "_search",
+    "DEFAULT_ROLES": "_search",
     "parse_when": "_search",
     "search": "_search",
     "search_scope": "_search",
@@ -179,6 +183,9 @@ _HOMES = {
     "verify_log": "_verify",
 }
 __all__ = [
+    "CLAUDE_TYPES",
+    "CODEX_TYPES",
+    "DEFAULT_ROLES",
     "FORMAT_VERSION",
     "MAX_REPLACED",
     "RECENT",

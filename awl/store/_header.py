@@ -18,19 +18,62 @@ HEADER_FIELDS = ("id", "timestamp", "cwd", "provider", "model")
 """The header's string members, in this order."""
 
 
+CLAUDE_TYPES = frozenset(
+    (
+        "user",
+        "assistant",
+        "system",
+        "progress",
+        "attachment",
+        "summary",
+        "file-history-snapshot",
+        "queue-operation",
+        "custom-title",
+        "ai-title",
+        "agent-name",
+        "permission-mode",
+        "last-prompt",
+        "tag",
+    )
+)
+"""The line types of Claude Code's transcripts."""
+
+CODEX_TYPES = frozenset(("session_meta", "response_item", "event_msg", "turn_context", "compacted"))
+"""The line types of Codex's rollouts (each line an envelope with a ``payload``)."""
+
+
 def foreign_log(obj: dict[str, Any]) -> str | None:
     """The name of the other tool whose session log begins with the loaded first
-    line ``obj`` ("pi"), or None when it may be awl's.
+    line ``obj`` ("pi", "Claude Code", "Codex"), or None when it may be awl's.
 
     pi's header is a ``"session"`` line with a string ``id``, as awl's is, but
     it never names a ``model`` (its first form says ``modelId``), whatever its
-    version: an awl header, however broken, names one.  The same rule as
-    ``awl.importers``' format detection, so that every command names such a
-    log alike.  Claude Code's and Codex's logs begin with no ``"session"``
-    line: their first line is no session header.
+    version: an awl header, however broken, names one.  Claude Code's lines
+    carry their ``sessionId`` (a summary line its ``leafUuid``, a snapshot its
+    ``messageId``); Codex's are envelopes with a ``payload``, or, in its bare
+    form of 2025, begin with a line of its ``id``, ``timestamp`` and
+    ``instructions`` or ``git``.  No line of awl's has those types.  The same
+    rules as ``awl.importers``' format detection reads on the first line, so
+    that every command names such a log alike.
     """
-    if obj.get("type") == "session" and isinstance(obj.get("id"), str) and "model" not in obj:
+    kind = obj.get("type")
+    if kind == "session" and isinstance(obj.get("id"), str) and "model" not in obj:
         return "pi"
+    if kind in CLAUDE_TYPES and (
+        isinstance(obj.get("sessionId"), str)
+        or isinstance(obj.get("leafUuid"), str)
+        or "messageId" in obj
+    ):
+        return "Claude Code"
+    if kind in CODEX_TYPES and isinstance(obj.get("payload"), dict):
+        return "Codex"
+    if (
+        kind is None
+        and isinstance(obj.get("id"), str)
+        and "timestamp" in obj
+        and ("instructions" in obj or "git" in obj)
+    ):
+        return "Codex"
     return None
 
 

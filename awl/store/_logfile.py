@@ -144,11 +144,11 @@ def read_header_fd(fd: int, path: Path, env: Env) -> SessionHeader:
         )
     try:
         obj = load_object(line)
-        if obj.get("type") != "session":
-            raise FormatError("the first line is not a session header")
         tool = foreign_log(obj)
         if tool is not None:
             raise ForeignLog(path, tool)
+        if obj.get("type") != "session":
+            raise FormatError("the first line is not a session header")
         return parse_header(obj)
     except FormatError as exc:
         raise CorruptSession(path, 1, str(exc)) from None

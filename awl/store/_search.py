@@ -185,6 +185,11 @@ def needles(query: str, fold: bool) -> list[bytes]:
     return found if len(found) <= MAX_NEEDLES else []  # too many: every line is read
 
 
+DEFAULT_ROLES = frozenset(("user", "assistant"))
+"""The roles a query searches unless told: awl's own system prompt opens every
+session, and would match its every word in each of them."""
+
+
 # The public records are named tuples, not dataclasses: the three dataclasses
 # cost 3 ms of a search's start-up, and its whole process is timed against
 # ripgrep's (docs/performance.md, "Search").
@@ -194,14 +199,15 @@ class SearchQuery(NamedTuple):
     """What to look for.
 
     ``roles`` and ``kinds`` are sets of ``"system"``, ``"user"``,
-    ``"assistant"`` and of ``"text"``, ``"thinking"``, ``"toolUse"``,
-    ``"toolResult"``; ``since`` and ``until`` bound the entry's timestamp
-    (ISO 8601 text, compared as text: awl writes ``...Z`` times).
+    ``"assistant"`` (default :data:`DEFAULT_ROLES`, not ``"system"``) and of
+    ``"text"``, ``"thinking"``, ``"toolUse"``, ``"toolResult"``; ``since`` and
+    ``until`` bound the entry's timestamp (ISO 8601 text, compared as text:
+    awl writes ``...Z`` times).
     """
 
     text: str
     ignore_case: bool = False
-    roles: frozenset[str] = frozenset(ROLES)
+    roles: frozenset[str] = DEFAULT_ROLES
     kinds: frozenset[str] = frozenset(BLOCK_KINDS)
     since: str | None = None
     until: str | None = None
@@ -404,12 +410,12 @@ def _open_log(path: Path, cwd: str | None, mapped: bool = True) -> _Log | Search
             nl = head.find(b"\n")
         obj = load(head[:nl] if nl >= 0 else head)
         try:
-            if type(obj) is not dict or obj.get("type") != "session":
-                raise FormatError("the first line is not a session header")
-            tool = foreign_log(obj)
+            tool = foreign_log(obj) if type(obj) is dict else None
             if tool is not None:  # named as every other command names it
                 os.close(fd)
                 return SearchProblem(path, f"{path}: {foreign_problem(path, tool)}")
+            if type(obj) is not dict or obj.get("type") != "session":
+                raise FormatError("the first line is not a session header")
             sid, _created, where, _provider, _model = header_fields(obj)
         except FormatError as exc:
             os.close(fd)
@@ -716,19 +722,21 @@ def _snippet(text: str, plan: _Plan) -> tuple[str, tuple[int, int], tuple[tuple[
     """One line of the block's text around its first match; where that match is in
     it, and every match it shows (the first included, as grep colours them)."""
     at, width = next(_spans(text, plan), (0, 0))
-    # A third of the room before the match, less when the text ends sooner: a
-    # short text is shown whole.
-    start = max(0, min(at - (_SNIPPET - width) // 3, len(text) - _SNIPPET))
-    piece = text[start : start + _SNIPPET]
+    # Room for the whole match (a query pasted from a long error line is longer
+    # than a snippet), and a third of what is left before it, less when the
+    # text ends sooner: a short text is shown whole.
+    room = max(_SNIPPET, width)
+    start = max(0, min(at - (room - width) // 3, len(text) - room))
+    piece = text[start : start + room]
     flat = " ".join(piece.split("\n")).replace("\r", " ").replace("\t", " ")
     lead = "…" if start else ""
-    tail = "…" if start + _SNIPPET < len(text) else ""
+    tail = "…" if start + room < len(text) else ""
     shift = len(lead) - start  # the flattening keeps every character's place
     shown = [(at + shift, at + width + shift)]
     after = at + width
     # The others, sought in what the snippet shows after the first alone: a block
     # may be megabytes long.
-    for more, size in _spans(text[after : start + _SNIPPET], plan):
+    for more, size in _spans(text[after : start + room], plan):
         if size == 0:
             break
         shown.append((after + more + shift, after + more + size + shift))
