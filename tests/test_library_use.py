@@ -22,7 +22,14 @@ from awl import (
 )
 from awl.agent import Agent, open_session
 from awl.conversation import Usage
-from awl.importers import cut_short, import_origin, last_record, plan_import, read_records
+from awl.importers import (
+    cut_short,
+    import_origin,
+    import_sessions,
+    last_record,
+    plan_import,
+    read_records,
+)
 from awl.providers import NullSink
 from awl.store import (
     DiskMessage,
@@ -326,3 +333,16 @@ def test_open_session_takes_a_session_root_and_records_its_directory_whole(
     with again:
         assert resumed and again.path == manager.path
     assert not (tmp_path / "elsewhere").exists()
+
+
+def test_an_import_run_given_its_plan_counts_what_the_plan_found(tmp_path: Path) -> None:
+    """A plan run as it is: a path that named no session is in the results and
+    fails the run, as `awl import` counts it; its sources alone would not."""
+    source = tmp_path / "pi" / PI_FULL.name
+    source.parent.mkdir()
+    source.write_bytes(PI_FULL.read_bytes())
+    plan = plan_import([source, tmp_path / "nowhere.jsonl"])
+    assert len(plan.sources) == 1 and len(plan.problems) == 1
+    results, summary = import_sessions(plan, jobs=1, session_dir=tmp_path / "s")
+    assert sorted(r.status for r in results) == ["error", "imported"]
+    assert summary.failed and summary.imported == 1

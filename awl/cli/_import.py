@@ -136,12 +136,11 @@ def import_command(
 
         try:
             _, summary = import_sessions(
-                plan.sources,
+                plan,
                 jobs=jobs,
                 dry_run=dry_run,
                 system_prompt=SYSTEM_PROMPT,
                 on_result=on_result,
-                problems=plan.problems,
                 fallback_cwd=fallback_cwd,
                 on_stop=bar.stopping,
                 on_progress=bar.taken,

@@ -744,7 +744,7 @@ def _copies_apart(tasks: list[_Task]) -> tuple[list[_Task], list[_Task]]:
 
 
 def import_sessions(
-    sources: Iterable[SourceSpec],
+    sources: ImportPlan | Iterable[SourceSpec],
     *,
     jobs: int | None = None,
     dry_run: bool = False,
@@ -757,8 +757,9 @@ def import_sessions(
     on_progress: Callable[[int], None] | None = None,
 ) -> tuple[list[ImportResult], ImportSummary]:
     """Import every source session, largest first, across ``jobs`` worker processes
-    (default: the cores); ``on_result`` sees each result as it comes.  ``problems``
-    (from :func:`plan_import`) are reported first; ``fallback_cwd`` is as
+    (default: the cores); ``on_result`` sees each result as it comes.  ``sources``
+    is a plan (:func:`plan_import`: its sources, its problems reported first),
+    or source sessions alone, with ``problems`` (a plan's) reported first; ``fallback_cwd`` is as
     :func:`import_source` takes it; ``on_stop`` is called when a stop begins,
     before the sessions under way in worker processes end; ``on_progress``
     sees, as the import goes (within a large session too), the bytes of the
@@ -769,6 +770,11 @@ def import_sessions(
     An exception while importing (KeyboardInterrupt) ends the run once the
     sessions under way end (written whole, or not at all); none is started
     after it.  Importing again takes the rest."""
+    if isinstance(sources, ImportPlan):
+        # A plan's problems are part of the run: a path that named no session
+        # counts (and fails the run) as the command says it.
+        problems = [*sources.problems, *problems]
+        sources = sources.sources
     results: list[ImportResult] = []
     summary = ImportSummary()
     held: list[ImportResult] = []
