@@ -973,6 +973,34 @@ def test_an_openai_refusal_is_the_reply(
     assert assistant["message"]["content"] == [{"type": "text", "text": "I can't help with that."}]
 
 
+def test_a_refused_reply_says_how_to_go_on_without_the_exchange(
+    agents: Agents, server: FakeServer, root: Path, project: Path
+) -> None:
+    """Anthropic's model refusing mid-reply (stop reason ``refusal``): the reply is
+    kept as it came, and the user told how to go on without the exchange, which
+    the API asks for (a history holding it is likely refused again)."""
+    agent = agents.new(SCRIPTS["anthropic"])
+    agent.run_turn("hi", Sink())  # the scripted server's first reply
+    before = agent.manager.leaf_id
+    server.queue(
+        sse.stream(
+            sse.message_start(),
+            sse.text_block(0, "Sure, here is"),
+            sse.message_delta("refusal"),
+            sse.message_stop(),
+        )
+    )
+    result = agent.run_turn("something it refuses", Sink())
+    assert result.error is not None and "refusing to go on" in result.error
+    note = kept_prompt_note(agent, before)
+    assert note is not None and note.startswith("the reply cut short stays in the session")
+    ref = note.rsplit("awl --resume ", 1)[1].split(" ", 1)[0]
+    assert ref.endswith(f":{before}")
+    agents.close(agent)
+    log = only_log(root, project)
+    assert texts(log.entries[-1]["message"]) == "Sure, here is"  # nothing dropped
+
+
 @pytest.mark.parametrize("how", ["cut", "error_event"])
 def test_stream_failure_mid_message_keeps_the_partial_message(
     agents: Agents, server: FakeServer, script: Script, root: Path, project: Path, how: str

@@ -210,6 +210,26 @@ def test_an_overload_event_before_anything_arrived_is_asked_again(server: FakeSe
     assert (r.stop_reason, r.content) == ("stop", [Text("fine")])
 
 
+@pytest.mark.parametrize(
+    ("make", "failing"),
+    [
+        (_anthropic, [sse.message_start(), sse.error_event("api_error", "Internal")]),
+        (_openai, [oa.role(), oa.data({"error": {"message": "Internal", "type": "server_error"}})]),
+    ],
+    ids=["anthropic api_error", "openai server_error"],
+)
+def test_a_server_error_said_in_the_stream_before_anything_arrived_is_asked_again(
+    server: FakeServer, make: Callable[[FakeServer], Provider], failing: list[bytes]
+) -> None:
+    """The server's 500 said late, as an event inside the stream: passing as a 500
+    is, while nothing of the reply was shown."""
+    ok = sse.text_reply("fine") if make is _anthropic else oa.text_reply("fine")
+    server.queue(Reply(chunks=failing), ok)
+    r = make(server).complete("m", HISTORY, [], Sink())
+    assert (r.stop_reason, r.content) == ("stop", [Text("fine")])
+    assert len(server.requests) == 2
+
+
 @pytest.mark.parametrize("make", [_anthropic, _openai], ids=["anthropic", "openai"])
 def test_a_cancel_ends_the_wait(server: FakeServer, make: Callable[[FakeServer], Provider]) -> None:
     busy = _busy(503, **{"retry-after": "30"})
@@ -260,3 +280,24 @@ def test_the_terminal_says_the_wait_on_a_line_of_its_own() -> None:
     assert out.getvalue() == (
         "Reading the file.\n[anthropic: overloaded (529): Overloaded; sending it again in 2 s]\n"
     )
+
+
+@pytest.mark.parametrize("make", [_anthropic, _openai], ids=["anthropic", "openai"])
+def test_a_proxys_html_page_is_named_by_its_title_not_printed(
+    server: FakeServer, make: Callable[[FakeServer], Provider], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gateway answering for the API with a web page: one short line naming the
+    page by its title, not its markup."""
+    monkeypatch.setenv("AWL_RETRIES", "0")
+    page = (
+        b"<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n"
+        b"<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n"
+        b"</body>\r\n</html>\r\n" + b"<!-- padding -->\r\n" * 6
+    )
+    server.queue(Reply(status=502, body=page, content_type="text/html"))
+    r = make(server).complete("m", HISTORY, [], Sink())
+    assert r.stop_reason == "error" and r.error is not None
+    assert r.error.endswith(
+        "server error (502): an HTML page (502 Bad Gateway), not the API's answer: a proxy's?"
+    ), r.error
+    assert "<" not in r.error

@@ -188,8 +188,10 @@ class AnthropicProvider(HostedProvider):
             failed = run.failed(
                 describe_api_error(self.name, status, exc.type, exc.api_message or exc.message)
             )
+            # An error event mid-stream is the server's own 529 or 500 said late
+            # (overloaded_error, api_error): passing as those are.
             passing = is_transient(status, exc.response.headers) or (
-                status is None and exc.type == "overloaded_error"
+                status is None and exc.type in ("overloaded_error", "api_error")
             )
             if passing and not run.blocks.shown:
                 failed.transient = True

@@ -906,4 +906,19 @@ def describe_api_error(
     kind = kind or err_type or "error"
     where = f"({status})" if status is not None else "(error event mid-stream)"
     detail = one_line(message) if message else (err_type or "no details")
+    if message and _looks_like_html(message):
+        # A proxy's or a gateway's page, not the API's answer: its title says
+        # what it is; its markup would only fill the line.
+        page = _HTML_TITLE.search(message)
+        title = one_line(re.sub(r"\s+", " ", page.group(1))).strip() if page else ""
+        detail = f"an HTML page{f' ({title})' if title else ''}, not the API's answer: a proxy's?"
     return f"{provider}: {kind} {where}: {detail}"
+
+
+_HTML_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+
+
+def _looks_like_html(message: str) -> bool:
+    """Whether an error's text is a web page (what a proxy answers with)."""
+    head = message.lstrip()[:200].lower()
+    return head.startswith(("<!doctype html", "<html")) or ("<html" in head and "<head" in head)

@@ -186,8 +186,12 @@ class OpenAIProvider(HostedProvider):
                 return run.failed(f"{self.name}: connection lost mid-stream: {cause}")
             return run.failed(f"{self.name}: cannot connect to {self._where()}: {cause}")
         except openai.APIError as exc:
-            # `data: {"error": {...}}` inside a 200 stream.
-            return run.failed(describe_api_error(self.name, None, exc.type, exc.message))
+            # `data: {"error": {...}}` inside a 200 stream: a server error said late
+            # passes as a 500 does, when nothing of the reply was shown.
+            failed = run.failed(describe_api_error(self.name, None, exc.type, exc.message))
+            if exc.type == "server_error" and not run.blocks.shown:
+                failed.transient = True
+            return failed
         except Exception as exc:
             return run.failed(stream_failure(self.name, exc))
         finally:

@@ -18,7 +18,7 @@ import textwrap
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..agent import Agent, TurnResult, UnresumableSession
 from ..conversation import ToolUse, has_lone_surrogates, without_lone_surrogates
@@ -317,6 +317,13 @@ def _ending_on(*signals: int) -> Iterator[None]:
     def ended(signum: int, frame: object) -> None:
         if signum == signal.SIGHUP:
             detach_terminal()
+        app = _running_prompt()
+        if app is not None and app.loop is not None:
+            # Raised inside prompt_toolkit's event loop, the exception would be
+            # caught by its handler ("Press ENTER to continue..."): the prompt is
+            # ended from its loop instead, and raises it where read() returns.
+            app.loop.call_soon_threadsafe(_end_prompt, app, signum)
+            return
         raise _Ended(signum)
 
     previous = {
@@ -329,6 +336,22 @@ def _ending_on(*signals: int) -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _running_prompt() -> Any:
+    """prompt_toolkit's application reading a line now, or None (none running, or
+    the plain reader in use: prompt_toolkit never imported)."""
+    if "prompt_toolkit" not in sys.modules:
+        return None
+    from prompt_toolkit.application.current import get_app_or_none
+
+    app = get_app_or_none()
+    return app if app is not None and app.is_running else None
+
+
+def _end_prompt(app: Any, signum: int) -> None:
+    if app.is_running and app.future is not None and not app.future.done():
+        app.exit(exception=_Ended(signum))
 
 
 def interactive_loop(agent: Agent, *, resumed: bool) -> int:
@@ -410,12 +433,35 @@ def kept_prompt_note(agent: Agent, before: str | None) -> str | None:
     failed, or was cancelled, before any reply arrived), what to say: the prompt
     goes to the model with the next one, and how to go on without it (and
     without the unanswered prompts right before it, which go too).  None
-    after any other turn.  ``before`` is the session's leaf before the turn."""
+    after any other turn.  ``before`` is the session's leaf before the turn.
+
+    After a turn whose reply was cut short (the model refused, the context
+    window filled, the connection dropped), the reply goes with the next
+    prompt as it is: how to go on without the exchange (a model that refused
+    would likely refuse again with it in the history)."""
     m = agent.manager
     leaf = m.leaf_id
     if leaf is None or leaf == before:
         return None
     entry = m.get_entry(leaf)
+    if (
+        isinstance(entry, MessageEntry)
+        and entry.message.role == "assistant"
+        and entry.message.stop_reason == "error"
+        and before is not None
+    ):
+        prompt = m.get_entry(entry.base.parent_id) if entry.base.parent_id else None
+        if (
+            isinstance(prompt, MessageEntry)
+            and _unanswered(prompt)
+            and prompt.base.parent_id == before
+        ):
+            short = resume_ref(m.id, m.path, os.getcwd())
+            return (
+                "the reply cut short stays in the session and goes to the model with "
+                f"your next prompt; awl --resume {short}:{before} goes on without this exchange"
+            )
+        return None
     if not isinstance(entry, MessageEntry) or entry.message.role != "user":
         return None
     parent = entry.base.parent_id
