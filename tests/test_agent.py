@@ -39,7 +39,7 @@ from awl.agent._loop import _NOT_RUN_AFTER_UNSAVED
 from awl.conversation import Text, ToolResult, ToolUse
 from awl.errors import SessionWriteError
 from awl.paths import encode_cwd, session_file_name
-from awl.providers.offline import OfflineProvider
+from awl.providers._offline import OfflineProvider
 from awl.store import Env
 from awl.ui import TerminalSink, kept_prompt_note, render_message
 from tests.helpers import line, write_log

@@ -27,7 +27,7 @@ import pytest
 
 from awl import SessionManager
 from awl.agent import INTERRUPTED_IN_FLIGHT, INTERRUPTED_RESULT
-from awl.tools.bash import CANCELLED_NOTE
+from awl.tools._bash import CANCELLED_NOTE
 from tests.helpers import awl_env, reference_replay, snapshot
 from tests.test_agent import SCRIPTS, Log, check_log, sent, session_files, texts
 from tests.test_tools import left_in_group, live_in_group, wait_for_file
@@ -1575,7 +1575,7 @@ def test_a_new_session_on_a_local_server_needs_no_key_nor_model(
     env: dict[str, str], root: Path, project: Path
 ) -> None:
     """--base-url counts when the default model is chosen (it once asked for OPENAI_API_KEY)."""
-    from awl.providers.openai import OpenAIProvider
+    from awl.providers._openai import OpenAIProvider
     from tests.servers import openai_server as oa
     from tests.servers import serve
 

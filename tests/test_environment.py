@@ -119,7 +119,7 @@ def test_a_bash_output_limit_that_is_not_a_count_is_named(
 def test_the_bash_tool_takes_its_limits_from_the_one_parser(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from awl.tools.bash import DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT, BashTool
+    from awl.tools._bash import DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT, BashTool
 
     monkeypatch.setenv("AWL_BASH_TIMEOUT", "2.5")
     monkeypatch.setenv("AWL_BASH_MAX_OUTPUT", "500")

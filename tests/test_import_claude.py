@@ -16,7 +16,7 @@ from awl import Message, SessionManager, Text, ToolResult, request_history
 from awl.agent import open_tool_uses
 from awl.cli import main
 from awl.importers import import_origin, import_sessions, plan_import, session_id_for
-from awl.providers.anthropic import to_message_params as anthropic_messages
+from awl.providers._anthropic import to_message_params as anthropic_messages
 from awl.store import SearchQuery, reindex_file, search, verify_log
 from awl.store._listing import _quick_info
 from tests.import_fixtures import (

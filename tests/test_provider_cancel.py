@@ -25,9 +25,9 @@ import pytest
 
 from awl.conversation import Message, Text
 from awl.providers import CANCELLED
-from awl.providers.anthropic import AnthropicProvider
-from awl.providers.base import Exchange, HostedProvider, Response
-from awl.providers.openai import OpenAIProvider
+from awl.providers._anthropic import AnthropicProvider
+from awl.providers._base import Exchange, HostedProvider, Response
+from awl.providers._openai import OpenAIProvider
 from tests.helpers import Sink, awl_env, with_default_sigint
 from tests.servers import FakeServer, Reply, serve
 from tests.servers import anthropic_server as sse
@@ -213,8 +213,8 @@ def test_a_ctrl_c_in_the_waiting_thread_ends_a_silent_request() -> None:
         """
         import json, signal, sys, threading, time
         from awl.conversation import Message, Text
-        from awl.providers.anthropic import AnthropicProvider
-        from awl.providers.base import NullSink
+        from awl.providers._anthropic import AnthropicProvider
+        from awl.providers._base import NullSink
         from tests.servers import serve
         from tests.servers import anthropic_server as sse
 

@@ -20,7 +20,7 @@ from awl.providers import (
     default_provider_name,
     get_provider,
 )
-from awl.providers.offline import OfflineProvider
+from awl.providers._offline import OfflineProvider
 from awl.tools import default_tools, run_tool, tool_specs
 
 from .helpers import Sink

@@ -1,4 +1,4 @@
-"""awl.providers.base.HostedProvider: what both SDK providers share."""
+"""awl.providers._base.HostedProvider: what both SDK providers share."""
 
 from __future__ import annotations
 

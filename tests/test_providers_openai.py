@@ -12,8 +12,8 @@ import pytest
 
 from awl.conversation import Message, Opaque, Text, Thinking, ToolResult, ToolUse
 from awl.providers import Provider, ProviderError, ToolSpec, Usage, get_provider
-from awl.providers.base import NO_RESULT
-from awl.providers.openai import OpenAIProvider
+from awl.providers._base import NO_RESULT
+from awl.providers._openai import OpenAIProvider
 from tests.servers import FakeServer, Reply, json_reply, refused_url, serve
 from tests.servers import openai_server as oa
 from tests.test_providers_anthropic import (

@@ -159,7 +159,7 @@ def test_a_package_exports_exactly_its_all(package: str) -> None:
     assert public <= set(names), sorted(public - set(names))
 
 
-@pytest.mark.parametrize("package", ["awl.store", "awl.agent", "awl.ui", "awl.cli"])
+@pytest.mark.parametrize("package", PACKAGES)
 def test_a_package_has_only_private_modules(package: str) -> None:
     """Behaviour is found from file names; the public face is the package's ``__all__``
     (``awl.store.scanner``, a module of functions and constants, is the one public module)."""

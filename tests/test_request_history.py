@@ -108,7 +108,7 @@ def test_a_lazy_conversation_loads_nothing_before_what_is_kept() -> None:
 def test_a_history_cut_inside_a_round_still_makes_a_request() -> None:
     # The kept messages may open with results whose call was before the cut: they
     # go on as text (answered_history), the request stays one the API takes.
-    from awl.providers import anthropic
+    from awl.providers import _anthropic as anthropic
 
     conv = [
         SYSTEM,

@@ -15,9 +15,9 @@ import pytest
 
 from awl.conversation import Message, Text
 from awl.providers import CANCELLED
-from awl.providers.anthropic import AnthropicProvider
-from awl.providers.base import Provider, backoff, retry_wait
-from awl.providers.openai import OpenAIProvider
+from awl.providers._anthropic import AnthropicProvider
+from awl.providers._base import Provider, backoff, retry_wait
+from awl.providers._openai import OpenAIProvider
 from awl.ui import TerminalSink
 from tests.helpers import Sink, awl_env
 from tests.servers import FakeServer, Reply, serve
@@ -193,7 +193,7 @@ def test_awls_own_waits_double_up_to_a_cap(
     assert [backoff(k) for k in range(8)] == [1, 2, 4, 8, 16, 30, 30, 30]
     # Every retry asked for is made, however long the waits have grown (a cap of
     # a few milliseconds here, to keep the test short).
-    monkeypatch.setattr("awl.providers.base.BACKOFF_CAP", 0.004)
+    monkeypatch.setattr("awl.providers._base.BACKOFF_CAP", 0.004)
     monkeypatch.setenv("AWL_RETRIES", "10")
     server.queue(*[_busy(503) for _ in range(11)])
     sink = Sink()

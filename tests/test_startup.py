@@ -162,7 +162,7 @@ def test_the_check_sees_an_sdk_import(env: dict[str, str], project: Path) -> Non
     env.update(ANTHROPIC_API_KEY="sk-ant-test", ANTHROPIC_BASE_URL=refused_url())
     r, modules = imported(["--provider", "anthropic", "-p", "hello"], env, project)
     assert r.returncode == 1
-    assert "anthropic" in modules and "awl.providers.anthropic" in modules
+    assert "anthropic" in modules and "awl.providers._anthropic" in modules
     assert "openai" not in {m.split(".")[0] for m in modules}
     assert "cannot connect" in r.stderr
 

@@ -33,8 +33,8 @@ from awl.tools import (
     run_tool,
     tool_specs,
 )
-from awl.tools.base import CANCELLED_BEFORE
-from awl.tools.bash import CANCELLED_NOTE, _without_line_ends
+from awl.tools._base import CANCELLED_BEFORE
+from awl.tools._bash import CANCELLED_NOTE, _without_line_ends
 
 
 def j(**kw: Any) -> str:

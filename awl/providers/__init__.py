@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from awl.errors import missing_dependency as _missing_dependency
-from awl.providers.base import (
+from awl.providers._base import (
     CANCELLED,
     InvalidBaseURL,
     NullSink,
@@ -24,8 +24,8 @@ from awl.providers.base import (
     Usage,
     check_base_url,
 )
-from awl.providers.base import NO_ANTHROPIC_KEY as _NO_ANTHROPIC_KEY
-from awl.providers.base import NO_OPENAI_KEY as _NO_OPENAI_KEY
+from awl.providers._base import NO_ANTHROPIC_KEY as _NO_ANTHROPIC_KEY
+from awl.providers._base import NO_OPENAI_KEY as _NO_OPENAI_KEY
 
 __all__ = [
     "CANCELLED",
@@ -57,7 +57,7 @@ def get_provider(name: str, *, base_url: str | None = None) -> Provider:
     and :class:`InvalidBaseURL` for a base URL that is not one.
     """
     if name == "offline":
-        from awl.providers.offline import OfflineProvider
+        from awl.providers._offline import OfflineProvider
 
         return OfflineProvider()
     # A missing key is said before the SDK is imported (Anthropic's takes seconds).
@@ -65,7 +65,7 @@ def get_provider(name: str, *, base_url: str | None = None) -> Provider:
         if not os.environ.get("ANTHROPIC_API_KEY"):
             raise ProviderError(_NO_ANTHROPIC_KEY)
         try:
-            from awl.providers.anthropic import AnthropicProvider
+            from awl.providers._anthropic import AnthropicProvider
         except ImportError as exc:
             raise ProviderError(_missing_sdk("anthropic", exc)) from exc
         return AnthropicProvider(base_url=base_url)
@@ -73,7 +73,7 @@ def get_provider(name: str, *, base_url: str | None = None) -> Provider:
         if not (os.environ.get("OPENAI_API_KEY") or base_url or os.environ.get("OPENAI_BASE_URL")):
             raise ProviderError(_NO_OPENAI_KEY)
         try:
-            from awl.providers.openai import OpenAIProvider
+            from awl.providers._openai import OpenAIProvider
         except ImportError as exc:
             raise ProviderError(_missing_sdk("openai", exc)) from exc
         return OpenAIProvider(base_url=base_url)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from awl.tools.base import Cancel, Tool, ToolError, ToolOutput, run_tool, tool_specs
-from awl.tools.bash import BashTool
-from awl.tools.files import EditTool, ReadTool, WriteTool
+from awl.tools._base import Cancel, Tool, ToolError, ToolOutput, run_tool, tool_specs
+from awl.tools._bash import BashTool
+from awl.tools._files import EditTool, ReadTool, WriteTool
 
 __all__ = [
     "BashTool",

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
-from awl.tools.base import Tool, ToolError, ToolOutput, cancelled_by, cap_text, resolve_path
+from awl.tools._base import Tool, ToolError, ToolOutput, cancelled_by, cap_text, resolve_path
 
 DEFAULT_LINE_LIMIT = 2000
 MAX_LINE_CHARS = 2000

@@ -36,7 +36,7 @@ from anthropic.types import (
 )
 
 from awl.conversation import Message, Opaque, Text, ToolResult, ToolUse
-from awl.providers.base import (
+from awl.providers._base import (
     CANCELLED,
     NO_ANTHROPIC_KEY,
     Exchange,

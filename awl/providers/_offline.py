@@ -33,7 +33,7 @@ from awl.conversation import (
     ToolResult,
     ToolUse,
 )
-from awl.providers.base import (
+from awl.providers._base import (
     CANCELLED,
     Provider,
     Response,

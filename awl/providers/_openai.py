@@ -46,7 +46,7 @@ from openai.types.chat import (
 from openai.types.chat.chat_completion_chunk import ChoiceDelta
 
 from awl.conversation import ContentBlock, Message, Opaque, Text, ToolResult, ToolUse
-from awl.providers.base import (
+from awl.providers._base import (
     CANCELLED,
     NO_OPENAI_KEY,
     Exchange,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from awl.environment import MAX_BASH_TIMEOUT, MOST_BASH_OUTPUT, bash_max_output, bash_timeout
-from awl.tools.base import Tool, ToolError, ToolOutput, cancelled_by
+from awl.tools._base import Tool, ToolError, ToolOutput, cancelled_by
 
 DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = MAX_BASH_TIMEOUT
