@@ -346,3 +346,21 @@ def test_an_import_run_given_its_plan_counts_what_the_plan_found(tmp_path: Path)
     results, summary = import_sessions(plan, jobs=1, session_dir=tmp_path / "s")
     assert sorted(r.status for r in results) == ["error", "imported"]
     assert summary.failed and summary.imported == 1
+
+
+@pytest.mark.parametrize("model", ["ec ho", "echo\x1b[31m", " echo", "x\ny", ""])
+def test_a_model_name_no_api_has_is_refused_by_the_library_too(tmp_path: Path, model: str) -> None:
+    """The rule --model and /model keep: before a log records the name, and before
+    a switch changes anything."""
+    from awl.providers import InvalidModel
+
+    root = tmp_path / "s"
+    with pytest.raises(InvalidModel, match="a model name|spaces around it"):
+        open_session(tmp_path, None, "offline", model, session_dir=root)
+    assert not root.exists()
+    manager, _ = open_session(tmp_path, None, "offline", "echo", session_dir=root)
+    agent = Agent(manager, provider="offline")
+    with pytest.raises(InvalidModel):
+        agent.switch_model("offline", model)
+    assert (agent.provider_name, agent.model) == ("offline", "echo")
+    manager.close()

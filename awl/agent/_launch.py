@@ -36,10 +36,14 @@ def open_session(
     looked up and made under ``session_dir`` (default: the session root).
 
     A new session without ``model`` gets the provider's default, the
-    provider being made with ``base_url`` (a local server needs no key).
+    provider being made with ``base_url`` (a local server needs no key); a
+    ``model`` no API has raises :class:`~awl.providers.InvalidModel`.
     Returns (manager, resumed).
     """
-    from ..providers import default_provider_name, get_provider
+    from ..providers import check_model, default_provider_name, get_provider
+
+    if model is not None:
+        check_model(model)  # before a log records it
 
     if resume is not None:
         if resume == "":

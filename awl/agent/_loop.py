@@ -36,7 +36,7 @@ from ..conversation import (
     without_lone_surrogates,
 )
 from ..errors import CorruptSession, SessionError, SessionWriteError
-from ..providers import Provider, Response, StreamSink, get_provider
+from ..providers import Provider, Response, StreamSink, check_model, get_provider
 from ..store import SessionManager
 from ..tools import Tool, ToolOutput, default_tools, run_tool, tool_specs
 
@@ -214,9 +214,13 @@ class Agent:
         """Use another provider/model from the next user message on.
 
         Without ``model``, the same provider keeps its model and another one
-        starts with its default.  The provider is made first, so a missing
-        key fails here and leaves the current provider and model in place.
+        starts with its default.  The model name is checked and the provider
+        made first, so a name no API has (:class:`~awl.providers.InvalidModel`)
+        or a missing key fails here and leaves the current provider and model
+        in place.
         """
+        if model is not None:
+            check_model(model)  # before anything is switched
         if self._provider is not None and self._provider.name == provider:
             made = self._provider
         else:

@@ -349,17 +349,13 @@ def main(
                 f"{what} needs a value, not {'an empty string' if not value else 'blanks'}",
                 usage=True,
             )
-        if what == "--model" and value is not None and value != value.strip():
-            # No API names a model with spaces around it: a quoting slip.
-            fail(f"--model {value!r} has spaces around it", usage=True)
-        if (
-            what == "--model"
-            and value is not None
-            and (len(value.split()) > 1 or not value.isprintable())
-        ):
-            # Nor with spaces or control characters in it (as /model says).
-            fail(f"--model {value!r}: a model name has no spaces or control characters", usage=True)
-    from ..providers import PROVIDER_NAMES, check_base_url
+    from ..providers import PROVIDER_NAMES, InvalidModel, check_base_url, check_model
+
+    if model is not None:
+        try:
+            check_model(model)  # as /model and the library check it
+        except InvalidModel as exc:
+            fail(f"--{exc}", usage=True)
 
     if provider is not None and provider not in PROVIDER_NAMES:
         fail(f"--provider {provider!r} is not one of {', '.join(PROVIDER_NAMES)}", usage=True)

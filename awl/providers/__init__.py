@@ -13,6 +13,7 @@ from awl.errors import missing_dependency as _missing_dependency
 from awl.providers._base import (
     CANCELLED,
     InvalidBaseURL,
+    InvalidModel,
     NullSink,
     Provider,
     ProviderError,
@@ -23,6 +24,7 @@ from awl.providers._base import (
     ToolSpec,
     Usage,
     check_base_url,
+    check_model,
 )
 from awl.providers._base import NO_ANTHROPIC_KEY as _NO_ANTHROPIC_KEY
 from awl.providers._base import NO_OPENAI_KEY as _NO_OPENAI_KEY
@@ -31,6 +33,7 @@ __all__ = [
     "CANCELLED",
     "PROVIDER_NAMES",
     "InvalidBaseURL",
+    "InvalidModel",
     "NullSink",
     "Provider",
     "ProviderError",
@@ -41,6 +44,7 @@ __all__ = [
     "ToolSpec",
     "Usage",
     "check_base_url",
+    "check_model",
     "default_provider_name",
     "get_provider",
 ]

@@ -246,6 +246,23 @@ def _without_secrets(url: str) -> str:
     return re.sub(r"^([^:/?#]*:)?//[^/]*@", lambda m: f"{m[1] or ''}//…@", base)
 
 
+class InvalidModel(ProviderError):
+    """A model name no API has: blank, with spaces around or in it, or with control
+    characters (a newline would also break the line awl shows it on)."""
+
+
+def check_model(model: str) -> None:
+    """Raise :class:`InvalidModel` for a model name no API has; the one rule for
+    ``--model``, ``/model`` and the library's calls, before a log records it."""
+    shown = repr(model)
+    if not model.strip():
+        raise InvalidModel(f"model {shown}: a model name is not blank")
+    if model != model.strip():
+        raise InvalidModel(f"model {shown} has spaces around it")
+    if len(model.split()) > 1 or not model.isprintable():
+        raise InvalidModel(f"model {shown}: a model name has no spaces or control characters")
+
+
 def check_base_url(url: str, variable: str | None = None) -> None:
     """Raise :class:`InvalidBaseURL` unless ``url`` has ``http://`` or ``https://``
     and a host (an SDK takes one without, and fails on the first request, after the
