@@ -1344,7 +1344,7 @@ def test_pi_s_store_is_where_its_own_settings_and_variables_put_it(
 ) -> None:
     """pi's sessionDir setting (the current directory's .pi/settings.json over the
     agent folder's settings.json) and its variables, with ~ as pi expands it."""
-    from awl.importers import _bulk, default_store
+    from awl.importers import _stores, default_store
 
     home, here = tmp_path / "home", tmp_path / "here"
     here.mkdir()
@@ -1380,7 +1380,7 @@ def test_pi_s_store_is_where_its_own_settings_and_variables_put_it(
         (b"{}" + b" " * (1 << 20), "over 1 MiB, not read"),
     ]:
         # The bound is 64 MiB; a test of it need not write that much.
-        monkeypatch.setattr(_bulk, "_SETTINGS_MAX", 1 << 20)
+        monkeypatch.setattr(_stores, "_SETTINGS_MAX", 1 << 20)
         (here / ".pi" / "settings.json").write_bytes(bad)
         notes = []
         assert default_store("pi", notes) == home / "kept" / "pi", bad

@@ -355,7 +355,7 @@ def test_a_model_name_no_api_has_is_refused_by_the_library_too(tmp_path: Path, m
     from awl.providers import InvalidModel
 
     root = tmp_path / "s"
-    with pytest.raises(InvalidModel, match="a model name|spaces around it"):
+    with pytest.raises(InvalidModel, match=r"a model name|spaces around it"):
         open_session(tmp_path, None, "offline", model, session_dir=root)
     assert not root.exists()
     manager, _ = open_session(tmp_path, None, "offline", "echo", session_dir=root)

@@ -23,19 +23,13 @@ if TYPE_CHECKING:
         session_id_for,
         session_id_tail,
     )
-    from ._bulk import (
-        ImportPlan,
-        ImportSummary,
-        default_store,
-        default_stores,
-        import_sessions,
-        plan_import,
-    )
+    from ._bulk import ImportSummary, import_sessions
     from ._find import (
         ImportedCopy,
         find_imported,
         imported_copy,
     )
+    from ._plan import ImportPlan, plan_import
     from ._record import (
         FORMAT_NAMES,
         Imported,
@@ -56,16 +50,17 @@ if TYPE_CHECKING:
         detect,
         detect_file,
     )
+    from ._stores import default_store, default_stores
 
 _HOMES = {
     "session_id_for": "_build",
     "session_id_tail": "_build",
-    "ImportPlan": "_bulk",
+    "ImportPlan": "_plan",
     "ImportSummary": "_bulk",
-    "default_store": "_bulk",
-    "default_stores": "_bulk",
+    "default_store": "_stores",
+    "default_stores": "_stores",
     "import_sessions": "_bulk",
-    "plan_import": "_bulk",
+    "plan_import": "_plan",
     "ImportedCopy": "_find",
     "find_imported": "_find",
     "imported_copy": "_find",

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..errors import AmbiguousSession
 from ..store import find_session_ending
 from ._build import session_id_tail
-from ._bulk import plan_import
+from ._plan import plan_import
 from ._run import import_source
 from ._source import FORMATS, detect_file
 
