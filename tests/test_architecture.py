@@ -38,7 +38,7 @@ ALLOWED = {
 
 # The store's units, lowest first: each imports only units of lower rank.
 STORE_RANKS = [
-    ["_numpy", "_header", "_invalid"],
+    ["_numpy", "_header", "_invalid", "_needles"],
     ["_native_loader", "_fs", "_clock", "_entries", "_ids", "_search_fallback"],
     ["_scanner_abi", "_codec"],
     ["_scanner_fallback", "_state"],

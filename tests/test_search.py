@@ -36,7 +36,7 @@ from awl.store import (
     search_scope,
     verify_log,
 )
-from awl.store._search import needles
+from awl.store._needles import needles
 from awl.store._search_fallback import ROLES, decode_once_more
 from awl.ui import local_time
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
         unique_prefixes,
     )
     from ._checkpoint import CheckpointPolicy
-    from ._clock import format_timestamp, is_timestamp
+    from ._clock import format_timestamp, is_timestamp, parse_when
     from ._codec import (
         block_to_json,
         content_block_to_disk,
@@ -89,7 +89,6 @@ if TYPE_CHECKING:
         SearchHit,
         SearchProblem,
         SearchQuery,
-        parse_when,
         search,
         search_scope,
     )
@@ -170,7 +169,7 @@ _HOMES = {
     "SearchProblem": "_search",
     "SearchQuery": "_search",
     "DEFAULT_ROLES": "_search",
-    "parse_when": "_search",
+    "parse_when": "_clock",
     "search": "_search",
     "search_scope": "_search",
     "OpenStats": "_session",

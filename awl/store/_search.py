@@ -19,7 +19,6 @@ by line (``docs/format.md``, "Searching").  Nothing here imports numpy.
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
 import stat
@@ -28,7 +27,6 @@ import threading
 from _queue import SimpleQueue  # queue's own import costs a millisecond
 from collections import deque
 from collections.abc import Generator, Iterator, Sequence
-from datetime import UTC, datetime, timedelta
 from itertools import islice
 from pathlib import Path
 from typing import Any, Generic, NamedTuple, TypeVar
@@ -47,6 +45,7 @@ from ._clock import format_timestamp
 from ._header import foreign_log, foreign_problem, header_fields
 from ._invalid import invalid_line
 from ._logmap import LogMap
+from ._needles import needles
 from ._search_fallback import BLOCK_KINDS, ROLES, Matcher, line_matches, load
 
 PIECE = 8 << 20
@@ -74,115 +73,7 @@ NAMED_BAD_LINES = 5
 that a badly damaged log does not flood stderr (``awl reindex --verify`` names
 every one)."""
 
-MAX_NEEDLES = 32
-"""The most byte forms of one query sought (``native/search.c``'s limit)."""
-
-# Characters every JSON writer writes as they are: a query's longest run of
-# them is sought as is.  Others may be escaped (a quote, a backslash, a
-# control character; a slash, "<", ">", "&" and "'" by some writers;
-# anything not ASCII by writers that keep to ASCII).
-SAFE = frozenset(
-    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 !#$%()*+,-.:;=?@[]^_`{|}~"
-)
-_SAFE_RUNS = re.compile("[" + re.escape("".join(sorted(SAFE))) + "]+")
-
 _SNIPPET = 120  # characters of a hit's snippet
-
-
-_SHORT = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-"""The characters JSON escapes with a letter, and how."""
-
-
-def _json_forms(text: str) -> list[bytes]:
-    """The bytes ``text`` becomes inside a JSON string, as the writers known to awl
-    write it: minimal escapes (orjson, serde, JSON.stringify), ASCII-only with
-    lower- or upper-case hex (Python's json, many others), ``\\/`` for a slash,
-    ``\\u003c``-style for ``<>&'`` (Go)."""
-    short = _SHORT
-
-    def form(ascii_only: bool, upper: bool, slash: bool, html: bool) -> bytes:
-        out = []
-        for ch in text:
-            cp = ord(ch)
-            if ch in short:
-                out.append(short[ch])
-            elif cp < 0x20 or (html and ch in "<>&'"):
-                out.append(f"\\u{cp:04X}" if upper else f"\\u{cp:04x}")
-            elif ch == "/" and slash:
-                out.append("\\/")
-            elif cp > 0x7E and ascii_only:
-                units = (
-                    [cp]
-                    if cp < 0x10000
-                    else [0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + ((cp - 0x10000) & 0x3FF)]
-                )
-                out.extend(f"\\u{u:04X}" if upper else f"\\u{u:04x}" for u in units)
-            else:
-                out.append(ch)
-        return "".join(out).encode("utf-8", "surrogatepass")
-
-    forms = []
-    for ascii_only in (False, True):
-        for upper in (False, True):
-            for slash in (False, True):
-                for html in (False, True):
-                    f = form(ascii_only, upper, slash, html)
-                    if f not in forms:
-                        forms.append(f)
-    return forms
-
-
-def _text_forms(text: str) -> list[str] | None:
-    """Every way JSON text may hold ``text`` once its escapes are decoded: each
-    character a writer may escape as it is, or escaped (its short escape,
-    ``\\u`` in either case, ``\\/`` for a slash); None when that makes more
-    than :data:`MAX_NEEDLES`."""
-    choices: list[tuple[str, ...]] = []
-    total = 1
-    for ch in text:
-        if ch in SAFE:
-            choices.append((ch,))
-            continue
-        cp = ord(ch)
-        units = [cp] if cp < 0x10000 else [0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + (cp & 0x3FF)]
-        ways = [ch, _SHORT.get(ch, ch), "\\/" if ch == "/" else ch]
-        ways += ["".join(f"\\u{u:04x}" for u in units), "".join(f"\\u{u:04X}" for u in units)]
-        choices.append(tuple(dict.fromkeys(ways)))
-        total *= len(choices[-1])
-        if total > MAX_NEEDLES:
-            return None
-    return ["".join(p) for p in itertools.product(*choices)]
-
-
-def needles(query: str, fold: bool) -> list[bytes]:
-    """The byte strings one of which every matching line holds; [] for none (every
-    line is then a candidate: a query of many characters that writers escape).
-
-    The query's longest run of :data:`SAFE` characters when it is the whole
-    query or at least 3 long, else the forms the whole query takes in a JSON
-    string (:func:`_json_forms`), and in a JSON string inside one (a tool
-    call's input); lower-cased with ``fold``.
-    """
-    runs = _SAFE_RUNS.findall(query)
-    best = max(runs, key=len, default="")
-    if best and (best == query or len(best) >= 3):
-        found = [best.encode("ascii")]
-    else:
-        forms = _json_forms(query)
-        # A tool call's input is JSON text inside a JSON string, matched with its
-        # escapes decoded: each way its writer may have written the query (the
-        # query's quotes may be the input's own, or escaped in one of its strings)
-        # is written once more, by the log's writer, in its style.
-        inner = _text_forms(query)
-        if inner is None:
-            return []  # too many: every line is read
-        again = [g for f in inner for g in _json_forms(f)]
-        found = list(dict.fromkeys(forms + again))
-    if fold:
-        found = list(dict.fromkeys(n.lower() for n in found))
-    # A line holding a form holds every form inside it: only the shortest are sought.
-    found = [n for n in found if not any(m != n and m in n for m in found)]
-    return found if len(found) <= MAX_NEEDLES else []  # too many: every line is read
 
 
 DEFAULT_ROLES = frozenset(("user", "assistant"))
@@ -1007,76 +898,7 @@ def search(
     return _search(_plan(query), (Path(p) for p in given), where, jobs, limit)
 
 
-_RELATIVE = re.compile(r"^([0-9]+)([smhdw])$")  # ASCII digits: \d takes every script's
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-_FIRST = datetime(1, 1, 1, tzinfo=UTC)
-_LAST = datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC)
-
-
-def parse_when(text: str, *, end_of_day: bool = False) -> str:
-    """An ISO 8601 UTC timestamp (as the log writes them) for a
-    :class:`SearchQuery`'s ``since``/``until`` (``awl search --since``): a
-    relative age (``30m``, ``2h``, ``7d``, ``4w``), a local date (``2026-05-01``),
-    a local or zoned date and time, or a time of day (``14:30``: today's).  With
-    ``end_of_day`` (``--until``), the end of what it names: the date's last
-    millisecond, or the hour's, minute's or second's the time ends with.
-    An age or a time past the calendar's edge is that edge.  ValueError when it
-    is none of these."""
-    m = _RELATIVE.match(text.strip())
-    if m:
-        # An age before the calendar's first day (99999999d) means from the start.
-        digits = m[1].lstrip("0") or "0"
-        try:
-            if len(digits) > 15:
-                raise OverflowError
-            when = datetime.now(UTC) - timedelta(seconds=int(digits) * _UNITS[m[2]])
-        except OverflowError:
-            when = _FIRST
-    else:
-        given = text.strip()
-        clock = _CLOCK.fullmatch(given)
-        if clock is not None:
-            # A time of day alone is today's (as ``journalctl --since 09:00`` takes it).
-            given = f"{datetime.now().date().isoformat()} {int(clock[1]):02d}{clock[2]}"
-        when = datetime.fromisoformat(given)
-        if end_of_day:
-            # --until takes the end of what it names: its day, hour, minute or second.
-            spelled = _SPELLED.fullmatch(given)
-            unit = _UNIT_ENDS[spelled.lastindex or 0] if spelled is not None else None
-            if unit is not None:
-                # The later of a time the clocks going back give twice: its end.
-                try:
-                    when = (when + unit - timedelta(microseconds=1000)).replace(fold=1)
-                except OverflowError:  # the calendar's last unit: its edge
-                    when = _LAST
-        try:
-            if when.tzinfo is None:
-                when = when.astimezone()  # a time without a zone is local
-            when = when.astimezone(UTC)
-        except (OverflowError, ValueError):
-            # A time the zone moves past the calendar's edge: the edge it reaches.
-            when = _LAST if when.year > 1 else _FIRST
-    # The year in four digits: timestamps compare as text.
-    millis = when.microsecond // 1000
-    return f"{when.year:04d}" + when.strftime("-%m-%dT%H:%M:%S.") + f"{millis:03d}Z"
-
-
 _WHEN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}([T ].*)?")
-# A time of day alone (9:30, 14:30:05): the hour may have one digit, as people write it.
-_CLOCK = re.compile(r"([0-9]{1,2})(:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?)")
-# How far a date and time goes: the last of its groups that matched says its
-# last unit (a fraction of a second ends none); other forms ISO 8601 allows, none.
-_SPELLED = re.compile(  # as ``datetime.fromisoformat`` reads them: basic forms, any separator
-    r"[0-9]{4}-?[0-9]{2}-?[0-9]{2}(?:.([0-9]{2})(?::?([0-9]{2})(?::?([0-9]{2})([.,][0-9]+)?)?)?"
-    r"(?:Z|[+-][0-9]{2}(?::?[0-9]{2}(?::?[0-9]{2}(?:[.,][0-9]+)?)?)?)?)?"
-)
-_UNIT_ENDS: dict[int, timedelta | None] = {
-    0: timedelta(days=1),
-    1: timedelta(hours=1),
-    2: timedelta(minutes=1),
-    3: timedelta(seconds=1),
-    4: None,
-}
 
 
 def _check(query: SearchQuery) -> None:
