@@ -3,6 +3,7 @@ with nothing written, or taken as meant; none leaves a log awl cannot read back.
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -364,3 +365,47 @@ def test_a_model_name_no_api_has_is_refused_by_the_library_too(tmp_path: Path, m
         agent.switch_model("offline", model)
     assert (agent.provider_name, agent.model) == ("offline", "echo")
     manager.close()
+
+
+def test_a_reference_resolves_in_the_library_as_the_commands_take_it(
+    tmp_path: Path, session: SessionManager
+) -> None:
+    """Every form show, search --session and --resume take: an id, a prefix,
+    ID:ENTRY, an awl log's path, another tool's log (its import), the id that
+    tool gave the session; and each slip as the error the command says."""
+    from awl.errors import SessionNotFound
+    from awl.importers import BadReference, SourceSpec, import_source, resolve_ref
+
+    root = tmp_path / "sessions"
+    project = tmp_path / "project"
+    session.close()
+    sid, path = session.id, session.path
+    leaf = session.leaf_id
+    assert resolve_ref(sid, project, session_dir=root).log == path
+    assert resolve_ref(sid[:13], project, session_dir=root).log == path
+    got = resolve_ref(f"{sid[:13]}:{leaf}", project, session_dir=root)
+    assert (got.log, got.entry) == (path, leaf)
+    assert resolve_ref(str(path), project, session_dir=root).log == path
+    # Another tool's log: the session its import made, and what awl holds of it.
+    source = tmp_path / "pi" / PI_FULL.name
+    source.parent.mkdir()
+    source.write_bytes(PI_FULL.read_bytes())
+    got = resolve_ref(str(source), project, session_dir=root)
+    assert (got.log, got.format, got.source) == (None, "pi", source)  # not imported yet
+    assert got.copy is not None and got.copy.session is None
+    r = import_source(SourceSpec(str(source)), session_dir=root)
+    got = resolve_ref(str(source), project, session_dir=root)
+    assert got.log == Path(str(r.path)) and got.copy is not None and got.copy.current
+    # The id pi gave it finds it too.
+    pi_id = json.loads(PI_FULL.read_bytes().split(b"\n", 1)[0])["id"]
+    got = resolve_ref(pi_id, project, session_dir=root)
+    assert (got.log, got.source_id) == (Path(str(r.path)), pi_id)
+    # A UUID's start matching nothing may be a source tool's id cut short: said.
+    with pytest.raises(SessionNotFound, match="finds it only whole"):
+        resolve_ref("ffff1234-5678", project, session_dir=root)
+    with pytest.raises(BadReference, match="needs both the session and the entry"):
+        resolve_ref(f"{sid}:", project, session_dir=root)
+    with pytest.raises(BadReference, match="not a regular file"):
+        resolve_ref(str(tmp_path) + "/", project, session_dir=root)
+    with pytest.raises(SessionNotFound, match="no such session file"):
+        resolve_ref(str(tmp_path / "gone.jsonl"), project, session_dir=root)

@@ -5,10 +5,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import re
 import shlex
 import signal
-import stat
 import sys
 import threading
 from collections.abc import Iterator
@@ -21,11 +19,10 @@ import orjson
 from .. import environment
 from .._version import __version__
 from ..errors import AmbiguousSession, AwlError, SessionCopies, SessionNotFound
-from ..paths import missing_text
 from ..ui import json_for_terminal, visible
 
 if TYPE_CHECKING:
-    pass
+    from ..importers import SessionRef
 
 
 class Stopped(KeyboardInterrupt):
@@ -175,39 +172,29 @@ def version_message() -> str:
     return f"awl {__version__} (scanner: {scanner_description()}, Python {python})"
 
 
-_PART_OF_A_UUID = re.compile(r"[0-9a-fA-F]{4,}(?:-[0-9a-fA-F]*){0,4}")
-"""A prefix of a UUID (its first 4 hex digits at least), shorter than a whole one."""
-
-
 def not_found(exc: SessionNotFound, ref: str) -> str:
-    """What to say when neither an awl session nor an imported one is ``ref``: the
-    start of a UUID may be that of a source tool's id, which finds its session
-    only whole."""
-    said = str(exc)
-    part = _PART_OF_A_UUID.fullmatch(ref.strip()) and len(ref.strip()) < 36
-    if part and said.startswith("no session"):
-        return f"{said} (a pi, Claude Code or Codex session's own id finds it only whole)"
-    return said
+    """What to say when neither an awl session nor an imported one is ``ref``
+    (:func:`awl.importers.not_found_text`)."""
+    from ..importers import not_found_text
+
+    return not_found_text(exc, ref)
 
 
 def resolve_session(ref: str, cwd: Path) -> Path:
     """A session path from an id, a unique id prefix, or the id a source tool gave
-    an imported session (SessionNotFound, AmbiguousSession and their kin as
-    one-line errors)."""
-    from ..store import find_session
+    an imported session (:func:`awl.importers.resolve_ref`; SessionNotFound,
+    AmbiguousSession and their kin as one-line errors)."""
+    from ..importers import BadReference, resolve_ref
 
     try:
-        try:
-            return find_session(ref, cwd)
-        except SessionNotFound as exc:
-            found = imported_session(ref, cwd)
-            if found is None:
-                fail(not_found(exc, ref), usage=True)
-            return found
-    except (SessionNotFound, AmbiguousSession, SessionCopies) as exc:
+        found = resolve_ref(ref, cwd)
+    except (SessionNotFound, AmbiguousSession, SessionCopies, BadReference) as exc:
         fail(str(exc), usage=True)
     except AwlError as exc:
         fail(str(exc))
+    if found.log is None:  # a path: its callers take paths with log_of_path
+        fail(f"{ref}: no awl session of it", usage=True)
+    return found.log
 
 
 def imported_session(ref: str, cwd: Path) -> Path | None:
@@ -219,74 +206,57 @@ def imported_session(ref: str, cwd: Path) -> Path | None:
 
 
 def names_a_file(ref: str) -> bool:
-    """Whether ``ref`` is a path (a session id or prefix has no slash and no suffix)."""
-    return "/" in ref or ref.endswith(".jsonl")
+    """Whether ``ref`` is a path (:func:`awl.importers.names_a_file`)."""
+    from ..importers import names_a_file as is_path
 
-
-def file_and_entry(ref: str) -> bool:
-    """Whether ``ref`` is ``PATH:ENTRY``: no file by its whole name, one before its colon."""
-    head = ref.rpartition(":")[0]
-    return bool(head) and not os.path.lexists(ref) and os.path.isfile(head)
+    return is_path(ref)
 
 
 def has_entry(ref: str) -> bool:
-    """Whether ``ref`` is ``ID:ENTRY`` or ``PATH:ENTRY`` (a search hit's first word):
-    a session id never holds a colon, and a path's is the entry's only when the
-    whole is no file but the part before the colon is."""
-    return ":" in ref and (not names_a_file(ref) or file_and_entry(ref))
+    """Whether ``ref`` is ``ID:ENTRY`` or ``PATH:ENTRY`` (:func:`awl.importers.has_entry`)."""
+    from ..importers import has_entry as with_entry
+
+    return with_entry(ref)
 
 
 def split_entry(ref: str) -> tuple[str, str]:
     """``ID:ENTRY`` or ``PATH:ENTRY`` (see :func:`has_entry`) as its two parts; a
     usage error when one is missing, or when the id holds another colon."""
-    head, _, entry = ref.rpartition(":")
-    if not head or not entry:
-        fail(
-            "ID:ENTRY needs both the session and the entry (as awl search prints them)", usage=True
-        )
-    if ":" in head and not names_a_file(head):
-        fail(
-            f"{ref!r} has more than one colon: ID:ENTRY is a session and one of its "
-            "entries (as awl search prints them)",
-            usage=True,
-        )
+    from ..importers import BadReference, split_ref
+
+    try:
+        head, entry = split_ref(ref)
+    except BadReference as exc:
+        fail(str(exc), usage=True)
+    if entry is None:
+        fail(f"{ref!r} names no entry (ID:ENTRY, as awl search prints them)", usage=True)
     return head, entry
 
 
-def regular_file(ref: str) -> Path:
-    """``ref`` as the path of a regular file, or a one-line usage error saying why not."""
-    path = Path(ref)
-    try:
-        mode = path.stat().st_mode
-    except (FileNotFoundError, NotADirectoryError) as exc:
-        fail(missing_text(path, exc, "no such session file"), usage=True)
-    except OSError as exc:  # a name too long, a symlink loop...
-        fail(f"{path}: {exc.strerror}", usage=True)
-    if not stat.S_ISREG(mode):
-        fail(f"{path}: not a regular file", usage=True)
-    return path
-
-
 def log_of_path(ref: str, command: str = "show", *, check_header: bool = True) -> Path:
-    """The awl log a PATH argument names: an awl log (its header read unless not
-    ``check_header``, so that a file that is not one is refused in one line),
-    or the awl session an import made of a pi, Claude Code or Codex log
-    (:func:`imported_log`, for ``command``)."""
-    from ..importers import FORMAT_NAMES, detect_file
+    """The awl log a PATH argument names (:func:`awl.importers.resolve_ref`): an
+    awl log (its header read unless not ``check_header``, so that a file that
+    is not one is refused in one line), or the awl session an import made of
+    a pi, Claude Code or Codex log (:func:`imported_log`, for ``command``)."""
+    from ..importers import resolve_ref
 
-    path = regular_file(ref)
-    found = detect_file(path)
-    if found in FORMAT_NAMES:
-        return imported_log(path, found, command)
+    try:
+        found = resolve_ref(ref, ".")  # a path: no directory's sessions are looked up
+    except AwlError as exc:
+        fail(str(exc), usage=True)
+    if found.source is not None:
+        return imported_log(found, command)
+    assert found.log is not None
     if check_header:
         from ..store import read_header
 
         try:
             # Read first: a writer's open would repair (trim) a file that is not awl's.
-            read_header(path)
+            read_header(found.log)
         except (AwlError, OSError) as exc:
-            fail(f"{exc}" if isinstance(exc, AwlError) else f"{path}: {exc.strerror}", usage=True)
-    return path
+            where = found.log
+            fail(f"{exc}" if isinstance(exc, AwlError) else f"{where}: {exc.strerror}", usage=True)
+    return found.log
 
 
 _TAKES = {
@@ -300,18 +270,19 @@ _LEFT_OUT = {"show": "shown", "search": "searched"}
 """What show and search do not do with a subagent's transcript kept in a log."""
 
 
-def imported_log(path: Path, found: str, command: str) -> Path:
-    """The awl log an import made of the pi, Claude Code or Codex log at ``path``
-    (of format ``found``), named on stderr; else a one-line error saying what
-    brings it in.  One that lacks what the source gained since, or whose source
-    was rewritten since (an import is then refused), is refused for
-    ``command`` "resume" (which would go on without it) and, for "show" and
-    "search", said on stderr."""
-    from ..importers import FORMAT_NAMES, imported_copy
+def imported_log(ref: SessionRef, command: str) -> Path:
+    """The awl log an import made of the pi, Claude Code or Codex log ``ref`` names
+    (its ``source``, whose import is its ``copy``), named on stderr; else a
+    one-line error saying what brings it in.  One that lacks what the source
+    gained since, or whose source was rewritten since (an import is then
+    refused), is refused for ``command`` "resume" (which would go on without
+    it) and, for "show" and "search", said on stderr."""
+    from ..importers import FORMAT_NAMES
 
+    assert ref.source is not None and ref.format is not None
+    path, found, copy = ref.source, ref.format, ref.copy
     resume = command == "resume"
     what = f"{path}: a {FORMAT_NAMES[found]} session log"
-    copy = imported_copy(path)
     sid, log = (copy.session, copy.log) if copy is not None else (None, None)
     verb, task = _TAKES[command]
     if copy is not None and copy.subagent and copy.source is not None:
