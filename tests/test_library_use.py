@@ -409,3 +409,17 @@ def test_a_reference_resolves_in_the_library_as_the_commands_take_it(
         resolve_ref(str(tmp_path) + "/", project, session_dir=root)
     with pytest.raises(SessionNotFound, match="no such session file"):
         resolve_ref(str(tmp_path / "gone.jsonl"), project, session_dir=root)
+
+
+@pytest.mark.parametrize("prompt", ["", "   ", "\n\t"])
+def test_a_blank_prompt_is_refused_by_the_library_as_by_the_commands(
+    session: SessionManager, prompt: str
+) -> None:
+    """Saved and then dropped from the request, it left the last reply the end of
+    a request, which Anthropic takes as a prefill and refuses."""
+    before = session.size
+    agent = Agent(session, provider="offline")
+    with pytest.raises(ValueError, match="the prompt is blank"):
+        agent.run_turn(prompt, NullSink())
+    assert session.size == before  # nothing written
+    session.close()

@@ -328,15 +328,23 @@ def test_tool_call_without_id_gets_one(server: FakeServer, provider: OpenAIProvi
     assert isinstance(tool, ToolUse) and tool.id.startswith("call_") and len(tool.id) > 5
 
 
-@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning", "both"])
 def test_reasoning_fields_become_thinking(
     server: FakeServer, provider: OpenAIProvider, field: str
 ) -> None:
+    """Either field is the thinking; a server that sends both (one an alias of the
+    other) has its words taken once."""
+
+    def said(words: str) -> dict[str, str]:
+        if field == "both":
+            return {"reasoning_content": words, "reasoning": words}
+        return {field: words}
+
     server.queue(
         oa.stream(
             oa.role(),
-            oa.chunk({field: "Think "}),
-            oa.chunk({field: "hard."}),
+            oa.chunk(said("Think ")),
+            oa.chunk(said("hard.")),
             oa.text("Answer."),
             oa.finish("stop"),
             oa.DONE,

@@ -245,8 +245,12 @@ class Agent:
         Everything the request sends is read from the log before the prompt is
         saved: a message awl cannot read (a line edited by hand) raises
         :class:`UnresumableSession` with nothing written, instead of each
-        prompt being saved and then failing.
+        prompt being saved and then failing.  A blank prompt raises
+        ValueError, as the commands refuse one: an API takes no empty user
+        message, and one dropped would leave the reply before it last.
         """
+        if not prompt.strip():
+            raise ValueError("the prompt is blank: there is nothing to send")
         provider = self.provider()
         try:
             request_history(self.conversation)  # each message is loaded once, and kept

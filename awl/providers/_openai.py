@@ -245,7 +245,10 @@ class _Run:
         for field in ("reasoning_content", "reasoning"):
             value = extra.get(field)
             if isinstance(value, str):
+                # A server that sends both (one as the other's alias) says the
+                # same words twice: the first field present is the thinking.
                 self.blocks.thinking(_THINKING, value)
+                break
         if delta.content:
             self.blocks.text(_TEXT, delta.content)
         refusal = getattr(delta, "refusal", None)
