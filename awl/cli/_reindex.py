@@ -100,7 +100,7 @@ def reindex_command(
         )
     if as_json:
         doc = {
-            "summary": {k: getattr(summary, k) for k in summary.__slots__},
+            "summary": summary.as_json(),
             "files": [r.as_json() for r in results],
         }
         click.echo(json_text(doc, indent=True))

@@ -94,7 +94,7 @@ if TYPE_CHECKING:
     )
     from ._session import OpenStats, SessionManager
     from ._state import MAX_REPLACED, CheckpointMark, SessionState
-    from ._verify import VerifyReport, checkpoint_disagreement, verify_log
+    from ._verify import VerifyReport, verify_log
 
 # Each public name, and the private module that defines it.
 _HOMES = {
@@ -178,7 +178,6 @@ _HOMES = {
     "CheckpointMark": "_state",
     "SessionState": "_state",
     "VerifyReport": "_verify",
-    "checkpoint_disagreement": "_verify",
     "verify_log": "_verify",
 }
 __all__ = [
@@ -221,7 +220,6 @@ __all__ = [
     "VerifyReport",
     "Window",
     "block_to_json",
-    "checkpoint_disagreement",
     "content_block_to_disk",
     "default_env",
     "disk_message_to_internal",

@@ -133,6 +133,10 @@ class ReindexSummary:
         self.busy += 1 if r.busy else 0
         self.errors += 1 if r.failed else 0
 
+    def as_json(self) -> dict[str, int]:
+        """The totals as a JSON object (``awl reindex --json``'s ``summary``)."""
+        return {name: getattr(self, name) for name in self.__slots__}
+
 
 @dataclass(slots=True)
 class ReindexPlan:

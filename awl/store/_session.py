@@ -1043,7 +1043,7 @@ class SessionManager:
 
     def checkpoint_disagreement(self) -> tuple[int, str] | None:
         """For verification: (line, how) the checkpoint this open believed differs from
-        the log, or None (see :func:`awl.store.checkpoint_disagreement`)."""
+        the log, or None (``awl reindex --verify`` reports it)."""
         from ._verify import checkpoint_disagreement
 
         self._check_open()
