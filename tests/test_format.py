@@ -752,7 +752,7 @@ def test_opaque_blocks_say_what_they_carry(
     raw: dict[str, Any], shown: str, said: str | None
 ) -> None:
     """``awl show`` names an opaque block in one line; a request says a file was there."""
-    from awl.providers._base import opaque_text
+    from awl.providers._history import opaque_text
     from awl.ui import render_message
 
     block = Opaque(raw)

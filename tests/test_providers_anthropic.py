@@ -14,7 +14,7 @@ import pytest
 from awl.conversation import Message, Text, Thinking, ToolResult, ToolUse
 from awl.providers import Provider, ProviderError, ToolSpec, Usage, get_provider
 from awl.providers._anthropic import AnthropicProvider
-from awl.providers._base import NO_RESULT, answered_history
+from awl.providers._history import NO_RESULT, answered_history
 from tests.servers import FakeServer, Reply, json_reply, refused_url, serve
 from tests.servers import anthropic_server as sse
 

@@ -12,7 +12,7 @@ import pytest
 
 from awl.conversation import Message, Opaque, Text, Thinking, ToolResult, ToolUse
 from awl.providers import Provider, ProviderError, ToolSpec, Usage, get_provider
-from awl.providers._base import NO_RESULT
+from awl.providers._history import NO_RESULT
 from awl.providers._openai import OpenAIProvider
 from tests.servers import FakeServer, Reply, json_reply, refused_url, serve
 from tests.servers import openai_server as oa

@@ -28,7 +28,7 @@ from awl.conversation import (
 )
 from awl.providers import _anthropic as anthropic
 from awl.providers import _openai as openai
-from awl.providers._base import NO_RESULT
+from awl.providers._history import NO_RESULT
 
 # A few ids, so that calls and results meet, repeat and go astray; two the
 # APIs refuse as they are (wire_id stands in for them).

@@ -36,6 +36,7 @@ from anthropic.types import (
 )
 
 from awl.conversation import Message, Opaque, Text, ToolResult, ToolUse
+from awl.providers._assembler import StreamAssembler
 from awl.providers._base import (
     CANCELLED,
     NO_ANTHROPIC_KEY,
@@ -45,18 +46,19 @@ from awl.providers._base import (
     Response,
     SettingError,
     StopReason,
-    StreamAssembler,
     StreamSink,
     ToolSpec,
     Usage,
-    answered_history,
     describe_api_error,
     env_count,
     is_transient,
     one_line,
-    opaque_text,
     retry_wait,
     stream_failure,
+)
+from awl.providers._history import (
+    answered_history,
+    opaque_text,
     system_text,
     wire_id,
     wire_name,

@@ -46,6 +46,7 @@ from openai.types.chat import (
 from openai.types.chat.chat_completion_chunk import ChoiceDelta
 
 from awl.conversation import ContentBlock, Message, Opaque, Text, ToolResult, ToolUse
+from awl.providers._assembler import StreamAssembler
 from awl.providers._base import (
     CANCELLED,
     NO_OPENAI_KEY,
@@ -54,18 +55,19 @@ from awl.providers._base import (
     ProviderError,
     Response,
     StopReason,
-    StreamAssembler,
     StreamSink,
     ToolSpec,
     Usage,
-    answered_history,
     describe_api_error,
     env_count,
     is_transient,
     one_line,
-    opaque_text,
     retry_wait,
     stream_failure,
+)
+from awl.providers._history import (
+    answered_history,
+    opaque_text,
     wire_id,
     wire_name,
 )
