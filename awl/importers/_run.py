@@ -43,9 +43,7 @@ from ..paths import (
     creations,
     path_text,
     project_dir,
-    project_folders,
     session_file_name,
-    session_root,
     windows_path,
 )
 from ..store import (
@@ -54,7 +52,6 @@ from ..store import (
     NewEntry,
     SessionManager,
     format_timestamp,
-    read_header,
     settle_creation,
 )
 from . import _claude, _codex, _pi
@@ -65,8 +62,8 @@ from ._build import (
     Planned,
     SourceInfo,
     session_id_for,
-    session_id_tail,
 )
+from ._placement import NAMING, Filing, wait_named
 from ._record import (
     END_TYPE,
     FORMAT_NAMES,
@@ -252,7 +249,7 @@ def start_import(
     ``hold_guessed``: a source whose start is a guess (a Codex rollout whose
     header is damaged) is not imported but said busy, for the run to import
     it once its other sessions are done: a worker could not see the session
-    another makes meanwhile of a whole copy of it (see _earlier_start)."""
+    another makes meanwhile of a whole copy of it (see Filing.earlier_start)."""
     share = _Share(spec.size)
     r = ImportResult(spec.path, spec.format, explicit=spec.explicit, dry_run=dry_run)
     r.bytes = spec.size  # as planned; read again once the file is open
@@ -319,75 +316,6 @@ class _Share:
 
 def _nothing() -> None:
     pass
-
-
-_NAMING: dict[str, threading.Event] = {}
-"""The file names of the new logs this process has written but not yet synced and
-named (their imports' finish() still to run), each set once it has."""
-
-
-def _named(name: str) -> None:
-    """Return once no log of file name ``name`` is waiting to be named in this
-    process: a copy of a source imported meanwhile must find it (a second log
-    of one session, or one file written twice under one hidden name, else)."""
-    pending = _NAMING.get(name)
-    if pending is not None:
-        pending.wait()
-
-
-_Listing = tuple[
-    tuple[str, Path], dict[str, list[Path]], dict[str, list[Path]], dict[str, list[Path]]
-]
-_LISTING: _Listing | None = None
-"""(bulk run, session root), where the logs under that root are by file name
-(listed once in each process of a run, and kept up to date with what it
-writes), the hidden files of creations left there when the run began, by
-the file name of the log each was to become, and the logs by the tail of
-their session id (:func:`session_id_tail`: an imported one's source)."""
-
-
-def _run_listing(run: str, root: Path) -> dict[str, list[Path]]:
-    return _listed(run, root)[1]
-
-
-def _listed(run: str, root: Path) -> _Listing:
-    global _LISTING
-    if _LISTING is None or _LISTING[0] != (run, root):
-        logs: dict[str, list[Path]] = {}
-        creating: dict[str, list[Path]] = {}
-        tails: dict[str, list[Path]] = {}
-        try:
-            for folder in project_folders(root):
-                with contextlib.suppress(OSError):
-                    for name in os.listdir(folder):
-                        logs.setdefault(name, []).append(folder / name)
-                        log = creating_log(name)
-                        if log is not None:
-                            creating.setdefault(log, []).append(folder / name)
-                        if (tail := _tail_of(name)) is not None:
-                            tails.setdefault(tail, []).append(folder / name)
-        except SessionError:
-            pass  # no root yet: nothing filed anywhere
-        _LISTING = ((run, root), logs, creating, tails)
-    return _LISTING
-
-
-def _listed_log(run: str, root: Path, path: Path) -> None:
-    """A log this run made: in its listing from its creation on."""
-    _, logs, _, tails = _listed(run, root)
-    logs.setdefault(path.name, []).append(path)
-    tail = _tail_of(path.name)
-    if tail is not None:
-        tails.setdefault(tail, []).append(path)
-
-
-def _tail_of(name: str) -> str | None:
-    """The tail of the session id in a log's file name (see session_id_tail), or in
-    that of the log a creation's hidden file was to become; None for any other."""
-    name = creating_log(name) or name
-    if name.startswith(".") or not name.endswith(".jsonl") or len(name) < 28:
-        return None
-    return name[-28:-6].lower()
 
 
 @dataclass(slots=True)
@@ -464,6 +392,7 @@ class _Import:
         self.share = share  # the source's part of the run's progress
         self.fallback_cwd = fallback_cwd
         self.run_id = run
+        self.filing = Filing(session_dir, run, fallback_cwd)
         self.hold_guessed = hold_guessed  # see start_import
         self.shown = path_text(spec.path)  # the path as messages and records give it
         self.session_dir = session_dir
@@ -563,7 +492,7 @@ class _Import:
             r.error = f"{self.shown}: held until the run's other sessions are imported"
             return
         if info.start_guessed:
-            before = self._earlier_start(fmt, info)
+            before = self.filing.earlier_start(fmt, info)
             info.notes.append(
                 "its start is taken from "
                 + ("the session an earlier import made of it" if before else "its first line read")
@@ -579,7 +508,7 @@ class _Import:
                 if relative
                 else info.no_cwd or "its log records no working directory"
             )
-            earlier = self._filed_cwd(fmt, info)
+            earlier = self.filing.filed_cwd(fmt, info)
             if earlier is None and self.fallback_cwd is None:
                 r.error = (
                     f"{self.shown}: {what}, which awl files a session under: awl import "
@@ -597,11 +526,11 @@ class _Import:
         sid = session_id_for(fmt, info.source_id, info.start)
         path = project_dir(info.cwd, self.session_dir) / session_file_name(info.start, sid)
         r.session, r.path, r.source_id = sid, str(path), info.source_id
-        _named(path.name)
+        wait_named(path.name)
         if not self.dry_run:
             self._settle_leftovers(path)
         if not os.path.lexists(path):
-            other = self._filed_elsewhere(path, info.cwd)
+            other = self.filing.filed_elsewhere(path, info.cwd)
             if other is not None:
                 # The same source session with another cwd (a copy from another
                 # machine, a rewritten log): a second log would carry the same id,
@@ -615,7 +544,7 @@ class _Import:
                     f"carry the same id (move {where} away and import again to file it here)"
                 )
                 return
-            twin = self._same_source(path, fmt, info)
+            twin = self.filing.same_source(path, fmt, info)
             if twin is not None:
                 # The same source session with another start (an import of a copy whose
                 # header was damaged, so its start was a guess): a second log would
@@ -646,124 +575,13 @@ class _Import:
         listed per session would cost a run of many sessions in one folder
         their square)."""
         try:
-            if self.run_id is not None:
-                found = _listed(self.run_id, self._root())[2].get(path.name, [])
-                found = [tmp for tmp in found if tmp.parent == path.parent]
-            else:
+            found = self.filing.creations_left(path)
+            if found is None:
                 found = [tmp for tmp, log in creations(path.parent) if log == path]
         except (OSError, SessionError):
             return
         for tmp in found:
             settle_creation(tmp, path)
-
-    def _root(self) -> Path:
-        return Path(self.session_dir) if self.session_dir is not None else session_root()
-
-    def _filed_elsewhere(self, path: Path, cwd: str) -> tuple[Path, str] | None:
-        """The log of the same name (the same session) filed for another working
-        directory than ``cwd`` (``path``'s), and that directory; None when there
-        is none.  A copy in a folder that is no project's (a backup beside the
-        project folders) is not one: no lookup from a project finds it first."""
-        root = self._root()
-        if self.run_id is not None:
-            candidates = _run_listing(self.run_id, root).get(path.name, [])
-        else:
-            try:
-                folders = project_folders(root)
-            except SessionError:
-                return None
-            candidates = [f / path.name for f in folders if os.path.isfile(f / path.name)]
-        for other in candidates:
-            if other.parent == path.parent:
-                continue
-            try:
-                theirs = read_header(other).cwd
-            except (SessionError, OSError):
-                continue  # a log that cannot be read is named by the lookups themselves
-            if theirs != cwd and project_dir(theirs, root) == other.parent:
-                return other, theirs
-        return None
-
-    def _by_tail(self, fmt: str, info: SourceInfo) -> list[Path]:
-        """The logs under the session root made of this source (their session id
-        ends with the tail its id gives, see session_id_tail), and the hidden
-        files of those begun (creations an import left), in project folders
-        only: a copy in another (a backup beside them) is found by no lookup."""
-        tail = session_id_tail(fmt, info.source_id)
-        root = self._root()
-        if self.run_id is not None:
-            found = list(_listed(self.run_id, root)[3].get(tail, []))
-        else:
-            try:
-                folders = project_folders(root)
-            except SessionError:
-                return []
-            found = []
-            for folder in folders:
-                with contextlib.suppress(OSError):
-                    found += [
-                        folder / name
-                        for name in os.listdir(folder)
-                        if tail in name and _tail_of(name) == tail
-                    ]
-        kept = []
-        for other in found:
-            _named(other.name)  # a log this process has yet to name: once it is
-            try:
-                theirs: str | None = read_header(other).cwd
-            except (SessionError, OSError):
-                theirs = None  # one that cannot be read (yet): its folder's, as it is named
-            if theirs is None or project_dir(theirs, root) == other.parent:
-                kept.append(other)
-        return kept
-
-    def _same_source(self, path: Path, fmt: str, info: SourceInfo) -> Path | None:
-        """A log made of the same source session as ``path`` under another name (one
-        made with another start, or begun: see _by_tail), which ``path`` is not
-        yet; None when there is none."""
-        others = (
-            p for p in self._by_tail(fmt, info) if (creating_log(p.name) or p.name) != path.name
-        )
-        return next(others, None)
-
-    def _earlier_start(self, fmt: str, info: SourceInfo) -> bool:
-        """A source whose start is a guess (its header is lost): when an earlier import
-        made one session of it (see _by_tail), that session's start stands (its id
-        holds it), and its cwd when the source records none; else the guess does.
-        Whether one did."""
-        logs = [p for p in self._by_tail(fmt, info) if creating_log(p.name) is None]
-        if len(logs) != 1:
-            return False  # none; or several, whose conflict the guess then says
-        try:
-            header = read_header(logs[0])
-        except (SessionError, OSError):
-            return False
-        info.start = header.timestamp
-        info.cwd = info.cwd or header.cwd
-        return True
-
-    def _filed_cwd(self, fmt: str, info: SourceInfo) -> str | None:
-        """The cwd of the awl session an earlier import made of this source, found
-        by its file name in every project folder; None when there is none.
-        Raises SessionError when that log's header cannot be read."""
-        name = session_file_name(info.start, session_id_for(fmt, info.source_id, info.start))
-        _named(name)
-        root = Path(self.session_dir) if self.session_dir is not None else session_root()
-        if self.fallback_cwd is not None:
-            # Where this run would file it: found there, no folder need be listed.
-            here = project_dir(self.fallback_cwd, root) / name
-            if os.path.isfile(here):
-                return read_header(here).cwd
-        try:
-            folders = project_folders(root)
-        except SessionError:
-            return None
-        for folder in folders:
-            if os.path.isfile(folder / name):
-                # A header that cannot be read is the run's error: importing
-                # elsewhere would make a second log of the session.
-                return read_header(folder / name).cwd
-        return None
 
     def _import(self, fmt: str, info: SourceInfo, path: Path) -> None:
         r = self.r
@@ -819,7 +637,7 @@ class _Import:
             self._convert(fmt, info, files, path, fresh=not exists)
             if self.manager is not None and not self.manager.placed:
                 self.pending, self.manager = self.manager, None
-                self.naming = _NAMING[path.name] = threading.Event()
+                self.naming = NAMING[path.name] = threading.Event()
         finally:
             for f in files[1:]:
                 os.close(f.fd)
@@ -846,8 +664,8 @@ class _Import:
             self.failed(exc)
         finally:
             if self.naming is not None:
-                if _NAMING.get(self.path.name) is self.naming:
-                    del _NAMING[self.path.name]
+                if NAMING.get(self.path.name) is self.naming:
+                    del NAMING[self.path.name]
                 self.naming.set()
 
     def failed(self, exc: SessionError | OSError | FormatError) -> None:
@@ -1414,9 +1232,8 @@ class _Import:
                 session_id=self.r.session,
                 created=self.info.start,
             )
-            if self.run_id is not None:
-                # In this run's listing from its creation on, whatever its writes do.
-                _listed_log(self.run_id, self._root(), self.path)
+            # In this run's listing from its creation on, whatever its writes do.
+            self.filing.listed_log(self.path)
         kept = self.saved
         try:
             # A new log's last batch is synced and named by finish(): meanwhile the
