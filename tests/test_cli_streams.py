@@ -98,6 +98,20 @@ def test_a_turn_whose_answer_cannot_be_written_fails_but_is_saved(
     assert "You said: second" in shown.stdout
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_verbose_turn_whose_one_output_is_full_fails(
+    env: dict[str, str], root: Path, project: Path, session: str
+) -> None:
+    """Under AWL_VERBOSE the reply streams to stderr, and is not printed again where
+    stderr is stdout; when that file is full, the reply was written nowhere: 1,
+    not 0 (stderr's own failure being dropped)."""
+    verbose = {**env, "AWL_VERBOSE": "1"}
+    r = awl(["--resume", "-p", "third"], verbose, project, redirect=">/dev/full 2>&1")
+    assert r.returncode == 1, r.stderr
+    shown = awl(["show", session], env, project)
+    assert "You said: third" in shown.stdout
+
+
 @pytest.mark.parametrize(
     ("args", "status"),
     [

@@ -328,16 +328,18 @@ def test_tool_call_without_id_gets_one(server: FakeServer, provider: OpenAIProvi
     assert isinstance(tool, ToolUse) and tool.id.startswith("call_") and len(tool.id) > 5
 
 
-@pytest.mark.parametrize("field", ["reasoning_content", "reasoning", "both"])
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning", "both", "one empty"])
 def test_reasoning_fields_become_thinking(
     server: FakeServer, provider: OpenAIProvider, field: str
 ) -> None:
     """Either field is the thinking; a server that sends both (one an alias of the
-    other) has its words taken once."""
+    other) has its words taken once, from the field that holds them."""
 
     def said(words: str) -> dict[str, str]:
         if field == "both":
             return {"reasoning_content": words, "reasoning": words}
+        if field == "one empty":  # the words in the second field: still the thinking
+            return {"reasoning_content": "", "reasoning": words}
         return {field: words}
 
     server.queue(

@@ -146,6 +146,26 @@ def test_claude_code_and_codex_logs_are_named_by_every_command(
     assert log.read_bytes() == before and not corrupt_path(log).exists()
 
 
+@pytest.mark.parametrize("first", [b'{"type":["x"],"id":"a"}', b'{"type":{"a":1},"sessionId":"s"}'])
+def test_a_first_line_whose_type_is_a_list_or_an_object_is_named_not_a_crash(
+    tmp_path: Path, root: Path, first: bytes
+) -> None:
+    """Every command that reads a header says the file's first line is no session
+    header, in one line, and goes on with the others."""
+    folder = project_dir("/work/project", root)
+    folder.mkdir(parents=True)
+    good = folder / "2026-04-25T17-40-15-990Z_awl.jsonl"
+    write_log(good, [HEADER, *chain(2)])
+    bad = folder / "2026-04-25T17-40-16-000Z_bad.jsonl"
+    bad.write_bytes(first + b"\n")
+    line = f"{bad}:1: the first line is not a session header"
+    for out in (cli("sessions", "--all"), cli("search", "--all", "zzz"), cli("reindex", str(bad))):
+        assert "Traceback" not in out.output and line in out.output + out.stderr, out.output
+    with pytest.raises(CorruptSession, match="the first line is not a session header"):
+        SessionManager.open(bad, read_only=True)
+    assert cli("show", HEADER["id"][:13]).exit_code == 0  # a lookup reads every header
+
+
 @pytest.mark.parametrize(
     ("version", "problem"),
     [

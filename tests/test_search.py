@@ -349,6 +349,7 @@ def test_a_query_longer_than_a_snippet_is_shown_whole_from_its_start(
     a, b = hit.match
     assert 0 <= a < b <= len(snippet) and hit.matches == (hit.match,)
     assert snippet.startswith("…") and snippet.endswith("…")
+    assert a == len("…")  # the snippet starts where the match does
 
 
 def test_case_folding(root: Path) -> None:

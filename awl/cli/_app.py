@@ -239,7 +239,9 @@ class _Main(click.Group):
         finally:
             if sys.stdout is guarded:
                 sys.stdout = real
-            if sys.stderr is quiet:
+            if sys.stderr is not real_errors:
+                # Ours, or click's wrapper of ours after a broken pipe: the stream
+                # the caller had, back (main may run again in this process).
                 sys.stderr = real_errors
 
 

@@ -395,13 +395,22 @@ class QuietErrors:
     full, closed or broken standard error must not stop a command's own work,
     lose its output or change its status (``awl search 2>/dev/full``)."""
 
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, stream: Any, owner: QuietErrors | None = None) -> None:
         self._stream = stream
+        self._owner = owner if owner is not None else self
+        self._dropped = False
+
+    @property
+    def dropped(self) -> bool:
+        """Whether a write was dropped (then everything after it goes nowhere too):
+        what was meant for stderr alone, where it is stdout too, is not out."""
+        return self._owner._dropped
 
     def _quiet(self, call: Any, *args: Any) -> Any:
         try:
             return call(*args)
         except OSError:
+            self._owner._dropped = True
             discard_output(self._stream)  # later writes, and the flush at exit, go nowhere
             return None
 
@@ -421,7 +430,7 @@ class QuietErrors:
     @property
     def buffer(self) -> QuietErrors:
         """The binary stream beneath, as quiet (click may write bytes there)."""
-        return QuietErrors(self._stream.buffer)
+        return QuietErrors(self._stream.buffer, self._owner)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)

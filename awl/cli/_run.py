@@ -224,7 +224,9 @@ def _print_turn(agent: Agent, prompt: str) -> int:
     finally:
         if sink is not None:
             sink.end()  # streamed text ends its line before anything else on stderr
-    if result.text and not streamed:
+    # What streamed to stderr may not have been written (a full disk): then the
+    # reply goes to stdout, which fails the same way, and says so.
+    if result.text and (not streamed or getattr(sys.stderr, "dropped", False)):
         # For a script, the reply as it came; on a terminal, with its control
         # characters escaped, as everywhere else awl shows a model's text.
         text = visible(result.text) if is_terminal(sys.stdout) else result.text

@@ -109,9 +109,10 @@ def resolve_ref(
 ) -> SessionRef:
     """The session ``ref`` names, as the commands take a reference.
 
-    A path is a log's: an awl log (not read here: opening it says what is
-    wrong with it), or another tool's, whose import :func:`imported_copy`
-    finds (a dry run: nothing is written).  Anything else is an awl id or a
+    A path is a log's (a relative one from the process's working directory,
+    as a command's argument is, not from ``cwd``): an awl log (not read here:
+    opening it says what is wrong with it), or another tool's, whose import
+    :func:`imported_copy` finds (a dry run: nothing is written).  Anything else is an awl id or a
     unique prefix (this directory's sessions first, then every project's),
     else the id a source tool gave a session awl imported.  Raises
     SessionNotFound (a path that is not there too), AmbiguousSession,

@@ -147,7 +147,3 @@ class _PendingTool:
         self.name = name
         self.fragments: list[str] = []
         self.finished = False
-
-
-# Error ``type`` values (Anthropic's and OpenAI's) to short human words; the
-# status-code table below covers servers that send no type.

@@ -548,6 +548,8 @@ def is_transport_error(exc: BaseException) -> bool:
     )
 
 
+# Error ``type`` values (Anthropic's and OpenAI's) to short human words; the
+# status-code table below covers servers that send no type.
 _KIND_BY_TYPE = {
     "rate_limit_error": "rate limited",
     "rate_limit_exceeded": "rate limited",

@@ -246,9 +246,9 @@ class _Run:
         extra = delta.model_extra or {}
         for field in ("reasoning_content", "reasoning"):
             value = extra.get(field)
-            if isinstance(value, str):
+            if isinstance(value, str) and value:
                 # A server that sends both (one as the other's alias) says the
-                # same words twice: the first field present is the thinking.
+                # same words twice: the first field with words is the thinking.
                 self.blocks.thinking(_THINKING, value)
                 break
         if delta.content:

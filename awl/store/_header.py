@@ -57,6 +57,8 @@ def foreign_log(obj: dict[str, Any]) -> str | None:
     that every command names such a log alike.
     """
     kind = obj.get("type")
+    if kind is not None and not isinstance(kind, str):
+        return None  # a list or an object names no type (and is no set member)
     if kind == "session" and isinstance(obj.get("id"), str) and "model" not in obj:
         return "pi"
     if kind in CLAUDE_TYPES and (

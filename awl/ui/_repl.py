@@ -314,9 +314,12 @@ def _ending_on(*signals: int) -> Iterator[None]:
         yield
         return
 
+    got: list[int] = []
+
     def ended(signum: int, frame: object) -> None:
         if signum == signal.SIGHUP:
             detach_terminal()
+        got.append(signum)
         app = _running_prompt()
         if app is not None and app.loop is not None:
             # Raised inside prompt_toolkit's event loop, the exception would be
@@ -336,6 +339,10 @@ def _ending_on(*signals: int) -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    if got:
+        # The line came first (Enter in the same pass of prompt_toolkit's loop):
+        # the signal still ends the session, the line unsent.
+        raise _Ended(got[0])
 
 
 def _running_prompt() -> Any:
