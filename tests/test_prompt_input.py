@@ -188,6 +188,23 @@ def test_alt_enter_breaks_the_line_and_enter_sends_it(
     assert '"text":"first line\\nsecond line"' in log.read_text(encoding="utf-8")
 
 
+@pytest.mark.parametrize("typed", ["\x1b[31m", "\x1b[<1;2m", "\x1b[5;7M"])
+def test_an_escape_sequence_typed_that_looks_like_a_mouse_event_is_dropped(
+    tmp_path: Path, term_env: dict[str, str], typed: str
+) -> None:
+    """ESC [ 3 1 m typed at the prompt reads as a mouse event, on which
+    prompt_toolkit's handler raised ("Press ENTER to continue..."): dropped,
+    and the line typed around it is sent."""
+    child = _spawn(term_env, tmp_path)
+    child.expect_exact(READY)
+    child.send("before ")
+    child.send(typed)
+    child.send("after\r")
+    child.expect_exact("You said: before after")
+    assert "Traceback" not in (child.before or "") and "Press ENTER" not in (child.before or "")
+    _quit(child)
+
+
 def test_ctrl_d_typed_during_a_turn_leaves_the_next_prompt_taking_what_is_typed(
     tmp_path: Path, term_env: dict[str, str]
 ) -> None:

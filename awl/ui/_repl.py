@@ -97,6 +97,7 @@ def _reader() -> Callable[[str], str]:
         return plain
     from prompt_toolkit import PromptSession
     from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+    from prompt_toolkit.keys import Keys
 
     from ._history import PromptHistory
 
@@ -106,6 +107,14 @@ def _reader() -> Callable[[str], str]:
     def _newline(event: KeyPressEvent) -> None:
         # Alt+Enter: a line break in the prompt (Enter sends it).
         event.current_buffer.insert_text("\n")
+
+    @keys.add(Keys.Vt100MouseEvent)
+    def _no_mouse(event: KeyPressEvent) -> None:
+        # Mouse reporting is never turned on: what reads as a mouse event is an
+        # escape sequence typed (ESC [ 3 1 m), on which prompt_toolkit's own
+        # handler raises ("Press ENTER to continue...").  Dropped, as a terminal
+        # drops an escape sequence it does not know.
+        return
 
     @keys.add("c-@")
     def _nothing(event: KeyPressEvent) -> None:
