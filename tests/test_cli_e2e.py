@@ -260,7 +260,7 @@ def test_pasted_lines_are_a_message_and_a_command_given_words_it_takes_none_is_r
         t.line(typed)
         name = typed.split()[0]
         t.expect(f"awl: {name} takes no arguments; begin the line with // to send it as text")
-    t.quit()
+    t.quit("/exit")  # alone, it leaves as /quit does
     log = one_log(root, project)
     assert [texts(x["message"]) for x in log.entries[1::2]] == [
         "/quit smoking: a plan\n1. week one",

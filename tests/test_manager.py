@@ -702,6 +702,13 @@ def test_xdg_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert session_root() == tmp_path / "home" / ".local" / "share" / "awl" / "sessions"
     monkeypatch.delenv("XDG_CACHE_HOME")
     assert cache_root() == tmp_path / "home" / ".cache" / "awl"
+    # Index caches under the cache root's index/ folder, $XDG_CACHE_HOME's when set.
+    from awl.paths import index_cache_dir, index_cache_path
+
+    assert index_cache_dir() == tmp_path / "home" / ".cache" / "awl" / "index"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert index_cache_dir() == tmp_path / "cache" / "awl" / "index"
+    assert index_cache_path(tmp_path / "log.jsonl").parent == tmp_path / "cache" / "awl" / "index"
 
 
 def test_encode_cwd_matches_seed_example() -> None:

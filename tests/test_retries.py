@@ -144,12 +144,14 @@ def test_a_wait_of_nothing_is_not_said(server: FakeServer, monkeypatch: pytest.M
 @pytest.mark.parametrize(
     ("reply", "again"),
     [
+        (_busy(408, **{"retry-after": "0"}), True),  # a request timeout
+        (_busy(409, **{"retry-after": "0"}), True),  # a conflict (a lock on the server's side)
         (_busy(501, **{"retry-after": "0"}), True),  # any 5xx, as the SDKs' rule has it
         (sse.error_reply(400, "invalid_request_error", "x"), False),
         (_busy(400, **{"x-should-retry": "true", "retry-after": "0"}), True),  # the server says
         (_busy(503, **{"x-should-retry": "false"}), False),
     ],
-    ids=["501", "400", "400 x-should-retry true", "503 x-should-retry false"],
+    ids=["408", "409", "501", "400", "400 x-should-retry true", "503 x-should-retry false"],
 )
 def test_which_errors_pass(server: FakeServer, reply: Reply, again: bool) -> None:
     server.queue(reply, sse.text_reply("ok"))
