@@ -141,7 +141,6 @@ PACKAGES = [
 PACKAGE_ALL = {
     "awl.store": [
         "CLAUDE_TYPES",
-        "CODEX_TYPES",
         "DEFAULT_ROLES",
         "FORMAT_VERSION",
         "MAX_REPLACED",

@@ -370,7 +370,8 @@ class GuardedOutput:
 
     def write(self, data: Any) -> int:
         """Write, or raise OutputError."""
-        return int(self._guard(self._stream.write, data))
+        done = self._guard(self._stream.write, data)
+        return len(data) if done is None else int(done)  # None: nothing to count
 
     def writelines(self, lines: Any) -> None:
         """Write each, or raise OutputError."""
@@ -389,14 +390,14 @@ class GuardedOutput:
         return getattr(self._stream, name)
 
 
-class QuietErrors:
+class QuietErrors(GuardedOutput):
     """Standard error whose failed writes are dropped, the descriptor then pointed
     at /dev/null: what awl says there is a diagnostic (as ripgrep's are), and a
     full, closed or broken standard error must not stop a command's own work,
     lose its output or change its status (``awl search 2>/dev/full``)."""
 
     def __init__(self, stream: Any, owner: QuietErrors | None = None) -> None:
-        self._stream = stream
+        super().__init__(stream)
         self._owner = owner if owner is not None else self
         self._dropped = False
 
@@ -406,7 +407,7 @@ class QuietErrors:
         what was meant for stderr alone, where it is stdout too, is not out."""
         return self._owner._dropped
 
-    def _quiet(self, call: Any, *args: Any) -> Any:
+    def _guard(self, call: Any, *args: Any) -> Any:
         try:
             return call(*args)
         except OSError:
@@ -414,26 +415,10 @@ class QuietErrors:
             discard_output(self._stream)  # later writes, and the flush at exit, go nowhere
             return None
 
-    def write(self, data: Any) -> int:
-        """Write, or drop what cannot be written."""
-        done = self._quiet(self._stream.write, data)
-        return len(data) if done is None else int(done)
-
-    def writelines(self, lines: Any) -> None:
-        """Write each, or drop them."""
-        self._quiet(self._stream.writelines, lines)
-
-    def flush(self) -> None:
-        """Flush, or drop what cannot be written."""
-        self._quiet(self._stream.flush)
-
     @property
     def buffer(self) -> QuietErrors:
         """The binary stream beneath, as quiet (click may write bytes there)."""
         return QuietErrors(self._stream.buffer, self._owner)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
 
 
 def occupy_closed_std_fds() -> None:

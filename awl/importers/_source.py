@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 import xxhash
 
-from ..store import CLAUDE_TYPES, CODEX_TYPES, foreign_log
+from ..store import CLAUDE_TYPES, foreign_log
 from ..store.scanner import bracket_run, digit_run
 
 CHUNK = 1 << 22
@@ -896,25 +896,20 @@ def detect(objs: list[tuple[int, dict[str, Any]]]) -> str | None:
         return None
     first = objs[0][1]
     kind = as_str(first.get("type"))
+    # The store's rules for a first line, so that every command names such a log
+    # alike: an awl header names its "model", pi's never does; Codex's is an
+    # envelope with a payload, or its bare header of 2025.
+    tool = foreign_log(first)
     if kind == "session" and isinstance(first.get("id"), str):
-        # The store's rule, so that every command names such a log alike: an awl
-        # header names its "model", pi's never does.
-        return foreign_log(first) or "awl"
-    if kind in CODEX_TYPES and isinstance(first.get("payload"), dict):
+        return "pi" if tool == "pi" else "awl"
+    if tool == "Codex":
         return "codex"
-    if (
-        kind is None
-        and isinstance(first.get("id"), str)
-        and "timestamp" in first
-        and ("instructions" in first or "git" in first)
-    ):
-        return "codex"  # the bare form of 2025: a header line, then items without an envelope
     for _, obj in objs[:50]:
         if as_str(obj.get("type")) in CLAUDE_TYPES and (
             isinstance(obj.get("sessionId"), str) or isinstance(obj.get("leafUuid"), str)
         ):
             return "claude"
-    if as_str(first.get("type")) in CLAUDE_TYPES and ("messageId" in first or "leafUuid" in first):
+    if tool == "Claude Code":  # a first line that carries no sessionId (a snapshot's)
         return "claude"
     if objs[0][0] > 1 and _pi_entries(objs):
         return "pi"  # its header, line 1, is damaged: its entries say whose log it is

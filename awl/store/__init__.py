@@ -64,7 +64,7 @@ if TYPE_CHECKING:
         UnknownEntry,
     )
     from ._fs import Env, default_env, make_private_dirs, use_env
-    from ._header import CLAUDE_TYPES, CODEX_TYPES, foreign_log
+    from ._header import CLAUDE_TYPES, foreign_log
     from ._ids import uuid7
     from ._listing import SessionInfo, list_all_sessions, list_sessions, session_info
     from ._logfile import read_header
@@ -103,7 +103,6 @@ _HOMES = {
     "find_session": "_catalog",
     "foreign_log": "_header",
     "CLAUDE_TYPES": "_header",
-    "CODEX_TYPES": "_header",
     "find_session_ending": "_catalog",
     "most_recent": "_catalog",
     "resume_prefix": "_catalog",
@@ -182,7 +181,6 @@ _HOMES = {
 }
 __all__ = [
     "CLAUDE_TYPES",
-    "CODEX_TYPES",
     "DEFAULT_ROLES",
     "FORMAT_VERSION",
     "MAX_REPLACED",
