@@ -93,9 +93,28 @@ class Text(TextualBlock):
 
 
 class Thinking(TextualBlock):
-    """A model's reasoning, kept in full."""
+    """A model's reasoning, kept in full.  ``signature``: the provider's seal on it
+    (Anthropic's), without which that provider takes no reasoning back; None
+    where the provider gave none."""
 
-    __slots__ = ()
+    __slots__ = ("signature",)
+
+    def __init__(self, text: str = "", signature: str | None = None) -> None:
+        super().__init__(text)
+        if signature is not None and not isinstance(signature, str):
+            raise TypeError(f"a signature is a str, not {type(signature).__name__}")
+        self.signature = signature
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Thinking:
+            return NotImplemented
+        assert isinstance(other, Thinking)
+        return self.text == other.text and self.signature == other.signature
+
+    def __repr__(self) -> str:
+        if self.signature is None:
+            return f"Thinking({self.text!r})"
+        return f"Thinking({self.text!r}, signature={self.signature!r})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +171,8 @@ class Opaque:
     """A block of a type awl's model has no field for, as the log holds it: an
     imported session's image or document, encrypted reasoning, a server
     tool's call (``docs/format.md``).  Shown and kept; no provider is sent
-    it.  Not hashable (it holds a dict).
+    it, but the one whose own it is (Anthropic's redacted reasoning, to the
+    model that wrote it).  Not hashable (it holds a dict).
 
     Raises ValueError for a ``raw`` whose ``type`` is not a string, or is one
     of awl's own block types (a reader would refuse the line written).

@@ -72,12 +72,19 @@ def _timestamp_ms(text: str) -> int:
 
 def _check_block(block: dict[str, Any], role: str, where: str) -> None:
     kind = block.get("type")
+    if kind == "x-anthropic-redacted_thinking":  # kept whole, as the API sent it
+        assert list(block) == ["type", "data"] and role == "assistant", where
+        return
     assert kind in BLOCK_KEYS, f"{where}: unknown block type {kind!r}"
     keys = list(block)
     if kind == "toolResult" and keys[-1:] == ["isError"]:
-        # awl's one addition to the seed's blocks: a failed call's result says so,
-        # and only then (a result without it is the seed's block as it was).
+        # awl's additions to the seed's blocks: a failed call's result says so,
+        # and only then (a result without it is the seed's block as it was)...
         assert block["isError"] is True, f"{where}: isError is {block['isError']!r}"
+        keys.pop()
+    if kind == "thinking" and keys[-1:] == ["signature"]:
+        # ...and signed reasoning keeps its seal.
+        assert isinstance(block["signature"], str), f"{where}: signature {block['signature']!r}"
         keys.pop()
     assert keys == BLOCK_KEYS[kind], f"{where}: {kind} block keys {list(block)}"
     for key in BLOCK_KEYS[kind][1:]:
@@ -744,6 +751,56 @@ def test_tool_turn_runs_the_tool_and_sends_the_result(
     ]
     assert texts(final["message"]) == "All done."
     assert final["message"]["stopReason"] == "stop"
+
+
+def test_a_tool_round_goes_on_thinking_with_its_signed_reasoning_saved_and_resumed(
+    agents: Agents, server: FakeServer, root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``AWL_THINKING_BUDGET``, the reasoning a reply began with is saved with
+    its seal and sent back, so the tool round's continuation thinks too (the
+    API takes none without it); a resumed session sends it from the log."""
+    monkeypatch.setenv("AWL_THINKING_BUDGET", "2048")
+    script = SCRIPTS["anthropic"]
+    agent = agents.new(script)
+    server.queue(
+        sse.stream(
+            sse.message_start(),
+            sse.thinking_block(0, "Count ", "them.", signature="c2lnLTE="),
+            sse.redacted_thinking_block(1, "RURBVEE="),
+            sse.tool_block(2, "toolu_1", "bash", '{"command": "echo 3"}'),
+            sse.message_delta("tool_use"),
+            sse.message_stop(),
+        ),
+        sse.text_reply("Three."),
+    )
+    result = agent.run_turn("how many?", Sink())
+    assert (result.text, result.rounds, result.error) == ("Three.", 1, None)
+    first, second = server.requests
+    thinks = {"type": "enabled", "budget_tokens": 2048}
+    assert first.body["thinking"] == second.body["thinking"] == thinks
+    wire = [
+        {"type": "thinking", "thinking": "Count them.", "signature": "c2lnLTE="},
+        {"type": "redacted_thinking", "data": "RURBVEE="},
+    ]
+    assert second.body["messages"][1]["content"][:2] == wire
+    agents.close(agent)
+    log = only_log(root, project)
+    assert log.entries[2]["message"]["content"][:2] == [
+        {"type": "thinking", "thinking": "Count them.", "signature": "c2lnLTE="},
+        {"type": "x-anthropic-redacted_thinking", "data": "RURBVEE="},
+    ]
+    resumed = agents.reopen(log.path)
+    server.queue(sse.text_reply("Still three."))
+    resumed.run_turn("sure?", Sink())
+    assert server.requests[-1].body["messages"][1]["content"][:2] == wire
+    # Another model takes no other model's reasoning.
+    resumed.switch_model("anthropic", "claude-other-2")
+    server.queue(sse.text_reply("Yes."))
+    resumed.run_turn("and now?", Sink())
+    assert server.requests[-1].body["thinking"] == thinks
+    assert [b["type"] for b in server.requests[-1].body["messages"][1]["content"]] == ["tool_use"]
+    agents.close(resumed)
+    check_log(log.path, cwd=project)
 
 
 def test_a_failed_call_is_saved_flagged_and_sent_as_failed(

@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -14,7 +15,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from awl.conversation import Message, Opaque, Text, Thinking, ToolResult, ToolUse, Usage
+from awl.conversation import (
+    ContentBlock,
+    Message,
+    Opaque,
+    Text,
+    Thinking,
+    ToolResult,
+    ToolUse,
+    Usage,
+)
 from awl.errors import FormatError
 from awl.store import (
     Checkpoint,
@@ -39,7 +49,7 @@ from awl.store import (
     serialize_header,
     uuid7,
 )
-from awl.store._codec import disk_block_to_internal, message_from_object
+from awl.store._codec import check_message, disk_block_to_internal, message_from_object
 from awl.store._state import FIRST_PROMPT_CHARS, first_words
 
 HEADER = SessionHeader(
@@ -152,6 +162,58 @@ def test_a_failed_calls_result_is_flagged_by_both_paths_and_only_it() -> None:
     # false is the absent flag: read, and written as the seed's block
     plain = parse_line(_FAILED.replace(b"true", b"false"))
     assert isinstance(plain, MessageEntry) and b"isError" not in serialize_entry(plain)
+
+
+_SIGNED = (
+    b'{"type":"message","id":"a1b2c3d4","parentId":null,"timestamp":"2026-04-25T14:00:01.000Z",'
+    b'"message":{"role":"assistant","content":[{"type":"thinking","thinking":"Two steps.",'
+    b'"signature":"c2lnLW9uZQ=="},{"type":"thinking","thinking":"Plain."},'
+    b'{"type":"x-anthropic-redacted_thinking","data":"RA=="},{"type":"text","text":"Hi."}],'
+    b'"provider":"anthropic","model":"claude-x","stopReason":"stop"}}\n'
+)
+
+
+def test_a_thinking_blocks_signature_is_read_written_and_carried_by_both_paths() -> None:
+    """A signature goes back to the model that made it: both ways of reading keep
+    it, and who made it, even where a request's read leaves out who served a
+    reply; redacted reasoning is an opaque block, kept as it is."""
+    entry = parse_line(_SIGNED)
+    assert isinstance(entry, MessageEntry)
+    assert entry.message.content[:2] == [
+        DiskThinking("Two steps.", "c2lnLW9uZQ=="),
+        DiskThinking("Plain."),
+    ]
+    assert serialize_entry(entry) == _SIGNED  # the member last, and only where there is one
+    redacted = Opaque({"type": "x-anthropic-redacted_thinking", "data": "RA=="})
+    content: list[ContentBlock] = [
+        Thinking("Two steps.", "c2lnLW9uZQ=="),
+        Thinking("Plain."),
+        redacted,
+        Text("Hi."),
+    ]
+    for served in (False, True):
+        fast = message_from_object(orjson.loads(_SIGNED), served=served)
+        assert fast == Message("assistant", content)
+        assert fast is not None and (fast.provider, fast.model) == ("anthropic", "claude-x")
+        assert message_to_disk(fast) == replace(
+            entry.message, provider=None, model=None, stop_reason=None
+        )
+    assert disk_message_to_internal(entry.message) == Message("assistant", content)
+    assert Thinking("x", "s") != Thinking("x") and Thinking("x", "s") == Thinking("x", "s")
+    unsigned = _SIGNED.replace(b',"signature":"c2lnLW9uZQ=="', b"")
+    fast = message_from_object(orjson.loads(unsigned))
+    assert fast is not None and fast.model is None  # what a request's read leaves out
+
+
+@pytest.mark.parametrize("signature", [b"1", b"{}", b"[]", b"true"])
+def test_a_signature_that_is_not_a_string_is_a_format_error(signature: bytes) -> None:
+    line = _SIGNED.replace(b'"c2lnLW9uZQ=="', signature)
+    with pytest.raises(FormatError, match="a thinking block's 'signature' must be a string"):
+        parse_line(line)
+    assert message_from_object(orjson.loads(line)) is None  # the slow path says why
+    bad = DiskMessage("assistant", [DiskThinking("x", 1)])  # type: ignore[arg-type]
+    with pytest.raises(FormatError, match="'signature' must be a string"):
+        check_message(bad)
 
 
 def test_how_a_reply_ended_is_carried_by_both_paths_and_left_out_of_equality() -> None:

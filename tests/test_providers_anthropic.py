@@ -11,7 +11,7 @@ from typing import Protocol, TypeVar
 
 import pytest
 
-from awl.conversation import Message, Text, Thinking, ToolResult, ToolUse
+from awl.conversation import ContentBlock, Message, Opaque, Text, Thinking, ToolResult, ToolUse
 from awl.providers import Provider, ProviderError, ToolSpec, Usage, get_provider
 from awl.providers._anthropic import AnthropicProvider
 from awl.providers._history import NO_RESULT, answered_history
@@ -202,7 +202,10 @@ def test_thinking_and_multi_chunk_tool_call(
     sink = Sink()
     r = provider.complete("m", user("look"), TOOLS, sink)
     assert r.stop_reason == "toolUse", r.error
-    assert r.content[:2] == [Thinking("Let me check."), Text("Checking.")]
+    assert r.content[:2] == [
+        Thinking("Let me check.", signature="EqQBCgIYAhIM1gbcDa9GJwZA"),
+        Text("Checking."),
+    ]
     tool = r.content[2]
     assert isinstance(tool, ToolUse)
     assert (tool.id, tool.name) == ("toolu_01A", "bash")
@@ -287,6 +290,129 @@ def test_thinking_budget_and_max_tokens_from_env(
     body = server.requests[2].body
     assert [b["type"] for b in body["messages"][-1]["content"]] == ["tool_result", "text"]
     assert "thinking" not in body
+
+
+def _reasoned(model: str, *blocks: ContentBlock) -> list[Message]:
+    """A tool round whose reply, ``model``'s, began with ``blocks``, answered."""
+    reply = Message("assistant", [*blocks, ToolUse("t1", "bash", '{"command": "ls"}')])
+    reply.provider, reply.model = "anthropic", model
+    return [*user("run it"), reply, Message("user", [ToolResult("t1", "a.txt")])]
+
+
+def test_signed_reasoning_is_kept_and_a_tool_round_goes_on_thinking_with_it(
+    server: FakeServer, monkeypatch: pytest.MonkeyPatch, closing: Keep
+) -> None:
+    """The API takes a thinking request that goes on with a tool round only with
+    the signed reasoning its turn began with, as it came: kept from the stream
+    (its signature, a redacted block whole) and sent back to the model that
+    made it, the earlier turns' too."""
+    monkeypatch.setenv("AWL_THINKING_BUDGET", "2048")
+    provider = closing(AnthropicProvider(base_url=server.url, timeout=5.0))
+    server.queue(
+        sse.stream(
+            sse.message_start(),
+            sse.thinking_block(0, "Two ", "steps.", signature="c2lnLW9uZQ=="),
+            sse.redacted_thinking_block(1, "RURBVEEtMQ=="),
+            sse.tool_block(2, "t1", "bash", '{"command": "ls"}'),
+            sse.message_delta("tool_use"),
+            sse.message_stop(),
+        )
+    )
+    r = provider.complete("m", user("run it"), TOOLS, Sink())
+    redacted = Opaque({"type": "x-anthropic-redacted_thinking", "data": "RURBVEEtMQ=="})
+    assert r.content[:2] == [Thinking("Two steps.", signature="c2lnLW9uZQ=="), redacted]
+    earlier = Message("assistant", [Thinking("Before.", signature="c2lnLTA="), Text("Hi.")])
+    earlier.provider, earlier.model = "anthropic", "m"
+    history = [*user("hello"), earlier, *_reasoned("m", *r.content[:2])]
+    server.queue(sse.text_reply())
+    provider.complete("m", history, TOOLS, Sink())
+    body = server.requests[1].body
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+    sent_reasoning = [
+        b
+        for m in body["messages"]
+        if m["role"] == "assistant"
+        for b in m["content"]
+        if b["type"] in ("thinking", "redacted_thinking")
+    ]
+    assert sent_reasoning == [
+        {"type": "thinking", "thinking": "Before.", "signature": "c2lnLTA="},
+        {"type": "thinking", "thinking": "Two steps.", "signature": "c2lnLW9uZQ=="},
+        {"type": "redacted_thinking", "data": "RURBVEEtMQ=="},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("made_by", "sent_to", "thinks"),
+    [
+        ("claude-x-4-5-20250929", "claude-x-4-5", True),  # an alias, answered dated
+        ("claude-x-4-5", "claude-x-4-5", True),
+        ("claude-y-4", "claude-x-4-5", False),  # another model's seal: refused by the API
+        ("claude-x-4-5-preview", "claude-x-4-5", False),
+    ],
+)
+def test_reasoning_goes_only_to_the_model_that_signed_it(
+    server: FakeServer,
+    monkeypatch: pytest.MonkeyPatch,
+    closing: Keep,
+    made_by: str,
+    sent_to: str,
+    thinks: bool,
+) -> None:
+    monkeypatch.setenv("AWL_THINKING_BUDGET", "2048")
+    provider = closing(AnthropicProvider(base_url=server.url, timeout=5.0))
+    server.queue(sse.text_reply())
+    provider.complete(sent_to, _reasoned(made_by, Thinking("Hm.", signature="c2ln")), TOOLS, Sink())
+    body = server.requests[0].body
+    # Without its turn's reasoning, a tool round's continuation cannot think.
+    assert ("thinking" in body) is thinks
+    first = body["messages"][1]["content"][0]
+    assert (first["type"] == "thinking") is thinks
+
+
+def test_reasoning_is_not_sent_when_the_request_does_not_think_or_it_has_no_seal(
+    server: FakeServer, monkeypatch: pytest.MonkeyPatch, closing: Keep
+) -> None:
+    provider = closing(AnthropicProvider(base_url=server.url, timeout=5.0))
+    redacted = Opaque({"type": "x-anthropic-redacted_thinking", "data": "RA=="})
+    server.queue(sse.text_reply(), sse.text_reply())
+    provider.complete(
+        "m", _reasoned("m", Thinking("Hm.", signature="c2ln"), redacted), TOOLS, Sink()
+    )
+    body = server.requests[0].body
+    assert "thinking" not in body
+    assert [b["type"] for b in body["messages"][1]["content"]] == ["tool_use"]
+    monkeypatch.setenv("AWL_THINKING_BUDGET", "2048")
+    thinking = closing(AnthropicProvider(base_url=server.url, timeout=5.0))
+    thinking.complete("m", _reasoned("m", Thinking("Unsigned.")), TOOLS, Sink())
+    body = server.requests[1].body
+    assert "thinking" not in body
+    assert [b["type"] for b in body["messages"][1]["content"]] == ["tool_use"]
+
+
+def test_a_thinking_block_cut_before_its_signature_is_kept_unsigned(
+    server: FakeServer, provider: AnthropicProvider
+) -> None:
+    """A reply cut short keeps the reasoning that came, without a seal it never got
+    (so it is never sent back), and a sealed block with no text is kept for its
+    seal."""
+    start = sse.thinking_block(0, "Half")[:-2]  # no signature_delta, no block stop
+    chunks = [sse.message_start(), *start]
+    server.queue(Reply(chunks=chunks, cut_after=len(chunks)))
+    r = provider.complete("m", user("x"), [], Sink())
+    assert r.stop_reason == "error"
+    assert r.content == [Thinking("Half")]
+    server.queue(
+        sse.stream(
+            sse.message_start(),
+            sse.thinking_block(0, signature="c2lnLWVtcHR5"),
+            sse.text_block(1, "Done."),
+            sse.message_delta(),
+            sse.message_stop(),
+        )
+    )
+    r = provider.complete("m", user("x"), [], Sink())
+    assert r.content == [Thinking("", signature="c2lnLWVtcHR5"), Text("Done.")]
 
 
 @pytest.mark.parametrize(

@@ -372,13 +372,17 @@ class Agent:
         message = storable(response.message())
         if not message.content:
             return  # nothing arrived: an empty assistant message would be refused by the APIs
+        served = response.model or self.model
         self.manager.append_message(
             message,
             provider=self.provider_name,
-            model=response.model or self.model,
+            model=served,
             stop_reason=response.stop_reason,
             usage=response.usage,
         )
+        # As a read of the log has it: a provider sends signed reasoning back to
+        # the model that made it only.
+        message.provider, message.model = self.provider_name, served
         self.conversation.append(message)
 
 
@@ -397,8 +401,10 @@ def storable(message: Message) -> Message:
         return message
     out: list[ContentBlock] = []
     for b in blocks:
-        if isinstance(b, Text | Thinking):
-            out.append(type(b)(_whole(b.text)))
+        if isinstance(b, Thinking):
+            out.append(Thinking(_whole(b.text), b.signature))
+        elif isinstance(b, Text):
+            out.append(Text(_whole(b.text)))
         elif isinstance(b, ToolUse):
             out.append(ToolUse(_whole(b.id), _whole(b.name), _whole(b.input)))
         elif isinstance(b, ToolResult):

@@ -5,12 +5,16 @@ Request mapping:
 * system messages -> ``system=`` (joined by blank lines);
 * ``Text`` -> text blocks, ``ToolUse`` -> tool_use blocks (input parsed from its
   raw JSON), ``ToolResult`` -> tool_result blocks in the user message;
-* ``Thinking`` blocks of earlier turns are **not** sent back: the API only
-  accepts thinking blocks with the signature it issued, and awl's on-disk
-  format has no place for signatures (``signature_delta`` is ignored). For the
-  same reason, when extended thinking is on (``AWL_THINKING_BUDGET``) it is left
-  off for requests that carry tool results: the API demands that the tool-using
-  assistant turn being continued start with its signed thinking block.
+* reasoning: a ``Thinking`` block keeps the ``signature`` the API streamed
+  (``signature_delta``), and a ``redacted_thinking`` block is kept whole as an
+  ``x-anthropic-redacted_thinking`` block.  When extended thinking is on
+  (``AWL_THINKING_BUDGET``), a request sends them back where they came, for the
+  messages of the model it goes to (a signature holds for the model that made
+  it only); reasoning without a signature, or another model's, is not sent.
+  The API demands that a tool round's continuation send the signed reasoning
+  its turn began with: a continuation whose turn has none (a reply streamed
+  with thinking off, another model's, a log of an older awl) goes with
+  thinking off.
 
 Environment: ``ANTHROPIC_API_KEY`` (required), ``ANTHROPIC_BASE_URL``,
 ``AWL_MAX_TOKENS`` (default 8192), ``AWL_THINKING_BUDGET`` (tokens, at least
@@ -29,13 +33,15 @@ import orjson
 from anthropic.types import (
     MessageParam,
     RawMessageStreamEvent,
+    RedactedThinkingBlockParam,
     TextBlockParam,
+    ThinkingBlockParam,
     ToolParam,
     ToolResultBlockParam,
     ToolUseBlockParam,
 )
 
-from awl.conversation import Message, Opaque, Text, ToolResult, ToolUse
+from awl.conversation import Message, Opaque, Text, Thinking, ToolResult, ToolUse
 from awl.providers._assembler import StreamAssembler
 from awl.providers._base import (
     CANCELLED,
@@ -92,7 +98,16 @@ _STOPPED = {
     ),
 }
 
-ContentParam = TextBlockParam | ToolUseBlockParam | ToolResultBlockParam
+ContentParam = (
+    TextBlockParam
+    | ToolUseBlockParam
+    | ToolResultBlockParam
+    | ThinkingBlockParam
+    | RedactedThinkingBlockParam
+)
+
+REDACTED_THINKING = "x-anthropic-redacted_thinking"
+"""The block type awl keeps the API's ``redacted_thinking`` under (its ``data``)."""
 
 
 class AnthropicProvider(HostedProvider):
@@ -164,8 +179,11 @@ class AnthropicProvider(HostedProvider):
         if tools:
             kwargs["tools"] = [_tool_param(t) for t in tools]
         params = to_message_params(messages)
-        if self.thinking_budget is not None and not _continues_tool_use(params):
-            kwargs["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
+        if self.thinking_budget is not None:
+            signed = to_message_params(messages, signed_by=model)
+            if not _continues_tool_use(signed) or _turn_begins_signed(signed):
+                params = signed
+                kwargs["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
         stream: anthropic.Stream[RawMessageStreamEvent] | None = None
         try:
             stream = self._client.messages.create(
@@ -251,8 +269,13 @@ class _Run:
                 self.blocks.text(event.index, block.text)
             elif block.type == "thinking":
                 self.blocks.thinking(event.index, block.thinking)
-            # Other blocks (redacted thinking, server tools) have no place in
-            # awl's conversation model and are skipped.
+                if block.signature:
+                    self.blocks.sign(event.index, block.signature)
+            elif block.type == "redacted_thinking":
+                # Encrypted: kept whole, to be sent back as it came.
+                self.blocks.opaque(event.index, {"type": REDACTED_THINKING, "data": block.data})
+            # Other blocks (server tools) have no place in awl's conversation
+            # model and are skipped.
         elif event.type == "content_block_delta":
             delta = event.delta
             if delta.type == "text_delta":
@@ -263,7 +286,9 @@ class _Run:
                 if delta.partial_json:  # the API's own first delta is empty
                     self.start_inputs.pop(event.index, None)
                 self.blocks.tool_input(event.index, delta.partial_json)
-            # signature_delta / citations_delta: nowhere to keep them.
+            elif delta.type == "signature_delta":
+                self.blocks.sign(event.index, delta.signature)
+            # citations_delta: nowhere to keep it.
         elif event.type == "content_block_stop":
             self._whole_input(event.index)
             self.blocks.finish_tool(event.index)
@@ -324,19 +349,25 @@ def _input_tokens(plain: int, cache_write: int | None, cache_read: int | None) -
     return plain + (cache_write or 0) + (cache_read or 0)
 
 
-def to_message_params(messages: Sequence[Message]) -> list[MessageParam]:
+def to_message_params(
+    messages: Sequence[Message], *, signed_by: str | None = None
+) -> list[MessageParam]:
     """Convert awl messages (system ones skipped) to Messages API ``messages``.
 
     Consecutive messages of one role are merged and empty ones dropped, since the
     API wants non-empty content and a message dropped for holding only thinking
-    would otherwise leave two user turns side by side.
+    would otherwise leave two user turns side by side.  ``signed_by``: the model
+    of a request that thinks, whose own signed reasoning (thinking blocks with
+    their signature, redacted thinking) goes back where it came; None sends no
+    reasoning.
     """
     messages = answered_history(messages)
     out: list[MessageParam] = []
     for message in messages:
         if message.role == "system":
             continue
-        blocks = _content_params(message)
+        own = signed_by is not None and message.role == "assistant" and _made_by(message, signed_by)
+        blocks = _content_params(message, own)
         if not blocks:
             continue
         if out and out[-1]["role"] == message.role:
@@ -351,10 +382,30 @@ def to_message_params(messages: Sequence[Message]) -> list[MessageParam]:
     return out
 
 
-def _content_params(message: Message) -> list[ContentParam]:
+def _made_by(message: Message, model: str) -> bool:
+    """Whether ``message`` is a reply of Anthropic's ``model``: the same name, or
+    the dated one the API answers an alias with (``claude-x-4-5`` and
+    ``claude-x-4-5-20250929``)."""
+    made = message.model
+    if message.provider != "anthropic" or made is None:
+        return False
+    return made == model or (
+        made.startswith(model + "-") and len(made) == len(model) + 9 and made[-8:].isdigit()
+    )
+
+
+def _content_params(message: Message, signed: bool = False) -> list[ContentParam]:
+    """``message``'s blocks as the API takes them; ``signed``: with its reasoning
+    (the request thinks, and goes to the model that signed it)."""
     blocks: list[ContentParam] = []
     for block in message.content:
-        if isinstance(block, Text):
+        if isinstance(block, Thinking):
+            if signed and block.signature:
+                # Sent back as it came: the API checks the text against its seal.
+                blocks.append(
+                    {"type": "thinking", "thinking": block.text, "signature": block.signature}
+                )
+        elif isinstance(block, Text):
             # The API refuses a text block of nothing but whitespace (a reply that
             # was only "\n" would fail every later request of the session).
             if block.text.strip():
@@ -379,10 +430,14 @@ def _content_params(message: Message) -> list[ContentParam]:
                 result["is_error"] = True
             blocks.append(result)
         elif isinstance(block, Opaque):
+            data = block.raw.get("data")
+            if block.type == REDACTED_THINKING:
+                if signed and isinstance(data, str) and data:
+                    blocks.append({"type": "redacted_thinking", "data": data})
+                continue
             text = opaque_text(block)
             if text is not None:
                 blocks.append({"type": "text", "text": text})
-        # Thinking: not sent back (no signature; see the module docstring).
     return blocks
 
 
@@ -407,6 +462,29 @@ def _tool_input(block: ToolUse) -> dict[str, object]:
 
 def _tool_param(tool: ToolSpec) -> ToolParam:
     return {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}
+
+
+def _turn_begins_signed(params: list[MessageParam]) -> bool:
+    """Whether the turn a request goes on with (the messages after its last
+    prompt: replies and tool results) begins with signed reasoning, as the API
+    demands of a tool round's continuation when the request thinks."""
+    start = 0
+    for k, param in enumerate(params):
+        content = param["content"]
+        if param["role"] == "user" and (
+            isinstance(content, str)
+            or any(not isinstance(b, dict) or b.get("type") != "tool_result" for b in content)
+        ):
+            start = k + 1  # a prompt (perhaps after the results of a round cut short)
+    for param in params[start:]:
+        if param["role"] == "assistant":
+            content = param["content"]
+            first = next(iter(content), None) if not isinstance(content, str) else None
+            return isinstance(first, dict) and first.get("type") in (
+                "thinking",
+                "redacted_thinking",
+            )
+    return False
 
 
 def _continues_tool_use(params: list[MessageParam]) -> bool:

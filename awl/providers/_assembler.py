@@ -8,7 +8,7 @@ import json
 import uuid
 
 from awl.conversation import STOP_REASONS as STOP_REASONS
-from awl.conversation import ContentBlock, Text, Thinking, ToolUse
+from awl.conversation import ContentBlock, Opaque, Text, Thinking, ToolUse
 from awl.conversation import StopReason as StopReason
 from awl.conversation import ToolSpec as ToolSpec
 from awl.conversation import Usage as Usage
@@ -37,9 +37,10 @@ class StreamAssembler:
 
     def __init__(self, sink: StreamSink) -> None:
         self._sink = sink
-        # Each slot is a Text/Thinking being filled or a pending tool call.
-        self._slots: list[Text | Thinking | _PendingTool] = []
-        self._by_key: dict[object, Text | Thinking | _PendingTool] = {}
+        # Each slot is a Text/Thinking being filled, a pending tool call, or a
+        # block the provider gave whole that awl's model has no field for.
+        self._slots: list[Text | Thinking | _PendingTool | Opaque] = []
+        self._by_key: dict[object, Text | Thinking | _PendingTool | Opaque] = {}
         self.shown = False
         """Whether the sink has been told anything (a request sent again would
         show it twice)."""
@@ -65,6 +66,21 @@ class StreamAssembler:
             self._textual(key, Thinking).append(delta)
             self.shown = True
             self._sink.thinking(delta)
+
+    def sign(self, key: object, delta: str) -> None:
+        """Append to the signature of the thinking block ``key`` (created on first
+        use: a provider may sign reasoning it does not show)."""
+        if delta:
+            block = self._textual(key, Thinking)
+            assert isinstance(block, Thinking)
+            block.signature = (block.signature or "") + delta
+
+    def opaque(self, key: object, raw: dict[str, object]) -> None:
+        """A whole block of a type awl's model has no field for (Anthropic's
+        redacted thinking), kept where it came."""
+        block = Opaque(raw)
+        self._slots.append(block)
+        self._by_key[key] = block
 
     def start_tool(self, key: object, tool_id: str, name: str) -> None:
         """Start a tool call; tells the sink its name (once it is known)."""
@@ -119,7 +135,8 @@ class StreamAssembler:
         finished, or whose input does not parse, are dropped: running a tool on
         half its arguments would be wrong. With ``complete=True`` every tool call
         is kept with its raw input (a malformed one is the tool runner's to report).
-        Empty text and thinking blocks are dropped either way.
+        Empty text and thinking blocks are dropped either way (not a thinking
+        block with a signature: the provider wants it back as it came).
         """
         out: list[ContentBlock] = []
         for slot in self._slots:
@@ -132,7 +149,7 @@ class StreamAssembler:
                 if not slot.id:
                     slot.id = f"call_{uuid.uuid4().hex[:24]}"
                 out.append(ToolUse(slot.id, slot.name, raw))
-            elif slot.text:
+            elif isinstance(slot, Opaque) or slot.text or getattr(slot, "signature", None):
                 out.append(slot)
         return out
 

@@ -85,7 +85,11 @@ def _block_json(block: DiskContentBlock) -> dict[str, Any]:
 
 _BLOCK_JSON: dict[type, Any] = {
     DiskText: lambda b: {"type": "text", "text": b.text},
-    DiskThinking: lambda b: {"type": "thinking", "thinking": b.thinking},
+    DiskThinking: lambda b: (
+        {"type": "thinking", "thinking": b.thinking}
+        if b.signature is None
+        else {"type": "thinking", "thinking": b.thinking, "signature": b.signature}
+    ),
     DiskToolUse: lambda b: {"type": "toolUse", "id": b.id, "name": b.name, "input": b.input},
     DiskToolResult: lambda b: (
         {"type": "toolResult", "toolUseId": b.tool_use_id, "content": b.content, "isError": True}
@@ -295,7 +299,7 @@ def parse_block(obj: Any) -> DiskContentBlock:
     if kind == "text":
         return DiskText(_str(obj, "text", "a text block"))
     if kind == "thinking":
-        return DiskThinking(_str(obj, "thinking", "a thinking block"))
+        return DiskThinking(_str(obj, "thinking", "a thinking block"), _signature(obj))
     if kind == "toolUse":
         what = "a toolUse block"
         return DiskToolUse(_str(obj, "id", what), _str(obj, "name", what), _str(obj, "input", what))
@@ -307,6 +311,14 @@ def parse_block(obj: Any) -> DiskContentBlock:
     if not isinstance(kind, str):
         raise FormatError("a content block needs a string 'type'")
     return DiskUnknownBlock(obj)
+
+
+def _signature(obj: dict[str, Any]) -> str | None:
+    """A thinking block's ``signature`` (absent: None)."""
+    signature = obj.get("signature")
+    if signature is not None and type(signature) is not str:
+        raise FormatError("a thinking block's 'signature' must be a string")
+    return signature
 
 
 def _is_error(obj: dict[str, Any]) -> bool:
@@ -349,6 +361,8 @@ def check_message(message: DiskMessage) -> None:
         for attr, key in members:
             if not isinstance(getattr(block, attr), str):
                 raise FormatError(f"{what} needs a string {key!r}")
+        if isinstance(block, DiskThinking) and not isinstance(block.signature, str | None):
+            raise FormatError("a thinking block's 'signature' must be a string")
     if role == "assistant":
         for value, key in (
             (message.provider, "provider"),
@@ -570,7 +584,7 @@ def parse_line(line: bytes | bytearray | memoryview) -> FileEntry:
 def content_block_to_disk(block: ContentBlock) -> DiskContentBlock:
     """In-memory block -> on-disk block."""
     if isinstance(block, Thinking):
-        return DiskThinking(block.text)
+        return DiskThinking(block.text, block.signature)
     if isinstance(block, Text):
         return DiskText(block.text)
     if isinstance(block, ToolUse):
@@ -587,7 +601,7 @@ def disk_block_to_internal(block: DiskContentBlock) -> ContentBlock:
     if isinstance(block, DiskText):
         return Text(block.text)
     if isinstance(block, DiskThinking):
-        return Thinking(block.thinking)
+        return Thinking(block.thinking, block.signature)
     if isinstance(block, DiskToolUse):
         return ToolUse(block.id, block.name, block.input)
     if isinstance(block, DiskToolResult):
@@ -654,6 +668,7 @@ def message_from_object(obj: dict[str, Any], *, served: bool = False) -> Message
         if not _is_count(kept):
             return None
     blocks: list[ContentBlock] = []
+    signed = False  # a signature is sent back only to the model that made it
     for b in content:
         if type(b) is not dict:
             return None
@@ -664,10 +679,11 @@ def message_from_object(obj: dict[str, Any], *, served: bool = False) -> Message
                 return None
             blocks.append(Text(text))
         elif kind == "thinking":
-            text = b.get("thinking")
-            if type(text) is not str:
+            text, signature = b.get("thinking"), b.get("signature")
+            if type(text) is not str or (signature is not None and type(signature) is not str):
                 return None
-            blocks.append(Thinking(text))
+            blocks.append(Thinking(text, signature))
+            signed = signed or signature is not None
         elif kind == "toolUse":
             tid, name, raw = b.get("id"), b.get("name"), b.get("input")
             if type(tid) is not str or type(name) is not str or type(raw) is not str:
@@ -687,6 +703,11 @@ def message_from_object(obj: dict[str, Any], *, served: bool = False) -> Message
             return Message(role, blocks, kept, None, obj.get("provider"), obj.get("model"))
         return Message(role, blocks, kept)
     if not served:
+        if signed:
+            # Who wrote a signed reasoning: a request sends it to that model only.
+            return Message(
+                role, blocks, kept, m.get("stopReason"), m.get("provider"), m.get("model")
+            )
         return Message(role, blocks, kept, m.get("stopReason"))
     used = Usage(usage["input"], usage["output"]) if usage is not None else None
     return Message(role, blocks, kept, m.get("stopReason"), m.get("provider"), m.get("model"), used)

@@ -59,9 +59,11 @@ class DiskText:
 
 @dataclass(frozen=True, slots=True)
 class DiskThinking:
-    """``{"type":"thinking","thinking":...}``"""
+    """``{"type":"thinking","thinking":...}``, with ``"signature"`` after it where
+    the provider signed the reasoning (Anthropic's, sent back with it)."""
 
     thinking: str
+    signature: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -242,15 +242,16 @@ def _asked(raw: dict[str, Any]) -> str:
 
 
 # An imported block's type, ``x-<format>-<kind>``, read as words: the kind, and
-# the tool it came from (``[encrypted reasoning (Codex)]``, not ``[x-codex-reasoning]``).
-_TOOLS = {"pi": "pi", "claude": "Claude Code", "codex": "Codex"}
+# the tool it came from (``[encrypted reasoning (Codex)]``, not ``[x-codex-reasoning]``);
+# so is a provider's own (``x-anthropic-redacted_thinking``).
+_TOOLS = {"pi": "pi", "claude": "Claude Code", "codex": "Codex", "anthropic": "Anthropic"}
 _KINDS = {
     "x-claude-error_text": "error in place of a reply",
     "x-codex-reasoning": "encrypted reasoning",
     "x-claude-text": "injected text",
     "x-pi-thinking": "redacted thinking",
 }
-_IMPORTED = re.compile(r"x-(pi|claude|codex)-([a-z][a-z_]*)")
+_IMPORTED = re.compile(r"x-(pi|claude|codex|anthropic)-([a-z][a-z_]*)")
 # Kinds whose text a transcript shows, though no request carries it.
 _SAID = frozenset(("x-claude-error_text",))
 

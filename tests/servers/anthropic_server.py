@@ -82,6 +82,11 @@ def thinking_block(
     return [*events, block_stop(index)]
 
 
+def redacted_thinking_block(index: int, data: str) -> list[bytes]:
+    """Reasoning the API sends encrypted: whole in its start event, no deltas."""
+    return [_block_start(index, {"type": "redacted_thinking", "data": data}), block_stop(index)]
+
+
 def tool_block(
     index: int, tool_id: str, name: str, *json_parts: str, stop: bool = True
 ) -> list[bytes]:
