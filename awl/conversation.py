@@ -160,6 +160,10 @@ def without_lone_surrogates(text: str) -> str:
     return _LONE_SURROGATE.sub("\ufffd", _PAIR.sub(_joined, text))
 
 
+REDACTED_THINKING = "x-anthropic-redacted_thinking"
+"""The :class:`Opaque` block type of Anthropic's encrypted reasoning (its
+``redacted_thinking``, ``data`` kept): sent back to the model that wrote it."""
+
 # The block types awl's model has: an Opaque block is none of them.
 _OWN_BLOCKS = frozenset(("text", "thinking", "toolUse", "toolResult"))
 _TOKEN = r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}"  # RFC 6838's restricted names
@@ -260,8 +264,9 @@ class Message:
     or a cancel; ``"length"``: at the output limit); it says how the reply
     ended, not what it is, so equality leaves it out.  So are ``provider``
     and ``model`` (read from a log: the ones a user message's request went
-    to, or that produced an assistant message) and an assistant message's
-    ``usage``.
+    to, or that produced an assistant message; the agent stamps its replies
+    too, and a provider sends signed reasoning only to the model that made
+    it) and an assistant message's ``usage``.
     """
 
     role: Role

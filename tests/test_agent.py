@@ -937,6 +937,11 @@ def test_storable_replaces_lone_surrogates_in_every_block() -> None:
     ]
     call = Message("assistant", [ToolUse("c1", "write", '{"path": "out\udc80"}')])
     assert storable(call).content == [ToolUse("c1", "write", '{"path": "out\ufffd"}')]
+    # A seal holds for the text it was made over: kept with it, dropped when it changed.
+    sealed = Message(
+        "assistant", [Thinking("ok", "c2ln"), Thinking("\udfff", "c2ln"), Text("\udfff")]
+    )
+    assert storable(sealed).content == [Thinking("ok", "c2ln"), Thinking("\ufffd"), Text("\ufffd")]
     fine = Message("assistant", [Text("é 🙂")])
     assert storable(fine) is fine
 

@@ -202,6 +202,9 @@ def test_a_thinking_blocks_signature_is_read_written_and_carried_by_both_paths()
     assert Thinking("x", "s") != Thinking("x") and Thinking("x", "s") == Thinking("x", "s")
     unsigned = _SIGNED.replace(b',"signature":"c2lnLW9uZQ=="', b"")
     fast = message_from_object(orjson.loads(unsigned))
+    assert fast is not None and fast.model == "claude-x"  # its redacted reasoning's
+    plain = unsigned.replace(b'{"type":"x-anthropic-redacted_thinking","data":"RA=="},', b"")
+    fast = message_from_object(orjson.loads(plain))
     assert fast is not None and fast.model is None  # what a request's read leaves out
 
 

@@ -390,6 +390,94 @@ def test_reasoning_is_not_sent_when_the_request_does_not_think_or_it_has_no_seal
     assert [b["type"] for b in body["messages"][1]["content"]] == ["tool_use"]
 
 
+def test_a_tool_rounds_own_turn_must_begin_signed_for_it_to_think(
+    server: FakeServer, monkeypatch: pytest.MonkeyPatch, closing: Keep
+) -> None:
+    """Signed reasoning of an earlier turn does not let a continuation think: the
+    API looks at the turn being continued (since the last prompt)."""
+    monkeypatch.setenv("AWL_THINKING_BUDGET", "2048")
+    provider = closing(AnthropicProvider(base_url=server.url, timeout=5.0))
+    earlier = Message("assistant", [Thinking("Before.", signature="c2lnLTA="), Text("Hi.")])
+    earlier.provider, earlier.model = "anthropic", "m"
+    unsigned = _reasoned("m")  # a round answered with thinking off
+    server.queue(sse.text_reply(), sse.text_reply())
+    provider.complete("m", [*user("hello"), earlier, *unsigned], TOOLS, Sink())
+    body = server.requests[0].body
+    assert "thinking" not in body
+    assert [b["type"] for b in body["messages"][1]["content"]] == ["text"]
+    # The results with a prompt after them (a round cut short, then a prompt): the
+    # turn they answer goes on, unsigned, so this request cannot think either.
+    signed_then_unsigned = [*_reasoned("m", Thinking("A.", "c2ln")), *unsigned[1:]]
+    signed_then_unsigned[-1] = Message("user", [ToolResult("t1", "a.txt"), Text("go on")])
+    provider.complete("m", signed_then_unsigned, TOOLS, Sink())
+    assert "thinking" not in server.requests[1].body
+
+
+def test_reasoning_of_another_provider_or_of_a_reply_cut_to_nothing_is_not_sent(
+    server: FakeServer, monkeypatch: pytest.MonkeyPatch, closing: Keep
+) -> None:
+    """A reply another provider stamped (the same model name) sends nothing; a
+    reply cut short after its reasoning, nothing else of it kept, is dropped
+    whole, as the API takes no message that ends in reasoning."""
+    monkeypatch.setenv("AWL_THINKING_BUDGET", "2048")
+    provider = closing(AnthropicProvider(base_url=server.url, timeout=5.0))
+    other = _reasoned("m", Thinking("Hm.", signature="c2ln"))
+    other[1].provider = "openai"
+    server.queue(sse.text_reply(), sse.text_reply())
+    provider.complete("m", other, TOOLS, Sink())
+    body = server.requests[0].body
+    assert "thinking" not in body
+    assert [b["type"] for b in body["messages"][1]["content"]] == ["tool_use"]
+    cut = Message("assistant", [Thinking("Half", "c2ln"), Text(" ")], stop_reason="error")
+    cut.provider, cut.model = "anthropic", "m"
+    redacted = Message(
+        "assistant", [Opaque({"type": "x-anthropic-redacted_thinking", "data": "RA=="})]
+    )
+    redacted.provider, redacted.model = "anthropic", "m"
+    provider.complete("m", [*user("a"), cut, *user("b"), redacted, *user("c")], TOOLS, Sink())
+    body = server.requests[1].body
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+    assert body["messages"] == [
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": t} for t in "abc"],
+        }
+    ]
+
+
+def test_reasoning_goes_back_under_the_name_the_request_asked_for(
+    server: FakeServer, monkeypatch: pytest.MonkeyPatch, closing: Keep
+) -> None:
+    """An alias the API answers with another model (``claude-x-latest``): the
+    reasoning that model signed goes back to requests for the alias, and a call
+    id repeated in the history (an import's) does not lose who made a reply."""
+    monkeypatch.setenv("AWL_THINKING_BUDGET", "2048")
+    provider = closing(AnthropicProvider(base_url=server.url, timeout=5.0))
+    server.queue(
+        sse.stream(
+            sse.message_start(model="claude-x-9"),
+            sse.thinking_block(0, "Hm.", signature="c2ln"),
+            sse.tool_block(1, "t1", "bash", '{"command": "ls"}'),
+            sse.message_delta("tool_use"),
+            sse.message_stop(),
+        ),
+        sse.text_reply(),
+    )
+    r = provider.complete("claude-x-latest", user("run it"), TOOLS, Sink())
+    assert r.model == "claude-x-9"
+    before = _reasoned("claude-x-9")  # its call id is t1 too
+    provider.complete(
+        "claude-x-latest", [*before, *_reasoned(r.model, *r.content[:1])], TOOLS, Sink()
+    )
+    body = server.requests[1].body
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+    assert body["messages"][3]["content"][0] == {
+        "type": "thinking",
+        "thinking": "Hm.",
+        "signature": "c2ln",
+    }
+
+
 def test_a_thinking_block_cut_before_its_signature_is_kept_unsigned(
     server: FakeServer, provider: AnthropicProvider
 ) -> None:
@@ -402,6 +490,12 @@ def test_a_thinking_block_cut_before_its_signature_is_kept_unsigned(
     r = provider.complete("m", user("x"), [], Sink())
     assert r.stop_reason == "error"
     assert r.content == [Thinking("Half")]
+    # Its seal, but not the block's end: not kept (a seal cut in two would
+    # have every later request refused).
+    sealed = sse.thinking_block(0, "Half", signature="c2ln")[:-1]
+    chunks = [sse.message_start(), *sealed]
+    server.queue(Reply(chunks=chunks, cut_after=len(chunks)))
+    assert provider.complete("m", user("x"), [], Sink()).content == [Thinking("Half")]
     server.queue(
         sse.stream(
             sse.message_start(),

@@ -36,6 +36,7 @@ IDS = ["a", "b", "c", "functions.read:0", "call_" + "x" * 60]
 TEXTS = ["", " ", "\n", "hi", "two words", "\t\n"]
 IMAGE = {"type": "x-pi-image", "mimeType": "image/png", "data": "iVBORw0KGgo="}
 REASONING = {"type": "x-codex-reasoning", "encrypted_content": "zz"}
+REDACTED = {"type": "x-anthropic-redacted_thinking", "data": "RA=="}
 
 user_blocks = st.one_of(
     st.builds(Text, st.sampled_from(TEXTS)),
@@ -50,6 +51,14 @@ assistant_blocks = st.one_of(
 )
 
 
+# What a reply begins with: reasoning, signed (sent back to its model) or not.
+reasoning: st.SearchStrategy[ContentBlock] = st.sampled_from(
+    [Thinking("sealed", "c2ln"), Thinking("", "c2ln"), Thinking("thought"), Opaque(REDACTED)]
+)
+# Who made a reply: the model a request goes to (``signed_by="m"``), another, none.
+MAKERS = [("anthropic", "m"), ("anthropic", "m-20250101"), ("anthropic", "n"), ("openai", "m")]
+
+
 @st.composite
 def histories(draw: st.DrawFn) -> list[Message]:
     """A system message, any run of user and assistant messages (some of them the
@@ -61,7 +70,15 @@ def histories(draw: st.DrawFn) -> list[Message]:
             kept = draw(st.one_of(st.none(), st.integers(0, 6)))
             out.append(Message("user", draw(st.lists(user_blocks, max_size=4)), kept))
         else:
-            out.append(Message("assistant", draw(st.lists(assistant_blocks, max_size=4))))
+            content: list[ContentBlock] = [
+                *draw(st.lists(reasoning, max_size=2)),
+                *draw(st.lists(assistant_blocks, max_size=4)),
+            ]
+            reply = Message("assistant", content)
+            maker = draw(st.one_of(st.none(), st.sampled_from(MAKERS)))
+            if maker is not None:
+                reply.provider, reply.model = maker
+            out.append(reply)
     out.append(Message("user", [Text("now?")]))
     return out
 
@@ -78,12 +95,20 @@ def _said(history: list[Message]) -> list[str]:
     return out
 
 
-def _check_anthropic(history: list[Message], messages: list[Any]) -> None:
+def _check_anthropic(history: list[Message], messages: list[Any], signed: bool = False) -> None:
+    own = ("thinking", "redacted_thinking") if signed else ()
     for k, m in enumerate(messages):
         content = m["content"]
         assert content, "an empty message"
         assert k == 0 or messages[k - 1]["role"] != m["role"], "two messages of one role"
+        # "The final block in an assistant message cannot be `thinking`."
+        assert content[-1]["type"] not in ("thinking", "redacted_thinking"), content
         for b in content:
+            if b["type"] in own:
+                # Sent as it came: signed, and only to the model that made it.
+                assert m["role"] == "assistant", m
+                assert b.get("signature") or b.get("data"), b
+                continue
             assert b["type"] in ("text", "tool_use", "tool_result"), b
             if b["type"] == "text":
                 assert b["text"].strip(), "a text block of nothing but whitespace"
@@ -144,6 +169,20 @@ def _check_openai(history: list[Message], messages: list[Any]) -> None:
 @given(histories())
 def test_any_history_makes_a_request_the_apis_take(history: list[Message]) -> None:
     _check_anthropic(history, anthropic.to_message_params(history))
+    # A request that thinks, to model "m": its own reasoning goes back, no other.
+    signed: list[Any] = anthropic.to_message_params(history, signed_by="m")  # plain JSON
+    _check_anthropic(history, signed, signed=True)
+    made = sum(
+        1
+        for m in history
+        if m.role == "assistant" and (m.provider, m.model) in MAKERS[:2]
+        for b in m.content
+        if (isinstance(b, Thinking) and b.signature) or b == Opaque(REDACTED)
+    )
+    sent = sum(
+        1 for m in signed for b in m["content"] if b["type"] in ("thinking", "redacted_thinking")
+    )
+    assert sent <= made
     _check_openai(history, openai.to_message_params(history))
     # What a request sends of it when a compaction cut it (request_history): a kept
     # range may open with results whose calls were cut off.

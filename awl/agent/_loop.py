@@ -402,7 +402,9 @@ def storable(message: Message) -> Message:
     out: list[ContentBlock] = []
     for b in blocks:
         if isinstance(b, Thinking):
-            out.append(Thinking(_whole(b.text), b.signature))
+            text = _whole(b.text)
+            # A seal holds for the text it was made over: a text changed has none.
+            out.append(Thinking(text, b.signature if text == b.text else None))
         elif isinstance(b, Text):
             out.append(Text(_whole(b.text)))
         elif isinstance(b, ToolUse):

@@ -6,15 +6,17 @@ Request mapping:
 * ``Text`` -> text blocks, ``ToolUse`` -> tool_use blocks (input parsed from its
   raw JSON), ``ToolResult`` -> tool_result blocks in the user message;
 * reasoning: a ``Thinking`` block keeps the ``signature`` the API streamed
-  (``signature_delta``), and a ``redacted_thinking`` block is kept whole as an
-  ``x-anthropic-redacted_thinking`` block.  When extended thinking is on
-  (``AWL_THINKING_BUDGET``), a request sends them back where they came, for the
-  messages of the model it goes to (a signature holds for the model that made
-  it only); reasoning without a signature, or another model's, is not sent.
-  The API demands that a tool round's continuation send the signed reasoning
-  its turn began with: a continuation whose turn has none (a reply streamed
-  with thinking off, another model's, a log of an older awl) goes with
-  thinking off.
+  (``signature_delta``, kept once its block ends), and a ``redacted_thinking``
+  block is kept whole as an ``x-anthropic-redacted_thinking`` block.  When
+  extended thinking is on (``AWL_THINKING_BUDGET``), a request sends them back
+  where they came, in the replies of the model it goes to (a signature holds
+  for the model that made it only: the name asked for, its dated model, or
+  the model the API answered that name with); reasoning without a signature,
+  another model's, or a reply's that holds nothing else, is not sent.  The
+  API demands that a tool round's continuation send the signed reasoning its
+  turn began with: a continuation whose turn has none (a reply streamed with
+  thinking off, another model's, a log of an older awl, a prompt sent after
+  the results of a round cut short) goes with thinking off.
 
 Environment: ``ANTHROPIC_API_KEY`` (required), ``ANTHROPIC_BASE_URL``,
 ``AWL_MAX_TOKENS`` (default 8192), ``AWL_THINKING_BUDGET`` (tokens, at least
@@ -41,7 +43,7 @@ from anthropic.types import (
     ToolUseBlockParam,
 )
 
-from awl.conversation import Message, Opaque, Text, Thinking, ToolResult, ToolUse
+from awl.conversation import REDACTED_THINKING, Message, Opaque, Text, Thinking, ToolResult, ToolUse
 from awl.providers._assembler import StreamAssembler
 from awl.providers._base import (
     CANCELLED,
@@ -106,9 +108,6 @@ ContentParam = (
     | RedactedThinkingBlockParam
 )
 
-REDACTED_THINKING = "x-anthropic-redacted_thinking"
-"""The block type awl keeps the API's ``redacted_thinking`` under (its ``data``)."""
-
 
 class AnthropicProvider(HostedProvider):
     """Claude through the Messages API with ``stream=True``."""
@@ -150,6 +149,9 @@ class AnthropicProvider(HostedProvider):
                 f"AWL_THINKING_BUDGET ({self.thinking_budget}) must be less than "
                 f"AWL_MAX_TOKENS ({self.max_tokens})"
             )
+        # The model each requested name was answered by (an alias's dated model):
+        # the one that signs the reasoning of replies to that name.
+        self._served: dict[str, str] = {}
         # No SDK retries: the SDK's are silent, and a wait on 429/529 would look
         # like a hang; awl's own (with_retries) say each wait and can be cancelled.
         self._client = self._connect(
@@ -178,12 +180,16 @@ class AnthropicProvider(HostedProvider):
             kwargs["system"] = system
         if tools:
             kwargs["tools"] = [_tool_param(t) for t in tools]
-        params = to_message_params(messages)
+        params = None
         if self.thinking_budget is not None:
-            signed = to_message_params(messages, signed_by=model)
-            if not _continues_tool_use(signed) or _turn_begins_signed(signed):
-                params = signed
+            made = self._served.get(model)
+            params = to_message_params(messages, signed_by=model, served_as=made)
+            if not _continues_tool_use(params) or _turn_begins_signed(params):
                 kwargs["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
+            else:
+                params = None
+        if params is None:
+            params = to_message_params(messages)
         stream: anthropic.Stream[RawMessageStreamEvent] | None = None
         try:
             stream = self._client.messages.create(
@@ -198,6 +204,7 @@ class AnthropicProvider(HostedProvider):
             for event in stream:
                 if not exchange.apply(run.handle, event):
                     return run.failed(CANCELLED)
+            self._served[model] = run.model
             return run.finished()
         except KeyboardInterrupt:
             return run.failed(CANCELLED)
@@ -248,6 +255,9 @@ class _Run:
         # A call's input given whole as it starts (some compatible servers send
         # no input_json_delta): taken when no delta came for it.
         self.start_inputs: dict[int, object] = {}
+        # A thinking block's signature, kept once its block ends: half a seal,
+        # cut mid-stream, would have every later request refused.
+        self.signatures: dict[int, list[str]] = {}
 
     def handle(self, event: RawMessageStreamEvent) -> None:
         self.events += 1
@@ -269,8 +279,7 @@ class _Run:
                 self.blocks.text(event.index, block.text)
             elif block.type == "thinking":
                 self.blocks.thinking(event.index, block.thinking)
-                if block.signature:
-                    self.blocks.sign(event.index, block.signature)
+                self.signatures[event.index] = [block.signature] if block.signature else []
             elif block.type == "redacted_thinking":
                 # Encrypted: kept whole, to be sent back as it came.
                 self.blocks.opaque(event.index, {"type": REDACTED_THINKING, "data": block.data})
@@ -287,11 +296,14 @@ class _Run:
                     self.start_inputs.pop(event.index, None)
                 self.blocks.tool_input(event.index, delta.partial_json)
             elif delta.type == "signature_delta":
-                self.blocks.sign(event.index, delta.signature)
+                self.signatures.setdefault(event.index, []).append(delta.signature)
             # citations_delta: nowhere to keep it.
         elif event.type == "content_block_stop":
             self._whole_input(event.index)
             self.blocks.finish_tool(event.index)
+            signature = "".join(self.signatures.pop(event.index, ()))
+            if signature:
+                self.blocks.sign(event.index, signature)
         elif event.type == "message_delta":
             if event.delta.stop_reason is not None:
                 self.stop_reason = _STOP_REASONS.get(event.delta.stop_reason, "stop")
@@ -350,7 +362,7 @@ def _input_tokens(plain: int, cache_write: int | None, cache_read: int | None) -
 
 
 def to_message_params(
-    messages: Sequence[Message], *, signed_by: str | None = None
+    messages: Sequence[Message], *, signed_by: str | None = None, served_as: str | None = None
 ) -> list[MessageParam]:
     """Convert awl messages (system ones skipped) to Messages API ``messages``.
 
@@ -358,16 +370,25 @@ def to_message_params(
     API wants non-empty content and a message dropped for holding only thinking
     would otherwise leave two user turns side by side.  ``signed_by``: the model
     of a request that thinks, whose own signed reasoning (thinking blocks with
-    their signature, redacted thinking) goes back where it came; None sends no
-    reasoning.
+    their signature, redacted thinking) goes back where it came (``served_as``:
+    the model the API answered that name with, when it was another); None
+    sends no reasoning.  A message of nothing but reasoning (a reply cut short
+    after it) is dropped as an empty one is: the API takes no message ending
+    in reasoning.
     """
     messages = answered_history(messages)
     out: list[MessageParam] = []
     for message in messages:
         if message.role == "system":
             continue
-        own = signed_by is not None and message.role == "assistant" and _made_by(message, signed_by)
+        own = (
+            signed_by is not None
+            and message.role == "assistant"
+            and _made_by(message, signed_by, served_as)
+        )
         blocks = _content_params(message, own)
+        if own and all(b["type"] in _REASONING for b in blocks):
+            continue
         if not blocks:
             continue
         if out and out[-1]["role"] == message.role:
@@ -382,16 +403,19 @@ def to_message_params(
     return out
 
 
-def _made_by(message: Message, model: str) -> bool:
-    """Whether ``message`` is a reply of Anthropic's ``model``: the same name, or
-    the dated one the API answers an alias with (``claude-x-4-5`` and
-    ``claude-x-4-5-20250929``)."""
+_REASONING = ("thinking", "redacted_thinking")
+
+
+def _made_by(message: Message, model: str, served_as: str | None = None) -> bool:
+    """Whether ``message`` is a reply of Anthropic's ``model``: the same name, the
+    model the API answered that name with (``served_as``), or the dated one an
+    alias names (``claude-x-4-5`` and ``claude-x-4-5-20250929``)."""
     made = message.model
     if message.provider != "anthropic" or made is None:
         return False
-    return made == model or (
-        made.startswith(model + "-") and len(made) == len(model) + 9 and made[-8:].isdigit()
-    )
+    if made in (model, served_as):
+        return True
+    return made.startswith(model + "-") and len(made) == len(model) + 9 and made[-8:].isdigit()
 
 
 def _content_params(message: Message, signed: bool = False) -> list[ContentParam]:

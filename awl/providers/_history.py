@@ -4,6 +4,7 @@ once, and every call answered (a call with no result gets one)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from collections.abc import Sequence
@@ -107,14 +108,14 @@ def unique_calls(messages: Sequence[Message]) -> Sequence[Message]:
                     if new != b.id:
                         b = ToolUse(new, b.name, b.input)
                 content.append(b)
-            m = Message(m.role, content)
+            m = dataclasses.replace(m, content=content)  # who made it kept: see _anthropic
         elif m.role == "user" and given:
             content = []
             for b in m.content:
                 if isinstance(b, ToolResult) and given.get(b.tool_use_id):
                     b = ToolResult(given[b.tool_use_id].pop(0), b.content, b.is_error)
                 content.append(b)
-            m = Message(m.role, content)
+            m = dataclasses.replace(m, content=content)
         last = m.role
         out.append(m)
     return out

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from ..conversation import (
+    REDACTED_THINKING,
     ROLES,
     ContentBlock,
     Message,
@@ -625,7 +626,9 @@ def message_from_object(obj: dict[str, Any], *, served: bool = False) -> Message
     answers None (never raises) wherever that would raise, so the caller can
     take the slow path for the exact error.  ``served``: with the provider,
     model and usage the entry records (a rebuild for a request leaves them
-    out: they cost a tenth of its time).
+    out: they cost a tenth of its time; but a reply holding signed reasoning
+    keeps its provider and model, as a request sends that reasoning to the
+    model that made it only).
     """
     eid = obj.get("id")
     parent = obj.get("parentId", False)
@@ -698,6 +701,7 @@ def message_from_object(obj: dict[str, Any], *, served: bool = False) -> Message
             return None
         else:
             blocks.append(Opaque(b))  # a block of another type: kept, shown, not sent
+            signed = signed or kind == REDACTED_THINKING
     if role != "assistant":
         if served and role == "user":
             return Message(role, blocks, kept, None, obj.get("provider"), obj.get("model"))
