@@ -750,14 +750,6 @@ def _awl_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def _have_print_mode() -> bool:
-    root = Path(__file__).resolve().parents[1] / "awl"
-    return (root / "agent" / "__init__.py").exists() and (
-        root / "providers" / "offline.py"
-    ).exists()
-
-
-@pytest.mark.skipif(not _have_print_mode(), reason="awl -p (agent, offline provider) not present")
 def test_sigkill_awl_print_turns(tmp_path: Path, project: Path, root: Path) -> None:
     env = _awl_env(tmp_path)
     probe = subprocess.run(
