@@ -1739,6 +1739,55 @@ def test_a_session_whose_last_import_was_cut_short_says_so_where_it_is_read(
     assert again.exit_code == 0 and "cut short" not in again.stderr
 
 
+def test_a_session_whose_last_import_stopped_between_batches_says_so_where_it_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl+C between two batches of a long source leaves whole batches: the
+    session ends where the import stopped, which show and a resume say, until
+    the next import takes the rest."""
+    from awl.importers import _run
+
+    first, *rest = PI_FULL.read_text(encoding="utf-8").splitlines(keepends=True)
+    src = tmp_path / "long.jsonl"
+    header = {**json.loads(first), "cwd": str(tmp_path)}
+    src.write_text(json.dumps(header) + "\n" + "".join(rest), encoding="utf-8")
+    monkeypatch.setattr(_run, "BATCH_ENTRIES", 3)  # a long source, in small
+    write = _run._Import._write
+    calls = 0
+
+    def stopped_at_the_second(self: Any, conv: Any, *, final: bool) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise KeyboardInterrupt  # as a Ctrl+C lands between two batches
+        write(self, conv, final=final)
+
+    monkeypatch.setattr(_run._Import, "_write", stopped_at_the_second)
+    stopped = cli("import", str(src))
+    assert stopped.exit_code == 130, stopped.output
+    monkeypatch.setattr(_run._Import, "_write", write)
+    (listed,) = json.loads(cli("sessions", "--all", "--json").output)
+    origin = f"(imported from pi: {src}"
+    shown = cli("show", listed["id"]).stdout.splitlines()[1]
+    assert shown == (
+        f"{origin}; its last import stopped before the end of its source: "
+        "awl import takes the rest)"
+    )
+    assert json.loads(cli("show", "--json", listed["id"]).stdout)["importedFrom"]["stopped"]
+    monkeypatch.chdir(tmp_path)
+    went = cli("--resume", listed["id"], "--provider", "offline", "-p", "Et maintenant ?")
+    assert went.exit_code == 0, went.output
+    assert (
+        "awl: this session's last import stopped before the end of its source; "
+        f"awl import {shlex.quote(str(src))} takes the rest"
+    ) in went.stderr
+    # The next import takes the rest, in batches too: nothing more to say.
+    assert cli("import", str(src)).exit_code == 0
+    assert cli("show", listed["id"]).stdout.splitlines()[1] == f"{origin})"
+    again = cli("--resume", listed["id"], "--provider", "offline", "-p", "Et puis ?")
+    assert again.exit_code == 0 and "takes the rest" not in again.stderr
+
+
 # ── names, copies, links, busy sessions ──
 
 

@@ -80,9 +80,10 @@ def run_session(
             err.write(f"awl: tools run in the session's directory, {where}\n")
         cut = _cut_import(manager.path) if resumed else None
         if cut is not None:
+            how, source = cut
             err.write(
-                "awl: this session's last import was cut short; "
-                f"awl import {visible(shlex.quote(cut), one_line=True)} takes the rest "
+                f"awl: this session's last import {how}; "
+                f"awl import {visible(shlex.quote(source), one_line=True)} takes the rest "
                 "(turns added before it stay on a branch of their own)\n"
             )
         unused = base_url is not None and provider is None and agent.provider_name == "offline"
@@ -137,19 +138,25 @@ def run_session(
                 err.write(f"awl --resume {visible(again, one_line=True)}\n")
 
 
-def _cut_import(path: Path) -> str | None:
-    """The source of an imported session whose last import was cut short (killed
-    while it wrote), or None: until the next import takes the rest, the session
-    ends where that import stopped, perhaps inside a turn of the source's."""
+def _cut_import(path: Path) -> tuple[str, str] | None:
+    """How the last import of an imported session ended short of its source (cut
+    short: killed while it wrote; stopped: between two batches, a Ctrl+C), and
+    that source; None for one that took all it read, or one awl began: until
+    the next import takes the rest, the session ends where that import
+    stopped, perhaps inside a turn of the source's."""
     from ..importers import import_origin
 
     try:
         origin = import_origin(path)
     except (AwlError, OSError):
         return None
-    if origin is None or not origin.get("cutShort"):
+    if origin is None:
         return None
-    return str(origin.get("source"))
+    if origin.get("cutShort"):
+        return "was cut short", str(origin.get("source"))
+    if origin.get("stopped"):
+        return "stopped before the end of its source", str(origin.get("source"))
+    return None
 
 
 def _go_on_from(manager: SessionManager, entry: str, cwd: Path) -> None:

@@ -210,4 +210,6 @@ def _origin_line(origin: dict[str, Any]) -> str:
     if origin.get("cutShort"):
         # An import killed while it wrote: the rest is the next import's to take.
         kept += "; its last import was cut short: awl import takes the rest"
+    elif origin.get("stopped"):
+        kept += "; its last import stopped before the end of its source: awl import takes the rest"
     return f"(imported from {name}: {origin.get('source')}{kept})"

@@ -225,8 +225,9 @@ def import_origin(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     "sourceId"}`` of its latest import record (and ``subagentTranscripts``, how
     many subagent transcripts it holds, when there are any; ``cutShort`` true
     when that record's batch was cut short: until the next import takes the
-    rest, what the batch wrote is the session's end), or None for a session
-    awl began.
+    rest, what the batch wrote is the session's end; ``stopped`` true when the
+    import stopped after that batch, before the rest of what it read, a Ctrl+C
+    between two batches of a long source), or None for a session awl began.
 
     An imported log holds an import record right after its header, so a log
     without one there costs one line's read, however long it is.
@@ -243,6 +244,8 @@ def import_origin(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     origin = {k: record.get(k) for k in ("format", "source", "sourceId")}
     if cut:
         origin["cutShort"] = True
+    elif record.get("more") is True:
+        origin["stopped"] = True
     files = record.get("files")
     # Subagents' transcripts are kept as opaque entries: neither shown nor searched.
     n = sum(1 for rel in files if subagent_file(rel)) if isinstance(files, dict) else 0

@@ -1140,6 +1140,10 @@ class _Import:
             "entries": 0,
             "keys": keys,
         }
+        if not final:
+            # More batches follow in this run: a record that is the log's last with
+            # this says the run stopped before the end of what it read (a Ctrl+C).
+            record["more"] = True
         entries.append(
             NewEntry(format_timestamp(time.time()), type=RECORD_TYPE, fields=record, node=False)
         )
