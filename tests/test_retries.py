@@ -82,6 +82,13 @@ def test_the_retries_end_and_the_last_error_is_the_answer(
     assert r.stop_reason == "error" and r.error is not None and "(500)" in r.error
     assert len(server.requests) == 3  # the first, and 2 more
     assert [k for k, _ in sink.events] == ["retrying", "retrying"]
+    # Said as over: the last wait said would read as one still running.
+    assert r.error.endswith("; gave up after 2 retries"), r.error
+    monkeypatch.setenv("AWL_RETRIES", "1")
+    server.queue(*[_busy(529, **{"retry-after": "0.01"}) for _ in range(2)])
+    r = _anthropic(server).complete("m", HISTORY, [], Sink())
+    assert r.error is not None
+    assert r.error.endswith("; the server asks for a wait of 0.01 s; gave up after 1 retry")
 
 
 @pytest.mark.parametrize(

@@ -175,13 +175,15 @@ def with_retries(
         asked = response.retry_after
         too_long = asked is not None and asked > LONGEST_RETRY_WAIT
         if tries >= retries or too_long:
+            said = [response.error or "error"]
             if asked:  # a wait of 0 s says nothing
                 # Said, so that the user knows when sending it again can work.
                 longer = f", longer than awl waits ({LONGEST_RETRY_WAIT:g} s)" if too_long else ""
-                response.error = (
-                    f"{response.error or 'error'}; the server asks for a wait of "
-                    f"{_duration(asked)}{longer}"
-                )
+                said.append(f"the server asks for a wait of {_duration(asked)}{longer}")
+            if tries:
+                # Over, not waiting: the last wait said would read as one still running.
+                said.append(f"gave up after {tries} {'retry' if tries == 1 else 'retries'}")
+            response.error = "; ".join(said) if len(said) > 1 else response.error
             return response
         wait = backoff(tries) if asked is None else asked
         if cancel is not None and cancel.is_set():  # while the request was in flight
