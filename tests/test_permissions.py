@@ -116,6 +116,20 @@ def test_an_unreadable_log_is_listed_with_its_reason(store: Store) -> None:
     assert lines[1].endswith(f"unreadable: {theirs}: cannot open: Permission denied")
 
 
+def test_an_unreadable_log_named_by_its_id_or_its_path_fails_the_same_way(store: Store) -> None:
+    """Not a usage error: the same log, named either way, is this machine's trouble (1)."""
+    here = store.cwd("p1")
+    theirs = store.session(here, "theirs", other=True)
+    deny(theirs, read=True)
+    sid = theirs.stem.split("_", 1)[1]
+    for ref in (sid, str(theirs)):
+        for argv in (["--resume", ref, "-p", "again"], ["show", ref]):
+            done = store.awl(argv, here)
+            assert done.returncode == 1, (argv, done.stderr)
+            (line,) = one_line_errors(done.stderr)
+            assert line.endswith(f"{theirs}: cannot open: Permission denied"), line
+
+
 def test_an_unlistable_project_folder_is_one_line_and_the_rest_are_listed(store: Store) -> None:
     store.session(store.cwd("p1"), "mine")
     store.session(store.cwd("p2"), "theirs", other=True)

@@ -18,7 +18,14 @@ import orjson
 
 from .. import environment
 from .._version import __version__
-from ..errors import AmbiguousSession, AwlError, SessionCopies, SessionNotFound
+from ..errors import (
+    AmbiguousSession,
+    AwlError,
+    CorruptSession,
+    FormatError,
+    SessionCopies,
+    SessionNotFound,
+)
 from ..ui import json_for_terminal, visible
 
 if TYPE_CHECKING:
@@ -255,7 +262,12 @@ def log_of_path(ref: str, command: str = "show", *, check_header: bool = True) -
             read_header(found.log)
         except (AwlError, OSError) as exc:
             where = found.log
-            fail(f"{exc}" if isinstance(exc, AwlError) else f"{where}: {exc.strerror}", usage=True)
+            # A file that is no awl log was named by mistake (2); one that cannot be
+            # read is this machine's trouble, as for a session named by its id (1).
+            fail(
+                f"{exc}" if isinstance(exc, AwlError) else f"{where}: {exc.strerror}",
+                usage=isinstance(exc, CorruptSession | FormatError),
+            )
     return found.log
 
 
