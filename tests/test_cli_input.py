@@ -47,6 +47,24 @@ def test_a_usage_error_is_one_line_naming_the_help(
     assert re.fullmatch(rf"Error: .+; see '[^']+{help_of} --help'", line), line
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["sessions", "--jsn"], "No such option '--jsn' (did you mean '--json'?)"),
+        (["sessions", "--al"], "No such option '--al' (did you mean one of '--all', "),
+    ],
+)
+def test_a_guess_at_the_option_meant_is_one_clause_of_the_line(
+    env: dict[str, str], project: Path, args: list[str], said: str
+) -> None:
+    """click's guess, two sentences of its own, read as part of the one line."""
+    r = awl(args, env, project)
+    assert r.returncode == 2
+    (line,) = no_traceback(r)
+    assert line.startswith(f"Error: {said}"), line
+    assert re.fullmatch(r"Error: [^.]*\?\); see '[^']+ sessions --help'", line), line
+
+
 def test_search_says_an_error_with_2_when_the_current_directory_is_gone(
     env: dict[str, str], tmp_path: Path
 ) -> None:

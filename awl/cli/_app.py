@@ -14,6 +14,7 @@ import contextlib
 import errno
 import io
 import os
+import re
 import shlex
 import sys
 import warnings
@@ -92,7 +93,16 @@ def _one_line(exc: click.UsageError) -> UsageFailure:
     would print the usage, a hint and a blank line before it)."""
     where = exc.ctx.command_path if exc.ctx is not None else "awl"
     message = exc.format_message().rstrip(".")
+    # click's guesses, one sentence after another, read as one clause here:
+    # "No such option '--al' (did you mean '--all'?)".
+    guess = _GUESS.search(message)
+    if guess is not None:
+        several = "one of " if guess["several"] else ""
+        message = f"{message[: guess.start()]} (did you mean {several}{guess['what']}?)"
     return UsageFailure(visible(f"{message}; see '{where} --help'", one_line=True))
+
+
+_GUESS = re.compile(r"\.\s+\(?Did you mean (?P<several>one of: )?(?P<what>.*?)\?\)?$")
 
 
 class _Main(click.Group):
