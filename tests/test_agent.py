@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -1209,6 +1210,51 @@ def test_terminal_sink_dims_thinking_on_a_terminal_unless_no_color(
         assert out.getvalue() == "hmm\nyes\n"
     else:
         assert out.getvalue() == "\x1b[2mhmm\n\x1b[0myes\x1b[0m\n"
+
+
+@pytest.mark.parametrize("term", ["xterm", "dumb"])
+def test_a_terminal_says_a_request_is_waited_for_until_anything_arrives(
+    agents: Agents, server: FakeServer, monkeypatch: pytest.MonkeyPatch, term: str
+) -> None:
+    """A server that takes its time (or has stopped answering) is not a silent
+    screen: after a few quiet seconds a line says what is waited for and counts
+    the seconds; the first text erases it and starts where it was.  Not where the
+    terminal cannot go back along a line, nor when text comes at once."""
+    monkeypatch.setenv("TERM", term)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    script = SCRIPTS["anthropic"]
+    agent = agents.new(script)
+    slow = script.text("At last.")
+    slow.stall = 2.0
+    server.queue(slow, script.text("At once."))
+    out = _TtyOut()
+    sink = TerminalSink(out, wait_after=0.5)
+    agent.run_turn("hello?", sink)
+    sink.end()
+    agent.run_turn("again", sink)
+    sink.end()
+    sink.close()
+    if term == "dumb":
+        assert out.getvalue() == "At last.\nAt once.\n"
+        return
+    shown = out.getvalue()
+    waited = f"\r\x1b[2mwaiting for anthropic/{script.model}: "
+    assert shown.startswith(waited), shown
+    assert shown.count(waited) >= 2  # counted, not drawn once
+    assert "s (Ctrl+C cancels)\x1b[0m\x1b[K" in shown
+    # Erased before the reply, which starts at the line's start; the second
+    # reply came before the line was due.
+    assert shown.endswith("\r\x1b[K\x1b[0mAt last.\x1b[0m\n\x1b[0mAt once.\x1b[0m\n"), shown
+
+
+def test_the_waiting_line_is_not_drawn_for_a_sink_that_is_no_terminal() -> None:
+    out = io.StringIO()
+    sink = TerminalSink(out, wait_after=0.0)
+    sink.waiting("anthropic/m")
+    time.sleep(0.4)
+    sink.text("ok")
+    sink.close()
+    assert out.getvalue() == "ok"
 
 
 def test_a_signal_that_cancels_a_turn_never_deadlocks_its_wait() -> None:

@@ -689,8 +689,8 @@ def test_ctrl_c_cancels_a_reply_the_server_is_silent_on(
     term: Any, env: dict[str, str], root: Path, project: Path
 ) -> None:
     """The server takes the request and says nothing for a minute (no headers
-    yet): Ctrl+C ends the turn at once, not when the server answers, and the
-    next prompt is answered."""
+    yet): after a few seconds a line says what is waited for; Ctrl+C ends the
+    turn at once, not when the server answers, and the next prompt is answered."""
     from tests.servers import anthropic_server as sse
     from tests.servers import serve
 
@@ -705,7 +705,8 @@ def test_ctrl_c_cancels_a_reply_the_server_is_silent_on(
         while not server.requests:
             assert time.monotonic() < deadline, "no request came"
             time.sleep(0.02)
-        time.sleep(0.3)  # awl waits for the headers
+        # A silence of seconds is said, and counted, on the terminal.
+        t.expect_re(r"waiting for anthropic/\S+: [3-9] s \(Ctrl\+C cancels\)")
         t.child.sendintr()
         pressed = time.monotonic()
         t.expect(CANCELLING)

@@ -279,6 +279,7 @@ PACKAGE_ALL = {
         "StreamSink",
         "ToolSpec",
         "Usage",
+        "WaitingSink",
         "check_base_url",
         "check_model",
         "default_provider_name",

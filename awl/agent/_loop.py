@@ -36,7 +36,7 @@ from ..conversation import (
     without_lone_surrogates,
 )
 from ..errors import CorruptSession, SessionError, SessionWriteError
-from ..providers import Provider, Response, StreamSink, check_model, get_provider
+from ..providers import Provider, Response, StreamSink, WaitingSink, check_model, get_provider
 from ..store import SessionManager
 from ..tools import Tool, ToolOutput, default_tools, run_tool, tool_specs
 
@@ -286,10 +286,16 @@ class Agent:
         self._unsaved.clear()
         specs = tool_specs(self.tools)
         rounds = 0
+        waits = sink if isinstance(sink, WaitingSink) else None
         while True:
-            response = provider.complete(
-                self.model, request_history(self.conversation), specs, sink, cancel
-            )
+            history = request_history(self.conversation)
+            if waits is not None:
+                waits.waiting(f"{self.provider_name}/{self.model}")
+            try:
+                response = provider.complete(self.model, history, specs, sink, cancel)
+            finally:
+                if waits is not None:
+                    waits.waiting(None)
             try:
                 self._append_response(response)
             except SessionWriteError as exc:

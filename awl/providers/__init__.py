@@ -23,6 +23,7 @@ from awl.providers._base import (
     StreamSink,
     ToolSpec,
     Usage,
+    WaitingSink,
     check_base_url,
     check_model,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "StreamSink",
     "ToolSpec",
     "Usage",
+    "WaitingSink",
     "check_base_url",
     "check_model",
     "default_provider_name",

@@ -22,7 +22,7 @@ import urllib.parse
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, Self, TypeVar
+from typing import Any, ClassVar, Protocol, Self, TypeVar, runtime_checkable
 
 from awl import environment
 from awl.conversation import STOP_REASONS as STOP_REASONS
@@ -62,6 +62,18 @@ class StreamSink(Protocol):
     def retrying(self, error: str, wait: float) -> None:
         """The request failed with ``error`` before anything arrived, an error the
         API calls passing: it is sent again in ``wait`` seconds."""
+        ...
+
+
+@runtime_checkable
+class WaitingSink(StreamSink, Protocol):
+    """A sink that can say a request is out and nothing has come back yet (a
+    terminal's: a server that takes its time, or has stopped answering, is
+    not a hang the user cannot tell from one)."""
+
+    def waiting(self, label: str | None) -> None:
+        """A request to ``label`` (``provider/model``) is sent and nothing of it
+        has arrived; None: it is over, whatever came of it."""
         ...
 
 

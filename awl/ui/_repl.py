@@ -266,12 +266,14 @@ def _run_with_cancel(
                     # the call's result, an error), calls not yet started are
                     # answered as not run, and no further model request is made.
                     # A second Ctrl+C has nothing more to stop.
+                    sink.waiting(None)  # (its line erased, not left half-counted)
                     sys.stdout.write(
                         "\n[cancelling: the reply or running command is stopped; "
                         "nothing more goes to the model]\n"
                     )
                     sys.stdout.flush()
     sink.end()
+    sink.close()
     result = box[0] if box else None
     if isinstance(result, BaseException):
         raise result

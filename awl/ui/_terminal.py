@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import stat
 import sys
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import TextIO
 
 from ..tools import Cancel
-from ._text import styled, visible
+from ._text import is_terminal, styled, visible
+
+WAIT_SHOWN_AFTER = 3.0
+"""Seconds of silence after a request is sent before a terminal says it waits."""
 
 
 def stdin_text(*, line: bool = False) -> str:
@@ -36,7 +41,9 @@ class TerminalSink:
     reprogram the user's terminal.
     """
 
-    def __init__(self, out: TextIO, *, show_thinking: bool = True) -> None:
+    def __init__(
+        self, out: TextIO, *, show_thinking: bool = True, wait_after: float = WAIT_SHOWN_AFTER
+    ) -> None:
         self.out = out
         self.show_thinking = show_thinking
         # NO_COLOR or TERM=dumb: no styling at all, dimming included.
@@ -45,6 +52,61 @@ class TerminalSink:
         # A carriage return that ends a delta: whether it is half of a CRLF
         # (kept) or alone (escaped) is known only from the next character.
         self._held = ""
+        # The line that says a request is out and nothing came yet: drawn over
+        # itself each second by a thread of its own, erased before anything
+        # else is written (on a terminal that can move back along a line).
+        self._lock = threading.RLock()
+        self._live = is_terminal(out) and os.environ.get("TERM") != "dumb"
+        self._wait_after = wait_after
+        self._wait: tuple[str, float] | None = None  # (what, since when)
+        self._wait_shown = False
+        self._ticking = threading.Event()  # set: the thread is to stop
+        self._ticker: threading.Thread | None = None
+
+    def waiting(self, label: str | None) -> None:
+        """A request to ``label`` is out (None: over): after a few seconds with
+        nothing back, a line says so and counts the seconds, until anything
+        arrives."""
+        with self._lock:
+            self._stop_waiting()
+            if label is None or not self._live or self._mode or self._held:
+                return
+            self._wait = (label, time.monotonic())
+            if self._ticker is None:
+                self._ticker = threading.Thread(target=self._tick, daemon=True)
+                self._ticker.start()
+
+    def _tick(self) -> None:
+        while not self._ticking.wait(0.25):
+            with self._lock:
+                if self._wait is None:
+                    continue
+                label, since = self._wait
+                waited = time.monotonic() - since
+                if waited < self._wait_after:
+                    continue
+                line = f"waiting for {label}: {waited:.0f} s (Ctrl+C cancels)"
+                width = shutil.get_terminal_size().columns - 1
+                line = visible(line, one_line=True)[: max(0, width)]
+                dim, plain = ("\x1b[2m", "\x1b[0m") if self._styled else ("", "")
+                with contextlib.suppress(OSError, ValueError):
+                    self.out.write(f"\r{dim}{line}{plain}\x1b[K")
+                    self.out.flush()
+                    self._wait_shown = True
+
+    def _stop_waiting(self) -> None:
+        """Erase the waiting line, if it was drawn; the next write starts where it did."""
+        self._wait = None
+        if self._wait_shown:
+            self._wait_shown = False
+            with contextlib.suppress(OSError, ValueError):
+                self.out.write("\r\x1b[K")
+
+    def close(self) -> None:
+        """Stop the waiting line's thread (the sink's turn is over)."""
+        with self._lock:
+            self._stop_waiting()
+        self._ticking.set()
 
     def _switch(self, mode: str) -> None:
         if mode != self._mode:
@@ -68,39 +130,51 @@ class TerminalSink:
 
     def text(self, delta: str) -> None:
         """Show visible text."""
-        self._switch("text")
-        self._write(delta)
+        with self._lock:
+            self._stop_waiting()
+            self._switch("text")
+            self._write(delta)
 
     def thinking(self, delta: str) -> None:
         """Show reasoning, dimmed."""
-        if not self.show_thinking:
-            return
-        self._switch("thinking")
-        self._write(delta)
+        with self._lock:
+            self._stop_waiting()
+            if not self.show_thinking:
+                return
+            self._switch("thinking")
+            self._write(delta)
 
     def tool_use(self, name: str) -> None:
         """Say that a tool call has started, on a line of its own."""
-        if self._mode == "tool":
-            self.out.write("\n")  # a round of several calls: one line each
-        self._switch("tool")
-        self.out.write(f"[calling {visible(name, one_line=True)}]")
-        self.out.flush()
+        with self._lock:
+            self._stop_waiting()
+            if self._mode == "tool":
+                self.out.write("\n")  # a round of several calls: one line each
+            self._switch("tool")
+            self.out.write(f"[calling {visible(name, one_line=True)}]")
+            self.out.flush()
 
     def retrying(self, error: str, wait: float) -> None:
         """Say, on a line of its own, that the request is sent again after ``wait``."""
-        self.end()
-        self.out.write(f"[{visible(error, one_line=True)}; sending it again in {wait:g} s]\n")
-        self.out.flush()
+        with self._lock:
+            again = self._wait
+            self.end()
+            self.out.write(f"[{visible(error, one_line=True)}; sending it again in {wait:g} s]\n")
+            self.out.flush()
+            if again is not None:  # waited for anew once it is sent again
+                self._wait = (again[0], time.monotonic() + wait)
 
     def end(self) -> None:
         """Finish the current line."""
-        self._flush_held()
-        if self._mode:
-            if self._styled:
-                self.out.write("\x1b[0m")
-            self.out.write("\n")
-            self.out.flush()
-        self._mode = ""
+        with self._lock:
+            self._stop_waiting()
+            self._flush_held()
+            if self._mode:
+                if self._styled:
+                    self.out.write("\x1b[0m")
+                self.out.write("\n")
+                self.out.flush()
+            self._mode = ""
 
 
 def detach_terminal() -> None:
