@@ -175,3 +175,24 @@ def test_awl_show_heads_a_summary_with_what_it_is() -> None:
         "s",
     ]
     assert render_message(_m("user", "s")).splitlines()[0] == "── user ──"
+
+
+def test_a_system_message_of_several_parts_is_sent_with_its_parts_apart() -> None:
+    """An import's system message of several text parts (Codex's instructions and
+    its environment) reaches either API as paragraphs, not run together."""
+    from awl.providers import _anthropic as anthropic
+    from awl.providers import _openai as openai
+    from awl.providers._history import system_text
+
+    parts = Message("system", [Text("# AGENTS.md\nBe brief."), Text("<environment_context/>")])
+    history = [parts, Message("system", [Text("And kind.")]), Message("user", [Text("hi")])]
+    said = "# AGENTS.md\nBe brief.\n\n<environment_context/>"
+    assert system_text(history) == f"{said}\n\nAnd kind."
+    first, second, _ = openai.to_message_params(history)
+    assert (first, second) == (
+        {"role": "system", "content": said},
+        {"role": "system", "content": "And kind."},
+    )
+    assert anthropic.to_message_params(history) == [
+        {"role": "user", "content": [{"type": "text", "text": "hi"}]}
+    ]

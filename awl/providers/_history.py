@@ -18,7 +18,14 @@ from awl.conversation import Usage as Usage
 
 def system_text(messages: Sequence[Message]) -> str:
     """The text of all system messages, joined by blank lines ('' if none)."""
-    return "\n\n".join(m.text() for m in messages if m.role == "system" and m.text())
+    return "\n\n".join(t for m in messages if m.role == "system" if (t := parts_text(m)))
+
+
+def parts_text(message: Message) -> str:
+    """``message``'s text blocks joined by blank lines: a message of several parts
+    (an import's: Codex's instructions and its environment, which it sends as
+    parts apart) is not run together into one paragraph."""
+    return "\n\n".join(b.text for b in message.content if isinstance(b, Text) and b.text)
 
 
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")

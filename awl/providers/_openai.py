@@ -68,6 +68,7 @@ from awl.providers._base import (
 from awl.providers._history import (
     answered_history,
     opaque_text,
+    parts_text,
     wire_id,
     wire_name,
 )
@@ -336,8 +337,8 @@ def to_message_params(messages: Sequence[Message]) -> list[ChatCompletionMessage
     out: list[ChatCompletionMessageParam] = []
     for message in messages:
         if message.role == "system":
-            if message.text():
-                out.append({"role": "system", "content": message.text()})
+            if text := parts_text(message):
+                out.append({"role": "system", "content": text})
         elif message.role == "user":
             texts: list[tuple[str, bool]] = []
             for block in message.content:
