@@ -143,7 +143,8 @@ def test_an_unreadable_subagent_transcript_is_said_in_text_as_in_json(unlocked: 
     ]
     # Imported in part: an error, and the status says so, as for a session not imported.
     assert re.fullmatch(
-        r"1 session, \S+ \S+: 1 imported, 0 updated, 0 unchanged; 0 lines skipped; 1 error",
+        r"1 session, \S+ \S+: 1 imported, 0 updated, 0 unchanged; 0 lines skipped, "
+        r"1 repeated line taken once; 1 error",
         done.stdout.splitlines()[-1],
     )
     assert done.returncode == 1

@@ -1271,7 +1271,7 @@ def test_a_store_imports_in_worker_processes_and_sessions_lists_it(tmp_path: Pat
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == (
         f"12 sessions, {_size(store)}: 12 imported, 0 updated, 0 unchanged; "
-        "0 lines skipped; 0 errors"
+        "0 lines skipped, 1 repeated line taken once; 0 errors"  # (Claude Code's reply)
     )
     assert _snapshot(store) == before  # the sources are never written
     listed = subprocess.run(

@@ -212,6 +212,10 @@ def summary_line(summary: ImportSummary, *, dry_run: bool = False) -> str:
         skipped += (
             " (" + ", ".join(f"{n} {why}" for why, n in sorted(summary.reasons.items())) + ")"
         )
+    if summary.duplicates:
+        # Not skipped: what they hold is in the session once (a reply Claude Code
+        # wrote again as it resumed); said, so that every line is accounted for.
+        skipped += f", {count(summary.duplicates, 'repeated line')} taken once"
     return (
         f"{count(summary.sessions, 'session')}, {format_bytes(summary.bytes)}: "
         f"{summary.imported} {would}imported, {summary.updated} {would}updated, "
