@@ -117,17 +117,37 @@ def test_an_unreadable_log_is_listed_with_its_reason(store: Store) -> None:
 
 
 def test_an_unreadable_log_named_by_its_id_or_its_path_fails_the_same_way(store: Store) -> None:
-    """Not a usage error: the same log, named either way, is this machine's trouble (1)."""
+    """Not a usage error: the same log, named either way, is this machine's trouble
+    (1), but for search, whose 1 says nothing was found (an error is 2, as rg's)."""
     here = store.cwd("p1")
     theirs = store.session(here, "theirs", other=True)
     deny(theirs, read=True)
     sid = theirs.stem.split("_", 1)[1]
     for ref in (sid, str(theirs)):
-        for argv in (["--resume", ref, "-p", "again"], ["show", ref]):
+        for argv, status in (
+            (["--resume", ref, "-p", "again"], 1),
+            (["show", ref], 1),
+            (["search", "--session", ref, "again"], 2),
+        ):
             done = store.awl(argv, here)
-            assert done.returncode == 1, (argv, done.stderr)
+            assert done.returncode == status, (argv, done.stderr)
             (line,) = one_line_errors(done.stderr)
             assert line.endswith(f"{theirs}: cannot open: Permission denied"), line
+    # In a folder that may not be entered: out of reach too, not a bad argument.
+    shut = store.base / "shut"
+    shut.mkdir()
+    inside = shut / theirs.name
+    inside.write_bytes(store.session(here, "mine").read_bytes())
+    deny(shut, read=True)
+    for argv, status in (
+        (["--resume", str(inside), "-p", "again"], 1),
+        (["show", str(inside)], 1),
+        (["search", "--session", str(inside), "again"], 2),
+    ):
+        done = store.awl(argv, here)
+        assert done.returncode == status, (argv, done.stderr)
+        (line,) = one_line_errors(done.stderr)
+        assert line.endswith("Permission denied"), line
 
 
 def test_an_unlistable_project_folder_is_one_line_and_the_rest_are_listed(store: Store) -> None:

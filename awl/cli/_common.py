@@ -24,6 +24,7 @@ from ..errors import (
     CorruptSession,
     FormatError,
     SessionCopies,
+    SessionError,
     SessionNotFound,
 )
 from ..ui import json_for_terminal, visible
@@ -244,13 +245,19 @@ def log_of_path(ref: str, command: str = "show", *, check_header: bool = True) -
     """The awl log a PATH argument names (:func:`awl.importers.resolve_ref`): an
     awl log (its header read unless not ``check_header``, so that a file that
     is not one is refused in one line), or the awl session an import made of
-    a pi, Claude Code or Codex log (:func:`imported_log`, for ``command``)."""
+    a pi, Claude Code or Codex log (:func:`imported_log`, for ``command``).
+
+    A file that is no awl log, or a path that names none, was named by mistake
+    (status 2); one out of reach (not readable, in a folder one may not enter)
+    is this machine's trouble, as for a session named by its id (1), but for
+    ``search``, whose 1 says nothing was found (ripgrep's rule: an error is 2)."""
     from ..importers import resolve_ref
 
+    searching = command == "search"
     try:
         found = resolve_ref(ref, ".")  # a path: no directory's sessions are looked up
     except AwlError as exc:
-        fail(str(exc), usage=True)
+        fail(str(exc), usage=searching or type(exc) is not SessionError)
     if found.source is not None:
         return imported_log(found, command)
     assert found.log is not None
@@ -262,11 +269,9 @@ def log_of_path(ref: str, command: str = "show", *, check_header: bool = True) -
             read_header(found.log)
         except (AwlError, OSError) as exc:
             where = found.log
-            # A file that is no awl log was named by mistake (2); one that cannot be
-            # read is this machine's trouble, as for a session named by its id (1).
             fail(
                 f"{exc}" if isinstance(exc, AwlError) else f"{where}: {exc.strerror}",
-                usage=isinstance(exc, CorruptSession | FormatError),
+                usage=searching or isinstance(exc, CorruptSession | FormatError),
             )
     return found.log
 

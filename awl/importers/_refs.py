@@ -10,6 +10,7 @@ Python as for them.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import AwlError, SessionNotFound
+from ..errors import AwlError, SessionError, SessionNotFound
 from ..paths import missing_text
 
 if TYPE_CHECKING:  # the lookups: only once a reference is resolved (commands parse
@@ -117,7 +118,8 @@ def resolve_ref(
     else the id a source tool gave a session awl imported.  Raises
     SessionNotFound (a path that is not there too), AmbiguousSession,
     SessionCopies or another SessionError as :func:`awl.store.find_session`
-    does, and BadReference for a reference malformed as such.
+    does (a SessionError itself for a path out of reach: in a folder one may
+    not enter), and BadReference for a reference malformed as such.
     """
     from ..store import find_session
     from ._find import find_imported, imported_copy
@@ -130,8 +132,11 @@ def resolve_ref(
             mode = path.stat().st_mode
         except (FileNotFoundError, NotADirectoryError) as exc:
             raise SessionNotFound(missing_text(path, exc, "no such session file")) from None
-        except OSError as exc:  # a name too long, a symlink loop...
-            raise BadReference(f"{path}: {exc.strerror}") from None
+        except OSError as exc:
+            if exc.errno in (errno.ENAMETOOLONG, errno.ELOOP):  # no name of a file
+                raise BadReference(f"{path}: {exc.strerror}") from None
+            # There, but out of reach (a folder one may not enter, a disk's error).
+            raise SessionError(f"{path}: {exc.strerror}") from None
         if not stat.S_ISREG(mode):
             raise BadReference(f"{path}: not a regular file")
         found = detect_file(path)
