@@ -1247,6 +1247,39 @@ def test_a_terminal_says_a_request_is_waited_for_until_anything_arrives(
     assert shown.endswith("\r\x1b[K\x1b[0mAt last.\x1b[0m\n\x1b[0mAt once.\x1b[0m\n"), shown
 
 
+def test_the_waiting_line_fits_its_terminal_and_its_thread_ends_with_the_wait() -> None:
+    """The width is the sink's own terminal's (stderr under ``-p``, not stdout): a
+    line that wrapped would leave a row behind at each redraw; a long model name
+    is cut, not the count.  Hidden thinking is no answer yet to the eye: the
+    line stays.  No thread is left once nothing is waited for."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 40, 0, 0))
+    with os.fdopen(follower, "w", encoding="utf-8") as tty:
+        sink = TerminalSink(tty, show_thinking=False, wait_after=0.0)
+        line = sink._waiting_line("anthropic/claude-" + "x" * 60, 12.2)
+        assert len(line) == 39 and line.endswith("…: 12 s (Ctrl+C cancels)"), line
+        wide = sink._waiting_line("anthropic/" + "模" * 30, 5)
+        assert sum(2 if "\u4e00" <= c <= "\u9fff" else 1 for c in wide) <= 39, wide
+        before = threading.active_count()
+        sink.waiting("p/m")
+        assert threading.active_count() == before + 1
+        time.sleep(0.6)
+        sink.thinking("hidden")
+        drawn = os.read(leader, 4096)
+        assert b"waiting for p/m" in drawn and not drawn.endswith(b"\r\x1b[K"), drawn
+        sink.waiting(None)
+        deadline = time.monotonic() + 5
+        while threading.active_count() > before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert threading.active_count() == before  # not closed, and no thread left
+    os.close(leader)
+
+
 def test_the_waiting_line_is_not_drawn_for_a_sink_that_is_no_terminal() -> None:
     out = io.StringIO()
     sink = TerminalSink(out, wait_after=0.0)

@@ -231,6 +231,7 @@ def _print_turn(agent: Agent, prompt: str) -> int:
     finally:
         if sink is not None:
             sink.end()  # streamed text ends its line before anything else on stderr
+            sink.close()
     # What streamed to stderr may not have been written (a full disk): then the
     # reply goes to stdout, which fails the same way, and says so.
     if result.text and (not streamed or getattr(sys.stderr, "dropped", False)):

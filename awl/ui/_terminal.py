@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import stat
 import sys
 import threading
 import time
+import unicodedata
 from collections.abc import Iterator, Sequence
 from typing import TextIO
 
@@ -73,6 +73,7 @@ class TerminalSink:
                 return
             self._wait = (label, time.monotonic())
             if self._ticker is None:
+                # One thread while a request is waited for: it ends with the wait.
                 self._ticker = threading.Thread(target=self._tick, daemon=True)
                 self._ticker.start()
 
@@ -80,19 +81,35 @@ class TerminalSink:
         while not self._ticking.wait(0.25):
             with self._lock:
                 if self._wait is None:
-                    continue
+                    self._ticker = None
+                    return
                 label, since = self._wait
                 waited = time.monotonic() - since
                 if waited < self._wait_after:
                     continue
-                line = f"waiting for {label}: {waited:.0f} s (Ctrl+C cancels)"
-                width = shutil.get_terminal_size().columns - 1
-                line = visible(line, one_line=True)[: max(0, width)]
+                line = self._waiting_line(label, waited)
                 dim, plain = ("\x1b[2m", "\x1b[0m") if self._styled else ("", "")
                 with contextlib.suppress(OSError, ValueError):
                     self.out.write(f"\r{dim}{line}{plain}\x1b[K")
                     self.out.flush()
                     self._wait_shown = True
+        with self._lock:
+            self._ticker = None
+
+    def _waiting_line(self, label: str, waited: float) -> str:
+        """The line, within one row of this sink's terminal (a wrapped line would
+        leave a row behind at each redraw): the label cut, not the count."""
+        try:
+            columns = os.get_terminal_size(self.out.fileno()).columns
+        except (AttributeError, OSError, ValueError):
+            columns = 80
+        tail = f": {waited:.0f} s (Ctrl+C cancels)"
+        room = columns - 1 - len("waiting for ") - len(tail)
+        shown = visible(label, one_line=True)
+        if _width(shown) > room:
+            shown = _cut(shown, room - 1) + "…" if room > 1 else ""
+        line = f"waiting for {shown}{tail}"
+        return line if _width(line) < columns else _cut(line, columns - 1)
 
     def _stop_waiting(self) -> None:
         """Erase the waiting line, if it was drawn; the next write starts where it did."""
@@ -103,7 +120,8 @@ class TerminalSink:
                 self.out.write("\r\x1b[K")
 
     def close(self) -> None:
-        """Stop the waiting line's thread (the sink's turn is over)."""
+        """Stop the waiting line and its thread for good (the sink's turn is over;
+        a sink not closed ends its thread once no request is waited for)."""
         with self._lock:
             self._stop_waiting()
         self._ticking.set()
@@ -138,9 +156,9 @@ class TerminalSink:
     def thinking(self, delta: str) -> None:
         """Show reasoning, dimmed."""
         with self._lock:
-            self._stop_waiting()
             if not self.show_thinking:
-                return
+                return  # nothing shown: the silence the line counts goes on
+            self._stop_waiting()
             self._switch("thinking")
             self._write(delta)
 
@@ -175,6 +193,21 @@ class TerminalSink:
                 self.out.write("\n")
                 self.out.flush()
             self._mode = ""
+
+
+def _width(text: str) -> int:
+    """Columns ``text`` takes on a terminal (a wide character, CJK's, takes two)."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _cut(text: str, columns: int) -> str:
+    """The start of ``text`` that fits in ``columns``."""
+    used = 0
+    for k, c in enumerate(text):
+        used += 2 if unicodedata.east_asian_width(c) in "WF" else 1
+        if used > columns:
+            return text[:k]
+    return text
 
 
 def detach_terminal() -> None:
