@@ -284,3 +284,12 @@ def test_search_in_a_session_entry_it_lacks_is_refused_as_show_refuses_it(
     r = awl(["search", "--session", f"{sid}:0badc0de", "there"], env, project)
     assert (r.returncode, r.stdout) == (2, "")
     assert no_traceback(r) == [f"Error: session {sid} has no entry '0badc0de'"]
+
+
+def test_words_typed_that_read_like_a_guess_are_said_as_typed(
+    env: dict[str, str], project: Path
+) -> None:
+    r = awl(["sessions", "ok. Did you mean this?"], env, project)
+    assert r.returncode == 2
+    (line,) = no_traceback(r)
+    assert line.startswith("Error: Got unexpected extra argument (ok. Did you mean this?); see")

@@ -14,7 +14,6 @@ import contextlib
 import errno
 import io
 import os
-import re
 import shlex
 import sys
 import warnings
@@ -93,16 +92,14 @@ def _one_line(exc: click.UsageError) -> UsageFailure:
     would print the usage, a hint and a blank line before it)."""
     where = exc.ctx.command_path if exc.ctx is not None else "awl"
     message = exc.format_message().rstrip(".")
-    # click's guesses, one sentence after another, read as one clause here:
-    # "No such option '--al' (did you mean '--all'?)".
-    guess = _GUESS.search(message)
-    if guess is not None:
-        several = "one of " if guess["several"] else ""
-        message = f"{message[: guess.start()]} (did you mean {several}{guess['what']}?)"
+    guesses = getattr(exc, "possibilities", None) if isinstance(exc, click.NoSuchOption) else None
+    if guesses:
+        # click's guess, two sentences of its own, as one clause of the line:
+        # "No such option '--al' (did you mean one of '--all', '--long'?)".
+        said = ", ".join(repr(g) for g in sorted(guesses))
+        several = "one of " if len(guesses) > 1 else ""
+        message = f"{exc.message.rstrip('.')} (did you mean {several}{said}?)"
     return UsageFailure(visible(f"{message}; see '{where} --help'", one_line=True))
-
-
-_GUESS = re.compile(r"\.\s+\(?Did you mean (?P<several>one of: )?(?P<what>.*?)\?\)?$")
 
 
 class _Main(click.Group):
