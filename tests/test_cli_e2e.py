@@ -652,9 +652,12 @@ def test_a_terminal_that_hangs_up_mid_turn_ends_awl_with_129_and_the_reply_saved
 def test_ctrl_c_during_a_tool_ends_that_turn_before_the_next(
     term: Any, root: Path, project: Path
 ) -> None:
+    """A long command is said to be waited for; Ctrl+C stops it, and the turn ends
+    with its result saved before the next prompt's turn."""
     t = term()
     t.line("run: sleep 30; echo SLEPT")
-    t.expect("[calling bash]")
+    # A command that takes its time says so, on a line of its own, counting.
+    t.expect_re(r"\[calling bash\]\S*\r\n\r\S*waiting for bash: [3-9] s \(Ctrl\+C cancels\)")
     deadline = time.monotonic() + TIMEOUT
     while not any("sleep 30" in _cmdline(p) for p in _children(t.child.pid)):
         assert time.monotonic() < deadline, "the tool never started"

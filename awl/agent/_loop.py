@@ -320,7 +320,13 @@ class Agent:
             rounds += 1
             for use in uses:
                 # Once cancelled, each call left gets its result without running.
-                output = run_tool(self.tools, use.name, use.input, self.cwd, cancel=cancel)
+                if waits is not None and not (cancel is not None and cancel.is_set()):
+                    waits.waiting(use.name)  # a command of minutes is no silent screen
+                try:
+                    output = run_tool(self.tools, use.name, use.input, self.cwd, cancel=cancel)
+                finally:
+                    if waits is not None:
+                        waits.waiting(None)
                 if on_tool is not None:
                     on_tool(use, output)
                 # Saved as it ends.  Not the user's own prompt: bytes that are not

@@ -73,7 +73,8 @@ class WaitingSink(StreamSink, Protocol):
 
     def waiting(self, label: str | None) -> None:
         """A request to ``label`` (``provider/model``) is sent and nothing of it
-        has arrived; None: it is over, whatever came of it."""
+        has arrived, or the tool ``label`` runs; None: it is over, whatever
+        came of it."""
         ...
 
 

@@ -64,13 +64,14 @@ class TerminalSink:
         self._ticker: threading.Thread | None = None
 
     def waiting(self, label: str | None) -> None:
-        """A request to ``label`` is out (None: over): after a few seconds with
-        nothing back, a line says so and counts the seconds, until anything
-        arrives."""
+        """A request to ``label`` is out, or the tool ``label`` runs (None: over):
+        after a few seconds with nothing back, a line says so and counts the
+        seconds, until anything arrives."""
         with self._lock:
             self._stop_waiting()
-            if label is None or not self._live or self._mode or self._held:
+            if label is None or not self._live:
                 return
+            self.end()  # on a line of its own: under a tool's "[calling ...]"
             self._wait = (label, time.monotonic())
             if self._ticker is None:
                 # One thread while a request is waited for: it ends with the wait.
