@@ -1531,15 +1531,12 @@ def test_a_round_whose_results_carry_an_image_is_still_open_for_the_calls_unansw
     agents.close(agent)
     assert not (project / "B_RAN").exists()
     (req,) = server.requests
-    # Results first (the image's line after them), as the APIs take a round.
-    assert sent(script.name, req.body)[-4:] == [
-        ("user", "tool_result", "call_a", "ok"),
+    # Results first, as the APIs take a round; the image's line in the result that
+    # held it.
+    said = "[an image was here (image/png, 8 bytes); it is not part of this request]"
+    assert sent(script.name, req.body)[-3:] == [
+        ("user", "tool_result", "call_a", f"ok\n{said}"),
         ("user", "tool_result", "call_b", INTERRUPTED_IN_FLIGHT),
-        (
-            "user",
-            "text",
-            "[an image was here (image/png, 8 bytes); it is not part of this request]",
-        ),
         ("user", "text", "what happened?"),
     ]
     # (check_log knows awl's own blocks only: the lines are read as they are.)

@@ -196,3 +196,33 @@ def test_a_system_message_of_several_parts_is_sent_with_its_parts_apart() -> Non
     assert anthropic.to_message_params(history) == [
         {"role": "user", "content": [{"type": "text", "text": "hi"}]}
     ]
+
+
+def test_an_image_a_tools_result_held_is_said_in_that_result() -> None:
+    """A round whose results each held an image (an import's file reads): each note
+    goes in its own result, not after all of them, where whose it was is lost."""
+    from awl.conversation import Opaque
+    from awl.providers import _anthropic as anthropic
+    from awl.providers import _openai as openai
+
+    png = {"type": "x-pi-image", "mimeType": "image/png", "data": "iVBORw0KGgo="}
+    jpeg = {"type": "x-pi-image", "mimeType": "image/jpeg", "data": "/9j/4AAQ"}
+    history = [
+        Message("user", [Text("look")]),
+        Message("assistant", [ToolUse("a", "read", "{}"), ToolUse("b", "read", "{}")]),
+        Message(
+            "user",
+            [ToolResult("a", "a.png"), Opaque(png), ToolResult("b", ""), Opaque(jpeg)],
+        ),
+        Message("assistant", [Text("Two images.")]),
+        Message("user", [Text("and?")]),
+    ]
+    said_png = "[an image was here (image/png, 8 bytes); it is not part of this request]"
+    said_jpeg = "[an image was here (image/jpeg, 6 bytes); it is not part of this request]"
+    wire: list[Any] = anthropic.to_message_params(history)
+    assert wire[2]["content"] == [
+        {"type": "tool_result", "tool_use_id": "a", "content": f"a.png\n{said_png}"},
+        {"type": "tool_result", "tool_use_id": "b", "content": said_jpeg},
+    ]
+    tools = [m for m in openai.to_message_params(history) if m["role"] == "tool"]
+    assert [m["content"] for m in tools] == [f"a.png\n{said_png}", said_jpeg]

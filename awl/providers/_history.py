@@ -169,12 +169,24 @@ def answered_history(messages: Sequence[Message]) -> list[Message]:
         rest: list[list[ContentBlock]] = []
         for run_message in run:
             others: list[ContentBlock] = []
+            after_result = False  # the block before was a result kept (or said in one)
             for b in run_message.content:
+                said = opaque_text(b) if isinstance(b, Opaque) else None
+                if said is not None and after_result:
+                    # A file a tool's result held (an image a file read gave): said in
+                    # that result, not after all of the round's, whose it was lost.
+                    last = results[-1]
+                    assert isinstance(last, ToolResult)
+                    text = f"{last.content}\n{said}" if last.content.strip() else said
+                    results[-1] = ToolResult(last.tool_use_id, text, last.is_error)
+                    continue
+                after_result = False
                 if not isinstance(b, ToolResult):
                     others.append(b)
                 elif b.tool_use_id in wanted:
                     del wanted[b.tool_use_id]
                     results.append(b)
+                    after_result = True
                 else:
                     others.append(Text(f"[the result of tool call {b.tool_use_id}]\n{b.content}"))
             rest.append(others)
