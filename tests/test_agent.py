@@ -11,6 +11,7 @@ import io
 import json
 import os
 import re
+import signal
 import stat
 import subprocess
 import sys
@@ -1265,6 +1266,11 @@ def test_the_waiting_line_fits_its_terminal_and_its_thread_ends_with_the_wait() 
         assert len(line) == 39 and line.endswith("…: 12 s (Ctrl+C cancels)"), line
         wide = sink._waiting_line("anthropic/" + "模" * 30, 5)
         assert sum(2 if "\u4e00" <= c <= "\u9fff" else 1 for c in wide) <= 39, wide
+        before_sigint = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:  # a background job of a script: Ctrl+C cancels nothing, and is not offered
+            assert sink._waiting_line("p/m", 4) == "waiting for p/m: 4 s"
+        finally:
+            signal.signal(signal.SIGINT, before_sigint)
         before = threading.active_count()
         sink.waiting("p/m")
         assert threading.active_count() == before + 1

@@ -104,7 +104,9 @@ class TerminalSink:
             columns = os.get_terminal_size(self.out.fileno()).columns
         except (AttributeError, OSError, ValueError):
             columns = 80
-        tail = f": {waited:.0f} s (Ctrl+C cancels)"
+        # Not where Ctrl+C does nothing (a script's background job ignores SIGINT).
+        ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+        tail = f": {waited:.0f} s" + ("" if ignored else " (Ctrl+C cancels)")
         room = columns - 1 - len("waiting for ") - len(tail)
         shown = visible(label, one_line=True)
         if _width(shown) > room:
