@@ -180,15 +180,15 @@ class AnthropicProvider(HostedProvider):
             kwargs["system"] = system
         if tools:
             kwargs["tools"] = [_tool_param(t) for t in tools]
-        params = None
+        thinks = False
         if self.thinking_budget is not None:
+            # With its own reasoning; thinking only where the API takes it so.
             made = self._served.get(model)
             params = to_message_params(messages, signed_by=model, served_as=made)
-            if not _continues_tool_use(params) or _turn_begins_signed(params):
-                kwargs["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
-            else:
-                params = None
-        if params is None:
+            thinks = not _continues_tool_use(params) or _turn_begins_signed(params)
+        if thinks:
+            kwargs["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
+        else:
             params = to_message_params(messages)
         stream: anthropic.Stream[RawMessageStreamEvent] | None = None
         try:
@@ -454,8 +454,8 @@ def _content_params(message: Message, signed: bool = False) -> list[ContentParam
                 result["is_error"] = True
             blocks.append(result)
         elif isinstance(block, Opaque):
-            data = block.raw.get("data")
             if block.type == REDACTED_THINKING:
+                data = block.raw.get("data")
                 if signed and isinstance(data, str) and data:
                     blocks.append({"type": "redacted_thinking", "data": data})
                 continue

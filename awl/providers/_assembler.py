@@ -149,7 +149,11 @@ class StreamAssembler:
                 if not slot.id:
                     slot.id = f"call_{uuid.uuid4().hex[:24]}"
                 out.append(ToolUse(slot.id, slot.name, raw))
-            elif isinstance(slot, Opaque) or slot.text or getattr(slot, "signature", None):
+            elif (
+                isinstance(slot, Opaque)
+                or slot.text
+                or (isinstance(slot, Thinking) and slot.signature)
+            ):
                 out.append(slot)
         return out
 

@@ -198,16 +198,21 @@ class TerminalSink:
             self._mode = ""
 
 
+def _columns(c: str) -> int:
+    """Columns a character takes on a terminal (a wide one, CJK's, takes two)."""
+    return 2 if unicodedata.east_asian_width(c) in "WF" else 1
+
+
 def _width(text: str) -> int:
-    """Columns ``text`` takes on a terminal (a wide character, CJK's, takes two)."""
-    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+    """Columns ``text`` takes on a terminal."""
+    return sum(map(_columns, text))
 
 
 def _cut(text: str, columns: int) -> str:
     """The start of ``text`` that fits in ``columns``."""
     used = 0
     for k, c in enumerate(text):
-        used += 2 if unicodedata.east_asian_width(c) in "WF" else 1
+        used += _columns(c)
         if used > columns:
             return text[:k]
     return text
