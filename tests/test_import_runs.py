@@ -1256,6 +1256,71 @@ def test_which_of_two_differing_copies_is_taken_does_not_depend_on_the_workers(
         assert counted == sorted(counted) and counted[-1] == sum(s.size for s in specs)
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("copy", ["whole", "older", "edited"])
+def test_a_dry_run_says_of_copies_in_one_run_what_the_import_then_does(
+    tmp_path: Path, jobs: int, copy: str
+) -> None:
+    """A second copy of a session in the run (a backup beside the store) is checked
+    in a dry run against what the run would import first, as the import then
+    checks it against the log: unchanged when it holds all or a start of
+    that, else a conflict, with the status, the error and the failure the
+    import then gives; and the dry run writes nothing."""
+    lines = PI_FULL.read_bytes().splitlines(keepends=True)
+    first = copy_tree(PI_FULL, tmp_path / "a" / PI_FULL.name)
+    second = tmp_path / "b" / PI_FULL.name
+    second.parent.mkdir()
+    body = {
+        "whole": lines,
+        "older": lines[:-2],
+        "edited": [*lines[:-1], lines[-1].replace(b"e", b"E", 1)],
+    }[copy]
+    second.write_bytes(b"".join(body))
+    specs = [SourceSpec(str(p), size=p.stat().st_size) for p in (first, second)]
+    root = tmp_path / "root"
+    dry, dry_sum = import_sessions(
+        specs, jobs=jobs, dry_run=True, session_dir=root, system_prompt=PROMPT
+    )
+    assert not root.exists()
+    real, real_sum = import_sessions(specs, jobs=jobs, session_dir=root, system_prompt=PROMPT)
+    want = {"whole": "unchanged", "older": "unchanged", "edited": "conflict"}[copy]
+    assert {r.source: r.status for r in real} == {str(first): "imported", str(second): want}
+    assert [(r.source, r.status, r.session, r.path) for r in dry] == [
+        (r.source, r.status, r.session, r.path) for r in real
+    ]
+    said = [
+        (r.error or "")
+        .replace("would be imported", "was imported")
+        .replace("would be taken", "was taken")
+        for r in dry
+    ]
+    assert said == [r.error or "" for r in real]
+    assert (dry_sum.failed, dry_sum.conflicts) == (real_sum.failed, real_sum.conflicts)
+
+
+def test_a_dry_run_copy_holding_more_than_the_one_taken_first_says_so(tmp_path: Path) -> None:
+    """A later copy that holds more than the run's first would take (the first ends
+    in a line still being written): a real run adds it to that import, which a
+    dry run, writing nothing, cannot show; the copy is said as if alone, with
+    a note that says so."""
+    lines = PI_FULL.read_bytes().splitlines(keepends=True)
+    first = tmp_path / "a" / PI_FULL.name
+    first.parent.mkdir()
+    half = lines[-1][: len(lines[-1]) // 2]
+    first.write_bytes(b"".join(lines[:-1]) + half + b"x" * len(lines[-1]))  # no newline yet
+    second = copy_tree(PI_FULL, tmp_path / "b" / PI_FULL.name)
+    assert first.stat().st_size > second.stat().st_size  # taken first
+    specs = [SourceSpec(str(p), size=p.stat().st_size) for p in (first, second)]
+    dry, _ = import_sessions(specs, dry_run=True, session_dir=tmp_path / "r", system_prompt=PROMPT)
+    real, _ = import_sessions(specs, session_dir=tmp_path / "r", system_prompt=PROMPT)
+    assert [r.status for r in real] == ["imported", "updated"]
+    assert [r.status for r in dry] == ["imported", "imported"]
+    assert dry[1].notes[-1] == (
+        f"a copy of this session earlier in the run would be imported first ({first}); "
+        "this file holds more, said here as if alone"
+    )
+
+
 def test_a_store_imports_in_worker_processes_and_sessions_lists_it(tmp_path: Path) -> None:
     store = copy_tree(HERE, tmp_path / "fixtures")
     before = _snapshot(store)

@@ -243,8 +243,14 @@ def import_sessions(
     results: list[ImportResult] = []
     summary = ImportSummary()
     held: list[ImportResult] = []
+    # A dry run's records that its sources would write, by awl log: a copy of a
+    # session later in the run is checked against them (see start_import).
+    would: dict[str, dict[str, Any]] | None = {} if dry_run else None
 
     def report(r: ImportResult) -> None:
+        taken = r.would_record if r.status in ("imported", "updated") else None
+        if would is not None and taken is not None and r.path is not None:
+            would.setdefault(r.path, taken)  # a worker's: its copies come later
         results.append(r)
         summary.add(r)
         if on_result is not None:
@@ -271,6 +277,7 @@ def import_sessions(
         "system_prompt": system_prompt,
         "fallback_cwd": cwd,
         "run": run,
+        "dry_records": would,
     }
     tasks = [(s, options) for s in ordered]
     workers = max(1, jobs if jobs is not None else (os.cpu_count() or 1))
@@ -287,7 +294,8 @@ def import_sessions(
             chunk = max(1, min(16, len(tasks) // (workers * 8)))
             run_in_processes(
                 _work,
-                [(s, {**o, "hold_guessed": True}) for s, o in tasks],
+                # Not a dry run's records: a worker's would depend on which was quicker.
+                [(s, {**o, "hold_guessed": True, "dry_records": None}) for s, o in tasks],
                 done,
                 workers=workers,
                 chunksize=chunk,

@@ -150,6 +150,10 @@ class ImportResult:
     # Filed under the run's ``fallback_cwd`` (``--cwd``): its log records no
     # usable working directory and no earlier import had filed it.
     by_fallback_cwd: bool = False
+    # A dry run's that would write: what its last record would say of the source
+    # (its "source" and "files"), for a copy of the session later in the run to
+    # be checked against, as it would be against the log (not in as_json).
+    would_record: dict[str, Any] | None = None
 
     @property
     def failed(self) -> bool:
@@ -234,6 +238,7 @@ def start_import(
     fallback_cwd: str | os.PathLike[str] | None = None,
     run: str | None = None,
     hold_guessed: bool = False,
+    dry_records: dict[str, dict[str, Any]] | None = None,
 ) -> tuple[ImportResult, Callable[[], None]]:
     """:func:`import_source`, but a new awl log is left to be synced and named by
     the function returned, which completes the result (an error if it cannot
@@ -249,7 +254,13 @@ def start_import(
     ``hold_guessed``: a source whose start is a guess (a Codex rollout whose
     header is damaged) is not imported but said busy, for the run to import
     it once its other sessions are done: a worker could not see the session
-    another makes meanwhile of a whole copy of it (see Filing.earlier_start)."""
+    another makes meanwhile of a whole copy of it (see Filing.earlier_start).
+
+    ``dry_records`` (a dry run's): the records the run's earlier sources would
+    have written, by awl log path.  A source whose log is among them is
+    checked against that record, as an import would find it (a copy of a
+    session the run takes first is unchanged, or a conflict), and one that
+    would write adds its own."""
     share = _Share(spec.size)
     r = ImportResult(spec.path, spec.format, explicit=spec.explicit, dry_run=dry_run)
     r.bytes = spec.size  # as planned; read again once the file is open
@@ -269,8 +280,12 @@ def start_import(
     work = _Import(
         spec, r, fd, session_dir, dry_run, system_prompt, fallback_cwd, run, share, hold_guessed
     )
+    work.dry_records = dry_records if dry_run else None
     try:
         work.run()
+        would = r.would_record if r.status in ("imported", "updated") else None
+        if work.dry_records is not None and would is not None and r.path is not None:
+            work.dry_records.setdefault(r.path, would)
     except (SessionError, OSError, FormatError) as exc:
         # (FormatError: an entry the store would not write, which the converters
         # never plan; said as this session's error, not the run's end.)
@@ -418,8 +433,10 @@ class _Import:
         self.head: list[tuple[int, dict[str, Any]]] = []
         self.head_repaired: set[int] = set()  # lines of the head taken repaired
         self.head_raws: dict[int, bytes] = {}  # the bytes of the head's lines
+        self.dry_records: dict[str, dict[str, Any]] | None = None  # see start_import
         self.hashing: Hashing | None = None  # the main file's, kept as it is read
         self.earlier: Any = None  # the source the last import record names
+        self.earlier_would = False  # and that record is one this dry run would write
         self.resumed = False  # awl appended turns after the last import
         self.moved = False  # a batch written (or, dry, planned) holds a tree entry: the leaf's
         self.awl_leaf: str | None = None  # the leaf those turns left
@@ -592,6 +609,14 @@ class _Import:
             with contextlib.suppress(OSError):
                 r.bytes += os.stat(self.spec.path).st_size - files[0].size
         try:
+            would = self.dry_records.get(str(path)) if self.dry_records else None
+            if would is not None:
+                # A copy of a session this dry run would import first: checked against
+                # the record that import would have written, as the log would be.
+                self.earlier_would = True
+                if not self._check(path, files, would):
+                    return
+                files = self._as_if_alone(files, would)
             exists = os.path.lexists(path)
             cut = exists and cut_short(path) is not None
             # Decided without the lock when the last record says so (unchanged, a
@@ -761,6 +786,18 @@ class _Import:
             return False
         return True
 
+    def _as_if_alone(self, files: list[_File], record: dict[str, Any]) -> list[_File]:
+        """The files, as taken before a dry run's :meth:`_check` against a record an
+        earlier source of the run would write, which did not decide the result:
+        this source holds more, which a real run adds to that import and a dry
+        run, writing nothing, cannot show; said as if alone."""
+        self.earlier, self.earlier_would = None, False
+        self.r.notes.append(
+            f"a copy of this session earlier in the run would be imported first "
+            f"({record.get('source')}); this file holds more, said here as if alone"
+        )
+        return [_File(f.rel, f.fd, os.fstat(f.fd).st_size, f.key) for f in files]
+
     def _holds_part_of_the_import(self, log: Path, f: _File, taken: int) -> bool:
         """Whether the main file ``f``, shorter than the ``taken`` bytes imported, is
         a start of what was imported: its hash is one an earlier import of the
@@ -813,10 +850,13 @@ class _Import:
         if isinstance(self.earlier, str) and self.earlier != here:
             # Another file holds the same source session (a copy): this one is not it.
             gone = "" if os.path.lexists(self.earlier) else " (no longer there)"
+            was, taken = (
+                ("would be", "would be taken") if self.earlier_would else ("was", "was taken")
+            )
             r.error = (
                 f"{self.shown}: not imported: another file, {self.earlier}{gone}, holds the "
-                f"same session ({r.source_id}) and was imported as the awl session "
-                f"{r.session}; this file differs from what was taken from it"
+                f"same session ({r.source_id}) and {was} imported as the awl session "
+                f"{r.session}; this file differs from what {taken} from it"
             )
             return False
         base = os.path.dirname(self.spec.path)
@@ -1223,6 +1263,8 @@ class _Import:
         if self.dry_run:
             for key in keys:
                 ids.setdefault(key, "")
+            if final:
+                self.r.would_record = {"source": record["source"], "files": record["files"]}
             return
         creating = self.manager is None
         if self.manager is None:
