@@ -24,7 +24,12 @@ page cache, each of ``--rounds`` rounds measures:
   and on one.
 
 It prints a Markdown table: MB/s of each, and the import's fraction of the
-floor (median of the rounds, and each round's) and of the round trip.
+floor (median of the rounds, and each round's) and of the round trip; and
+per processor-second (user and system time of this process and its worker
+processes): what each core does, which a shared machine's load changes far
+less than the elapsed time.  On N cores the import reaches half the floor
+only when a core converts at least 1/(2N) of the floor per second of its
+time.
 
 The peer comparison: one pi session of ``--pi-mb`` MB, opened with pi's own
 ``SessionManager`` and its context built (``buildSessionContext()``), as pi
@@ -45,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -98,15 +104,30 @@ def store(fmt: str, total_mb: int, sessions: int) -> tuple[Path, int, int]:
     return where, len(files), sum(p.stat().st_size for p in files)
 
 
-def floor(folder: Path) -> float:
-    """Seconds to read, split and orjson-parse every line of every file."""
+def processor_seconds() -> float:
+    """User and system time so far of this process and its ended children (the
+    worker processes of an import once they are gone)."""
+    me, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def floor(folder: Path, cpu: list[float] | None = None) -> float:
+    """Seconds to read, split and orjson-parse every line of every file (and
+    their processor-seconds appended to ``cpu``)."""
     loads = orjson.loads
+    c = processor_seconds()
     t = time.perf_counter()
     for p in sorted(folder.rglob("*.jsonl")):
         for line in p.read_bytes().split(b"\n"):
             if line:
                 loads(line)
-    return time.perf_counter() - t
+    took = time.perf_counter() - t
+    if cpu is not None:
+        cpu.append(processor_seconds() - c)
+    return took
 
 
 def write_file(path: str, body: bytes, sync: bool) -> None:
@@ -134,32 +155,45 @@ def copy(folder: Path) -> float:
         return time.perf_counter() - t
 
 
-def round_trip(folder: Path) -> float:
-    """Seconds to read, parse, serialize back, hash and write (and sync) every file."""
+def round_trip(folder: Path, cpu: list[float] | None = None) -> float:
+    """Seconds to read, parse, serialize back, hash and write (and sync) every file
+    (and their processor-seconds appended to ``cpu``)."""
     loads, dumps, nl = orjson.loads, orjson.dumps, orjson.OPT_APPEND_NEWLINE
     sync = os.environ.get("AWL_FSYNC", "1") != "0"
     with tempfile.TemporaryDirectory(dir=_gen.bench_dir()) as out:
+        c = processor_seconds()
         t = time.perf_counter()
         for n, p in enumerate(sorted(folder.rglob("*.jsonl"))):
             data = p.read_bytes()
             xxhash.xxh3_128(data).hexdigest()
             body = b"".join([dumps(loads(line), option=nl) for line in data.split(b"\n") if line])
             write_file(os.path.join(out, f"{n}.jsonl"), body, sync)
-        return time.perf_counter() - t
+        took = time.perf_counter() - t
+        if cpu is not None:
+            cpu.append(processor_seconds() - c)
+        return took
 
 
 def import_run(
-    folder: Path, fmt: str, jobs: int, again: list[float] | None = None
+    folder: Path,
+    fmt: str,
+    jobs: int,
+    again: list[float] | None = None,
+    cpu: list[float] | None = None,
 ) -> tuple[float, Any]:
     """Seconds for one import of the store into an empty session root; the summary.
     With ``again``, the same import is run once more (every session unchanged:
-    a user's daily run), planning included, and its seconds added to it."""
+    a user's daily run), planning included, and its seconds added to it.  The
+    import's processor-seconds (its workers' too) are appended to ``cpu``."""
     prompt = "You are awl in {cwd}."
     with tempfile.TemporaryDirectory(dir=_gen.bench_dir()) as out:
         plan = plan_import([folder], fmt=fmt)
+        c = processor_seconds()
         t = time.perf_counter()
         _, summary = import_sessions(plan.sources, jobs=jobs, session_dir=out, system_prompt=prompt)
         took = time.perf_counter() - t
+        if cpu is not None:
+            cpu.append(processor_seconds() - c)  # the workers are gone: counted
         assert summary.errors == 0 and summary.imported == len(plan.sources), summary
         if again is not None:
             t = time.perf_counter()
@@ -180,11 +214,14 @@ def throughput(fmt: str, total_mb: int, sessions: int, rounds: int, jobs: int) -
     warm(folder)
     floors, copies, trips, many, one = [], [], [], [], []
     again: list[float] = []
+    cpu_floor: list[float] = []
+    cpu_trip: list[float] = []
+    cpu_many: list[float] = []
     for _ in range(rounds):
-        floors.append(floor(folder))
+        floors.append(floor(folder, cpu_floor))
         copies.append(copy(folder))
-        trips.append(round_trip(folder))
-        many.append(import_run(folder, fmt, jobs, again)[0])
+        trips.append(round_trip(folder, cpu_trip))
+        many.append(import_run(folder, fmt, jobs, again, cpu_many)[0])
         one.append(import_run(folder, fmt, 1)[0])
     mb = size / 1e6
     return {
@@ -200,6 +237,10 @@ def throughput(fmt: str, total_mb: int, sessions: int, rounds: int, jobs: int) -
         "again_ms": statistics.median(again) / files * 1000,
         "ratios": [f / m for f, m in zip(floors, many, strict=True)],
         "ratios1": [f / m for f, m in zip(floors, one, strict=True)],
+        # Per processor-second (MB for each second of a core's time).
+        "cpu_floor": mb / statistics.median(cpu_floor),
+        "cpu_trip": mb / statistics.median(cpu_trip),
+        "cpu_import": mb / statistics.median(cpu_many),
     }
 
 
@@ -294,6 +335,21 @@ def report(rows: list[dict[str, Any]], pi: dict[str, Any], jobs: int) -> str:
             f"{rounds} | {r['import'] / r['trip']:.2f} | {r['import1']:.0f} | "
             f"{r['import1'] / r['floor']:.2f} | {r['import1'] / r['trip']:.2f} | "
             f"{r['again']:.0f} | {r['again'] / r['floor']:.2f} | {r['again_ms']:.2f} |"
+        )
+    out += [
+        "",
+        "Per processor-second (MB for each second of one core's time; the import's"
+        f" workers counted; half the floor on {jobs} workers needs"
+        f" {1 / (2 * jobs):.2f} of it per core)",
+        "",
+        "| format | orjson floor | round trip (of floor) | awl import (of floor) |",
+        "|---|---|---|---|",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r['format']} | {r['cpu_floor']:.0f} | {r['cpu_trip']:.0f} "
+            f"({r['cpu_trip'] / r['cpu_floor']:.2f}) | {r['cpu_import']:.0f} "
+            f"({r['cpu_import'] / r['cpu_floor']:.2f}) |"
         )
     out += ["", f"pi peer comparison: one pi session of {pi['mb']:.0f} MB", ""]
     ms = 1000
