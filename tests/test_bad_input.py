@@ -645,6 +645,38 @@ def test_stdin_that_is_not_utf8_under_a_strict_locale(project: Path, root: Path,
         assert "You said: hi \ufffd" in text and "You said: hello" in text
 
 
+def test_show_prints_what_it_read_before_a_bad_entry_then_the_error(
+    project: Path, root: Path
+) -> None:
+    """A transcript under way that meets a bad message only as it reads it (a
+    block the open and the heading do not look into) has printed the
+    messages before it, then ends with the error: none of what was read is
+    held back."""
+    from awl import Message, Text
+
+    with SessionManager.create(project, "offline", "echo", session_dir=root) as m:
+        for i in range(40):
+            m.append_message(Message("user", [Text(f"question {i} " + "x" * 4000)]))
+            m.append_message(Message("assistant", [Text(f"answer {i}")]))
+    data = m.path.read_bytes()
+    at = data.index(b'"text":"question 5 ')  # a block the heading does not read
+    m.path.write_bytes(data[:at] + b'"texx"' + data[at + len(b'"text"') :])
+    env = dict(os.environ, PYTHONPATH=str(REPO), AWL_SESSION_DIR=str(root))
+    out = subprocess.run(
+        [sys.executable, "-m", "awl.cli", "show", str(m.path)],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        timeout=CLI_TIMEOUT,
+    )
+    assert out.returncode == 1
+    text = out.stdout.decode()
+    assert [f"answer {i}" in text for i in (0, 4, 5)] == [True, True, False], text[-300:]
+    err = out.stderr.decode()
+    assert "Traceback" not in err and "a text block needs a string 'text'" in err
+    assert len(err.splitlines()) == 1, err
+
+
 def test_show_json_prints_nothing_of_a_log_with_a_bad_entry(project: Path, root: Path) -> None:
     from awl import Message, Text
 

@@ -18,6 +18,8 @@ import click
 import orjson
 import pytest
 from click.testing import CliRunner, Result
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from awl import SessionManager
 from awl.cli import main
@@ -1425,6 +1427,27 @@ def test_visible_shows_what_shows_as_nothing_as_escapes() -> None:
     assert visible("x\U000e0041\U000e0042y") == "x\\U000e0041\\U000e0042y"
     wales = "\U0001f3f4\U000e0067\U000e0062\U000e0077\U000e006c\U000e0073\U000e007f"
     assert visible(f"flag {wales}!") == f"flag {wales}!"
+
+
+_TRICKY = (
+    "\x00\x07\t\n\x0b\r\x1b\x1f\x7f\x85\x9f\xa0\xad\u180e\u200b\u200c\u200d\u200f"
+    "\u2028\u202a\u202e\u2060\u2066\u2069\u206f\ufeff\udc80\ud800"
+    "\U000e0041\U000e007f\U0001f3f4\U0001f642é日"
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(st.sampled_from(_TRICKY) | st.characters(), max_size=40), st.booleans())
+def test_visible_gives_what_its_substitution_gives_with_or_without_its_quick_look(
+    text: str, one_line: bool
+) -> None:
+    """A text that holds nothing to show as an escape is given back untouched after
+    one quick look (the common case, which made ``awl show`` of a large log
+    slow); any other is the substitution's, character for character."""
+    from awl.ui import _text
+
+    pattern = _text._CONTROLS_ONE_LINE if one_line else _text._CONTROLS
+    assert _text.visible(text, one_line=one_line) == pattern.sub(_text._escape, text)
 
 
 def test_a_tool_name_cannot_draw_a_heading_of_its_own() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -81,8 +82,8 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
             else:
                 notes = [_origin_line(origin)] if origin else []
                 ref = resume_ref(m.id, m.path, _here())
-                for chunk in transcript(m, notes, ref=ref):
-                    click.echo(chunk)
+                for text in _batched(transcript(m, notes, ref=ref)):
+                    click.echo(text)
     except CorruptSession as exc:
         if as_json or opened:
             # A script gets the document whole or an error, never another shape; a
@@ -96,6 +97,28 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
 
 
 _WHOLE = 1 << 62  # messages of context: all there are
+
+
+def _batched(lines: Iterator[str], size: int = 1 << 16) -> Iterator[str]:
+    """``lines`` joined by newlines into pieces of about ``size`` characters: an
+    echo for each message of a long session costs more than the message (click
+    looks at the terminal each time).  What was read before an error is given
+    before the error."""
+    held: list[str] = []
+    count = 0
+    try:
+        for line in lines:
+            held.append(line)
+            count += len(line)
+            if count >= size:
+                yield "\n".join(held)
+                held, count = [], 0
+    except Exception:  # (not GeneratorExit: a reader that stopped wants no more)
+        if held:
+            yield "\n".join(held)
+        raise
+    if held:
+        yield "\n".join(held)
 
 
 def _here() -> str | None:
