@@ -173,6 +173,31 @@ def test_a_tool_calls_input_is_found_as_the_model_meant_it(root: Path) -> None:
     assert found([log], '\\"hi\\"') == [("0000000a", "toolUse", 0)]  # the input's text as stored
 
 
+def test_a_tool_call_found_as_the_model_meant_it_is_shown_as_stored(root: Path) -> None:
+    """However the query found the call (in its input as stored, or decoded once
+    more), the snippet is the input as stored, as awl show shows it, and each
+    match marks the stored text that holds what was sought."""
+    args = json.dumps({"command": 'printf "secret-\\x41-from-tool\\n" "é"'}, ensure_ascii=False)
+    assert args == '{"command": "printf \\"secret-\\\\x41-from-tool\\\\n\\" \\"é\\""}'
+    call = {"type": "toolUse", "id": "c", "name": "bash", "input": args}
+    log = write(root, "/w/p", SID[0], [entry("0000000a", None, "assistant", [call])])
+    for query, marked in (
+        ("secret-\\x41", "secret-\\\\x41"),  # found decoded
+        ('printf \\"secret', 'printf \\"secret'),  # found as stored
+        ('printf "secret', 'printf \\"secret'),  # found decoded
+        ('" "é', '\\" \\"é'),
+    ):
+        (hit,) = hits([log], query)
+        assert hit.snippet == args, query
+        a, b = hit.match
+        assert hit.snippet[a:b] == marked, query
+    # Two matches, each marked where it is stored.
+    (hit,) = hits([log], '"')
+    assert [hit.snippet[a:b] for a, b in hit.matches][:3] == ['"', '"', '"']
+    (hit,) = hits([log], 'n" "')
+    assert [hit.snippet[a:b] for a, b in hit.matches] == ['n\\" \\"']
+
+
 @pytest.mark.parametrize(
     "query",
     [
@@ -392,10 +417,31 @@ def test_every_hit_says_where_it_is(root: Path) -> None:
         "block": "toolResult",
         "blockIndex": 0,
         "timestamp": "2026-04-25T14:00:01.000Z",
-        "snippet": "out: " + PLANTED.replace("\n", " ").replace("\t", " "),
+        "snippet": "out: " + PLANTED,
         "match": [0, 8],
         "matches": [[0, 8]],
     }
+
+
+def test_a_snippet_is_the_text_as_it_is_and_a_terminal_line_shows_its_breaks_as_spaces(
+    root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A query across a tab and a line break: what ``--json``'s match marks in the
+    snippet is what was sought, as ripgrep's JSON gives the text as it is; the
+    terminal's line stays one line, the break and the tab shown as spaces."""
+    monkeypatch.chdir(project)
+    write(root, str(project), SID[0], rich_entries())
+    query = "tmp\tx\nnext"
+    res = cli("search", "--json", "--kind", "toolResult", query)
+    assert res.exit_code == 0, res.output
+    (line,) = res.stdout.splitlines()
+    hit = orjson.loads(line)
+    a, b = hit["match"]
+    assert hit["snippet"][a:b] == query and hit["snippet"] == "out: " + PLANTED
+    res = cli("search", "--kind", "toolResult", query)
+    assert res.exit_code == 0, res.output
+    (line,) = res.stdout.splitlines()
+    assert line.endswith("  result     out: " + PLANTED.replace("\t", " ").replace("\n", " "))
 
 
 def test_a_corrupt_log_is_named_and_the_others_searched(root: Path) -> None:

@@ -284,6 +284,9 @@ def _visible(text: str) -> str:
     return visible(text, one_line=True)
 
 
+_FLAT = str.maketrans("\n\r\t", "   ")
+
+
 def _line(hit: object, shown: dict[Path, str], width: int, paint: bool) -> str:
     """``019dc5ba:5c1f09aa  2026-04-25 17:40  user       …snippet with the match…``:
     the session and the entry, as ``awl show SESSION:ENTRY`` takes them."""
@@ -296,13 +299,15 @@ def _line(hit: object, shown: dict[Path, str], width: int, paint: bool) -> str:
         short = hit.session  # a header id that is not its file name's: all of it
     # A log's ids are its writer's: control characters in one are shown escaped.
     short = _visible(f"{short}:{hit.entry}").ljust(width)
+    # One line: the snippet's line breaks and tabs shown as spaces, each in its place.
+    text = hit.snippet.translate(_FLAT)
     # Every match the snippet shows is marked, as grep and ripgrep mark them.
     parts, done = [], 0
     for a, b in hit.matches or (hit.match,):
-        match = _visible(hit.snippet[a:b])
-        parts += [_visible(hit.snippet[done:a]), f"\x1b[1;31m{match}\x1b[0m" if paint else match]
+        match = _visible(text[a:b])
+        parts += [_visible(text[done:a]), f"\x1b[1;31m{match}\x1b[0m" if paint else match]
         done = b
-    parts.append(_visible(hit.snippet[done:]))
+    parts.append(_visible(text[done:]))
     when = local_time(hit.timestamp) if hit.timestamp else "????-??-?? ??:??"
     what = _WHAT.get(hit.block, hit.role)
     return f"{short}  {when}  {what:<9}  {''.join(parts)}"

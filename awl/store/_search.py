@@ -46,7 +46,14 @@ from ._header import foreign_log, foreign_problem, header_fields
 from ._invalid import invalid_line
 from ._logmap import LogMap
 from ._needles import needles
-from ._search_fallback import BLOCK_KINDS, ROLES, Matcher, line_matches, load
+from ._search_fallback import (
+    BLOCK_KINDS,
+    ROLES,
+    Matcher,
+    decode_once_more,
+    line_matches,
+    load,
+)
 
 PIECE = 8 << 20
 """Bytes searched by one call (a worker's unit, and the window released after it).
@@ -124,7 +131,7 @@ class SearchHit(NamedTuple):
     block: str  # "text", "thinking", "toolUse", "toolResult"
     block_index: int
     timestamp: str
-    snippet: str  # one line around the match
+    snippet: str  # the text around the match, as it is
     match: tuple[int, int]  # where the (first) match is in the snippet
     matches: tuple[tuple[int, int], ...] = ()  # every match the snippet shows
 
@@ -553,7 +560,7 @@ def line_hit(
     found = line_matches(obj, matcher, roles, kinds)
     if not found:
         return None
-    k, kind, _ = found[0]
+    k, kind, _, _ = found[0]
     role = ROLES.index(obj["message"]["role"]) + 1
     return (offset, len(line), k, BLOCK_KINDS.index(kind) + 1, role)
 
@@ -609,29 +616,31 @@ def _count_lines(plan: _Plan, log: _Log, offset: int) -> int:
     return log.lines + 1
 
 
-def _snippet(text: str, plan: _Plan) -> tuple[str, tuple[int, int], tuple[tuple[int, int], ...]]:
-    """One line of the block's text around its first match; where that match is in
-    it, and every match it shows (the first included, as grep colours them)."""
-    at, width = next(_spans(text, plan), (0, 0))
+def _snippet(
+    text: str, spans: Iterator[tuple[int, int]]
+) -> tuple[str, tuple[int, int], tuple[tuple[int, int], ...]]:
+    """The block's text around its first match, as it is (a terminal's line shows
+    its newlines and tabs as spaces; ``--json`` gives it exactly, so that a
+    match is what it marks); where that match is in it, and every match it
+    shows (the first included, as grep colours them).  ``spans``: the matches in
+    ``text`` (:func:`_spans`), in order."""
+    at, width = next(spans, (0, 0))
     # Room for the whole match (a query pasted from a long error line is longer
     # than a snippet), and a third of what is left before it, less when the
     # text ends sooner: a short text is shown whole.
     room = max(_SNIPPET, width)
     start = max(0, min(at - (room - width) // 3, len(text) - room))
     piece = text[start : start + room]
-    flat = " ".join(piece.split("\n")).replace("\r", " ").replace("\t", " ")
     lead = "…" if start else ""
     tail = "…" if start + room < len(text) else ""
-    shift = len(lead) - start  # the flattening keeps every character's place
+    shift = len(lead) - start
     shown = [(at + shift, at + width + shift)]
-    after = at + width
-    # The others, sought in what the snippet shows after the first alone: a block
-    # may be megabytes long.
-    for more, size in _spans(text[after : start + room], plan):
-        if size == 0:
+    # The others the snippet shows, no further: a block may be megabytes long.
+    for more, size in spans:
+        if size == 0 or more + size > start + room:
             break
-        shown.append((after + more + shift, after + more + size + shift))
-    return lead + flat + tail, shown[0], tuple(shown)
+        shown.append((more + shift, more + size + shift))
+    return lead + piece + tail, shown[0], tuple(shown)
 
 
 def _spans(text: str, plan: _Plan) -> Iterator[tuple[int, int]]:
@@ -719,8 +728,16 @@ def _hits(plan: _Plan, log: _Log, raw: list[RawHit]) -> Iterator[SearchHit | Sea
             continue
         entry = obj.get("id")
         role = obj["message"]["role"]
-        for index, block, text in line_matches(obj, plan.matcher, q.roles, q.kinds):
-            snippet, match, matches = _snippet(text, plan)
+        for index, block, text, stored in line_matches(obj, plan.matcher, q.roles, q.kinds):
+            spans = _spans(text, plan)
+            if stored is not None:
+                # Found in a tool call's input decoded once more: shown as stored (as
+                # awl show shows it), each match marking the stored text it came from.
+                places: list[int] = []
+                decode_once_more(stored, places)
+                spans = ((places[a], places[a + w] - places[a]) for a, w in spans)
+                text = stored
+            snippet, match, matches = _snippet(text, spans)
             yield SearchHit(
                 log.session,
                 log.path,

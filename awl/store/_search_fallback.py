@@ -37,23 +37,32 @@ def _hex4(text: str, at: int) -> int:
     return int(chunk, 16)
 
 
-def decode_once_more(text: str) -> str:
+def decode_once_more(text: str, places: list[int] | None = None) -> str:
     """``text`` (a tool call's input, JSON text) with its backslash escapes decoded.
 
     A backslash that starts no valid escape, and a lone surrogate, are kept
-    as they are (the input need not be valid JSON).
+    as they are (the input need not be valid JSON).  ``places``, when given,
+    gets where each decoded character starts in ``text``, then ``len(text)``:
+    where a match in the decoded text lies in ``text``.
     """
     if "\\" not in text:
+        if places is not None:
+            places.extend(range(len(text) + 1))
         return text
     out: list[str] = []
     i, n = 0, len(text)
     while i < n:
         j = text.find("\\", i)
         if j < 0:
-            out.append(text[i:])
-            break
+            j = n
         out.append(text[i:j])
+        if places is not None:
+            places.extend(range(i, j))
+        if j == n:
+            break
         i = j
+        if places is not None:
+            places.append(i)  # one character, whatever the escape decodes to
         nxt = text[i + 1] if i + 1 < n else ""
         if nxt in _SIMPLE and nxt:
             out.append(_SIMPLE[nxt])
@@ -73,6 +82,8 @@ def decode_once_more(text: str) -> str:
                     continue
         out.append("\\")  # kept as it is; what follows is read as text
         i += 1
+    if places is not None:
+        places.append(n)
     return "".join(out)
 
 
@@ -101,7 +112,8 @@ class Matcher:
 
 def block_text(block: Any, holds: Matcher) -> str | None:
     """The text of ``block`` in which the query is found, or None: the field as
-    stored, or for a tool call its input decoded once more."""
+    stored, or for a tool call its input decoded once more (then another
+    string than the field's)."""
     if type(block) is not dict:
         return None
     kind = block.get("type")
@@ -122,8 +134,9 @@ def block_text(block: Any, holds: Matcher) -> str | None:
 
 def line_matches(
     obj: Any, holds: Matcher, roles: frozenset[str], kinds: frozenset[str]
-) -> list[tuple[int, str, str]]:
-    """Every block of a loaded line that holds the query: (index, kind, its text).
+) -> list[tuple[int, str, str, str | None]]:
+    """Every block of a loaded line that holds the query: (index, kind, its text,
+    and the text as stored when the query was found in its decoding, else None).
 
     Nothing unless ``obj`` is a message entry of one of ``roles``; only
     blocks of ``kinds`` count.
@@ -141,7 +154,8 @@ def line_matches(
         if type(block) is dict and block.get("type") in kinds:
             text = block_text(block, holds)
             if text is not None:
-                found.append((k, str(block["type"]), text))
+                stored = block.get(_FIELD[block["type"]])
+                found.append((k, str(block["type"]), text, None if text is stored else stored))
     return found
 
 
