@@ -2212,7 +2212,10 @@ def test_an_awl_log_with_a_broken_header_is_still_awls(tmp_path: Path, header: A
     assert out.exit_code == 1
     assert out.output.splitlines()[0] == f"{log}: an awl session log, not another tool's"
     out = cli("show", str(log))
-    assert out.exit_code == 1 and "not awl's" not in out.output
+    assert out.exit_code == 2 and "not awl's" not in out.output, out.output
+    assert len(out.output.splitlines()) == 1, out.output
+    resumed = cli("--resume", str(log), "--provider", "offline", "-p", "x")
+    assert (resumed.exit_code, resumed.output) == (2, out.output)  # one mistake, one answer
 
 
 def test_an_update_after_awls_own_turns_says_they_stay_on_their_branch(tmp_path: Path) -> None:
@@ -2444,6 +2447,9 @@ def test_a_resume_by_path_goes_on_with_an_awl_log_or_the_import_of_a_source_log(
         (str(notes), "not a session header"),
     ):
         out = cli("--resume", bad, *offline, "x")
+        assert out.exit_code == 2 and len(out.output.splitlines()) == 1, out.output
+        assert why in out.output
+        out = cli("show", bad)  # the same file is the same mistake to show
         assert out.exit_code == 2 and len(out.output.splitlines()) == 1, out.output
         assert why in out.output
     assert notes.read_bytes() == b'{"a": 1}\nno newline'

@@ -241,10 +241,10 @@ def split_entry(ref: str) -> tuple[str, str]:
     return head, entry
 
 
-def log_of_path(ref: str, command: str = "show", *, check_header: bool = True) -> Path:
+def log_of_path(ref: str, command: str = "show") -> Path:
     """The awl log a PATH argument names (:func:`awl.importers.resolve_ref`): an
-    awl log (its header read unless not ``check_header``, so that a file that
-    is not one is refused in one line), or the awl session an import made of
+    awl log (its header read, so that a file that is not one is refused in one
+    line), or the awl session an import made of
     a pi, Claude Code or Codex log (:func:`imported_log`, for ``command``).
 
     A file that is no awl log, or a path that names none, was named by mistake
@@ -261,18 +261,17 @@ def log_of_path(ref: str, command: str = "show", *, check_header: bool = True) -
     if found.source is not None:
         return imported_log(found, command)
     assert found.log is not None
-    if check_header:
-        from ..store import read_header
+    from ..store import read_header
 
-        try:
-            # Read first: a writer's open would repair (trim) a file that is not awl's.
-            read_header(found.log)
-        except (AwlError, OSError) as exc:
-            where = found.log
-            fail(
-                f"{exc}" if isinstance(exc, AwlError) else f"{where}: {exc.strerror}",
-                usage=searching or isinstance(exc, CorruptSession | FormatError),
-            )
+    try:
+        # Read first: a writer's open would repair (trim) a file that is not awl's.
+        read_header(found.log)
+    except (AwlError, OSError) as exc:
+        where = found.log
+        fail(
+            f"{exc}" if isinstance(exc, AwlError) else f"{where}: {exc.strerror}",
+            usage=searching or isinstance(exc, CorruptSession | FormatError),
+        )
     return found.log
 
 

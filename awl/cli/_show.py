@@ -60,12 +60,10 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
         fail("--context goes with --around ENTRY", usage=True)
     context = 3 if context is None else context
 
-    if names_a_file(ref):
-        # Another agent's log stands for the awl session an import made of it; the
-        # read-only open says what is wrong with an awl log (and reads a damaged one).
-        path = log_of_path(ref, "show", check_header=False)
-    else:
-        path = resolve_session(ref, current_dir())
+    # Another agent's log stands for the awl session an import made of it.  A file
+    # whose first line is no session header is no log (status 2, as for --resume);
+    # the read-only open says what else is wrong with one (and reads it damaged).
+    path = log_of_path(ref, "show") if names_a_file(ref) else resolve_session(ref, current_dir())
     origin = _origin(path)
     if around is not None:
         _show_around(path, around, context, as_json, origin=origin)

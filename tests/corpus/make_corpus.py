@@ -101,7 +101,10 @@ def corrupt(line: int | None, problem: str, *, why: str) -> dict[str, Any]:
         "line": line,
         "problem": problem,
         "trimmed": 0,
-        "show": 1,
+        # No header (an empty file, a first line that is none): no session log, a
+        # mistake in the command (2), as --resume and search say; else the log's
+        # damage, what of it can be read shown (1).
+        "show": 2 if line in (None, 1) else 1,
         "verify": 1,
         "why": why,
     }
