@@ -99,6 +99,26 @@ def progress_to(on_progress: Callable[[int], None] | None) -> Iterator[None]:
         _counted.hook = saved
 
 
+_STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def _forking() -> Iterator[None]:
+    """Around the start of worker processes: SIGINT, SIGTERM and SIGHUP are blocked,
+    so a worker starts with them blocked until :func:`_start_worker` has set
+    its own handlers (until then it has this process's, which raise), and one
+    that comes meanwhile reaches this process once the block ends.  Only the
+    main thread's mask: elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
 def _start_worker(stopping: Any, shared: Any = None) -> None:
     global _stopping
     _stopping = stopping
@@ -108,6 +128,9 @@ def _start_worker(stopping: Any, shared: Any = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # a closed terminal's: the whole group's too
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # Blocked since the fork (see _forking): a Ctrl-C that came meanwhile is dropped
+    # with SIG_IGN, not raised in the pool's start-up code by the parent's handler.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
     parent = multiprocessing.parent_process()
     sentinel = parent.sentinel if parent is not None else None
     threading.Thread(target=_outlive_no_parent, args=(os.getppid(), sentinel), daemon=True).start()
@@ -225,10 +248,11 @@ def run_in_processes(
     reporting = False
     try:
         items = list(tasks)
-        futures = [
-            pool.submit(_chunk, call, items[i : i + chunksize], settle)
-            for i in range(0, len(items), chunksize)
-        ]
+        with _forking():  # the workers start as the first tasks are handed over
+            futures = [
+                pool.submit(_chunk, call, items[i : i + chunksize], settle)
+                for i in range(0, len(items), chunksize)
+            ]
         for future in _as_completed(futures, shared, on_progress):
             for k, result in enumerate(future.result()):
                 assert result is not None  # nothing is skipped before the stop

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -125,6 +126,44 @@ def test_an_interruption_lets_each_worker_finish_its_task_and_starts_no_other(
         run_in_processes(_mark, tasks, stop, workers=2, chunksize=chunksize)
     started = sorted(int(n) for n in os.listdir(tmp_path))
     assert 0 in started and len(started) <= 2 * chunksize + 2
+
+
+def test_a_ctrl_c_as_the_workers_start_is_the_parents_alone(tmp_path: Path) -> None:
+    """A Ctrl-C reaches the whole process group, the workers too, which start with
+    this process's handler (one that raises) until their own is set.  Each
+    worker here is signalled the moment it is forked: the signal waits,
+    blocked, and is dropped once the worker ignores it, so the run ends whole
+    with no traceback; one that reaches the parent then stops it, once."""
+    out = _script(
+        textwrap.dedent(
+            """
+            import os, signal, sys
+            from pathlib import Path
+            from awl._processes import run_in_processes
+            from awl.cli._common import Stopped, stopped_by_signals
+            from tests.test_processes import _mark
+
+            folder = Path(sys.argv[1])
+            os.register_at_fork(after_in_child=lambda: os.kill(os.getpid(), signal.SIGINT))
+            tasks = [(folder, n, 0.0) for n in range(8)]
+            got = []
+            with stopped_by_signals():
+                run_in_processes(_mark, tasks, got.append, workers=2)
+            print(len(got))
+            try:
+                with stopped_by_signals():
+                    run_in_processes(
+                        _mark, tasks, lambda _: os.kill(os.getpid(), signal.SIGINT), workers=2
+                    )
+            except Stopped as exc:
+                print("stopped", exc.signum)
+            """
+        ),
+        tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["8", "stopped 2"]
+    assert out.stderr == ""
 
 
 def _pid(_: int) -> int:
