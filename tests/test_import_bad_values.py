@@ -356,6 +356,8 @@ def test_a_sources_timestamp_is_taken_in_the_logs_form_or_the_one_before(
         (b'{"a": "\xff"', "unexpected end of data"),
         (b'\xff{"a":1}', "unexpected character, expected a JSON value"),
         (b'{"a":"x\xff"} x', "unexpected content after document"),
+        # A reason that holds a colon of its own is said whole.
+        (b'{"a" 1, "\xff": 2}', "unexpected character, expected ':' after key"),
     ],
 )
 def test_a_line_not_utf8_and_not_json_says_what_else_is_wrong(raw: bytes, why: str) -> None:
