@@ -33,6 +33,10 @@ __all__ = ["env", "session"]  # fixtures, used by name
         (["search", "--role", "junk", "x"], " search"),
         (["import", "-j", "0"], " import"),
         (["show"], " show"),
+        # An option missing its value, which click names no command for.
+        (["import", "--from"], " import"),
+        (["search", "x", "--limit"], " search"),
+        (["--provider"], ""),
     ],
     ids=lambda x: " ".join(x) if isinstance(x, list) else x,
 )

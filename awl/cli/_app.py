@@ -87,10 +87,11 @@ def _tolerant(out: TextIO) -> None:
             out.reconfigure(errors="replace")
 
 
-def _one_line(exc: click.UsageError) -> UsageFailure:
+def _one_line(exc: click.UsageError, command: str = "awl") -> UsageFailure:
     """A usage error as one line naming the help that lists what is allowed (click
-    would print the usage, a hint and a blank line before it)."""
-    where = exc.ctx.command_path if exc.ctx is not None else "awl"
+    would print the usage, a hint and a blank line before it): its command's,
+    else ``command``'s (click names no command for an option missing its value)."""
+    where = exc.ctx.command_path if exc.ctx is not None else command
     message = exc.format_message().rstrip(".")
     guesses = getattr(exc, "possibilities", None) if isinstance(exc, click.NoSuchOption) else None
     if guesses:
@@ -134,7 +135,8 @@ class _Main(click.Group):
         try:
             return super().invoke(ctx)
         except click.UsageError as exc:
-            raise _one_line(exc) from None
+            sub = ctx.invoked_subcommand
+            raise _one_line(exc, f"{ctx.command_path} {sub}" if sub else "awl") from None
         except Stopped as exc:  # SIGTERM's too: the status a shell gives its signal
             sys.exit(128 + exc.signum)
         except KeyboardInterrupt:
