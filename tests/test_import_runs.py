@@ -723,6 +723,12 @@ def test_a_file_of_no_known_format_is_refused_with_one_line(tmp_path: Path, root
         "0 sessions, 0 B: 0 imported, 0 updated, 0 unchanged; 0 lines skipped; "
         "0 errors, 1 file not a session",
     ]
+    # An empty file beside it (any store may hold one) is no session found either.
+    (only_pi / "empty.jsonl").touch()
+    out = cli("import", "--from", "codex", str(only_pi))
+    assert out.exit_code == 1, out.output
+    assert out.output.splitlines()[-1].endswith("1 with nothing to import, 1 file not a session")
+    (only_pi / "empty.jsonl").unlink()
     out = cli("import", "--from", "codex", str(PI_FULL))
     assert out.exit_code == 1
     assert out.output.splitlines()[0] == f"{PI_FULL}: not a Codex session (it looks like pi's)"

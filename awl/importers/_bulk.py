@@ -83,8 +83,9 @@ class ImportSummary:
     def failed(self) -> bool:
         """Some session could not be imported (an error, a session busy in another
         process) or conflicts with its earlier import; or the folders walked held
-        files but no session log (of the format asked), so nothing was found."""
-        nothing = self.sessions == 0 and self.refused > 0
+        files but no session log (of the format asked), so nothing was found: an
+        empty file beside them is no sign of one."""
+        nothing = self.sessions == self.empty and self.refused > 0
         return self.errors > 0 or self.conflicts > 0 or self.busy > 0 or nothing
 
     def as_json(self) -> dict[str, Any]:
