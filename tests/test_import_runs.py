@@ -1625,8 +1625,9 @@ def test_a_stopped_import_says_so_in_a_line_and_the_same_import_again_takes_the_
     assert child.returncode == 128 + signum, err
     (last,) = err.decode().splitlines()
     said = re.fullmatch(
-        rf"awl: import stopped \({name}\) after at least (\d+) of {total} files; nothing "
-        "is left half-written, and the same import again takes the rest",
+        rf"awl: import stopped \({name}\) after at least (\d+) of {total} files; what "
+        r"each session wrote is whole \(one stopped midway says so where it is read\), "
+        "and the same import again takes the rest",
         last,
     )
     assert said is not None, last

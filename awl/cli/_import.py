@@ -104,7 +104,10 @@ def import_command(
         unit="files",  # what was found; some may turn out to hold no session
         again="nothing was written"
         if dry_run
-        else "nothing is left half-written, and the same import again takes the rest",
+        # A session stopped between its batches keeps those it wrote, whole (show and
+        # --resume say its import stopped): "nothing written" would mislead.
+        else "what each session wrote is whole (one stopped midway says so where it is "
+        "read), and the same import again takes the rest",
     ) as bar:
         said: set[str] = set()
         # Files of another format than --from's, by that format: the first few are
