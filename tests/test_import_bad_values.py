@@ -390,3 +390,65 @@ def test_a_line_of_form_feeds_or_vertical_tabs_is_skipped_and_said_not_passed_ov
         f.write(b"\x0b\n")
     again = run(src, session_dir=tmp_path / "s")
     assert again.status == "updated" and [x[1] for x in again.skipped] == [len(rows) + 5]
+
+
+def _served(path: str) -> list[tuple[str, str | None, str | None]]:
+    from awl import SessionManager
+
+    with SessionManager.open(path, read_only=True) as m:
+        return [(x.role, x.provider, x.model) for x in m.rebuild_conversation()]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "at", "grown"),
+    [
+        ("pi", -3, -1),
+        ("claude", -3, -1),
+        ("codex", -3, -1),
+        # pi's model change on the line, the user's next prompt in what is taken
+        # after: the replay of the line sets the model that prompt went to.
+        ("pi", 13, 19),
+        # Claude Code's reply split over lines sharing its message id, the next
+        # part in what is taken after: the replay makes them one message.
+        ("claude", 4, 5),
+    ],
+)
+@pytest.mark.parametrize("seen", [True, False], ids=["torn-then-grown", "at-once"])
+def test_a_torn_line_with_a_whole_one_after_it_on_the_same_line_loses_only_the_torn_part(
+    tmp_path: Path, fmt: str, at: int, grown: int, seen: bool
+) -> None:
+    """A writer killed midway through a line, then going on with no newline first
+    (pi after a crash): the line holds a torn start, then a whole entry.  The
+    torn start is skipped and said; the entry is taken (the session then holds
+    what the source without the torn start gives, models too), whether an
+    earlier import saw the torn line as an incomplete last one or not; and an
+    import of what the source gains after it goes on from it, replayed the
+    same way."""
+    lines = SOURCES[fmt].read_bytes().splitlines(keepends=True)
+    k = at % len(lines)
+    torn = lines[k][: len(lines[k]) // 2]
+    src = tmp_path / "torn" / SOURCES[fmt].name
+    src.parent.mkdir()
+    if seen:
+        src.write_bytes(b"".join(lines[:k]) + torn)
+        first = run(src)
+        assert first.skipped == [("", k + 1, "an incomplete last line (left for later)")]
+    cut = grown % len(lines)
+    src.write_bytes(b"".join([*lines[:k], torn, *lines[k:cut]]))
+    r = run(src)
+    assert r.skipped == [
+        ("", k + 1, f"a torn line ({len(torn)} bytes, not JSON) before a whole one on it")
+    ], r.skipped
+    with src.open("ab") as fh:
+        fh.write(b"".join(lines[cut:]))
+    more = run(src)
+    assert more.status == "updated" and not more.notes, more.notes
+    # The same source without the torn start, imported in the same steps.
+    clean = tmp_path / "clean" / SOURCES[fmt].name
+    clean.parent.mkdir()
+    for upto in [k] * seen + [cut, len(lines)]:
+        clean.write_bytes(b"".join(lines[:upto]))
+        want = run(clean, session_dir=tmp_path / "other")
+    assert more.path is not None and want.path is not None
+    assert _flat(more.path) == _flat(want.path)
+    assert _served(more.path) == _served(want.path)

@@ -77,7 +77,9 @@ from ._source import (
     BOM,
     FORMATS,
     JSON_SPACE,
+    TORN_START,
     Hashing,
+    after_torn,
     blank,
     detect,
     digest,
@@ -920,7 +922,9 @@ class _Import:
             n
             for rec in self.imported.records
             for f, n, why in rec.get("skipped", ())
-            if f == "" and not str(why).startswith("an incomplete last line")
+            if f == ""
+            and not str(why).startswith("an incomplete last line")
+            and not str(why).startswith(TORN_START)  # its whole objects were taken
         }
         fd = main.fd
         b.read = lambda offset, length: os.pread(fd, length, offset)
@@ -947,7 +951,10 @@ class _Import:
                 if obj is not None:
                     feed(obj, number)
                 elif terminated and not blank(taken) and number not in skipped_before:
-                    for o, _, _ in split_glued(taken) or ():
+                    whole = split_glued(taken)
+                    if whole is None and (torn := after_torn(taken)) is not None:
+                        whole = torn[1]  # taken then too, its torn start skipped
+                    for o, _, _ in whole or ():
                         feed(o, number)
                 while next_cut < len(cuts) and cuts[next_cut] <= min(end, boundary):
                     conv.flush()
@@ -1067,6 +1074,20 @@ class _Import:
             r.notes.append(
                 f"{f.key or 'line'} {number}: {len(glued)} JSON objects with no newline "
                 "between them; each taken"
+            )
+            r.notes.extend(
+                f"{f.key or 'line'} {number}: object {k}: {what}"
+                for k, (_, _, what) in enumerate(glued, 1)
+                if what
+            )
+        if obj is None and terminated and (torn := after_torn(raw)) is not None:
+            # A torn line, then whole ones with no newline before them: pi goes on so
+            # after a crash.  The torn start is skipped (and said), the rest taken.
+            at, glued = torn
+            (obj, self.raw, _), *rest = glued
+            self.glued = [(o, part) for o, part, _ in rest]
+            r.skipped.append(
+                (f.key, number, f"{TORN_START}{at} bytes, not JSON) before a whole one on it")
             )
             r.notes.extend(
                 f"{f.key or 'line'} {number}: object {k}: {what}"

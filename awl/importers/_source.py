@@ -654,6 +654,36 @@ def split_glued(raw: bytes) -> list[Glued] | None:
     return None
 
 
+TORN_START = "a torn line ("
+"""How the reason :func:`after_torn`'s skipped start is given begins."""
+
+_MAX_TORN_TRIES = 64  # starts of an object tried in one line that is not JSON
+
+
+def after_torn(raw: bytes) -> tuple[int, list[Glued]] | None:
+    """A line that begins with a torn one (a writer stopped midway through a line,
+    and the next line came after it with no newline between, as pi writes
+    when it goes on after a crash), then whole JSON objects: where they begin,
+    and each (:data:`Glued`); None unless the line ends in whole objects.  The
+    starts of an object (``{"``) are tried from the left, so that the most of
+    the line is taken, at most :data:`_MAX_TORN_TRIES` of them."""
+    if type(raw) is Passed:
+        return None
+    at = 0
+    for _ in range(_MAX_TORN_TRIES):
+        at = raw.find(b'{"', at + 1)
+        if at < 0:
+            return None
+        part = raw[at:]
+        obj, _, repaired = parse(part)
+        if obj is not None:
+            return at, [(obj, None if repaired else part, repaired)]
+        glued = split_glued(part)
+        if glued is not None:
+            return at, glued
+    return None
+
+
 def _glued(obj: dict[str, Any], part: bytes) -> Glued:
     """A glued object orjson read from ``part``, read again when it may hold a number
     orjson rounds (as :func:`parse` reads a line)."""
