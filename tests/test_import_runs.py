@@ -2109,12 +2109,23 @@ def test_a_session_open_in_another_process_is_not_imported_and_the_run_fails(
     try:
         assert holder.stdout is not None and holder.stdout.readline() == b"open\n"
         before = Path(first.path).read_bytes()
+        busy = (
+            f"{src}: not imported: its awl session {first.path} is open in another awl "
+            "process (a resume, or another import of this session, from this file or a copy); "
+            "import again once it is closed"
+        )
+        # A dry run says it too, as it looks without taking the lock.
+        out = cli("import", "--dry-run", str(src))
+        assert out.exit_code == 1
+        assert out.output.splitlines() == [
+            busy,
+            f"1 session, {format_bytes(src.stat().st_size)}: 0 would be imported, 0 would be "
+            "updated, 0 unchanged; 0 lines skipped; 0 errors, 1 skipped as busy",
+        ]
         out = cli("import", str(src))
         assert out.exit_code == 1
         assert out.output.splitlines() == [
-            f"{src}: not imported: its awl session {first.path} is open in another awl "
-            "process (a resume, or another import of this session, from this file or a copy); "
-            "import again once it is closed",
+            busy,
             f"1 session, {format_bytes(src.stat().st_size)}: 0 imported, 0 updated, "
             "0 unchanged; 0 lines skipped; 0 errors, 1 skipped as busy",
         ]
@@ -2122,6 +2133,8 @@ def test_a_session_open_in_another_process_is_not_imported_and_the_run_fails(
     finally:
         holder.kill()
         holder.wait()
+    out = cli("import", "--dry-run", str(src))
+    assert out.exit_code == 0 and "1 would be updated" in out.output
     out = cli("import", str(src))
     assert out.exit_code == 0 and "1 updated" in out.output
 

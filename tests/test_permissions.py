@@ -274,12 +274,23 @@ def test_an_import_into_a_root_one_cannot_write_says_it_once(store: Store) -> No
         (sources / f"{i}.jsonl").write_text(json.dumps(header) + "\n" + "".join(rest))
     store.root.mkdir()
     deny(store.root, read=False)
-    done = store.awl(["import", str(sources)], store.base)
-    assert done.returncode == 1
     folder = project_dir(store.base / "p1", store.root)
-    said, summary = done.stdout.splitlines()
-    assert said == f"{folder}: cannot create the session folder: Permission denied"
-    assert summary.startswith("3 sessions, ") and summary.endswith("; 3 errors"), summary
+    # A dry run says what the import then does, though it makes no folder.
+    for dry in (["--dry-run"], []):
+        done = store.awl(["import", *dry, str(sources)], store.base)
+        assert done.returncode == 1
+        said, summary = done.stdout.splitlines()
+        assert said == f"{folder}: cannot create the session folder: Permission denied"
+        assert summary.startswith("3 sessions, ") and summary.endswith("; 3 errors"), summary
+    # A project folder there already that may not be written in (another user's, as
+    # after a run with sudo): the dry run says what the import then says.
+    folder.mkdir()
+    deny(folder, read=False)
+    runs = [store.awl(["import", *dry, str(sources)], store.base) for dry in (["--dry-run"], [])]
+    assert [done.returncode for done in runs] == [1, 1]
+    dry_said, now_said = (done.stdout.splitlines()[:-1] for done in runs)
+    assert dry_said == now_said and now_said, now_said
+    assert all(str(folder) in x for x in now_said), now_said
 
 
 @pytest.mark.parametrize("how", ["folder", "the file inside", "--from claude"])

@@ -51,7 +51,9 @@ from ..store import (
     DiskText,
     NewEntry,
     SessionManager,
+    creation_problem,
     format_timestamp,
+    held_by_writer,
     settle_creation,
 )
 from . import _claude, _codex, _pi
@@ -635,6 +637,9 @@ class _Import:
                         f"the awl log's torn last line ({self.manager.stats.trimmed} bytes) "
                         f"was moved to {path_text(os.fspath(corrupt_path(path)))}"
                     )
+            elif exists and held_by_writer(path):
+                # A dry run looks without the lock: the import would find it held.
+                raise SessionBusy(path)
             if exists:
                 # Under the lock now: what earlier imports wrote, from the log itself.
                 self.imported = read_records(path)
@@ -1282,6 +1287,11 @@ class _Import:
             # makes, with no tree entry of its own, moves it from there.
             self.leaf_before = keys[-1]
         if self.dry_run:
+            if self.manager is None and self.written == 1 and not os.path.lexists(self.path):
+                # What making the log would meet, looked at without making it.
+                problem = creation_problem(self.path)
+                if problem is not None:
+                    raise SessionWriteError(problem)
             for key in keys:
                 ids.setdefault(key, "")
             if final:

@@ -67,7 +67,7 @@ if TYPE_CHECKING:
     from ._header import CLAUDE_TYPES, foreign_log
     from ._ids import uuid7
     from ._listing import SessionInfo, list_all_sessions, list_sessions, session_info
-    from ._logfile import read_header
+    from ._logfile import creation_problem, held_by_writer, read_header
     from ._native_loader import scanner_description
     from ._reindex import (
         FileResult,
@@ -148,6 +148,8 @@ _HOMES = {
     "list_all_sessions": "_listing",
     "list_sessions": "_listing",
     "session_info": "_listing",
+    "creation_problem": "_logfile",
+    "held_by_writer": "_logfile",
     "read_header": "_logfile",
     "FileResult": "_reindex",
     "ReindexPlan": "_reindex",
@@ -219,6 +221,7 @@ __all__ = [
     "Window",
     "block_to_json",
     "content_block_to_disk",
+    "creation_problem",
     "default_env",
     "disk_message_to_internal",
     "entry_message",
@@ -227,6 +230,7 @@ __all__ = [
     "find_session_ending",
     "foreign_log",
     "format_timestamp",
+    "held_by_writer",
     "is_timestamp",
     "list_all_sessions",
     "list_sessions",

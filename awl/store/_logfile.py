@@ -212,6 +212,61 @@ def _takers(fd: int) -> list[int] | None:
     return takers
 
 
+def _not_awls(folder: Path, st: os.stat_result) -> str | None:
+    """Why awl writes no session in ``folder`` (its ``lstat``), or None.  A project's
+    folder is awl's, made 0700 by the first session: one that is a link, or
+    another user's (planted in a shared session root), could hand the logs to
+    someone else.  The root itself may be a link of the user's."""
+    if not stat.S_ISLNK(st.st_mode) and st.st_uid == os.geteuid():
+        return None
+    whose = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "another user's"
+    return (
+        f"{folder}: the session folder is {whose}; awl writes a session only in a folder of its own"
+    )
+
+
+def creation_problem(path: str | os.PathLike[str]) -> str | None:
+    """What creating the log at ``path`` would fail with, in the words the creation
+    would say it, told without making anything (a dry run's look); None when
+    nothing is seen: a folder that may not be made or written in, a project
+    folder that is a link or another user's."""
+    log = Path(path)
+    folder = log.parent
+    missing, above = None, folder
+    while not os.path.lexists(above) and above.parent != above:
+        missing, above = above, above.parent
+    if missing is None:
+        try:
+            refused = _not_awls(folder, os.lstat(folder))
+        except OSError as exc:
+            return f"{folder}: cannot create the session folder: {exc.strerror}"
+        if refused is not None:
+            return refused
+    if os.access(above, os.W_OK | os.X_OK, effective_ids=True):
+        return None
+    denied = os.strerror(errno.EACCES)
+    if missing is not None:
+        return f"{missing}: cannot create the session folder: {denied}"
+    return f"{log}: cannot create session file: {denied}"
+
+
+def held_by_writer(path: str | os.PathLike[str]) -> bool:
+    """Whether a writer's lock on the log at ``path`` is held by a process that runs
+    (or by one this process cannot see, in another pid namespace), as
+    ``/proc/locks`` tells (Linux; False when it cannot tell): what a writer's
+    open would find busy, told without taking the lock, which would make a
+    writer that starts meanwhile find it busy itself (a dry run's look)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        takers = _takers(fd)
+    finally:
+        os.close(fd)
+    return takers is not None and any(pid <= 0 or _running(pid) for pid in takers)
+
+
 _PF_EXITING = 0x4  # the kernel's flag of a process being torn down (include/linux/sched.h)
 
 
@@ -345,15 +400,9 @@ class LogFile:
             raise SessionWriteError(
                 f"{exc.filename or path.parent}: cannot create the session folder: {exc.strerror}"
             ) from None
-        # A project's folder is awl's, made 0700 by the first session: one that is a
-        # link, or another user's (planted in a shared session root), could hand
-        # the logs to someone else.  The root itself may be a link of the user's.
-        if stat.S_ISLNK(folder.st_mode) or folder.st_uid != os.geteuid():
-            whose = "a symbolic link" if stat.S_ISLNK(folder.st_mode) else "another user's"
-            raise SessionWriteError(
-                f"{path.parent}: the session folder is {whose}; awl writes a session only "
-                "in a folder of its own"
-            )
+        refused = _not_awls(path.parent, folder)
+        if refused is not None:
+            raise SessionWriteError(refused)
         tmp = creating_path(path, os.getpid())
         # Not truncated at the open: the hidden name may be another writer's of this
         # process whose log is not yet placed (its lock says so), to be left whole.
