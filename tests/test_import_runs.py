@@ -1305,6 +1305,36 @@ def test_a_dry_run_says_of_copies_in_one_run_what_the_import_then_does(
     assert (dry_sum.failed, dry_sum.conflicts) == (real_sum.failed, real_sum.conflicts)
 
 
+@pytest.mark.parametrize("jobs", [1, 3])
+@pytest.mark.parametrize("edited", [False, True])
+def test_a_dry_run_checks_a_third_copy_against_what_the_second_added(
+    tmp_path: Path, jobs: int, edited: bool
+) -> None:
+    """Three copies: the first ends in a line still being written, the second holds
+    the whole session (an import adds its rest to the first's), the third a
+    start of it, perhaps edited since.  The import checks the third against
+    what the second added; so does the dry run, which says what then happens."""
+    lines = PI_FULL.read_bytes().splitlines(keepends=True)
+    paths = [tmp_path / name / PI_FULL.name for name in "abc"]
+    for p in paths:
+        p.parent.mkdir()
+    half = lines[-2][: len(lines[-2]) // 2]
+    paths[0].write_bytes(b"".join(lines[:-2]) + half + b"x" * 5000)  # the largest: first
+    paths[1].write_bytes(b"".join(lines))
+    last = lines[-2].replace(b"e", b"E", 1) if edited else lines[-2]
+    paths[2].write_bytes(b"".join(lines[:-2]) + last)
+    specs = [SourceSpec(str(p), size=p.stat().st_size) for p in paths]
+    root = tmp_path / "root"
+    dry, dry_sum = import_sessions(
+        specs, jobs=jobs, dry_run=True, session_dir=root, system_prompt=PROMPT
+    )
+    real, real_sum = import_sessions(specs, jobs=jobs, session_dir=root, system_prompt=PROMPT)
+    want = ["imported", "updated", "conflict" if edited else "unchanged"]
+    assert [r.status for r in real] == want
+    assert [r.status for r in dry][2] == want[2]
+    assert dry_sum.failed == real_sum.failed == edited
+
+
 def test_a_dry_run_copy_holding_more_than_the_one_taken_first_says_so(tmp_path: Path) -> None:
     """A later copy that holds more than the run's first would take (the first ends
     in a line still being written): a real run adds it to that import, which a

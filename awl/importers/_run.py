@@ -289,7 +289,9 @@ def start_import(
         work.run()
         would = r.would_record if r.status in ("imported", "updated") else None
         if work.dry_records is not None and would is not None and r.path is not None:
-            work.dry_records.setdefault(r.path, would)
+            # The latest: a copy that holds more than the one before adds to the log,
+            # whose last record then is its own.
+            work.dry_records[r.path] = would
     except (SessionError, OSError, FormatError) as exc:
         # (FormatError: an entry the store would not write, which the converters
         # never plan; said as this session's error, not the run's end.)
