@@ -730,6 +730,11 @@ def test_a_file_of_no_known_format_is_refused_with_one_line(tmp_path: Path, root
     assert out.exit_code == 1, out.output
     assert out.output.splitlines()[-1].endswith("1 with nothing to import, 1 file not a session")
     (only_pi / "empty.jsonl").unlink()
+    # But a file whose first line is still being written may be one: not nothing found.
+    (only_pi / "begun.jsonl").write_bytes(CODEX_HARBOR.read_bytes()[:100])
+    out = cli("import", "--from", "codex", str(only_pi))
+    assert out.exit_code == 0, out.output
+    (only_pi / "begun.jsonl").unlink()
     out = cli("import", "--from", "codex", str(PI_FULL))
     assert out.exit_code == 1
     assert out.output.splitlines()[0] == f"{PI_FULL}: not a Codex session (it looks like pi's)"

@@ -39,6 +39,7 @@ class ImportSummary:
     errors: int = 0
     refused: int = 0  # files found in a folder that are no session log (not errors)
     empty: int = 0
+    blank: int = 0  # of the empty: files that hold nothing (no sign of any format)
     skipped: int = 0  # source lines skipped
     reasons: dict[str, int] = field(default_factory=dict)  # why, how many lines
     unrecognised: dict[str, int] = field(default_factory=dict)
@@ -64,6 +65,7 @@ class ImportSummary:
             self.busy += 1
         elif r.status == "empty":
             self.empty += 1
+            self.blank += r.blank
         elif r.status == "refused" and not r.explicit:
             self.refused += 1
         else:
@@ -83,9 +85,9 @@ class ImportSummary:
     def failed(self) -> bool:
         """Some session could not be imported (an error, a session busy in another
         process) or conflicts with its earlier import; or the folders walked held
-        files but no session log (of the format asked), so nothing was found: an
-        empty file beside them is no sign of one."""
-        nothing = self.sessions == self.empty and self.refused > 0
+        files but no session log (of the format asked), so nothing was found: a
+        file that holds nothing beside them is no sign of one."""
+        nothing = self.sessions == self.blank and self.refused > 0
         return self.errors > 0 or self.conflicts > 0 or self.busy > 0 or nothing
 
     def as_json(self) -> dict[str, Any]:

@@ -154,6 +154,9 @@ class ImportResult:
     # Filed under the run's ``fallback_cwd`` (``--cwd``): its log records no
     # usable working directory and no earlier import had filed it.
     by_fallback_cwd: bool = False
+    # Empty for holding nothing at all (no sign of any format), not for holding no
+    # conversation yet.
+    blank: bool = False
     # A dry run's that would write: what its last record would say of the source
     # (its "source" and "files"), for a copy of the session later in the run to
     # be checked against, as it would be against the log (not in as_json).
@@ -459,6 +462,7 @@ class _Import:
             # No whole JSON object at its start: nothing at all, or not a session log.
             if _blank(self.fd):
                 r.status, r.error = "empty", f"{self.shown}: nothing to import: it is empty"
+                r.blank = True
             elif _first_line_unfinished(self.fd):
                 # A session the tool has only begun to write: as a torn last line
                 # is, it is left for the next import, not called no session log.
