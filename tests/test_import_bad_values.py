@@ -400,22 +400,26 @@ def _served(path: str) -> list[tuple[str, str | None, str | None]]:
 
 
 @pytest.mark.parametrize(
-    ("fmt", "at", "grown"),
+    ("fmt", "at", "grown", "tear"),
     [
-        ("pi", -3, -1),
-        ("claude", -3, -1),
-        ("codex", -3, -1),
+        ("pi", -3, -1, "half"),
+        ("claude", -3, -1, "half"),
+        ("codex", -3, -1, "half"),
+        # Torn just after an inner object (a thinking block, a Codex payload), which
+        # is whole and glued to the next line: a value of the torn line, not a line.
+        ("pi", 5, -1, "inner"),
+        ("codex", 5, -1, "inner"),
         # pi's model change on the line, the user's next prompt in what is taken
         # after: the replay of the line sets the model that prompt went to.
-        ("pi", 13, 19),
+        ("pi", 13, 19, "half"),
         # Claude Code's reply split over lines sharing its message id, the next
         # part in what is taken after: the replay makes them one message.
-        ("claude", 4, 5),
+        ("claude", 4, 5, "half"),
     ],
 )
 @pytest.mark.parametrize("seen", [True, False], ids=["torn-then-grown", "at-once"])
 def test_a_torn_line_with_a_whole_one_after_it_on_the_same_line_loses_only_the_torn_part(
-    tmp_path: Path, fmt: str, at: int, grown: int, seen: bool
+    tmp_path: Path, fmt: str, at: int, grown: int, tear: str, seen: bool
 ) -> None:
     """A writer killed midway through a line, then going on with no newline first
     (pi after a crash): the line holds a torn start, then a whole entry.  The
@@ -426,7 +430,9 @@ def test_a_torn_line_with_a_whole_one_after_it_on_the_same_line_loses_only_the_t
     same way."""
     lines = SOURCES[fmt].read_bytes().splitlines(keepends=True)
     k = at % len(lines)
-    torn = lines[k][: len(lines[k]) // 2]
+    end = lines[k].find(b"}") + 1 if tear == "inner" else len(lines[k]) // 2
+    torn = lines[k][:end]
+    assert 0 < end < len(lines[k]) - 2
     src = tmp_path / "torn" / SOURCES[fmt].name
     src.parent.mkdir()
     if seen:

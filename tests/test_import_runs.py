@@ -549,7 +549,7 @@ def test_a_line_an_older_import_skipped_stays_skipped_on_the_replay(
     src.write_bytes(b"\n".join([*lines[:k], lines[k] + lines[k + 1]]) + b"\n")
     with monkeypatch.context() as mp:
         mp.setattr(_run, "split_glued", lambda raw: None)  # as an older awl read it
-        mp.setattr(_run, "after_torn", lambda raw: None)
+        mp.setattr(_run, "after_torn", lambda raw, is_line: None)
         old = run(src)
     assert [n for _, n, _ in old.skipped] == [k + 1] and old.path is not None
     before = _flat(old.path)

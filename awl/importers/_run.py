@@ -196,6 +196,12 @@ class ImportResult:
 
 
 _MODULES: dict[str, Any] = {"pi": _pi, "claude": _claude, "codex": _codex}
+# The types of each format's lines: what a line's torn start is told from (after_torn).
+_LINE_TYPES: dict[str, frozenset[str]] = {
+    "pi": frozenset(_pi.KNOWN_TYPES),
+    "claude": _claude.CHAIN | _claude.OTHER_TYPES,
+    "codex": _codex.LINE_TYPES,
+}
 _CONVERTERS: dict[str, type[Converter]] = {
     "pi": _pi.PiConverter,
     "claude": _claude.ClaudeConverter,
@@ -443,6 +449,8 @@ class _Import:
         self.head_repaired: set[int] = set()  # lines of the head taken repaired
         self.head_raws: dict[int, bytes] = {}  # the bytes of the head's lines
         self.dry_records: dict[str, dict[str, Any]] | None = None  # see start_import
+        # Whether an object is one of the format's lines (set as converting begins).
+        self.is_line: Callable[[dict[str, Any]], bool] = lambda obj: False
         self.hashing: Hashing | None = None  # the main file's, kept as it is read
         self.earlier: Any = None  # the source the last import record names
         self.earlier_would = False  # and that record is one this dry run would write
@@ -891,6 +899,8 @@ class _Import:
         b.notes = r.notes  # one list: the record of each batch says its own
         conv = _CONVERTERS[fmt](b, info)
         self.b, self.conv, self.info, self.files, self.path = b, conv, info, files, path
+        types = _LINE_TYPES[fmt]
+        self.is_line = lambda obj: obj.get("type") in types
         main = files[0]
         boundary = main.consumed
         # Where earlier imports ended a batch or a pass: replaying flushes there, as they did.
@@ -963,7 +973,7 @@ class _Import:
                     feed(obj, number)
                 elif terminated and not blank(taken) and number not in skipped_before:
                     whole = split_glued(taken)
-                    if whole is None and (torn := after_torn(taken)) is not None:
+                    if whole is None and (torn := after_torn(taken, self.is_line)) is not None:
                         whole = torn[1]  # taken then too, its torn start skipped
                     for o, _, _ in whole or ():
                         feed(o, number)
@@ -1091,7 +1101,7 @@ class _Import:
                 for k, (_, _, what) in enumerate(glued, 1)
                 if what
             )
-        if obj is None and terminated and (torn := after_torn(raw)) is not None:
+        if obj is None and terminated and (torn := after_torn(raw, self.is_line)) is not None:
             # A torn line, then whole ones with no newline before them: pi goes on so
             # after a crash.  The torn start is skipped (and said), the rest taken.
             at, glued = torn

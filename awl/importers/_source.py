@@ -657,31 +657,65 @@ def split_glued(raw: bytes) -> list[Glued] | None:
 TORN_START = "a torn line ("
 """How the reason :func:`after_torn`'s skipped start is given begins."""
 
-_MAX_TORN_TRIES = 64  # starts of an object tried in one line that is not JSON
+_MAX_TORN_TRIES = 512  # starts of an object tried in one line that is not JSON
+_TORN_READS = 4  # and the bytes they read, in all: this many times the line's
 
 
-def after_torn(raw: bytes) -> tuple[int, list[Glued]] | None:
+def after_torn(
+    raw: bytes, is_line: Callable[[dict[str, Any]], bool]
+) -> tuple[int, list[Glued]] | None:
     """A line that begins with a torn one (a writer stopped midway through a line,
     and the next line came after it with no newline between, as pi writes
     when it goes on after a crash), then whole JSON objects: where they begin,
-    and each (:data:`Glued`); None unless the line ends in whole objects.  The
-    starts of an object (``{"``) are tried from the left, so that the most of
-    the line is taken, at most :data:`_MAX_TORN_TRIES` of them."""
+    and each (:data:`Glued`); None unless the line ends in whole objects, the
+    first of which ``is_line`` (one of the format's lines, not a value inside
+    one: a tear just after an inner object's brace leaves that object whole).
+
+    The starts of an object (``{"``) are tried from the end of the line back,
+    each read from there to the end, and the first of the line that holds
+    whole objects from there on is taken (the most of the line): the whole
+    lines after a tear are short next to a long line that is no JSON, which
+    costs at most :data:`_TORN_READS` reads of itself."""
     if type(raw) is Passed:
         return None
-    at = 0
+    view = memoryview(raw)
+    found: tuple[int, list[Glued]] | None = None
+    at, spent = len(raw), 0
     for _ in range(_MAX_TORN_TRIES):
-        at = raw.find(b'{"', at + 1)
-        if at < 0:
+        at = raw.rfind(b'{"', 1, at)  # not the line's own start: that is no object
+        spent += len(raw) - at
+        if at < 1 or spent > _TORN_READS * len(raw):
+            break
+        objects = _objects_from(raw, view, at, is_line)
+        if objects is not None:
+            found = (at, objects)
+    return found
+
+
+def _objects_from(
+    raw: bytes, view: memoryview, at: int, is_line: Callable[[dict[str, Any]], bool]
+) -> list[Glued] | None:
+    """The whole objects ``raw`` holds from ``at`` to its end, the first a line (see
+    :func:`after_torn`); None when it holds anything else."""
+    try:
+        obj = orjson.loads(view[at:])
+    except orjson.JSONDecodeError as exc:
+        if exc.msg != _GLUED:
             return None
-        part = raw[at:]
-        obj, _, repaired = parse(part)
-        if obj is not None:
-            return at, [(obj, None if repaired else part, repaired)]
-        glued = split_glued(part)
-        if glued is not None:
-            return at, glued
-    return None
+        # The first object alone first (orjson counts characters: at most four bytes
+        # each), before the rest is split.
+        try:
+            first = orjson.loads(raw[at : at + 4 * exc.pos].decode("utf-8", "replace")[: exc.pos])
+        except orjson.JSONDecodeError:
+            return None
+        if type(first) is not dict or not is_line(first):
+            return None
+        return split_glued(raw[at:])
+    if type(obj) is not dict or not is_line(obj):
+        return None
+    part = raw[at:]
+    got, _, repaired = parse(part, read=obj)  # a number orjson rounds, a nesting
+    return None if got is None else [(got, None if repaired else part, repaired)]
 
 
 def _glued(obj: dict[str, Any], part: bytes) -> Glued:
