@@ -173,6 +173,46 @@ def test_a_tool_calls_input_is_found_as_the_model_meant_it(root: Path) -> None:
     assert found([log], '\\"hi\\"') == [("0000000a", "toolUse", 0)]  # the input's text as stored
 
 
+_ESCAPED = st.lists(
+    st.sampled_from(
+        [
+            "a",
+            "é",
+            "🙂",
+            "\\",
+            '\\"',
+            "\\n",
+            "\\/",
+            "\\u00e9",
+            "\\uD83D\\uDE42",
+            "\\uD83D",
+            "\\uZZ",
+            "\\x41",
+            "{",
+            '"',
+        ]
+    ),
+    max_size=12,
+).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_ESCAPED)
+def test_each_place_of_a_decoded_input_is_where_that_much_of_it_is_stored(text: str) -> None:
+    """Where a match in a tool call's decoded input lies in the input as stored:
+    the stored text up to that place decodes to the decoded text up to it, and
+    back again."""
+    from awl.store._search_fallback import decode_once_more, decoded_places, stored_places
+
+    decoded = decode_once_more(text)
+    wanted = list(range(len(decoded) + 1))
+    places = stored_places(text, wanted)
+    assert places == sorted(places) and places[-1] == len(text)
+    for p, q in zip(wanted, places, strict=True):
+        assert decode_once_more(text[:q]) == decoded[:p], (p, q)
+    assert decoded_places(text, places) == wanted
+
+
 def test_a_tool_call_found_as_the_model_meant_it_is_shown_as_stored(root: Path) -> None:
     """However the query found the call (in its input as stored, or decoded once
     more), the snippet is the input as stored, as awl show shows it, and each

@@ -26,7 +26,7 @@ import sys
 import threading
 from _queue import SimpleQueue  # queue's own import costs a millisecond
 from collections import deque
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from itertools import islice
 from pathlib import Path
 from typing import Any, Generic, NamedTuple, TypeVar
@@ -50,9 +50,10 @@ from ._search_fallback import (
     BLOCK_KINDS,
     ROLES,
     Matcher,
-    decode_once_more,
+    decoded_places,
     line_matches,
     load,
+    stored_places,
 )
 
 PIECE = 8 << 20
@@ -616,15 +617,20 @@ def _count_lines(plan: _Plan, log: _Log, offset: int) -> int:
     return log.lines + 1
 
 
+_Between = Callable[[int, int], Iterable[tuple[int, int]]]
+"""The matches in a text between two of its places, in order (start, length)."""
+
+
 def _snippet(
-    text: str, spans: Iterator[tuple[int, int]]
+    text: str, first: tuple[int, int], between: _Between
 ) -> tuple[str, tuple[int, int], tuple[tuple[int, int], ...]]:
-    """The block's text around its first match, as it is (a terminal's line shows
-    its newlines and tabs as spaces; ``--json`` gives it exactly, so that a
-    match is what it marks); where that match is in it, and every match it
-    shows (the first included, as grep colours them).  ``spans``: the matches in
-    ``text`` (:func:`_spans`), in order."""
-    at, width = next(spans, (0, 0))
+    """The block's text around its ``first`` match, as it is (a terminal's line
+    shows its newlines and tabs as spaces; ``--json`` gives it exactly, so that
+    a match is what it marks); where that match is in it, and every match it
+    shows (the first included, as grep colours them), which ``between`` finds
+    after the first and no further than the snippet: a block may be
+    megabytes long."""
+    at, width = first
     # Room for the whole match (a query pasted from a long error line is longer
     # than a snippet), and a third of what is left before it, less when the
     # text ends sooner: a short text is shown whole.
@@ -635,12 +641,34 @@ def _snippet(
     tail = "…" if start + room < len(text) else ""
     shift = len(lead) - start
     shown = [(at + shift, at + width + shift)]
-    # The others the snippet shows, no further: a block may be megabytes long.
-    for more, size in spans:
-        if size == 0 or more + size > start + room:
+    for more, size in between(at + width, start + room):
+        if size == 0:
             break
         shown.append((more + shift, more + size + shift))
     return lead + piece + tail, shown[0], tuple(shown)
+
+
+def _searcher(text: str, plan: _Plan) -> _Between:
+    """The matches in ``text`` between two of its places (see :data:`_Between`)."""
+    return lambda lo, hi: ((lo + at, size) for at, size in _spans(text[lo:hi], plan))
+
+
+def _snippet_as_stored(
+    stored: str, decoded: str, plan: _Plan
+) -> tuple[str, tuple[int, int], tuple[tuple[int, int], ...]]:
+    """:func:`_snippet` of a tool call's input found in its decoding (``decoded``):
+    shown as stored (as awl show shows it), each match marking the stored
+    text it came from."""
+    at, width = next(_spans(decoded, plan), (0, 0))
+    lo, hi = stored_places(stored, [at, at + width])
+
+    def between(start: int, end: int) -> list[tuple[int, int]]:
+        d_start, d_end = decoded_places(stored, [start, end])
+        found = [(d_start + a, w) for a, w in _spans(decoded[d_start:d_end], plan) if w]
+        ends = stored_places(stored, [p for a, w in found for p in (a, a + w)])
+        return [(ends[k], ends[k + 1] - ends[k]) for k in range(0, len(ends), 2)]
+
+    return _snippet(stored, (lo, hi - lo), between)
 
 
 def _spans(text: str, plan: _Plan) -> Iterator[tuple[int, int]]:
@@ -729,15 +757,12 @@ def _hits(plan: _Plan, log: _Log, raw: list[RawHit]) -> Iterator[SearchHit | Sea
         entry = obj.get("id")
         role = obj["message"]["role"]
         for index, block, text, stored in line_matches(obj, plan.matcher, q.roles, q.kinds):
-            spans = _spans(text, plan)
-            if stored is not None:
-                # Found in a tool call's input decoded once more: shown as stored (as
-                # awl show shows it), each match marking the stored text it came from.
-                places: list[int] = []
-                decode_once_more(stored, places)
-                spans = ((places[a], places[a + w] - places[a]) for a, w in spans)
-                text = stored
-            snippet, match, matches = _snippet(text, spans)
+            if stored is None:
+                snippet, match, matches = _snippet(
+                    text, next(_spans(text, plan), (0, 0)), _searcher(text, plan)
+                )
+            else:
+                snippet, match, matches = _snippet_as_stored(stored, text, plan)
             yield SearchHit(
                 log.session,
                 log.path,

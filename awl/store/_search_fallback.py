@@ -14,6 +14,7 @@ lines that are not whole objects never match.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -37,54 +38,89 @@ def _hex4(text: str, at: int) -> int:
     return int(chunk, 16)
 
 
-def decode_once_more(text: str, places: list[int] | None = None) -> str:
-    """``text`` (a tool call's input, JSON text) with its backslash escapes decoded.
-
-    A backslash that starts no valid escape, and a lone surrogate, are kept
-    as they are (the input need not be valid JSON).  ``places``, when given,
-    gets where each decoded character starts in ``text``, then ``len(text)``:
-    where a match in the decoded text lies in ``text``.
-    """
-    if "\\" not in text:
-        if places is not None:
-            places.extend(range(len(text) + 1))
-        return text
-    out: list[str] = []
+def _pieces(text: str) -> Iterator[tuple[int, int, str]]:
+    """:func:`decode_once_more`'s pieces of ``text``, in order: where each starts and
+    ends in ``text``, and what it decodes to (a run without a backslash, as it
+    is; an escape, one character; a backslash that starts none, itself)."""
     i, n = 0, len(text)
     while i < n:
         j = text.find("\\", i)
         if j < 0:
             j = n
-        out.append(text[i:j])
-        if places is not None:
-            places.extend(range(i, j))
+        if j > i:
+            yield i, j, text[i:j]
         if j == n:
-            break
+            return
         i = j
-        if places is not None:
-            places.append(i)  # one character, whatever the escape decodes to
         nxt = text[i + 1] if i + 1 < n else ""
         if nxt in _SIMPLE and nxt:
-            out.append(_SIMPLE[nxt])
+            yield i, i + 2, _SIMPLE[nxt]
             i += 2
             continue
         if nxt == "u":
             cp = _hex4(text, i + 2)
             if cp >= 0 and not 0xD800 <= cp <= 0xDFFF:
-                out.append(chr(cp))
+                yield i, i + 6, chr(cp)
                 i += 6
                 continue
             if 0xD800 <= cp <= 0xDBFF and text[i + 6 : i + 8] == "\\u":
                 lo = _hex4(text, i + 8)
                 if 0xDC00 <= lo <= 0xDFFF:
-                    out.append(chr(0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00)))
+                    yield i, i + 12, chr(0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00))
                     i += 12
                     continue
-        out.append("\\")  # kept as it is; what follows is read as text
+        yield i, i + 1, "\\"  # kept as it is; what follows is read as text
         i += 1
-    if places is not None:
-        places.append(n)
-    return "".join(out)
+
+
+def decode_once_more(text: str) -> str:
+    """``text`` (a tool call's input, JSON text) with its backslash escapes decoded.
+
+    A backslash that starts no valid escape, and a lone surrogate, are kept
+    as they are (the input need not be valid JSON).
+    """
+    if "\\" not in text:
+        return text
+    return "".join(piece for _, _, piece in _pieces(text))
+
+
+def stored_places(text: str, decoded: Sequence[int]) -> list[int]:
+    """Where each of the places ``decoded`` (ascending, in
+    :func:`decode_once_more` of ``text``; its length for its end) is in
+    ``text``: where a match found in the decoded text lies in the text as
+    stored.  One walk, nothing kept for each character (an input may be
+    megabytes)."""
+    out: list[int] = []
+    k, before = 0, 0  # the next place; the decoded characters before the piece
+    for start, end, piece in _pieces(text):
+        if k == len(decoded):
+            return out  # no further than the last place asked for
+        size = len(piece)
+        while k < len(decoded) and decoded[k] < before + size:
+            # In a run, place for place; in an escape, at its backslash.
+            out.append(start + decoded[k] - before if end - start == size else start)
+            k += 1
+        before += size
+    out.extend(len(text) for _ in decoded[k:])
+    return out
+
+
+def decoded_places(text: str, stored: Sequence[int]) -> list[int]:
+    """The other way (see :func:`stored_places`): where each of the places
+    ``stored`` (ascending, in ``text``) is in its decoding, one inside an
+    escape at that escape's character."""
+    out: list[int] = []
+    k, before = 0, 0
+    for start, end, piece in _pieces(text):
+        if k == len(stored):
+            return out
+        size = len(piece)
+        while k < len(stored) and stored[k] < end:
+            out.append(before + stored[k] - start if end - start == size else before)
+            k += 1
+        before += size
+    out.extend(before for _ in stored[k:])
+    return out
 
 
 class Matcher:
