@@ -344,14 +344,13 @@ def _signals_held() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    held = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    saved = [signal.getsignal(s) for s in held]
-    for s in held:
+    saved = [signal.getsignal(s) for s in _STOPS]
+    for s in _STOPS:
         signal.signal(s, _already_stopping)
     try:
         yield
     finally:
-        for s, handler in zip(held, saved, strict=True):
+        for s, handler in zip(_STOPS, saved, strict=True):
             signal.signal(s, handler if handler is not None else signal.SIG_DFL)
 
 

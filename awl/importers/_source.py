@@ -807,24 +807,17 @@ def _no_surrogates(value: Any) -> Any:
     return value
 
 
-def _words(exc: Exception) -> str:
-    """orjson's reason, without where it is (``: line 1 column 6 (char 5)``): the
-    reason may hold a colon of its own (``expected ':' after key``)."""
-    text = str(exc)
-    at = text.rfind(": line ")
-    return (text[:at] if at >= 0 else text).strip()
-
-
-def _reason(exc: Exception, raw: bytes) -> str:
-    """Why ``raw`` is not JSON, in a few words."""
-    text = _words(exc)
+def _reason(exc: orjson.JSONDecodeError, raw: bytes) -> str:
+    """Why ``raw`` is not JSON, in a few words: orjson's, without where (which may
+    hold a colon of their own: ``expected ':' after key``)."""
+    text = exc.msg.strip()
     if text.startswith("str is not valid UTF-8"):
         # orjson's words, said before anything else it finds wrong; bytes that are
         # not UTF-8 alone would have been repaired: what else is wrong is said.
         try:
             orjson.loads(raw.decode("utf-8", "replace"))
         except orjson.JSONDecodeError as again:
-            text = _words(again)
+            text = again.msg.strip()
         else:
             text = "bytes that are not UTF-8"
     return text[:80] or "malformed"

@@ -41,14 +41,12 @@ _CONTROLS_ONE_LINE = re.compile(
 )
 # Whether a text holds any of the above, in one character class: a search for it
 # runs several times faster than the substitutions, which are then left out of
-# the common text that holds none (a flag is looked at from its black flag on).
+# the common text that holds none (a region's flag holds tags, which are here).
 _ANY = re.compile(
-    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff"
-    + _HIDDEN
-    + r"\U0001f3f4]"
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff" + _HIDDEN + "]"
 )
 _ANY_ONE_LINE = re.compile(
-    r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff" + _HIDDEN + r"\U0001f3f4]"
+    r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff" + _HIDDEN + "]"
 )
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
