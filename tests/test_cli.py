@@ -327,7 +327,8 @@ def test_sessions_names_a_log_it_cannot_stat_by_its_file_name(
     (folder / "notes.jsonl").write_bytes(b'{"x":1}\n')  # not a log's name
     rows = cli("sessions").output.splitlines()
     when = local_time("2026-04-25T17:40:15.990Z")
-    assert f"019dc5bd-0000  {when}  unreadable: {folder / name}: No such file or directory" in rows
+    gone = f"{folder / name}: a link to {root / 'gone.jsonl'}, which does not exist"
+    assert f"019dc5bd-0000  {when}  unreadable: {gone}" in rows  # as every command says it
     assert any(r.startswith("notes  ????-??-?? ??:??  unreadable: ") for r in rows)
 
 

@@ -31,6 +31,7 @@ from ..errors import FormatError, SessionError
 from ..paths import (
     SESSION_FILE_RE,
     log_files,
+    missing_text,
     project_dir,
     project_folders,
     recorded_cwd,
@@ -506,7 +507,8 @@ def session_info(
     except OSError as exc:
         # A dangling symlink, a log removed meanwhile: its name still says which.
         sid, created = _name_info(log)
-        return SessionInfo(log, sid, where or "", created, "", 0, error=f"{log}: {exc.strerror}")
+        # In the words every command uses (a link to nothing named as one).
+        return SessionInfo(log, sid, where or "", created, "", 0, error=missing_text(log, exc))
     return _full_info(log, where, st)
 
 
