@@ -637,6 +637,11 @@ def test_a_session_that_could_not_be_written_reports_no_lines_as_taken(tmp_path:
     r = import_source(SourceSpec(str(src)), system_prompt=PROMPT, session_dir=not_a_folder)
     assert r.status == "error" and r.error is not None
     assert (r.skipped, r.notes, r.entries, r.unrecognised) == ([], [], 0, {})
+    # A dry run says the same, though it makes no folder.
+    dry = import_source(
+        SourceSpec(str(src)), system_prompt=PROMPT, session_dir=not_a_folder, dry_run=True
+    )
+    assert (dry.status, dry.error) == (r.status, r.error)
     _, summary = import_sessions(
         [SourceSpec(str(src))], jobs=1, session_dir=not_a_folder, system_prompt=PROMPT
     )

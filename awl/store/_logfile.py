@@ -242,6 +242,9 @@ def creation_problem(path: str | os.PathLike[str]) -> str | None:
             return f"{folder}: cannot create the session folder: {exc.strerror}"
         if refused is not None:
             return refused
+    if missing is not None and not os.path.isdir(above):
+        # A file where a folder must be (the mkdir under it would say so).
+        return f"{missing}: cannot create the session folder: {os.strerror(errno.ENOTDIR)}"
     if os.access(above, os.W_OK | os.X_OK, effective_ids=True):
         return None
     denied = os.strerror(errno.EACCES)
