@@ -1303,7 +1303,7 @@ class _Import:
             # makes, with no tree entry of its own, moves it from there.
             self.leaf_before = keys[-1]
         if self.dry_run:
-            if self.manager is None and self.written == 1 and not os.path.lexists(self.path):
+            if self.written == 1 and not os.path.lexists(self.path):
                 # What making the log would meet, looked at without making it.
                 problem = creation_problem(self.path)
                 if problem is not None:

@@ -30,24 +30,17 @@ _HIDDEN = (
     r"\U000e0000-\U000e007f"
 )
 _FLAG = r"(\U0001f3f4[\U000e0020-\U000e007e]+\U000e007f)|"
-_CONTROLS = re.compile(
-    _FLAG
-    + r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff"
-    + _HIDDEN
-    + r"]|\r(?!\n)"
-)
-_CONTROLS_ONE_LINE = re.compile(
-    _FLAG + r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff" + _HIDDEN + "]"
-)
+# What is escaped but C0 controls: C1 controls, bidi overrides and isolates,
+# lone surrogates, and the above.
+_OTHERS = r"\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff" + _HIDDEN
+_C0 = r"\x00-\x08\x0b\x0c\x0e-\x1f"  # (not a newline, a tab, a carriage return)
+_CONTROLS = re.compile(_FLAG + f"[{_C0}{_OTHERS}]" + r"|\r(?!\n)")
+_CONTROLS_ONE_LINE = re.compile(_FLAG + rf"[\x00-\x1f{_OTHERS}]")
 # Whether a text holds any of the above, in one character class: a search for it
 # runs several times faster than the substitutions, which are then left out of
 # the common text that holds none (a region's flag holds tags, which are here).
-_ANY = re.compile(
-    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff" + _HIDDEN + "]"
-)
-_ANY_ONE_LINE = re.compile(
-    r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff" + _HIDDEN + "]"
-)
+_ANY = re.compile(rf"[{_C0}\r{_OTHERS}]")
+_ANY_ONE_LINE = re.compile(rf"[\x00-\x1f{_OTHERS}]")
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
