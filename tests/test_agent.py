@@ -1668,10 +1668,16 @@ def test_conversation_of_a_resumed_agent_matches_the_log(
             "the others did not run. They are",
         ),
         (["bash", "read"], False, "2 tool calls unanswered (bash, read): none of them ran. They"),
+        (
+            ["bash", "read"],
+            2,
+            "2 tool calls unanswered (bash, read): any of them may have run, in part or in "
+            "whole. They are",
+        ),
     ],
 )
 def test_a_resume_says_which_unanswered_calls_may_have_run(
-    names: list[str], started: bool, said: str
+    names: list[str], started: int, said: str
 ) -> None:
     from awl.ui._repl import unanswered_note
 

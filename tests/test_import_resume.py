@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from awl import Message, Opaque, SessionManager
-from awl.agent import INTERRUPTED_IN_FLIGHT, INTERRUPTED_RESULT, SYSTEM_PROMPT, Agent
+from awl.agent import INTERRUPTED_IN_FLIGHT, SYSTEM_PROMPT, Agent
 from awl.importers import import_source, plan_import
 from awl.ui import render_message, session_document, session_json, transcript
 from tests.import_fixtures import (
@@ -411,7 +411,8 @@ def test_a_reply_an_import_cut_in_two_has_every_open_call_answered_on_resume(
 ) -> None:
     # Claude Code died mid-round, and an import had taken the reply's first call
     # alone: the reply is two assistant messages, both calls open; a provider
-    # sends the two as one, so both get their interrupted result.
+    # sends the two as one, so both get their interrupted result.  Claude Code
+    # runs calls side by side: either may have run, not only the first.
     c = Claude(str(uuid.uuid5(uuid.NAMESPACE_URL, "split")), "/home/ana/loom", 9)
     c.prompt("Construis puis teste.")
     build = {"type": "tool_use", "id": "toolu_loom_a", "name": "Bash", "input": {"c": "make"}}
@@ -432,7 +433,42 @@ def test_a_reply_an_import_cut_in_two_has_every_open_call_answered_on_resume(
         ("assistant", "tool_use", "toolu_loom_a", "Bash", {"c": "make"}),
         ("assistant", "tool_use", "toolu_loom_b", "Bash", {"c": "make test"}),
         ("user", "tool_result", "toolu_loom_a", INTERRUPTED_IN_FLIGHT),
-        ("user", "tool_result", "toolu_loom_b", INTERRUPTED_RESULT),
+        ("user", "tool_result", "toolu_loom_b", INTERRUPTED_IN_FLIGHT),
+        ("user", "text", "Et maintenant ?"),
+    ]
+
+
+def test_every_open_call_of_an_imported_round_may_have_run(
+    tmp_path: Path, server: FakeServer
+) -> None:
+    """Claude Code ran three reads side by side and died with only the second's
+    result written: the first and the third may have run as well (awl's own
+    rule, calls one at a time, made the third "not run"), and a resume says so."""
+    c = Claude(str(uuid.uuid5(uuid.NAMESPACE_URL, "side-by-side")), "/home/ana/loom", 9)
+    c.prompt("Lis les trois.")
+    calls = [
+        {"type": "tool_use", "id": f"toolu_side_{k}", "name": "Read", "input": {"p": k}}
+        for k in "abc"
+    ]
+    holders = c.reply(calls, stop="tool_use")
+    c.result("toolu_side_b", holders[1], "contenu de b")
+    src = tmp_path / "projects" / "-home-ana-loom" / f"{c.sid}.jsonl"
+    write(src, c.lines)
+    r = _import_at(src)
+    with SessionManager.open(r.path) as m:
+        agent = Agent(m, base_url=server.url)
+        pending, ran = agent.open_calls()
+        assert ([u.id for u in pending], ran) == (["toolu_side_a", "toolu_side_c"], 2)
+    from awl.ui._repl import unanswered_note
+
+    assert "(Read, Read): any of them may have run, in part or in whole. They" in (
+        unanswered_note(["Read", "Read"], ran)
+    )
+    _, items, _ = _resume(r.path, server, sse.text_reply("Bien."))
+    assert items[-4:] == [
+        ("user", "tool_result", "toolu_side_b", "contenu de b"),
+        ("user", "tool_result", "toolu_side_a", INTERRUPTED_IN_FLIGHT),
+        ("user", "tool_result", "toolu_side_c", INTERRUPTED_IN_FLIGHT),
         ("user", "text", "Et maintenant ?"),
     ]
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,7 +29,7 @@ from awl.conversation import (
 )
 from awl.providers import _anthropic as anthropic
 from awl.providers import _openai as openai
-from awl.providers._history import NO_RESULT
+from awl.providers._history import NO_RESULT, NOT_FINISHED
 
 # A few ids, so that calls and results meet, repeat and go astray; two the
 # APIs refuse as they are (wire_id stands in for them).
@@ -63,10 +64,14 @@ MAKERS = [("anthropic", "m"), ("anthropic", "m-20250101"), ("anthropic", "n"), (
 def histories(draw: st.DrawFn) -> list[Message]:
     """A system message, any run of user and assistant messages (some of them the
     summary of a compaction an import kept, keeping any number of messages before
-    it), and a prompt last (what a request the agent sends ends with)."""
+    it) and, now and then, another system message (an import's: Codex records its
+    instructions again where a session went on), and a prompt last (what a
+    request the agent sends ends with)."""
     out = [Message("system", [Text("Be brief.")])]
     for _ in range(draw(st.integers(0, 8))):
-        if draw(st.booleans()):
+        if draw(st.integers(0, 5)) == 0:
+            out.append(Message("system", [Text(draw(st.sampled_from(["AGENTS.md", "env"])))]))
+        elif draw(st.booleans()):
             kept = draw(st.one_of(st.none(), st.integers(0, 6)))
             out.append(Message("user", draw(st.lists(user_blocks, max_size=4)), kept))
         else:
@@ -84,9 +89,12 @@ def histories(draw: st.DrawFn) -> list[Message]:
 
 
 def _said(history: list[Message]) -> list[str]:
-    """What must reach the model: every text that is not blank, and every result."""
+    """What must reach the model in the messages: every text that is not blank, and
+    every result (a system message's goes apart on Anthropic)."""
     out: list[str] = []
     for m in history[1:]:
+        if m.role == "system":
+            continue
         for b in m.content:
             if isinstance(b, Text) and b.text.strip():
                 out.append(b.text)
@@ -245,6 +253,31 @@ def test_a_call_without_a_result_is_answered_and_the_prompt_kept() -> None:
         {"type": "tool_result", "tool_use_id": "a", "content": NO_RESULT, "is_error": True},
         {"type": "text", "text": "now?"},
     ]
+
+
+@pytest.mark.parametrize("stop", ["error", "length"])
+def test_a_call_of_a_reply_that_did_not_finish_is_answered_as_not_run(stop: str) -> None:
+    """An imported reply that failed or was cancelled midway (pi's ``aborted``) or
+    hit the output limit, its calls left without a result: its tool ran none
+    of them, and the answer says so rather than that no result was recorded."""
+    cut = Message("assistant", [Text("Je vais écr"), ToolUse("w", "write", "{}")])
+    cut.stop_reason = stop
+    whole = Message("assistant", [ToolUse("r", "read", "{}")], stop_reason="toolUse")
+    history = [
+        Message("user", [Text("go")]),
+        cut,
+        Message("user", [Text("again")]),
+        whole,
+        Message("user", [Text("now?")]),
+    ]
+    params: list[Any] = anthropic.to_message_params(history)  # plain JSON
+    assert params[2]["content"][0] == {
+        "type": "tool_result",
+        "tool_use_id": "w",
+        "content": NOT_FINISHED,
+        "is_error": True,
+    }
+    assert params[4]["content"][0]["content"] == NO_RESULT  # a finished reply's call
 
 
 def test_a_call_id_used_again_goes_under_another_with_its_results() -> None:

@@ -37,7 +37,7 @@ from ..conversation import (
 )
 from ..errors import CorruptSession, SessionError, SessionWriteError
 from ..providers import Provider, Response, StreamSink, WaitingSink, check_model, get_provider
-from ..store import SessionManager
+from ..store import MessageEntry, SessionManager
 from ..tools import Tool, ToolOutput, default_tools, run_tool, tool_specs
 
 MAX_TOOL_ROUNDS = 50
@@ -55,8 +55,10 @@ INTERRUPTED_IN_FLIGHT = (
 )
 """The answer, on resume, to the first unanswered tool call of a round cut short.
 
-Calls run one at a time and each result is saved before the next call
-starts, so only this one can have been running when the session ended."""
+awl runs calls one at a time and saves each result before the next call
+starts, so only this one can have been running when the session ended.  Of
+an imported reply, every unanswered call gets it: its tool may have run
+them side by side."""
 
 NOT_RUN_RESULT = (
     "not run: the reply that asked for this tool call did not finish (it was cancelled, "
@@ -136,6 +138,13 @@ def _open_round(conversation: Conversation) -> tuple[int, list[ToolUse]]:
             return 0, []
         answered.update(b.tool_use_id for b in message.content if isinstance(b, ToolResult))
     return 0, []
+
+
+def _imported(entry: MessageEntry) -> bool:
+    """Whether a message came from another tool's log (an import keeps the source's
+    own members beside it, ``x-claude``, ``x-codex``, ``x-pi``): awl's rules for
+    running calls did not hold for it."""
+    return any(key.startswith("x-") for key in entry.extra)
 
 
 def _only_results(message: Message) -> bool:
@@ -254,19 +263,20 @@ class Agent:
         provider = self.provider()
         try:
             request_history(self.conversation)  # each message is loaded once, and kept
-            pending, started, unfinished = self._open_round_state()
+            pending, ran, unfinished = self._open_round_state()
         except CorruptSession as exc:
             raise UnresumableSession(
                 f"this session cannot go on: {exc} "
                 "(nothing was saved; awl reindex --verify names each problem)"
             ) from None
-        # A round cut short: the first call perhaps ran, the others did not.  The
-        # calls of a reply that recorded another end never started.
+        # A round cut short: the calls that may have run (awl's first; any of an
+        # imported reply's), then those that did not.  The calls of a reply that
+        # recorded another end never started.
         answers = [
-            (INTERRUPTED_IN_FLIGHT if not k else INTERRUPTED_RESULT)
-            if started
-            else NOT_RUN_RESULT
+            NOT_RUN_RESULT
             if unfinished
+            else INTERRUPTED_IN_FLIGHT
+            if k < ran
             else INTERRUPTED_RESULT
             for k in range(len(pending))
         ]
@@ -348,33 +358,41 @@ class Agent:
             if rounds >= MAX_TOOL_ROUNDS:
                 return TurnResult("", "error", f"stopped after {rounds} tool rounds", rounds)
 
-    def open_calls(self) -> tuple[list[ToolUse], bool]:
-        """The calls of the last tool round left without a result, and whether the
-        first of them may have run.
+    def open_calls(self) -> tuple[list[ToolUse], int]:
+        """The calls of the last tool round left without a result, and how many of
+        them, from the first, may have run.
 
-        Calls run only after a reply that ended asking for them (stop reason
-        ``toolUse``), one at a time, each result saved before the next call
-        starts; a cancelled, failed or cut-off reply runs none of its calls.
+        awl runs calls only after a reply that ended asking for them (stop
+        reason ``toolUse``), one at a time, each result saved before the next
+        call starts: of its own round only the first may have run.  A
+        cancelled, failed or cut-off reply runs none of its calls.  An
+        imported reply's tool may have run its calls side by side (Claude Code
+        and Codex do): any of them may have run.
         """
-        pending, started, _ = self._open_round_state()
-        return pending, started
+        pending, ran, _ = self._open_round_state()
+        return pending, ran
 
-    def _open_round_state(self) -> tuple[list[ToolUse], bool, bool]:
+    def _open_round_state(self) -> tuple[list[ToolUse], int, bool]:
         """:meth:`open_calls`, and whether the reply asking for the calls recorded
         that it ended otherwise than asking (cancelled, failed, cut off): then
         none of them ever started, and the session did not end."""
         after, pending = _open_round(self.conversation)
         if not pending:
-            return [], False, False
+            return [], 0, False
         entries = self.manager.recent_entries(after + 1)
-        asked = entries[0].message if len(entries) == after + 1 else None
+        entry = entries[0] if len(entries) == after + 1 else None
+        asked = entry.message if entry is not None else None
         started = asked is None or (asked.role == "assistant" and asked.stop_reason == "toolUse")
         unfinished = (
             asked is not None
             and asked.role == "assistant"
             and asked.stop_reason not in (None, "toolUse")
         )
-        return pending, started, unfinished
+        if unfinished:
+            return pending, 0, True
+        if entry is not None and _imported(entry):
+            return pending, len(pending), False
+        return pending, 1 if started else 0, False
 
     def _append(self, message: Message) -> None:
         self.manager.append_message(message, provider=self.provider_name, model=self.model)

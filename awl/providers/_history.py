@@ -62,6 +62,11 @@ def wire_name(raw: str) -> str:
 
 NO_RESULT = "(no result was recorded for this call)"
 
+NOT_FINISHED = "(not run: the reply that asked for this call did not finish)"
+"""What a call without a result gets when its reply recorded that it did not
+finish (cut short by a failure or a cancel, or at the output limit): its
+tool runs no call of such a reply (pi's aborted replies, an API error)."""
+
 
 def opaque_text(block: Opaque) -> str | None:
     """What a request says in place of a block awl's model has no field for: for
@@ -136,23 +141,36 @@ def answered_history(messages: Sequence[Message]) -> list[Message]:
     awl's own sessions are so already; a session imported from another tool may
     not be (a turn the user interrupted, a call its tool never answered, a result
     after a reply the tool dropped), and Anthropic and OpenAI refuse the whole
-    request then.  A call without a result gets :data:`NO_RESULT`; a result
+    request then.  A call without a result gets :data:`NO_RESULT`
+    (:data:`NOT_FINISHED` when its reply did not finish); a result
     without its call (or a second one) goes on as text, so the model still reads
     it.  The calls of the assistant messages at the end are left as they are
     (the agent answers them).  A run of user messages that needs none of this
     is left as it is.  A call whose id an earlier call has (Anthropic wants
     every id once in a request) goes under another, its results with it
-    (:func:`unique_calls`).
+    (:func:`unique_calls`).  A system message between calls and their results
+    goes after the results.
     """
     messages = unique_calls(messages)
     out: list[Message] = []
     k, n = 0, len(messages)
-    calls: dict[str, None] = {}  # the calls since the last user message, in order
+    # The calls since the last user message, in order, and whether their reply
+    # did not finish.
+    calls: dict[str, bool] = {}
+    # System messages met while calls wait for their results (an import's: Codex
+    # records its instructions again where a session went on): sent after the
+    # results, which an API wants right after their calls.
+    held: list[Message] = []
     while k < n:
         m = messages[k]
+        if m.role == "system" and calls:
+            held.append(m)
+            k += 1
+            continue
         if m.role != "user":
             if m.role == "assistant":
-                calls.update((b.id, None) for b in m.content if isinstance(b, ToolUse))
+                cut = m.stop_reason in ("error", "length")
+                calls.update((b.id, cut) for b in m.content if isinstance(b, ToolUse))
             out.append(m)
             k += 1
             continue
@@ -161,7 +179,7 @@ def answered_history(messages: Sequence[Message]) -> list[Message]:
             end += 1
         wanted, calls = calls, {}
         run = messages[k:end]
-        if _answers(run, wanted):
+        if not held and _answers(run, wanted):
             out += run  # as awl writes rounds: left as it is
             k = end
             continue
@@ -190,14 +208,23 @@ def answered_history(messages: Sequence[Message]) -> list[Message]:
                 else:
                     others.append(Text(f"[the result of tool call {b.tool_use_id}]\n{b.content}"))
             rest.append(others)
-        results += [ToolResult(i, NO_RESULT, is_error=True) for i in wanted]
-        rest[0] = results + rest[0]
+        results += [
+            ToolResult(i, NOT_FINISHED if cut else NO_RESULT, is_error=True)
+            for i, cut in wanted.items()
+        ]
+        if held:
+            if results:
+                out.append(Message("user", results))
+            out += held
+            held = []
+        else:
+            rest[0] = results + rest[0]
         out += [Message("user", blocks) for blocks in rest if blocks]
         k = end
-    return out
+    return out + held
 
 
-def _answers(run: Sequence[Message], wanted: dict[str, None]) -> bool:
+def _answers(run: Sequence[Message], wanted: dict[str, bool]) -> bool:
     """Whether user messages ``run`` answer exactly the calls ``wanted``, each once,
     every result before anything else."""
     ids: list[str] = []

@@ -169,9 +169,9 @@ def show_resume(agent: Agent) -> None:
     out.write(f"resumed session {short} ({m.message_count} messages, {model})\n")
     for entry in m.recent_entries(RESUME_SHOWN):
         out.write(render_message(disk_message_to_internal(entry.message), full=False) + "\n")
-    pending, started = agent.open_calls()
+    pending, ran = agent.open_calls()
     if pending:
-        out.write(unanswered_note([t.name for t in pending], started) + "\n")
+        out.write(unanswered_note([t.name for t in pending], ran) + "\n")
     elif _ends_in_a_prompt(m):
         # The leaf is a prompt with no reply under it (a crash or a kill while the
         # reply streamed; or --resume ID:ENTRY at a prompt): what the next prompt
@@ -198,19 +198,25 @@ def _ends_in_a_prompt(m: SessionManager) -> bool:
     )
 
 
-def unanswered_note(names: list[str], started: bool) -> str:
+def unanswered_note(names: list[str], started: int) -> str:
     """What a resume says of the tool calls its last turn left unanswered (``started``:
-    the first may have been running when the session ended)."""
+    how many, from the first, may have been running when the session ended)."""
     listed = visible(", ".join(names), one_line=True)
     if len(names) == 1:
         calls, ran = "a tool call", "it may have run" if started else "it did not run"
         answered = "It is answered"
     else:
         calls, answered = f"{len(names)} tool calls", "They are answered"
-        ran = "the first may have run" if started else "none of them ran"
+        ran = (
+            "any of them may have run"
+            if started >= len(names)
+            else "the first may have run"
+            if started
+            else "none of them ran"
+        )
     if started:
         ran += ", in part or in whole"
-        if len(names) > 1:
+        if 0 < started < len(names):
             ran += "; the others did not run"
     return (
         f"(the last turn ended with {calls} unanswered ({listed}): {ran}. "
