@@ -234,6 +234,31 @@ class Opaque:
         image = media.startswith("image/") if media else self.type.endswith("image")
         return Media(media, size, image)
 
+    def asked(self) -> str | None:
+        """What a server-side tool call was asked (a web search's query or queries,
+        a page's address, a pattern), or None for a block that holds none:
+        Codex's ``action`` and Claude Code's ``input`` hold it."""
+        for holder in (self.raw.get("action"), self.raw.get("input")):
+            if not isinstance(holder, dict):
+                continue
+            for key in ("query", "queries", "url", "pattern"):
+                value = holder.get(key)
+                if isinstance(value, list):
+                    value = "; ".join(x for x in value if isinstance(x, str))
+                if isinstance(value, str) and value:
+                    return value
+        return None
+
+    def tool(self) -> str:
+        """The name of the tool a server-side call was to: Claude Code's ``name``,
+        else the block's kind less its tool's prefix and ``_call``
+        (``x-codex-web_search_call``: ``web_search``)."""
+        name = self.raw.get("name")
+        if isinstance(name, str) and name:
+            return name
+        kind = self.type.split("-", 2)[-1] if self.type.startswith("x-") else self.type
+        return kind.removesuffix("_call")
+
 
 class Media(NamedTuple):
     """A file an :class:`Opaque` block carries."""

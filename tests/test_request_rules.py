@@ -312,3 +312,41 @@ def test_a_call_id_used_again_goes_under_another_with_its_results() -> None:
     calls = [m for m in chat if m["role"] == "tool"]
     assert [c["content"] for c in calls] == ["first", "B", "second"]
     assert len({c["tool_call_id"] for c in calls}) == 3
+
+
+def test_a_server_tools_call_is_said_with_what_it_was_asked() -> None:
+    """An imported web search (Claude Code's ``server_tool_use``, Codex's
+    ``web_search_call``) is said in the reply by what it was asked: the model
+    reads that its answer rests on a search; the search's results, which only
+    the provider that ran it could take, are not sent."""
+    search = Opaque(
+        {
+            "type": "x-claude-server_tool_use",
+            "id": "srvtoolu_01",
+            "name": "web_search",
+            "input": {"query": "marées Brest"},
+        }
+    )
+    results = Opaque(
+        {"type": "x-claude-web_search_tool_result", "tool_use_id": "srvtoolu_01", "content": []}
+    )
+    codex = Opaque(
+        {"type": "x-codex-web_search_call", "action": {"type": "search", "query": "tide tables"}}
+    )
+    history = [
+        Message("user", [Text("Les marées ?")]),
+        Message("assistant", [search, results, Text("Selon ex.org, 6 m."), codex]),
+        Message("user", [Text("now?")]),
+    ]
+    said = "[web_search ran here on the server: {}; its result is not part of this request]"
+    params: list[Any] = anthropic.to_message_params(history)  # plain JSON
+    assert params[1]["content"] == [
+        {"type": "text", "text": said.format("marées Brest")},
+        {"type": "text", "text": "Selon ex.org, 6 m."},
+        {"type": "text", "text": said.format("tide tables")},
+    ]
+    (reply,) = [m for m in openai.to_message_params(history) if m["role"] == "assistant"]
+    assert reply["content"] == (
+        f"{said.format('marées Brest')}\nSelon ex.org, 6 m.\n{said.format('tide tables')}"
+    )
+    assert "srvtoolu_01" not in repr(params)

@@ -71,12 +71,17 @@ tool runs no call of such a reply (pi's aborted replies, an API error)."""
 def opaque_text(block: Opaque) -> str | None:
     """What a request says in place of a block awl's model has no field for: for
     an image or another file an import kept, that one was there (awl sends no
-    files: a model without vision would refuse the whole request); None for
-    anything else (encrypted reasoning, a server tool's call: no other model
-    can use them)."""
+    files: a model without vision would refuse the whole request); for a
+    server tool's call (a web search), what it was asked, its results not
+    sent (only the provider that ran it could take them); None for anything
+    else (encrypted reasoning: no other model can use it)."""
     found = block.media()
     if found is None:
-        return None
+        asked = block.asked()
+        if asked is None:
+            return None
+        ran = f"{block.tool()} ran here on the server: {asked}"
+        return f"[{ran}; its result is not part of this request]"
     media, size, image = found
     what = "an image" if image else "a file"
     bytes_ = None if size is None else f"{size} byte" + ("" if size == 1 else "s")

@@ -220,25 +220,16 @@ def _opaque_label(block: Opaque) -> str:
     amount = None if size is None else format_bytes(size)
     if image:
         return f"[{f'{media} ' if media else ''}image{f', {amount}' if amount else ''}]"
-    about = ", ".join(x for x in (media, amount) if x) or _asked(block.raw)
+    about = ", ".join(x for x in (media, amount) if x) or _asked(block)
     kind = _kind_words(block.type)
     return f"[{kind}: {about}]" if about else f"[{kind}]"
 
 
-def _asked(raw: dict[str, Any]) -> str:
-    """What a server-side tool call was asked (a web search's query, a page's
-    address), on one line: Codex's ``action`` and Claude Code's ``input`` hold
-    it; "" for anything else."""
-    for holder in (raw.get("action"), raw.get("input")):
-        if not isinstance(holder, dict):
-            continue
-        for key in ("query", "queries", "url", "pattern"):
-            value = holder.get(key)
-            if isinstance(value, list):
-                value = "; ".join(x for x in value if isinstance(x, str))
-            if isinstance(value, str) and value:
-                return _cut(visible(value, one_line=True), _LINE_CHARS)
-    return ""
+def _asked(block: Opaque) -> str:
+    """What a server-side tool call was asked (:meth:`Opaque.asked`), on one line;
+    "" for anything else."""
+    value = block.asked()
+    return _cut(visible(value, one_line=True), _LINE_CHARS) if value else ""
 
 
 # An imported block's type, ``x-<format>-<kind>``, read as words: the kind, and
