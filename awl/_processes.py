@@ -167,6 +167,21 @@ def _outlive_no_parent(ppid: int, sentinel: int | None) -> None:
         time.sleep(_PARENT_POLL)
 
 
+class Stopping(BaseException):
+    """Raised by :func:`stop_if_asked` in a worker whose run is stopping: the task
+    under way ends there, as a Ctrl-C ends one in a run of this process's own
+    (a BaseException, as KeyboardInterrupt is: no handler of errors takes it)."""
+
+
+def stop_if_asked() -> None:
+    """In a task of :func:`run_in_processes` whose run is stopping (a Ctrl-C), raise
+    :class:`Stopping`; anywhere else, nothing.  A long task calls it where it
+    may end (between two pieces of its work, none half-done), so that a stop
+    does not wait for the whole of it."""
+    if _stopping is not None and _stopping.is_set():
+        raise Stopping
+
+
 def _unless_stopping(call: Callable[[T], R], task: T) -> R | None:
     with _orphan.lock:
         if _orphan.gone or (_stopping is not None and _stopping.is_set()):
@@ -174,6 +189,8 @@ def _unless_stopping(call: Callable[[T], R], task: T) -> R | None:
         _orphan.busy = True
     try:
         return call(task)
+    except Stopping:
+        return None  # ended where it was when the stop came: not reported
     finally:
         with _orphan.lock:
             _orphan.busy = False
@@ -221,16 +238,16 @@ def run_in_processes(
     worker after each chunk's tasks, before their results go back: what a
     task left to finish in the background is finished by then.
 
-    An exception here (KeyboardInterrupt, one ``done`` raises) ends the run
-    once each worker has finished the task it is on: no task is started
-    after it.  The tasks finished by then are passed to ``done`` before the
-    exception goes on (those of a chunk whose results had not come back, the
-    rest of the chunk being reported), unless ``done`` itself was under way
-    when it came.  ``on_stop`` is called as the stop begins, before the wait for
-    the tasks under way (a bar says so at once).  Workers ignore SIGINT and
-    SIGHUP, and SIGTERM's handler, so what a task does is not cut short.  When
-    this process dies without a word (``kill -9``), each worker ends after its
-    task, and starts no other.
+    An exception here (KeyboardInterrupt, one ``done`` raises) ends the run once
+    each worker has finished the task it is on, or ended it where the task calls
+    :func:`stop_if_asked`: no task is started after it. The tasks finished by then
+    are passed to ``done`` before the exception goes on (those of a chunk whose
+    results had not come back, the rest of the chunk being reported), unless
+    ``done`` itself was under way when it came. ``on_stop`` is called as the stop
+    begins, before the wait for the tasks under way (a bar says so at once). Workers
+    ignore SIGINT and SIGHUP, and SIGTERM's handler, so what a task does is not cut
+    short anywhere but where it says it may be. When this process dies without a
+    word (``kill -9``), each worker ends after its task, and starts no other.
 
     ``on_progress``, when given, is called every :data:`PROGRESS_POLL` seconds
     while tasks run, with the sum of what the workers counted so far

@@ -1852,6 +1852,78 @@ def test_a_session_whose_last_import_was_cut_short_says_so_where_it_is_read(
     assert again.exit_code == 0 and "cut short" not in again.stderr
 
 
+_LONG_SOURCE_STOPPED = """
+import os, signal, sys, threading, time
+from pathlib import Path
+from awl import _processes
+from awl.importers import _run, import_sessions, plan_import
+
+signal.signal(signal.SIGINT, signal.default_int_handler)  # whatever was inherited
+folder = Path(sys.argv[1])
+_run.BATCH_ENTRIES = 3  # long sources, in small batches (the workers, forked, too)
+write = _run._Import._write
+
+def held_after_the_first(self, conv, *, final):
+    # A worker's first batch written: it waits for the stop, as a large source's
+    # import would still be reading when a Ctrl-C came.
+    write(self, conv, final=final)
+    mark = folder / "written"
+    if not final and not mark.exists():
+        mark.touch()
+        deadline = time.monotonic() + 60
+        while not _processes._stopping.is_set() and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+_run._Import._write = held_after_the_first
+
+def interrupt():
+    while not (folder / "written").exists():
+        time.sleep(0.01)
+    os.kill(os.getpid(), signal.SIGINT)
+
+threading.Thread(target=interrupt, daemon=True).start()
+try:
+    import_sessions(plan_import([str(folder / "store")]), jobs=2, session_dir=str(folder / "out"))
+except KeyboardInterrupt:
+    print("stopped", flush=True)
+"""
+
+
+def test_a_stop_ends_a_workers_long_source_between_its_batches(tmp_path: Path) -> None:
+    """A Ctrl-C while a worker imports a long source ends that import after its
+    last whole batch, as it does with one process, rather than once the whole
+    source is in (minutes, for gigabytes): the session says it stopped, and
+    the same import again takes the rest."""
+    _many_sessions(tmp_path / "store", 2)
+    for path in (tmp_path / "store").iterdir():  # filed under the test's folder
+        first, rest = path.read_text(encoding="utf-8").split("\n", 1)
+        path.write_text(json.dumps({**json.loads(first), "cwd": str(tmp_path)}) + "\n" + rest)
+    run = subprocess.run(
+        [sys.executable, "-c", _LONG_SOURCE_STOPPED, str(tmp_path)],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.stdout == "stopped\n", (run.returncode, run.stderr)
+    logs = sorted((tmp_path / "out").rglob("*.jsonl"))
+    assert logs and not list((tmp_path / "out").rglob(".*"))  # nothing half-made
+    stopped = []
+    for log in logs:
+        assert verify_log(log).ok
+        records = [e for e in log_lines(log) if e.get("type") == "x-import"]
+        if records[-1].get("more"):
+            stopped.append(log)
+    assert stopped  # the one held at its first batch ended there
+    again, _ = import_sessions(plan_import([tmp_path / "store"]), session_dir=tmp_path / "out")
+    named = {str(log) for log in stopped}
+    assert [r.status for r in again if r.path in named] == ["updated"] * len(stopped)
+    for log in stopped:
+        records = [e for e in log_lines(log) if e.get("type") == "x-import"]
+        assert not records[-1].get("more")
+
+
 def test_a_session_whose_last_import_stopped_between_batches_says_so_where_it_is_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

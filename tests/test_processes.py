@@ -19,6 +19,7 @@ from awl._processes import (
     count_progress,
     progress_to,
     run_in_processes,
+    stop_if_asked,
 )
 
 
@@ -267,6 +268,62 @@ def test_a_stop_is_said_before_the_tasks_under_way_end(tmp_path: Path) -> None:
     said, ended = json.loads(run.stdout)
     assert said == [[]]  # once, before any task under way had ended
     assert len(ended) == 2  # and those tasks were finished all the same
+
+
+def _until_stopped(task: tuple[Path, int]) -> int:
+    """A long task that says where it may end: between two steps of its work."""
+    folder, n = task
+    (folder / f"start-{n}").touch()
+    for _ in range(3000):  # 30 s: far past what the test waits
+        stop_if_asked()
+        time.sleep(0.01)
+    (folder / f"end-{n}").touch()
+    return n
+
+
+_LONG_TASKS_STOPPED = """
+import json, os, signal, sys, threading, time
+from pathlib import Path
+from awl._processes import run_in_processes
+from tests.test_processes import _until_stopped
+
+signal.signal(signal.SIGINT, signal.default_int_handler)  # whatever was inherited
+folder = Path(sys.argv[1])
+got = []
+
+def interrupt():
+    while len(list(folder.glob("start-*"))) < 2:  # a task under way on each worker
+        time.sleep(0.01)
+    os.kill(os.getpid(), signal.SIGINT)
+
+threading.Thread(target=interrupt, daemon=True).start()
+try:
+    run_in_processes(_until_stopped, [(folder, n) for n in range(4)], got.append, workers=2)
+except KeyboardInterrupt:
+    print(json.dumps([got, sorted(p.name for p in folder.iterdir())]), flush=True)
+"""
+
+
+def test_a_task_that_says_where_it_may_end_ends_there_at_a_stop(tmp_path: Path) -> None:
+    """A long task (an import of a source of gigabytes) calls stop_if_asked between
+    two steps: a Ctrl-C ends it there, not at its end, and it is not reported
+    as done; no task starts after it."""
+    run = _script(_LONG_TASKS_STOPPED, tmp_path)
+    assert run.returncode == 0 and run.stdout, (run.returncode, run.stderr)
+    got, files = json.loads(run.stdout)
+    assert got == [] and files == ["start-0", "start-1"]
+
+
+def test_stop_if_asked_outside_a_stopping_run_does_nothing() -> None:
+    stop_if_asked()  # this process: no run, no stop
+    got: list[int] = []
+    run_in_processes(_stop_check, [1, 2], got.append, workers=2)
+    assert sorted(got) == [1, 2]
+
+
+def _stop_check(n: int) -> int:
+    stop_if_asked()  # a worker of a run that is not stopping
+    return n
 
 
 _PARENT = """

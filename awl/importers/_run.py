@@ -34,7 +34,7 @@ from typing import Any
 
 import orjson
 
-from .._processes import count_progress
+from .._processes import count_progress, stop_if_asked
 from ..conversation import UNKNOWN, Usage
 from ..errors import FormatError, SessionBusy, SessionError, SessionWriteError
 from ..paths import (
@@ -294,6 +294,7 @@ def start_import(
         spec, r, fd, session_dir, dry_run, system_prompt, fallback_cwd, run, share, hold_guessed
     )
     work.dry_records = dry_records if dry_run else None
+    stopped = False
     try:
         work.run()
         would = r.would_record if r.status in ("imported", "updated") else None
@@ -306,13 +307,15 @@ def start_import(
         # never plan; said as this session's error, not the run's end.)
         work.failed(exc)
     except BaseException:
+        stopped = True
         work.finish()  # stopped (Ctrl-C) after the last write: the log is named still
         raise
     finally:
         os.close(fd)
         if collecting:
             gc.enable()
-        share.finish()
+        if not stopped:
+            share.finish()  # (a stopped one's bar stays where its reading stopped)
     return r, work.finish
 
 
@@ -331,11 +334,15 @@ class _Share:
         self.scale = self.planned / size if size > 0 else 1.0
 
     def read(self, n: int) -> None:
-        """``n`` more bytes of it were read."""
+        """``n`` more bytes of it were read; in a worker of a run that is stopping,
+        raises :class:`awl._processes.Stopping` (the import ends there, between
+        two lines, as a Ctrl-C ends one in this process: a source of gigabytes
+        does not hold a stop up until its end)."""
         step = min(self.planned - self.counted, int(n * self.scale))
         if step > 0:
             self.counted += step
             count_progress(step)
+        stop_if_asked()
 
     def finish(self) -> None:
         """The source is done: the rest of its planned size."""
@@ -1020,6 +1027,7 @@ class _Import:
             ):
                 conv.flush()
                 self._write(conv, final=False)
+                stop_if_asked()  # (a source read in one piece has no read between)
                 start_batch = main.consumed
             feed(obj, number)
             if self.glued:
