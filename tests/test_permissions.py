@@ -293,6 +293,35 @@ def test_an_import_into_a_root_one_cannot_write_says_it_once(store: Store) -> No
     assert all(str(folder) in x for x in now_said), now_said
 
 
+def test_a_dry_run_of_a_grown_source_whose_awl_log_may_not_be_written_fails_as_the_import(
+    store: Store,
+) -> None:
+    """The awl log of an imported session, readable but not writable (another
+    user's, as after a run with sudo), and its source grown since: the dry run
+    says what the import then says, the same error and status, not "would be
+    updated"."""
+    import json
+
+    from tests.import_fixtures import PI_FULL
+
+    first, *rest = PI_FULL.read_text(encoding="utf-8").splitlines(keepends=True)
+    header = json.loads(first)
+    header["cwd"] = str(store.cwd("p1"))
+    sources = store.base / "pi"
+    sources.mkdir()
+    src = sources / "one.jsonl"
+    src.write_text(json.dumps(header) + "\n" + "".join(rest[:-2]))
+    assert store.awl(["import", str(src)], store.base).returncode == 0
+    (log,) = store.logs(store.cwd("p1"))
+    deny(log, read=False)
+    src.write_text(json.dumps(header) + "\n" + "".join(rest))  # grown
+    dry, now = (store.awl(["import", *dry, str(src)], store.base) for dry in (["--dry-run"], []))
+    assert (dry.returncode, now.returncode) == (1, 1), dry.stdout
+    said = f"{log}: cannot open for writing: Permission denied (reading works: awl show)"
+    assert dry.stdout.splitlines()[0] == now.stdout.splitlines()[0] == said
+    assert dry.stdout.splitlines()[-1].endswith("; 1 error")
+
+
 @pytest.mark.parametrize("how", ["folder", "the file inside", "--from claude"])
 def test_a_source_folder_one_can_list_but_not_enter_is_an_error_in_a_line(
     store: Store, how: str

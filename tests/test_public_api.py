@@ -222,6 +222,7 @@ PACKAGE_ALL = {
         "uuid7",
         "verify_log",
         "window_in_damaged_log",
+        "writing_problem",
     ],
     "awl.agent": [
         "CUT_OFF",

@@ -55,6 +55,7 @@ from ..store import (
     format_timestamp,
     held_by_writer,
     settle_creation,
+    writing_problem,
 )
 from . import _claude, _codex, _pi
 from ._build import (
@@ -658,6 +659,9 @@ class _Import:
                         f"the awl log's torn last line ({self.manager.stats.trimmed} bytes) "
                         f"was moved to {path_text(os.fspath(corrupt_path(path)))}"
                     )
+            elif exists and (refused := writing_problem(path)) is not None:
+                # A dry run opens it as the import's writer would, writing nothing.
+                raise refused
             elif exists and held_by_writer(path):
                 # A dry run looks without the lock: the import would find it held.
                 raise SessionBusy(path)

@@ -67,7 +67,7 @@ if TYPE_CHECKING:
     from ._header import CLAUDE_TYPES, foreign_log
     from ._ids import uuid7
     from ._listing import SessionInfo, list_all_sessions, list_sessions, session_info
-    from ._logfile import creation_problem, held_by_writer, read_header
+    from ._logfile import creation_problem, held_by_writer, read_header, writing_problem
     from ._native_loader import scanner_description
     from ._reindex import (
         FileResult,
@@ -151,6 +151,7 @@ _HOMES = {
     "creation_problem": "_logfile",
     "held_by_writer": "_logfile",
     "read_header": "_logfile",
+    "writing_problem": "_logfile",
     "FileResult": "_reindex",
     "ReindexPlan": "_reindex",
     "ReindexSummary": "_reindex",
@@ -264,6 +265,7 @@ __all__ = [
     "uuid7",
     "verify_log",
     "window_in_damaged_log",
+    "writing_problem",
 ]
 
 __getattr__, __dir__ = exports(__name__, _HOMES, globals())

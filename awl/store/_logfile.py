@@ -253,6 +253,39 @@ def creation_problem(path: str | os.PathLike[str]) -> str | None:
     return f"{log}: cannot create session file: {denied}"
 
 
+_WRITER_FLAGS = os.O_CLOEXEC | os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW
+
+
+def _writer_refused(path: Path, exc: OSError, env: Env) -> SessionError:
+    """What a writer's open of the log at ``path`` that failed with ``exc`` says."""
+    if exc.errno == errno.ELOOP:
+        return SessionError(symlink_refusal(path))
+    if exc.errno in _NOT_WRITABLE and _readable(path, env):
+        # Another user's log, a read-only mount: say what still works.
+        return SessionError(
+            f"{path}: cannot open for writing: {exc.strerror} (reading works: awl show)"
+        )
+    return SessionError(f"{path}: cannot open: {exc.strerror}")
+
+
+def writing_problem(path: str | os.PathLike[str], env: Env | None = None) -> SessionError | None:
+    """The error a writer's open of the existing log at ``path`` would raise for the
+    file itself (one it may not write, a symbolic link), in its words, or None:
+    told by an open that writes nothing and takes no lock (a dry run's look;
+    a lock held is :func:`held_by_writer`'s)."""
+    env = env or default_env()
+    try:
+        fd = open_regular(env, Path(path), _WRITER_FLAGS)
+    except FileNotFoundError:
+        return None  # gone meanwhile: a creation's, then
+    except OSError as exc:
+        return _writer_refused(Path(path), exc, env)
+    except SessionError as exc:
+        return exc  # not a regular file
+    env.close(fd)
+    return None
+
+
 def held_by_writer(path: str | os.PathLike[str]) -> bool:
     """Whether a writer's lock on the log at ``path`` is held by a process that runs
     (or by one this process cannot see, in another pid namespace), as
@@ -349,22 +382,15 @@ class LogFile:
         A writer takes the lock (:class:`SessionBusy` if another process has
         it) and refuses a symbolic link; a reader takes no lock.
         """
-        flags = os.O_CLOEXEC | (
-            os.O_RDONLY if read_only else os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW
-        )
+        flags = os.O_CLOEXEC | os.O_RDONLY if read_only else _WRITER_FLAGS
         try:
             fd = open_regular(env, path, flags)
         except FileNotFoundError as exc:
             raise SessionNotFound(missing_text(path, exc, "no such session file")) from None
         except OSError as exc:
-            if exc.errno == errno.ELOOP and not read_only:
-                raise SessionError(symlink_refusal(path)) from None
-            if not read_only and exc.errno in _NOT_WRITABLE and _readable(path, env):
-                # Another user's log, a read-only mount: say what still works.
-                raise SessionError(
-                    f"{path}: cannot open for writing: {exc.strerror} (reading works: awl show)"
-                ) from None
-            raise SessionError(f"{path}: cannot open: {exc.strerror}") from None
+            if read_only:
+                raise SessionError(f"{path}: cannot open: {exc.strerror}") from None
+            raise _writer_refused(path, exc, env) from None
         try:
             if not read_only:
                 _lock(env, fd, path)
