@@ -102,6 +102,20 @@ def test_tool_results_are_quoted_verbatim() -> None:
     assert isinstance(r.content[-1], Text) and output in r.content[-1].text
 
 
+def test_a_prompt_after_calls_answered_as_interrupted_is_answered_as_a_prompt() -> None:
+    """A resumed session whose last round was cut short: the next message holds the
+    calls' interrupted answers and the user's prompt, which is what is answered."""
+    history = [
+        *user("run: thing"),
+        Message("assistant", [ToolUse("t1", "bash", '{"command": "thing"}')]),
+        Message(
+            "user", [ToolResult("t1", "interrupted: ...", is_error=True), Text("où en est-on ?")]
+        ),
+    ]
+    r = OfflineProvider().complete("echo", history, BASH, NullSink())
+    assert r.content[-1] == Text("You said: où en est-on ?")
+
+
 def test_full_tool_loop_with_real_tools(tmp_path: Path) -> None:
     tools = default_tools()
     provider = OfflineProvider()

@@ -5,7 +5,9 @@ For the last user message it streams a short Thinking block, then:
 * ``run: <command>`` -> a ``bash`` tool call with input ``{"command": "<command>"}``
   and stop reason ``toolUse`` (if a ``bash`` tool is offered); a prompt of
   several lines that all start with ``run: `` -> one call per line;
-* tool results -> a text reply quoting each result's output verbatim;
+* tool results with no prompt beside them -> a text reply quoting each
+  result's output verbatim (a prompt after calls answered as interrupted is
+  answered as a prompt);
 * anything else -> ``You said: <prompt>``.
 
 Text is streamed in a few chunks; ``AWL_OFFLINE_DELAY`` (seconds, default 0)
@@ -93,7 +95,7 @@ class OfflineProvider(Provider):
         prompt = last.text() if last else ""
         stop: StopReason
         try:
-            if results:
+            if results and not prompt:
                 self._stream(content, Thinking, "Reading the tool output.", sink.thinking, cancel)
                 reply = "\n\n".join(f"The tool returned:\n{r.content}" for r in results)
                 self._stream(content, Text, reply, sink.text, cancel)
