@@ -23,6 +23,10 @@ def main() -> None:
         gc.disable()
         try:
             from awl.cli import main as cli
+        except KeyboardInterrupt:
+            # A Ctrl-C before awl is ready to say anything of it: the status a Ctrl-C
+            # gives a command, not a traceback of the import it stopped.
+            sys.exit(130)
         finally:
             gc.enable()
         cli(quick_exit=True)

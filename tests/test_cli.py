@@ -1639,3 +1639,23 @@ def test_sessions_lists_each_by_a_prefix_show_finds_where_two_directories_share_
     assert [line.split()[0] for line in res.output.splitlines()] == ["019dc5ba-1000-71"], res.output
     res = CliRunner().invoke(main, ["show", "019dc5ba-1000-71"])
     assert res.exit_code == 0 and "hi from c" in res.output, res.output
+
+
+def test_a_ctrl_c_while_awl_starts_is_status_130_without_a_traceback(tmp_path: Path) -> None:
+    """A Ctrl-C in the first moments, while the command's modules are imported (before
+    awl handles one): the status a Ctrl-C gives, and nothing on stderr."""
+    shadow = tmp_path / "shadow" / "click"
+    shadow.mkdir(parents=True)
+    # The signal comes as awl imports click: a real SIGINT, Python's own handler.
+    (shadow / "__init__.py").write_text(
+        "import os, signal\nos.kill(os.getpid(), signal.SIGINT)\n", encoding="utf-8"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "awl", "sessions"],
+        env={**os.environ, "PYTHONPATH": f"{shadow.parent}{os.pathsep}{REPO}"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (130, "")
