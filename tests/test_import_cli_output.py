@@ -20,7 +20,6 @@ import pytest
 from click.testing import CliRunner, Result
 
 from awl.cli import main
-from awl.importers import default_store
 from tests.helpers import HEADER, awl_env, chain, write_log
 from tests.import_fixtures import CLAUDE_SHOP, PI_FULL, copy_tree
 
@@ -396,7 +395,9 @@ def test_on_a_real_terminal_reports_leave_no_stale_bar_behind(tmp_path: Path) ->
 
 def test_help_and_readme_name_every_variable_that_moves_a_tools_store() -> None:
     """Each variable :func:`default_store` reads (the tools' own settings)."""
-    names = set(re.findall(r'env(?:\.get\(|\[)"([A-Z_]+)"', inspect.getsource(default_store)))
+    from awl.importers._stores import _located
+
+    names = set(re.findall(r'env(?:\.get\(|\[)"([A-Z_]+)"', inspect.getsource(_located)))
     assert {"PI_CODING_AGENT_DIR", "CLAUDE_CONFIG_DIR", "CODEX_HOME"} <= names
     help_text = cli("import", "--help").output
     readme = (REPO / "README.md").read_text(encoding="utf-8")

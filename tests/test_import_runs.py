@@ -1451,6 +1451,44 @@ def test_without_paths_the_tools_own_stores(
     )
 
 
+def test_a_store_the_user_moved_that_is_not_there_is_said_when_the_others_are_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`awl import` with no --from takes every store there is: one that a variable or
+    pi's settings moved, and that is not there (a typo, a disk not mounted), is
+    said in a line, where a tool's default store that is not there (a tool not
+    used here) is passed over without a word; the run still takes the rest."""
+    home, here = tmp_path / "home", tmp_path / "here"
+    here.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(here)
+    for name in ("PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR", "CLAUDE_CONFIG_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    copy_tree(CLAUDE, home / ".claude" / "projects")
+    plain = cli("import")
+    assert plain.exit_code == 0, plain.output
+    assert "no such folder" not in plain.output  # pi's and Codex's: not used here
+    monkeypatch.setenv("PI_CODING_AGENT_SESSION_DIR", str(tmp_path / "gone"))
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-home"))
+    moved = cli("import")
+    assert moved.exit_code == 0, moved.output
+    assert moved.output.splitlines()[0] == (
+        f"{tmp_path / 'gone'}: no such folder, where $PI_CODING_AGENT_SESSION_DIR says pi "
+        "keeps its sessions: none taken from it"
+    )
+    codex = f"{tmp_path / 'codex-home' / 'sessions'}: no such folder, where $CODEX_HOME says "
+    assert moved.output.splitlines()[1] == f"{codex}Codex keeps its sessions: none taken from it"
+    monkeypatch.delenv("PI_CODING_AGENT_SESSION_DIR")
+    (here / ".pi").mkdir()
+    (here / ".pi" / "settings.json").write_text('{"sessionDir": "~/pi-sessionz"}')
+    said = cli("import").output.splitlines()[0]
+    assert said == (
+        f"{home / 'pi-sessionz'}: no such folder, where the sessionDir of "
+        f"{here / '.pi' / 'settings.json'} says pi keeps its sessions: none taken from it"
+    )
+
+
 def test_pi_s_store_is_where_its_own_settings_and_variables_put_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

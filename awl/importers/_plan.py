@@ -22,7 +22,7 @@ from ..paths import missing_text, path_list, path_text, session_root
 from ._record import FORMAT_NAMES
 from ._run import ImportResult, SourceSpec
 from ._source import FORMATS
-from ._stores import default_stores
+from ._stores import default_stores, moved_by
 
 _SUBAGENTS = "subagents"
 # Claude Code names a session's file and folder by its id, a UUID.
@@ -68,6 +68,7 @@ def plan_import(
     if not paths:
         pairs = [(f, s) for f in ([fmt] if fmt else FORMATS) for s in default_stores(f, plan.notes)]
         stores = [s for _, s in pairs]
+        stores_of = {f: s for f, s in reversed(pairs)}  # each tool's first (Codex's live one)
         found = []
         barred: set[tuple[Path, int | None]] = set()
         for f, store in pairs:
@@ -87,7 +88,15 @@ def plan_import(
                         )
                     )
             except (FileNotFoundError, NotADirectoryError):
-                pass  # that tool's store is not here: none of its sessions
+                # That tool's store is not here: none of its sessions.  Said when the
+                # user moved it there, and other stores are looked in (with --from,
+                # the run's own error says it).
+                moved = moved_by(f) if fmt is None and store == stores_of[f] else None
+                if moved is not None:
+                    plan.notes.append(
+                        f"{path_text(store)}: no such folder, where {moved} says "
+                        f"{FORMAT_NAMES[f]} keeps its sessions: none taken from it"
+                    )
             except OSError as exc:  # there, but it may not be entered: said, not passed over
                 if (store.parent, exc.errno) in barred:
                     continue  # Codex's two stores, behind one folder: said once

@@ -30,22 +30,48 @@ def default_store(fmt: str, notes: list[str] | None = None) -> Path:
     passed over, as pi passes over it; ``notes``, when given, gets a line
     saying so for each.
     """
+    return _located(fmt, notes)[0]
+
+
+def moved_by(fmt: str) -> str | None:
+    """What moved ``fmt``'s store from its tool's default place (``$CODEX_HOME``,
+    the ``sessionDir`` of a pi settings file), or None where nothing did: a
+    store the user moved and that is not there is worth a word, a default one
+    is not (that tool is not used here).  None too where the setting names the
+    default place."""
+    store, moved = _located(fmt, None)
+    default = {"pi": (".pi", "agent", "sessions"), "claude": (".claude", "projects")}.get(
+        fmt, (".codex", "sessions")
+    )
+    return moved if store != home().joinpath(*default) else None
+
+
+def _located(fmt: str, notes: list[str] | None) -> tuple[Path, str | None]:
+    """:func:`default_store`, and :func:`moved_by`."""
     env = os.environ
     if fmt == "pi":
         if env.get("PI_CODING_AGENT_SESSION_DIR"):
-            return _pi_path(env["PI_CODING_AGENT_SESSION_DIR"])
+            return _pi_path(env["PI_CODING_AGENT_SESSION_DIR"]), "$PI_CODING_AGENT_SESSION_DIR"
         agent = _pi_path(env["PI_CODING_AGENT_DIR"]) if env.get("PI_CODING_AGENT_DIR") else None
+        moved = "$PI_CODING_AGENT_DIR" if agent else None
         agent = agent or home() / ".pi" / "agent"
         for settings in (Path(".pi") / "settings.json", agent / "settings.json"):
             chosen = _setting(settings, "sessionDir", notes)
             if chosen is not None:
                 # The directory's setting wins, an empty one too (pi's default then).
-                return _pi_path(chosen) if chosen else agent / "sessions"
-        return agent / "sessions"
+                if not chosen:
+                    return agent / "sessions", moved
+                where = path_text(settings.absolute())
+                return _pi_path(chosen), f"the sessionDir of {where}"
+        return agent / "sessions", moved
     if fmt == "claude":
-        return Path(env.get("CLAUDE_CONFIG_DIR") or home() / ".claude") / "projects"
+        folder = env.get("CLAUDE_CONFIG_DIR")
+        return Path(folder or home() / ".claude") / "projects", (
+            "$CLAUDE_CONFIG_DIR" if folder else None
+        )
     if fmt == "codex":
-        return Path(env.get("CODEX_HOME") or home() / ".codex") / "sessions"
+        folder = env.get("CODEX_HOME")
+        return Path(folder or home() / ".codex") / "sessions", "$CODEX_HOME" if folder else None
     raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
 
 
