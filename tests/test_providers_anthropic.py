@@ -955,6 +955,28 @@ def test_a_past_input_a_request_cannot_carry_is_sent_as_an_empty_object(
     assert call["input"] == {}
 
 
+def test_a_past_inputs_integer_past_64_bits_is_sent_as_it_was(
+    server: FakeServer, provider: AnthropicProvider
+) -> None:
+    """An id of 20 digits in a past call's input (an imported one's): the number
+    the call had, not the nearest float (orjson reads such an integer as one)."""
+    given = '{"id": 123456789012345678901234567890, "low": -9999999999999999999, "n": 7}'
+    history = [
+        Message("user", [Text("go")]),
+        Message("assistant", [ToolUse("toolu_1", "read", given)]),
+        Message("user", [ToolResult("toolu_1", "done")]),
+    ]
+    server.queue(sse.text_reply("ok"))
+    provider.complete("m", history, TOOLS, Sink())
+    (call,) = server.requests[0].body["messages"][1]["content"]
+    assert call["input"] == {
+        "id": 123456789012345678901234567890,
+        "low": -9999999999999999999,
+        "n": 7,
+    }
+    assert type(call["input"]["id"]) is int
+
+
 def test_a_call_nested_deeper_than_a_parser_recurses_is_taken_whole(
     server: FakeServer, provider: AnthropicProvider
 ) -> None:

@@ -26,7 +26,9 @@ Environment: ``ANTHROPIC_API_KEY`` (required), ``ANTHROPIC_BASE_URL``,
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -481,7 +483,17 @@ def _tool_input(block: ToolUse) -> dict[str, object]:
             orjson.dumps(value)  # and no deeper than a request can carry
     except (orjson.JSONDecodeError, orjson.JSONEncodeError):
         return {}
+    if isinstance(value, dict) and _LONG_DIGITS.search(block.input):
+        # An integer past 64 bits (an id of 20 digits): orjson reads it as a float,
+        # which would send another number than the call had; the standard library
+        # keeps it whole (and so does the request's encoding).
+        with contextlib.suppress(ValueError):  # past Python's 4300 digits: as it is
+            value = json.loads(block.input)
     return value if isinstance(value, dict) else {}
+
+
+_LONG_DIGITS = re.compile(r"[0-9]{19}")
+"""A run of digits that may be an integer 64 bits cannot hold (from -2**63 - 1)."""
 
 
 def _tool_param(tool: ToolSpec) -> ToolParam:
