@@ -20,7 +20,7 @@ from .errors import AwlError
 T = TypeVar("T")
 R = TypeVar("R")
 
-_stopping: Any = None  # in a worker: the pool's stop event
+_stopping: Any = None  # in a worker: the pool's stop flag (see run_in_processes)
 _settle: Callable[[], None] | None = None  # in a worker: run_in_processes's settle
 _PARENT_POLL = 0.2  # seconds between a worker's looks at whether its parent lives
 _COUNT_WAIT = 2.0  # seconds a worker waits to add to the shared count before giving up
@@ -140,8 +140,9 @@ def _outlive_no_parent(ppid: int, sentinel: int | None) -> None:
     """End this worker once the process that started the pool is gone (``kill -9``,
     a crash): nothing will take its results, and a worker waiting for its next
     task would wait for ever (the other workers hold the queue's pipe open).
-    The task under way is finished first, so it leaves nothing half-done;
-    none is started after.
+    The task under way ends where it says it may (:func:`stop_if_asked`: an
+    import, at its next batch) or is finished, so it leaves nothing
+    half-done; none is started after.
 
     Two signs, whichever comes first: the parent process id changes (a
     forked worker is re-parented at once), or the pool's own sentinel pipe
@@ -178,13 +179,13 @@ def stop_if_asked() -> None:
     :class:`Stopping`; anywhere else, nothing.  A long task calls it where it
     may end (between two pieces of its work, none half-done), so that a stop
     does not wait for the whole of it."""
-    if _stopping is not None and _stopping.is_set():
-        raise Stopping
+    if _orphan.gone or (_stopping is not None and _stopping.value):
+        raise Stopping  # (orphaned: no one takes what the rest of it would give)
 
 
 def _unless_stopping(call: Callable[[T], R], task: T) -> R | None:
     with _orphan.lock:
-        if _orphan.gone or (_stopping is not None and _stopping.is_set()):
+        if _orphan.gone or (_stopping is not None and _stopping.value):
             return None  # handed over before the stop, or with no one to take it
         _orphan.busy = True
     try:
@@ -247,7 +248,7 @@ def run_in_processes(
     begins, before the wait for the tasks under way (a bar says so at once). Workers
     ignore SIGINT and SIGHUP, and SIGTERM's handler, so what a task does is not cut
     short anywhere but where it says it may be. When this process dies without a
-    word (``kill -9``), each worker ends after its task, and starts no other.
+    word (``kill -9``), each worker ends its task as at a stop, and starts no other.
 
     ``on_progress``, when given, is called every :data:`PROGRESS_POLL` seconds
     while tasks run, with the sum of what the workers counted so far
@@ -255,7 +256,9 @@ def run_in_processes(
     """
     workers = max(1, min(workers, WORKERS_PER_CORE * (os.cpu_count() or 1)))
     context = multiprocessing.get_context()
-    stopping = context.Event()
+    # A flag read without a lock: a worker killed while it looks (the kernel out of
+    # memory) must not leave a lock that every later look, and the stop, waits on.
+    stopping = context.RawValue("b", 0)
     shared = context.Value("q", 0) if on_progress is not None else None
     pool = ProcessPoolExecutor(
         max_workers=workers, initializer=_start_worker, initargs=(stopping, shared)
@@ -283,7 +286,7 @@ def run_in_processes(
         # A worker killed (``kill -9``, the kernel out of memory): said in a line,
         # once the others have ended the task each is on.
         with _signals_held():
-            stopping.set()
+            stopping.value = 1
             pool.shutdown(wait=True, cancel_futures=True)
             if not reporting:
                 _report_finished(futures, reported, done)
@@ -295,7 +298,7 @@ def run_in_processes(
         # A second Ctrl-C meanwhile must not cut the shutdown short: the pool's
         # workers would wait for ever for the word to stop, and the exit with them.
         with _signals_held():
-            stopping.set()
+            stopping.value = 1
             if on_stop is not None:
                 # Whether or not ``done`` was under way (a stop often comes as a bar
                 # redraws); an output closed meanwhile does not hold the stop up.

@@ -249,15 +249,15 @@ class Opaque:
                     return value
         return None
 
-    def tool(self) -> str:
+    def tool_name(self) -> str:
         """The name of the tool a server-side call was to: Claude Code's ``name``,
         else the block's kind less its tool's prefix and ``_call``
-        (``x-codex-web_search_call``: ``web_search``)."""
+        (``x-codex-web_search_call``: ``web_search``), else ``a server tool``."""
         name = self.raw.get("name")
         if isinstance(name, str) and name:
             return name
         kind = self.type.split("-", 2)[-1] if self.type.startswith("x-") else self.type
-        return kind.removesuffix("_call")
+        return kind.removesuffix("_call") or "a server tool"
 
 
 class Media(NamedTuple):

@@ -567,3 +567,39 @@ def test_imported_images_are_shown_and_said_not_sent(
     wire = json.dumps(body)
     assert "iVBOR" not in wire and "image_url" not in wire and '"image"' not in wire
     assert not any(b.type in wire for b in opaque)
+
+
+def test_instructions_said_again_after_open_calls_go_after_their_answers(
+    tmp_path: Path, server: FakeServer
+) -> None:
+    """Codex stopped with a call open, then recorded its instructions again (a
+    session it went on with): the call is still open (answered as perhaps run),
+    and Chat Completions gets its answer right after it, the instructions next."""
+    from tests.import_fixtures.make_fixtures import Codex
+
+    cwd, sid = "/home/ana/quay", "019cf0a1-7b2c-7d3e-8f40-00000000c0e1"
+    agents = f"# AGENTS.md instructions for {cwd}\n\n<INSTRUCTIONS>\nUse cargo.\n</INSTRUCTIONS>"
+    c = Codex(9 * 3600_000)
+    meta = {"id": sid, "timestamp": "2026-03-15T09:00:00.000Z", "cwd": cwd, "source": "cli"}
+    c.add("session_meta", {**meta, "model_provider": "openai"})
+    c.user(agents)
+    c.user("Lance les tests.")
+    c.context("turn-1", "gpt-5.4-mini", cwd)
+    args = json.dumps({"cmd": "cargo test"})
+    c.item(type="function_call", name="exec_command", arguments=args, call_id="call_t")
+    c.user(agents)  # said again as Codex went on
+    src = tmp_path / "codex" / f"rollout-2026-03-15T09-00-00-{sid}.jsonl"
+    write(src, c.lines)
+    r = _import_at(src)
+    with SessionManager.open(r.path) as m:
+        pending, ran = Agent(m, base_url=server.url).open_calls()
+        assert ([u.id for u in pending], ran) == (["call_t"], 1)
+    _, _, body = _resume(r.path, server, oa.text_reply("Bien."))
+    tail = [(m["role"], m.get("tool_call_id") or m.get("content")) for m in body["messages"][-4:]]
+    assert tail == [
+        ("assistant", None),
+        ("tool", "call_t"),
+        ("system", agents),
+        ("user", "Et maintenant ?"),
+    ]
+    assert body["messages"][-3]["content"] == INTERRUPTED_IN_FLIGHT

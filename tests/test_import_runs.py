@@ -1891,14 +1891,16 @@ def test_a_session_whose_last_import_was_cut_short_says_so_where_it_is_read(
 
 
 _LONG_SOURCE_STOPPED = """
-import os, signal, sys, threading, time
+import multiprocessing, os, signal, sys, threading, time
 from pathlib import Path
 from awl import _processes
 from awl.importers import _run, import_sessions, plan_import
 
 signal.signal(signal.SIGINT, signal.default_int_handler)  # whatever was inherited
+# Forked workers, which the changes below reach (a fork server's start afresh).
+multiprocessing.set_start_method("fork")
 folder = Path(sys.argv[1])
-_run.BATCH_ENTRIES = 3  # long sources, in small batches (the workers, forked, too)
+_run.BATCH_ENTRIES = 3  # long sources, in small batches
 write = _run._Import._write
 
 def held_after_the_first(self, conv, *, final):
@@ -1909,7 +1911,7 @@ def held_after_the_first(self, conv, *, final):
     if not final and not mark.exists():
         mark.touch()
         deadline = time.monotonic() + 60
-        while not _processes._stopping.is_set() and time.monotonic() < deadline:
+        while not _processes._stopping.value and time.monotonic() < deadline:
             time.sleep(0.01)
 
 _run._Import._write = held_after_the_first

@@ -392,6 +392,45 @@ def test_workers_end_after_their_task_when_the_parent_is_killed(
     assert len(started) <= at_kill + 2, (at_kill, sorted(started))
 
 
+_ORPHANED = """
+import sys
+from pathlib import Path
+from awl._processes import run_in_processes
+from tests.test_processes import _until_stopped
+
+run_in_processes(_until_stopped, [(Path(sys.argv[1]), n) for n in range(4)], print, workers=2)
+"""
+
+
+def test_an_orphaned_worker_ends_its_task_where_it_may(tmp_path: Path) -> None:
+    """``kill -9`` of the parent while each worker runs a long task that says where
+    it may end (an import of a large source): the task ends there, not at its
+    end, for no one would take its result."""
+    repo = Path(__file__).resolve().parents[1]
+    parent = subprocess.Popen(
+        [sys.executable, "-c", _ORPHANED, str(tmp_path)],
+        cwd=repo,
+        env=dict(os.environ, PYTHONPATH=str(repo)),
+    )
+    deadline = time.monotonic() + 30
+    while len(list(tmp_path.glob("start-*"))) < 2:
+        assert time.monotonic() < deadline and parent.poll() is None
+        time.sleep(0.05)
+    workers = [p for p in _children(parent.pid)]
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 20  # the tasks would run 30 s
+    while not all(_gone(pid) for pid in workers):
+        assert time.monotonic() < deadline, f"workers {workers} ran their tasks on"
+        time.sleep(0.05)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["start-0", "start-1"]
+
+
+def _children(pid: int) -> list[int]:
+    with open(f"/proc/{pid}/task/{pid}/children") as fh:
+        return [int(x) for x in fh.read().split()]
+
+
 _TWO_INTERRUPTIONS = """
 import os, signal, sys, threading, time
 from pathlib import Path

@@ -958,7 +958,7 @@ def test_a_past_input_a_request_cannot_carry_is_sent_as_an_empty_object(
 def test_a_past_inputs_integer_past_64_bits_is_sent_as_it_was(
     server: FakeServer, provider: AnthropicProvider
 ) -> None:
-    """An id of 20 digits in a past call's input (an imported one's): the number
+    """An id of 20 digits in a past call's input (a Codex call's arguments): the number
     the call had, not the nearest float (orjson reads such an integer as one)."""
     given = '{"id": 123456789012345678901234567890, "low": -9999999999999999999, "n": 7}'
     history = [

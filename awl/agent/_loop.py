@@ -134,6 +134,10 @@ def _open_round(conversation: Conversation) -> tuple[int, list[ToolUse]]:
                 else:
                     uses.append(u)
             return len(conversation) - 1 - i, uses
+        if message.role == "system":
+            # An import's instructions said again after a reply (Codex): the calls
+            # before it are still open; a request sends it after their answers.
+            continue
         if not _only_results(message):
             return 0, []
         answered.update(b.tool_use_id for b in message.content if isinstance(b, ToolResult))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import orjson
 
+from ..errors import SessionError
 from ..paths import home, path_text
 from ._source import FORMATS
 
@@ -40,10 +41,21 @@ def moved_by(fmt: str) -> str | None:
     is not (that tool is not used here).  None too where the setting names the
     default place."""
     store, moved = _located(fmt, None)
-    default = {"pi": (".pi", "agent", "sessions"), "claude": (".claude", "projects")}.get(
-        fmt, (".codex", "sessions")
-    )
-    return moved if store != home().joinpath(*default) else None
+    if moved is None:
+        return None
+    try:
+        default = home().joinpath(*_DEFAULT_PLACES[fmt])
+    except SessionError:  # no home folder to tell by (HOME relative): moved, then
+        return moved
+    return moved if store != default else None
+
+
+_DEFAULT_PLACES = {
+    "pi": (".pi", "agent", "sessions"),
+    "claude": (".claude", "projects"),
+    "codex": (".codex", "sessions"),
+}
+"""Where each tool keeps its sessions when nothing moved them, under the home folder."""
 
 
 def _located(fmt: str, notes: list[str] | None) -> tuple[Path, str | None]:
@@ -54,7 +66,7 @@ def _located(fmt: str, notes: list[str] | None) -> tuple[Path, str | None]:
             return _pi_path(env["PI_CODING_AGENT_SESSION_DIR"]), "$PI_CODING_AGENT_SESSION_DIR"
         agent = _pi_path(env["PI_CODING_AGENT_DIR"]) if env.get("PI_CODING_AGENT_DIR") else None
         moved = "$PI_CODING_AGENT_DIR" if agent else None
-        agent = agent or home() / ".pi" / "agent"
+        agent = agent or home().joinpath(*_DEFAULT_PLACES["pi"][:-1])
         for settings in (Path(".pi") / "settings.json", agent / "settings.json"):
             chosen = _setting(settings, "sessionDir", notes)
             if chosen is not None:
@@ -66,12 +78,14 @@ def _located(fmt: str, notes: list[str] | None) -> tuple[Path, str | None]:
         return agent / "sessions", moved
     if fmt == "claude":
         folder = env.get("CLAUDE_CONFIG_DIR")
-        return Path(folder or home() / ".claude") / "projects", (
-            "$CLAUDE_CONFIG_DIR" if folder else None
-        )
+        if folder:
+            return Path(folder) / "projects", "$CLAUDE_CONFIG_DIR"
+        return home().joinpath(*_DEFAULT_PLACES[fmt]), None
     if fmt == "codex":
         folder = env.get("CODEX_HOME")
-        return Path(folder or home() / ".codex") / "sessions", "$CODEX_HOME" if folder else None
+        if folder:
+            return Path(folder) / "sessions", "$CODEX_HOME"
+        return home().joinpath(*_DEFAULT_PLACES[fmt]), None
     raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
 
 

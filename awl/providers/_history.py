@@ -80,7 +80,7 @@ def opaque_text(block: Opaque) -> str | None:
         asked = block.asked()
         if asked is None:
             return None
-        ran = f"{block.tool()} ran here on the server: {asked}"
+        ran = f"{block.tool_name()} ran here on the server: {asked}"
         return f"[{ran}; its result is not part of this request]"
     media, size, image = found
     what = "an image" if image else "a file"
@@ -174,6 +174,8 @@ def answered_history(messages: Sequence[Message]) -> list[Message]:
             continue
         if m.role != "user":
             if m.role == "assistant":
+                # Not "stop": an import's reply may end so though its calls ran
+                # (Claude Code writes no stop reason while it streams).
                 cut = m.stop_reason in ("error", "length")
                 calls.update((b.id, cut) for b in m.content if isinstance(b, ToolUse))
             out.append(m)

@@ -382,7 +382,7 @@ class LogFile:
         A writer takes the lock (:class:`SessionBusy` if another process has
         it) and refuses a symbolic link; a reader takes no lock.
         """
-        flags = os.O_CLOEXEC | os.O_RDONLY if read_only else _WRITER_FLAGS
+        flags = (os.O_CLOEXEC | os.O_RDONLY) if read_only else _WRITER_FLAGS
         try:
             fd = open_regular(env, path, flags)
         except FileNotFoundError as exc:

@@ -198,28 +198,28 @@ def _ends_in_a_prompt(m: SessionManager) -> bool:
     )
 
 
-def unanswered_note(names: list[str], started: int) -> str:
-    """What a resume says of the tool calls its last turn left unanswered (``started``:
+def unanswered_note(names: list[str], ran: int) -> str:
+    """What a resume says of the tool calls its last turn left unanswered (``ran``:
     how many, from the first, may have been running when the session ended)."""
     listed = visible(", ".join(names), one_line=True)
     if len(names) == 1:
-        calls, ran = "a tool call", "it may have run" if started else "it did not run"
+        calls, said = "a tool call", "it may have run" if ran else "it did not run"
         answered = "It is answered"
     else:
         calls, answered = f"{len(names)} tool calls", "They are answered"
-        ran = (
+        said = (
             "any of them may have run"
-            if started >= len(names)
+            if ran >= len(names)
             else "the first may have run"
-            if started
+            if ran
             else "none of them ran"
         )
-    if started:
-        ran += ", in part or in whole"
-        if 0 < started < len(names):
-            ran += "; the others did not run"
+    if ran:
+        said += ", in part or in whole"
+        if ran < len(names):
+            said += "; the others did not run"
     return (
-        f"(the last turn ended with {calls} unanswered ({listed}): {ran}. "
+        f"(the last turn ended with {calls} unanswered ({listed}): {said}. "
         f"{answered} as interrupted with your next message)"
     )
 
