@@ -231,25 +231,32 @@ def _mark_both_ends(task: tuple[Path, int]) -> int:
     return n
 
 
-_STOP_SAID = """
+_ONCE_BOTH_STARTED = """
 import json, os, signal, sys, threading, time
 from pathlib import Path
 from awl._processes import run_in_processes
-from tests.test_processes import _mark_both_ends
 
 signal.signal(signal.SIGINT, signal.default_int_handler)  # whatever was inherited
 folder = Path(sys.argv[1])
-said = []
 
 def interrupt():
     while len(list(folder.glob("start-*"))) < 2:  # a task under way on each worker
         time.sleep(0.01)
     os.kill(os.getpid(), signal.SIGINT)
 
+threading.Thread(target=interrupt, daemon=True).start()
+"""
+"""A script's start: a Ctrl-C to itself once each of two workers has a task under way."""
+
+_STOP_SAID = (
+    _ONCE_BOTH_STARTED
+    + """
+from tests.test_processes import _mark_both_ends
+said = []
+
 def on_stop():
     said.append(sorted(p.name for p in folder.glob("end-*")))
 
-threading.Thread(target=interrupt, daemon=True).start()
 try:
     run_in_processes(
         _mark_both_ends, [(folder, n) for n in range(8)], lambda _: None, workers=2,
@@ -258,6 +265,7 @@ try:
 except KeyboardInterrupt:
     print(json.dumps([said, sorted(p.name for p in folder.glob("end-*"))]), flush=True)
 """
+)
 
 
 def test_a_stop_is_said_before_the_tasks_under_way_end(tmp_path: Path) -> None:
@@ -281,27 +289,17 @@ def _until_stopped(task: tuple[Path, int]) -> int:
     return n
 
 
-_LONG_TASKS_STOPPED = """
-import json, os, signal, sys, threading, time
-from pathlib import Path
-from awl._processes import run_in_processes
+_LONG_TASKS_STOPPED = (
+    _ONCE_BOTH_STARTED
+    + """
 from tests.test_processes import _until_stopped
-
-signal.signal(signal.SIGINT, signal.default_int_handler)  # whatever was inherited
-folder = Path(sys.argv[1])
 got = []
-
-def interrupt():
-    while len(list(folder.glob("start-*"))) < 2:  # a task under way on each worker
-        time.sleep(0.01)
-    os.kill(os.getpid(), signal.SIGINT)
-
-threading.Thread(target=interrupt, daemon=True).start()
 try:
     run_in_processes(_until_stopped, [(folder, n) for n in range(4)], got.append, workers=2)
 except KeyboardInterrupt:
     print(json.dumps([got, sorted(p.name for p in folder.iterdir())]), flush=True)
 """
+)
 
 
 def test_a_task_that_says_where_it_may_end_ends_there_at_a_stop(tmp_path: Path) -> None:
