@@ -229,7 +229,8 @@ def run_in_processes(
     settle: Callable[[], None] | None = None,
     on_stop: Callable[[], None] | None = None,
     on_progress: Callable[[int], None] | None = None,
-) -> None:
+    stop_after: Callable[[R], bool] | None = None,
+) -> bool:
     """``done(call(task))`` for every task, ``call`` (a module-level function)
     running in ``workers`` processes (at most :data:`WORKERS_PER_CORE` a core),
     ``chunksize`` tasks handed over at once:
@@ -253,6 +254,12 @@ def run_in_processes(
     ``on_progress``, when given, is called every :data:`PROGRESS_POLL` seconds
     while tasks run, with the sum of what the workers counted so far
     (:func:`count_progress`): a bar moves within a long task.
+
+    ``stop_after(result)``, asked after ``done`` of each result, True stops the run
+    as a Ctrl-C does (``on_stop`` called, no task started after it, those under way
+    ended where they may be), but without an exception: the results of the tasks
+    finished meanwhile are passed to ``done``, then the call returns True (a run
+    that was not stopped so returns False).
     """
     workers = max(1, min(workers, WORKERS_PER_CORE * (os.cpu_count() or 1)))
     context = multiprocessing.get_context()
@@ -266,6 +273,7 @@ def run_in_processes(
     futures: list[Future[list[R | None]]] = []
     reported: dict[Future[list[R | None]], int] = {}  # how many of each chunk's results
     reporting = False
+    stopped = False
     try:
         items = list(tasks)
         with _forking():  # the workers start as the first tasks are handed over
@@ -274,14 +282,24 @@ def run_in_processes(
                 for i in range(0, len(items), chunksize)
             ]
         for future in _as_completed(futures, shared, on_progress):
+            if future.cancelled():
+                continue  # (stop_after stopped the run before it began)
             for k, result in enumerate(future.result()):
-                assert result is not None  # nothing is skipped before the stop
+                if result is None:
+                    continue  # a task skipped as the run stops (a worker may know first)
                 # Counted first: a stop that comes between the two lines may leave
                 # one result unsaid, never say one twice.
                 reported[future] = k + 1
                 reporting = True
                 done(result)
                 reporting = False
+                if not stopped and stop_after is not None and stop_after(result):
+                    stopped = True
+                    stopping.value = 1
+                    for f in futures:
+                        f.cancel()  # those not begun; the rest end at their next look
+                    if on_stop is not None:
+                        on_stop()
     except BrokenProcessPool:
         # A worker killed (``kill -9``, the kernel out of memory): said in a line,
         # once the others have ended the task each is on.
@@ -310,6 +328,7 @@ def run_in_processes(
                 _report_finished(futures, reported, done)
         raise
     pool.shutdown(wait=True)
+    return stopped
 
 
 def _as_completed(

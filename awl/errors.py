@@ -71,7 +71,13 @@ class AmbiguousSession(SessionError):
 
 
 class SessionWriteError(SessionError):
-    """An append could not be written; the log holds no part of it."""
+    """An append could not be written; the log holds no part of it.  ``errno`` is
+    the system's error number when the file system refused the write (``ENOSPC``:
+    the disk is full), else None."""
+
+    def __init__(self, message: str, *, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.errno = errno
 
 
 # The distributions awl depends on, by the top-level name they are imported as.

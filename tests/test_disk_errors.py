@@ -179,6 +179,7 @@ def assert_clean_failure(
     text = str(err.value)
     assert str(m.path) in text and os.strerror(code) in text, text
     assert "\n" not in text
+    assert err.value.errno == code  # (a bulk import stops at a full disk: it looks)
     assert m.leaf_id == state.leaf and m.message_count == state.message_count
     assert m.state == state, "a failed append changed the session's state"
     assert m.get_entry(failed_id) is None
@@ -342,6 +343,7 @@ def test_failed_creation_leaves_no_file(
         m.append_message(Message("user", [Text("hello")]))
     assert faulty.fired
     assert str(m.path) in str(err.value) and os.strerror(action[1]) in str(err.value)
+    assert err.value.errno == action[1]
     assert not m.path.exists()
     assert m.leaf_id == sys_id and m.message_count == 1
     assert m.get_entry(attempted_id(faulty)) is None
@@ -399,6 +401,7 @@ def test_an_unsynced_log_that_close_cannot_sync_leaves_nothing(
         m.close()
     assert faulty.fired
     assert str(m.path) in str(err.value) and os.strerror(errno.EIO) in str(err.value)
+    assert err.value.errno == errno.EIO
     assert _leftovers(m.path.parent) == []  # neither name: the session was never claimed
     with pytest.raises(SessionError):
         m.append_message(Message("user", [Text("more")]))

@@ -935,19 +935,25 @@ def test_files_that_are_no_session_say_so_in_one_line(
             f"{text}: not a session log of {names}",
             "0 sessions, 0 B: 0 imported, 0 updated, 0 unchanged; 0 lines skipped; 1 error",
         ]
-    # Objects of no format, read as the one named: what that format lacks, an error.
-    lacks = {
-        "pi": "it does not start with a pi session header",
-        "claude": "none of its first lines is of a kind Claude Code writes",
-        "codex": "its session metadata has no id",
-    }
-    for fmt, why in lacks.items():
+    # Objects of no format, read as the one named: not a session log of it, as of any
+    # format without --from (named, a failure; found in a folder, passed over).
+    beside = tmp_path / "store"
+    beside.mkdir()
+    shutil.copy(foreign, beside / "foreign.jsonl")
+    for fmt, real in SOURCES.items():
         out = cli("import", "--from", fmt, str(foreign))
         assert out.exit_code == 1
+        name = {"pi": "pi", "claude": "Claude Code", "codex": "Codex"}[fmt]
         assert out.output.splitlines() == [
-            f"{foreign}: nothing to import: {why}",
+            f"{foreign}: not a session log of {name} (none of its first lines is of a kind "
+            "it writes)",
             "0 sessions, 0 B: 0 imported, 0 updated, 0 unchanged; 0 lines skipped; 1 error",
         ]
+        shutil.copy(real, beside / f"{fmt}.jsonl")
+        out = cli("import", "--dry-run", "--from", fmt, str(beside))
+        assert out.exit_code == 0, out.output
+        assert out.output.splitlines()[-1].endswith("; 0 errors, 1 file not a session")
+        (beside / f"{fmt}.jsonl").unlink()
     # Claude Code's conversation lines without their working directory: said so.
     nocwd = tmp_path / "nocwd.jsonl"
     line = {"type": "user", "uuid": "u1", "timestamp": "2025-01-01T00:00:00Z", "message": {}}
@@ -1172,7 +1178,8 @@ def test_each_result_is_reported_once_its_log_is_synced_and_named(
     assert 1 <= len(failed) <= jobs and summary.errors == len(failed)
     assert summary.imported == 12 - len(failed)
     for r in failed:
-        assert r.error == f"{r.path}: could not write session: {os.strerror(errno.EIO)}"
+        error = f"{r.source}: {r.path}: could not write session: {os.strerror(errno.EIO)}"
+        assert r.error == error and r.errno == errno.EIO
         assert (r.entries, r.skipped, r.notes) == (0, [], [])
     # Each imported log was on disk under its name when reported; no failed one is.
     assert sorted(seen) == sorted(
@@ -1184,6 +1191,84 @@ def test_each_result_is_reported_once_its_log_is_synced_and_named(
         len(failed),
         12 - len(failed),
         0,
+    )
+
+
+class _SmallDisk(Env):
+    """The store's file-system seam, over a disk of ``room`` bytes under ``root``:
+    a write that would take the files there past it fails as a full disk does
+    (ENOSPC), in whichever process writes (the files are the count)."""
+
+    def __init__(self, root: Path, room: int) -> None:
+        super().__init__()
+        self.root, self.room = root, room
+
+    def write(self, fd: int, data: bytes | memoryview) -> int:
+        used = sum(p.stat().st_size for p in self.root.rglob("*") if p.is_file())
+        if used + len(data) > self.room:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return super().write(fd, data)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_full_disk_stops_the_run_and_the_same_import_takes_the_rest(
+    tmp_path: Path, jobs: int
+) -> None:
+    """A session whose awl log meets a full disk stops the run: each worker starts no
+    session after it (each would fail so, in a line of its own), the summary says
+    why and how many were not imported, and nothing of a failed log is left.
+    Once there is room, the same import takes the rest."""
+    store = copy_tree(HERE, tmp_path / "fixtures")
+    root = tmp_path / "root"
+    plan = plan_import([store])
+    room = sum(s.size for s in plan.sources) // 2
+    with use_env(_SmallDisk(root, room)):
+        results, summary = import_sessions(
+            plan.sources, jobs=jobs, session_dir=root, system_prompt=PROMPT
+        )
+    failed = [r for r in results if r.status == "error"]
+    # At most the session each worker was converting and the one it was syncing.
+    assert 1 <= len(failed) <= 2 * jobs, [r.error for r in failed]
+    for r in failed:
+        assert r.errno == errno.ENOSPC
+        assert r.error is not None and r.error.startswith(f"{r.source}: {r.path}: ")
+        assert r.error.endswith(os.strerror(errno.ENOSPC))
+        assert r.path is not None and not os.path.exists(r.path)
+    assert summary.stopped == f"{root}: {os.strerror(errno.ENOSPC)} (free some space there)"
+    assert summary.not_imported == 12 - summary.imported - len(failed) > 0
+    assert summary.failed and summary.as_json()["notImported"] == summary.not_imported
+    assert not [p for p in root.rglob("*") if ".creating" in p.name]
+    for r in results:
+        assert r.status in ("imported", "error")
+    _, again = import_sessions(plan.sources, jobs=jobs, session_dir=root, system_prompt=PROMPT)
+    assert (again.imported, again.unchanged, again.errors) == (
+        12 - summary.imported,
+        summary.imported,
+        0,
+    )
+    assert again.stopped is None and again.not_imported == 0 and not again.failed
+
+
+def test_the_command_says_in_one_line_that_a_full_disk_stopped_it(
+    tmp_path: Path, root: Path
+) -> None:
+    store = copy_tree(HERE, tmp_path / "fixtures")
+    with use_env(_SmallDisk(root, 1)):
+        out = CliRunner().invoke(main, ["import", "-j", "1", str(store)])
+    assert out.exit_code == 1, out.output
+    errors = out.stdout.splitlines()[:-1]
+    # The largest source first, then the one converted while it was being written.
+    assert 1 <= len(errors) <= 2, errors
+    assert all(x.endswith(": No space left on device") for x in errors)
+    stopped = out.stderr.splitlines()
+    assert len(stopped) == 1, stopped
+    assert stopped[0] == (
+        f"awl: import stopped: {root}: No space left on device (free some space there); "
+        f"{12 - len(errors)} sessions not imported, which the same import again takes"
+    )
+    said = "1 error" if len(errors) == 1 else f"{len(errors)} errors"
+    assert out.stdout.splitlines()[-1].endswith(
+        f": 0 imported, 0 updated, 0 unchanged; 0 lines skipped; {said}"
     )
 
 

@@ -542,3 +542,46 @@ def test_awl_import_says_in_one_line_that_a_worker_died(
 
 def _worker_killed(task: Any) -> Any:
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _slow_unless_first(task: tuple[Path, int]) -> int:
+    """Task 0 ends at once; the others take long, saying where they may end."""
+    folder, n = task
+    (folder / f"start-{n}").touch()
+    for _ in range(0 if n == 0 else 3000):  # 30 s: far past what the test waits
+        stop_if_asked()
+        time.sleep(0.01)
+    (folder / f"end-{n}").touch()
+    return n
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_result_can_stop_the_run_with_no_exception(tmp_path: Path, workers: int) -> None:
+    """``stop_after`` True of a result stops the run as a Ctrl-C does (the task under
+    way ends where it says it may, none starts after it, ``on_stop`` is called),
+    but the call returns True instead of raising."""
+    got: list[int] = []
+    stops: list[int] = []
+    tasks = [(tmp_path, n) for n in range(10)]
+    started = time.monotonic()
+    stopped = run_in_processes(
+        _slow_unless_first,
+        tasks,
+        got.append,
+        workers=workers,
+        on_stop=lambda: stops.append(len(got)),
+        stop_after=lambda n: n == 0,
+    )
+    assert stopped is True and got == [0] and stops == [1]
+    assert time.monotonic() - started < 20  # the long tasks under way did not run on
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert "end-0" in names and not [x for x in names if x.startswith("end-") and x != "end-0"]
+    # Task 0, and at most one other begun on each worker before the stop came.
+    assert len([x for x in names if x.startswith("start-")]) <= 1 + workers
+
+
+def test_a_run_that_no_result_stops_says_so() -> None:
+    got: list[int] = []
+    stopped = run_in_processes(_stop_check, [1, 2, 3], got.append, workers=2, stop_after=bool)
+    assert stopped is True  # the first result stopped it (each is true)
+    assert run_in_processes(_stop_check, [1, 2], got.append, workers=2) is False

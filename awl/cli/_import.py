@@ -177,6 +177,13 @@ def import_command(
         # The run is done; only its summary had no reader: the status still
         # says whether it went well.
         discard_output(sys.stdout)
+    if summary.stopped is not None:
+        stopped = (
+            f"awl: import stopped: {summary.stopped}; "
+            f"{count(summary.not_imported, 'session')} not imported, which the same import "
+            "again takes"
+        )
+        click.echo(visible(stopped, one_line=True), err=True)
     if summary.failed:
         raise SystemExit(1)
 

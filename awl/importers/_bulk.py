@@ -11,6 +11,7 @@ is durable.
 
 from __future__ import annotations
 
+import errno
 import os
 import uuid
 from collections import deque
@@ -19,7 +20,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._processes import progress_to, run_in_processes
+from .._processes import Stopping, progress_to, run_in_processes
+from ..paths import path_text, session_root
 from ._plan import ImportPlan
 from ._run import ImportResult, SourceSpec, start_import
 
@@ -45,6 +47,11 @@ class ImportSummary:
     unrecognised: dict[str, int] = field(default_factory=dict)
     duplicates: int = 0
     by_fallback_cwd: int = 0  # sessions filed under the run's fallback_cwd
+    # Why the run stopped before its end (the session root: the disk full), and the
+    # source sessions it did not import then (not begun, or ended where a stop ends
+    # one); None for a run that went to its end.
+    stopped: str | None = None
+    not_imported: int = 0
 
     def add(self, r: ImportResult) -> None:
         """Count one source session's result (or a problem with a path)."""
@@ -88,7 +95,13 @@ class ImportSummary:
         files but no session log (of the format asked), so nothing was found: a
         file that holds nothing beside them is no sign of one."""
         nothing = self.sessions == self.blank and self.refused > 0
-        return self.errors > 0 or self.conflicts > 0 or self.busy > 0 or nothing
+        return (
+            self.errors > 0
+            or self.conflicts > 0
+            or self.busy > 0
+            or nothing
+            or self.stopped is not None
+        )
 
     def as_json(self) -> dict[str, Any]:
         """The totals as a JSON object."""
@@ -109,6 +122,8 @@ class ImportSummary:
             "unrecognised": self.unrecognised,
             "duplicates": self.duplicates,
             "byFallbackCwd": self.by_fallback_cwd,
+            "stopped": self.stopped,
+            "notImported": self.not_imported,
         }
 
 
@@ -138,6 +153,15 @@ class _Syncing:
             future.result()
 
 
+_STOPS_RUN = frozenset((errno.ENOSPC, errno.EDQUOT, errno.EROFS))
+"""The errors writing an awl log that stop an import run: the disk full (or the
+user's quota), the file system read only.  Each later session would meet them
+too, and say so in a line of its own."""
+
+_THEN = {errno.ENOSPC: "free some space there", errno.EDQUOT: "free some of your quota there"}
+"""What to do before importing again, after a run that a full disk stopped."""
+
+
 _SYNCING = _Syncing()
 """A worker process's imports being finished (see :func:`_settle`)."""
 
@@ -146,11 +170,26 @@ _Task = tuple[SourceSpec, dict[str, Any]]
 """A source session to import, and the keywords :func:`start_import` takes for it."""
 
 
+_full: list[int] = []
+"""In a worker process: the error of :data:`_STOPS_RUN` one of its sessions met, once
+one did; the run is to stop, and the worker starts no other session meanwhile."""
+
+
 def _work(task: _Task) -> ImportResult:
     """Import one source session in a worker process; its result is final once
     :func:`_settle` has returned."""
+    if _full:
+        raise Stopping  # (each would fail as the last did, in a line of its own)
     r, finish = start_import(task[0], **task[1])
-    _SYNCING.add(finish)
+    if r.errno in _STOPS_RUN:
+        _full.append(r.errno)
+
+    def finished() -> None:
+        finish()
+        if r.errno in _STOPS_RUN:
+            _full.append(r.errno)
+
+    _SYNCING.add(finished)
     return r
 
 
@@ -159,24 +198,36 @@ def _settle() -> None:
     _SYNCING.wait()
 
 
-def _in_this_process(tasks: list[_Task], done: Callable[[ImportResult], None]) -> None:
+def _in_this_process(
+    tasks: list[_Task],
+    done: Callable[[ImportResult], None],
+    stop_after: Callable[[ImportResult], bool] | None = None,
+) -> bool:
     """Import every task here, each result reported once its log is synced and named
-    (while the next session is converted)."""
+    (while the next session is converted); ``stop_after`` as
+    :func:`~awl._processes.run_in_processes` takes it: whether it stopped the run."""
     syncing = _Syncing()
     unreported: deque[tuple[ImportResult, Future[None]]] = deque()
     reporting = False
+    stopped = False
 
     def report_first() -> None:
-        nonlocal reporting
+        nonlocal reporting, stopped
         unreported[0][1].result()
         reporting = True
-        done(unreported.popleft()[0])
+        r = unreported.popleft()[0]
+        done(r)
         reporting = False
+        stopped = stopped or (stop_after is not None and stop_after(r))
 
     try:
         for spec, options in tasks:
+            if stopped:
+                break
             r, finish = start_import(spec, **options)
             unreported.append((r, syncing.add(finish)))
+            # Known already (a write failed): no session is begun after it.
+            stopped = stopped or (stop_after is not None and stop_after(r))
             while len(unreported) > 1:
                 report_first()
         while unreported:
@@ -192,6 +243,7 @@ def _in_this_process(tasks: list[_Task], done: Callable[[ImportResult], None]) -
         raise
     finally:
         syncing.wait()
+    return stopped
 
 
 def _copies_apart(tasks: list[_Task]) -> tuple[list[_Task], list[_Task]]:
@@ -237,7 +289,13 @@ def import_sessions(
 
     An exception while importing (KeyboardInterrupt) ends the run once the
     sessions under way end (written whole, or not at all); none is started
-    after it.  Importing again takes the rest."""
+    after it.  Importing again takes the rest.
+
+    A session whose awl log could not be written for a reason every later one
+    would meet too (the disk full, the quota used up, a file system mounted read
+    only) stops the run so, without
+    an exception: the summary says why (``stopped``) and how many source
+    sessions were not imported (``not_imported``), and the run counts as failed."""
     if isinstance(sources, ImportPlan):
         # A plan's problems are part of the run: a path that named no session
         # counts (and fails the run) as the command says it.
@@ -285,10 +343,17 @@ def import_sessions(
     tasks = [(s, options) for s in ordered]
     workers = max(1, jobs if jobs is not None else (os.cpu_count() or 1))
     later: list[_Task] = []
+    stop: list[int] = []  # the error number that stopped the run
+
+    def stop_after(r: ImportResult) -> bool:
+        if not stop and r.errno in _STOPS_RUN:
+            stop.append(r.errno)
+        return bool(stop)
+
     try:
         if workers == 1 or len(tasks) <= 1:
             with progress_to(on_progress):
-                _in_this_process(tasks, done)
+                _in_this_process(tasks, done, stop_after)
         else:
             tasks, later = _copies_apart(tasks)
             workers = min(workers, len(tasks))
@@ -305,18 +370,28 @@ def import_sessions(
                 settle=_settle,
                 on_stop=on_stop,
                 on_progress=on_progress,
+                stop_after=stop_after,
             )
-        if later:
+        if later and not stop:
             # After the workers, in this process and in order (see _copies_apart);
             # counted on from what the workers counted.
             base = sum(s.size for s, _ in tasks)
             step = (lambda n: on_progress(base + n)) if on_progress is not None else None
             with progress_to(step):
-                _in_this_process(later, done)
+                _in_this_process(later, done, stop_after)
     except BaseException:
         for r in held:  # stopped: said as they are
             report(r)
         raise
+    if stop:
+        for r in held:
+            report(r)
+        held.clear()
+        taken = {r.source for r in results}
+        summary.not_imported = sum(1 for s in ordered if s.path not in taken)
+        root = session_dir if session_dir is not None else session_root()
+        then = _THEN.get(stop[0], "make it writable")
+        summary.stopped = f"{path_text(root)}: {os.strerror(stop[0])} ({then})"
     if held:
         # One at a time, in the order of their paths, now that no worker of this
         # run holds their logs: what is still busy is held by another process.

@@ -83,6 +83,7 @@ from ._source import (
     TORN_START,
     Hashing,
     after_torn,
+    as_str,
     blank,
     detect,
     digest,
@@ -162,6 +163,10 @@ class ImportResult:
     # (its "source" and "files"), for a copy of the session later in the run to
     # be checked against, as it would be against the log (not in as_json).
     would_record: dict[str, Any] | None = None
+    # The system's error number of the failure, when it gave one (ENOSPC: the disk
+    # where the awl log is written is full): a bulk run stops at some (see
+    # import_sessions).
+    errno: int | None = None
 
     @property
     def failed(self) -> bool:
@@ -508,6 +513,15 @@ class _Import:
                 f"(it looks like {FORMAT_NAMES.get(found, found)}'s)"
             )
             return
+        if found is None and not any(as_str(o.get("type")) in _LINE_TYPES[fmt] for _, o in objs):
+            # Read as the format named, a file that has none of its lines: no session of
+            # it, as it would be none of any format without --from.
+            r.status = "refused"
+            r.error = (
+                f"{self.shown}: not a session log of {FORMAT_NAMES[fmt]} (none of its "
+                "first lines is of a kind it writes)"
+            )
+            return
         r.format = fmt
         mod = _MODULES[fmt]
         found_info = mod.info(objs, spec.path) if objs or fmt == "claude" else None
@@ -739,8 +753,14 @@ class _Import:
             )
             return
         r.status = "error"
+        if isinstance(exc, (SessionWriteError, OSError)):
+            r.errno = exc.errno
         text = (exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
-        r.error = text if text.startswith(("/", shown)) else f"{shown}: {text}"
+        # Said of the source, when it is about its own awl log too; not one about a
+        # folder other sessions share (said once for all: see describe()).
+        own = r.path is not None and text.startswith(f"{r.path}: ")
+        shared = text.startswith("/") and not own
+        r.error = text if text.startswith(shown) or shared else f"{shown}: {text}"
 
     def _files(self) -> list[_File]:
         files = [_File("", self.fd, os.fstat(self.fd).st_size)]

@@ -427,7 +427,8 @@ class LogFile:
             folder = os.lstat(path.parent)
         except OSError as exc:
             raise SessionWriteError(
-                f"{exc.filename or path.parent}: cannot create the session folder: {exc.strerror}"
+                f"{exc.filename or path.parent}: cannot create the session folder: {exc.strerror}",
+                errno=exc.errno,
             ) from None
         refused = _not_awls(path.parent, folder)
         if refused is not None:
@@ -439,7 +440,9 @@ class LogFile:
         try:
             fd = env.open(tmp, flags, 0o600)
         except OSError as exc:
-            raise SessionWriteError(f"{path}: cannot create session file: {exc.strerror}") from None
+            raise SessionWriteError(
+                f"{path}: cannot create session file: {exc.strerror}", errno=exc.errno
+            ) from None
         try:
             env.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BaseException as exc:
@@ -450,7 +453,7 @@ class LogFile:
                 ) from None
             if isinstance(exc, OSError):
                 raise SessionWriteError(
-                    f"{path}: cannot create session file: {exc.strerror}"
+                    f"{path}: cannot create session file: {exc.strerror}", errno=exc.errno
                 ) from None
             raise
         log = cls(path, header, fd, env, read_only=False)
@@ -511,7 +514,7 @@ class LogFile:
                 self.env.unlink(self.path)
         if isinstance(exc, OSError):
             raise SessionWriteError(
-                f"{self.path}: could not write session: {exc.strerror}"
+                f"{self.path}: could not write session: {exc.strerror}", errno=exc.errno
             ) from None
         raise exc
 
@@ -607,7 +610,9 @@ class LogFile:
         try:
             self.notice_change()
         except OSError as exc:
-            raise SessionWriteError(f"{self.path}: cannot check the log: {exc.strerror}") from None
+            raise SessionWriteError(
+                f"{self.path}: cannot check the log: {exc.strerror}", errno=exc.errno
+            ) from None
         self.check_writable()
 
     def append(self, line: bytes) -> int:
@@ -634,7 +639,7 @@ class LogFile:
             except OSError:
                 self.broken = True
             raise SessionWriteError(
-                f"{self.path}: could not append entry: {exc.strerror}"
+                f"{self.path}: could not append entry: {exc.strerror}", errno=exc.errno
             ) from None
         self.needs_newline = False
         self.size = start + len(data)
@@ -653,14 +658,15 @@ class LogFile:
         try:
             keep_bytes(self.env, target, self.fd, start, end)
         except OSError as exc:
-            raise SessionWriteError(cannot_keep(target, exc)) from None
+            raise SessionWriteError(cannot_keep(target, exc), errno=exc.errno) from None
         try:
             self.env.ftruncate(self.fd, start)
             self.env.fsync(self.fd)
         except OSError as exc:
             raise SessionWriteError(
                 f"{self.path}: cannot trim the torn last line ({exc.strerror}); "
-                f"its bytes are also in {target}"
+                f"its bytes are also in {target}",
+                errno=exc.errno,
             ) from None
 
     # ── closing ──
