@@ -317,7 +317,8 @@ def test_a_dry_run_of_a_grown_source_whose_awl_log_may_not_be_written_fails_as_t
     src.write_text(json.dumps(header) + "\n" + "".join(rest))  # grown
     dry, now = (store.awl(["import", *dry, str(src)], store.base) for dry in (["--dry-run"], []))
     assert (dry.returncode, now.returncode) == (1, 1), dry.stdout
-    said = f"{log}: cannot open for writing: Permission denied (reading works: awl show)"
+    # Said of the source, as an error about a session's own awl log is.
+    said = f"{src}: {log}: cannot open for writing: Permission denied (reading works: awl show)"
     assert dry.stdout.splitlines()[0] == now.stdout.splitlines()[0] == said
     assert dry.stdout.splitlines()[-1].endswith("; 1 error")
 
