@@ -36,12 +36,14 @@ count far past the cores (``-j 100000``) would only exhaust memory."""
 
 class _Orphan:
     """A worker's state: whether a task is under way, and whether its parent is gone
-    (then no task starts), both under one lock."""
+    (then no task starts), both under one lock; and whether a task of its own
+    stopped it (:func:`stop_this_worker`)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.busy = False
         self.gone = False
+        self.stopped = False
 
 
 _orphan = _Orphan()
@@ -179,13 +181,24 @@ def stop_if_asked() -> None:
     :class:`Stopping`; anywhere else, nothing.  A long task calls it where it
     may end (between two pieces of its work, none half-done), so that a stop
     does not wait for the whole of it."""
-    if _orphan.gone or (_stopping is not None and _stopping.value):
+    if _orphan.gone or _orphan.stopped or (_stopping is not None and _stopping.value):
         raise Stopping  # (orphaned: no one takes what the rest of it would give)
+
+
+def stop_this_worker() -> None:
+    """In a worker of :func:`run_in_processes`: begin no task after this one, and end
+    the one under way where it next calls :func:`stop_if_asked`, as at a stop of
+    the run.  For what a task finds that every later task would meet (a full
+    disk), before the parent, told by the task's result, stops the run
+    (``stop_after``): a result it does not stop the run at would leave the tasks
+    this worker skips unreported.  A thread of the task's may call it; not the
+    parent."""
+    _orphan.stopped = True
 
 
 def _unless_stopping(call: Callable[[T], R], task: T) -> R | None:
     with _orphan.lock:
-        if _orphan.gone or (_stopping is not None and _stopping.value):
+        if _orphan.gone or _orphan.stopped or (_stopping is not None and _stopping.value):
             return None  # handed over before the stop, or with no one to take it
         _orphan.busy = True
     try:

@@ -15,7 +15,10 @@ class FormatError(AwlError, ValueError):
 
 
 class SessionError(AwlError):
-    """A problem with one session file."""
+    """A problem with one session file.  ``errno`` is the system's error number when
+    the file system refused (``EROFS``: mounted read only), else None."""
+
+    errno: int | None = None
 
 
 class CorruptSession(SessionError):

@@ -6,11 +6,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from awl import SessionManager, request_history
 from awl.agent import open_tool_uses
-from awl.importers import SourceSpec, import_source, session_id_for
+from awl.importers import SourceSpec, detect_file, import_source, session_id_for
 from awl.importers._codex import COMPACTED, ENCRYPTED, SUMMARY_PREFIX
 from awl.store import verify_log
 from tests.import_fixtures import (
@@ -1307,3 +1308,26 @@ def test_a_call_in_a_tool_namespace_is_sent_under_codexs_flat_name(
         assert all(k.get("name", name) == name for k in kept)
         assert all("name" in k for k in kept) == (sent != name)
     assert accounted_lines(r.path) == source_lines(Path(_conversation_rollout(tmp_path, lines)))
+
+
+def test_the_bare_form_is_codexs_for_from_codex_where_detection_cannot_tell(
+    tmp_path: Path,
+) -> None:
+    """A bare rollout that no format's detection takes (a header that names neither
+    instructions nor git; a torn header) is still read as Codex's with --from
+    codex, not refused as a file with no line of the format."""
+    item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Hé"}]}
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "torn").mkdir()
+    src = bare_rollout(tmp_path / "plain", [item])
+    lines = src.read_bytes().split(b"\n")
+    header = orjson.loads(lines[0])
+    del header["instructions"], header["git"]
+    src.write_bytes(b"\n".join([orjson.dumps(header), *lines[1:]]))
+    assert detect_file(src) is None
+    r = import_source(SourceSpec(str(src), "codex"), system_prompt=PROMPT)
+    assert (r.status, r.source_id) == ("imported", BARE_ID), r.error
+    torn = bare_rollout(tmp_path / "torn", [item])
+    torn.write_bytes(b'{"id": "5d1c8e2a-0000' + torn.read_bytes().split(b"\n", 1)[1])
+    r = import_source(SourceSpec(str(torn), "codex"), system_prompt=PROMPT)
+    assert r.status != "refused" and r.format == "codex", r.error

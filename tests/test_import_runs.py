@@ -1195,81 +1195,140 @@ def test_each_result_is_reported_once_its_log_is_synced_and_named(
 
 
 class _SmallDisk(Env):
-    """The store's file-system seam, over a disk of ``room`` bytes under ``root``:
-    a write that would take the files there past it fails as a full disk does
-    (ENOSPC), in whichever process writes (the files are the count)."""
+    """The store's file-system seam, over a disk of ``room`` bytes under ``root``: a
+    ``write`` that would take the files there past it fails as a full disk does
+    (ENOSPC), in whichever process writes (the files are the count); or, with
+    ``at="fsync"``, every write is taken and a log's sync fails once they are past
+    it (as on a file system that allocates late: the failure is found as a
+    worker's thread syncs the log, not as it converts)."""
 
-    def __init__(self, root: Path, room: int) -> None:
+    def __init__(self, root: Path, room: int, at: str = "write") -> None:
         super().__init__()
-        self.root, self.room = root, room
+        self.root, self.room, self.at = root, room, at
+
+    def _used(self) -> int:
+        return sum(p.stat().st_size for p in self.root.rglob("*") if p.is_file())
 
     def write(self, fd: int, data: bytes | memoryview) -> int:
-        used = sum(p.stat().st_size for p in self.root.rglob("*") if p.is_file())
-        if used + len(data) > self.room:
+        if self.at == "write" and self._used() + len(data) > self.room:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return super().write(fd, data)
 
+    def fsync(self, fd: int) -> None:
+        if self.at == "fsync" and stat.S_ISREG(os.fstat(fd).st_mode) and self._used() > self.room:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        super().fsync(fd)
+
+
+def _pi_sessions(folder: Path, n: int, *, cut: int = 0) -> list[Path]:
+    """``n`` pi sessions of their own (PI_FULL, each with an id of its own), less their
+    last ``cut`` lines."""
+    first, *rest = PI_FULL.read_text(encoding="utf-8").splitlines(keepends=True)
+    header = json.loads(first)
+    folder.mkdir(parents=True, exist_ok=True)
+    made = []
+    for i in range(n):
+        header["id"] = f"{i:08x}-0000-4000-8000-000000000000"
+        made.append(folder / f"{i:03}.jsonl")
+        made[-1].write_text(json.dumps(header) + "\n" + "".join(rest[: len(rest) - cut]))
+    return made
+
 
 @pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("at", ["write", "fsync"])
 def test_a_full_disk_stops_the_run_and_the_same_import_takes_the_rest(
-    tmp_path: Path, jobs: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int, at: str
 ) -> None:
-    """A session whose awl log meets a full disk stops the run: each worker starts no
-    session after it (each would fail so, in a line of its own), the summary says
-    why and how many were not imported, and nothing of a failed log is left.
-    Once there is room, the same import takes the rest."""
-    store = copy_tree(HERE, tmp_path / "fixtures")
+    """A session whose awl log meets a full disk stops the run: no session is begun
+    after it where that is known (each would fail so, in a line of its own), the
+    summary says why and how many were not imported, and nothing of a failed log
+    is left.  Once there is room, the same import takes the rest."""
+    monkeypatch.setenv("AWL_FSYNC", "1")
+    sources = _pi_sessions(tmp_path / "pi", 48)  # a worker takes them 3 at a time
     root = tmp_path / "root"
-    plan = plan_import([store])
-    room = sum(s.size for s in plan.sources) // 2
-    with use_env(_SmallDisk(root, room)):
+    plan = plan_import([tmp_path / "pi"])
+    room = sum(s.size for s in plan.sources) // 3
+    with use_env(_SmallDisk(root, room, at)):
         results, summary = import_sessions(
             plan.sources, jobs=jobs, session_dir=root, system_prompt=PROMPT
         )
     failed = [r for r in results if r.status == "error"]
-    # At most the session each worker was converting and the one it was syncing.
-    assert 1 <= len(failed) <= 2 * jobs, [r.error for r in failed]
+    # A failed write is known at once: its worker begins nothing after it, and the
+    # other may be converting one that fails too.  A failed sync is known on a
+    # worker's thread while it converts the next session, which may fail too.
+    most = jobs if at == "write" else 2 * jobs
+    assert 1 <= len(failed) <= most, [r.error for r in failed]
     for r in failed:
         assert r.errno == errno.ENOSPC
         assert r.error is not None and r.error.startswith(f"{r.source}: {r.path}: ")
         assert r.error.endswith(os.strerror(errno.ENOSPC))
         assert r.path is not None and not os.path.exists(r.path)
     assert summary.stopped == f"{root}: {os.strerror(errno.ENOSPC)} (free some space there)"
-    assert summary.not_imported == 12 - summary.imported - len(failed) > 0
+    assert summary.not_imported == 48 - summary.imported - len(failed) > 0
+    assert {r.status for r in results} == {"imported", "error"}
     assert summary.failed and summary.as_json()["notImported"] == summary.not_imported
     assert not [p for p in root.rglob("*") if ".creating" in p.name]
-    for r in results:
-        assert r.status in ("imported", "error")
     _, again = import_sessions(plan.sources, jobs=jobs, session_dir=root, system_prompt=PROMPT)
     assert (again.imported, again.unchanged, again.errors) == (
-        12 - summary.imported,
+        48 - summary.imported,
         summary.imported,
         0,
     )
     assert again.stopped is None and again.not_imported == 0 and not again.failed
+    assert len(sources) == again.sessions
 
 
+class _ReadOnly(Env):
+    """The store's file-system seam over a file system mounted read only: an open
+    that would write fails (EROFS)."""
+
+    def open(self, path: str | os.PathLike[str], flags: int, mode: int = 0o600) -> int:
+        if flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), os.fspath(path))
+        return super().open(path, flags, mode)
+
+
+def test_a_read_only_store_stops_a_run_of_updates_at_the_first(tmp_path: Path) -> None:
+    """Sources grown since their import, whose awl logs cannot be opened for writing
+    (the store mounted read only): the first says so, and the run stops there."""
+    sources = _pi_sessions(tmp_path / "pi", 5, cut=2)
+    root = tmp_path / "root"
+    _, first = import_sessions(plan_import([tmp_path / "pi"]).sources, jobs=1, session_dir=root)
+    assert first.imported == 5
+    _pi_sessions(tmp_path / "pi", 5)  # each grown by its last two lines
+    with use_env(_ReadOnly()):
+        results, summary = import_sessions(
+            plan_import([tmp_path / "pi"]).sources, jobs=1, session_dir=root
+        )
+    (r,) = results
+    assert r.status == "error" and r.errno == errno.EROFS, r.error
+    assert r.error is not None and r.error.startswith(f"{r.source}: {r.path}: cannot open for ")
+    assert summary.stopped == f"{root}: {os.strerror(errno.EROFS)} (make it writable)"
+    assert summary.not_imported == len(sources) - 1
+    _, again = import_sessions(plan_import([tmp_path / "pi"]).sources, jobs=1, session_dir=root)
+    assert (again.updated, again.errors) == (5, 0)
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
 def test_the_command_says_in_one_line_that_a_full_disk_stopped_it(
-    tmp_path: Path, root: Path
+    tmp_path: Path, root: Path, jobs: str
 ) -> None:
-    store = copy_tree(HERE, tmp_path / "fixtures")
+    _pi_sessions(tmp_path / "pi", 12)
     with use_env(_SmallDisk(root, 1)):
-        out = CliRunner().invoke(main, ["import", "-j", "1", str(store)])
+        out = CliRunner().invoke(main, ["import", "-j", jobs, str(tmp_path / "pi")])
     assert out.exit_code == 1, out.output
     errors = out.stdout.splitlines()[:-1]
-    # The largest source first, then the one converted while it was being written.
-    assert 1 <= len(errors) <= 2, errors
+    # One process: the first session fails, and none is begun after it.
+    assert 1 <= len(errors) <= int(jobs), errors
     assert all(x.endswith(": No space left on device") for x in errors)
-    stopped = out.stderr.splitlines()
-    assert len(stopped) == 1, stopped
-    assert stopped[0] == (
-        f"awl: import stopped: {root}: No space left on device (free some space there); "
-        f"{12 - len(errors)} sessions not imported, which the same import again takes"
-    )
     said = "1 error" if len(errors) == 1 else f"{len(errors)} errors"
     assert out.stdout.splitlines()[-1].endswith(
         f": 0 imported, 0 updated, 0 unchanged; 0 lines skipped; {said}"
     )
+    assert out.stderr.splitlines() == [
+        f"awl: import stopped: {root}: No space left on device (free some space there); "
+        f"{12 - len(errors)} more files not imported; the same import again takes the rest"
+    ]
 
 
 @pytest.mark.parametrize("jobs", [1, 2])

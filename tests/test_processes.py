@@ -20,6 +20,7 @@ from awl._processes import (
     progress_to,
     run_in_processes,
     stop_if_asked,
+    stop_this_worker,
 )
 
 
@@ -545,10 +546,13 @@ def _worker_killed(task: Any) -> Any:
 
 
 def _slow_unless_first(task: tuple[Path, int]) -> int:
-    """Task 0 ends at once; the others take long, saying where they may end."""
+    """Task 0 ends in a second; task 1 takes two, never asking whether to stop; the
+    others take long, saying where they may end."""
     folder, n = task
     (folder / f"start-{n}").touch()
-    for _ in range(0 if n == 0 else 3000):  # 30 s: far past what the test waits
+    if n < 2:
+        time.sleep(1 + n)
+    for _ in range(0 if n < 2 else 3000):  # 30 s: far past what the test waits
         stop_if_asked()
         time.sleep(0.01)
     (folder / f"end-{n}").touch()
@@ -557,9 +561,10 @@ def _slow_unless_first(task: tuple[Path, int]) -> int:
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_result_can_stop_the_run_with_no_exception(tmp_path: Path, workers: int) -> None:
-    """``stop_after`` True of a result stops the run as a Ctrl-C does (the task under
-    way ends where it says it may, none starts after it, ``on_stop`` is called),
-    but the call returns True instead of raising."""
+    """``stop_after`` True of a result stops the run as a Ctrl-C does (the tasks under
+    way end where they say they may, none starts after them, ``on_stop`` is
+    called), but the call returns True instead of raising, and a task under way
+    that ends after the stop is reported."""
     got: list[int] = []
     stops: list[int] = []
     tasks = [(tmp_path, n) for n in range(10)]
@@ -572,16 +577,52 @@ def test_a_result_can_stop_the_run_with_no_exception(tmp_path: Path, workers: in
         on_stop=lambda: stops.append(len(got)),
         stop_after=lambda n: n == 0,
     )
-    assert stopped is True and got == [0] and stops == [1]
+    assert stopped is True and stops == [1]
     assert time.monotonic() - started < 20  # the long tasks under way did not run on
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert "end-0" in names and not [x for x in names if x.startswith("end-") and x != "end-0"]
-    # Task 0, and at most one other begun on each worker before the stop came.
-    assert len([x for x in names if x.startswith("start-")]) <= 1 + workers
+    # Task 1 is begun by the second worker before task 0 ends (with one, after it,
+    # if the worker takes it before the stop): then it ends, and is reported.
+    assert got == ([0, 1] if "start-1" in names else [0])
+    if workers == 2:
+        assert got == [0, 1]
+    ended = [x for x in names if x.startswith("end-")]
+    assert ended == [f"end-{n}" for n in got]
+    # At most one other task begun on each worker before the stop came.
+    assert len([x for x in names if x.startswith("start-")]) <= len(got) + workers
 
 
-def test_a_run_that_no_result_stops_says_so() -> None:
+def _stop_this_worker_at_0(task: tuple[Path, int]) -> int:
+    folder, n = task
+    (folder / f"start-{n}").touch()
+    if n == 0:
+        stop_this_worker()
+    return n
+
+
+def test_a_task_can_stop_its_own_worker_before_the_parent_stops_the_run(
+    tmp_path: Path,
+) -> None:
+    """A task that finds every later task would fail as it did (a full disk) stops its
+    worker: the rest of its chunk is not begun, though the parent has not yet
+    seen its result (a chunk's results come back together)."""
     got: list[int] = []
-    stopped = run_in_processes(_stop_check, [1, 2, 3], got.append, workers=2, stop_after=bool)
-    assert stopped is True  # the first result stopped it (each is true)
-    assert run_in_processes(_stop_check, [1, 2], got.append, workers=2) is False
+    stopped = run_in_processes(
+        _stop_this_worker_at_0,
+        [(tmp_path, n) for n in range(8)],
+        got.append,
+        workers=1,
+        chunksize=4,
+        stop_after=lambda n: n == 0,
+    )
+    assert stopped is True and got == [0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["start-0"]
+
+
+def test_the_call_says_whether_a_result_stopped_the_run() -> None:
+    got: list[int] = []
+    assert run_in_processes(_stop_check, [1, 2], got.append, workers=2, stop_after=bool)
+    got.clear()
+    stopped = run_in_processes(
+        _stop_check, [1, 2, 3], got.append, workers=2, stop_after=lambda n: False
+    )
+    assert stopped is False and sorted(got) == [1, 2, 3]

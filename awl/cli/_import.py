@@ -178,10 +178,11 @@ def import_command(
         # says whether it went well.
         discard_output(sys.stdout)
     if summary.stopped is not None:
+        left = summary.not_imported
         stopped = (
             f"awl: import stopped: {summary.stopped}; "
-            f"{count(summary.not_imported, 'session')} not imported, which the same import "
-            "again takes"
+            + (f"{count(left, 'more file')} not imported; " if left else "")
+            + "the same import again takes the rest"
         )
         click.echo(visible(stopped, one_line=True), err=True)
     if summary.failed:

@@ -20,7 +20,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._processes import Stopping, progress_to, run_in_processes
+from .._processes import progress_to, run_in_processes, stop_this_worker
 from ..paths import path_text, session_root
 from ._plan import ImportPlan
 from ._run import ImportResult, SourceSpec, start_import
@@ -48,8 +48,9 @@ class ImportSummary:
     duplicates: int = 0
     by_fallback_cwd: int = 0  # sessions filed under the run's fallback_cwd
     # Why the run stopped before its end (the session root: the disk full), and the
-    # source sessions it did not import then (not begun, or ended where a stop ends
-    # one); None for a run that went to its end.
+    # source files it did not import then, besides those it said failed (not begun,
+    # or ended where a stop ends one; held for the run's end); None and 0 for a run
+    # that went to its end.
     stopped: str | None = None
     not_imported: int = 0
 
@@ -170,24 +171,19 @@ _Task = tuple[SourceSpec, dict[str, Any]]
 """A source session to import, and the keywords :func:`start_import` takes for it."""
 
 
-_full: list[int] = []
-"""In a worker process: the error of :data:`_STOPS_RUN` one of its sessions met, once
-one did; the run is to stop, and the worker starts no other session meanwhile."""
-
-
 def _work(task: _Task) -> ImportResult:
     """Import one source session in a worker process; its result is final once
-    :func:`_settle` has returned."""
-    if _full:
-        raise Stopping  # (each would fail as the last did, in a line of its own)
+    :func:`_settle` has returned.  One that meets an error of :data:`_STOPS_RUN`
+    stops the worker (each session after it would fail so, in a line of its own)
+    before the parent, told by its result, stops the run."""
     r, finish = start_import(task[0], **task[1])
     if r.errno in _STOPS_RUN:
-        _full.append(r.errno)
+        stop_this_worker()
 
     def finished() -> None:
         finish()
         if r.errno in _STOPS_RUN:
-            _full.append(r.errno)
+            stop_this_worker()  # the session converted meanwhile ends before it writes
 
     _SYNCING.add(finished)
     return r
@@ -204,8 +200,10 @@ def _in_this_process(
     stop_after: Callable[[ImportResult], bool] | None = None,
 ) -> bool:
     """Import every task here, each result reported once its log is synced and named
-    (while the next session is converted); ``stop_after`` as
-    :func:`~awl._processes.run_in_processes` takes it: whether it stopped the run."""
+    (while the next session is converted); whether ``stop_after`` stopped the run:
+    True of a result, asked once it is converted (a write failed: no session is
+    begun after it) and again once it is reported (its log could not be synced), it
+    leaves the tasks after it undone."""
     syncing = _Syncing()
     unreported: deque[tuple[ImportResult, Future[None]]] = deque()
     reporting = False
@@ -384,8 +382,8 @@ def import_sessions(
             report(r)
         raise
     if stop:
-        for r in held:
-            report(r)
+        # Not the sessions held for the end of the run (a copy another worker was
+        # importing, a start to take from it): the run ended first; counted below.
         held.clear()
         taken = {r.source for r in results}
         summary.not_imported = sum(1 for s in ordered if s.path not in taken)

@@ -57,6 +57,11 @@ HISTORY_OTHER = frozenset(
         "other",
     )
 )
+ITEM_TYPES = frozenset(("message", "reasoning", "agent_message")) | (
+    CALLS | OUTPUTS | REPLY_OTHER | HISTORY_OTHER
+)
+"""The types of the items of the model's history: in an envelope's payload, or, in the
+bare form of 2025, a line of their own."""
 LINE_TYPES = frozenset(
     (
         "session_meta",
@@ -217,6 +222,15 @@ _FILE_NAME = re.compile(
     r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
     r"\.jsonl(?:\.zst)?"
 )
+
+
+def writes(obj: dict[str, Any]) -> bool:
+    """Whether ``obj`` is a line of a kind Codex writes: an envelope, or in the bare
+    form of 2025 an item, or its header (which has no type)."""
+    kind = as_str(obj.get("type"))
+    if kind in LINE_TYPES:
+        return True
+    return "payload" not in obj and (kind in ITEM_TYPES or (kind is None and "id" in obj))
 
 
 def info(objs: list[tuple[int, dict[str, Any]]], path: str = "") -> SourceInfo | str:

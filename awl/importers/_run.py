@@ -208,6 +208,13 @@ _LINE_TYPES: dict[str, frozenset[str]] = {
     "claude": _claude.CHAIN | _claude.OTHER_TYPES,
     "codex": _codex.LINE_TYPES,
 }
+# Whether a line is of a kind the format writes: a file with none of them is no session
+# of it.
+_WRITES: dict[str, Callable[[dict[str, Any]], bool]] = {
+    "pi": lambda obj: as_str(obj.get("type")) in _LINE_TYPES["pi"],
+    "claude": lambda obj: as_str(obj.get("type")) in _LINE_TYPES["claude"],
+    "codex": _codex.writes,
+}
 _CONVERTERS: dict[str, type[Converter]] = {
     "pi": _pi.PiConverter,
     "claude": _claude.ClaudeConverter,
@@ -513,7 +520,7 @@ class _Import:
                 f"(it looks like {FORMAT_NAMES.get(found, found)}'s)"
             )
             return
-        if found is None and not any(as_str(o.get("type")) in _LINE_TYPES[fmt] for _, o in objs):
+        if found is None and not any(_WRITES[fmt](o) for _, o in objs):
             # Read as the format named, a file that has none of its lines: no session of
             # it, as it would be none of any format without --from.
             r.status = "refused"
@@ -753,8 +760,7 @@ class _Import:
             )
             return
         r.status = "error"
-        if isinstance(exc, (SessionWriteError, OSError)):
-            r.errno = exc.errno
+        r.errno = getattr(exc, "errno", None)
         text = (exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
         # Said of the source, when it is about its own awl log too; not one about a
         # folder other sessions share (said once for all: see describe()).
@@ -1068,6 +1074,7 @@ class _Import:
             self._extra(f, conv)
         changed = any(f.known is None or f.consumed != f.known.get("consumed") for f in files)
         if b.batch or changed:
+            stop_if_asked()  # (a worker that found the disk full: nothing is written)
             self._write(conv, final=True)
         if self.written == 0:
             r.status = "unchanged"

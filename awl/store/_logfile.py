@@ -257,15 +257,19 @@ _WRITER_FLAGS = os.O_CLOEXEC | os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW
 
 
 def _writer_refused(path: Path, exc: OSError, env: Env) -> SessionError:
-    """What a writer's open of the log at ``path`` that failed with ``exc`` says."""
+    """What a writer's open of the log at ``path`` that failed with ``exc`` says (with
+    its error number: a bulk import stops at a read-only mount)."""
     if exc.errno == errno.ELOOP:
-        return SessionError(symlink_refusal(path))
-    if exc.errno in _NOT_WRITABLE and _readable(path, env):
+        refused = SessionError(symlink_refusal(path))
+    elif exc.errno in _NOT_WRITABLE and _readable(path, env):
         # Another user's log, a read-only mount: say what still works.
-        return SessionError(
+        refused = SessionError(
             f"{path}: cannot open for writing: {exc.strerror} (reading works: awl show)"
         )
-    return SessionError(f"{path}: cannot open: {exc.strerror}")
+    else:
+        refused = SessionError(f"{path}: cannot open: {exc.strerror}")
+    refused.errno = exc.errno
+    return refused
 
 
 def writing_problem(path: str | os.PathLike[str], env: Env | None = None) -> SessionError | None:
