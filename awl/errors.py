@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno as _errno
 import os
 from collections.abc import Mapping, Sequence
 
@@ -81,6 +82,24 @@ class SessionWriteError(SessionError):
     def __init__(self, message: str, *, errno: int | None = None) -> None:
         super().__init__(message)
         self.errno = errno
+
+
+STOPS_BULK_WRITES = frozenset((_errno.ENOSPC, _errno.EDQUOT, _errno.EROFS))
+"""The errors writing a file that every later write beside it would meet too: the
+disk full, the user's quota used up, a file system mounted read only.  A bulk
+command (an import, a reindex) stops at the first, rather than fail each later
+file in a line of its own."""
+
+
+def stopped_text(where: str, code: int) -> str:
+    """Why a bulk command stopped at error ``code`` (of :data:`STOPS_BULK_WRITES`) in
+    the folder ``where``, and what to do: ``WHERE: No space left on device (free
+    some space there)``."""
+    then = {
+        _errno.ENOSPC: "free some space there",
+        _errno.EDQUOT: "free some of your quota there",
+    }.get(code, "make it writable")
+    return f"{where}: {os.strerror(code)} ({then})"
 
 
 # The distributions awl depends on, by the top-level name they are imported as.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import fcntl
 import os
 import re
@@ -35,6 +36,7 @@ from awl.paths import (
     creating_path,
     creations,
     host_tag,
+    index_cache_dir,
     index_cache_path,
     log_files,
     project_dir,
@@ -606,11 +608,14 @@ def test_cli_json_and_exit_status(
         "repaired": 1,
         "checkpointed": 1,
         "caches": 3,
+        "cachesFailed": 0,
         "busy": 1,
         "errors": 1,
         "recovered": 0,
         "leftovers": 0,
         "pruned": 0,
+        "stopped": None,
+        "notReindexed": 0,
     }
     files = {Path(f["path"]).name: f for f in doc["files"]}
     assert set(files) == {p.name for p in s.logs()}
@@ -1297,3 +1302,100 @@ def test_cli_stopped_by_a_signal_says_so_and_the_same_reindex_again_goes_on(
     assert len(list(folder.glob("*.corrupt"))) == total
     for path in logs[:: total // 20]:
         assert verify_log(path).ok
+
+
+class _FullCacheDisk(Env):
+    """The store's file-system seam where index cache files cannot be made: the disk
+    that holds their folder is full (the logs' own disk is not)."""
+
+    def open(self, path: str | os.PathLike[str], flags: int, mode: int = 0o600) -> int:
+        if flags & os.O_CREAT and os.fspath(path).startswith(os.fspath(index_cache_dir())):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), os.fspath(path))
+        return super().open(path, flags, mode)
+
+
+FULL_CACHE_DISK = "cannot write index caches: No space left on device"
+
+
+def test_index_caches_a_full_disk_refuses_are_said_and_counted(root: Path, project: Path) -> None:
+    """A cache that cannot be written is no reason to fail a log (it is repaired and
+    checkpointed as ever), but reindex's work is its cache: each log says why it
+    has none, and the summary counts them."""
+    s = build_store(root, project)
+    logs = [s.plain, s.torn, s.stale]
+    caches = {p: p.read_bytes() for p in index_cache_dir().rglob("*") if p.is_file()}
+    with use_env(_FullCacheDisk()):
+        results, summary = reindex(logs, jobs=1)
+    said = f"{index_cache_dir()}: {FULL_CACHE_DISK}"
+    assert [r.cache_error for r in results] == [said] * 3
+    assert [r.cache_written for r in results] == [False] * 3
+    assert (summary.caches, summary.caches_failed, summary.errors) == (0, 3, 0)
+    assert summary.repaired == 1 and summary.as_json()["cachesFailed"] == 3
+    assert {p: p.read_bytes() for p in index_cache_dir().rglob("*") if p.is_file()} == caches
+    _, again = reindex(logs, jobs=1)  # once there is room
+    assert (again.caches, again.caches_failed) == (3, 0)
+
+
+def test_the_command_says_a_full_cache_disk_once_and_exits_1(root: Path, project: Path) -> None:
+    s = build_store(root, project)
+    logs = [str(p) for p in (s.plain, s.torn, s.stale)]
+    with use_env(_FullCacheDisk()):
+        out = CliRunner().invoke(main, ["reindex", "-j", "1", *logs])
+    assert out.exit_code == 1, out.output
+    lines = out.output.splitlines()
+    assert lines.count(f"{index_cache_dir()}: {FULL_CACHE_DISK}") == 1, lines
+    assert ", 0 index caches written (3 could not be), 0 skipped as busy, " in lines[-1]
+
+
+class _ReadOnlyStore(Env):
+    """The store's file-system seam over a file system mounted read only: an open
+    that would write fails (EROFS)."""
+
+    def open(self, path: str | os.PathLike[str], flags: int, mode: int = 0o600) -> int:
+        if flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), os.fspath(path))
+        return super().open(path, flags, mode)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_read_only_store_stops_the_run_at_the_first_log(
+    root: Path, project: Path, jobs: int
+) -> None:
+    """Every log would fail to open for writing, each in a line of its own: the run
+    stops at the first (a worker begins no log after its own failed), says why
+    and how many were not reindexed, and prunes nothing."""
+    s = build_store(root, project)
+    logs = [s.plain, s.torn, s.stale, s.clean]
+    with use_env(_ReadOnlyStore()):
+        results, summary = reindex(logs, jobs=jobs, prune=True)
+    assert 1 <= len(results) <= jobs, [r.error for r in results]
+    for r in results:
+        assert r.errno == errno.EROFS and r.error is not None
+        assert r.error.endswith(
+            "cannot open for writing: Read-only file system (reading works: awl show)"
+        )
+    folder = project_dir(project, root)
+    assert summary.stopped == f"{folder}: Read-only file system (make it writable)"
+    assert summary.not_reindexed == len(logs) - len(results) > 0
+    assert (summary.errors, summary.pruned) == (len(results), 0)
+    _, again = reindex(logs, jobs=jobs)
+    assert again.stopped is None and (again.files, again.errors) == (len(logs), 0)
+
+
+def test_the_command_says_in_one_line_that_a_read_only_store_stopped_it(
+    root: Path, project: Path
+) -> None:
+    s = build_store(root, project)
+    logs = [str(p) for p in (s.plain, s.torn, s.stale)]
+    with use_env(_ReadOnlyStore()):
+        out = CliRunner().invoke(main, ["reindex", "-j", "1", *logs])
+    assert out.exit_code == 1, out.output
+    (error, summary) = out.stdout.splitlines()
+    assert error.endswith(
+        ": cannot open for writing: Read-only file system (reading works: awl show)"
+    )
+    assert summary.startswith("1 file, ") and summary.endswith(", 1 with errors")
+    assert out.stderr.splitlines() == [
+        f"awl: reindex stopped: {project_dir(project, root)}: Read-only file system (make it "
+        "writable); 2 more files not reindexed; the same reindex again goes on"
+    ]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..errors import AwlError
-from ..ui import format_bytes
+from ..ui import format_bytes, visible
 from ._app import main
 from ._common import count, current_dir, fail, json_text, resolve_session
 from ._progress import stoppable_progress
@@ -80,12 +80,18 @@ def reindex_command(
         if dry_run
         else "each log is as a writer leaves it, and the same reindex again goes on",
     ) as bar:
+        said: set[str] = set()
 
         def on_result(r: FileResult) -> None:
             if r.path in before:
                 bar.done(before[r.path])
             if not as_json:
-                bar.say(list(describe(r, dry_run=dry_run)))
+                # A cache folder's problem (a full disk) is the same for every log:
+                # said once, the summary counting each.
+                lines = [x for x in describe(r, dry_run=dry_run) if x not in said]
+                if r.cache_error is not None:
+                    said.add(r.cache_error)
+                bar.say(lines)
 
         results, summary = reindex(
             plan.targets,
@@ -106,9 +112,17 @@ def reindex_command(
         click.echo(json_text(doc, indent=True))
     else:
         click.echo(summary_line(summary, dry_run=dry_run))
+    if summary.stopped is not None:
+        left = summary.not_reindexed
+        stopped = (
+            f"awl: reindex stopped: {summary.stopped}; "
+            + (f"{count(left, 'more file')} not reindexed; " if left else "")
+            + "the same reindex again goes on"
+        )
+        click.echo(visible(stopped, one_line=True), err=True)
     # A log skipped as busy was not verified: `reindex --verify X && ...` must not
     # take it for a sound one.
-    if summary.errors or (verify and summary.busy):
+    if summary.errors or summary.caches_failed or summary.stopped or (verify and summary.busy):
         raise SystemExit(1)
 
 
@@ -130,8 +144,9 @@ def summary_line(summary: ReindexSummary, *, dry_run: bool = False) -> str:
         f"{count(summary.files, 'file')}, {format_bytes(summary.bytes)}, "
         f"{count(summary.entries, 'entry', 'entries')}: "
         f"{summary.repaired} {would}repaired, {summary.checkpointed} {would}checkpointed, "
-        f"{count(summary.caches, 'index cache')} {would}written, "
-        f"{summary.busy} skipped as busy, {summary.errors} with errors"
+        f"{count(summary.caches, 'index cache')} {would}written"
+        + (f" ({summary.caches_failed} could not be)" if summary.caches_failed else "")
+        + f", {summary.busy} skipped as busy, {summary.errors} with errors"
         + (f", {summary.recovered} {would}recovered" if summary.recovered else "")
         + (f", {count(summary.leftovers, 'leftover')} {would}removed" if summary.leftovers else "")
         + (
@@ -148,6 +163,8 @@ def describe(r: FileResult, *, dry_run: bool = False) -> Iterable[str]:
         yield f"{r.path}: skipped: open in another awl process"
     if r.error:
         yield r.error
+    if r.cache_error:
+        yield r.cache_error
     for line, problem in r.problems:
         yield f"{r.path}:{line}: {problem}" if line is not None else f"{r.path}: {problem}"
     if r.problem_count > len(r.problems):

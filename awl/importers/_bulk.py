@@ -11,7 +11,6 @@ is durable.
 
 from __future__ import annotations
 
-import errno
 import os
 import uuid
 from collections import deque
@@ -21,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._processes import progress_to, run_in_processes, stop_this_worker
+from ..errors import STOPS_BULK_WRITES, stopped_text
 from ..paths import path_text, session_root
 from ._plan import ImportPlan
 from ._run import ImportResult, SourceSpec, start_import
@@ -154,15 +154,6 @@ class _Syncing:
             future.result()
 
 
-_STOPS_RUN = frozenset((errno.ENOSPC, errno.EDQUOT, errno.EROFS))
-"""The errors writing an awl log that stop an import run: the disk full (or the
-user's quota), the file system read only.  Each later session would meet them
-too, and say so in a line of its own."""
-
-_THEN = {errno.ENOSPC: "free some space there", errno.EDQUOT: "free some of your quota there"}
-"""What to do before importing again, after a run that a full disk stopped."""
-
-
 _SYNCING = _Syncing()
 """A worker process's imports being finished (see :func:`_settle`)."""
 
@@ -173,16 +164,16 @@ _Task = tuple[SourceSpec, dict[str, Any]]
 
 def _work(task: _Task) -> ImportResult:
     """Import one source session in a worker process; its result is final once
-    :func:`_settle` has returned.  One that meets an error of :data:`_STOPS_RUN`
+    :func:`_settle` has returned.  One that meets an error of :data:`STOPS_BULK_WRITES`
     stops the worker (each session after it would fail so, in a line of its own)
     before the parent, told by its result, stops the run."""
     r, finish = start_import(task[0], **task[1])
-    if r.errno in _STOPS_RUN:
+    if r.errno in STOPS_BULK_WRITES:
         stop_this_worker()
 
     def finished() -> None:
         finish()
-        if r.errno in _STOPS_RUN:
+        if r.errno in STOPS_BULK_WRITES:
             stop_this_worker()  # the session converted meanwhile ends before it writes
 
     _SYNCING.add(finished)
@@ -344,7 +335,7 @@ def import_sessions(
     stop: list[int] = []  # the error number that stopped the run
 
     def stop_after(r: ImportResult) -> bool:
-        if not stop and r.errno in _STOPS_RUN:
+        if not stop and r.errno in STOPS_BULK_WRITES:
             stop.append(r.errno)
         return bool(stop)
 
@@ -388,8 +379,7 @@ def import_sessions(
         taken = {r.source for r in results}
         summary.not_imported = sum(1 for s in ordered if s.path not in taken)
         root = session_dir if session_dir is not None else session_root()
-        then = _THEN.get(stop[0], "make it writable")
-        summary.stopped = f"{path_text(root)}: {os.strerror(stop[0])} ({then})"
+        summary.stopped = stopped_text(path_text(root), stop[0])
     if held:
         # One at a time, in the order of their paths, now that no worker of this
         # run holds their logs: what is still busy is held by another process.

@@ -78,10 +78,11 @@ def save_cache(
     """Write the index as the log's cache file (atomically, 0600).
 
     Only complete lines are saved, so a line that later gains its newline is
-    rescanned.  Returns the cache path, or None when it was not written: the
-    log is under :data:`CACHE_MIN_BYTES`, or writing failed (a cache is never
-    worth failing a session for).  Not synced: a cache lost to a power cut
-    is rebuilt, and one cut short there is never believed.
+    rescanned.  Returns the cache path, or None when the log is under
+    :data:`CACHE_MIN_BYTES`.  Raises OSError when writing failed, leaving no
+    file behind (a caller records it: a cache is never worth failing a
+    session for).  Not synced: a cache lost to a power cut is rebuilt, and
+    one cut short there is never believed.
     """
     records = index.records
     covered = index.size
@@ -125,7 +126,7 @@ def save_cache(
     except OSError:
         with contextlib.suppress(OSError):
             env.unlink(tmp)
-        return None
+        raise
     return target
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..errors import CorruptSession
+from ..paths import index_cache_dir
 from ._fs import Env
 from ._index import LogIndex
 from ._index_cache import cache_covers, load_cache, save_cache, wants_cache
@@ -34,7 +35,8 @@ class IndexKeeper:
     yet), ``"loaded"`` (the cache file), ``"extended"`` (the cache file and
     a scan of what follows), ``"built"`` (a scan), ``"rebuilt"`` (a scan
     after a cache file was found lying).  ``saved`` is whether this keeper
-    wrote the cache file.
+    wrote the cache file; ``save_error`` why it last could not (the disk
+    full), else None.
     """
 
     def __init__(self, path: Path, env: Env) -> None:
@@ -43,6 +45,7 @@ class IndexKeeper:
         self.index: LogIndex | None = None
         self.cache = "none"
         self.saved = False
+        self.save_error: str | None = None
         self._checked = 0  # rows already checked by check_lines
         self._dirty = False  # the index differs from the cache file
         # The last line's records as an open scanned them, for the scan that
@@ -162,9 +165,15 @@ class IndexKeeper:
             return False  # no cache file for a log this small: nor the scan for one
         if self.index.size < size:
             self.index.extend(log, size)
-        if save_cache(self.index, log, self.env.fstat(fd), self.path, self.env) is None:
+        try:
+            saved = save_cache(self.index, log, self.env.fstat(fd), self.path, self.env)
+        except OSError as exc:
+            # The folder, not the file: the same for every log a full disk refuses.
+            self.save_error = f"{index_cache_dir()}: cannot write index caches: {exc.strerror}"
             return False
-        self.saved = True
+        if saved is None:
+            return False
+        self.saved, self.save_error = True, None
         return True
 
     @property

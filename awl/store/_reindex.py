@@ -18,14 +18,15 @@ import contextlib
 import errno
 import fcntl
 import os
+import re
 import stat
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .._processes import run_in_processes
-from ..errors import CorruptSession, SessionBusy, SessionError
+from .._processes import run_in_processes, stop_this_worker
+from ..errors import STOPS_BULK_WRITES, CorruptSession, SessionBusy, SessionError, stopped_text
 from ..paths import (
     corrupt_path,
     creating_pid,
@@ -34,6 +35,7 @@ from ..paths import (
     log_files,
     missing_text,
     path_list,
+    path_text,
     project_dir,
     project_folders,
     session_file_name,
@@ -57,6 +59,8 @@ class FileResult:
     repaired: int = 0  # bytes of a torn tail moved to .corrupt
     checkpointed: bool = False
     cache_written: bool = False
+    # Why the index cache could not be written (the disk full), else None.
+    cache_error: str | None = None
     busy: bool = False
     problems: list[tuple[int | None, str]] = field(default_factory=list)
     problem_count: int = 0
@@ -69,6 +73,9 @@ class FileResult:
     pruned: str | None = None
     # A folder, not a log: one that cannot be listed or holds no logs (error).
     folder: bool = False
+    # The system's error number of the error, when it gave one (EROFS: the log's
+    # file system is read only): a run stops at some (see reindex).
+    errno: int | None = None
 
     @property
     def failed(self) -> bool:
@@ -85,6 +92,7 @@ class FileResult:
             "repaired": self.repaired,
             "checkpointed": self.checkpointed,
             "cacheWritten": self.cache_written,
+            "cacheError": self.cache_error,
             "busy": self.busy,
             "error": self.error,
             "problems": [{"line": line, "problem": text} for line, text in self.problems],
@@ -105,11 +113,17 @@ class ReindexSummary:
     repaired: int = 0
     checkpointed: int = 0
     caches: int = 0
+    caches_failed: int = 0  # index caches that could not be written (the disk full)
     busy: int = 0
     errors: int = 0
     recovered: int = 0
     leftovers: int = 0  # hidden files of dead creations removed
     pruned: int = 0  # stale index cache files removed
+    # Why the run stopped before its end (a log's folder: the disk full), and the
+    # logs it did not reindex then, besides the ones it said failed; None and 0
+    # for a run that went to its end.
+    stopped: str | None = None
+    not_reindexed: int = 0
 
     def add(self, r: FileResult) -> None:
         """Count one file's result."""
@@ -130,12 +144,17 @@ class ReindexSummary:
         self.repaired += 1 if r.repaired else 0
         self.checkpointed += 1 if r.checkpointed else 0
         self.caches += 1 if r.cache_written else 0
+        self.caches_failed += 1 if r.cache_error else 0
         self.busy += 1 if r.busy else 0
         self.errors += 1 if r.failed else 0
 
     def as_json(self) -> dict[str, int]:
-        """The totals as a JSON object (``awl reindex --json``'s ``summary``)."""
-        return {name: getattr(self, name) for name in self.__slots__}
+        """The totals as a JSON object (``awl reindex --json``'s ``summary``), its
+        names in camelCase as the files' are."""
+        return {
+            re.sub(r"_([a-z])", lambda m: m[1].upper(), name): getattr(self, name)
+            for name in self.__slots__
+        }
 
 
 @dataclass(slots=True)
@@ -509,14 +528,15 @@ def reindex_file(
                 result.entries = m.entry_count
             # Read after close: closing may write the checkpoint and the cache.
             result.cache_written = m.stats.cache_saved
+            result.cache_error = m.stats.cache_error
             result.checkpointed = m.stats.checkpoints_written > 0
             result.size = m.size
     except SessionBusy:
         result.busy = True
     except SessionError as exc:
-        result.error = str(exc)
+        result.error, result.errno = str(exc), exc.errno
     except OSError as exc:
-        result.error = missing_text(p, exc)
+        result.error, result.errno = missing_text(p, exc), exc.errno
     return result
 
 
@@ -567,7 +587,10 @@ def _writer_open_error(p: str) -> str | None:
 
 def _work(args: tuple[str, bool, bool]) -> FileResult:
     path, verify, dry_run = args
-    return reindex_file(path, verify=verify, dry_run=dry_run)
+    r = reindex_file(path, verify=verify, dry_run=dry_run)
+    if r.errno in STOPS_BULK_WRITES:
+        stop_this_worker()  # each log after it would fail so (see reindex)
+    return r
 
 
 def reindex(
@@ -591,6 +614,12 @@ def reindex(
     could not list) are reported first, as errors.  ``sizes`` is
     :func:`one_name_each` of ``paths`` when the caller has it already (a
     progress bar needs it first): a store is not stat'ed twice.
+
+    A log that cannot be written for a reason each later one would meet too
+    (the disk full, a file system mounted read only) stops the run, as a
+    Ctrl-C does but without an exception: the summary says why (``stopped``)
+    and how many logs were not reindexed (``not_reindexed``); no cache is
+    pruned then.
     """
     paths = path_list(paths)  # a lone str is one path, not its characters
     sizes = dict(sizes) if sizes is not None else one_name_each(paths)
@@ -633,16 +662,33 @@ def reindex(
     ordered = sorted(sizes, key=sizes.__getitem__, reverse=True)
     workers = max(1, jobs if jobs is not None else (os.cpu_count() or 1))
 
+    stop: list[tuple[str, int]] = []  # the folder and the error that stopped the run
+
+    def stop_after(r: FileResult) -> bool:
+        if not stop and r.errno in STOPS_BULK_WRITES:
+            stop.append((os.path.dirname(os.path.abspath(r.path)), r.errno))
+        return bool(stop)
+
     if workers == 1 or len(ordered) <= 1:
         for path in ordered:
-            done(reindex_file(path, verify=verify, dry_run=dry_run))
+            r = reindex_file(path, verify=verify, dry_run=dry_run)
+            done(r)
+            if stop_after(r):
+                break
     else:
         workers = min(workers, len(ordered))
         # Logs go to the workers in small batches: one message per log costs
         # more than a small log's whole reindex.
         chunk = max(1, min(32, len(ordered) // (workers * 8)))
         tasks = [(path, verify, dry_run) for path in ordered]
-        run_in_processes(_work, tasks, done, workers=workers, chunksize=chunk)
+        run_in_processes(
+            _work, tasks, done, workers=workers, chunksize=chunk, stop_after=stop_after
+        )
+    if stop:
+        taken = {r.path for r in results}  # as reindex_file names them
+        summary.not_reindexed = sum(1 for p in ordered if os.fspath(Path(p)) not in taken)
+        summary.stopped = stopped_text(path_text(stop[0][0]), stop[0][1])
+        prune = False  # (the caches of the logs not reindexed are not stale)
     if prune:
         # A dry run has not rewritten the caches it says it would write: an
         # old cache there is not stale, it is about to be replaced.

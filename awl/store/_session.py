@@ -90,6 +90,7 @@ class OpenStats:
     tail_lines: int = 0  # lines read after the checkpoint believed
     cache: str = "none"  # "none", "loaded", "built", "extended", "rebuilt" (the cache lied)
     cache_saved: bool = False  # this manager wrote the index cache file
+    cache_error: str | None = None  # why it could not (the disk full), when it could not
     trimmed: int = 0  # bytes moved to .corrupt (or, for a reader, ignored)
     checkpoints_written: int = 0
     checkpoint_offset: int | None = None  # the checkpoint an open believed
@@ -376,6 +377,7 @@ class SessionManager:
             tail_lines=self._tail_lines,
             cache=self._keeper.cache,
             cache_saved=self._keeper.saved,
+            cache_error=self._keeper.save_error,
             trimmed=self._trimmed,
             checkpoints_written=self._written,
             checkpoint_offset=self._checkpoint_offset,
