@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -11,6 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from awl.store import Env
 
 if TYPE_CHECKING:  # helpers import no awl at run time
     from awl.store import SessionEntry
@@ -196,3 +199,13 @@ def dead_pid() -> int:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
     return proc.pid
+
+
+class ReadOnlyEnv(Env):
+    """The store's file-system seam over a file system mounted read only: an open
+    that would write fails (EROFS)."""
+
+    def open(self, path: str | os.PathLike[str], flags: int, mode: int = 0o600) -> int:
+        if flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), os.fspath(path))
+        return super().open(path, flags, mode)

@@ -43,7 +43,7 @@ from awl.importers import (
 from awl.paths import creating_path
 from awl.store import Env, MessageEntry, most_recent, use_env, verify_log
 from awl.ui import format_bytes
-from tests.helpers import dead_pid
+from tests.helpers import ReadOnlyEnv, dead_pid
 from tests.import_fixtures import (
     CLAUDE,
     CLAUDE_SHOP,
@@ -1278,16 +1278,6 @@ def test_a_full_disk_stops_the_run_and_the_same_import_takes_the_rest(
     assert len(sources) == again.sessions
 
 
-class _ReadOnly(Env):
-    """The store's file-system seam over a file system mounted read only: an open
-    that would write fails (EROFS)."""
-
-    def open(self, path: str | os.PathLike[str], flags: int, mode: int = 0o600) -> int:
-        if flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
-            raise OSError(errno.EROFS, os.strerror(errno.EROFS), os.fspath(path))
-        return super().open(path, flags, mode)
-
-
 def test_a_read_only_store_stops_a_run_of_updates_at_the_first(tmp_path: Path) -> None:
     """Sources grown since their import, whose awl logs cannot be opened for writing
     (the store mounted read only): the first says so, and the run stops there."""
@@ -1296,7 +1286,7 @@ def test_a_read_only_store_stops_a_run_of_updates_at_the_first(tmp_path: Path) -
     _, first = import_sessions(plan_import([tmp_path / "pi"]).sources, jobs=1, session_dir=root)
     assert first.imported == 5
     _pi_sessions(tmp_path / "pi", 5)  # each grown by its last two lines
-    with use_env(_ReadOnly()):
+    with use_env(ReadOnlyEnv()):
         results, summary = import_sessions(
             plan_import([tmp_path / "pi"]).sources, jobs=1, session_dir=root
         )

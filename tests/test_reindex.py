@@ -55,7 +55,7 @@ from awl.store import ReindexSummary as Summary
 from awl.store._reindex import size_or_zero
 from awl.ui import format_bytes
 
-from .helpers import HEADER, chain, dead_pid, line, msg, snapshot, write_log
+from .helpers import HEADER, ReadOnlyEnv, chain, dead_pid, line, msg, snapshot, write_log
 
 # Every store test runs against both scanner implementations.
 pytestmark = pytest.mark.usefixtures("scanner_impl")
@@ -1347,16 +1347,6 @@ def test_the_command_says_a_full_cache_disk_once_and_exits_1(root: Path, project
     assert ", 0 index caches written (3 could not be), 0 skipped as busy, " in lines[-1]
 
 
-class _ReadOnlyStore(Env):
-    """The store's file-system seam over a file system mounted read only: an open
-    that would write fails (EROFS)."""
-
-    def open(self, path: str | os.PathLike[str], flags: int, mode: int = 0o600) -> int:
-        if flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
-            raise OSError(errno.EROFS, os.strerror(errno.EROFS), os.fspath(path))
-        return super().open(path, flags, mode)
-
-
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_a_read_only_store_stops_the_run_at_the_first_log(
     root: Path, project: Path, jobs: int
@@ -1366,7 +1356,7 @@ def test_a_read_only_store_stops_the_run_at_the_first_log(
     and how many were not reindexed, and prunes nothing."""
     s = build_store(root, project)
     logs = [s.plain, s.torn, s.stale, s.clean]
-    with use_env(_ReadOnlyStore()):
+    with use_env(ReadOnlyEnv()):
         results, summary = reindex(logs, jobs=jobs, prune=True)
     assert 1 <= len(results) <= jobs, [r.error for r in results]
     for r in results:
@@ -1387,7 +1377,7 @@ def test_the_command_says_in_one_line_that_a_read_only_store_stopped_it(
 ) -> None:
     s = build_store(root, project)
     logs = [str(p) for p in (s.plain, s.torn, s.stale)]
-    with use_env(_ReadOnlyStore()):
+    with use_env(ReadOnlyEnv()):
         out = CliRunner().invoke(main, ["reindex", "-j", "1", *logs])
     assert out.exit_code == 1, out.output
     (error, summary) = out.stdout.splitlines()
@@ -1399,3 +1389,49 @@ def test_the_command_says_in_one_line_that_a_read_only_store_stopped_it(
         f"awl: reindex stopped: {project_dir(project, root)}: Read-only file system (make it "
         "writable); 2 more files not reindexed; the same reindex again goes on"
     ]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_stopped_run_still_says_the_creation_it_recovered(
+    root: Path, project: Path, jobs: int
+) -> None:
+    """A dead creation is settled (renamed into place) before any log is reindexed:
+    its log goes first, so that a run stopped by a read-only store still says
+    what became of the hidden file, which is gone."""
+    s = build_store(root, project)
+    tmp = leftover(root, project, 22, first_lines(22, project))
+    log = project_dir(project, root) / log_name(header(22, project))
+    logs = [s.plain, s.torn, s.stale, s.clean]
+    with use_env(ReadOnlyEnv()):
+        results, summary = reindex(logs, jobs=jobs, creations=[(tmp, log)])
+    assert not tmp.exists() and log.exists()
+    (r,) = results
+    assert (r.path, r.recovered_from, r.errno) == (str(log), str(tmp), errno.EROFS)
+    assert (summary.recovered, summary.not_reindexed) == (1, len(logs))
+    assert summary.stopped is not None
+
+
+def test_a_verification_of_a_read_only_store_does_not_stop(root: Path, project: Path) -> None:
+    """--verify is there to look at every log: each is verified, and each write then
+    refused is said, as before."""
+    s = build_store(root, project)
+    logs = [s.plain, s.torn, s.stale, s.clean]
+    with use_env(ReadOnlyEnv()):
+        results, summary = reindex(logs, jobs=2, verify=True)
+    assert summary.stopped is None and len(results) == len(logs)
+    assert {r.errno for r in results} == {errno.EROFS}
+
+
+def test_a_cache_file_that_cannot_be_replaced_is_said_as_its_own(root: Path, project: Path) -> None:
+    """A problem with one cache file (a folder where it goes), not with the cache
+    folder: said with that file's name, so that it is not taken for every log's."""
+    s = build_store(root, project)
+    target = index_cache_path(s.plain)
+    target.unlink(missing_ok=True)
+    (target / "x").mkdir(parents=True)  # a folder, not empty: no file replaces it
+    (r,), summary = reindex([s.plain], jobs=1)
+    assert r.cache_error is not None and r.cache_error.startswith(f"{target}: cannot write this ")
+    assert (summary.caches, summary.caches_failed) == (0, 1)
+    shutil.rmtree(target)
+    (r,), summary = reindex([s.plain], jobs=1)
+    assert (r.cache_written, r.cache_error) == (True, None)

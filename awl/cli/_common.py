@@ -359,6 +359,14 @@ def imported_log(ref: SessionRef, command: str) -> Path:
     return log
 
 
+def say_stopped(command: str, why: str, left: int, verb: str, again: str) -> None:
+    """The line on standard error that ends a bulk ``command`` a full disk stopped
+    (``why``: :func:`awl.errors.stopped_text`): how many more files were not
+    ``verb`` (none: not said) and what running it ``again`` does."""
+    more = f"{count(left, 'more file')} not {verb}; " if left else ""
+    click.echo(visible(f"awl: {command} stopped: {why}; {more}{again}", one_line=True), err=True)
+
+
 def count(n: int, one: str, many: str | None = None) -> str:
     """``"1 file"``, ``"2 files"``: a number and its noun."""
     return f"{n} {one if n == 1 else many or one + 's'}"

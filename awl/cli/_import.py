@@ -13,7 +13,7 @@ import click
 
 from ..ui import format_bytes, visible
 from ._app import main
-from ._common import count, discard_output, fail, json_text
+from ._common import count, discard_output, fail, json_text, say_stopped
 from ._progress import stoppable_progress
 
 if TYPE_CHECKING:  # the importers: only once the command runs
@@ -178,13 +178,8 @@ def import_command(
         # says whether it went well.
         discard_output(sys.stdout)
     if summary.stopped is not None:
-        left = summary.not_imported
-        stopped = (
-            f"awl: import stopped: {summary.stopped}; "
-            + (f"{count(left, 'more file')} not imported; " if left else "")
-            + "the same import again takes the rest"
-        )
-        click.echo(visible(stopped, one_line=True), err=True)
+        again = "the same import again takes the rest"
+        say_stopped("import", summary.stopped, summary.not_imported, "imported", again)
     if summary.failed:
         raise SystemExit(1)
 

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 import click
 
 from ..errors import AwlError
-from ..ui import format_bytes, visible
+from ..ui import format_bytes
 from ._app import main
-from ._common import count, current_dir, fail, json_text, resolve_session
+from ._common import count, current_dir, fail, json_text, resolve_session, say_stopped
 from ._progress import stoppable_progress
 
 if TYPE_CHECKING:  # numpy and the index: only once the command runs
@@ -113,13 +113,8 @@ def reindex_command(
     else:
         click.echo(summary_line(summary, dry_run=dry_run))
     if summary.stopped is not None:
-        left = summary.not_reindexed
-        stopped = (
-            f"awl: reindex stopped: {summary.stopped}; "
-            + (f"{count(left, 'more file')} not reindexed; " if left else "")
-            + "the same reindex again goes on"
-        )
-        click.echo(visible(stopped, one_line=True), err=True)
+        again = "the same reindex again goes on"
+        say_stopped("reindex", summary.stopped, summary.not_reindexed, "reindexed", again)
     # A log skipped as busy was not verified: `reindex --verify X && ...` must not
     # take it for a sound one.
     if summary.errors or summary.caches_failed or summary.stopped or (verify and summary.busy):

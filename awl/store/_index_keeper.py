@@ -10,12 +10,13 @@ when that is asked for.  An index is a cache of the log: when in doubt
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
 from ..errors import CorruptSession
-from ..paths import index_cache_dir
+from ..paths import index_cache_dir, index_cache_path
 from ._fs import Env
 from ._index import LogIndex
 from ._index_cache import cache_covers, load_cache, save_cache, wants_cache
@@ -26,6 +27,10 @@ from ._scanner_abi import FLAG_UNTERMINATED, Records
 from ._tree import Tree
 
 _T = TypeVar("_T")
+
+
+_FOLDERS_FAULT = frozenset((errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM))
+"""Errors writing a cache file that are its folder's (or its disk's), not the file's."""
 
 
 class IndexKeeper:
@@ -158,6 +163,7 @@ class IndexKeeper:
     def save(self, log: LogMap, fd: int, size: int) -> bool:
         """Write the index in memory, extended to ``size``, as the cache file
         (when the log is large enough to keep one); True when written."""
+        self.save_error = None
         if self.index is None:
             return False
         self._dirty = False
@@ -165,11 +171,16 @@ class IndexKeeper:
             return False  # no cache file for a log this small: nor the scan for one
         if self.index.size < size:
             self.index.extend(log, size)
+        st = self.env.fstat(fd)
         try:
-            saved = save_cache(self.index, log, self.env.fstat(fd), self.path, self.env)
+            saved = save_cache(self.index, log, st, self.path, self.env)
         except OSError as exc:
-            # The folder, not the file: the same for every log a full disk refuses.
-            self.save_error = f"{index_cache_dir()}: cannot write index caches: {exc.strerror}"
+            why = exc.strerror or str(exc)
+            if exc.errno in _FOLDERS_FAULT:
+                # The folder, not the file: the same for every log (a full disk).
+                self.save_error = f"{index_cache_dir()}: cannot write index caches: {why}"
+            else:
+                self.save_error = f"{index_cache_path(self.path)}: cannot write this cache: {why}"
             return False
         if saved is None:
             return False

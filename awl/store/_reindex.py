@@ -148,7 +148,7 @@ class ReindexSummary:
         self.busy += 1 if r.busy else 0
         self.errors += 1 if r.failed else 0
 
-    def as_json(self) -> dict[str, int]:
+    def as_json(self) -> dict[str, int | str | None]:
         """The totals as a JSON object (``awl reindex --json``'s ``summary``), its
         names in camelCase as the files' are."""
         return {
@@ -588,7 +588,7 @@ def _writer_open_error(p: str) -> str | None:
 def _work(args: tuple[str, bool, bool]) -> FileResult:
     path, verify, dry_run = args
     r = reindex_file(path, verify=verify, dry_run=dry_run)
-    if r.errno in STOPS_BULK_WRITES:
+    if r.errno in STOPS_BULK_WRITES and not verify:
         stop_this_worker()  # each log after it would fail so (see reindex)
     return r
 
@@ -665,10 +665,19 @@ def reindex(
     stop: list[tuple[str, int]] = []  # the folder and the error that stopped the run
 
     def stop_after(r: FileResult) -> bool:
-        if not stop and r.errno in STOPS_BULK_WRITES:
+        # Not a verification, which is there to look at every log (a read-only copy
+        # of a store: each log's write then fails in a line of its own).
+        if not stop and not verify and r.errno in STOPS_BULK_WRITES:
             stop.append((os.path.dirname(os.path.abspath(r.path)), r.errno))
         return bool(stop)
 
+    # The logs recovered from dead creations first, whatever stops the run: their
+    # recovery is said with them, and the hidden files it came from are gone.
+    for path in [p for p in ordered if p in recovered]:
+        r = reindex_file(path, verify=verify, dry_run=dry_run)
+        done(r)
+        stop_after(r)
+    ordered = [p for p in ordered if p not in recovered] if not stop else []
     if workers == 1 or len(ordered) <= 1:
         for path in ordered:
             r = reindex_file(path, verify=verify, dry_run=dry_run)
@@ -680,13 +689,15 @@ def reindex(
         # Logs go to the workers in small batches: one message per log costs
         # more than a small log's whole reindex.
         chunk = max(1, min(32, len(ordered) // (workers * 8)))
-        tasks = [(path, verify, dry_run) for path in ordered]
+        tasks: list[tuple[str, bool, bool]] = [(path, verify, dry_run) for path in ordered]
         run_in_processes(
             _work, tasks, done, workers=workers, chunksize=chunk, stop_after=stop_after
         )
     if stop:
         taken = {r.path for r in results}  # as reindex_file names them
-        summary.not_reindexed = sum(1 for p in ordered if os.fspath(Path(p)) not in taken)
+        summary.not_reindexed = sum(
+            1 for p in sizes if p not in recovered and os.fspath(Path(p)) not in taken
+        )
         summary.stopped = stopped_text(path_text(stop[0][0]), stop[0][1])
         prune = False  # (the caches of the logs not reindexed are not stale)
     if prune:

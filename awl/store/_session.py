@@ -90,10 +90,10 @@ class OpenStats:
     tail_lines: int = 0  # lines read after the checkpoint believed
     cache: str = "none"  # "none", "loaded", "built", "extended", "rebuilt" (the cache lied)
     cache_saved: bool = False  # this manager wrote the index cache file
-    cache_error: str | None = None  # why it could not (the disk full), when it could not
     trimmed: int = 0  # bytes moved to .corrupt (or, for a reader, ignored)
     checkpoints_written: int = 0
     checkpoint_offset: int | None = None  # the checkpoint an open believed
+    cache_error: str | None = None  # why the cache file could not be written, if so
 
 
 _P = ParamSpec("_P")
