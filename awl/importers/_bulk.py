@@ -189,12 +189,12 @@ def _in_this_process(
     tasks: list[_Task],
     done: Callable[[ImportResult], None],
     stop_after: Callable[[ImportResult], bool] | None = None,
-) -> bool:
+) -> None:
     """Import every task here, each result reported once its log is synced and named
-    (while the next session is converted); whether ``stop_after`` stopped the run:
-    True of a result, asked once it is converted (a write failed: no session is
-    begun after it) and again once it is reported (its log could not be synced), it
-    leaves the tasks after it undone."""
+    (while the next session is converted).  ``stop_after`` True of a result, asked
+    once it is converted (a write failed: no session is begun after it) and again
+    once it is reported (its log could not be synced), leaves the tasks after it
+    undone."""
     syncing = _Syncing()
     unreported: deque[tuple[ImportResult, Future[None]]] = deque()
     reporting = False
@@ -232,7 +232,6 @@ def _in_this_process(
         raise
     finally:
         syncing.wait()
-    return stopped
 
 
 def _copies_apart(tasks: list[_Task]) -> tuple[list[_Task], list[_Task]]:
@@ -282,9 +281,9 @@ def import_sessions(
 
     A session whose awl log could not be written for a reason every later one
     would meet too (the disk full, the quota used up, a file system mounted read
-    only) stops the run so, without
-    an exception: the summary says why (``stopped``) and how many source
-    sessions were not imported (``not_imported``), and the run counts as failed."""
+    only) stops the run so, without an exception: the summary says why
+    (``stopped``) and how many source files were not imported (``not_imported``),
+    and the run counts as failed."""
     if isinstance(sources, ImportPlan):
         # A plan's problems are part of the run: a path that named no session
         # counts (and fails the run) as the command says it.
