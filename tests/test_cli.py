@@ -41,8 +41,8 @@ from .helpers import (
 REPO = Path(__file__).resolve().parent.parent
 TZ = "XYZ-05:30"  # a fixed offset of +05:30, no tz database needed
 LISTING = re.compile(
-    r"^(?P<id>[0-9a-f-]{8,36})  (?P<when>\d{4}-\d\d-\d\d \d\d:\d\d)"
-    r"  (?P<n>\d+) (?P<noun>messages?)$"
+    r"^(?P<id>[0-9a-f-]{8,36}) *  (?P<when>\d{4}-\d\d-\d\d \d\d:\d\d)"
+    r"  *(?P<n>\d+) (?P<noun>messages?)$"
 )
 
 
@@ -226,10 +226,11 @@ def test_an_install_without_the_native_scanner_says_so_in_version_only() -> None
 def test_sessions_seed_format_oldest_first(store: dict[str, Path]) -> None:
     res = cli("sessions")
     assert res.exit_code == 0, res.output
+    # The seed's columns, lined up: ids padded on the right, counts on the left.
     assert res.output.splitlines() == [
-        "019dc5ba-53f6-7a  2026-04-24 13:35  5 messages",
+        "019dc5ba-53f6-7a  2026-04-24 13:35   5 messages",
         "019dc5ba-53f6-71  2026-04-25 23:10  14 messages",
-        "01a00000-0000  2026-04-27 05:29  1 message",
+        "01a00000-0000     2026-04-27 05:29   1 message",
     ]
     for text in res.output.splitlines():
         assert LISTING.match(text)
@@ -328,8 +329,8 @@ def test_sessions_names_a_log_it_cannot_stat_by_its_file_name(
     rows = cli("sessions").output.splitlines()
     when = local_time("2026-04-25T17:40:15.990Z")
     gone = f"{folder / name}: a link to {root / 'gone.jsonl'}, which does not exist"
-    assert f"019dc5bd-0000  {when}  unreadable: {gone}" in rows  # as every command says it
-    assert any(r.startswith("notes  ????-??-?? ??:??  unreadable: ") for r in rows)
+    assert f"019dc5bd-0000     {when}  unreadable: {gone}" in rows  # as every command says it
+    assert any(r.startswith("notes             ????-??-?? ??:??  unreadable: ") for r in rows)
 
 
 def test_sessions_long_shows_first_prompt(store: dict[str, Path]) -> None:
@@ -337,7 +338,7 @@ def test_sessions_long_shows_first_prompt(store: dict[str, Path]) -> None:
     first = res.output.splitlines()[0]
     # The last message's time (msg() stamps 14:00:01Z), not the file's.
     assert first == (
-        "019dc5ba-53f6-7a  2026-04-24 13:35  5 messages  (last active 2026-04-25 19:30)"
+        "019dc5ba-53f6-7a  2026-04-24 13:35   5 messages  (last active 2026-04-25 19:30)"
         "  the first prompt of B"
     )
 
@@ -362,9 +363,9 @@ def test_sessions_lists_an_unreadable_log(store: dict[str, Path], root: Path, he
     assert len(rows) == 5
     assert (
         rows[2]
-        == f"019dc5bb-0000  2026-04-25 23:30  unreadable: {bad}:3: not a complete JSON object"
+        == f"019dc5bb-0000     2026-04-25 23:30  unreadable: {bad}:3: not a complete JSON object"
     )
-    assert rows[3].startswith("019dc5bc-0000  2026-04-26 00:30  unreadable: ")
+    assert rows[3].startswith("019dc5bc-0000     2026-04-26 00:30  unreadable: ")
     assert str(v2) in rows[3] and "version" in rows[3]
     doc = orjson.loads(cli("sessions", "--json").output)
     errs = {d["id"]: d["error"] for d in doc}

@@ -47,6 +47,13 @@ def sessions(as_json: bool, all_projects: bool, long_format: bool) -> None:
     # as `awl search` prints them: a folder two cwds share holds both's logs.
     shown = resume_prefixes([i.path for i in every], cwd)
     files_of = Counter(i.id for i in every if i.error is None)
+    ids = {id(i): i.id if files_of[i.id] > 1 else _short(i, shown) for i in every}
+    # Columns line up across the listing (prefixes differ in length where ids share
+    # a start; counts in digits), as `ls -l` lines up its own.
+    widths = (
+        max((len(s) for s in ids.values()), default=0),
+        max((len(str(i.message_count)) for i in every if not i.error), default=0),
+    )
     lines: list[str] = []
     for where, infos in groups.items():
         if all_projects:
@@ -54,13 +61,7 @@ def sessions(as_json: bool, all_projects: bool, long_format: bool) -> None:
         indent = "  " if all_projects else ""
         lines.extend(
             # Copies: the whole id, as no prefix finds one of them (a path does).
-            format_info(
-                i,
-                i.id if files_of[i.id] > 1 else _short(i, shown),
-                long_format,
-                indent,
-                copies=files_of[i.id],
-            )
+            format_info(i, ids[id(i)], long_format, indent, copies=files_of[i.id], widths=widths)
             for i in infos
         )
     if lines:
@@ -81,29 +82,45 @@ def _short(info: SessionInfo, shown: dict[str, str]) -> str:
 
 
 def format_info(
-    info: SessionInfo, short: str, long_format: bool, indent: str = "", *, copies: int = 1
+    info: SessionInfo,
+    short: str,
+    long_format: bool,
+    indent: str = "",
+    *,
+    copies: int = 1,
+    widths: tuple[int, int] = (0, 0),
 ) -> str:
     """One listing line in the seed's format: ``019dc5ba  2026-04-25 17:40  14 messages``,
     and ``  (from claude)`` after it for a session ``awl import`` made
     (``  (from codex, subagent: review)`` for one its tool ran for another).  A
     session whose id ``copies`` files carry (a copy made beside its log) names
-    its file: an id cannot tell them apart.
+    its file: an id cannot tell them apart.  ``widths``: the id column's and the
+    message count's, so that a listing's columns line up (ids padded on the
+    right, counts on the left).
 
     Control characters (in a first prompt, an error's file name) are shown
     as escapes: the line is for a terminal.
     """
-    line = _info_line(info, short, long_format, indent, copies)
+    line = _info_line(info, short, long_format, indent, copies, widths)
     return visible(line, one_line=True)
 
 
-def _info_line(info: SessionInfo, short: str, long_format: bool, indent: str, copies: int) -> str:
+def _info_line(
+    info: SessionInfo,
+    short: str,
+    long_format: bool,
+    indent: str,
+    copies: int,
+    widths: tuple[int, int],
+) -> str:
     if info.error and not info.created and info.path.is_dir():
         return f"{indent}unreadable: {info.error}"  # a project folder, not a session
     when = local_time(info.created) if info.created else "????-??-?? ??:??"
+    short = short.ljust(widths[0])
     if info.error:
         return f"{indent}{short}  {when}  unreadable: {info.error}"
     noun = "message" if info.message_count == 1 else "messages"
-    text = f"{indent}{short}  {when}  {info.message_count} {noun}"
+    text = f"{indent}{short}  {when}  {info.message_count:>{widths[1]}} {noun}"
     if info.imported_from:
         # The word `awl import --from` takes; a subagent's kind as its tool names it.
         of = f", subagent: {info.subagent}" if info.subagent else ""
