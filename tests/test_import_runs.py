@@ -727,13 +727,15 @@ def test_a_file_of_no_known_format_is_refused_with_one_line(tmp_path: Path, root
         "awl: 1 file looked like pi's sessions, not Codex's: awl import --from pi takes them "
         "(or leave out --from)",
         "0 sessions, 0 B: 0 imported, 0 updated, 0 unchanged; 0 lines skipped; "
-        "0 errors, 1 file not a session",
+        "0 errors, 1 file not a session; no session log found",
     ]
     # An empty file beside it (any store may hold one) is no session found either.
     (only_pi / "empty.jsonl").touch()
     out = cli("import", "--from", "codex", str(only_pi))
     assert out.exit_code == 1, out.output
-    assert out.output.splitlines()[-1].endswith("1 with nothing to import, 1 file not a session")
+    assert out.output.splitlines()[-1].endswith(
+        "1 with nothing to import, 1 file not a session; no session log found"
+    )
     (only_pi / "empty.jsonl").unlink()
     # But a file whose first line is still being written may be one: not nothing found.
     (only_pi / "begun.jsonl").write_bytes(CODEX_HARBOR.read_bytes()[:100])

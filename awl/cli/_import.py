@@ -231,6 +231,8 @@ def summary_line(summary: ImportSummary, *, dry_run: bool = False) -> str:
         + (f", {summary.busy} skipped as busy" if summary.busy else "")
         + (f", {summary.empty} with nothing to import" if summary.empty else "")
         + (f", {count(summary.refused, 'file')} not a session" if summary.refused else "")
+        # What the status 1 says when no line above is an error.
+        + ("; no session log found" if summary.found_none else "")
     )
 
 

@@ -95,14 +95,19 @@ class ImportSummary:
         process) or conflicts with its earlier import; or the folders walked held
         files but no session log (of the format asked), so nothing was found: a
         file that holds nothing beside them is no sign of one."""
-        nothing = self.sessions == self.blank and self.refused > 0
         return (
             self.errors > 0
             or self.conflicts > 0
             or self.busy > 0
-            or nothing
+            or self.found_none
             or self.stopped is not None
         )
+
+    @property
+    def found_none(self) -> bool:
+        """The paths held files, but no session log (of the format asked): only
+        files that are none, and empty ones, which are no sign of one."""
+        return self.sessions == self.blank and self.refused > 0
 
     def as_json(self) -> dict[str, Any]:
         """The totals as a JSON object."""
