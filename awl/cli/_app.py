@@ -47,6 +47,7 @@ from ._common import (
 _COMMANDS = {
     "import": "_import",
     "reindex": "_reindex",
+    "salvage": "_salvage",
     "search": "_search",
     "sessions": "_sessions",
     "show": "_show",

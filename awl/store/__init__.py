@@ -83,7 +83,14 @@ if TYPE_CHECKING:
         settle_creation,
         unfinished_creations,
     )
-    from ._salvage import UnreadableMessage, Window, window_in_damaged_log
+    from ._salvage import (
+        SALVAGE_TYPE,
+        Salvaged,
+        UnreadableMessage,
+        Window,
+        salvage,
+        window_in_damaged_log,
+    )
     from ._search import (
         DEFAULT_ROLES,
         SearchHit,
@@ -164,6 +171,9 @@ _HOMES = {
     "session_paths": "_reindex",
     "settle_creation": "_reindex",
     "unfinished_creations": "_reindex",
+    "SALVAGE_TYPE": "_salvage",
+    "Salvaged": "_salvage",
+    "salvage": "_salvage",
     "UnreadableMessage": "_salvage",
     "Window": "_salvage",
     "window_in_damaged_log": "_salvage",
@@ -188,6 +198,7 @@ __all__ = [
     "FORMAT_VERSION",
     "MAX_REPLACED",
     "RECENT",
+    "SALVAGE_TYPE",
     "Checkpoint",
     "CheckpointMark",
     "CheckpointPolicy",
@@ -208,6 +219,7 @@ __all__ = [
     "OpenStats",
     "ReindexPlan",
     "ReindexSummary",
+    "Salvaged",
     "SearchHit",
     "SearchProblem",
     "SearchQuery",
@@ -250,6 +262,7 @@ __all__ = [
     "resume_prefixes",
     "resume_ref",
     "resume_refs",
+    "salvage",
     "scanner",
     "scanner_description",
     "search",

@@ -491,6 +491,17 @@ class LogFile:
             self._abandon(exc)
 
     @property
+    def hidden_path(self) -> Path | None:
+        """Where a log :meth:`create` left unplaced is until :meth:`place` names it
+        (None once placed): a reader that must look at it first reads it there."""
+        return self._unplaced
+
+    def abandon(self, exc: BaseException) -> NoReturn:
+        """Remove a log :meth:`create` left unplaced (found wanting before it is
+        placed), then raise ``exc``."""
+        self._abandon(exc)
+
+    @property
     def placed(self) -> bool:
         """Whether the log is under its name (False between ``create(place=False)``
         and :meth:`place`)."""

@@ -1,0 +1,94 @@
+"""``awl salvage``: what can be read of a session an open refuses, as a new session."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from ..errors import AwlError
+from ..ui import visible
+from ._app import main
+from ._common import count, current_dir, fail, json_text, log_of_path, names_a_file, resolve_session
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..store import Salvaged
+
+NAMED = 10
+"""Lines left out, and entries hung elsewhere, named one by one; the rest counted."""
+
+
+@main.command("salvage")
+@click.argument("ref", metavar="ID|PATH")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object of what was done.")
+def salvage_command(ref: str, as_json: bool) -> None:
+    """Copy what can be read of a damaged session into a new session beside it.
+
+    For a log that cannot be opened (a line that is not JSON, bytes that are
+    not UTF-8): its readable entries, in order, with a new id; a child of a
+    line left out goes under the entry before it. The damaged log is left
+    byte for byte as it is. Exit status 0 when there was nothing to salvage.
+    """
+    from ..store import resume_ref, salvage
+
+    path = log_of_path(ref, "salvage") if names_a_file(ref) else resolve_session(ref, current_dir())
+    try:
+        done = salvage(path)
+    except AwlError as exc:
+        fail(str(exc))
+    if as_json:
+        click.echo(json_text(_as_json(path, done)))
+        return
+    if done is None:
+        click.echo(
+            visible(
+                f"{path}: nothing to salvage: every line reads and every parent is there",
+                one_line=True,
+            )
+        )
+        return
+    said = [f"{path}:{n}: left out: {why}" for n, why in done.left_out[:NAMED]]
+    said += [
+        f"{path}:{n}: its parent {was or 'none'} is not in the copy: under "
+        f"{now or 'none (a root)'} there"
+        for n, was, now in done.relinked[:NAMED]
+    ]
+    unnamed = max(0, len(done.left_out) - NAMED) + max(0, len(done.relinked) - NAMED)
+    if unnamed:
+        said.append(f"({unnamed} more not named: awl salvage --json lists each)")
+    for line in said:
+        click.echo(visible(line, one_line=True))
+    here = _here()
+    ref_text = resume_ref(done.session, done.path, here)
+    click.echo(
+        visible(
+            f"salvaged {count(done.kept, 'entry', 'entries')} into {done.path.name} "
+            f"({count(len(done.left_out), 'line')} left out, "
+            f"{count(len(done.relinked), 'entry', 'entries')} moved): awl --resume {ref_text} "
+            "goes on from it; the damaged log is as it was",
+            one_line=True,
+        )
+    )
+
+
+def _here() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:
+        return None
+
+
+def _as_json(path: Path, done: Salvaged | None) -> dict[str, Any]:
+    doc: dict[str, Any] = {"source": os.fspath(path), "session": None, "path": None}
+    if done is not None:
+        doc |= {
+            "session": done.session,
+            "path": os.fspath(done.path),
+            "entries": done.kept,
+            "leftOut": [{"line": n, "problem": why} for n, why in done.left_out],
+            "relinked": [{"line": n, "parent": was, "now": now} for n, was, now in done.relinked],
+        }
+    return doc

@@ -1,0 +1,221 @@
+"""``awl salvage``: what can be read of a log an open refuses, as a new session."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from awl import CorruptSession, Message, SessionError, SessionManager, Text
+from awl.cli import main
+from awl.store import SALVAGE_TYPE, CheckpointPolicy, salvage, verify_log
+
+pytestmark = pytest.mark.usefixtures("scanner_impl")
+
+
+def written(project: Path, root: Path, n: int = 12, *, checkpoints: bool = False) -> Path:
+    """A log as awl writes it: a system prompt, then n messages (and with
+    ``checkpoints``, a checkpoint after each)."""
+    often = CheckpointPolicy(min_tail=1, budget=1.0, spacing=1) if checkpoints else None
+    m = SessionManager.create(project, "anthropic", "claude", session_dir=root, checkpoints=often)
+    m.append_message(Message("system", [Text("sys")]))
+    for i in range(n):
+        if i % 2 == 0:
+            m.append_message(Message("user", [Text(f"prompt {i} é")]))
+        else:
+            m.append_message(
+                Message("assistant", [Text(f"reply {i}")]), provider="anthropic", model="claude"
+            )
+    m.close()
+    return m.path
+
+
+def damage(path: Path, line: int, how: bytes | None = None) -> bytes:
+    """Line ``line`` (1-based) made unreadable: a byte that is not UTF-8 late in its
+    text (its type, id and parent still read), or replaced by ``how``."""
+    lines = path.read_bytes().split(b"\n")
+    old = lines[line - 1]
+    if how is None:
+        at = old.rindex(b'"text":"') + len(b'"text":"')
+        lines[line - 1] = old[:at] + b"\xff" + old[at:]
+    else:
+        lines[line - 1] = how
+    path.write_bytes(b"\n".join(lines))
+    return path.read_bytes()
+
+
+def texts(path: Path) -> list[str]:
+    with SessionManager.open(path, read_only=True) as m:
+        return [
+            "".join(b.text for b in msg.content if isinstance(b, Text))
+            for msg in m.rebuild_conversation().messages
+        ]
+
+
+def test_a_byte_not_utf8_mid_log_is_left_out_and_the_rest_goes_on(
+    project: Path, root: Path
+) -> None:
+    path = written(project, root)
+    before = damage(path, 4)  # "reply 1": its child, "prompt 2", names it
+    with pytest.raises(CorruptSession):
+        SessionManager.open(path, read_only=True)
+    done = salvage(path)
+    assert done is not None
+    assert path.read_bytes() == before  # the damaged log as it was
+    assert done.path.parent == path.parent and done.path != path
+    assert [n for n, _ in done.left_out] == [4]
+    assert "0xff" in done.left_out[0][1]
+    # "prompt 2" goes under "prompt 0", the parent its lost parent's line named.
+    (line, was, now), *rest = done.relinked
+    assert line == 5 and not rest
+    assert verify_log(done.path).ok
+    with SessionManager.open(done.path, read_only=True) as m:
+        assert m.id == done.session and m.id not in path.name
+        parents = {e.base.id: e.base.parent_id for _, e in m.entries() if e.base}
+        assert now is not None and parents.get(now) is not None and was not in parents
+    kept = ["sys", "prompt 0 é", "prompt 2 é", "reply 3"]
+    assert texts(done.path)[:4] == kept
+    assert texts(done.path)[-1] == "reply 11" and len(texts(done.path)) == 12
+    # A writer goes on from it: the copy is an awl log like any other.
+    with SessionManager.open(done.path) as m:
+        m.append_message(Message("user", [Text("and now?")]))
+    assert texts(done.path)[-1] == "and now?"
+    # Its first entry says where it came from and what was done.
+    note = orjson.loads(done.path.read_bytes().split(b"\n")[1])
+    assert note["type"] == SALVAGE_TYPE and note["from"] == str(path)
+    assert note["leftOut"] == [[4, done.left_out[0][1]]]
+    assert note["relinked"] == [[5, was, now]]
+
+
+def test_a_line_that_names_no_entry_hangs_its_child_under_the_entry_before(
+    project: Path, root: Path
+) -> None:
+    path = written(project, root)
+    damage(path, 6, b"{oops")  # "reply 3"
+    done = salvage(path)
+    assert done is not None
+    assert done.left_out[0][0] == 6
+    assert [n for n, _, _ in done.relinked] == [7]
+    assert texts(done.path)[:6] == [
+        "sys",
+        "prompt 0 é",
+        "reply 1",
+        "prompt 2 é",
+        "prompt 4 é",
+        "reply 5",
+    ]
+
+
+def test_a_message_the_reader_refuses_is_left_out(project: Path, root: Path) -> None:
+    """JSON, but no message awl reads (a text block without its text): the open
+    finds it only when the message is read; salvage reads every one."""
+    path = written(project, root)
+    lines = path.read_bytes().split(b"\n")
+    obj = orjson.loads(lines[3])
+    del obj["message"]["content"][0]["text"]
+    damage(path, 4, orjson.dumps(obj))
+    done = salvage(path)
+    assert done is not None
+    assert done.left_out == [(4, "a text block needs a string 'text'")]
+    assert [(n, was) for n, was, _ in done.relinked] == [(5, obj["id"])]
+    assert texts(done.path)[:3] == ["sys", "prompt 0 é", "prompt 2 é"]
+
+
+def test_checkpoints_and_a_torn_tail_are_not_copied(project: Path, root: Path) -> None:
+    path = written(project, root, checkpoints=True)
+    at = next(n for n, x in enumerate(path.read_bytes().split(b"\n"), 1) if b'"reply 1"' in x)
+    damage(path, at)
+    with path.open("ab") as f:
+        f.write(b'{"type":"message","id":"7')  # torn
+    raw = path.read_bytes()
+    assert b'"type":"checkpoint"' in raw
+    done = salvage(path)
+    assert done is not None
+    assert [n for n, _ in done.left_out] == [at]  # the torn tail is no reader's line
+    assert b'"type":"checkpoint"' not in done.path.read_bytes()
+    assert verify_log(done.path).ok and path.read_bytes() == raw
+
+
+def test_a_log_that_reads_has_nothing_to_salvage(project: Path, root: Path) -> None:
+    path = written(project, root)
+    files = sorted(path.parent.iterdir())
+    assert salvage(path) is None
+    assert sorted(path.parent.iterdir()) == files
+
+
+def test_a_log_is_salvaged_once(project: Path, root: Path) -> None:
+    path = written(project, root)
+    damage(path, 4)
+    done = salvage(path)
+    assert done is not None
+    with pytest.raises(SessionError, match="salvaged already, into"):
+        salvage(path)
+    assert len(list(path.parent.glob("*.jsonl"))) == 2
+
+
+def cli(*args: str) -> object:
+    return CliRunner().invoke(main, list(args))
+
+
+def test_the_command(project: Path, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(project)
+    path = written(project, root)
+    healthy = CliRunner().invoke(main, ["salvage", str(path)])
+    assert healthy.exit_code == 0, healthy.output
+    assert (
+        healthy.output
+        == f"{path}: nothing to salvage: every line reads and every parent is there\n"
+    )
+    damage(path, 4)
+    # awl --resume says what to do.
+    refused = CliRunner().invoke(main, ["--resume", "-p", "hi", "--provider", "offline"])
+    assert refused.exit_code == 1 and "awl salvage ID copies what can be read" in refused.output
+    sid = path.name.split("_")[1][:-6]
+    out = CliRunner().invoke(main, ["salvage", sid[:13]])
+    assert out.exit_code == 0, out.output
+    said = out.output.splitlines()
+    assert said[0].startswith(f"{path}:4: left out: not a complete JSON object")
+    assert said[1].startswith(f"{path}:5: its parent ") and " there" in said[1]
+    assert (
+        said[2].startswith("salvaged 12 entries into ")
+        and "(1 line left out, 1 entry moved)" in said[2]
+    )
+    assert "the damaged log is as it was" in said[2] and len(said) == 3
+    ref = said[2].split("awl --resume ")[1].split()[0]
+    resumed = CliRunner().invoke(main, ["--resume", ref, "-p", "hi", "--provider", "offline"])
+    assert resumed.exit_code == 0, resumed.output
+    again = CliRunner().invoke(main, ["salvage", str(path), "--json"])
+    assert (
+        again.exit_code == 1
+        and again.output.startswith("Error: ")
+        and "salvaged already" in again.output
+    )
+    assert len(again.output.splitlines()) == 1
+
+
+def test_the_command_json(project: Path, root: Path) -> None:
+    path = written(project, root)
+    doc = json.loads(CliRunner().invoke(main, ["salvage", "--json", str(path)]).output)
+    assert doc == {"source": str(path), "session": None, "path": None}
+    damage(path, 4)
+    doc = json.loads(CliRunner().invoke(main, ["salvage", "--json", str(path)]).output)
+    assert doc["source"] == str(path) and doc["entries"] == 12
+    assert Path(doc["path"]).name.endswith(f"_{doc['session']}.jsonl")
+    assert [x["line"] for x in doc["leftOut"]] == [4]
+    assert [x["line"] for x in doc["relinked"]] == [5]
+
+
+def test_what_names_no_log_is_refused_in_one_line(tmp_path: Path, project: Path) -> None:
+    for args, status in (
+        (["salvage", "0123"], 2),
+        (["salvage", str(tmp_path / "missing.jsonl")], 2),
+    ):
+        out = CliRunner().invoke(main, args)
+        assert out.exit_code == status, out.output
+        assert len(out.output.splitlines()) == 1 and out.output.startswith("Error: ")
+    (tmp_path / "notes.jsonl").write_text("hello\n")
+    out = CliRunner().invoke(main, ["salvage", str(tmp_path / "notes.jsonl")])
+    assert out.exit_code in (1, 2) and len(out.output.splitlines()) == 1
