@@ -279,10 +279,11 @@ _TAKES = {
     "show": ("awl show", "shows"),
     "search": ("awl search --session", "searches"),
     "resume": ("awl --resume", "goes on with"),
+    "salvage": ("awl salvage", "salvages"),
 }
 """How each command that takes a source log's path is named in its hints."""
 
-_LEFT_OUT = {"show": "shown", "search": "searched"}
+_LEFT_OUT = {"show": "shown", "search": "searched", "salvage": "salvaged"}
 """What show and search do not do with a subagent's transcript kept in a log."""
 
 

@@ -28,9 +28,10 @@ def salvage_command(ref: str, as_json: bool) -> None:
     """Copy what can be read of a damaged session into a new session beside it.
 
     For a log that cannot be opened (a line that is not JSON, bytes that are
-    not UTF-8): its readable entries, in order, with a new id; a child of a
-    line left out goes under the entry before it. The damaged log is left
-    byte for byte as it is. Exit status 0 when there was nothing to salvage.
+    not UTF-8): its readable entries, in order, under a new id; a child of a
+    line left out goes under that line's parent where the line still names
+    it, else under the entry before it. The damaged log is left byte for byte
+    as it is. Exit status 0 when there was nothing to salvage.
     """
     from ..store import resume_ref, salvage
 
@@ -51,14 +52,10 @@ def salvage_command(ref: str, as_json: bool) -> None:
         )
         return
     said = [f"{path}:{n}: left out: {why}" for n, why in done.left_out[:NAMED]]
-    said += [
-        f"{path}:{n}: its parent {was or 'none'} is not in the copy: under "
-        f"{now or 'none (a root)'} there"
-        for n, was, now in done.relinked[:NAMED]
-    ]
+    said += [_moved(path, n, was, now) for n, was, now in done.relinked[:NAMED]]
     unnamed = max(0, len(done.left_out) - NAMED) + max(0, len(done.relinked) - NAMED)
     if unnamed:
-        said.append(f"({unnamed} more not named: awl salvage --json lists each)")
+        said.append(f"({unnamed} more not named: the copy's second line lists each)")
     for line in said:
         click.echo(visible(line, one_line=True))
     here = _here()
@@ -74,6 +71,13 @@ def salvage_command(ref: str, as_json: bool) -> None:
     )
 
 
+def _moved(path: Path, line: int, was: str | None, now: str | None) -> str:
+    """What became of an entry whose parent the copy does not give it."""
+    if now is None:  # none before it, or a loop of parents cut
+        return f"{path}:{line}: its parent {was} cannot be kept: now a root"
+    return f"{path}:{line}: its parent {was} is not in the copy: now under {now}"
+
+
 def _here() -> str | None:
     try:
         return os.getcwd()
@@ -82,7 +86,14 @@ def _here() -> str | None:
 
 
 def _as_json(path: Path, done: Salvaged | None) -> dict[str, Any]:
-    doc: dict[str, Any] = {"source": os.fspath(path), "session": None, "path": None}
+    doc: dict[str, Any] = {
+        "source": os.fspath(path),
+        "session": None,
+        "path": None,
+        "entries": None,
+        "leftOut": [],
+        "relinked": [],
+    }
     if done is not None:
         doc |= {
             "session": done.session,

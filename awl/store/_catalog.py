@@ -208,8 +208,8 @@ def most_recent(
         newest = max(unreadable, key=lambda i: (i.modified, i.path.name))
         raise SessionError(
             f"the most recent session here cannot be resumed: {newest.error} "
-            "(awl --resume ID resumes another; awl salvage ID copies what can be read of "
-            "it into a new session; awl reindex --verify names each problem)"
+            f"(awl --resume ID resumes another; awl salvage {newest.id} copies what can be "
+            "read of it into a new session; awl reindex --verify names each problem)"
         )
     if best is None:
         return None

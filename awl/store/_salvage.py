@@ -26,11 +26,11 @@ from typing import NamedTuple
 
 import orjson
 
-from ..errors import CorruptSession, SessionError
+from ..errors import CorruptSession, SessionError, SessionWriteError
 from ..paths import session_file_name
 from . import scanner
-from ._clock import format_timestamp
-from ._entries import Checkpoint, MessageEntry, SessionHeader
+from ._clock import format_timestamp, is_timestamp
+from ._entries import Checkpoint, MessageEntry, SessionHeader, UnknownEntry
 from ._fs import Env, default_env
 from ._ids import uuid7
 from ._invalid import invalid_line
@@ -199,22 +199,24 @@ and what of it was left out or hung elsewhere."""
 def salvage(path: str | os.PathLike[str], env: Env | None = None) -> Salvaged | None:
     """Copy what can be read of the log at ``path`` into a new session beside it,
     leaving the log itself byte for byte as it is; None when there is nothing to
-    salvage (every line reads, every parent is there).
+    salvage (every line reads, every parent is there, no link makes a loop).
 
     A line that is no entry (not JSON, bytes that are not UTF-8, a message
-    awl's reader refuses) is left out; a child of a left-out entry goes under
+    awl's reader refuses, a second entry with an id taken already) is left
+    out, and so is a torn last line; a child of a left-out entry goes under
     that entry's parent when its line still names it (see the module's
     docstring), else under the entry before it in the file, as does one whose
-    parent no line names.  Checkpoints are left out (they describe the old
-    file's offsets), and a torn last line, which no reader takes.  The new log
-    has a new id, the header's time, working directory and model, and a first
-    entry of type :data:`SALVAGE_TYPE` that names the source and what was left
-    out or moved.  It is written under a hidden name, verified as ``awl reindex
-    --verify`` verifies, and only then named: a salvage that would not open
-    leaves nothing.
+    parent no line holds.  A link that would close a loop is cut (the entry
+    becomes a root).  Checkpoints are not copied: they describe the old
+    file's offsets.  The new log has a new id, the header's time, working
+    directory and model, and a first entry of type :data:`SALVAGE_TYPE` that
+    names the source and what was left out or moved.  It is written under a
+    hidden name, verified as ``awl reindex --verify`` verifies, and only then
+    named: a salvage that would not open leaves nothing.
 
-    SessionError (and its kin) when the log cannot be read, has no header, or
-    the new one cannot be written.
+    SessionError (and its kin) when the log cannot be read, has no header,
+    holds no entry that can be read, was salvaged already (its copy is in
+    the same folder), or the new one cannot be written.
     """
     e = env or default_env()
     p = Path(os.path.abspath(os.fspath(path)))
@@ -222,36 +224,52 @@ def salvage(path: str | os.PathLike[str], env: Env | None = None) -> Salvaged | 
     try:
         mm = log.map()
         records = mm.scan(0, len(mm))
+        torn: tuple[int, str] | None = None
         if len(records) > 1 and int(records["kind"][-1]) == scanner.KIND_INVALID:
+            # No reader takes it; it is named among what was left out all the same.
+            start, length = int(records["offset"][-1]), int(records["length"][-1])
+            why = invalid_line(mm.view(start, start + length))
+            torn = (len(records), f"the last line, which no reader takes: {why}")
             records = records[:-1]
         header = log.header
         plan = _salvage_plan(mm, records, p)
     finally:
         log.close()
-    lines, kept, left_out, relinked = plan
-    if not left_out and not relinked:
+    if torn is not None:
+        plan.left_out.append(torn)
+    if not plan.left_out and not plan.relinked:
         return None
-    copy = salvaged_copy(p)
+    if not plan.tree:
+        raise SessionError(f"{p}: nothing of it can be read: no entry to salvage")
+    copy = salvaged_copy(p, header.id)
     if copy is not None:
         # One copy: another would be a second session of the same conversation.
         raise SessionError(
             f"{p}: salvaged already, into {copy} (awl --resume {copy} goes on from it; "
             "remove it to salvage again)"
         )
-    # Its time the header's, as its file name's: it lists where the session began.
-    sid = uuid7(max(0.0, datetime.fromisoformat(header.timestamp).timestamp()))
+    # The copy begins when the session began (its id's time and its file name's), so
+    # that it lists beside it; now, for a header whose time is not one awl writes.
+    when = header.timestamp if is_timestamp(header.timestamp) else format_timestamp()
+    sid = uuid7(max(0.0, datetime.fromisoformat(when).timestamp()))
     new_header = SessionHeader(sid, header.timestamp, header.cwd, header.provider, header.model)
-    target = p.parent / session_file_name(header.timestamp, sid)
+    target = p.parent / session_file_name(when, sid)
     note = {
         "type": SALVAGE_TYPE,
         "timestamp": format_timestamp(time.time()),
         "from": os.fsdecode(p),
         "session": header.id,
-        "leftOut": [[n, why] for n, why in left_out],
-        "relinked": [[n, was, now] for n, was, now in relinked],
+        "leftOut": [[n, why] for n, why in plan.left_out],
+        "relinked": [[n, was, now] for n, was, now in plan.relinked],
     }
-    body = [orjson.dumps(note, option=orjson.OPT_APPEND_NEWLINE), *lines]
-    made = LogFile.create(target, new_header, body, e, place=False)
+    body = [orjson.dumps(note, option=orjson.OPT_APPEND_NEWLINE), *plan.lines]
+    try:
+        made = LogFile.create(target, new_header, body, e, place=False)
+    except SessionWriteError as exc:
+        why = os.strerror(exc.errno) if exc.errno else str(exc)
+        raise SessionWriteError(
+            f"{p}: cannot write its salvaged copy in {p.parent}: {why}", errno=exc.errno
+        ) from None
     hidden = made.hidden_path
     assert hidden is not None
     report = verify_log(hidden)
@@ -265,79 +283,121 @@ def salvage(path: str | os.PathLike[str], env: Env | None = None) -> Salvaged | 
         made.place()
     finally:
         made.close()
-    return Salvaged(target, sid, kept, left_out, relinked)
+    return Salvaged(target, sid, plan.kept, plan.left_out, plan.relinked)
 
 
-def _salvage_plan(
-    mm: LogMap, records: Records, p: Path
-) -> tuple[list[bytes], int, list[tuple[int, str]], list[tuple[int, str | None, str | None]]]:
-    """The lines of a salvaged log (after its header), the entries among them, the
-    lines left out and the entries relinked (see :func:`salvage`)."""
+class _Plan(NamedTuple):
+    """The lines of a salvaged log after its header, the entries among them (and of
+    those, the tree entries), the lines left out and the entries relinked."""
+
+    lines: list[bytes]
+    kept: int
+    tree: int
+    left_out: list[tuple[int, str]]
+    relinked: list[tuple[int, str | None, str | None]]
+
+
+def _salvage_plan(mm: LogMap, records: Records, p: Path) -> _Plan:
+    """See :func:`salvage`: each line read, then each tree entry's parent settled
+    (a parent may come later in the file: the format allows it)."""
     kinds = records["kind"].tolist()
     offsets = records["offset"].tolist()
     lengths = records["length"].tolist()
-    lines: list[bytes] = []
     left_out: list[tuple[int, str]] = []
-    relinked: list[tuple[int, str | None, str | None]] = []
+    # Each line kept: its row, its bytes, and its id and parent (None: outside the tree).
+    kept: list[tuple[int, bytes, tuple[str, str | None] | None]] = []
     # A left-out entry whose line still names its id and parent: where its children go.
     moved_up: dict[str, str | None] = {}
-    kept_ids: set[str] = set()
-    last_id: str | None = None  # the last tree entry kept, in file order
-    kept = 0
+    ids: set[str] = set()  # the tree entries kept
     for row in range(1, len(kinds)):
         kind = kinds[row]
         if kind in (scanner.KIND_BLANK, scanner.KIND_CHECKPOINT):
             continue
         start, length = offsets[row], lengths[row]
         raw = bytes(mm.view(start, start + length))
+        entry: object = None
         if kind == scanner.KIND_INVALID:
             problem = invalid_line(mm.view(start, start + length))
-            entry = None
         else:
             try:
                 entry = parse_at(mm, start, length, row, p)
                 problem = ""
             except CorruptSession as exc:
-                entry, problem = None, exc.problem
-        if entry is not None and isinstance(entry, SessionHeader | Checkpoint):
-            entry, problem = None, "a second header" if isinstance(entry, SessionHeader) else ""
-            if not problem:
-                continue
-        base = entry.base if entry is not None else None
-        if base is not None and base.id in kept_ids:
-            problem = f"a second entry with id {base.id!r}"
-            entry, base = None, None
+                problem = exc.problem
+        if isinstance(entry, Checkpoint):
+            continue
+        if isinstance(entry, SessionHeader):
+            entry, problem = None, "a second header"
+        base = entry.base if isinstance(entry, MessageEntry | UnknownEntry) else None
+        if base is not None and base.id in ids:
+            entry, problem = None, f"a second entry with id {base.id!r}"
         if entry is None:
             left_out.append((row + 1, problem))
             m = _MESSAGE_START.match(raw[:80])
-            if m is not None and m[1].decode() not in kept_ids:
-                parent = m[2].decode() if m[2] is not None else None
-                moved_up[m[1].decode()] = moved_up.get(parent, parent) if parent else None
+            if m is not None:
+                eid = m[1].decode()
+                moved_up.setdefault(eid, m[2].decode() if m[2] is not None else None)
             continue
-        kept += 1
-        if base is None:  # an entry outside the tree: as it is
-            lines.append(raw + b"\n")
+        if base is None:
+            kept.append((row, raw, None))
+        else:
+            ids.add(base.id)
+            kept.append((row, raw, (base.id, base.parent_id)))
+    # Each tree entry's parent: the one named when it is kept; up through left-out
+    # entries to one that is; else the tree entry before it in the file.
+    parent_of: dict[str, str | None] = {}
+    last: str | None = None
+    for _, _, node in kept:
+        if node is None:
             continue
-        named = base.parent_id
-        parent = named
-        while parent is not None and parent in moved_up:
+        eid, named = node
+        parent, seen = named, set()
+        while parent is not None and parent not in ids and parent in moved_up:
+            if parent in seen:
+                break  # left-out lines that name each other: no way up
+            seen.add(parent)
             parent = moved_up[parent]
-        if parent is not None and parent not in kept_ids:
-            parent = last_id  # its parent is nowhere: under the entry before it
-        if parent != named:
-            relinked.append((row + 1, named, parent))
+        if parent is not None and parent not in ids:
+            parent = last
+        parent_of[eid] = parent
+        last = eid
+    _cut_loops(parent_of)
+    lines: list[bytes] = []
+    relinked: list[tuple[int, str | None, str | None]] = []
+    for row, raw, node in kept:
+        if node is not None and parent_of[node[0]] != node[1]:
+            now = parent_of[node[0]]
+            relinked.append((row + 1, node[1], now))
             obj = orjson.loads(raw)
-            obj["parentId"] = parent
+            obj["parentId"] = now
             raw = orjson.dumps(obj)
         lines.append(raw + b"\n")
-        kept_ids.add(base.id)
-        last_id = base.id
-    return lines, kept, left_out, relinked
+    return _Plan(lines, len(kept), len(ids), left_out, relinked)
 
 
-def salvaged_copy(path: Path) -> Path | None:
-    """The log in ``path``'s folder that :func:`salvage` made of it, if there is one:
-    its second line is the :data:`SALVAGE_TYPE` entry naming ``path``."""
+def _cut_loops(parent_of: dict[str, str | None]) -> None:
+    """Make a root of one entry of each loop of parents (a chain that comes back to
+    itself never reaches a root): the last of the loop in ``parent_of``'s order."""
+    order = {eid: k for k, eid in enumerate(parent_of)}
+    done: set[str] = set()
+    for first in parent_of:
+        path: list[str] = []
+        on_path: set[str] = set()
+        at: str | None = first
+        while at is not None and at not in done and at not in on_path:
+            path.append(at)
+            on_path.add(at)
+            at = parent_of.get(at)
+        if at is not None and at in on_path:
+            loop = path[path.index(at) :]
+            parent_of[max(loop, key=order.__getitem__)] = None
+        done.update(path)
+
+
+def salvaged_copy(path: Path, session: str) -> Path | None:
+    """The log in ``path``'s folder that :func:`salvage` made of the session
+    ``session`` (the log at ``path``), if there is one: its second line is the
+    :data:`SALVAGE_TYPE` entry naming that session."""
     mark = b'{"type":"' + SALVAGE_TYPE.encode() + b'",'
     try:
         names = sorted(os.listdir(path.parent))
@@ -359,6 +419,6 @@ def salvaged_copy(path: Path) -> Path | None:
             note = orjson.loads(second)
         except orjson.JSONDecodeError:
             continue
-        if isinstance(note, dict) and note.get("from") == os.fsdecode(path):
+        if isinstance(note, dict) and note.get("session") == session:
             return other
     return None
