@@ -915,7 +915,8 @@ def test_a_resume_of_a_damaged_log_says_where_what_can_be_read_is(
     res = cli("--resume", ref.format(entry=c[1]["id"]), "-p", "more")
     assert one_line_error(res, 1) == (
         f"Error: {p}:4: not a complete JSON object (the log is left as it is: "
-        "awl show 019dc5ba shows what can be read; awl reindex --verify names every problem)"
+        "awl show 019dc5ba shows what can be read; awl salvage 019dc5ba copies it into a "
+        "new session to go on with; awl reindex --verify names every problem)"
     )
     assert p.read_bytes() == data
     # What the hint names works: show prints what it can, and exits 1 for the damage.

@@ -408,10 +408,12 @@ def main(
             # The most recent's message says what to do already; a log without a
             # header to go by has nothing awl show could read either.
             fail(str(exc))
-        # A damaged log is not guessed at, but what of it can be read can be.
+        # A damaged log is not guessed at, but what of it can be read can be: shown,
+        # or copied into a session to go on with.
         fail(
             f"{exc} (the log is left as it is: awl show {shlex.quote(resume)} shows what"
-            " can be read; awl reindex --verify names every problem)"
+            f" can be read; awl salvage {shlex.quote(resume)} copies it into a new session"
+            " to go on with; awl reindex --verify names every problem)"
         )
     except AwlError as exc:
         fail(str(exc))
