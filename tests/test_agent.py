@@ -720,9 +720,15 @@ def test_tool_turn_runs_the_tool_and_sends_the_result(
     command = "echo TOOL$((40+2)); ls"
     server.queue(script.tool("call_tool_1", command), script.text("All done."))
     seen: list[tuple[str, str]] = []
-    result = agent.run_turn("list it", Sink(), on_tool=lambda u, o: seen.append((u.id, o.content)))
+    result = agent.run_turn(
+        "list it",
+        Sink(),
+        on_tool=lambda u, o: seen.append((u.id, o.content)),
+        # Before it runs: nothing of its output yet, and no result saved.
+        on_tool_start=lambda u: seen.append((u.id, f"starting; {len(seen)} seen")),
+    )
     assert (result.text, result.stop_reason, result.rounds) == ("All done.", "stop", 1)
-    assert seen == [("call_tool_1", "TOOL42\nhere.txt")]
+    assert seen == [("call_tool_1", "starting; 0 seen"), ("call_tool_1", "TOOL42\nhere.txt")]
 
     first, second = server.requests
     assert sent(script.name, first.body)[1:] == [("user", "text", "list it")]

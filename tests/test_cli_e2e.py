@@ -192,6 +192,7 @@ def test_converse_tool_model_session_help_quit(term: Any, root: Path, project: P
     assert "Echoing the prompt." in before  # the thinking block is shown too
 
     t.line("run: echo $((6*7))XYZ")
+    t.expect("[running bash: echo $((6*7))XYZ]\n")  # what runs, before it runs
     t.expect("[bash]\n42XYZ\n")
     t.expect("The tool returned:\n42XYZ")
 
@@ -657,7 +658,11 @@ def test_ctrl_c_during_a_tool_ends_that_turn_before_the_next(
     t = term()
     t.line("run: sleep 30; echo SLEPT")
     # A command that takes its time says so, on a line of its own, counting.
-    t.expect_re(r"\[calling bash\]\S*\r\n\r\S*waiting for bash: [3-9] s \(Ctrl\+C cancels\)")
+    # (What runs is said first.)
+    t.expect_re(
+        r"\[calling bash\]\S*\r\n\[running bash: sleep 30; echo SLEPT\]\r\n"
+        r"\r\S*waiting for bash: [3-9] s \(Ctrl\+C cancels\)"
+    )
     deadline = time.monotonic() + TIMEOUT
     while not any("sleep 30" in _cmdline(p) for p in _children(t.child.pid)):
         assert time.monotonic() < deadline, "the tool never started"

@@ -300,6 +300,7 @@ PACKAGE_ALL = {
         "ToolError",
         "ToolOutput",
         "WriteTool",
+        "call_summary",
         "default_tools",
         "run_tool",
         "tool_specs",

@@ -29,6 +29,7 @@ from awl.tools import (
     Tool,
     ToolOutput,
     WriteTool,
+    call_summary,
     default_tools,
     run_tool,
     tool_specs,
@@ -811,3 +812,15 @@ def test_edit_keeps_mode(tmp_path: Path) -> None:
     f.chmod(0o750)
     edit(tmp_path, path="s.sh", old="a", new="b")
     assert f.read_text() == "echo b\n" and stat.S_IMODE(f.stat().st_mode) == 0o750
+
+
+def test_a_calls_summary_is_its_command_or_path_in_one_line() -> None:
+    assert call_summary('{"command": "ls -la"}') == "ls -la"
+    assert call_summary('{"path": "a.txt", "content": "x\\ny"}') == "a.txt"
+    assert call_summary('{"content": "  ", "pattern": "needle"}') == "needle"
+    # Many lines: the first, marked cut; a long one cut at the limit.
+    assert call_summary('{"command": "cd x\\nmake"}') == "cd x …"
+    assert call_summary(json.dumps({"command": "y" * 300}), limit=10) == "y" * 10 + " …"
+    # Nothing to say: no text, not an object, not JSON.
+    for raw in ('{"n": 3}', "[1]", "{oops", '{"command": ""}'):
+        assert call_summary(raw) == ""

@@ -252,8 +252,13 @@ class Agent:
         *,
         cancel: threading.Event | None = None,
         on_tool: Callable[[ToolUse, ToolOutput], None] | None = None,
+        on_tool_start: Callable[[ToolUse], None] | None = None,
     ) -> TurnResult:
         """Send ``prompt`` and run tool rounds until the model stops.
+
+        ``on_tool_start`` is called as each call is about to run (not for one
+        a cancel answers without running), ``on_tool`` with its output as it
+        ends.
 
         Everything the request sends is read from the log before the prompt is
         saved: a message awl cannot read (a line edited by hand) raises
@@ -335,8 +340,11 @@ class Agent:
             rounds += 1
             for use in uses:
                 # Once cancelled, each call left gets its result without running.
-                if waits is not None and not (cancel is not None and cancel.is_set()):
-                    waits.waiting(use.name)  # a command of minutes is no silent screen
+                if not (cancel is not None and cancel.is_set()):
+                    if on_tool_start is not None:
+                        on_tool_start(use)
+                    if waits is not None:
+                        waits.waiting(use.name)  # a command of minutes is no silent screen
                 try:
                     output = run_tool(self.tools, use.name, use.input, self.cwd, cancel=cancel)
                 finally:

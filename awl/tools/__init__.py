@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from awl.tools._base import Cancel, Tool, ToolError, ToolOutput, run_tool, tool_specs
+from awl.tools._base import (
+    Cancel,
+    Tool,
+    ToolError,
+    ToolOutput,
+    call_summary,
+    run_tool,
+    tool_specs,
+)
 from awl.tools._bash import BashTool
 from awl.tools._files import EditTool, ReadTool, WriteTool
 
@@ -15,6 +23,7 @@ __all__ = [
     "ToolError",
     "ToolOutput",
     "WriteTool",
+    "call_summary",
     "default_tools",
     "run_tool",
     "tool_specs",

@@ -135,6 +135,25 @@ def run_tool(
         return ToolOutput(f"error: {name} failed: {type(exc).__name__}: {exc}", is_error=True)
 
 
+def call_summary(input_json: str, limit: int = 120) -> str:
+    """What a call is about, in a line, for a person watching it run: its
+    ``command`` or ``path`` (the standard tools'), else its first text value;
+    the first line of it, cut at ``limit`` characters ("" when the input holds
+    no text).  Not a check of the input: the tool does that as it runs."""
+    try:
+        args = orjson.loads(input_json)
+    except orjson.JSONDecodeError:
+        return ""
+    if not isinstance(args, dict):
+        return ""
+    texts = [args.get("command"), args.get("path"), *args.values()]
+    text = next((t for t in texts if isinstance(t, str) and t.strip()), "")
+    first, _, rest = text.strip().partition("\n")
+    if len(first) > limit or rest:
+        first = first[:limit].rstrip() + " …"
+    return first
+
+
 def tool_specs(tools: Sequence[Tool]) -> list[ToolSpec]:
     """The specs of ``tools``, in order, for :meth:`Provider.complete`."""
     return [t.spec() for t in tools]

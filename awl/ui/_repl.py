@@ -33,7 +33,7 @@ from ..store import (
     make_private_dirs,
     resume_ref,
 )
-from ..tools import Cancel, ToolOutput
+from ..tools import Cancel, ToolOutput, call_summary
 from ._terminal import TerminalSink, detach_terminal, signals_cancel, stdin_text
 from ._text import visible
 from ._transcript import render_message
@@ -241,9 +241,23 @@ def _run_with_cancel(
         sys.stdout.write(f"[{name}{' error' if output.is_error else ''}]\n{visible(head)}\n")
         sys.stdout.flush()
 
+    def on_tool_start(use: ToolUse) -> None:
+        # What is about to run, before it runs: a command is seen while it works.
+        sink.end()
+        about = call_summary(use.input)
+        name = visible(use.name, one_line=True)
+        sys.stdout.write(
+            f"[running {name}{': ' + visible(about, one_line=True) if about else ''}]\n"
+        )
+        sys.stdout.flush()
+
     def work() -> None:
         try:
-            box.append(agent.run_turn(prompt, sink, cancel=cancel, on_tool=on_tool))
+            box.append(
+                agent.run_turn(
+                    prompt, sink, cancel=cancel, on_tool=on_tool, on_tool_start=on_tool_start
+                )
+            )
         except BaseException as exc:  # handed to the main thread
             box.append(exc)
 
