@@ -1599,6 +1599,52 @@ def test_a_new_session_on_a_local_server_needs_no_key_nor_model(
     assert (log.header["provider"], log.header["model"]) == ("openai", OpenAIProvider.default_model)
 
 
+def test_a_resume_goes_on_with_the_endpoint_the_session_last_used(
+    env: dict[str, str], root: Path, project: Path
+) -> None:
+    """A session on a local server, resumed without --base-url: its requests go
+    on to that server, said on stderr (they once went to the provider's hosted
+    API), as each user message records where its request went; --base-url sends
+    them elsewhere, and another provider uses its own endpoint."""
+    from tests.servers import anthropic_server as sse
+    from tests.servers import openai_server as oa
+    from tests.servers import serve
+
+    env["OPENAI_API_KEY"] = "a key the hosted API would take"
+    env["ANTHROPIC_API_KEY"] = "k"
+    with serve() as local, serve() as other:
+        url, elsewhere = local.url + "/v1", other.url + "/v1"
+        local.queue(oa.text_reply("first"), oa.text_reply("second"))
+        made = run(["--provider", "openai", "--base-url", url, "-p", "hi"], env, project)
+        assert made.returncode == 0, made.stderr
+        resumed = run(["--resume", "-p", "again"], env, project)
+        assert (resumed.returncode, resumed.stdout) == (0, "second\n"), resumed.stderr
+        assert resumed.stderr.splitlines()[0] == (
+            f"awl: requests go to {url}, where this session's last one went "
+            "(--base-url sends them elsewhere)"
+        )
+        assert len(local.requests) == 2
+        log = one_log(root, project)
+        users = [e for e in log.entries if e["message"]["role"] == "user"]
+        assert [e.get("baseUrl") for e in users] == [url, url]
+        assert list(users[0])[-1] == "baseUrl"  # after "message", as imports' members are
+        # Asked for elsewhere: there, and recorded so.
+        other.queue(oa.text_reply("third"))
+        moved = run(["--resume", "--base-url", elsewhere, "-p", "more"], env, project)
+        assert (moved.returncode, moved.stdout) == (0, "third\n"), moved.stderr
+        assert "requests go to" not in moved.stderr
+        assert len(other.requests) == 1 and len(local.requests) == 2
+        assert one_log(root, project).entries[-2].get("baseUrl") == elsewhere
+        # Another provider: its own endpoint (here a variable), never the session's URL.
+        env["ANTHROPIC_BASE_URL"] = local.url
+        local.queue(sse.text_reply("from claude"))
+        switched = run(["--resume", "--provider", "anthropic", "-p", "hey"], env, project)
+        assert (switched.returncode, switched.stdout) == (0, "from claude\n"), switched.stderr
+        assert "requests go to" not in switched.stderr
+        assert local.requests[-1].path.startswith("/v1/messages")
+        assert "baseUrl" not in one_log(root, project).entries[-2]
+
+
 @pytest.mark.parametrize("value", ["abc", "inf", "1e308", "nan"])
 def test_an_offline_delay_that_cannot_be_slept_is_one_line(
     env: dict[str, str], root: Path, project: Path, value: str

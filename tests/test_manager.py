@@ -913,3 +913,30 @@ def test_a_branch_made_current_and_left_writes_nothing(tmp_path: Path) -> None:
         assert r.leaf_id == a2
     with SessionManager.open(path) as m, pytest.raises(KeyError):
         m.branch_from("0badf00d")
+
+
+def test_a_user_messages_extra_members_are_kept_and_its_last_is_found(
+    project: Path, root: Path
+) -> None:
+    """``extra`` (an agent's ``baseUrl``) is written after the message, read back
+    as it was, and the branch's last user message is found among the recent ones,
+    a tool round's results included."""
+    m = SessionManager.create(project, "openai", "gpt", session_dir=root)
+    m.append_message(Message("system", [Text("sys")]))
+    assert m.last_user_message() is None
+    m.append_message(Message("user", [Text("hi")]), extra={"baseUrl": "http://h/v1"})
+    m.append_message(Message("assistant", [Text("yo")]), provider="openai", model="gpt")
+    m.close()
+    line = next(x for x in m.path.read_bytes().splitlines() if b'"hi"' in x)
+    assert line.endswith(b'}]},"baseUrl":"http://h/v1"}')
+    with SessionManager.open(m.path) as again:
+        last = again.last_user_message()
+        assert last is not None and last.extra == {"baseUrl": "http://h/v1"}
+        assert (last.provider, last.model) == ("openai", "gpt")
+        again.append_message(Message("user", [Text("plain")]))
+        found = again.last_user_message()
+        assert (
+            found is not None
+            and found.extra == {}
+            and found.message.content[0] == DiskText("plain")
+        )

@@ -36,7 +36,16 @@ from ..conversation import (
     without_lone_surrogates,
 )
 from ..errors import CorruptSession, SessionError, SessionWriteError
-from ..providers import Provider, Response, StreamSink, WaitingSink, check_model, get_provider
+from ..providers import (
+    InvalidBaseURL,
+    Provider,
+    Response,
+    StreamSink,
+    WaitingSink,
+    check_base_url,
+    check_model,
+    get_provider,
+)
 from ..store import MessageEntry, SessionManager
 from ..tools import Tool, ToolOutput, default_tools, run_tool, tool_specs
 
@@ -168,6 +177,11 @@ class Agent:
     tools run, to the session's directory.  ``base_url`` is sent to by
     ``base_url_for`` alone (default: the provider the agent starts with); a
     provider switched to with :meth:`switch_model` uses its own endpoint.
+    Without ``base_url``, a resumed session goes on with the endpoint its last
+    request went to, which its last user message records (``baseUrl``, when it
+    was sent to a ``base_url``) and ``base_url_from_session`` then says, as
+    long as the agent starts with that message's provider.  Each user message
+    is stamped with the ``base_url`` its request goes to, if any.
     The agent keeps the conversation it sends in memory: append to its
     session through it (:meth:`run_turn`) while it is in use, since a message
     appended through ``manager`` directly is in the log but not in what the
@@ -194,10 +208,18 @@ class Agent:
             active_model = ""  # the provider's default, made below
         self.provider_name = provider or active_provider
         self.model = model or (active_model if self.provider_name == active_provider else "")
+        self.base_url_from_session = False
+        if base_url is None:
+            base_url = self._session_base_url()
+            self.base_url_from_session = base_url is not None
         self.base_url = base_url
         # The provider the URL is for (default: the one this agent starts with):
         # another, switched to with /model, must not send its key to that server.
-        self.base_url_for = base_url_for or self.provider_name
+        # A session's own endpoint is its last request's provider's, whatever the
+        # agent is told the URL is for.
+        self.base_url_for = (
+            self.provider_name if self.base_url_from_session else base_url_for or self.provider_name
+        )
         self.tools = list(tools) if tools is not None else default_tools()
         self.cwd = Path(cwd) if cwd is not None else Path(manager.cwd)
         self.conversation = manager.rebuild_conversation()
@@ -205,6 +227,22 @@ class Agent:
         # Results of calls that ran in this process but could not be saved (a full
         # disk), by call id: the next turn sends them as they were, not as a crash's.
         self._unsaved: dict[str, ToolResult] = {}
+
+    def _session_base_url(self) -> str | None:
+        """The endpoint the session's last request went to, when its last user
+        message records one for the provider this agent starts with (a log
+        edited by hand may hold anything there: only a URL awl takes counts)."""
+        last = self.manager.last_user_message()
+        if last is None or last.provider != self.provider_name:
+            return None
+        url = last.extra.get("baseUrl")
+        if not isinstance(url, str):
+            return None
+        try:
+            check_base_url(url)
+        except InvalidBaseURL:
+            return None
+        return url
 
     # ── configuration ──
 
@@ -408,7 +446,14 @@ class Agent:
         return pending, 1 if started else 0, False
 
     def _append(self, message: Message) -> None:
-        self.manager.append_message(message, provider=self.provider_name, model=self.model)
+        # The endpoint, beside the provider and model: a resume goes on with it.
+        url = self.base_url_of(self.provider_name) if self.provider_name != "offline" else None
+        self.manager.append_message(
+            message,
+            provider=self.provider_name,
+            model=self.model,
+            extra={"baseUrl": url} if url is not None and message.role == "user" else None,
+        )
         self.conversation.append(message)
 
     def _append_response(self, response: Response) -> None:

@@ -108,6 +108,14 @@ def run_session(
                     " and, optionally, --model"
                 ) from None
             raise
+        url = agent.base_url_of(agent.provider_name)
+        if agent.base_url_from_session and url is not None:
+            # Not the provider's own endpoint, nor one asked for now: said, so that
+            # a request never goes somewhere the user did not see.
+            err.write(
+                f"awl: requests go to {visible(url, one_line=True)}, where this session's "
+                "last one went (--base-url sends them elsewhere)\n"
+            )
         if not resumed and provider is None and default_provider_name(base_url) == "offline":
             err.write(
                 "awl: no ANTHROPIC_API_KEY or OPENAI_API_KEY set; using the offline provider\n"

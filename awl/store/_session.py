@@ -19,11 +19,11 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from ..conversation import Conversation, Message, Usage
 from ..errors import CorruptSession, FormatError, SessionError, SessionWriteError
@@ -428,6 +428,16 @@ class SessionManager:
         assert self._log is not None
         return entry_at(self._log.map(), loc, self._path)
 
+    def last_user_message(self) -> MessageEntry | None:
+        """The last user message of the current branch (a prompt or a tool round's
+        results), when it is among the last few messages the state keeps (what
+        an open reads anyway); else None."""
+        for loc in reversed(self._state.recent):
+            entry = self._location_entry(loc)
+            if isinstance(entry, MessageEntry) and entry.message.role == "user":
+                return entry
+        return None
+
     def get_entry(self, entry_id: str) -> SessionEntry | None:
         """The tree entry with this id, or None."""
         if entry_id in self._mine:
@@ -721,6 +731,7 @@ class SessionManager:
         stop_reason: str | None = None,
         usage: Usage | None = None,
         replacing: int = 0,
+        extra: Mapping[str, Any] | None = None,
     ) -> str:
         """Append a message as a child of the leaf; returns the new entry id.
 
@@ -736,6 +747,10 @@ class SessionManager:
         round's results saved as each call ended, see :mod:`awl.agent`):
         its parent is the message before them, they leave the branch and
         stay in the log.
+
+        ``extra``: top-level members written after ``message`` (a user
+        message's ``baseUrl``, the endpoint its request went to), kept by
+        readers as :attr:`MessageEntry.extra`.
         """
         self._check_writable()
         state = self._state
@@ -756,6 +771,7 @@ class SessionManager:
             message=disk,
             provider=stamp_provider,
             model=stamp_model,
+            extra=dict(extra) if extra else {},
         )
         left = (lo + 1, hi)
         line = serialize_entry(entry)
