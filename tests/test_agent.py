@@ -1745,3 +1745,71 @@ def test_ctrl_c_during_a_command_drops_the_command_not_the_session(
     assert "\nawl: cancelled; using offline/echo\n" in out
     assert "You said: still here" in out
     m.close()
+
+
+def _set_base_url(path: Path, value: object) -> None:
+    """The log's last user message made to record ``value`` as its endpoint."""
+    lines = path.read_bytes().split(b"\n")
+    k = max(i for i, x in enumerate(lines) if b'"role":"user"' in x)
+    obj = json.loads(lines[k])
+    obj["baseUrl"] = value
+    lines[k] = json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+    path.write_bytes(b"\n".join(lines))
+
+
+def test_a_resumed_agent_goes_on_with_a_local_endpoint_and_refuses_another(
+    agents: Agents,
+    server: FakeServer,
+    script: Script,
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The endpoint a session's last request went to: followed on resume when it
+    is on this machine; named and refused when it is not, or is no URL, rather
+    than trusted (a log may come from anywhere) or passed over in silence."""
+    from awl.providers import SettingError
+    from awl.ui import handle_command
+
+    agent = agents.new(script)
+    server.queue(script.text("one"))
+    assert agent.run_turn("hi", Sink()).error is None
+    path = agent.manager.path
+    agents.close(agent)
+    again = agents._keep(Agent(SessionManager.open(path), cwd=project))
+    assert (again.base_url, again.base_url_from_session) == (server.url, True)
+    server.queue(script.text("two"))
+    assert again.run_turn("and again", Sink()).error is None
+    assert len(server.requests) == 2
+    # A switch away says the URL is not that provider's; one back says where it goes.
+    other = next(n for n in SCRIPTS if n != script.name)
+    monkeypatch.setenv(f"{other.upper()}_API_KEY", "k")
+    handle_command(again, f"/model {other} {SCRIPTS[other].model}")
+    handle_command(again, f"/model {script.name} {script.model}")
+    said = capsys.readouterr().out.splitlines()
+    assert said[0].endswith(f"(its own endpoint: the session's URL is {script.name}'s)")
+    assert said[1].endswith(f"(requests go to {server.url}, where this session's last one went)")
+    agents.close(again)
+    # Asked for elsewhere (another provider named): nothing is taken from the log.
+    chosen = Agent(SessionManager.open(path, read_only=True), cwd=project, provider=other)
+    assert (chosen.base_url, chosen.base_url_from_session) == (None, False)
+    chosen.manager.close()
+    remote = "http://me:secret@10.1.2.3:8000/v1?key=k"
+    _set_base_url(path, remote)
+    with SessionManager.open(path, read_only=True) as m, pytest.raises(SettingError) as refused:
+        Agent(m, cwd=project)
+    assert str(refused.value).startswith(
+        "this session's last request went to http://me:***@10.1.2.3:8000/v1?***, not a "
+        "server on this machine, which a resume does not send to unasked: give --base-url"
+    )
+    assert "secret" not in str(refused.value)
+    kept = Agent(SessionManager.open(path, read_only=True), cwd=project, session_endpoint=False)
+    assert kept.base_url is None
+    kept.manager.close()
+    for bad in (5, "ftp://x", "http://[::1/v1", "http://h:99999/v1"):
+        _set_base_url(path, bad)
+        with (
+            SessionManager.open(path, read_only=True) as m,
+            pytest.raises(SettingError, match="which is no URL awl takes"),
+        ):
+            Agent(m, cwd=project)

@@ -1661,3 +1661,24 @@ def test_a_ctrl_c_while_awl_starts_is_status_130_without_a_traceback(tmp_path: P
         check=False,
     )
     assert (done.returncode, done.stderr) == (130, "")
+
+
+def test_show_sets_words_after_a_tool_result_apart_from_it(root: Path, here: Path) -> None:
+    """A prompt sent with a round's results (after an interruption) is not read as
+    the end of the tool's output."""
+    call = msg("00000002", "00000001", "assistant", "running it")
+    call["message"]["content"].append(
+        {"type": "toolUse", "id": "t1", "name": "bash", "input": "{}"}
+    )
+    answer = msg("00000003", "00000002", "user", "continue please")
+    answer["message"]["content"].insert(
+        0, {"type": "toolResult", "toolUseId": "t1", "content": "interrupted", "isError": True}
+    )
+    log(
+        root,
+        header(ID_A, "2026-04-25T17:40:15.990Z", here),
+        [msg("00000001", None, "user", "go"), call, answer],
+    )
+    out = cli("show", ID_A)
+    assert out.exit_code == 0, out.output
+    assert "[tool result (error)]\ninterrupted\n[text]\ncontinue please\n" in out.output

@@ -1643,6 +1643,21 @@ def test_a_resume_goes_on_with_the_endpoint_the_session_last_used(
         assert "requests go to" not in switched.stderr
         assert local.requests[-1].path.startswith("/v1/messages")
         assert "baseUrl" not in one_log(root, project).entries[-2]
+        # A log whose branch last went to another machine: named, not followed.
+        local.queue(oa.text_reply("back"))
+        back = run(["--resume", "--provider", "openai", "--base-url", url, "-p", "x"], env, project)
+        assert back.returncode == 0, back.stderr
+        log_path = one_log(root, project).path
+        log_path.write_bytes(log_path.read_bytes().replace(url.encode(), b"http://10.9.8.7/v1"))
+        before = len(local.requests)
+        refused = run(["--resume", "-p", "y"], env, project)
+        assert (refused.returncode, refused.stdout) == (2, ""), refused.stderr
+        assert refused.stderr.splitlines() == [
+            "Error: this session's last request went to http://10.9.8.7/v1, not a server on "
+            "this machine, which a resume does not send to unasked: give --base-url to go on "
+            "there (or elsewhere), or --provider openai for its own endpoint"
+        ]
+        assert len(local.requests) == before
 
 
 @pytest.mark.parametrize("value", ["abc", "inf", "1e308", "nan"])

@@ -30,7 +30,7 @@ from awl import (
 )
 from awl.conversation import Usage
 from awl.paths import corrupt_path, encode_cwd
-from awl.store import DiskMessage, DiskText, MessageEntry, UnknownEntry
+from awl.store import DiskMessage, DiskText, DiskToolResult, MessageEntry, UnknownEntry
 
 from .helpers import (
     HEADER,
@@ -933,6 +933,17 @@ def test_a_user_messages_extra_members_are_kept_and_its_last_is_found(
         last = again.last_user_message()
         assert last is not None and last.extra == {"baseUrl": "http://h/v1"}
         assert (last.provider, last.model) == ("openai", "gpt")
+        # A tool round's result is a user message too: the last one found.
+        call = ToolUse("t1", "bash", '{"command":"ls"}')
+        again.append_message(Message("assistant", [call]), provider="openai", model="gpt")
+        again.append_message(
+            Message("user", [ToolResult("t1", "a.txt")]), extra={"baseUrl": "http://h/v2"}
+        )
+        for n in range(5):  # replies between do not hide it
+            again.append_message(Message("assistant", [Text(f"r{n}")]), provider="o", model="g")
+        result = again.last_user_message()
+        assert result is not None and result.extra == {"baseUrl": "http://h/v2"}
+        assert isinstance(result.message.content[0], DiskToolResult)
         again.append_message(Message("user", [Text("plain")]))
         found = again.last_user_message()
         assert (

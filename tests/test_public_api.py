@@ -290,6 +290,8 @@ PACKAGE_ALL = {
         "check_model",
         "default_provider_name",
         "get_provider",
+        "is_loopback_url",
+        "shown_url",
     ],
     "awl.tools": [
         "BashTool",

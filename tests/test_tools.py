@@ -821,6 +821,12 @@ def test_a_calls_summary_is_its_command_or_path_in_one_line() -> None:
     # Many lines: the first, marked cut; a long one cut at the limit.
     assert call_summary('{"command": "cd x\\nmake"}') == "cd x …"
     assert call_summary(json.dumps({"command": "y" * 300}), limit=10) == "y" * 10 + " …"
+    assert call_summary('{"a": "first", "command": "x"}', "command") == "x"
+    # A tool says which member: another one holding text is not taken for it.
+    assert BashTool().summary('{"path": "x", "command": "make"}') == "make"
+    assert WriteTool().summary('{"command": "ls", "path": "/p", "content": "x"}') == "/p"
+    assert ReadTool().summary('{"path": ["a"], "description": "d"}') == ""
+    assert EditTool().summary('{"path": "e.py", "old": "a", "new": "b"}') == "e.py"
     # Nothing to say: no text, not an object, not JSON.
     for raw in ('{"n": 3}', "[1]", "{oops", '{"command": ""}'):
         assert call_summary(raw) == ""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import threading
+import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -40,11 +41,14 @@ from ..providers import (
     InvalidBaseURL,
     Provider,
     Response,
+    SettingError,
     StreamSink,
     WaitingSink,
     check_base_url,
     check_model,
     get_provider,
+    is_loopback_url,
+    shown_url,
 )
 from ..store import MessageEntry, SessionManager
 from ..tools import Tool, ToolOutput, default_tools, run_tool, tool_specs
@@ -177,11 +181,14 @@ class Agent:
     tools run, to the session's directory.  ``base_url`` is sent to by
     ``base_url_for`` alone (default: the provider the agent starts with); a
     provider switched to with :meth:`switch_model` uses its own endpoint.
-    Without ``base_url``, a resumed session goes on with the endpoint its last
-    request went to, which its last user message records (``baseUrl``, when it
-    was sent to a ``base_url``) and ``base_url_from_session`` then says, as
-    long as the agent starts with that message's provider.  Each user message
-    is stamped with the ``base_url`` its request goes to, if any.
+    Each user message is stamped with the ``base_url`` its request goes to,
+    if any (``baseUrl``).  With ``session_endpoint`` and no ``base_url`` nor
+    ``provider``, a resumed session whose branch's last user message records
+    one goes on there when it names this machine (a local server), and
+    ``base_url_from_session`` says so; one that names another machine, or is
+    no URL awl takes, raises :class:`~awl.providers.SettingError`: a log is
+    not trusted to send the conversation and its key elsewhere, nor does the
+    conversation go quietly to the provider's own endpoint instead.
     The agent keeps the conversation it sends in memory: append to its
     session through it (:meth:`run_turn`) while it is in use, since a message
     appended through ``manager`` directly is in the log but not in what the
@@ -201,6 +208,7 @@ class Agent:
         base_url_for: str | None = None,
         tools: Sequence[Tool] | None = None,
         cwd: str | os.PathLike[str] | None = None,
+        session_endpoint: bool = True,
     ) -> None:
         self.manager = manager
         active_provider, active_model = manager.active_model()
@@ -209,7 +217,7 @@ class Agent:
         self.provider_name = provider or active_provider
         self.model = model or (active_model if self.provider_name == active_provider else "")
         self.base_url_from_session = False
-        if base_url is None:
+        if base_url is None and provider is None and session_endpoint:
             base_url = self._session_base_url()
             self.base_url_from_session = base_url is not None
         self.base_url = base_url
@@ -229,19 +237,35 @@ class Agent:
         self._unsaved: dict[str, ToolResult] = {}
 
     def _session_base_url(self) -> str | None:
-        """The endpoint the session's last request went to, when its last user
-        message records one for the provider this agent starts with (a log
-        edited by hand may hold anything there: only a URL awl takes counts)."""
+        """The endpoint the branch's last request went to, when its last user
+        message records one for the provider this agent starts with and it is
+        on this machine; SettingError when it records one that is not."""
         last = self.manager.last_user_message()
-        if last is None or last.provider != self.provider_name:
+        if last is None or last.provider != self.provider_name or "baseUrl" not in last.extra:
             return None
-        url = last.extra.get("baseUrl")
-        if not isinstance(url, str):
-            return None
-        try:
-            check_base_url(url)
-        except InvalidBaseURL:
-            return None
+        url = last.extra["baseUrl"]
+        where = self.provider_name
+        choose = (
+            f"give --base-url to go on there (or elsewhere), or --provider {where} "
+            "for its own endpoint"
+        )
+        usable = isinstance(url, str)
+        if isinstance(url, str):
+            try:
+                check_base_url(url)
+                urllib.parse.urlsplit(url).port  # noqa: B018 (a port it cannot read raises)
+            except (InvalidBaseURL, ValueError):
+                usable = False
+        if not usable:
+            raise SettingError(
+                f"this session's last request went to {url!r}, which is no URL awl takes: " + choose
+            )
+        assert isinstance(url, str)
+        if not is_loopback_url(url):
+            raise SettingError(
+                f"this session's last request went to {shown_url(url)}, not a server on "
+                f"this machine, which a resume does not send to unasked: {choose}"
+            )
         return url
 
     # ── configuration ──

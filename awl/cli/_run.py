@@ -23,6 +23,7 @@ from ..providers import (
     ProviderError,
     SettingError,
     default_provider_name,
+    shown_url,
 )
 from ..store import MessageEntry, SessionManager, resume_ref
 from ..tools import Cancel, ToolOutput
@@ -69,7 +70,14 @@ def run_session(
         # A resumed session's tools run where its header and system prompt
         # say it works, whichever directory it is resumed from.
         tools_dir = Path(manager.cwd) if resumed else cwd
-        agent = Agent(manager, base_url=base_url, base_url_for=provider, cwd=tools_dir)
+        # --provider names the endpoint too: that provider's own, not the session's.
+        agent = Agent(
+            manager,
+            base_url=base_url,
+            base_url_for=provider,
+            cwd=tools_dir,
+            session_endpoint=provider is None,
+        )
         torn = manager.stats.trimmed
         if resumed and torn:
             # Repaired as every writer's open does; said, as `awl reindex` says it.
@@ -113,8 +121,8 @@ def run_session(
             # Not the provider's own endpoint, nor one asked for now: said, so that
             # a request never goes somewhere the user did not see.
             err.write(
-                f"awl: requests go to {visible(url, one_line=True)}, where this session's "
-                "last one went (--base-url sends them elsewhere)\n"
+                f"awl: requests go to {visible(shown_url(url), one_line=True)}, where this "
+                "session's last one went (--base-url sends them elsewhere)\n"
             )
         if not resumed and provider is None and default_provider_name(base_url) == "offline":
             err.write(

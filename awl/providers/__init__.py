@@ -26,6 +26,8 @@ from awl.providers._base import (
     WaitingSink,
     check_base_url,
     check_model,
+    is_loopback_url,
+    shown_url,
 )
 from awl.providers._base import NO_ANTHROPIC_KEY as _NO_ANTHROPIC_KEY
 from awl.providers._base import NO_OPENAI_KEY as _NO_OPENAI_KEY
@@ -49,6 +51,8 @@ __all__ = [
     "check_model",
     "default_provider_name",
     "get_provider",
+    "is_loopback_url",
+    "shown_url",
 ]
 
 PROVIDER_NAMES = ("anthropic", "openai", "offline")

@@ -13,6 +13,7 @@ raise :class:`ProviderError`.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import math
 import os
 import re
@@ -286,6 +287,37 @@ def check_base_url(url: str, variable: str | None = None) -> None:
         usable = True
     if not usable:
         raise InvalidBaseURL(url, variable, "it needs http:// or https:// and a host")
+
+
+def shown_url(url: str) -> str:
+    """``url`` to print: a password in it and its query (where a key may be) hidden."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        netloc = parts.netloc
+        if parts.password is not None:
+            netloc = f"{parts.username}:***@{netloc.rpartition('@')[2]}"
+        return urllib.parse.urlunsplit(
+            (parts.scheme, netloc, parts.path, "***" if parts.query else "", parts.fragment)
+        )
+    except ValueError:
+        return url
+
+
+def is_loopback_url(url: str) -> bool:
+    """Whether ``url`` names this machine (``localhost``, 127.0.0.0/8, ``::1``): a
+    server whose requests and key never leave it."""
+    try:
+        host = urllib.parse.urlsplit(url).hostname
+    except ValueError:
+        return False
+    if host is None:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def is_invalid_url(exc: BaseException) -> bool:

@@ -72,6 +72,13 @@ class Tool(ABC):
     watches_cancel: ClassVar[bool] = False
     """True for a tool whose ``call`` takes a ``cancel`` keyword and stops soon after
     it is set; ``call(args, cwd)`` alone otherwise (the API tools were written to)."""
+    summary_key: ClassVar[str | None] = None
+    """The member of its input that says what a call is about (bash's ``command``,
+    a file tool's ``path``); None: its first text value (:meth:`summary`)."""
+
+    def summary(self, input_json: str) -> str:
+        """What a call with ``input_json`` is about, in a line (:func:`call_summary`)."""
+        return call_summary(input_json, self.summary_key)
 
     def run(
         self, input_json: str, cwd: Path, *, cancel: threading.Event | None = None
@@ -135,18 +142,18 @@ def run_tool(
         return ToolOutput(f"error: {name} failed: {type(exc).__name__}: {exc}", is_error=True)
 
 
-def call_summary(input_json: str, limit: int = 120) -> str:
-    """What a call is about, in a line, for a person watching it run: its
-    ``command`` or ``path`` (the standard tools'), else its first text value;
-    the first line of it, cut at ``limit`` characters ("" when the input holds
-    no text).  Not a check of the input: the tool does that as it runs."""
+def call_summary(input_json: str, key: str | None = None, limit: int = 120) -> str:
+    """What a call is about, in a line, for a person watching it run: its ``key``
+    member (a tool's :attr:`Tool.summary_key`), or, without one, its first text
+    value; the first line of it, cut at ``limit`` characters ("" when there is
+    no such text).  Not a check of the input: the tool does that as it runs."""
     try:
         args = orjson.loads(input_json)
     except orjson.JSONDecodeError:
         return ""
     if not isinstance(args, dict):
         return ""
-    texts = [args.get("command"), args.get("path"), *args.values()]
+    texts = [args.get(key)] if key is not None else list(args.values())
     text = next((t for t in texts if isinstance(t, str) and t.strip()), "")
     first, _, rest = text.strip().partition("\n")
     if len(first) > limit or rest:

@@ -41,6 +41,7 @@ class BashTool(Tool):
     """``bash -c <command>`` with stdout and stderr merged, a timeout and an output cap."""
 
     name: ClassVar[str] = "bash"
+    summary_key: ClassVar[str | None] = "command"
     description: ClassVar[str] = (
         "Run a shell command with bash in the working directory and return its combined "
         "stdout and stderr. stdin is /dev/null (no interactive programs). Long output is "

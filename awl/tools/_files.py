@@ -74,6 +74,7 @@ class ReadTool(Tool):
     """Read a text file as numbered lines, optionally a window of them."""
 
     name: ClassVar[str] = "read"
+    summary_key: ClassVar[str | None] = "path"
     watches_cancel: ClassVar[bool] = True
     description: ClassVar[str] = (
         "Read a text file. Returns lines prefixed with their 1-based line number and a tab "
@@ -139,6 +140,7 @@ class WriteTool(Tool):
     """Create or overwrite a file with the given content."""
 
     name: ClassVar[str] = "write"
+    summary_key: ClassVar[str | None] = "path"
     description: ClassVar[str] = (
         "Write `content` to a file, replacing it if it exists and creating missing parent "
         "directories. Relative paths are taken from the working directory."
@@ -170,6 +172,7 @@ class EditTool(Tool):
     """Replace one exact occurrence of a string in a file."""
 
     name: ClassVar[str] = "edit"
+    summary_key: ClassVar[str | None] = "path"
     description: ClassVar[str] = (
         "Edit a file by replacing the exact text `old` with `new`. `old` must occur exactly "
         "once in the file (include surrounding lines to make it unique); whitespace and "

@@ -16,7 +16,7 @@ import sys
 import termios
 import textwrap
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +24,7 @@ from ..agent import Agent, TurnResult, UnresumableSession
 from ..conversation import ToolUse, has_lone_surrogates, without_lone_surrogates
 from ..errors import AwlError
 from ..paths import history_path
-from ..providers import ProviderError
+from ..providers import ProviderError, shown_url
 from ..store import (
     DiskToolResult,
     MessageEntry,
@@ -33,7 +33,7 @@ from ..store import (
     make_private_dirs,
     resume_ref,
 )
-from ..tools import Cancel, ToolOutput, call_summary
+from ..tools import Cancel, Tool, ToolOutput, call_summary
 from ._terminal import TerminalSink, detach_terminal, signals_cancel, stdin_text
 from ._text import visible
 from ._transcript import render_message
@@ -224,6 +224,16 @@ def unanswered_note(names: list[str], ran: int) -> str:
     )
 
 
+def _say_running(use: ToolUse, sink: TerminalSink, tools: Sequence[Tool]) -> None:
+    """``[running bash: make test]``: a call about to run, on a line of its own."""
+    sink.end()
+    tool = next((t for t in tools if t.name == use.name), None)
+    about = tool.summary(use.input) if tool is not None else call_summary(use.input)
+    name = visible(use.name, one_line=True)
+    sys.stdout.write(f"[running {name}{': ' + visible(about, one_line=True) if about else ''}]\n")
+    sys.stdout.flush()
+
+
 def _run_with_cancel(
     agent: Agent, prompt: str, sink: TerminalSink
 ) -> tuple[TurnResult | None, int | None]:
@@ -243,13 +253,9 @@ def _run_with_cancel(
 
     def on_tool_start(use: ToolUse) -> None:
         # What is about to run, before it runs: a command is seen while it works.
-        sink.end()
-        about = call_summary(use.input)
-        name = visible(use.name, one_line=True)
-        sys.stdout.write(
-            f"[running {name}{': ' + visible(about, one_line=True) if about else ''}]\n"
-        )
-        sys.stdout.flush()
+        # (A terminal gone meanwhile is no reason not to run it: SIGHUP decides.)
+        with contextlib.suppress(OSError, ValueError):
+            _say_running(use, sink, agent.tools)
 
     def work() -> None:
         try:
@@ -589,11 +595,16 @@ def handle_command(agent: Agent, text: str) -> bool:
             try:
                 agent.switch_model(parts[1], parts[2] if len(parts) == 3 else None)
                 out.write(visible(f"now using {agent.provider_name}/{agent.model}", one_line=True))
-                elsewhere = agent.base_url_of(agent.provider_name) is None
-                if agent.base_url is not None and elsewhere and agent.provider_name != "offline":
+                url = agent.base_url_of(agent.provider_name)
+                given = "the session's URL" if agent.base_url_from_session else "--base-url"
+                if agent.base_url is not None and url is None and agent.provider_name != "offline":
                     # Said: the user may expect the --base-url server to get it (offline
                     # has no endpoint at all).
-                    out.write(f" (its own endpoint: --base-url is {agent.base_url_for}'s)")
+                    out.write(f" (its own endpoint: {given} is {agent.base_url_for}'s)")
+                elif url is not None and agent.base_url_from_session:
+                    # Back to the provider whose URL the session gave: said, as at the start.
+                    shown = visible(shown_url(url), one_line=True)
+                    out.write(f" (requests go to {shown}, where this session's last one went)")
                 out.write("\n")
             except (ProviderError, AwlError) as exc:
                 # The provider's message names the command-line option; here the

@@ -121,7 +121,11 @@ def render_message(msg: Message, *, full: bool = True, served: str | None = None
         out = [f"── {msg.role}{notes} ──"]
         if ended and not msg.content:
             out.append("(nothing had arrived)")
+    after_result = False  # words after a tool's output are not part of it
     for b in msg.content:
+        if isinstance(b, Text) and after_result:
+            out.append("[text]")
+        after_result = isinstance(b, ToolResult)
         if isinstance(b, Thinking):
             if b.text.strip():
                 out.append("(thinking) " + (b.text if full else _clip(b.text, 3)))
