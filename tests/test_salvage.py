@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
 
 import orjson
@@ -11,7 +13,7 @@ from click.testing import CliRunner
 
 from awl import CorruptSession, Message, SessionError, SessionManager, Text
 from awl.cli import main
-from awl.store import SALVAGE_TYPE, CheckpointPolicy, VerifyReport, salvage, verify_log
+from awl.store import SALVAGE_TYPE, CheckpointPolicy, Env, VerifyReport, salvage, verify_log
 
 from .helpers import HEADER, line, msg, write_log
 from .import_fixtures import CLAUDE_SHOP, CODEX_HARBOR, PI_FULL
@@ -67,7 +69,9 @@ def test_a_byte_not_utf8_mid_log_is_left_out_and_the_rest_goes_on(
         SessionManager.open(path, read_only=True)
     done = salvage(path)
     assert done is not None
-    assert path.read_bytes() == before  # the damaged log as it was
+    # The damaged log, as it was, beside its copy: no session any more.
+    assert not path.exists() and done.aside == path.with_name(path.name + ".salvaged")
+    assert done.aside.read_bytes() == before and done.aside_problem is None
     assert done.path.parent == path.parent and done.path != path
     assert [n for n, _ in done.left_out] == [4]
     assert "0xff" in done.left_out[0][1]
@@ -141,7 +145,8 @@ def test_checkpoints_and_a_torn_tail_are_not_copied(project: Path, root: Path) -
     assert [n for n, _ in done.left_out] == [at, len(raw.split(b"\n"))]
     assert done.left_out[1][1].startswith("the last line, which no reader takes: ")
     assert b'"type":"checkpoint"' not in done.path.read_bytes()
-    assert verify_log(done.path).ok and path.read_bytes() == raw
+    assert verify_log(done.path).ok
+    assert done.aside is not None and done.aside.read_bytes() == raw
 
 
 def test_a_log_that_reads_has_nothing_to_salvage(project: Path, root: Path) -> None:
@@ -151,14 +156,34 @@ def test_a_log_that_reads_has_nothing_to_salvage(project: Path, root: Path) -> N
     assert sorted(path.parent.iterdir()) == files
 
 
+class NoRenameEnv(Env):
+    """A damaged log that cannot be renamed (EACCES: another user's file in a
+    sticky folder, say), its folder open to new files all the same."""
+
+    def rename_noreplace(self, src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+        if os.fspath(dst).endswith(".salvaged"):
+            raise OSError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(src))
+        super().rename_noreplace(src, dst)
+
+
 def test_a_log_is_salvaged_once(project: Path, root: Path) -> None:
+    """A damaged log that could not be moved aside stays; salvaged again, it is
+    refused, naming its copy, whatever path names it."""
     path = written(project, root)
-    damage(path, 4)
-    done = salvage(path)
-    assert done is not None
-    with pytest.raises(SessionError, match="salvaged already, into"):
+    before = damage(path, 4)
+    done = salvage(path, env=NoRenameEnv())
+    assert done is not None and done.aside is None
+    assert done.aside_problem == "Permission denied" and path.read_bytes() == before
+    with pytest.raises(SessionError, match=f"salvaged already, into {done.path}"):
         salvage(path)
     assert len(list(path.parent.glob("*.jsonl"))) == 2
+    # The copy of a log moved aside is found as well (its .salvaged file named).
+    other = written(project, root / "other")
+    damage(other, 4)
+    moved = salvage(other)
+    assert moved is not None and moved.aside is not None
+    with pytest.raises(SessionError, match="salvaged already"):
+        salvage(moved.aside)
 
 
 def cli(*args: str) -> object:
@@ -189,11 +214,16 @@ def test_the_command(project: Path, root: Path, monkeypatch: pytest.MonkeyPatch)
         said[2].startswith("salvaged 12 entries into ")
         and "(1 line left out, 1 entry moved)" in said[2]
     )
-    assert "the damaged log is as it was" in said[2] and len(said) == 3
+    assert said[2].endswith(f"the damaged log, as it was, is {path.name}.salvaged")
+    assert len(said) == 3
     ref = said[2].split("awl --resume ")[1].split()[0]
     resumed = CliRunner().invoke(main, ["--resume", ref, "-p", "hi", "--provider", "offline"])
     assert resumed.exit_code == 0, resumed.output
-    again = CliRunner().invoke(main, ["salvage", str(path), "--json"])
+    # The damaged log is no session any more: the most recent one is the copy.
+    latest = CliRunner().invoke(main, ["--resume", "-p", "more", "--provider", "offline"])
+    assert latest.exit_code == 0, latest.output
+    assert CliRunner().invoke(main, ["reindex", "--verify"]).exit_code == 0
+    again = CliRunner().invoke(main, ["salvage", f"{path}.salvaged", "--json"])
     assert (
         again.exit_code == 1
         and again.output.startswith("Error: ")
@@ -212,6 +242,8 @@ def test_the_command_json(project: Path, root: Path) -> None:
         "entries": None,
         "leftOut": [],
         "relinked": [],
+        "aside": None,
+        "asideProblem": None,
     }
     damage(path, 4)
     doc = json.loads(CliRunner().invoke(main, ["salvage", "--json", str(path)]).output)
@@ -219,6 +251,7 @@ def test_the_command_json(project: Path, root: Path) -> None:
     assert Path(doc["path"]).name.endswith(f"_{doc['session']}.jsonl")
     assert [x["line"] for x in doc["leftOut"]] == [4]
     assert [x["line"] for x in doc["relinked"]] == [5]
+    assert (doc["aside"], doc["asideProblem"]) == (f"{path}.salvaged", None)
 
 
 def test_what_names_no_log_is_refused_in_one_line(tmp_path: Path, project: Path) -> None:
@@ -366,7 +399,7 @@ def test_a_second_name_of_the_folder_finds_the_copy(
 ) -> None:
     path = written(project, root)
     damage(path, 4)
-    assert salvage(path) is not None
+    assert salvage(path, env=NoRenameEnv()) is not None
     link = tmp_path / "link"
     link.symlink_to(path.parent)
     with pytest.raises(SessionError, match="salvaged already"):

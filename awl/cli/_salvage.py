@@ -30,8 +30,9 @@ def salvage_command(ref: str, as_json: bool) -> None:
     For a log that cannot be opened (a line that is not JSON, bytes that are
     not UTF-8): its readable entries, in order, under a new id; a child of a
     line left out goes under that line's parent where the line still names
-    it, else under the entry before it. The damaged log is left byte for byte
-    as it is. Exit status 0 when there was nothing to salvage.
+    it, else under the entry before it. The damaged log is kept, byte for
+    byte, as NAME.salvaged beside it. Exit status 0 when there was nothing to
+    salvage.
     """
     from ..store import resume_ref, salvage
 
@@ -65,7 +66,7 @@ def salvage_command(ref: str, as_json: bool) -> None:
             f"salvaged {count(done.kept, 'entry', 'entries')} into {done.path.name} "
             f"({count(len(done.left_out), 'line')} left out, "
             f"{count(len(done.relinked), 'entry', 'entries')} moved): awl --resume {ref_text} "
-            "goes on from it; the damaged log is as it was",
+            f"goes on from it; {_kept(done)}",
             one_line=True,
         )
     )
@@ -76,6 +77,16 @@ def _moved(path: Path, line: int, was: str | None, now: str | None) -> str:
     if now is None:  # none before it, or a loop of parents cut
         return f"{path}:{line}: its parent {was} cannot be kept: now a root"
     return f"{path}:{line}: its parent {was} is not in the copy: now under {now}"
+
+
+def _kept(done: Salvaged) -> str:
+    """Where the damaged log is now."""
+    if done.aside is not None:
+        return f"the damaged log, as it was, is {done.aside.name}"
+    return (
+        f"the damaged log stays where it was, as it was (it could not be renamed: "
+        f"{done.aside_problem})"
+    )
 
 
 def _here() -> str | None:
@@ -93,6 +104,8 @@ def _as_json(path: Path, done: Salvaged | None) -> dict[str, Any]:
         "entries": None,
         "leftOut": [],
         "relinked": [],
+        "aside": None,
+        "asideProblem": None,
     }
     if done is not None:
         doc |= {
@@ -101,5 +114,7 @@ def _as_json(path: Path, done: Salvaged | None) -> dict[str, Any]:
             "entries": done.kept,
             "leftOut": [{"line": n, "problem": why} for n, why in done.left_out],
             "relinked": [{"line": n, "parent": was, "now": now} for n, was, now in done.relinked],
+            "aside": os.fspath(done.aside) if done.aside is not None else None,
+            "asideProblem": done.aside_problem,
         }
     return doc

@@ -1,4 +1,5 @@
-"""A few messages of a log that an open refuses: ``awl show --around`` on a damaged log.
+"""What can be read of a log that an open refuses: a few messages of it (``awl show
+--around`` on a damaged log), or all of it as a new session (``awl salvage``).
 
 An open stops at the first corrupt line (:class:`~awl.errors.CorruptSession`):
 a conversation rebuilt past it could not be trusted.  Showing a few
@@ -12,11 +13,15 @@ A corrupt line that still begins as awl writes a message entry (its
 byte that is not UTF-8 in its text, leaves them whole) keeps its place in
 the tree, so the messages on either side of it are still one branch; in a
 window it is an :class:`UnreadableMessage`.  Any other corrupt line is no
-entry at all: a branch whose parent it was starts after it.
+entry at all: a branch whose parent it was starts after it.  A salvage
+(:func:`salvage`) copies every readable line, its children under the left-out
+entry's parent where the line still names it, and verifies the copy before
+it names it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
@@ -189,6 +194,10 @@ class Salvaged(NamedTuple):
     kept: int
     left_out: list[tuple[int, str]]
     relinked: list[tuple[int, str | None, str | None]]
+    # Where the damaged log was moved (``<its name>.salvaged``, beside it); None when
+    # it could not be, and ``aside_problem`` says why: it is then where it was.
+    aside: Path | None = None
+    aside_problem: str | None = None
 
 
 SALVAGE_TYPE = "x-salvage"
@@ -198,8 +207,9 @@ and what of it was left out or hung elsewhere."""
 
 def salvage(path: str | os.PathLike[str], env: Env | None = None) -> Salvaged | None:
     """Copy what can be read of the log at ``path`` into a new session beside it,
-    leaving the log itself byte for byte as it is; None when there is nothing to
-    salvage (every line reads, every parent is there, no link makes a loop).
+    and keep the log itself, byte for byte, as ``<its name>.salvaged``; None when
+    there is nothing to salvage (every line reads, every parent is there, no
+    link makes a loop).
 
     A line that is no entry (not JSON, bytes that are not UTF-8, a message
     awl's reader refuses, a second entry with an id taken already) is left
@@ -212,7 +222,9 @@ def salvage(path: str | os.PathLike[str], env: Env | None = None) -> Salvaged | 
     directory and model, and a first entry of type :data:`SALVAGE_TYPE` that
     names the source and what was left out or moved.  It is written under a
     hidden name, verified as ``awl reindex --verify`` verifies, and only then
-    named: a salvage that would not open leaves nothing.
+    named: a salvage that would not open leaves nothing.  Then the damaged log
+    is renamed ``<its name>.salvaged``, its bytes as they were: no command
+    takes it for a session any more (:attr:`Salvaged.aside`).
 
     SessionError (and its kin) when the log cannot be read, has no header,
     holds no entry that can be read, was salvaged already (its copy is in
@@ -283,7 +295,26 @@ def salvage(path: str | os.PathLike[str], env: Env | None = None) -> Salvaged | 
         made.place()
     finally:
         made.close()
-    return Salvaged(target, sid, plan.kept, plan.left_out, plan.relinked)
+    aside, unmoved = _move_aside(p, e)
+    return Salvaged(target, sid, plan.kept, plan.left_out, plan.relinked, aside, unmoved)
+
+
+def _move_aside(path: Path, env: Env) -> tuple[Path | None, str | None]:
+    """The damaged log renamed ``<name>.salvaged`` (its bytes as they were), so that
+    no command takes it for a session any more (the most recent one to resume,
+    a log reindex reports); or why it could not be."""
+    aside = path.with_name(path.name + ASIDE_SUFFIX)
+    try:
+        env.rename_noreplace(path, aside)
+    except OSError as exc:
+        return None, exc.strerror or str(exc)
+    with contextlib.suppress(OSError):
+        env.sync_dir(path.parent)
+    return aside, None
+
+
+ASIDE_SUFFIX = ".salvaged"
+"""What a salvaged log's name gains: kept beside its copy, no session's any more."""
 
 
 class _Plan(NamedTuple):
