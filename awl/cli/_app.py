@@ -296,7 +296,11 @@ _MOST_RECENT = "\0"
 @click.option(
     "--model", help="Model for a new session; on resume, switches from the next message on."
 )
-@click.option("--base-url", help="API base URL (e.g. an OpenAI-compatible local server).")
+@click.option(
+    "--base-url",
+    help="API base URL (e.g. an OpenAI-compatible local server); a resumed session"
+    " goes on with one on this machine it used last.",
+)
 @click.option("--version", is_flag=True, help="Show the version and which scanner is active.")
 @click.pass_context
 def main(
