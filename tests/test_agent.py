@@ -1806,10 +1806,11 @@ def test_a_resumed_agent_goes_on_with_a_local_endpoint_and_refuses_another(
     kept = Agent(SessionManager.open(path, read_only=True), cwd=project, session_endpoint=False)
     assert kept.base_url is None
     kept.manager.close()
-    for bad in (5, "ftp://x", "http://[::1/v1", "http://h:99999/v1"):
+    for bad in (5, "ftp://x", "http://[::1/v1", "http://me:secret@h:99999/v1"):
         _set_base_url(path, bad)
         with (
             SessionManager.open(path, read_only=True) as m,
-            pytest.raises(SettingError, match="which is no URL awl takes"),
+            pytest.raises(SettingError, match="which is no URL awl takes") as unusable,
         ):
             Agent(m, cwd=project)
+        assert "secret" not in str(unusable.value)

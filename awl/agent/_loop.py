@@ -257,8 +257,9 @@ class Agent:
             except (InvalidBaseURL, ValueError):
                 usable = False
         if not usable:
+            named = repr(shown_url(url)) if isinstance(url, str) else repr(url)
             raise SettingError(
-                f"this session's last request went to {url!r}, which is no URL awl takes: " + choose
+                f"this session's last request went to {named}, which is no URL awl takes: " + choose
             )
         assert isinstance(url, str)
         if not is_loopback_url(url):
