@@ -730,7 +730,7 @@ def test_tool_turn_runs_the_tool_and_sends_the_result(
         "list it",
         Sink(),
         on_tool=lambda u, o: seen.append((u.id, o.content)),
-        # Before it runs: nothing of its output yet, and no result saved.
+        # Before it runs: nothing of its output yet.
         on_tool_start=lambda u: seen.append((u.id, f"starting; {len(seen)} seen")),
     )
     assert (result.text, result.stop_reason, result.rounds) == ("All done.", "stop", 1)
@@ -1799,7 +1799,7 @@ def test_a_resumed_agent_goes_on_with_a_local_endpoint_and_refuses_another(
     with SessionManager.open(path, read_only=True) as m, pytest.raises(SettingError) as refused:
         Agent(m, cwd=project)
     assert str(refused.value).startswith(
-        "this session's last request went to http://me:***@10.1.2.3:8000/v1?***, not a "
+        "this session's last request went to http://***@10.1.2.3:8000/v1?***, not a "
         "server on this machine, which a resume does not send to unasked: give --base-url"
     )
     assert "secret" not in str(refused.value)

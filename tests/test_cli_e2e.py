@@ -1603,9 +1603,9 @@ def test_a_resume_goes_on_with_the_endpoint_the_session_last_used(
     env: dict[str, str], root: Path, project: Path
 ) -> None:
     """A session on a local server, resumed without --base-url: its requests go
-    on to that server, said on stderr (they once went to the provider's hosted
-    API), as each user message records where its request went; --base-url sends
-    them elsewhere, and another provider uses its own endpoint."""
+    on to that server, said on stderr, as each user message records where its
+    request went; --base-url sends them elsewhere, another provider uses its own
+    endpoint, and one on another machine is named, not followed."""
     from tests.servers import anthropic_server as sse
     from tests.servers import openai_server as oa
     from tests.servers import serve
@@ -1721,7 +1721,11 @@ def test_a_base_url_without_a_provider_or_key_means_openai(
         r = run(args, env, project)
         assert (r.returncode, r.stdout) == (0, "local answer\n"), r.stderr
         assert len(server.requests) == 1
-    assert one_log(root, project).header["provider"] == "openai"
+    log = one_log(root, project)
+    assert log.header["provider"] == "openai"
+    # The variable's URL is not recorded (it goes on saying where); --base-url's is.
+    recorded = [e.get("baseUrl") for e in log.entries if e["message"]["role"] == "user"]
+    assert recorded == ([server.url + "/v1"] if given == "--base-url" else [None])
 
 
 @pytest.mark.parametrize(

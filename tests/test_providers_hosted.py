@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from awl.providers import InvalidBaseURL, ProviderError, get_provider
+from awl.providers import (
+    InvalidBaseURL,
+    ProviderError,
+    get_provider,
+    is_loopback_url,
+    shown_url,
+)
 from tests.helpers import awl_env
 
 
@@ -97,3 +103,37 @@ def test_a_missing_key_is_said_before_the_sdk_is_imported(
     ).stdout.splitlines()
     assert out[0].startswith(f"{variable}_API_KEY is not set; export it")
     assert out[1] == "[]"
+
+
+def test_a_url_is_shown_with_what_may_be_a_secret_hidden() -> None:
+    """A user, a password and a query may each hold a key: hidden, whether or not
+    the URL parses (a printed error must not hand one out)."""
+    cases = {
+        "http://me:secret@10.1.2.3:8000/v1?key=k": "http://***@10.1.2.3:8000/v1?***",
+        "http://me:secret@[::1/v1": "http://***@[::1/v1",
+        "http://sk-KEY@localhost/": "http://***@localhost/",
+        "http://h/v1?a=b#part": "http://h/v1?***#part",
+        "http://localhost:11434/v1": "http://localhost:11434/v1",
+        "ftp://x": "ftp://x",
+    }
+    for url, shown in cases.items():
+        assert shown_url(url) == shown
+
+
+def test_this_machine_is_localhost_and_loopback_addresses_only() -> None:
+    for url in (
+        "http://localhost:8080/v1",
+        "http://127.0.0.1/v1",
+        "http://127.9.9.9",
+        "http://[::1]:80",
+    ):
+        assert is_loopback_url(url), url
+    # Another machine, a name a resolver may send to DNS, or no host at all.
+    for url in (
+        "http://10.0.0.1/v1",
+        "http://x.localhost/v1",
+        "http://localhost.evil.com",
+        "http:///v1",
+        "http://[::1",
+    ):
+        assert not is_loopback_url(url), url

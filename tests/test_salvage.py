@@ -184,6 +184,23 @@ def test_a_log_is_salvaged_once(project: Path, root: Path) -> None:
     assert moved is not None and moved.aside is not None
     with pytest.raises(SessionError, match="salvaged already"):
         salvage(moved.aside)
+    # Its copy removed, salvaged again: a new copy; the log keeps its .salvaged name.
+    moved.path.unlink()
+    anew = salvage(moved.aside)
+    assert anew is not None and anew.aside == moved.aside and moved.aside.exists()
+
+
+def test_a_folder_whose_name_is_not_utf8_is_named_escaped(project: Path, root: Path) -> None:
+    path = written(project, root)
+    damage(path, 4)
+    odd = Path(os.fsdecode(os.fsencode(root) + b"/d\xff"))
+    odd.mkdir()
+    moved = odd / path.name
+    path.rename(moved)
+    done = salvage(moved)
+    assert done is not None and done.path.parent == odd
+    note = orjson.loads(done.path.read_bytes().split(b"\n")[1])
+    assert note["from"].endswith("/d\\xff/" + path.name)
 
 
 def cli(*args: str) -> object:
@@ -429,3 +446,16 @@ def test_another_tools_log_is_refused_in_one_line(source: Path) -> None:
     out = CliRunner().invoke(main, ["salvage", str(source)])
     assert out.exit_code == 2, out.output
     assert len(out.output.splitlines()) == 1 and "awl import" in out.output
+
+
+def test_resumes_hint_names_a_log_by_its_path_when_its_name_is_no_id(
+    project: Path, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(project)
+    path = written(project, root)
+    damage(path, 4)
+    odd = path.with_name("my log.jsonl")
+    path.rename(odd)
+    out = CliRunner().invoke(main, ["--resume", "-p", "hi", "--provider", "offline"])
+    assert out.exit_code == 1 and f"awl salvage '{odd}' copies what can be read" in out.output
+    assert CliRunner().invoke(main, ["salvage", str(odd)]).exit_code == 0

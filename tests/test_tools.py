@@ -821,6 +821,8 @@ def test_a_calls_summary_is_its_command_or_path_in_one_line() -> None:
     # Many lines: the first, marked cut; a long one cut at the limit.
     assert call_summary('{"command": "cd x\\nmake"}') == "cd x …"
     assert call_summary(json.dumps({"command": "y" * 300}), limit=10) == "y" * 10 + " …"
+    assert call_summary(json.dumps({"command": "z" * 121})) == "z" * 120 + " …"
+    assert call_summary(json.dumps({"command": "z" * 120})) == "z" * 120
     assert call_summary('{"a": "first", "command": "x"}', "command") == "x"
     # A tool says which member: another one holding text is not taken for it.
     assert BashTool().summary('{"path": "x", "command": "make"}') == "make"

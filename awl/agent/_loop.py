@@ -339,8 +339,8 @@ class Agent:
         except CorruptSession as exc:
             raise UnresumableSession(
                 f"this session cannot go on: {exc} "
-                "(nothing was saved; awl salvage ID copies what can be read of it into a new "
-                "session; awl reindex --verify names each problem)"
+                f"(nothing was saved; awl salvage {self.manager.id} copies what can be read "
+                "of it into a new session; awl reindex --verify names each problem)"
             ) from None
         # A round cut short: the calls that may have run (awl's first; any of an
         # imported reply's), then those that did not.  The calls of a reply that

@@ -31,8 +31,9 @@ def salvage_command(ref: str, as_json: bool) -> None:
     not UTF-8): its readable entries, in order, under a new id; a child of a
     line left out goes under that line's parent where the line still names
     it, else under the entry before it. The damaged log is kept, byte for
-    byte, as NAME.salvaged beside it. Exit status 0 when there was nothing to
-    salvage.
+    byte, as NAME.salvaged beside it. Exit status 0, also when there is
+    nothing to salvage; 1 when it cannot be done; 2 when ID|PATH names no awl
+    log.
     """
     from ..store import resume_ref, salvage
 

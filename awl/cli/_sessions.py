@@ -50,8 +50,9 @@ def sessions(as_json: bool, all_projects: bool, long_format: bool) -> None:
     ids = {id(i): i.id if files_of[i.id] > 1 else _short(i, shown) for i in every}
     # Columns line up across the listing (prefixes differ in length where ids share
     # a start; counts in digits), as `ls -l` lines up its own.
+    # (Not a project folder that cannot be read: its line has no id column.)
     widths = (
-        max((len(s) for s in ids.values()), default=0),
+        max((len(ids[id(i)]) for i in every if not _folder_line(i)), default=0),
         max((len(str(i.message_count)) for i in every if not i.error), default=0),
     )
     lines: list[str] = []
@@ -105,6 +106,11 @@ def format_info(
     return visible(line, one_line=True)
 
 
+def _folder_line(info: SessionInfo) -> bool:
+    """Whether ``info`` is a project folder that cannot be read, not a session."""
+    return bool(info.error) and not info.created and info.path.is_dir()
+
+
 def _info_line(
     info: SessionInfo,
     short: str,
@@ -113,7 +119,7 @@ def _info_line(
     copies: int,
     widths: tuple[int, int],
 ) -> str:
-    if info.error and not info.created and info.path.is_dir():
+    if _folder_line(info):
         return f"{indent}unreadable: {info.error}"  # a project folder, not a session
     when = local_time(info.created) if info.created else "????-??-?? ??:??"
     short = short.ljust(widths[0])

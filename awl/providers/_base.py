@@ -290,29 +290,33 @@ def check_base_url(url: str, variable: str | None = None) -> None:
 
 
 def shown_url(url: str) -> str:
-    """``url`` to print: a password in it and its query (where a key may be) hidden."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-        netloc = parts.netloc
-        if parts.password is not None:
-            netloc = f"{parts.username}:***@{netloc.rpartition('@')[2]}"
-        return urllib.parse.urlunsplit(
-            (parts.scheme, netloc, parts.path, "***" if parts.query else "", parts.fragment)
-        )
-    except ValueError:
-        return url
+    """``url`` to print: what may hold a secret (a user and password before the
+    host, a query) hidden as ``***``, whether or not the URL parses."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    end = min((k for k in (rest.find("/"), rest.find("?"), rest.find("#")) if k >= 0), default=-1)
+    authority, tail = (rest, "") if end < 0 else (rest[:end], rest[end:])
+    if "@" in authority:
+        authority = "***@" + authority.rpartition("@")[2]
+    path, q, after = tail.partition("?")
+    if q:
+        fragment = after.partition("#")[1] + after.partition("#")[2]
+        tail = f"{path}?***{fragment}"
+    return f"{scheme}{sep}{authority}{tail}"
 
 
 def is_loopback_url(url: str) -> bool:
     """Whether ``url`` names this machine (``localhost``, 127.0.0.0/8, ``::1``): a
-    server whose requests and key never leave it."""
+    server whose requests and key never leave it.  Not ``*.localhost``, which a
+    resolver may send to DNS."""
     try:
         host = urllib.parse.urlsplit(url).hostname
     except ValueError:
         return False
     if host is None:
         return False
-    if host == "localhost" or host.endswith(".localhost"):
+    if host == "localhost":
         return True
     try:
         return ipaddress.ip_address(host).is_loopback

@@ -10,6 +10,7 @@ import contextlib
 import itertools
 import os
 import re
+import shlex
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -206,9 +207,12 @@ def most_recent(
     ]
     if unreadable:
         newest = max(unreadable, key=lambda i: (i.modified, i.path.name))
+        # Its id where its file is named for one (as awl names logs), else its path.
+        named = SESSION_FILE_RE.match(newest.path.name)
+        ref = newest.id if named else shlex.quote(os.fspath(newest.path))
         raise SessionError(
             f"the most recent session here cannot be resumed: {newest.error} "
-            f"(awl --resume ID resumes another; awl salvage {newest.id} copies what can be "
+            f"(awl --resume ID resumes another; awl salvage {ref} copies what can be "
             "read of it into a new session; awl reindex --verify names each problem)"
         )
     if best is None:

@@ -269,7 +269,8 @@ def salvage(path: str | os.PathLike[str], env: Env | None = None) -> Salvaged | 
     note = {
         "type": SALVAGE_TYPE,
         "timestamp": format_timestamp(time.time()),
-        "from": os.fsdecode(p),
+        # (A name that is not UTF-8 as JSON can hold it: its bytes escaped.)
+        "from": os.fsencode(p).decode("utf-8", "backslashreplace"),
         "session": header.id,
         "leftOut": [[n, why] for n, why in plan.left_out],
         "relinked": [[n, was, now] for n, was, now in plan.relinked],
@@ -303,6 +304,8 @@ def _move_aside(path: Path, env: Env) -> tuple[Path | None, str | None]:
     """The damaged log renamed ``<name>.salvaged`` (its bytes as they were), so that
     no command takes it for a session any more (the most recent one to resume,
     a log reindex reports); or why it could not be."""
+    if path.name.endswith(ASIDE_SUFFIX):
+        return path, None  # aside already (its copy removed, salvaged again)
     aside = path.with_name(path.name + ASIDE_SUFFIX)
     try:
         env.rename_noreplace(path, aside)
