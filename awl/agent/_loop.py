@@ -249,19 +249,11 @@ class Agent:
             f"give --base-url to go on there (or elsewhere), or --provider {where} "
             "for its own endpoint"
         )
-        usable = isinstance(url, str)
-        if isinstance(url, str):
-            try:
-                check_base_url(url)
-                urllib.parse.urlsplit(url).port  # noqa: B018 (a port it cannot read raises)
-            except (InvalidBaseURL, ValueError):
-                usable = False
-        if not usable:
+        if not isinstance(url, str) or not _usable_url(url):
             named = repr(shown_url(url)) if isinstance(url, str) else repr(url)
             raise SettingError(
                 f"this session's last request went to {named}, which is no URL awl takes: " + choose
             )
-        assert isinstance(url, str)
         if not is_loopback_url(url):
             raise SettingError(
                 f"this session's last request went to {shown_url(url)}, not a server on "
@@ -500,6 +492,18 @@ class Agent:
 
 
 _whole = without_lone_surrogates
+
+
+def _usable_url(url: str) -> bool:
+    """Whether a URL read from a log is one awl takes, its port included (which
+    ``check_base_url`` leaves to the SDK to explain at the request: from a log,
+    the user is told before anything is sent)."""
+    try:
+        check_base_url(url)
+        urllib.parse.urlsplit(url).port  # noqa: B018 (a port it cannot read raises)
+    except (InvalidBaseURL, ValueError):
+        return False
+    return True
 
 
 def storable(message: Message) -> Message:

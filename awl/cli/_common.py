@@ -158,6 +158,16 @@ def log_has_entry(path: Path, entry: str) -> bool:
         return False
 
 
+def here() -> str | None:
+    """The current directory, or None when it is gone: a log named by its path is
+    shown and salvaged all the same, its hints then naming it as every project's
+    would (:func:`awl.store.resume_ref`)."""
+    try:
+        return os.getcwd()
+    except OSError:
+        return None
+
+
 def current_dir(*, status2: bool = False) -> Path:
     """The current directory, or a one-line error when it cannot be known (removed):
     status 1, or 2 with ``status2`` (``awl search``, whose 1 means nothing found)."""

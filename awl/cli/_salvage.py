@@ -10,7 +10,16 @@ import click
 from ..errors import AwlError
 from ..ui import visible
 from ._app import main
-from ._common import count, current_dir, fail, json_text, log_of_path, names_a_file, resolve_session
+from ._common import (
+    count,
+    current_dir,
+    fail,
+    here,
+    json_text,
+    log_of_path,
+    names_a_file,
+    resolve_session,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -60,8 +69,7 @@ def salvage_command(ref: str, as_json: bool) -> None:
         said.append(f"({unnamed} more not named: the copy's second line lists each)")
     for line in said:
         click.echo(visible(line, one_line=True))
-    here = _here()
-    ref_text = resume_ref(done.session, done.path, here)
+    ref_text = resume_ref(done.session, done.path, here())
     click.echo(
         visible(
             f"salvaged {count(done.kept, 'entry', 'entries')} into {done.path.name} "
@@ -88,13 +96,6 @@ def _kept(done: Salvaged) -> str:
         f"the damaged log stays where it was, as it was (it could not be renamed: "
         f"{done.aside_problem})"
     )
-
-
-def _here() -> str | None:
-    try:
-        return os.getcwd()
-    except OSError:
-        return None
 
 
 def _as_json(path: Path, done: Salvaged | None) -> dict[str, Any]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +16,7 @@ from ._common import (
     current_dir,
     fail,
     has_entry,
+    here,
     json_text,
     log_has_entry,
     log_of_path,
@@ -79,7 +79,7 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
                 click.echo()
             else:
                 notes = [_origin_line(origin)] if origin else []
-                ref = resume_ref(m.id, m.path, _here())
+                ref = resume_ref(m.id, m.path, here())
                 for text in _batched(transcript(m, notes, ref=ref)):
                     click.echo(text)
     except CorruptSession as exc:
@@ -117,15 +117,6 @@ def _batched(lines: Iterator[str], size: int = 1 << 16) -> Iterator[str]:
         raise
     if held:
         yield "\n".join(held)
-
-
-def _here() -> str | None:
-    """The current directory, or None when it is gone (a log named by its path is
-    shown all the same; its hints then name it as every project's would)."""
-    try:
-        return os.getcwd()
-    except OSError:
-        return None
 
 
 def _show_around(
