@@ -1377,6 +1377,7 @@ def test_resume_at_an_entry_goes_on_from_that_message(
     log = one_log(root, project)
     sid = log.header["id"][:13]
     answer = log.branch[2]["id"]
+    old_leaf = log.branch[-1]["id"]
     assert log.branch[2]["message"]["role"] == "assistant"
     r = run(["--resume", f"{sid}:{answer}", "-p", "third"], env, project)
     assert r.returncode == 0, r.stderr
@@ -1389,6 +1390,15 @@ def test_resume_at_an_entry_goes_on_from_that_message(
     said = [content[0]["text"] for role, content in replay.messages if role == "user"]
     assert said == ["first", "third"]
     assert replay.branch_ids[2] == answer and len(replay.branch_ids) == 5
+    # The end of the branch left: nothing followed it, the branch left stays.
+    r = run(["--resume", f"{sid}:{old_leaf}", "-p", "fourth"], env, project)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.splitlines()[0] == (
+        f"awl: going on from {old_leaf}; the branch the session was on stays in the log"
+    )
+    replay = reference_replay(path)
+    said = [content[0]["text"] for role, content in replay.messages if role == "user"]
+    assert said == ["first", "second", "fourth"]
     before = snapshot(root)
     r = run(["--resume", f"{sid}:0badf00d", "-p", "x"], env, project)
     assert r.returncode == 2 and r.stderr == (

@@ -200,9 +200,13 @@ def _go_on_from(manager: SessionManager, entry: str, cwd: Path) -> None:
             what = f"{shown}, the results of {named}'s tool calls"
         else:  # a result saved before the rest of its round
             what = f"{shown}, the last result saved of the round {named} is in"
-    sys.stderr.write(
-        f"awl: going on from {what}; what followed it stays in the log, on its own branch\n"
+    # Nothing followed the end of another branch: there is no "rest" to speak of.
+    rest = (
+        "what followed it stays in the log, on its own branch"
+        if manager.child_ids(target)
+        else "the branch the session was on stays in the log"
     )
+    sys.stderr.write(f"awl: going on from {what}; {rest}\n")
 
 
 def _same_dir(a: Path, b: Path) -> bool:
