@@ -1096,7 +1096,7 @@ def test_a_hits_first_word_given_to_show_shows_its_message_in_context(
         (f"{SID[1]}:0000000d", ["--around", "0000000c"], "the entry is named twice"),
         (f"{SID[1]}:", [], "ID:ENTRY needs both"),
         (":0000000d", [], "ID:ENTRY needs both"),
-        (f"{SID[1]}:0000fffe", [], "no entry '0000fffe' in this session"),
+        (f"{SID[1]}:0000fffe", [], f"session {SID[1]} has no entry '0000fffe'\n"),
         (f"{SID[1]}:0000000d:x", [], f"'{SID[1]}:0000000d:x' has more than one colon"),
     ]:
         res = cli("show", ref, *args)

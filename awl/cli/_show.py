@@ -66,7 +66,7 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
     path = log_of_path(ref, "show") if names_a_file(ref) else resolve_session(ref, current_dir())
     origin = _origin(path)
     if around is not None:
-        _show_around(path, around, context, as_json, origin=origin)
+        _show_around(path, around, context, as_json, named=ref, origin=origin)
         return
     opened = False
     try:
@@ -89,7 +89,7 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
             fail(str(exc))
         # An open refused the log: what of its current branch can still be read,
         # the damage named (status 1), rather than nothing.
-        _show_around(path, None, _WHOLE, False, damage=exc, origin=origin)
+        _show_around(path, None, _WHOLE, False, named=ref, damage=exc, origin=origin)
     except AwlError as exc:
         fail(str(exc))
 
@@ -125,6 +125,7 @@ def _show_around(
     context: int,
     as_json: bool,
     *,
+    named: str,
     damage: CorruptSession | None = None,
     origin: dict[str, Any] | None = None,
 ) -> None:
@@ -136,7 +137,9 @@ def _show_around(
     then 1; in a log an open takes, a bad line outside the window is not read.
     ``around`` None, with the ``damage`` an open met: what of a damaged log's
     current branch can be read, as a transcript.  An imported session's
-    ``origin`` is said under the heading, or given as ``importedFrom``."""
+    ``origin`` is said under the heading, or given as ``importedFrom``.  ``named``
+    is the session as the command line named it, as errors name it (as
+    ``--resume`` and ``search`` do)."""
     from ..store import SessionManager, UnreadableMessage, Window, window_in_damaged_log
     from ..ui import around_document, transcript, transcript_around, window_around
 
@@ -173,13 +176,13 @@ def _show_around(
         if around is None:
             assert damage is not None
             fail(f"{damage} (no message of this session can be read)")
-        where = "the lines of this session that can be read" if damage else "this session"
         if damage is None and log_has_entry(path, around):
             fail(
-                f"{path}: entry {around!r} is no message, and no message comes before it",
+                f"session {named}: entry {around!r} is no message, and no message comes before it",
                 usage=True,
             )
-        fail(f"{path}: no entry {around!r} in {where}", usage=True)
+        where = " among the lines that can be read" if damage else ""
+        fail(f"session {named} has no entry {around!r}{where}", usage=True)
     except AwlError as exc:
         fail(str(exc))
     click.echo(text)
