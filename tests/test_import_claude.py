@@ -77,6 +77,37 @@ def test_one_awl_session_in_the_lines_cwd_with_the_first_lines_time(tmp_path: Pa
     assert verify_log(r.path).ok
 
 
+@pytest.mark.parametrize("opening", ["summaries", "a long snapshot"])
+def test_a_conversation_after_more_metadata_than_a_head_holds_is_imported(
+    tmp_path: Path, opening: str
+) -> None:
+    """A transcript that opens with more metadata lines than the format's first
+    look reads (dozens of summaries; a file snapshot of more than a MiB) is
+    imported whole, not passed over as one with nothing to import."""
+    plain = _shop(tmp_path)
+    want = [m["message"] for m in _messages(plain.path)]
+    Path(plain.path).unlink()  # the same source session, imported again from its copy
+    if opening == "summaries":
+        meta = [
+            {"type": "summary", "summary": f"s{i}", "leafUuid": str(uuid.UUID(int=i))}
+            for i in range(60)
+        ]
+    else:
+        snap = dict(SHOP[0])
+        assert snap["type"] == "file-history-snapshot"
+        snap["snapshot"] = {"trackedFileBackups": {f"f{i}": "y" * 100 for i in range(12_000)}}
+        meta = [snap]
+    src = tmp_path / "q" / CLAUDE_SHOP.name
+    src.parent.mkdir()
+    body = CLAUDE_SHOP.read_bytes().split(b"\n", 1)[1]  # all but its first line
+    src.write_bytes(b"".join(json.dumps(o).encode() + b"\n" for o in meta) + body)
+    (r,) = _import(src)
+    assert (r.status, r.source_id) == ("imported", SID)
+    assert [m["message"] for m in _messages(r.path)] == want
+    assert accounted_lines(r.path) == source_lines(src)
+    assert verify_log(r.path).ok
+
+
 def test_a_reply_written_block_by_block_is_one_message_with_its_usage_taken_once(
     tmp_path: Path,
 ) -> None:

@@ -319,7 +319,7 @@ def test_a_piece_of_a_rollout_without_its_session_meta_is_named_for_what_it_lack
     r = import_source(SourceSpec(str(src), "codex"), system_prompt=PROMPT)
     assert (r.status, r.error) == (
         "error",
-        f"{src}: nothing to import: it does not start with a session_meta line, "
+        f"{src}: cannot import: it does not start with a session_meta line, "
         "as a Codex rollout does",
     )
     assert r.path is None

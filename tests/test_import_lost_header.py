@@ -127,7 +127,7 @@ def test_a_pi_log_with_a_damaged_header_and_another_name_says_what_it_lacks(
     r = import_source(SourceSpec(str(torn)), system_prompt=PROMPT, fallback_cwd="/x")
     assert (r.status, r.error, r.path) == (
         "error",
-        f"{torn}: nothing to import: its header (line 1) is damaged, and its file name is "
+        f"{torn}: cannot import: its header (line 1) is damaged, and its file name is "
         "not pi's, which holds its id",
         None,
     )
@@ -154,7 +154,7 @@ def test_a_pi_file_that_does_not_start_with_a_header_is_a_piece_not_a_session(
     r = import_source(SourceSpec(str(src), "pi"), system_prompt=PROMPT)
     assert (r.status, r.error) == (
         "error",
-        f"{src}: nothing to import: it does not start with a pi session header",
+        f"{src}: cannot import: it does not start with a pi session header",
     )
 
 
@@ -289,7 +289,7 @@ def test_a_rollout_with_a_damaged_header_starts_at_its_first_line_with_a_time(
     bare.write_bytes(b"{\n" + b"".join(orjson.dumps(o) + b"\n" for o in stripped))
     r = import_source(SourceSpec(str(bare)), system_prompt=PROMPT)
     assert r.error == (
-        f"{bare}: nothing to import: its header (line 1) is damaged, and none of its first "
+        f"{bare}: cannot import: its header (line 1) is damaged, and none of its first "
         "lines has a time"
     )
 
@@ -304,7 +304,7 @@ def test_a_pi_header_without_its_time_in_a_file_named_for_another_session_is_ref
     r = import_source(SourceSpec(str(src)), system_prompt=PROMPT)
     assert (r.status, r.error) == (
         "error",
-        f"{src}: nothing to import: its header has no valid timestamp, and its file name is "
+        f"{src}: cannot import: its header has no valid timestamp, and its file name is "
         "another session's",
     )
     # Named for its own session: the start is the name's, the id the header's.
@@ -364,7 +364,7 @@ def test_a_renamed_fork_with_a_damaged_header_is_refused(tmp_path: Path) -> None
     r = import_source(SourceSpec(str(fork), "codex"), system_prompt=PROMPT)
     assert (r.status, r.error) == (
         "error",
-        f"{fork}: nothing to import: its header (line 1) is damaged, and its file name is not "
+        f"{fork}: cannot import: its header (line 1) is damaged, and its file name is not "
         "a Codex rollout's, which holds its id",
     )
 

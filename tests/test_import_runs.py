@@ -830,12 +830,17 @@ def _without_cwd(data: bytes, instead: str | None = None) -> bytes:
 
 
 @pytest.mark.parametrize("fmt", sorted(SOURCES))
-@pytest.mark.parametrize("recorded", [None, "~/proj", "."], ids=["none", "home", "dot"])
+@pytest.mark.parametrize(
+    "recorded",
+    [None, "~/proj", ".", "/home/ana/pr\ufffdj"],
+    ids=["none", "home", "dot", "not-utf8"],
+)
 def test_a_log_that_records_no_cwd_is_filed_where_cwd_says_and_found_there_again(
     fmt: str, recorded: str | None, tmp_path: Path, root: Path
 ) -> None:
     """Early Codex rollouts record no working directory, and some logs a relative
-    one (which means another directory wherever awl runs): an error saying how to
+    one (which means another directory wherever awl runs), or one with U+FFFD for
+    bytes that were not UTF-8 (no folder awl finds it in): an error saying how to
     import it; with --cwd DIR, DIR's session, said in a note; imported again or
     grown, without --cwd, the same session (found where the import filed it)."""
     lines = _without_cwd(SOURCES[fmt].read_bytes(), recorded).splitlines(keepends=True)
@@ -844,14 +849,19 @@ def test_a_log_that_records_no_cwd_is_filed_where_cwd_says_and_found_there_again
     src.write_bytes(b"".join(lines[:-1]))
     out = cli("import", str(src))
     assert out.exit_code == 1
+    lossy = recorded is not None and "\ufffd" in recorded
     what = (
         "its log records no working directory"
         if recorded is None
+        else f"its working directory {recorded!r} is not its folder's name (U+FFFD stands "
+        "for bytes that were not UTF-8)"
+        if lossy
         else f"its working directory {recorded!r} is not an absolute path"
     )
-    no_cwd = (
-        f"{src}: {what}, which awl files a session under: awl import --cwd DIR takes it as DIR's"
+    under = (
+        "; awl files a session under its folder" if lossy else ", which awl files a session under"
     )
+    no_cwd = f"{src}: {what}{under}: awl import --cwd DIR takes it as DIR's"
     assert out.output.splitlines()[0] == no_cwd
     # Named to show, search or resume before an import: the same one line.
     for args in (["show", str(src)], ["search", "--session", str(src), "x"]):
@@ -3010,11 +3020,12 @@ def test_a_timestamp_that_names_no_time_is_no_timestamp(
     out = cli("import", str(every))
     assert out.exit_code == 1 and "Traceback" not in out.output, out.output
     why = {
-        "pi": "its header has no valid timestamp",
+        "pi": "its header has no valid timestamp, and its file name is not pi's, which holds "
+        "its id and start",
         "claude": "its lines carry no timestamp",
         "codex": "its session metadata has no valid timestamp",
     }[fmt]
-    assert out.output.splitlines()[0] == f"{every}: nothing to import: {why}"
+    assert out.output.splitlines()[0] == f"{every}: cannot import: {why}"
 
 
 def test_a_source_logs_awl_session_is_found_from_python(tmp_path: Path, root: Path) -> None:

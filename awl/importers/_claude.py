@@ -161,6 +161,12 @@ STOP_REASONS = {
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
+def is_chain(obj: dict[str, Any]) -> bool:
+    """Whether a line is one of the conversation's chain (a message, a progress
+    or attachment line), not metadata."""
+    return as_str(obj.get("type")) in CHAIN
+
+
 def info(objs: list[tuple[int, dict[str, Any]]], path: str) -> SourceInfo | str:
     """The session id, start and cwd from a Claude Code file's first lines."""
     stem = path_text(os.path.basename(path))  # a name that is not UTF-8 may become the id

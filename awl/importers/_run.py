@@ -93,6 +93,7 @@ from ._source import (
     new_hash,
     open_source,
     parse,
+    read_on,
     split_glued,
 )
 
@@ -531,6 +532,10 @@ class _Import:
             return
         r.format = fmt
         mod = _MODULES[fmt]
+        if fmt == "claude" and not any(_claude.is_chain(o) for _, o in objs):
+            # More metadata lines than a head holds (summaries, file snapshots): the
+            # conversation, if there is one, is further on.
+            objs = [*objs, *read_on(self.fd, objs[-1][0], _claude.is_chain)]
         found_info = mod.info(objs, spec.path) if objs or fmt == "claude" else None
         if not isinstance(found_info, SourceInfo):
             # Nothing to import in a file met in a folder: metadata alone, or a
@@ -548,7 +553,9 @@ class _Import:
             )
             # Read as the format named, a file that looks like none: no session.
             r.is_session = found is not None or r.status == "empty"
-            r.error = f"{self.shown}: nothing to import: {found_info or 'it is empty'}"
+            # An error is said as one: "nothing to import" is for a file that has none.
+            lead = "nothing to import" if r.status == "empty" else "cannot import"
+            r.error = f"{self.shown}: {lead}: {found_info or 'it is empty'}"
             return
         info = found_info
         if info.start_guessed and self.hold_guessed:
@@ -563,21 +570,30 @@ class _Import:
             )
         r.notes.extend(info.notes)
         relative = bool(info.cwd) and not os.path.isabs(info.cwd) and not windows_path(info.cwd)
-        if not info.cwd or relative:
+        # U+FFFD stands for bytes that were not UTF-8 (replaced by the tool that
+        # wrote the log, or as awl read it): the folder it names is not the one
+        # the session ran in, where `awl sessions` would never find it.
+        lossy = "\ufffd" in info.cwd
+        if not info.cwd or relative or lossy:
             # The log records none (early Codex rollouts), or one that means another
             # directory wherever awl runs ("~/proj", "."): where an earlier import
             # filed it, else where the user said, else refused saying how.
             what = (
                 f"its working directory {info.cwd!r} is not an absolute path"
                 if relative
+                else f"its working directory {info.cwd!r} is not its folder's name (U+FFFD "
+                "stands for bytes that were not UTF-8)"
+                if lossy
                 else info.no_cwd or "its log records no working directory"
             )
             earlier = self.filing.filed_cwd(fmt, info)
             if earlier is None and self.fallback_cwd is None:
-                r.error = (
-                    f"{self.shown}: {what}, which awl files a session under: awl import "
-                    "--cwd DIR takes it as DIR's"
+                under = (
+                    "; awl files a session under its folder"
+                    if lossy
+                    else (", which awl files a session under")
                 )
+                r.error = f"{self.shown}: {what}{under}: awl import --cwd DIR takes it as DIR's"
                 return
             info.cwd = earlier if earlier is not None else os.fspath(self.fallback_cwd or "")
             if earlier is None:

@@ -914,6 +914,36 @@ def head(
     return out
 
 
+def read_on(
+    fd: int,
+    after: int,
+    wanted: Callable[[dict[str, Any]], bool],
+    limit: int = 24,
+) -> list[tuple[int, dict[str, Any]]]:
+    """The objects of the lines after line ``after``, from the first that ``wanted``
+    takes (up to ``limit`` of them, as :func:`head` gives them); none when no
+    line does.  For a file whose :func:`head` held none the format needs to
+    name the session (a Claude Code transcript that opens with more metadata
+    lines than a head holds): the lines before it are parsed and let go, so
+    memory holds a line at a time, as an import does."""
+    out: list[tuple[int, dict[str, Any]]] = []
+    longs: set[int] = set()
+    deep: set[int] = set()
+    size = os.fstat(fd).st_size
+    given = lines(fd, chunk=1 << 20, numbers=longs, brackets=deep)
+    for number, end, raw, terminated in given:
+        if not terminated and end < size:
+            break  # cut where the read stopped: not a whole line
+        if number <= after or type(raw) is Passed or blank(raw):
+            continue
+        obj, _, _ = parse(raw, number in longs, number in deep)
+        if obj is not None and (out or wanted(obj)):
+            out.append((number, obj))
+            if len(out) >= limit:
+                break
+    return out
+
+
 def _headed(
     out: list[tuple[int, dict[str, Any]]],
     fixed: set[int],
