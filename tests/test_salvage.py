@@ -5,13 +5,15 @@ from __future__ import annotations
 import errno
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
 import pytest
 from click.testing import CliRunner
 
-from awl import CorruptSession, Message, SessionError, SessionManager, Text
+from awl import CorruptSession, Message, SessionBusy, SessionError, SessionManager, Text
 from awl.cli import main
 from awl.store import SALVAGE_TYPE, CheckpointPolicy, Env, VerifyReport, salvage, verify_log
 
@@ -154,6 +156,50 @@ def test_a_log_that_reads_has_nothing_to_salvage(project: Path, root: Path) -> N
     files = sorted(path.parent.iterdir())
     assert salvage(path) is None
     assert sorted(path.parent.iterdir()) == files
+    # A torn last line alone is no damage: a resume goes on under the same id.
+    with path.open("ab") as f:
+        f.write(b'{"type":"message","id":"7')
+    raw = path.read_bytes()
+    assert salvage(path) is None
+    assert sorted(path.parent.iterdir()) == files and path.read_bytes() == raw
+    with SessionManager.open(path) as m:
+        assert m.message_count == 13  # the system prompt and 12
+
+
+def test_a_log_a_session_has_open_is_not_salvaged(project: Path, root: Path) -> None:
+    """An awl process writing the log holds its lock: the salvage is refused, the
+    log left where it is (renamed, the session's next message would be lost)."""
+    path = written(project, root)
+    at = next(n for n, x in enumerate(path.read_bytes().split(b"\n"), 1) if b'"reply 1"' in x)
+    raw = damage(path, at)
+    files = sorted(path.parent.iterdir())
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, os.fspath(path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+        with pytest.raises(SessionBusy, match="session is open in another awl process"):
+            salvage(path)
+        res = cli("salvage", os.fspath(path))
+        assert res.exit_code == 1  # type: ignore[attr-defined]
+        assert res.stderr == (  # type: ignore[attr-defined]
+            f"Error: {path}: session is open in another awl process (quit it, then salvage)\n"
+        )
+        assert sorted(path.parent.iterdir()) == files and path.read_bytes() == raw
+    finally:
+        holder.kill()
+        holder.wait()
+    assert salvage(path) is not None  # once it is closed
+
+
+# A writer's lock, as an awl session holds it while it runs.
+HOLD = (
+    "import fcntl, os, sys, time\n"
+    "fd = os.open(sys.argv[1], os.O_RDWR)\n"
+    "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+    "print('locked', flush=True)\n"
+    "time.sleep(120)\n"
+)
 
 
 class NoRenameEnv(Env):
@@ -214,7 +260,7 @@ def test_the_command(project: Path, root: Path, monkeypatch: pytest.MonkeyPatch)
     assert healthy.exit_code == 0, healthy.output
     assert (
         healthy.output
-        == f"{path}: nothing to salvage: every line reads and every parent is there\n"
+        == f"{path}: nothing to salvage: every entry reads and every parent is there\n"
     )
     damage(path, 4)
     # awl --resume says what to do.

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..errors import AwlError
+from ..errors import AwlError, SessionBusy
 from ..ui import visible
 from ._app import main
 from ._common import (
@@ -49,6 +49,8 @@ def salvage_command(ref: str, as_json: bool) -> None:
     path = log_of_path(ref, "salvage") if names_a_file(ref) else resolve_session(ref, current_dir())
     try:
         done = salvage(path)
+    except SessionBusy as exc:
+        fail(f"{exc} (quit it, then salvage)")
     except AwlError as exc:
         fail(str(exc))
     if as_json:
@@ -57,7 +59,7 @@ def salvage_command(ref: str, as_json: bool) -> None:
     if done is None:
         click.echo(
             visible(
-                f"{path}: nothing to salvage: every line reads and every parent is there",
+                f"{path}: nothing to salvage: every entry reads and every parent is there",
                 one_line=True,
             )
         )

@@ -380,11 +380,13 @@ class LogFile:
     # ── opening ──
 
     @classmethod
-    def open(cls, path: Path, *, read_only: bool, env: Env) -> LogFile:
+    def open(cls, path: Path, *, read_only: bool, env: Env, lock: bool = False) -> LogFile:
         """Open the log at ``path`` and read its header.
 
         A writer takes the lock (:class:`SessionBusy` if another process has
-        it) and refuses a symbolic link; a reader takes no lock.
+        it) and refuses a symbolic link; a reader takes no lock, unless
+        ``lock`` asks for it (one that renames the log when done, which no
+        writer may have open meanwhile).
         """
         flags = (os.O_CLOEXEC | os.O_RDONLY) if read_only else _WRITER_FLAGS
         try:
@@ -396,7 +398,7 @@ class LogFile:
                 raise SessionError(f"{path}: cannot open: {exc.strerror}") from None
             raise _writer_refused(path, exc, env) from None
         try:
-            if not read_only:
+            if lock or not read_only:
                 _lock(env, fd, path)
             header = read_header_fd(fd, path, env)
             log = cls(path, header, fd, env, read_only=read_only)

@@ -209,7 +209,8 @@ def salvage(path: str | os.PathLike[str], env: Env | None = None) -> Salvaged | 
     """Copy what can be read of the log at ``path`` into a new session beside it,
     and keep the log itself, byte for byte, as ``<its name>.salvaged``; None when
     there is nothing to salvage (every line reads, every parent is there, no
-    link makes a loop).
+    link makes a loop; a torn last line alone is none: the next writer moves
+    it aside, and the session goes on under its own id).
 
     A line that is no entry (not JSON, bytes that are not UTF-8, a message
     awl's reader refuses, a second entry with an id taken already) is left
@@ -226,31 +227,41 @@ def salvage(path: str | os.PathLike[str], env: Env | None = None) -> Salvaged | 
     is renamed ``<its name>.salvaged``, its bytes as they were: no command
     takes it for a session any more (:attr:`Salvaged.aside`).
 
+    :class:`SessionBusy` when an awl process has the log open to write (it
+    holds the writers' lock, which the salvage holds until the log is renamed);
     SessionError (and its kin) when the log cannot be read, has no header,
     holds no entry that can be read, was salvaged already (its copy is in
     the same folder), or the new one cannot be written.
     """
     e = env or default_env()
     p = Path(os.path.abspath(os.fspath(path)))
-    log = LogFile.open(p, read_only=True, env=e)
+    # The writers' lock, held until the log is renamed: a session running on it
+    # (SessionBusy) would go on writing to a file no command takes any more.
+    log = LogFile.open(p, read_only=True, env=e, lock=True)
     try:
-        mm = log.map()
-        records = mm.scan(0, len(mm))
-        torn: tuple[int, str] | None = None
-        if len(records) > 1 and int(records["kind"][-1]) == scanner.KIND_INVALID:
-            # No reader takes it; it is named among what was left out all the same.
-            start, length = int(records["offset"][-1]), int(records["length"][-1])
-            why = invalid_line(mm.view(start, start + length))
-            torn = (len(records), f"the last line, which no reader takes: {why}")
-            records = records[:-1]
-        header = log.header
-        plan = _salvage_plan(mm, records, p)
+        return _salvage_locked(p, log, e)
     finally:
         log.close()
+
+
+def _salvage_locked(p: Path, log: LogFile, e: Env) -> Salvaged | None:
+    mm = log.map()
+    records = mm.scan(0, len(mm))
+    torn: tuple[int, str] | None = None
+    if len(records) > 1 and int(records["kind"][-1]) == scanner.KIND_INVALID:
+        # No reader takes it; it is named among what was left out all the same.
+        start, length = int(records["offset"][-1]), int(records["length"][-1])
+        why = invalid_line(mm.view(start, start + length))
+        torn = (len(records), f"the last line, which no reader takes: {why}")
+        records = records[:-1]
+    header = log.header
+    plan = _salvage_plan(mm, records, p)
+    if not plan.left_out and not plan.relinked:
+        # A torn last line alone is no damage: the next writer (a resume, awl
+        # reindex) moves it aside, and the session goes on under its own id.
+        return None
     if torn is not None:
         plan.left_out.append(torn)
-    if not plan.left_out and not plan.relinked:
-        return None
     if not plan.tree:
         raise SessionError(f"{p}: nothing of it can be read: no entry to salvage")
     copy = salvaged_copy(p, header.id)
