@@ -52,6 +52,35 @@ def test_a_usage_error_is_one_line_naming_the_help(
 
 
 @pytest.mark.parametrize(
+    ("args", "said", "help_of"),
+    [
+        (["-p", "first", "-p", "second"], "-p/--print", ""),
+        (["--resume", "--resume", "-p", "x"], "--resume", ""),
+        (["--model", "a", "--model=b", "-p", "x"], "--model", ""),
+        (["search", "--session", "a", "--session", "b", "x"], "--session", " search"),
+        (["search", "-j1", "--jobs", "2", "x"], "--jobs/-j", " search"),
+        (["import", "--from", "pi", "--from", "codex"], "--from", " import"),
+        (["show", "x", "--context", "1", "--context", "2"], "--context", " show"),
+    ],
+    ids=lambda x: " ".join(x) if isinstance(x, list) else x,
+)
+def test_an_option_of_one_value_given_twice_is_refused(
+    env: dict[str, str], project: Path, args: list[str], said: str, help_of: str
+) -> None:
+    """click keeps the last value; the first (a prompt, a session to search) would
+    be dropped without a word. Nothing runs, nothing is saved."""
+    r = awl(args, env, project)
+    assert r.returncode == 2
+    (line,) = no_traceback(r)
+    # The program's name is how it was run (``python -m awl.cli`` here).
+    said_re = re.escape(f"Error: {said} is given more than once (it takes one value); see '")
+    assert re.fullmatch(rf"{said_re}[^']+{help_of} --help'", line), line
+    assert r.stdout == "" and not Path(env["AWL_SESSION_DIR"]).exists()
+    # A flag given twice says the same thing twice: taken.
+    assert awl(["sessions", "--all", "--all"], env, project).returncode == 0
+
+
+@pytest.mark.parametrize(
     ("args", "said"),
     [
         (["sessions", "--jsn"], "No such option '--jsn' (did you mean '--json'?)"),

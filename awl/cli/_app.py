@@ -104,8 +104,39 @@ def _one_line(exc: click.UsageError, command: str = "awl") -> UsageFailure:
     return UsageFailure(visible(f"{message}; see '{where} --help'", one_line=True))
 
 
+def _refuse_repeats(command: click.Command, ctx: click.Context, args: list[str]) -> None:
+    """A usage error for an option that takes one value given more than once
+    (``-p A -p B``, ``--session X --session Y``): click keeps the last, and the
+    first (a prompt, a session to search) would be dropped without a word."""
+    if ctx.resilient_parsing:
+        return
+    try:
+        # The parser consumes the list it is given: a copy, for the real parse.
+        _, _, order = command.make_parser(ctx).parse_args(args=list(args))
+    except click.UsageError:
+        return  # the real parse says what is wrong
+    seen: set[str] = set()
+    for param in order:
+        # A flag twice says the same (--json --json); --all/--long are flags too.
+        if not isinstance(param, click.Option) or param.multiple or param.count:
+            continue
+        if param.is_bool_flag:
+            continue
+        name = param.name or ""
+        if name in seen:
+            raise click.UsageError(
+                f"{'/'.join(param.opts)} is given more than once (it takes one value)", ctx
+            )
+        seen.add(name)
+
+
 class _Main(click.Group):
     """The ``awl`` group: one line, not a traceback, when the standard streams fail."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """The group's options, one value each (see :func:`_refuse_repeats`)."""
+        _refuse_repeats(self, ctx, args)
+        return super().parse_args(ctx, args)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         """The command ``cmd_name``, its module imported first."""
@@ -426,6 +457,11 @@ def main(
 
 class _Command(click.Command):
     """A subcommand that checks the environment once its own ``--help`` is out of the way."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Its options, one value each (see :func:`_refuse_repeats`)."""
+        _refuse_repeats(self, ctx, args)
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         refuse_bad_environment()
