@@ -923,17 +923,38 @@ def test_a_resume_of_a_damaged_log_says_where_what_can_be_read_is(
     assert cli("show", "019dc5ba").exit_code == 1
 
 
-@pytest.mark.parametrize("body", [b"", b"not a header\n"], ids=["empty", "no-header"])
-def test_a_resume_of_a_log_without_its_header_points_nowhere(
-    root: Path, here: Path, body: bytes
-) -> None:
-    """Without a header there is nothing awl show could read either: the error
-    names the problem and suggests no command that would fail the same way."""
+def test_a_resume_of_a_log_without_its_header_points_nowhere(root: Path, here: Path) -> None:
+    """An empty file is no damage to mend: the error names the problem and suggests
+    no command that would fail the same way."""
     p = log(root, header(ID_A, "2026-04-25T17:40:15.990Z", here), [])
-    p.write_bytes(body)
+    p.write_bytes(b"")
     text = one_line_error(cli("--resume", ID_A, "-p", "more"), 1)
     assert text.startswith(f"Error: {p}") and "awl show" not in text, text
-    assert p.read_bytes() == body
+    assert "awl salvage" not in text and p.read_bytes() == b""
+
+
+def test_a_resume_of_a_log_whose_header_is_damaged_names_the_salvage_that_mends_it(
+    root: Path, here: Path
+) -> None:
+    """Without a header awl show reads nothing, but a salvage takes the session's id
+    from the file's name and its directory from its folder: the hint names it
+    alone, and what it names works."""
+    p = log(root, header(ID_A, "2026-04-25T17:40:15.990Z", here), chain(3))
+    lines = p.read_bytes().split(b"\n", 1)
+    p.write_bytes(b'{"type":"sess\n' + lines[1])
+    text = one_line_error(cli("--resume", ID_A, "-p", "more"), 1)
+    assert text == (
+        f"Error: {p}:1: the first line is not a session header (not a complete JSON object)"
+        f" (the log is left as it is: awl salvage {ID_A} copies what can be read of it into"
+        " a new session to go on with)"
+    )
+    assert cli("salvage", ID_A).exit_code == 0
+    (copy,) = (q for q in p.parent.glob("*.jsonl") if q != p)
+    made = orjson.loads(copy.read_bytes().split(b"\n", 1)[0])
+    assert (made["cwd"], made["timestamp"]) == (str(here), "2026-04-25T17:40:15.990Z")
+    res = cli("--resume", "--provider", "offline", "-p", "more")
+    assert res.exit_code == 0, res.output
+    assert res.stdout == "You said: more\n"
 
 
 def test_show_corrupt_log_real_process(root: Path, here: Path) -> None:

@@ -505,3 +505,78 @@ def test_resumes_hint_names_a_log_by_its_path_when_its_name_is_no_id(
     out = CliRunner().invoke(main, ["--resume", "-p", "hi", "--provider", "offline"])
     assert out.exit_code == 1 and f"awl salvage '{odd}' copies what can be read" in out.output
     assert CliRunner().invoke(main, ["salvage", str(odd)]).exit_code == 0
+
+
+# ── a damaged header ──
+
+
+def _header_damaged(path: Path, how: bytes = b'{"type":"sess') -> bytes:
+    """The log's first line replaced by ``how`` (dropped when empty)."""
+    first, rest = path.read_bytes().split(b"\n", 1)
+    path.write_bytes((how + b"\n" if how else b"") + rest)
+    return first
+
+
+@pytest.mark.parametrize("how", [b'{"type":"sess', b""], ids=["torn", "gone"])
+def test_a_damaged_header_is_salvaged_from_the_name_and_the_folder(
+    project: Path, root: Path, how: bytes
+) -> None:
+    """The id and time are the file name's, the working directory the one this
+    machine's folders name, the model the last message's; line 1 is left out
+    when it is there, and the copy's note says the header was made."""
+    path = written(project, root)
+    before = texts(path)
+    old = orjson.loads(_header_damaged(path, how))
+    with pytest.raises(CorruptSession):
+        SessionManager.open(path, read_only=True)
+    done = salvage(path)  # no cwd given: the folder's name finds the project
+    assert done is not None and texts(done.path) == before
+    with SessionManager.open(done.path, read_only=True) as m:
+        h = m.header
+    assert (h.cwd, h.timestamp, h.provider, h.model) == (
+        old["cwd"],
+        old["timestamp"],
+        "anthropic",
+        "claude",
+    )
+    note = orjson.loads(done.path.read_bytes().split(b"\n")[1])
+    assert note["session"] == old["id"] and note["header"].startswith("the first line is not")
+    assert [n for n, _ in done.left_out] == ([1] if how else [])
+    assert verify_log(done.path).ok
+
+
+def test_a_damaged_headers_folder_that_names_two_directories_takes_the_one_named(
+    tmp_path: Path, root: Path
+) -> None:
+    """``/x/a-b`` and ``/x/a/b`` share a folder: the salvage says it cannot tell,
+    and takes the directory it is given (the command's current one)."""
+    one, two = tmp_path / "a-b", tmp_path / "a" / "b"
+    one.mkdir()
+    two.mkdir(parents=True)
+    path = written(one, root)
+    assert written(two, root).parent == path.parent  # the same folder
+    _header_damaged(path)
+    with pytest.raises(SessionError, match="run awl salvage in the session's directory"):
+        salvage(path)
+    assert not list(path.parent.glob("*.salvaged"))
+    done = salvage(path, cwd=str(one))
+    assert done is not None
+    with SessionManager.open(done.path, read_only=True) as m:
+        assert m.header.cwd == str(one)
+
+
+def test_a_header_salvage_needs_a_name_awl_gives_and_leaves_a_later_awls_log(
+    project: Path, root: Path
+) -> None:
+    path = written(project, root)
+    renamed = path.with_name("mine.jsonl")
+    path.rename(renamed)
+    _header_damaged(renamed)
+    with pytest.raises(SessionError, match="its file name is not one awl gives a log"):
+        salvage(renamed, cwd=str(project))
+    later = written(project, root)
+    first, rest = later.read_bytes().split(b"\n", 1)
+    later.write_bytes(first.replace(b'"version":1', b'"version":2') + b"\n" + rest)
+    with pytest.raises(CorruptSession, match="which this awl cannot read"):
+        salvage(later, cwd=str(project))
+    assert not list(root.rglob("*.salvaged"))

@@ -439,10 +439,17 @@ def main(
     except SettingError as exc:
         fail(str(exc), usage=True)
     except CorruptSession as exc:
-        if not resume or resume == _MOST_RECENT or not (exc.line or 0) > 1:
-            # The most recent's message says what to do already; a log without a
-            # header to go by has nothing awl show could read either.
+        if not resume or resume == _MOST_RECENT or exc.line is None:
+            # The most recent's message says what to do already; a file that is
+            # empty, or another tool's, is no damage to mend.
             fail(str(exc))
+        if exc.line == 1:
+            # Without a header to go by awl show reads nothing, but a salvage
+            # takes the session's id from the file's name.
+            fail(
+                f"{exc} (the log is left as it is: awl salvage {shlex.quote(resume)} copies"
+                " what can be read of it into a new session to go on with)"
+            )
         # A damaged log is not guessed at, but what of it can be read can be: shown,
         # or copied into a session to go on with.
         fail(

@@ -27,6 +27,7 @@ from ..errors import (
     SessionError,
     SessionNotFound,
 )
+from ..paths import SESSION_FILE_RE
 from ..ui import json_for_terminal, visible
 
 if TYPE_CHECKING:
@@ -276,6 +277,10 @@ def log_of_path(ref: str, command: str = "show") -> Path:
     try:
         # Read first: a writer's open would repair (trim) a file that is not awl's.
         read_header(found.log)
+    except CorruptSession as exc:
+        if command == "salvage" and exc.line == 1 and SESSION_FILE_RE.match(found.log.name):
+            return found.log  # named as awl names a log: its header is what salvage mends
+        fail(str(exc), usage=True)
     except (AwlError, OSError) as exc:
         where = found.log
         fail(

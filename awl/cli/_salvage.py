@@ -39,7 +39,9 @@ def salvage_command(ref: str, as_json: bool) -> None:
     For a log that cannot be opened (a line that is not JSON, bytes that are
     not UTF-8): its readable entries, in order, under a new id; a child of a
     line left out goes under that line's parent where the line still names
-    it, else under the entry before it. The damaged log is kept, byte for
+    it, else under the entry before it. A damaged header is made again from
+    the log's file name and folder (run it in the session's directory when
+    its folder's name could be several). The damaged log is kept, byte for
     byte, as NAME.salvaged beside it. Exit status 0, also when there is
     nothing to salvage; 1 when it cannot be done; 2 when ID|PATH names no awl
     log.
@@ -48,7 +50,9 @@ def salvage_command(ref: str, as_json: bool) -> None:
 
     path = log_of_path(ref, "salvage") if names_a_file(ref) else resolve_session(ref, current_dir())
     try:
-        done = salvage(path)
+        # The current directory stands for the working directory of a log whose
+        # header is damaged, when its folder is this directory's.
+        done = salvage(path, cwd=here())
     except SessionBusy as exc:
         fail(f"{exc} (quit it, then salvage)")
     except AwlError as exc:

@@ -380,13 +380,23 @@ class LogFile:
     # ── opening ──
 
     @classmethod
-    def open(cls, path: Path, *, read_only: bool, env: Env, lock: bool = False) -> LogFile:
+    def open(
+        cls,
+        path: Path,
+        *,
+        read_only: bool,
+        env: Env,
+        lock: bool = False,
+        header: SessionHeader | None = None,
+    ) -> LogFile:
         """Open the log at ``path`` and read its header.
 
         A writer takes the lock (:class:`SessionBusy` if another process has
         it) and refuses a symbolic link; a reader takes no lock, unless
         ``lock`` asks for it (one that renames the log when done, which no
-        writer may have open meanwhile).
+        writer may have open meanwhile).  ``header``, when given, stands for
+        the first line, which is not read (a salvage of a log whose header is
+        damaged names the session from its file name).
         """
         flags = (os.O_CLOEXEC | os.O_RDONLY) if read_only else _WRITER_FLAGS
         try:
@@ -400,7 +410,8 @@ class LogFile:
         try:
             if lock or not read_only:
                 _lock(env, fd, path)
-            header = read_header_fd(fd, path, env)
+            if header is None:
+                header = read_header_fd(fd, path, env)
             log = cls(path, header, fd, env, read_only=read_only)
             log.size = env.fstat(fd).st_size
         except BaseException:

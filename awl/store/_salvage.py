@@ -32,7 +32,7 @@ from typing import NamedTuple
 import orjson
 
 from ..errors import CorruptSession, SessionError, SessionWriteError
-from ..paths import session_file_name
+from ..paths import SESSION_FILE_RE, encode_cwd, session_file_name
 from . import scanner
 from ._clock import format_timestamp, is_timestamp
 from ._entries import Checkpoint, MessageEntry, SessionHeader, UnknownEntry
@@ -40,7 +40,7 @@ from ._fs import Env, default_env
 from ._ids import uuid7
 from ._invalid import invalid_line
 from ._lines import Problems
-from ._logfile import LogFile
+from ._logfile import LogFile, read_header
 from ._logmap import LogMap
 from ._numpy import np
 from ._reader import parse_at
@@ -205,7 +205,9 @@ SALVAGE_TYPE = "x-salvage"
 and what of it was left out or hung elsewhere."""
 
 
-def salvage(path: str | os.PathLike[str], env: Env | None = None) -> Salvaged | None:
+def salvage(
+    path: str | os.PathLike[str], env: Env | None = None, *, cwd: str | None = None
+) -> Salvaged | None:
     """Copy what can be read of the log at ``path`` into a new session beside it,
     and keep the log itself, byte for byte, as ``<its name>.salvaged``; None when
     there is nothing to salvage (every line reads, every parent is there, no
@@ -227,6 +229,14 @@ def salvage(path: str | os.PathLike[str], env: Env | None = None) -> Salvaged | 
     is renamed ``<its name>.salvaged``, its bytes as they were: no command
     takes it for a session any more (:attr:`Salvaged.aside`).
 
+    A log whose first line, its header, is damaged is salvaged under the id
+    and time its file name gives, the provider and model of its last message
+    that names them, and the working directory its folder stands for (a
+    folder's name stands for several paths, as ``-`` may be a ``/``): the
+    one directory that the other logs' headers in the folder, this
+    machine's directories and ``cwd`` name between them, or ``cwd`` among
+    several; when none is known, SessionError says so.
+
     :class:`SessionBusy` when an awl process has the log open to write (it
     holds the writers' lock, which the salvage holds until the log is renamed);
     SessionError (and its kin) when the log cannot be read, has no header,
@@ -237,14 +247,24 @@ def salvage(path: str | os.PathLike[str], env: Env | None = None) -> Salvaged | 
     p = Path(os.path.abspath(os.fspath(path)))
     # The writers' lock, held until the log is renamed: a session running on it
     # (SessionBusy) would go on writing to a file no command takes any more.
-    log = LogFile.open(p, read_only=True, env=e, lock=True)
+    lost: str | None = None
     try:
-        return _salvage_locked(p, log, e)
+        log = LogFile.open(p, read_only=True, env=e, lock=True)
+    except CorruptSession as exc:
+        if exc.line != 1 or "this awl cannot read" in exc.problem:
+            raise  # not damage: no log at all, or a later awl's
+        lost = exc.problem
+        stand_in = _stand_in_header(p, cwd, exc)
+        log = LogFile.open(p, read_only=True, env=e, lock=True, header=stand_in)
+    try:
+        return _salvage_locked(p, log, e, lost)
     finally:
         log.close()
 
 
-def _salvage_locked(p: Path, log: LogFile, e: Env) -> Salvaged | None:
+def _salvage_locked(p: Path, log: LogFile, e: Env, lost: str | None) -> Salvaged | None:
+    """:func:`salvage` with the log open and locked; ``lost`` the problem of its
+    first line when that line, the header, is damaged (its header then a stand-in)."""
     mm = log.map()
     records = mm.scan(0, len(mm))
     torn: tuple[int, str] | None = None
@@ -255,8 +275,13 @@ def _salvage_locked(p: Path, log: LogFile, e: Env) -> Salvaged | None:
         torn = (len(records), f"the last line, which no reader takes: {why}")
         records = records[:-1]
     header = log.header
-    plan = _salvage_plan(mm, records, p)
-    if not plan.left_out and not plan.relinked:
+    # Line 1 read as any other line when it is no header: an entry is kept.
+    plan = _salvage_plan(mm, records, p, first=0 if lost is not None else 1)
+    if lost is not None:
+        header = _with_model(header, plan.lines)
+        if plan.left_out[:1] and plan.left_out[0][0] == 1:
+            plan.left_out[0] = (1, lost)  # which says it was the header
+    if not plan.left_out and not plan.relinked and lost is None:
         # A torn last line alone is no damage: the next writer (a resume, awl
         # reindex) moves it aside, and the session goes on under its own id.
         return None
@@ -286,6 +311,9 @@ def _salvage_locked(p: Path, log: LogFile, e: Env) -> Salvaged | None:
         "leftOut": [[n, why] for n, why in plan.left_out],
         "relinked": [[n, was, now] for n, was, now in plan.relinked],
     }
+    if lost is not None:
+        # The header the copy's was made from its file name and its folder, not read.
+        note["header"] = lost
     body = [orjson.dumps(note, option=orjson.OPT_APPEND_NEWLINE), *plan.lines]
     try:
         made = LogFile.create(target, new_header, body, e, place=False)
@@ -327,6 +355,94 @@ def _move_aside(path: Path, env: Env) -> tuple[Path | None, str | None]:
     return aside, None
 
 
+def _stand_in_header(p: Path, cwd: str | None, damage: CorruptSession) -> SessionHeader:
+    """The header of a log whose own is damaged: see :func:`salvage`.  Its provider
+    and model are filled in from the lines read (:func:`_with_model`)."""
+    named = SESSION_FILE_RE.match(p.name)
+    if named is None:
+        raise SessionError(
+            f"{damage}; its file name is not one awl gives a log, which would say whose "
+            "session it was"
+        )
+    ts = named["ts"]
+    when = f"{ts[:10]}T{ts[11:13]}:{ts[14:16]}:{ts[17:19]}.{ts[20:23]}Z"
+    place = _cwd_of_folder(p, cwd)
+    if place is None:
+        raise SessionError(
+            f"{damage}; the working directory it recorded is not known (its folder's name "
+            "stands for several, or for none here): run awl salvage in the session's directory"
+        )
+    return SessionHeader(named["id"], when, place, "", "")
+
+
+def _cwd_of_folder(p: Path, cwd: str | None) -> str | None:
+    """The working directory whose sessions the folder of the log at ``p`` holds:
+    the one directory that the headers of the other logs there record, this
+    machine's directories whose names make the folder's, and ``cwd`` (when the
+    folder is its) name between them; when they name several (``/a-b`` and
+    ``/a/b`` share a folder), ``cwd`` if it is one of them; else None."""
+    folder = p.parent.name
+    candidates = set(_directories_named(folder))
+    try:
+        names = sorted(os.listdir(p.parent))
+    except OSError:
+        names = []
+    for name in names:
+        if name != p.name and SESSION_FILE_RE.match(name):
+            with contextlib.suppress(SessionError, OSError):
+                recorded = read_header(p.parent / name).cwd
+                if encode_cwd(recorded) == folder:
+                    candidates.add(recorded)
+    here = cwd is not None and encode_cwd(cwd) == folder
+    if here:
+        assert cwd is not None
+        candidates.add(cwd)
+    if len(candidates) == 1:
+        return candidates.pop()
+    return cwd if here else None
+
+
+def _directories_named(folder: str, budget: int = 4096) -> list[str]:
+    """The directories of this machine whose folder name is ``folder``: each ``-``
+    of the name is a ``-`` or a ``/``, tried where the path so far is a
+    directory (at most ``budget`` tries; at most two found, enough to tell one
+    from several)."""
+    if not (folder.startswith("--") and folder.endswith("--")) or len(folder) < 5:
+        return []
+    parts = folder[2:-2].split("-")
+    found: list[str] = []
+    stack = [("/" + parts[0], 1)]
+    while stack and budget > 0 and len(found) < 2:
+        budget -= 1
+        path, k = stack.pop()
+        if k == len(parts):
+            if os.path.isdir(path) and encode_cwd(path) == folder:
+                found.append(path)
+            continue
+        stack.append((path + "-" + parts[k], k + 1))
+        if parts[k] and os.path.isdir(path):
+            stack.append((path + "/" + parts[k], k + 1))
+    return found
+
+
+def _with_model(header: SessionHeader, lines: list[bytes]) -> SessionHeader:
+    """``header`` with the provider and model of the last message line that names
+    both (an assistant's reply, or a user message, which names where it went)."""
+    for raw in reversed(lines):
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if not isinstance(obj, dict) or obj.get("type") != "message":
+            continue
+        message = obj.get("message")
+        for holder in (obj, message if isinstance(message, dict) else {}):
+            provider, model = holder.get("provider"), holder.get("model")
+            if isinstance(provider, str) and provider and isinstance(model, str) and model:
+                return SessionHeader(header.id, header.timestamp, header.cwd, provider, model)
+    return header
+
+
 ASIDE_SUFFIX = ".salvaged"
 """What a salvaged log's name gains: kept beside its copy, no session's any more."""
 
@@ -342,9 +458,10 @@ class _Plan(NamedTuple):
     relinked: list[tuple[int, str | None, str | None]]
 
 
-def _salvage_plan(mm: LogMap, records: Records, p: Path) -> _Plan:
-    """See :func:`salvage`: each line read, then each tree entry's parent settled
-    (a parent may come later in the file: the format allows it)."""
+def _salvage_plan(mm: LogMap, records: Records, p: Path, first: int = 1) -> _Plan:
+    """See :func:`salvage`: each line from row ``first`` read, then each tree
+    entry's parent settled (a parent may come later in the file: the format
+    allows it)."""
     kinds = records["kind"].tolist()
     offsets = records["offset"].tolist()
     lengths = records["length"].tolist()
@@ -354,7 +471,7 @@ def _salvage_plan(mm: LogMap, records: Records, p: Path) -> _Plan:
     # A left-out entry whose line still names its id and parent: where its children go.
     moved_up: dict[str, str | None] = {}
     ids: set[str] = set()  # the tree entries kept
-    for row in range(1, len(kinds)):
+    for row in range(first, len(kinds)):
         kind = kinds[row]
         if kind in (scanner.KIND_BLANK, scanner.KIND_CHECKPOINT):
             continue
