@@ -1089,6 +1089,9 @@ def test_a_hits_first_word_given_to_show_shows_its_message_in_context(
     assert res.stdout == same.stdout and "plain answer" in res.stdout
     assert "you are a helper" not in res.stdout  # the context asked for, no more
     assert cli("show", first, "--around", "0000000d", "--context", "1").stdout == same.stdout
+    # The entry as an id is taken: in capitals, or with a paste's spaces around it.
+    for written in ("0000000D", " 0000000d "):
+        assert cli("show", f"{SID[1]}:{written}", "--context", "1").stdout == same.stdout
     # A log's path takes the entry the same way.
     log = next(root.rglob(f"*{SID[1]}.jsonl"))
     assert cli("show", f"{log}:0000000d", "--context", "1").stdout == same.stdout
@@ -1174,7 +1177,8 @@ def test_ids_a_log_holds_are_printed_escaped(
         (["search", ""], "the query is empty"),
         # A byte that is not UTF-8 in argv, as Python gives it: no log can match it.
         (["search", "caf\udce9"], "the query is not valid UTF-8 text"),
-        (["search", "x", "--since", "yesterday-ish"], "--since/--until take a date"),
+        (["search", "x", "--since", "yesterday-ish"], "--since 'yesterday-ish' is none of a date"),
+        (["search", "x", "--since", "2h", "--until", "bogus"], "--until 'bogus' is none of"),
         (["search", "x", "--all", "--session", "019d"], "give --all or --session"),
         (["search", "x", "--session", "zz"], "is not a session id or prefix"),
     ],
@@ -1210,6 +1214,13 @@ def test_since_and_until_take_dates_and_ages() -> None:
     assert parse_when("20260501", end_of_day=True) == parse_when("2026-05-01", end_of_day=True)
     assert parse_when("2026-05-01_12:00Z", end_of_day=True) == "2026-05-01T12:00:59.999Z"
     assert parse_when("2026-05-01T1200Z", end_of_day=True) == "2026-05-01T12:00:59.999Z"
+    # A week date: its day, or (a week alone) Monday to Sunday.
+    tuesday = parse_when("2026-12-08", end_of_day=True)
+    assert parse_when("2026-W50-2", end_of_day=True) == tuesday
+    assert parse_when("2026W502", end_of_day=True) == tuesday
+    assert parse_when("2026-W50") == parse_when("2026-12-07")
+    assert parse_when("2026-W50", end_of_day=True) == parse_when("2026-12-13", end_of_day=True)
+    assert parse_when("2026-W50-2T14:30Z", end_of_day=True) == "2026-12-08T14:30:59.999Z"
     for bad in ("25:00", "9", "9:5", "14:30 +02:00"):
         with pytest.raises(ValueError):
             parse_when(bad)

@@ -150,18 +150,20 @@ def search_command(
     query = text
     if all_projects and session:
         fail("give --all or --session, not both", usage=True)
-    try:
-        when = (
+    bounds: list[str | None] = []
+    for name, value in (("--since", since), ("--until", until)):
+        try:
             # An empty one is a slip (an unset variable), not "no bound".
-            parse_when(since) if since is not None else None,
-            parse_when(until, end_of_day=True) if until is not None else None,
-        )
-    except ValueError:
-        fail(
-            "--since/--until take a date (2026-05-01), a time (14:30, 2026-05-01 14:30) "
-            "or an age (30m, 2h, 7d, 4w)",
-            usage=True,
-        )
+            bounds.append(
+                parse_when(value, end_of_day=name == "--until") if value is not None else None
+            )
+        except ValueError:
+            fail(
+                f"{name} {value!r} is none of a date (2026-05-01), a time (14:30, "
+                "2026-05-01 14:30) and an age (30m, 2h, 7d, 4w)",
+                usage=True,
+            )
+    when = (bounds[0], bounds[1])
     if when[0] is not None and when[1] is not None and when[0] > when[1]:
         # No entry could be found: a slip (the two swapped), not "nothing found".
         fail(f"--since {since} is after --until {until}: no time is in both", usage=True)

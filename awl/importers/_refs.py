@@ -84,7 +84,14 @@ def split_ref(ref: str) -> tuple[str, str | None]:
             f"{ref!r} has more than one colon: ID:ENTRY is a session and one of its "
             "entries (as awl search prints them)"
         )
+    if _ENTRY_ID.fullmatch(entry.strip()):
+        # As an id is taken: in capitals, or with the spaces of a paste around it.
+        entry = entry.strip().lower()
     return head, entry
+
+
+_ENTRY_ID = re.compile(r"[0-9a-fA-F]{8}")
+"""An entry id as awl writes them (8 hex digits), in either case."""
 
 
 _PART_OF_A_UUID = re.compile(r"[0-9a-fA-F]{4,}(?:-[0-9a-fA-F]*){0,4}")

@@ -89,6 +89,8 @@ def parse_when(text: str, *, end_of_day: bool = False) -> str:
             # --until takes the end of what it names: its day, hour, minute or second.
             spelled = _SPELLED.fullmatch(given)
             unit = _UNIT_ENDS[spelled.lastindex or 0] if spelled is not None else None
+            if _WEEK.fullmatch(given):
+                unit = timedelta(weeks=1)  # a week alone (2026-W50): to its Sunday's end
             if unit is not None:
                 # The later of a time the clocks going back give twice: its end.
                 try:
@@ -112,9 +114,12 @@ _CLOCK = re.compile(r"([0-9]{1,2})(:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?)")
 # How far a date and time goes: the last of its groups that matched says its
 # last unit (a fraction of a second ends none); other forms ISO 8601 allows, none.
 _SPELLED = re.compile(  # as ``datetime.fromisoformat`` reads them: basic forms, any separator
-    r"[0-9]{4}-?[0-9]{2}-?[0-9]{2}(?:.([0-9]{2})(?::?([0-9]{2})(?::?([0-9]{2})([.,][0-9]+)?)?)?"
+    # A calendar date, or a week date with its day (2026-W50-2).
+    r"(?:[0-9]{4}-?[0-9]{2}-?[0-9]{2}|[0-9]{4}-?W[0-9]{2}-?[1-7])"
+    r"(?:.([0-9]{2})(?::?([0-9]{2})(?::?([0-9]{2})([.,][0-9]+)?)?)?"
     r"(?:Z|[+-][0-9]{2}(?::?[0-9]{2}(?::?[0-9]{2}(?:[.,][0-9]+)?)?)?)?)?"
 )
+_WEEK = re.compile(r"[0-9]{4}-?W[0-9]{2}")
 _UNIT_ENDS: dict[int, timedelta | None] = {
     0: timedelta(days=1),
     1: timedelta(hours=1),
