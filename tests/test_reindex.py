@@ -631,6 +631,30 @@ def test_cli_json_and_exit_status(
     assert orjson.loads(res.output)["summary"]["busy"] == 1
 
 
+def test_a_path_or_id_that_names_nothing_is_refused_before_anything_is_done(
+    tmp_path: Path, root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As show, search and --resume refuse a session they cannot find (status 2): a
+    slip in a name, not a log with errors; the logs named beside it are not
+    touched."""
+    monkeypatch.chdir(project)
+    m = SessionManager.create(project, "offline", "echo", session_dir=root)
+    m.append_message(Message("user", [Text("hi")]))
+    m.close()
+    with m.path.open("ab") as f:
+        f.write(b'{"type":"mess')  # torn: what a run would repair
+    torn = m.path.read_bytes()
+    for arg, said in [
+        ("zzz", "'zzz' is no file, nor a session id or prefix"),
+        (str(tmp_path / "gone.jsonl"), f"{tmp_path / 'gone.jsonl'}: no such file or directory"),
+        ("0123abcd", "no session matches '0123abcd'"),
+    ]:
+        res = run_cli(str(m.path), arg)
+        assert res.exit_code == 2, res.output
+        assert res.stderr.startswith(f"Error: {said}") and res.stderr.count("\n") == 1
+        assert res.stdout == "" and m.path.read_bytes() == torn
+
+
 def test_cli_text_output(
     tmp_path: Path, root: Path, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -50,7 +50,8 @@ def reindex_command(
     PATHS are log files, or folders standing for their logs, or session ids (a
     unique prefix, as `awl show` takes) where no such file is; a folder with
     none of its own (the session root, a copy of a store) stands for the
-    logs of its folders, and one with none at all is an error. Without PATHS
+    logs of its folders, and one with none at all is an error; one that names
+    nothing is refused (status 2) before anything is done. Without PATHS
     it also settles session creations whose process died (hidden .creating
     files): each is recovered into place or removed. With --all it also
     removes index cache files that no log can use any more.
@@ -122,10 +123,21 @@ def reindex_command(
 
 
 def _log_or_id(arg: str) -> str:
-    """A PATHS argument: itself when it names a file (or is no id), else the log of
-    the session whose id or unique prefix it is (one line when there is none)."""
-    if os.path.lexists(arg) or not _ID_RE.fullmatch(arg.lower()):
+    """A PATHS argument: itself when it names a file, else the log of the session
+    whose id or unique prefix it is; one that names neither is a slip (status 2,
+    before anything is done), as for every command that looks a session up."""
+    try:
+        if arg:  # an empty one: the plan says why it is refused
+            os.lstat(arg)
         return arg
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return arg  # there, or not, the run says what is wrong (a name too long)
+    if os.sep in arg or arg.endswith(".jsonl"):
+        fail(f"{arg}: no such file or directory", usage=True)
+    if not _ID_RE.fullmatch(arg.lower()):
+        fail(f"{arg!r} is no file, nor a session id or prefix", usage=True)
     return os.fspath(resolve_session(arg, current_dir()))
 
 
