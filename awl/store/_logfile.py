@@ -617,9 +617,10 @@ class LogFile:
                 self.changed = "another program removed or replaced the log file"
             elif now.st_size > self.size:
                 grown = now.st_size - self.size
-                self.changed = f"another program appended {grown} bytes to the log"
+                self.changed = f"another program appended {_count_of(grown, 'byte')} to the log"
             elif now.st_size < self.size:
-                self.changed = f"another program cut {self.size - now.st_size} bytes off the log"
+                cut = self.size - now.st_size
+                self.changed = f"another program cut {_count_of(cut, 'byte')} off the log"
             elif not self._named(now):
                 # Still linked, but elsewhere: the file or a folder above it renamed.
                 self.changed = "another program moved the log file (or a folder above it)"
@@ -747,3 +748,8 @@ def read_header(path: str | os.PathLike[str], env: Env | None = None) -> Session
         return read_header_fd(fd, p, e)
     finally:
         e.close(fd)
+
+
+def _count_of(n: int, unit: str) -> str:
+    """``1 byte``, ``2 bytes``: a count with its unit, singular for one."""
+    return f"{n} {unit}" if n == 1 else f"{n} {unit}s"

@@ -45,7 +45,7 @@ _COMMANDS = (
     ("/model PROVIDER [MODEL]", "switch provider/model from the next message on"),
     ("/session", "show the session id and file"),
     ("/help", "this help"),
-    ("/quit", "leave (Ctrl+D too)"),
+    ("/quit", "leave (/exit and Ctrl+D too)"),
     ("//text", 'send "/text" as a message (a line starting /path/... is one anyway)'),
     ("Alt+Enter", "a line break (Enter sends; a paste keeps its own)"),
     (
@@ -613,6 +613,8 @@ def handle_command(agent: Agent, text: str) -> bool:
                 out.write(f"awl: {visible(said, one_line=True)}\n")
     else:
         shown = visible(name, one_line=True)
-        out.write(f"unknown command {shown}; /help lists them (//{shown[1:]} sends it as text)\n")
+        out.write(
+            f"awl: unknown command {shown}; /help lists them (//{shown[1:]} sends it as text)\n"
+        )
     out.flush()
     return False
