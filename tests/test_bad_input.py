@@ -333,12 +333,13 @@ def test_cli_sessions_lists_a_folder_of_every_case(project: Path, root: Path) ->
         p.write_bytes(case_bytes(name))
         paths[name] = p
     before = {n: p.read_bytes() for n, p in paths.items()}
+    # Status 1: every case listed, the corrupt ones among them (as ls ends).
     plain = awl("sessions", cwd=project)
-    assert plain.returncode == 0 and "Traceback" not in plain.stderr + plain.stdout, plain.stderr
+    assert plain.returncode == 1 and "Traceback" not in plain.stderr + plain.stdout, plain.stderr
     listing = awl("sessions", "--all", "--json", cwd=project)
-    assert listing.returncode == 0, listing.stderr
+    assert listing.returncode == 1, listing.stderr
     everything = awl("sessions", "--all", "--long", cwd=project)
-    assert everything.returncode == 0 and "Traceback" not in everything.stderr, everything.stderr
+    assert everything.returncode == 1 and "Traceback" not in everything.stderr, everything.stderr
     by_path = {Path(i["path"]): i for i in orjson.loads(listing.stdout)}
     bad = []
     for name, p in paths.items():

@@ -358,7 +358,7 @@ def test_sessions_lists_an_unreadable_log(store: dict[str, Path], root: Path, he
     )
     data = bad.read_bytes()
     res = cli("sessions")
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 1, res.output  # as ls: all listed, status 1 for what was not read
     rows = res.output.splitlines()
     assert len(rows) == 5
     assert (

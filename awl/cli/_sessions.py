@@ -30,7 +30,9 @@ if TYPE_CHECKING:  # the listing: imported once the command runs
     help="Add the time of the last message (else the file's) and the first prompt.",
 )
 def sessions(as_json: bool, all_projects: bool, long_format: bool) -> None:
-    """List the sessions of this directory, oldest first."""
+    """List the sessions of this directory, oldest first.
+
+    Exit status 1 when one listed cannot be read (its line says why)."""
     from ..store import list_all_sessions, list_sessions, resume_prefixes
 
     cwd = None if all_projects else os.fspath(current_dir())
@@ -38,11 +40,11 @@ def sessions(as_json: bool, all_projects: bool, long_format: bool) -> None:
         groups = list_all_sessions() if cwd is None else {cwd: list_sessions(cwd)}
     except AwlError as exc:
         fail(str(exc))
-    if as_json:
-        out = [i.as_json() for infos in groups.values() for i in infos]
-        click.echo(json_text(out, indent=True))
-        return
     every = [i for infos in groups.values() for i in infos]
+    if as_json:
+        click.echo(json_text([i.as_json() for i in every], indent=True))
+        _unread(every)
+        return
     # The prefixes `awl --resume` and `awl show` run here find each session by,
     # as `awl search` prints them: a folder two cwds share holds both's logs.
     shown = resume_prefixes([i.path for i in every], cwd)
@@ -72,6 +74,15 @@ def sessions(as_json: bool, all_projects: bool, long_format: bool) -> None:
         where = "under the session root" if all_projects else "for this directory"
         hint = "" if all_projects else " (awl sessions --all lists every project's)"
         click.echo(f"no sessions {where}{hint}", err=True)
+    _unread(every)
+
+
+def _unread(every: list[SessionInfo]) -> None:
+    """Status 1 when a log (or a project folder) listed could not be read, as ``ls``
+    ends when it could not read all it lists: the listing is whole all the same,
+    each such one a line that says why."""
+    if any(i.error for i in every):
+        raise SystemExit(1)
 
 
 def _short(info: SessionInfo, shown: dict[str, str]) -> str:
