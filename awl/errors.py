@@ -23,12 +23,22 @@ class SessionError(AwlError):
 
 
 class CorruptSession(SessionError):
-    """A session log that awl will not guess at: the file is left untouched."""
+    """A session log that awl will not guess at: the file is left untouched.
+    ``damage`` is False for a log that is whole but not this version's to read
+    (a later awl's header), which nothing should try to mend."""
 
-    def __init__(self, path: str | os.PathLike[str], line: int | None, problem: str) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        line: int | None,
+        problem: str,
+        *,
+        damage: bool = True,
+    ) -> None:
         self.path = os.fspath(path)
         self.line = line
         self.problem = problem
+        self.damage = damage
         where = f"{self.path}:{line}" if line is not None else self.path
         super().__init__(f"{where}: {problem}")
 

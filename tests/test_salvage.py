@@ -307,6 +307,7 @@ def test_the_command_json(project: Path, root: Path) -> None:
         "relinked": [],
         "aside": None,
         "asideProblem": None,
+        "rebuilt": False,
     }
     damage(path, 4)
     doc = json.loads(CliRunner().invoke(main, ["salvage", "--json", str(path)]).output)
@@ -315,6 +316,7 @@ def test_the_command_json(project: Path, root: Path) -> None:
     assert [x["line"] for x in doc["leftOut"]] == [4]
     assert [x["line"] for x in doc["relinked"]] == [5]
     assert (doc["aside"], doc["asideProblem"]) == (f"{path}.salvaged", None)
+    assert doc["rebuilt"] is False
 
 
 def test_what_names_no_log_is_refused_in_one_line(tmp_path: Path, project: Path) -> None:
@@ -580,3 +582,85 @@ def test_a_header_salvage_needs_a_name_awl_gives_and_leaves_a_later_awls_log(
     with pytest.raises(CorruptSession, match="which this awl cannot read"):
         salvage(later, cwd=str(project))
     assert not list(root.rglob("*.salvaged"))
+
+
+def test_a_damaged_header_outside_awls_store_or_of_a_later_awl_is_not_mended(
+    tmp_path: Path, project: Path, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pi names its store's folders and files as awl does: a pi log whose header is
+    gone, or a copy of an awl log kept elsewhere, says nothing of whose session it
+    was; a later awl's header is whole, no damage. Each is refused, left as it is;
+    resume's hint does not name a salvage that would refuse."""
+    pi_folder = tmp_path / "pi" / "--home-ana-code--"
+    pi_folder.mkdir(parents=True)
+    pi_log = pi_folder / "2026-12-04T06-59-49-140Z_01a23fda-1f14-72f6-bd6c-2b9f3b1cc06b.jsonl"
+    pi_log.write_bytes(PI_FULL.read_bytes().split(b"\n", 1)[1])  # its header gone
+    raw = pi_log.read_bytes()
+    res = cli("salvage", str(pi_log))
+    assert res.exit_code in (1, 2) and res.output.count("\n") == 1  # type: ignore[attr-defined]
+    with pytest.raises(SessionError, match="salvaged in awl's session store"):
+        salvage(pi_log)
+    assert pi_log.read_bytes() == raw and sorted(pi_folder.iterdir()) == [pi_log]
+    later = written(project, root)
+    first, rest = later.read_bytes().split(b"\n", 1)
+    later.write_bytes(first.replace(b'"version":1', b'"version":2') + b"\n" + rest)
+    sid = later.name.split("_")[1].removesuffix(".jsonl")
+    res = cli("--resume", sid, "-p", "x")
+    assert res.exit_code == 1 and "awl salvage" not in res.output  # type: ignore[attr-defined]
+    monkeypatch.chdir(project)
+    res = cli("--resume", "-p", "x")  # the most recent here: the same
+    assert res.exit_code == 1 and "awl salvage" not in res.output  # type: ignore[attr-defined]
+    assert "which this awl cannot read" in res.output  # type: ignore[attr-defined]
+
+
+def test_a_damaged_header_is_said_made_again_and_salvaged_again_from_its_aside(
+    project: Path, root: Path
+) -> None:
+    """The command says what the header was made of (inferred, so shown); with the
+    copy removed, the log moved aside is salvaged again."""
+    path = written(project, root)
+    _header_damaged(path)
+    res = cli("salvage", str(path))
+    assert res.exit_code == 0, res.output  # type: ignore[attr-defined]
+    first = res.output.splitlines()[0]  # type: ignore[attr-defined]
+    assert first.startswith(f"{path}: its header made again from its file name, folder")
+    assert first.endswith(f": {project}, anthropic claude, begun {header_time(path)}")
+    (copy,) = (q for q in path.parent.glob("*.jsonl"))
+    copy.unlink()
+    aside = path.with_name(path.name + ".salvaged")
+    doc = json.loads(cli("salvage", "--json", str(aside)).output)  # type: ignore[attr-defined]
+    assert doc["rebuilt"] is True and doc["aside"] == str(aside)
+    assert texts(Path(doc["path"]))[-1] == "reply 11"
+
+
+def header_time(path: Path) -> str:
+    ts = path.name.split("_")[0]
+    return f"{ts[:10]}T{ts[11:13]}:{ts[14:16]}:{ts[17:19]}.{ts[20:23]}Z"
+
+
+def test_a_folder_whose_directory_name_begins_with_a_dash_is_found(
+    tmp_path: Path, root: Path
+) -> None:
+    odd = tmp_path / "-x"
+    odd.mkdir()
+    path = written(odd, root)
+    _header_damaged(path)
+    done = salvage(path)
+    assert done is not None and done.rebuilt
+    with SessionManager.open(done.path, read_only=True) as m:
+        assert m.header.cwd == str(odd)
+
+
+def test_the_lock_ends_with_the_salvage_whatever_holds_its_map(project: Path, root: Path) -> None:
+    """A locked reader maps the log through a descriptor of its own: a view of the
+    map still held (a traceback's frame) does not keep the writers' lock."""
+    from awl.store._fs import default_env
+    from awl.store._logfile import LogFile
+
+    path = written(project, root)
+    log = LogFile.open(path, read_only=True, env=default_env(), lock=True)
+    view = log.map().view(0, 10)
+    log.close()
+    with SessionManager.open(path) as m:  # a writer: the lock is free
+        assert m.message_count == 13
+    del view

@@ -104,12 +104,19 @@ def _one_line(exc: click.UsageError, command: str = "awl") -> UsageFailure:
     return UsageFailure(visible(f"{message}; see '{where} --help'", one_line=True))
 
 
+_ONCE = frozenset({"--print", "--resume", "--session", "--around", "--cwd"})
+"""Options that name what a command acts on (a prompt, a session, an entry, a
+directory): given twice, one of the two is dropped.  Settings (``--model``,
+``-j``, ``--color``) keep the shell's convention, the last one given wins, so
+that an alias's default can be overridden."""
+
+
 def _refuse_repeats(command: click.Command, ctx: click.Context, args: list[str]) -> None:
-    """A usage error for an option that takes one value given more than once
-    (``-p A -p B``, ``--session X --session Y``): click keeps the last, and the
-    first (a prompt, a session to search) would be dropped without a word."""
-    if ctx.resilient_parsing:
-        return
+    """A usage error for an option of :data:`_ONCE` given more than once (``-p A -p
+    B``, ``--session X --session Y``): click keeps the last, and the first (a
+    prompt, a session to search) would be dropped without a word."""
+    if ctx.resilient_parsing or any(a in ctx.help_option_names for a in args):
+        return  # the help is what was asked for
     try:
         # The parser consumes the list it is given: a copy, for the real parse.
         _, _, order = command.make_parser(ctx).parse_args(args=list(args))
@@ -117,10 +124,7 @@ def _refuse_repeats(command: click.Command, ctx: click.Context, args: list[str])
         return  # the real parse says what is wrong
     seen: set[str] = set()
     for param in order:
-        # A flag twice says the same (--json --json); --all/--long are flags too.
-        if not isinstance(param, click.Option) or param.multiple or param.count:
-            continue
-        if param.is_bool_flag:
+        if not isinstance(param, click.Option) or not _ONCE.intersection(param.opts):
             continue
         name = param.name or ""
         if name in seen:
@@ -439,9 +443,9 @@ def main(
     except SettingError as exc:
         fail(str(exc), usage=True)
     except CorruptSession as exc:
-        if not resume or resume == _MOST_RECENT or exc.line is None:
+        if not resume or resume == _MOST_RECENT or exc.line is None or not exc.damage:
             # The most recent's message says what to do already; a file that is
-            # empty, or another tool's, is no damage to mend.
+            # empty, another tool's or a later awl's is no damage to mend.
             fail(str(exc))
         if exc.line == 1:
             # Without a header to go by awl show reads nothing, but a salvage

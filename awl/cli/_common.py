@@ -278,7 +278,8 @@ def log_of_path(ref: str, command: str = "show") -> Path:
         # Read first: a writer's open would repair (trim) a file that is not awl's.
         read_header(found.log)
     except CorruptSession as exc:
-        if command == "salvage" and exc.line == 1 and SESSION_FILE_RE.match(found.log.name):
+        named = SESSION_FILE_RE.match(found.log.name.removesuffix(".salvaged"))
+        if command == "salvage" and exc.line == 1 and exc.damage and named:
             return found.log  # named as awl names a log: its header is what salvage mends
         fail(str(exc), usage=True)
     except (AwlError, OSError) as exc:

@@ -69,6 +69,8 @@ def salvage_command(ref: str, as_json: bool) -> None:
         )
         return
     said = [f"{path}:{n}: left out: {why}" for n, why in done.left_out[:NAMED]]
+    if done.rebuilt:
+        said.insert(0, _rebuilt(path, done))
     said += [_moved(path, n, was, now) for n, was, now in done.relinked[:NAMED]]
     unnamed = max(0, len(done.left_out) - NAMED) + max(0, len(done.relinked) - NAMED)
     if unnamed:
@@ -84,6 +86,19 @@ def salvage_command(ref: str, as_json: bool) -> None:
             f"goes on from it; {_kept(done)}",
             one_line=True,
         )
+    )
+
+
+def _rebuilt(path: Path, done: Salvaged) -> str:
+    """What the copy's header was made of, the log's own being damaged: said, as it
+    was inferred (a directory from a folder's name, a model from a message)."""
+    from ..store import read_header
+
+    h = read_header(done.path)
+    model = f"{h.provider} {h.model}" if h.provider else "no model named (resume with --provider)"
+    return (
+        f"{path}: its header made again from its file name, folder and messages: "
+        f"{h.cwd}, {model}, begun {h.timestamp}"
     )
 
 
@@ -114,6 +129,7 @@ def _as_json(path: Path, done: Salvaged | None) -> dict[str, Any]:
         "relinked": [],
         "aside": None,
         "asideProblem": None,
+        "rebuilt": False,
     }
     if done is not None:
         doc |= {
@@ -124,5 +140,6 @@ def _as_json(path: Path, done: Salvaged | None) -> dict[str, Any]:
             "relinked": [{"line": n, "parent": was, "now": now} for n, was, now in done.relinked],
             "aside": os.fspath(done.aside) if done.aside is not None else None,
             "asideProblem": done.aside_problem,
+            "rebuilt": done.rebuilt,
         }
     return doc

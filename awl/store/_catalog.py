@@ -17,7 +17,14 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from ..errors import AmbiguousSession, AwlError, SessionCopies, SessionError, SessionNotFound
+from ..errors import (
+    AmbiguousSession,
+    AwlError,
+    CorruptSession,
+    SessionCopies,
+    SessionError,
+    SessionNotFound,
+)
 from ..paths import SESSION_FILE_RE, log_files, project_dir, project_folders, session_root
 from ._fs import first_names
 from ._listing import list_sessions, session_info
@@ -210,10 +217,15 @@ def most_recent(
         # Its id where its file is named for one (as awl names logs), else its path.
         named = SESSION_FILE_RE.match(newest.path.name)
         ref = newest.id if named else shlex.quote(os.fspath(newest.path))
+        salvage = (
+            f"awl salvage {ref} copies what can be read of it into a new session; "
+            if _mendable(newest.path)
+            else ""
+        )
         raise SessionError(
             f"the most recent session here cannot be resumed: {newest.error} "
-            f"(awl --resume ID resumes another; awl salvage {ref} copies what can be "
-            "read of it into a new session; awl reindex --verify names each problem)"
+            f"(awl --resume ID resumes another; {salvage}awl reindex --verify names each "
+            "problem)"
         )
     if best is None:
         return None
@@ -385,3 +397,17 @@ def resume_prefix(session_id: str, path: Path, cwd: str | os.PathLike[str] | Non
                 cwd = None
     root = path.parent.parent
     return resume_prefixes([path], cwd, session_dir=root).get(session_id, session_id)
+
+
+def _mendable(path: Path) -> bool:
+    """Whether a log an open refuses is one ``awl salvage`` takes: damaged, not a
+    later awl's (its header whole) nor a file that is no log at all (a FIFO)."""
+    from ._logfile import read_header
+
+    try:
+        read_header(path)
+    except CorruptSession as exc:
+        return exc.damage and exc.line is not None
+    except (SessionError, OSError):
+        return False
+    return True  # the header reads: the damage is further on

@@ -51,7 +51,7 @@ from ..errors import (
 from ..paths import corrupt_path, creating_path, missing_text
 from . import scanner
 from ._codec import load_object, parse_header, serialize_header
-from ._entries import SessionHeader
+from ._entries import FORMAT_VERSION, SessionHeader
 from ._fs import (
     Env,
     check_keep_target,
@@ -151,7 +151,10 @@ def read_header_fd(fd: int, path: Path, env: Env) -> SessionHeader:
             raise FormatError("the first line is not a session header")
         return parse_header(obj)
     except FormatError as exc:
-        raise CorruptSession(path, 1, str(exc)) from None
+        # A header of another format version is whole: another awl's, not damage.
+        version = obj.get("version") if obj.get("type") == "session" else None
+        other = type(version) is int and version != FORMAT_VERSION
+        raise CorruptSession(path, 1, str(exc), damage=not other) from None
 
 
 # How long a writer's open waits for a lock whose taker has exited or is being
@@ -369,6 +372,7 @@ class LogFile:
         self.broken = False  # a failed append could not be cut back
         self.changed: str | None = None  # how another program changed the file, once seen
         self._map: LogMap | None = None
+        self._locked = False  # a reader that took the writers' lock (see open)
         # The hidden name of a log created but not yet placed (see create).
         self._unplaced: Path | None = None
         # The name whose file this is, whatever the process's directory becomes
@@ -413,6 +417,7 @@ class LogFile:
             if header is None:
                 header = read_header_fd(fd, path, env)
             log = cls(path, header, fd, env, read_only=read_only)
+            log._locked = lock
             log.size = env.fstat(fd).st_size
         except BaseException:
             env.close(fd)
@@ -553,9 +558,21 @@ class LogFile:
         self.place()
         if self._map is None or len(self._map) < self.size:
             assert self.fd is not None
-            if self.read_only:
+            if self.read_only and not self._locked:
                 # Every line but the last is mapped: see awl.store._logmap.
                 self._map = LogMap.for_reader(self.fd, self.size, self.path)
+            elif self.read_only:
+                # mmap keeps a dup of the descriptor it maps, which would share the
+                # lock: a descriptor of its own, so that close() ends the lock
+                # whatever holds on to the mapping.
+                rfd = self.env.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                try:
+                    a, b = self.env.fstat(rfd), self.env.fstat(self.fd)
+                    same = (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+                    # (Its name another file's now: the locked one is what is read.)
+                    self._map = LogMap.for_reader(rfd if same else self.fd, self.size, self.path)
+                finally:
+                    self.env.close(rfd)
             else:
                 # mmap keeps a dup of the descriptor it maps, and a dup shares
                 # the flock: map through a descriptor of its own so that the

@@ -32,7 +32,7 @@ from typing import NamedTuple
 import orjson
 
 from ..errors import CorruptSession, SessionError, SessionWriteError
-from ..paths import SESSION_FILE_RE, encode_cwd, session_file_name
+from ..paths import SESSION_FILE_RE, encode_cwd, session_file_name, session_root
 from . import scanner
 from ._clock import format_timestamp, is_timestamp
 from ._entries import Checkpoint, MessageEntry, SessionHeader, UnknownEntry
@@ -198,6 +198,9 @@ class Salvaged(NamedTuple):
     # it could not be, and ``aside_problem`` says why: it is then where it was.
     aside: Path | None = None
     aside_problem: str | None = None
+    # Whether the copy's header was made again (the log's own was damaged): from
+    # the log's file name, its folder and its last message; the copy's says what.
+    rebuilt: bool = False
 
 
 SALVAGE_TYPE = "x-salvage"
@@ -206,7 +209,11 @@ and what of it was left out or hung elsewhere."""
 
 
 def salvage(
-    path: str | os.PathLike[str], env: Env | None = None, *, cwd: str | None = None
+    path: str | os.PathLike[str],
+    env: Env | None = None,
+    *,
+    cwd: str | None = None,
+    session_dir: str | os.PathLike[str] | None = None,
 ) -> Salvaged | None:
     """Copy what can be read of the log at ``path`` into a new session beside it,
     and keep the log itself, byte for byte, as ``<its name>.salvaged``; None when
@@ -251,10 +258,10 @@ def salvage(
     try:
         log = LogFile.open(p, read_only=True, env=e, lock=True)
     except CorruptSession as exc:
-        if exc.line != 1 or "this awl cannot read" in exc.problem:
+        if exc.line != 1 or not exc.damage:
             raise  # not damage: no log at all, or a later awl's
         lost = exc.problem
-        stand_in = _stand_in_header(p, cwd, exc)
+        stand_in = _stand_in_header(p, cwd, exc, session_dir)
         log = LogFile.open(p, read_only=True, env=e, lock=True, header=stand_in)
     try:
         return _salvage_locked(p, log, e, lost)
@@ -336,7 +343,9 @@ def _salvage_locked(p: Path, log: LogFile, e: Env, lost: str | None) -> Salvaged
     finally:
         made.close()
     aside, unmoved = _move_aside(p, e)
-    return Salvaged(target, sid, plan.kept, plan.left_out, plan.relinked, aside, unmoved)
+    return Salvaged(
+        target, sid, plan.kept, plan.left_out, plan.relinked, aside, unmoved, lost is not None
+    )
 
 
 def _move_aside(path: Path, env: Env) -> tuple[Path | None, str | None]:
@@ -355,10 +364,24 @@ def _move_aside(path: Path, env: Env) -> tuple[Path | None, str | None]:
     return aside, None
 
 
-def _stand_in_header(p: Path, cwd: str | None, damage: CorruptSession) -> SessionHeader:
+def _stand_in_header(
+    p: Path,
+    cwd: str | None,
+    damage: CorruptSession,
+    session_dir: str | os.PathLike[str] | None,
+) -> SessionHeader:
     """The header of a log whose own is damaged: see :func:`salvage`.  Its provider
     and model are filled in from the lines read (:func:`_with_model`)."""
-    named = SESSION_FILE_RE.match(p.name)
+    root = os.fspath(session_dir) if session_dir is not None else os.fspath(session_root())
+    if os.path.realpath(p.parent.parent) != os.path.realpath(root):
+        # Only a project folder of awl's own store says whose session it is: pi's
+        # store names its folders and files alike, and a copy elsewhere, nothing.
+        raise SessionError(
+            f"{damage}; a log whose header is damaged is salvaged in awl's session store "
+            f"({root}) only, whose folders say whose session it was"
+        )
+    name = p.name.removesuffix(ASIDE_SUFFIX)  # salvaged before, its copy removed
+    named = SESSION_FILE_RE.match(name)
     if named is None:
         raise SessionError(
             f"{damage}; its file name is not one awl gives a log, which would say whose "
@@ -420,7 +443,8 @@ def _directories_named(folder: str, budget: int = 4096) -> list[str]:
                 found.append(path)
             continue
         stack.append((path + "-" + parts[k], k + 1))
-        if parts[k] and os.path.isdir(path):
+        # (An empty part, a name that began with "-", makes "//": not the folder's.)
+        if os.path.isdir(path):
             stack.append((path + "/" + parts[k], k + 1))
     return found
 
