@@ -56,19 +56,18 @@ def test_a_usage_error_is_one_line_naming_the_help(
     [
         (["-p", "first", "-p", "second"], "-p/--print", ""),
         (["--resume", "--resume", "-p", "x"], "--resume", ""),
-        (["--model", "a", "--model=b", "-p", "x"], "--model", ""),
+        (["-p=first", "--print", "second"], "-p/--print", ""),
         (["search", "--session", "a", "--session", "b", "x"], "--session", " search"),
-        (["search", "-j1", "--jobs", "2", "x"], "--jobs/-j", " search"),
-        (["import", "--from", "pi", "--from", "codex"], "--from", " import"),
-        (["show", "x", "--context", "1", "--context", "2"], "--context", " show"),
+        (["show", "x", "--around", "1", "--around=2"], "--around", " show"),
+        (["import", "--cwd", "/a", "--cwd", "/b", "x.jsonl"], "--cwd", " import"),
     ],
     ids=lambda x: " ".join(x) if isinstance(x, list) else x,
 )
 def test_an_option_of_one_value_given_twice_is_refused(
     env: dict[str, str], project: Path, args: list[str], said: str, help_of: str
 ) -> None:
-    """click keeps the last value; the first (a prompt, a session to search) would
-    be dropped without a word. Nothing runs, nothing is saved."""
+    """click keeps the last value; the first (a prompt, a session to search, an entry,
+    a directory) would be dropped without a word. Nothing runs, nothing is saved."""
     r = awl(args, env, project)
     assert r.returncode == 2
     (line,) = no_traceback(r)
@@ -76,8 +75,19 @@ def test_an_option_of_one_value_given_twice_is_refused(
     said_re = re.escape(f"Error: {said} is given more than once (it takes one value); see '")
     assert re.fullmatch(rf"{said_re}[^']+{help_of} --help'", line), line
     assert r.stdout == "" and not Path(env["AWL_SESSION_DIR"]).exists()
-    # A flag given twice says the same thing twice: taken.
+
+
+def test_a_setting_given_twice_is_the_last_and_help_is_help(
+    env: dict[str, str], project: Path
+) -> None:
+    """A setting keeps the shell's convention (an alias's default overridden): the
+    last one given; a flag twice says the same thing twice; --help is the help,
+    whatever else was given twice."""
+    r = awl(["--model", "a", "--model=echo", "--provider", "offline", "-p", "x"], env, project)
+    assert r.returncode == 0 and r.stdout == "You said: x\n", r.stderr
     assert awl(["sessions", "--all", "--all"], env, project).returncode == 0
+    r = awl(["-p", "a", "-p", "b", "--help"], env, project)
+    assert r.returncode == 0 and r.stdout.startswith("Usage: "), r.stderr
 
 
 @pytest.mark.parametrize(
