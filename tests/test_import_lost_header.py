@@ -128,7 +128,7 @@ def test_a_pi_log_with_a_damaged_header_and_another_name_says_what_it_lacks(
     assert (r.status, r.error, r.path) == (
         "error",
         f"{torn}: cannot import: its header (line 1) is damaged, and its file name is "
-        "not pi's, which holds its id",
+        "not pi's, which holds its id and start",
         None,
     )
 

@@ -1092,6 +1092,8 @@ def test_a_hits_first_word_given_to_show_shows_its_message_in_context(
     # The entry as an id is taken: in capitals, or with a paste's spaces around it.
     for written in ("0000000D", " 0000000d "):
         assert cli("show", f"{SID[1]}:{written}", "--context", "1").stdout == same.stdout
+        around = cli("show", SID[1], "--around", written, "--context", "1")
+        assert around.stdout == same.stdout
     # A log's path takes the entry the same way.
     log = next(root.rglob(f"*{SID[1]}.jsonl"))
     assert cli("show", f"{log}:0000000d", "--context", "1").stdout == same.stdout

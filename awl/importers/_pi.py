@@ -83,8 +83,7 @@ def info(objs: list[tuple[int, dict[str, Any]]], path: str = "") -> SourceInfo |
         )
         named = _FILE_NAME.fullmatch(os.path.basename(path))
         if named is None:
-            held = "its id" if lost else "its id and start"
-            return f"{lacking}, and its file name is not pi's, which holds {held}"
+            return f"{lacking}, and its file name is not pi's, which holds its id and start"
         if has_id and sid != named.group(5):
             return f"{lacking}, and its file name is another session's"  # a copy renamed
         when = f"{named.group(1)}:{named.group(2)}:{named.group(3)}.{named.group(4)}"
