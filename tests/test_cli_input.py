@@ -57,6 +57,9 @@ def test_a_usage_error_is_one_line_naming_the_help(
         (["-p", "first", "-p", "second"], "-p/--print", ""),
         (["--resume", "--resume", "-p", "x"], "--resume", ""),
         (["-p=first", "--print", "second"], "-p/--print", ""),
+        # A prompt that reads as the help option is a prompt, not the help.
+        (["-p", "--help", "-p", "second"], "-p/--print", ""),
+        (["search", "--session", "a", "--session", "b", "--", "--help"], "--session", " search"),
         (["search", "--session", "a", "--session", "b", "x"], "--session", " search"),
         (["show", "x", "--around", "1", "--around=2"], "--around", " show"),
         (["import", "--cwd", "/a", "--cwd", "/b", "x.jsonl"], "--cwd", " import"),

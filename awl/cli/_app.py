@@ -115,13 +115,16 @@ def _refuse_repeats(command: click.Command, ctx: click.Context, args: list[str])
     """A usage error for an option of :data:`_ONCE` given more than once (``-p A -p
     B``, ``--session X --session Y``): click keeps the last, and the first (a
     prompt, a session to search) would be dropped without a word."""
-    if ctx.resilient_parsing or any(a in ctx.help_option_names for a in args):
-        return  # the help is what was asked for
+    if ctx.resilient_parsing:
+        return
     try:
         # The parser consumes the list it is given: a copy, for the real parse.
         _, _, order = command.make_parser(ctx).parse_args(args=list(args))
     except click.UsageError:
         return  # the real parse says what is wrong
+    helps = set(ctx.help_option_names)
+    if any(helps.intersection(p.opts) for p in order):
+        return  # the help is what was asked for (as an option, not a prompt's text)
     seen: set[str] = set()
     for param in order:
         if not isinstance(param, click.Option) or not _ONCE.intersection(param.opts):
