@@ -1947,6 +1947,43 @@ def test_an_import_whose_output_is_closed_says_so_and_goes_on_the_next_time(
     assert statuses.count("unchanged") == made
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+def test_an_import_whose_output_cannot_be_written_says_how_far_it_got(tmp_path: Path) -> None:
+    """``awl import --json > /dev/full``: as for a closed pipe, one line says the run
+    stopped, why and how far it got (status 1); the same import again takes the rest."""
+    total = 30
+    _many_sessions(tmp_path / "store", total)
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(
+            [*_IMPORT, "--json", "-j", "1", str(tmp_path / "store")],
+            env=_import_env(tmp_path),
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    assert done.returncode == 1, done.stderr
+    (last,) = done.stderr.splitlines()
+    said = re.fullmatch(
+        r"awl: import stopped: its output cannot be written \(No space left on device\) after "
+        rf"at least (\d+) of {total} files; the same import again takes the rest",
+        last,
+    )
+    assert said is not None, last
+    made = len(list((tmp_path / "sessions").rglob("*.jsonl")))
+    assert int(said.group(1)) <= made < total
+    again = subprocess.run(
+        [*_IMPORT, "-j", "1", str(tmp_path / "store")],
+        env=_import_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert again.returncode == 0 and f"{made} unchanged" in again.stdout, again.stdout
+
+
 def test_an_import_whose_summary_has_no_reader_still_says_how_it_went(tmp_path: Path) -> None:
     """Text mode with nothing to report: the run is done when its one line (the
     summary) finds the pipe closed; the status is the run's (0), nothing on stderr."""

@@ -13,7 +13,7 @@ import click
 
 from ..ui import format_bytes, visible
 from ._app import main
-from ._common import count, discard_output, fail, json_text, say_stopped
+from ._common import OutputError, count, discard_output, fail, json_text, say_stopped
 from ._progress import stoppable_progress
 
 if TYPE_CHECKING:  # the importers: only once the command runs
@@ -148,13 +148,19 @@ def import_command(
                 on_stop=bar.stopping,
                 on_progress=bar.taken,
             )
-        except BrokenPipeError:
-            # The reader went away (``awl import --json | head``): the run stops,
-            # as at a signal, and says so where it can still be read.
+        except (BrokenPipeError, OutputError) as exc:
+            # The reader went away (``awl import --json | head``), or the output
+            # cannot be written (a full disk): the run stops, as at a signal, and
+            # says so where it can still be read.
             discard_output(sys.stdout)
             done = f"after at least {bar.done_files} of {total} files"
             again = "nothing was written" if dry_run else "the same import again takes the rest"
-            click.echo(f"awl: import stopped: its output was closed {done}; {again}", err=True)
+            why = (
+                "its output was closed"
+                if isinstance(exc, BrokenPipeError)
+                else f"its output cannot be written ({exc})"
+            )
+            click.echo(f"awl: import stopped: {why} {done}; {again}", err=True)
             raise SystemExit(1) from None
     for store, n in sorted(stores.items()):
         logs = count(n, "awl session log")
