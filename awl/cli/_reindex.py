@@ -192,7 +192,8 @@ def describe(r: FileResult, *, dry_run: bool = False) -> Iterable[str]:
         )
     if r.repaired:
         yield (
-            f"{r.path}: {did('move', 'moved')} a torn last line ({r.repaired} bytes) to .corrupt"
+            f"{r.path}: {did('move', 'moved')} a torn last line "
+            f"({count(r.repaired, 'byte')}) to .corrupt"
         )
     if r.checkpointed:
         yield f"{r.path}: {did('add', 'added')} a checkpoint"

@@ -28,7 +28,7 @@ from ..providers import (
 from ..store import MessageEntry, SessionManager, resume_ref
 from ..tools import Cancel, ToolOutput
 from ..ui import TerminalSink, is_terminal, kept_prompt_note, signals_cancel, visible
-from ._common import imported_session, log_of_path, names_a_file, not_found
+from ._common import count, imported_session, log_of_path, names_a_file, not_found
 
 
 def run_session(
@@ -82,7 +82,7 @@ def run_session(
         if resumed and torn:
             # Repaired as every writer's open does; said, as `awl reindex` says it.
             kept = visible(os.fspath(corrupt_path(manager.path)), one_line=True)
-            err.write(f"awl: moved a torn last line ({torn} bytes) to {kept}\n")
+            err.write(f"awl: moved a torn last line ({count(torn, 'byte')}) to {kept}\n")
         if resumed and not _same_dir(tools_dir, cwd):
             where = visible(manager.cwd, one_line=True)
             err.write(f"awl: tools run in the session's directory, {where}\n")

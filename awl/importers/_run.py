@@ -536,7 +536,7 @@ class _Import:
             # More metadata lines than a head holds (summaries, file snapshots): the
             # conversation, if there is one, is further on.
             objs = [*objs, *read_on(self.fd, objs[-1][0], _claude.is_chain)]
-        found_info = mod.info(objs, spec.path) if objs or fmt == "claude" else None
+        found_info = mod.info(objs, spec.path)
         if not isinstance(found_info, SourceInfo):
             # Nothing to import in a file met in a folder: metadata alone, or a
             # subagent's transcript whose session's file is gone (a tool's clean-up
@@ -544,18 +544,15 @@ class _Import:
             # Named on the command line, the latter is an error.
             r.status = (
                 "empty"
-                if found_info is not None
-                and (
-                    "only metadata" in found_info
-                    or (not spec.explicit and "a subagent's transcript" in found_info)
-                )
+                if "only metadata" in found_info
+                or (not spec.explicit and "a subagent's transcript" in found_info)
                 else "error"
             )
             # Read as the format named, a file that looks like none: no session.
             r.is_session = found is not None or r.status == "empty"
             # An error is said as one: "nothing to import" is for a file that has none.
             lead = "nothing to import" if r.status == "empty" else "cannot import"
-            r.error = f"{self.shown}: {lead}: {found_info or 'it is empty'}"
+            r.error = f"{self.shown}: {lead}: {found_info}"
             return
         info = found_info
         if info.start_guessed and self.hold_guessed:
@@ -693,7 +690,7 @@ class _Import:
                 if self.manager.stats.trimmed:
                     # As a resume and reindex say it: nothing is moved without a word.
                     r.notes.append(
-                        f"the awl log's torn last line ({self.manager.stats.trimmed} bytes) "
+                        f"the awl log's torn last line ({_bytes(self.manager.stats.trimmed)}) "
                         f"was moved to {path_text(os.fspath(corrupt_path(path)))}"
                     )
             elif exists and (refused := writing_problem(path)) is not None:
@@ -1501,3 +1498,8 @@ def _read_all(fd: int, size: int) -> bytes:
         parts.append(data)
         pos += len(data)
     return b"".join(parts)
+
+
+def _bytes(n: int) -> str:
+    """``1 byte``, ``2 bytes``."""
+    return "1 byte" if n == 1 else f"{n} bytes"
