@@ -21,6 +21,18 @@ SESSION_FILE_RE = re.compile(
 )
 
 
+ASIDE_SUFFIX = ".salvaged"
+"""What a salvaged log's name gains (``awl salvage``): kept beside its copy, no
+session's any more."""
+
+
+def log_name_parts(name: str) -> re.Match[str] | None:
+    """:data:`SESSION_FILE_RE`'s match of a log's file name (its time and id), also
+    once a salvage moved it aside (:data:`ASIDE_SUFFIX`); None for a name awl
+    gives no log."""
+    return SESSION_FILE_RE.match(name.removesuffix(ASIDE_SUFFIX))
+
+
 StrPath = str | os.PathLike[str]
 """A path as awl's functions take one."""
 

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import orjson
@@ -15,6 +16,7 @@ from click.testing import CliRunner
 
 from awl import CorruptSession, Message, SessionBusy, SessionError, SessionManager, Text
 from awl.cli import main
+from awl.paths import encode_cwd
 from awl.store import SALVAGE_TYPE, CheckpointPolicy, Env, VerifyReport, salvage, verify_log
 
 from .helpers import HEADER, line, msg, write_log
@@ -591,13 +593,15 @@ def test_a_damaged_header_outside_awls_store_or_of_a_later_awl_is_not_mended(
     gone, or a copy of an awl log kept elsewhere, says nothing of whose session it
     was; a later awl's header is whole, no damage. Each is refused, left as it is;
     resume's hint does not name a salvage that would refuse."""
-    pi_folder = tmp_path / "pi" / "--home-ana-code--"
+    # Its folder names a directory that is there, as a user's pi store's do.
+    pi_folder = tmp_path / "pi" / encode_cwd(project)
     pi_folder.mkdir(parents=True)
     pi_log = pi_folder / "2026-12-04T06-59-49-140Z_01a23fda-1f14-72f6-bd6c-2b9f3b1cc06b.jsonl"
     pi_log.write_bytes(PI_FULL.read_bytes().split(b"\n", 1)[1])  # its header gone
     raw = pi_log.read_bytes()
     res = cli("salvage", str(pi_log))
-    assert res.exit_code in (1, 2) and res.output.count("\n") == 1  # type: ignore[attr-defined]
+    assert res.exit_code == 1 and res.output.count("\n") == 1  # type: ignore[attr-defined]
+    assert "salvaged in awl's session store" in res.output  # type: ignore[attr-defined]
     with pytest.raises(SessionError, match="salvaged in awl's session store"):
         salvage(pi_log)
     assert pi_log.read_bytes() == raw and sorted(pi_folder.iterdir()) == [pi_log]
@@ -664,3 +668,50 @@ def test_the_lock_ends_with_the_salvage_whatever_holds_its_map(project: Path, ro
     with SessionManager.open(path) as m:  # a writer: the lock is free
         assert m.message_count == 13
     del view
+
+
+def test_a_log_reached_through_a_link_is_salvaged(
+    tmp_path: Path, project: Path, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader follows a link (a writer refuses one): a log kept elsewhere and linked
+    into its folder is salvaged, its header mended too; a FIFO named like a log
+    beside it does not hang the look for an earlier copy."""
+    path = written(project, root)
+    damage(path, 4)
+    kept = tmp_path / "kept.jsonl"
+    path.rename(kept)
+    path.symlink_to(kept)
+    os.mkfifo(path.parent / "zz.jsonl")
+    done = salvage(path)
+    assert done is not None and [n for n, _ in done.left_out] == [4]
+    (path.parent / "zz.jsonl").unlink()
+    other = written(project, root)
+    _header_damaged(other)
+    kept = tmp_path / "kept-too.jsonl"
+    other.rename(kept)
+    other.symlink_to(kept)
+    monkeypatch.chdir(tmp_path)  # not the project: its folder names it
+    done = salvage(other)
+    assert done is not None and done.rebuilt
+    with SessionManager.open(done.path, read_only=True) as m:
+        assert m.header.cwd == str(project)
+
+
+def test_a_header_of_version_0_is_damage_and_a_log_of_another_name_gets_no_hint(
+    project: Path, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a later version is a later awl's: "version":0 is a damaged header, which
+    is mended. A log in the folder under a name awl gives no log (a backup) with
+    its header damaged gets no hint of a salvage that would refuse it."""
+    path = written(project, root)
+    first, rest = path.read_bytes().split(b"\n", 1)
+    path.write_bytes(first.replace(b'"version":1', b'"version":0') + b"\n" + rest)
+    done = salvage(path)
+    assert done is not None and done.rebuilt
+    backup = done.path.with_name("backup.jsonl")
+    backup.write_bytes(b'{"type":"sess\n' + done.path.read_bytes().split(b"\n", 1)[1])
+    os.utime(backup, (time.time() + 60, time.time() + 60))  # the most recent here
+    monkeypatch.chdir(project)
+    res = cli("--resume", "-p", "x")
+    assert res.exit_code == 1, res.output  # type: ignore[attr-defined]
+    assert "awl salvage" not in res.output and "backup.jsonl" in res.output  # type: ignore[attr-defined]

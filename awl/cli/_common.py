@@ -27,7 +27,7 @@ from ..errors import (
     SessionError,
     SessionNotFound,
 )
-from ..paths import SESSION_FILE_RE
+from ..paths import log_name_parts
 from ..ui import json_for_terminal, visible
 
 if TYPE_CHECKING:
@@ -278,7 +278,7 @@ def log_of_path(ref: str, command: str = "show") -> Path:
         # Read first: a writer's open would repair (trim) a file that is not awl's.
         read_header(found.log)
     except CorruptSession as exc:
-        named = SESSION_FILE_RE.match(found.log.name.removesuffix(".salvaged"))
+        named = log_name_parts(found.log.name)
         if command == "salvage" and exc.line == 1 and exc.damage and named:
             return found.log  # named as awl names a log: its header is what salvage mends
         fail(str(exc), usage=True)

@@ -25,7 +25,14 @@ from ..errors import (
     SessionError,
     SessionNotFound,
 )
-from ..paths import SESSION_FILE_RE, log_files, project_dir, project_folders, session_root
+from ..paths import (
+    SESSION_FILE_RE,
+    log_files,
+    log_name_parts,
+    project_dir,
+    project_folders,
+    session_root,
+)
 from ._fs import first_names
 from ._listing import list_sessions, session_info
 
@@ -407,6 +414,9 @@ def _mendable(path: Path) -> bool:
     try:
         read_header(path)
     except CorruptSession as exc:
+        if exc.line == 1:
+            # A header is mended from the file's name: one awl gives a log.
+            return exc.damage and log_name_parts(path.name) is not None
         return exc.damage and exc.line is not None
     except (SessionError, OSError):
         return False

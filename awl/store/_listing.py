@@ -441,7 +441,7 @@ def _full_info(path: Path, cwd: str | None, st: os.stat_result) -> SessionInfo |
 
         header, state, size = read_state(path)
     except SessionError as exc:
-        sid, created = _name_info(path)
+        sid, created = name_info(path)
         owner = _header_cwd(path)
         if cwd is not None and owner is not None and owner != cwd:
             # Damaged, but its intact header says whose it is: another directory's
@@ -479,7 +479,7 @@ def _header_cwd(path: Path) -> str | None:
         return None
 
 
-def _name_info(path: Path) -> tuple[str, str]:
+def name_info(path: Path) -> tuple[str, str]:
     """(id, creation time) as a log's file name gives them ("" for a name of another form)."""
     name = SESSION_FILE_RE.match(path.name)
     if not name:
@@ -506,7 +506,7 @@ def session_info(
         st = log.stat()
     except OSError as exc:
         # A dangling symlink, a log removed meanwhile: its name still says which.
-        sid, created = _name_info(log)
+        sid, created = name_info(log)
         # In the words every command uses (a link to nothing named as one).
         return SessionInfo(log, sid, where or "", created, "", 0, error=missing_text(log, exc))
     return _full_info(log, where, st)

@@ -151,9 +151,9 @@ def read_header_fd(fd: int, path: Path, env: Env) -> SessionHeader:
             raise FormatError("the first line is not a session header")
         return parse_header(obj)
     except FormatError as exc:
-        # A header of another format version is whole: another awl's, not damage.
+        # A header of a later format version is whole: a later awl's, not damage.
         version = obj.get("version") if obj.get("type") == "session" else None
-        other = type(version) is int and version != FORMAT_VERSION
+        other = type(version) is int and version > FORMAT_VERSION
         raise CorruptSession(path, 1, str(exc), damage=not other) from None
 
 
@@ -558,21 +558,10 @@ class LogFile:
         self.place()
         if self._map is None or len(self._map) < self.size:
             assert self.fd is not None
-            if self.read_only and not self._locked:
-                # Every line but the last is mapped: see awl.store._logmap.
+            if self.read_only:
+                # Every line but the last is mapped: see awl.store._logmap.  (A
+                # locked reader's map shares its lock: close() undoes the lock itself.)
                 self._map = LogMap.for_reader(self.fd, self.size, self.path)
-            elif self.read_only:
-                # mmap keeps a dup of the descriptor it maps, which would share the
-                # lock: a descriptor of its own, so that close() ends the lock
-                # whatever holds on to the mapping.
-                rfd = self.env.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-                try:
-                    a, b = self.env.fstat(rfd), self.env.fstat(self.fd)
-                    same = (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
-                    # (Its name another file's now: the locked one is what is read.)
-                    self._map = LogMap.for_reader(rfd if same else self.fd, self.size, self.path)
-                finally:
-                    self.env.close(rfd)
             else:
                 # mmap keeps a dup of the descriptor it maps, and a dup shares
                 # the flock: map through a descriptor of its own so that the
@@ -731,6 +720,12 @@ class LogFile:
         self.close_map()
         if self.fd is not None:
             fd, self.fd = self.fd, None
+            if self._locked:
+                # mmap's dup of the descriptor shares the lock, and a view of the map
+                # still held somewhere (a traceback's frame) keeps the dup open:
+                # unlocked here, the lock ends with the reader whatever holds it.
+                with contextlib.suppress(OSError):
+                    self.env.flock(fd, fcntl.LOCK_UN)
             self.env.close(fd)
 
     def forget(self) -> None:

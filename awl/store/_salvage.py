@@ -32,14 +32,21 @@ from typing import NamedTuple
 import orjson
 
 from ..errors import CorruptSession, SessionError, SessionWriteError
-from ..paths import SESSION_FILE_RE, encode_cwd, session_file_name, session_root
+from ..paths import (
+    ASIDE_SUFFIX,
+    SESSION_FILE_RE,
+    encode_cwd,
+    session_file_name,
+    session_root,
+)
 from . import scanner
 from ._clock import format_timestamp, is_timestamp
 from ._entries import Checkpoint, MessageEntry, SessionHeader, UnknownEntry
-from ._fs import Env, default_env
+from ._fs import Env, default_env, open_regular
 from ._ids import uuid7
 from ._invalid import invalid_line
 from ._lines import Problems
+from ._listing import name_info
 from ._logfile import LogFile, read_header
 from ._logmap import LogMap
 from ._numpy import np
@@ -242,7 +249,10 @@ def salvage(
     folder's name stands for several paths, as ``-`` may be a ``/``): the
     one directory that the other logs' headers in the folder, this
     machine's directories and ``cwd`` name between them, or ``cwd`` among
-    several; when none is known, SessionError says so.
+    several; when none is known, SessionError says so.  Only a log in awl's
+    session store (``session_dir``, by default :func:`awl.paths.session_root`)
+    is mended so: its folders say whose session it was, and pi's store names
+    its folders and files as awl does.
 
     :class:`SessionBusy` when an awl process has the log open to write (it
     holds the writers' lock, which the salvage holds until the log is renamed);
@@ -373,29 +383,37 @@ def _stand_in_header(
     """The header of a log whose own is damaged: see :func:`salvage`.  Its provider
     and model are filled in from the lines read (:func:`_with_model`)."""
     root = os.fspath(session_dir) if session_dir is not None else os.fspath(session_root())
-    if os.path.realpath(p.parent.parent) != os.path.realpath(root):
+    folder = Path(os.path.realpath(p.parent))  # a link to a project folder: the folder
+    if not _same_folder(folder.parent, root):
         # Only a project folder of awl's own store says whose session it is: pi's
         # store names its folders and files alike, and a copy elsewhere, nothing.
         raise SessionError(
             f"{damage}; a log whose header is damaged is salvaged in awl's session store "
             f"({root}) only, whose folders say whose session it was"
         )
-    name = p.name.removesuffix(ASIDE_SUFFIX)  # salvaged before, its copy removed
-    named = SESSION_FILE_RE.match(name)
-    if named is None:
+    # The id and time a damaged header held, as the file's name gives them.
+    sid, when = name_info(Path(p.name.removesuffix(ASIDE_SUFFIX)))
+    if not when:
         raise SessionError(
             f"{damage}; its file name is not one awl gives a log, which would say whose "
             "session it was"
         )
-    ts = named["ts"]
-    when = f"{ts[:10]}T{ts[11:13]}:{ts[14:16]}:{ts[17:19]}.{ts[20:23]}Z"
-    place = _cwd_of_folder(p, cwd)
+    place = _cwd_of_folder(folder / p.name, cwd)
     if place is None:
         raise SessionError(
             f"{damage}; the working directory it recorded is not known (its folder's name "
             "stands for several, or for none here): run awl salvage in the session's directory"
         )
-    return SessionHeader(named["id"], when, place, "", "")
+    return SessionHeader(sid, when, place, "", "")
+
+
+def _same_folder(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Whether two paths name one folder (by device and inode, as the importer
+    tells awl's own store: a bind mount or a link is the same folder)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _cwd_of_folder(p: Path, cwd: str | None) -> str | None:
@@ -465,10 +483,6 @@ def _with_model(header: SessionHeader, lines: list[bytes]) -> SessionHeader:
             if isinstance(provider, str) and provider and isinstance(model, str) and model:
                 return SessionHeader(header.id, header.timestamp, header.cwd, provider, model)
     return header
-
-
-ASIDE_SUFFIX = ".salvaged"
-"""What a salvaged log's name gains: kept beside its copy, no session's any more."""
 
 
 class _Plan(NamedTuple):
@@ -594,10 +608,11 @@ def salvaged_copy(path: Path, session: str) -> Path | None:
             continue
         other = path.parent / name
         try:
-            with open(other, "rb") as f:
+            # Not a FIFO named like a log: it would hang the read.
+            with os.fdopen(open_regular(default_env(), other), "rb") as f:
                 f.readline(1 << 16)  # the header
                 second = f.readline(1 << 20)
-        except OSError:
+        except (OSError, SessionError):
             continue
         if not second.startswith(mark):
             continue
