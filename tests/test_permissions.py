@@ -297,6 +297,37 @@ def test_an_import_into_a_root_one_cannot_write_says_it_once(store: Store) -> No
     assert all(str(folder) in x for x in now_said), now_said
 
 
+def test_an_import_again_into_a_folder_that_may_not_be_entered_says_it_once(
+    store: Store,
+) -> None:
+    """Sessions imported before, their folder made unreadable since (another user's):
+    whether their logs are there is not known, which is said once, of the folder,
+    not as a failure to create each log; nothing is written."""
+    import json
+
+    from tests.import_fixtures import PI_FULL
+
+    first, *rest = PI_FULL.read_text(encoding="utf-8").splitlines(keepends=True)
+    header = json.loads(first)
+    header["cwd"] = str(store.cwd("p1"))
+    sources = store.base / "pi"
+    sources.mkdir()
+    for i in range(3):
+        header["id"] = f"{i:08x}-0000-4000-8000-000000000000"
+        (sources / f"{i}.jsonl").write_text(json.dumps(header) + "\n" + "".join(rest))
+    assert store.awl(["import", str(sources)], store.base).returncode == 0
+    folder = project_dir(store.base / "p1", store.root)
+    before = sorted(folder.iterdir())
+    deny(folder, read=True)
+    for dry in (["--dry-run"], []):
+        done = store.awl(["import", *dry, str(sources)], store.base)
+        assert done.returncode == 1, done.stdout
+        said, summary = done.stdout.splitlines()
+        assert said == f"{folder}: cannot look in it: Permission denied"
+        assert summary.endswith("; 3 errors"), summary
+    assert sorted(folder.iterdir()) == before
+
+
 def test_a_dry_run_of_a_grown_source_whose_awl_log_may_not_be_written_fails_as_the_import(
     store: Store,
 ) -> None:

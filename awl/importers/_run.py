@@ -604,6 +604,16 @@ class _Import:
         path = project_dir(info.cwd, self.session_dir) / session_file_name(info.start, sid)
         r.session, r.path, r.source_id = sid, str(path), info.source_id
         wait_named(path.name)
+        try:
+            os.lstat(path)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            # The session's folder may not be looked in (another user's, made with
+            # sudo): whether its log is there is not known.  Said of the folder, the
+            # same for each of its sessions, so said once.
+            r.error = f"{path_text(path.parent)}: cannot look in it: {exc.strerror}"
+            return
         if not self.dry_run:
             self._settle_leftovers(path)
         if not os.path.lexists(path):
