@@ -1223,6 +1223,7 @@ def test_since_and_until_take_dates_and_ages() -> None:
     assert parse_when("2026-W50") == parse_when("2026-12-07")
     assert parse_when("2026-W50", end_of_day=True) == parse_when("2026-12-13", end_of_day=True)
     assert parse_when("2026-W50-2T14:30Z", end_of_day=True) == "2026-12-08T14:30:59.999Z"
+    assert parse_when("2026-W50T10Z", end_of_day=True) == "2026-12-07T10:59:59.999Z"
     for bad in ("25:00", "9", "9:5", "14:30 +02:00"):
         with pytest.raises(ValueError):
             parse_when(bad)

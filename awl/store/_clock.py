@@ -114,8 +114,8 @@ _CLOCK = re.compile(r"([0-9]{1,2})(:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?)")
 # How far a date and time goes: the last of its groups that matched says its
 # last unit (a fraction of a second ends none); other forms ISO 8601 allows, none.
 _SPELLED = re.compile(  # as ``datetime.fromisoformat`` reads them: basic forms, any separator
-    # A calendar date, or a week date with its day (2026-W50-2).
-    r"(?:[0-9]{4}-?[0-9]{2}-?[0-9]{2}|[0-9]{4}-?W[0-9]{2}-?[1-7])"
+    # A calendar date, or a week date (2026-W50-2; its Monday without the day).
+    r"(?:[0-9]{4}-?[0-9]{2}-?[0-9]{2}|[0-9]{4}-?W[0-9]{2}(?:-?[1-7])?)"
     r"(?:.([0-9]{2})(?::?([0-9]{2})(?::?([0-9]{2})([.,][0-9]+)?)?)?"
     r"(?:Z|[+-][0-9]{2}(?::?[0-9]{2}(?::?[0-9]{2}(?:[.,][0-9]+)?)?)?)?)?"
 )
