@@ -261,9 +261,8 @@ def test_an_index_cache_folder_one_cannot_write_fails_only_reindex(store: Store)
     assert b"again" in mine.read_bytes()
 
 
-def test_an_import_into_a_root_one_cannot_write_says_it_once(store: Store) -> None:
-    """Every session's folder fails the same way: the line is said once, and the
-    summary counts each failure."""
+def _three_pi_sessions(store: Store) -> Path:
+    """A folder of three pi sessions of the project ``p1``."""
     import json
 
     from tests.import_fixtures import PI_FULL
@@ -276,6 +275,13 @@ def test_an_import_into_a_root_one_cannot_write_says_it_once(store: Store) -> No
     for i in range(3):
         header["id"] = f"{i:08x}-0000-4000-8000-000000000000"
         (sources / f"{i}.jsonl").write_text(json.dumps(header) + "\n" + "".join(rest))
+    return sources
+
+
+def test_an_import_into_a_root_one_cannot_write_says_it_once(store: Store) -> None:
+    """Every session's folder fails the same way: the line is said once, and the
+    summary counts each failure."""
+    sources = _three_pi_sessions(store)
     store.root.mkdir()
     deny(store.root, read=False)
     folder = project_dir(store.base / "p1", store.root)
@@ -303,18 +309,7 @@ def test_an_import_again_into_a_folder_that_may_not_be_entered_says_it_once(
     """Sessions imported before, their folder made unreadable since (another user's):
     whether their logs are there is not known, which is said once, of the folder,
     not as a failure to create each log; nothing is written."""
-    import json
-
-    from tests.import_fixtures import PI_FULL
-
-    first, *rest = PI_FULL.read_text(encoding="utf-8").splitlines(keepends=True)
-    header = json.loads(first)
-    header["cwd"] = str(store.cwd("p1"))
-    sources = store.base / "pi"
-    sources.mkdir()
-    for i in range(3):
-        header["id"] = f"{i:08x}-0000-4000-8000-000000000000"
-        (sources / f"{i}.jsonl").write_text(json.dumps(header) + "\n" + "".join(rest))
+    sources = _three_pi_sessions(store)
     assert store.awl(["import", str(sources)], store.base).returncode == 0
     folder = project_dir(store.base / "p1", store.root)
     before = sorted(folder.iterdir())
