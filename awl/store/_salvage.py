@@ -185,9 +185,17 @@ def _active_model(
             obj = orjson.loads(mm.view(start, start + int(records["length"][row])))
         except orjson.JSONDecodeError:
             continue
-        if type(obj) is dict and type(obj.get("provider")) is str and type(obj.get("model")) is str:
-            return obj["provider"], obj["model"]
+        named = _model_of(obj)
+        if named is not None:
+            return named
     return header.provider, header.model
+
+
+def _model_of(obj: object) -> tuple[str, str] | None:
+    """The provider and model a user message's line names (where its request went)."""
+    if type(obj) is dict and type(obj.get("provider")) is str and type(obj.get("model")) is str:
+        return obj["provider"], obj["model"]
+    return None
 
 
 class Salvaged(NamedTuple):
@@ -468,20 +476,16 @@ def _directories_named(folder: str, budget: int = 4096) -> list[str]:
 
 
 def _with_model(header: SessionHeader, lines: list[bytes]) -> SessionHeader:
-    """``header`` with the provider and model of the last message line that names
-    both (an assistant's reply, or a user message, which names where it went)."""
+    """``header`` with the provider and model of the last user message that names
+    them, as an open takes the session's model (:func:`_active_model`)."""
     for raw in reversed(lines):
         try:
             obj = orjson.loads(raw)
         except orjson.JSONDecodeError:
             continue
-        if not isinstance(obj, dict) or obj.get("type") != "message":
-            continue
-        message = obj.get("message")
-        for holder in (obj, message if isinstance(message, dict) else {}):
-            provider, model = holder.get("provider"), holder.get("model")
-            if isinstance(provider, str) and provider and isinstance(model, str) and model:
-                return SessionHeader(header.id, header.timestamp, header.cwd, provider, model)
+        named = _model_of(obj) if type(obj) is dict and obj.get("type") == "message" else None
+        if named is not None:
+            return SessionHeader(header.id, header.timestamp, header.cwd, *named)
     return header
 
 
