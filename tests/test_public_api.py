@@ -325,6 +325,7 @@ PACKAGE_ALL = {
         "default_stores",
         "detect",
         "detect_file",
+        "entry_id",
         "find_imported",
         "has_entry",
         "import_origin",

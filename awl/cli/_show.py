@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,8 +51,10 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
     from ..store import SessionManager, resume_ref
     from ..ui import session_json, transcript
 
-    if around is not None and _ENTRY_ID.fullmatch(around.strip()):
-        around = around.strip().lower()  # as ID:ENTRY takes it (split_ref)
+    if around is not None:
+        from ..importers import entry_id
+
+        around = entry_id(around)  # as ID:ENTRY takes it
     if has_entry(ref):
         ref, entry = split_entry(ref)
         if around is not None and around != entry:
@@ -98,8 +99,6 @@ def show(ref: str, as_json: bool, around: str | None, context: int | None) -> No
 
 
 _WHOLE = 1 << 62  # messages of context: all there are
-
-_ENTRY_ID = re.compile(r"[0-9a-fA-F]{8}")  # an entry id as awl writes them, in either case
 
 
 def _batched(lines: Iterator[str], size: int = 1 << 16) -> Iterator[str]:

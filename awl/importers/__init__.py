@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from ._refs import (
         BadReference,
         SessionRef,
+        entry_id,
         has_entry,
         names_a_file,
         not_found_text,
@@ -75,6 +76,7 @@ _HOMES = {
     "imported_copy": "_find",
     "BadReference": "_refs",
     "SessionRef": "_refs",
+    "entry_id": "_refs",
     "has_entry": "_refs",
     "names_a_file": "_refs",
     "not_found_text": "_refs",
@@ -113,6 +115,7 @@ __all__ = [
     "default_stores",
     "detect",
     "detect_file",
+    "entry_id",
     "find_imported",
     "has_entry",
     "import_origin",

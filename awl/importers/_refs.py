@@ -84,10 +84,13 @@ def split_ref(ref: str) -> tuple[str, str | None]:
             f"{ref!r} has more than one colon: ID:ENTRY is a session and one of its "
             "entries (as awl search prints them)"
         )
-    if _ENTRY_ID.fullmatch(entry.strip()):
-        # As an id is taken: in capitals, or with the spaces of a paste around it.
-        entry = entry.strip().lower()
-    return head, entry
+    return head, entry_id(entry)
+
+
+def entry_id(text: str) -> str:
+    """An entry id as typed, as awl writes it: in capitals, or with the spaces of a
+    paste around it (8 hex digits); any other text as it is."""
+    return text.strip().lower() if _ENTRY_ID.fullmatch(text.strip()) else text
 
 
 _ENTRY_ID = re.compile(r"[0-9a-fA-F]{8}")
